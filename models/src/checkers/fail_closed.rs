@@ -1,0 +1,82 @@
+//! I6 fail closed: if the resume position is unavailable (slot dropped, recreated, invalidated,
+//! WAL removed), the pipeline stops or rebuilds explicitly; it never skips silently to a later
+//! position.
+//!
+//! Verifies, at every replication stream start of the connector: the commits the server will
+//! never send although the connector asked for them — those whose commit starts in
+//! `[requested, start)` when decoding was forwarded to the slot's `confirmed_flush`
+//! (`postgres-slots.md` §4.1), and, on a promoted server asked for a position past its timeline's
+//! switch point, the new timeline's commits below the requested position (§12 "Loss") — are
+//! already in Kafka. Any that is not was skipped silently.
+//!
+//! Does not verify: a stream start without a requested position (0/0, a fresh start: the
+//! handoff is I4's question); a stop or a rebuild (those are the correct outcomes; whether a
+//! stopped pipeline says so is I11, later).
+
+use super::{Evidence, Finding};
+use crate::ids::Node;
+use crate::lsn::Lsn;
+use crate::observe::Observation;
+use crate::spec::Invariant;
+use crate::time::SimTime;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FailClosed {
+    /// Promoted servers and their switch points.
+    switch_points: BTreeMap<Node, Lsn>,
+}
+
+impl FailClosed {
+    pub fn observe(&mut self, evidence: &Evidence, at: SimTime, observation: &Observation, found: &mut Vec<Finding>) {
+        match observation {
+            Observation::Promoted { server, switch_lsn, .. } => {
+                self.switch_points.insert(*server, *switch_lsn);
+            }
+            Observation::StreamStarted { server, client: Node::Connect, slot, requested, start, confirmed_flush, .. } => {
+                if !requested.is_valid() {
+                    return;
+                }
+                let mut skipped_from = None;
+                if start > requested {
+                    skipped_from = Some((*requested, format!("decoding forwarded from the requested {requested} to confirmed_flush {confirmed_flush}")));
+                }
+                if let Some(switch) = self.switch_points.get(server)
+                    && requested > switch
+                {
+                    skipped_from = Some((
+                        *switch,
+                        format!("the requested {requested} is past timeline switch point {switch}: the new timeline's commits below it are skipped"),
+                    ));
+                }
+                let Some((from, why)) = skipped_from else { return };
+                let skipped: Vec<_> = evidence
+                    .oracle
+                    .surviving()
+                    .filter(|commit| commit.txn.commit_lsn >= from && commit.txn.commit_lsn < *start)
+                    .filter(|commit| {
+                        commit.txn.changes.iter().any(|change| {
+                            evidence.captured.contains(&change.table)
+                                && !evidence.published.has_change(change.lsn, (change.table, change.key), change.kind.after())
+                        })
+                    })
+                    .collect();
+                let Some(first) = skipped.first() else { return };
+                let key = first.txn.changes.iter().find(|c| evidence.captured.contains(&c.table)).map(|c| c.key);
+                found.push(
+                    Finding::new(Invariant::I6, key, at)
+                        .expected(format!("the connector stops or rebuilds: its position {requested} is not available on slot \"{slot}\""))
+                        .seen(format!(
+                            "streaming went on from {start}; {} commit(s) from {} were skipped silently",
+                            skipped.len(),
+                            first.txn.commit_lsn
+                        ))
+                        .lsn(*requested)
+                        .detail(why),
+                );
+            }
+            _ => {}
+        }
+    }
+}

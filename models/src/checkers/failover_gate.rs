@@ -1,0 +1,101 @@
+//! I8 failover gate: after a promotion the saved offset must be available on the new source's
+//! slot before more events are published.
+//!
+//! Verifies: after a promotion, if the connector streams from the promoted server without a new
+//! snapshot having started and without a gate having found the saved offset available, then the
+//! slot it streams from must have existed at promotion, with `confirmed_flush ≤ saved ≤ switch
+//! point` (`postgres-slots.md` §12 "Gate to implement"). Otherwise the first change it publishes
+//! from that stream is the finding.
+//!
+//! Does not verify: whether the rebuild that replaced the stream is complete (I4), phantoms from
+//! the old primary's lost tail (I4).
+
+use super::{Evidence, Finding};
+use crate::event::Op;
+use crate::ids::Node;
+use crate::lsn::Lsn;
+use crate::observe::{GateVerdict, Observation};
+use crate::spec::Invariant;
+use crate::time::SimTime;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct Promotion {
+    server: Node,
+    at: SimTime,
+    switch_lsn: Lsn,
+    slots: Vec<String>,
+    rebuilt: bool,
+    gate_passed: bool,
+    /// Set when a stream started from an unavailable position: why.
+    unavailable: Option<String>,
+    reported: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FailoverGate {
+    promotion: Option<Promotion>,
+}
+
+impl FailoverGate {
+    pub fn observe(&mut self, evidence: &Evidence, at: SimTime, observation: &Observation, found: &mut Vec<Finding>) {
+        if let Observation::Promoted { server, switch_lsn, slots, .. } = observation {
+            self.promotion = Some(Promotion {
+                server: *server,
+                at,
+                switch_lsn: *switch_lsn,
+                slots: slots.clone(),
+                rebuilt: false,
+                gate_passed: false,
+                unavailable: None,
+                reported: false,
+            });
+            return;
+        }
+        let Some(promotion) = self.promotion.as_mut() else { return };
+        match observation {
+            Observation::SnapshotStarted { .. } => promotion.rebuilt = true,
+            Observation::GateChecked { verdict: GateVerdict::Available, .. } => promotion.gate_passed = true,
+            Observation::StreamStarted { server, client: Node::Connect, slot, confirmed_flush, .. }
+                if *server == promotion.server && !promotion.rebuilt && !promotion.gate_passed =>
+            {
+                let saved = evidence.stored_offset.and_then(|offset| offset.resume_lsn());
+                let reason = match saved {
+                    None => Some("no saved offset".to_string()),
+                    Some(_) if !promotion.slots.contains(slot) => Some(format!(
+                        "slot \"{slot}\" did not exist on {} at promotion (PostgreSQL ≤ 16 has no failover slots): it was created afterwards",
+                        promotion.server
+                    )),
+                    Some(saved) if *confirmed_flush > saved => {
+                        Some(format!("the slot's confirmed_flush {confirmed_flush} is past the saved offset {saved}"))
+                    }
+                    Some(saved) if saved > promotion.switch_lsn => {
+                        Some(format!("the saved offset {saved} is past the switch point {}", promotion.switch_lsn))
+                    }
+                    Some(_) => None,
+                };
+                promotion.unavailable = reason.map(|reason| format!("{reason}; saved offset {}", saved.map_or("none".into(), |s| s.to_string())));
+            }
+            Observation::Appended { records } if !promotion.reported => {
+                let Some(reason) = promotion.unavailable.clone() else { return };
+                let first = records.iter().find(|record| {
+                    record.value.is_some_and(|event| !event.source.snapshot.is_snapshot() && event.op != Op::Read)
+                });
+                if let Some(record) = first {
+                    promotion.reported = true;
+                    found.push(
+                        Finding::new(Invariant::I8, Some(record.key), at)
+                            .expected(format!(
+                                "after the promotion of {} at {}, no event published before the saved offset is found available on its slot",
+                                promotion.server, promotion.at
+                            ))
+                            .seen(format!("published a change from {} at partition {} offset {}", promotion.server, record.tp.partition, record.offset))
+                            .lsn(record.value.map(|event| event.source.lsn).unwrap_or_default())
+                            .detail(reason),
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! I2 no resurrection: at the acceptance boundary a key whose last source operation is a delete
+//! is absent from the sink; and once a delete is applied, no older version reappears.
+//!
+//! Verifies, during the run: after the sink applied a delete of a document (or a snapshot epoch
+//! removed it), an apply that makes it live again with a version not newer than the deleted one.
+//! At the boundary (when reached): every document whose surviving source history ends in a delete
+//! is not live in the sink; the finding names the delete's commit, so the reader can see why it
+//! never arrived (a snapshot cannot retract anything, reference `debezium-postgres.md` §4.3–4.4).
+//!
+//! Does not verify: documents that never existed in the surviving source (phantoms are I4).
+
+use super::{Boundary, Evidence, Finding, describe_doc};
+use crate::observe::{Doc, Observation, SinkAction};
+use crate::oracle::DocId;
+use crate::spec::Invariant;
+use crate::time::SimTime;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct NoResurrection {
+    /// Documents whose delete the sink applied: the deleted version (if known) and when.
+    deleted: BTreeMap<DocId, (Option<u32>, SimTime)>,
+}
+
+impl NoResurrection {
+    pub fn observe(&mut self, _evidence: &Evidence, at: SimTime, observation: &Observation, found: &mut Vec<Finding>) {
+        match observation {
+            Observation::SinkApplied { record, action, before, after } => {
+                let Some(event) = record.value else { return };
+                let id = (event.source.table, record.key);
+                match (action, after) {
+                    (SinkAction::Deleted, _) => {
+                        let version = event.before.map(|row| row.version).or(match before {
+                            Some(Doc::Live(row)) => Some(row.version),
+                            _ => None,
+                        });
+                        self.deleted.insert(id, (version, at));
+                    }
+                    (SinkAction::Upserted, Some(Doc::Live(row))) => {
+                        if let Some((deleted_version, deleted_at)) = self.deleted.get(&id).copied() {
+                            if deleted_version.is_none_or(|deleted| row.version <= deleted) {
+                                found.push(
+                                    Finding::new(Invariant::I2, Some(record.key), at)
+                                        .expected(format!(
+                                            "stays deleted (delete of {} applied at {deleted_at})",
+                                            deleted_version.map_or("it".to_string(), |v| format!("version {v}"))
+                                        ))
+                                        .seen(format!(
+                                            "version {} reappeared from partition {} offset {}",
+                                            row.version, record.tp.partition, record.offset
+                                        ))
+                                        .lsn(event.source.lsn),
+                                );
+                            } else {
+                                self.deleted.remove(&id);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Observation::SinkReconciled { removed, .. } => {
+                for (table, key, row) in removed {
+                    self.deleted.insert((*table, *key), (Some(row.version), at));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The boundary half: deleted in the source, live in the sink.
+pub fn check_boundary(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Finding>) {
+    for id in evidence.oracle.documents() {
+        if !evidence.captured.contains(&id.0) {
+            continue;
+        }
+        let Some(last) = evidence.oracle.last_version(id) else { continue };
+        if last.row.is_some() {
+            continue;
+        }
+        let doc = boundary.sink.get(&id);
+        if let Some(Doc::Live(_)) = doc {
+            let deleted_version = evidence.oracle.versions(id).iter().rev().find_map(|v| v.row).map(|r| r.version);
+            found.push(
+                Finding::new(Invariant::I2, Some(id.1), boundary.at)
+                    .expected(format!(
+                        "absent (deleted{} at {} by the commit at {})",
+                        deleted_version.map_or(String::new(), |v| format!(" after version {v}")),
+                        last.at,
+                        last.commit_lsn
+                    ))
+                    .seen(describe_doc(doc))
+                    .lsn(last.commit_lsn)
+                    .detail(resurrection_reason(evidence, id, last.commit_lsn)),
+            );
+        }
+    }
+}
+
+/// Why the delete never reached the sink, as far as Kafka's content tells.
+fn resurrection_reason(evidence: &Evidence, id: DocId, delete_lsn: crate::lsn::Lsn) -> String {
+    let streamed = evidence.published.changes.iter().any(|((_, doc), change)| {
+        *doc == id && change.after.is_none() && change.op == crate::event::Op::Delete
+    });
+    if streamed {
+        return "the delete was published but the sink did not keep it".into();
+    }
+    let later_snapshot = evidence
+        .published
+        .attempts
+        .iter()
+        .any(|attempt| attempt.complete && attempt.lsn > delete_lsn && !attempt.rows.contains_key(&id));
+    if later_snapshot {
+        "the delete was never streamed (it committed before the stream's start) and the later snapshot that \
+         omits the row cannot retract it"
+            .into()
+    } else {
+        "the delete was never published".into()
+    }
+}

@@ -1,0 +1,103 @@
+//! What Kafka durably holds, indexed for the checkers: streamed change records by change LSN and
+//! document, and snapshot attempts.
+//!
+//! A snapshot attempt is recognised from the records alone, as a consumer could: a record with
+//! `source.snapshot=first` opens one; the following snapshot records with the same
+//! `source.connector` and `source.lsn` belong to it; `source.snapshot=last` completes it.
+
+use crate::event::{KafkaRecord, Op, Origin, SnapshotMarker};
+use crate::ids::{Row, TableId};
+use crate::lsn::Lsn;
+use crate::oracle::DocId;
+use crate::time::SimTime;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One snapshot attempt as published.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Attempt {
+    pub origin: Origin,
+    /// Its `source.lsn`.
+    pub lsn: Lsn,
+    pub rows: BTreeMap<DocId, Row>,
+    pub tables: BTreeSet<TableId>,
+    pub complete: bool,
+    pub first_at: SimTime,
+    /// Append sequence of its last record so far.
+    pub last_seq: u64,
+}
+
+/// A streamed change as published.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PublishedChange {
+    pub op: Op,
+    pub after: Option<Row>,
+    /// When it was first appended.
+    pub at: SimTime,
+    pub seq: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Published {
+    seq: u64,
+    /// Streamed Debezium changes by (change LSN, document); the first append of each.
+    pub changes: BTreeMap<(Lsn, DocId), PublishedChange>,
+    pub attempts: Vec<Attempt>,
+}
+
+impl Published {
+    pub fn append(&mut self, at: SimTime, records: &[KafkaRecord]) {
+        for record in records {
+            self.seq += 1;
+            let Some(event) = record.value else { continue };
+            let id = (event.source.table, record.key);
+            if event.source.snapshot == SnapshotMarker::Streamed {
+                self.changes.entry((event.source.lsn, id)).or_insert(PublishedChange {
+                    op: event.op,
+                    after: event.after,
+                    at,
+                    seq: self.seq,
+                });
+                continue;
+            }
+            let Some(row) = event.after else { continue };
+            let (origin, lsn) = (event.source.connector, event.source.lsn);
+            let open = self
+                .attempts
+                .iter()
+                .rposition(|attempt| attempt.origin == origin && attempt.lsn == lsn && !attempt.complete);
+            let index = match (event.source.snapshot, open) {
+                (SnapshotMarker::First, _) | (_, None) => {
+                    self.attempts.push(Attempt {
+                        origin,
+                        lsn,
+                        rows: BTreeMap::new(),
+                        tables: BTreeSet::new(),
+                        complete: false,
+                        first_at: at,
+                        last_seq: self.seq,
+                    });
+                    self.attempts.len() - 1
+                }
+                (_, Some(index)) => index,
+            };
+            let attempt = &mut self.attempts[index];
+            attempt.rows.insert(id, row);
+            attempt.tables.insert(id.0);
+            attempt.last_seq = self.seq;
+            if event.source.snapshot.is_last() {
+                attempt.complete = true;
+            }
+        }
+    }
+
+    /// Whether the streamed change (LSN, document, row after) is in Kafka.
+    pub fn has_change(&self, lsn: Lsn, id: DocId, after: Option<Row>) -> bool {
+        self.changes.get(&(lsn, id)).is_some_and(|change| change.after == after)
+    }
+
+    /// The last complete snapshot attempt, in append order.
+    pub fn accepted(&self) -> Option<(usize, &Attempt)> {
+        self.attempts.iter().enumerate().filter(|(_, attempt)| attempt.complete).max_by_key(|(_, a)| a.last_seq)
+    }
+}

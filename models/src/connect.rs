@@ -1,0 +1,566 @@
+//! A Kafka Connect worker running one source task (the Debezium PostgreSQL task), in at-least-once
+//! mode (reference `kafka-connect.md` §1, §5.4).
+//!
+//! - §1.1 `SubmittedRecords`: a FIFO of (offset, acked) for the connector's one source partition;
+//!   the committable offset is the last offset of the contiguous acknowledged prefix, refreshed at
+//!   the top of every send-loop iteration (each `poll()`).
+//! - §1.2 the offset commit every `offset.flush.interval.ms` (fixed delay from task start): take
+//!   the committable snapshot, write it to the offsets topic, wait `offset.flush.timeout.ms` for the
+//!   acknowledgement; on success call `SourceTask.commit()`, on timeout put the offsets back and do
+//!   not call it. An empty flush also counts as success.
+//! - §1.4 a hard kill loses everything volatile: the restarted task reads the last flushed offset
+//!   and everything after it is produced again.
+//! - §1.5 a graceful stop: the poll in progress ends, in-flight records are awaited up to
+//!   `offset.flush.timeout.ms`, the final offsets are committed, `commit()` is called, then the
+//!   task's `stop()` (Debezium confirms the stored offset once and closes its connections).
+//! - The producer: `max.in.flight.requests.per.connection=1`, `acks=all`; a poll's records are
+//!   sent as one request, the next one when the previous is acknowledged.
+//! - Debezium's `poll()` waits up to `poll.interval.ms` for a full batch; on the poll after
+//!   `commit()` it first re-reads the stored offset and confirms it to the slot (`debezium.rs`).
+//!
+//! The connector's target state (RUNNING / STOPPED) is durable (the config topic). Left out:
+//! group membership and rebalancing (`scheduled.rebalance.max.delay.ms`), exactly-once support,
+//! `errors.tolerance`, the 5 s graceful-shutdown deadline and orphaned tasks.
+
+use crate::component::{Component, Ctx, Timer};
+use crate::debezium::{DebeziumConfig, DebeziumTask, Phase, TaskEvent};
+use crate::event::{SourceOffset, SourceRecord};
+use crate::ids::Node;
+use crate::observe::Observation;
+use crate::protocol::{KafkaReply, KafkaRequest, Msg, RestReply, RestRequest};
+use crate::time::SimTime;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ConnectConfig {
+    /// `offset.flush.interval.ms` (default 60 000).
+    pub offset_flush_interval_ms: u64,
+    /// `offset.flush.timeout.ms` (default 5 000).
+    pub offset_flush_timeout_ms: u64,
+}
+
+/// The connector's target state, stored in the config topic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TargetState {
+    Running,
+    Stopped,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct Submitted {
+    seq: u64,
+    offset: SourceOffset,
+    acked: bool,
+}
+
+/// What a pending Kafka request is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+enum Pending {
+    /// Reading the stored offset to start (or restart) the task.
+    StartOffsets,
+    /// Reading the stored offset for Debezium's `performCommit()`, then the poll continues.
+    CommitOffsets { then_stop: bool },
+    /// A produce request carrying submitted records `first_seq..=last_seq`.
+    Produce { first_seq: u64, last_seq: u64, changes: usize, completion_marker: bool },
+    /// An offset flush.
+    Flush { final_commit: bool },
+    /// `DELETE /connectors/<name>/offsets`.
+    DeleteOffsets,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+enum TaskState {
+    /// Reading the stored offset before `SourceTask.start()`.
+    Starting,
+    Running,
+    /// A graceful stop: waiting for in-flight records, then the final commit.
+    Stopping,
+    Failed,
+}
+
+/// The source task as Connect runs it: the Debezium task plus Connect's offset machinery.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct TaskRuntime {
+    state: TaskState,
+    debezium: DebeziumTask,
+    submitted: VecDeque<Submitted>,
+    next_seq: u64,
+    /// The committable snapshot (refreshed at each poll).
+    committable: Option<SourceOffset>,
+    /// `OffsetStorageWriter.data`: offsets waiting for the next flush.
+    writer_data: Option<SourceOffset>,
+    /// `OffsetStorageWriter.toFlush`.
+    flushing: Option<SourceOffset>,
+    /// Records polled but not yet sent (the producer's accumulator).
+    accumulator: Vec<(u64, SourceRecord)>,
+    produce_in_flight: bool,
+    /// When the current `poll()` started.
+    poll_started_at: SimTime,
+    poll_armed: bool,
+    /// `SourceTask.commit()` was called; the next poll performs the commit.
+    commit_requested: bool,
+    /// A poll is blocked reading the stored offset for `performCommit()`.
+    poll_blocked: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct Volatile {
+    task: Option<TaskRuntime>,
+    pending: Vec<(u64, Pending)>,
+    next_request: u64,
+    next_session: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ConnectWorker {
+    pub config: Arc<ConnectConfig>,
+    pub debezium: Arc<DebeziumConfig>,
+    pub target_state: TargetState,
+    volatile: Volatile,
+}
+
+impl ConnectWorker {
+    pub fn new(config: Arc<ConnectConfig>, debezium: Arc<DebeziumConfig>, target_state: TargetState) -> ConnectWorker {
+        ConnectWorker {
+            config,
+            debezium,
+            target_state,
+            volatile: Volatile { task: None, pending: Vec::new(), next_request: 1, next_session: 1 },
+        }
+    }
+
+    /// The task's state as the REST API shows it.
+    pub fn status(&self) -> &'static str {
+        match &self.volatile.task {
+            None => {
+                if self.target_state == TargetState::Stopped {
+                    "STOPPED"
+                } else {
+                    "UNASSIGNED"
+                }
+            }
+            Some(task) => match task.state {
+                TaskState::Failed => "FAILED",
+                TaskState::Stopping => "STOPPING",
+                _ => "RUNNING",
+            },
+        }
+    }
+
+    /// The Debezium task's phase, if a task runs.
+    pub fn debezium_phase(&self) -> Option<&Phase> {
+        self.volatile.task.as_ref().map(|task| &task.debezium.phase)
+    }
+
+    /// The last LSN the task has completely processed while streaming.
+    pub fn processed_upto(&self) -> Option<crate::lsn::Lsn> {
+        self.volatile.task.as_ref().and_then(|task| task.debezium.processed_upto())
+    }
+
+    /// Whether nothing is waiting anywhere in the worker: no queued, unsent or unacknowledged
+    /// record.
+    pub fn is_drained(&self) -> bool {
+        self.volatile.task.as_ref().is_none_or(|task| {
+            task.debezium.queued() == 0 && task.accumulator.is_empty() && !task.produce_in_flight
+        })
+    }
+
+    fn request(&mut self, ctx: &mut Ctx, purpose: Pending, request: KafkaRequest) {
+        let request_id = self.volatile.next_request;
+        self.volatile.next_request += 1;
+        self.volatile.pending.push((request_id, purpose));
+        ctx.send(Node::Kafka, Msg::Kafka { request_id, request });
+    }
+
+    fn start_task(&mut self, ctx: &mut Ctx) {
+        let debezium = DebeziumTask::new(self.debezium.clone(), self.volatile.next_session);
+        self.volatile.task = Some(TaskRuntime {
+            state: TaskState::Starting,
+            debezium,
+            submitted: VecDeque::new(),
+            next_seq: 0,
+            committable: None,
+            writer_data: None,
+            flushing: None,
+            accumulator: Vec::new(),
+            produce_in_flight: false,
+            poll_started_at: ctx.now,
+            poll_armed: false,
+            commit_requested: false,
+            poll_blocked: false,
+        });
+        let connector = self.debezium.name.clone();
+        self.request(ctx, Pending::StartOffsets, KafkaRequest::ReadSourceOffset { connector });
+        // scheduleWithFixedDelay: the first commit one interval after the task starts.
+        ctx.set_timer(Timer::OffsetFlush, self.config.offset_flush_interval_ms);
+    }
+
+    fn handle_task_event(&mut self, ctx: &mut Ctx, event: TaskEvent) {
+        match event {
+            TaskEvent::None => {}
+            TaskEvent::RestartAfter(after_ms) => ctx.set_timer(Timer::TaskRestart, after_ms),
+            TaskEvent::Failed => {
+                if let Some(task) = self.volatile.task.as_mut() {
+                    task.state = TaskState::Failed;
+                }
+                ctx.cancel_timer(Timer::PollReturns);
+                ctx.cancel_timer(Timer::OffsetFlush);
+            }
+        }
+        self.arm_poll(ctx);
+    }
+
+    /// Arms the timer for the moment the current `poll()` returns, if it has something to do.
+    fn arm_poll(&mut self, ctx: &mut Ctx) {
+        let Some(task) = self.volatile.task.as_mut() else { return };
+        if task.state != TaskState::Running || task.poll_armed || task.poll_blocked {
+            return;
+        }
+        let queued = task.debezium.queued();
+        if queued == 0 && !task.commit_requested {
+            return; // an idle poll changes nothing
+        }
+        let interval = self.debezium.poll_interval_ms.max(1);
+        let delay = if queued >= self.debezium.max_batch_size as usize {
+            0 // a full batch returns at once
+        } else {
+            // Polls return on a grid of poll.interval.ms from when the current one started.
+            let elapsed = ctx.now.since(task.poll_started_at);
+            let periods = elapsed.div_ceil(interval).max(1);
+            task.poll_started_at.ms() + periods * interval - ctx.now.ms()
+        };
+        task.poll_armed = true;
+        ctx.set_timer(Timer::PollReturns, delay);
+    }
+
+    /// `poll()` returns now: perform a requested commit first, then hand records to the producer.
+    fn poll_returns(&mut self, ctx: &mut Ctx) {
+        let Some(task) = self.volatile.task.as_mut() else { return };
+        task.poll_armed = false;
+        if task.state != TaskState::Running {
+            return;
+        }
+        task.poll_started_at = ctx.now;
+        refresh_committable(task);
+        if task.commit_requested {
+            task.commit_requested = false;
+            task.poll_blocked = true;
+            let connector = self.debezium.name.clone();
+            self.request(ctx, Pending::CommitOffsets { then_stop: false }, KafkaRequest::ReadSourceOffset { connector });
+            return;
+        }
+        self.finish_poll(ctx);
+    }
+
+    fn finish_poll(&mut self, ctx: &mut Ctx) {
+        let Some(task) = self.volatile.task.as_mut() else { return };
+        task.poll_blocked = false;
+        task.poll_started_at = ctx.now;
+        let records = task.debezium.drain();
+        if !records.is_empty() {
+            ctx.observe(Observation::Polled { records: records.clone() });
+            for record in records {
+                let seq = task.next_seq;
+                task.next_seq += 1;
+                task.submitted.push_back(Submitted { seq, offset: record.offset, acked: false });
+                task.accumulator.push((seq, record));
+            }
+        }
+        self.send_accumulated(ctx);
+        self.arm_poll(ctx);
+    }
+
+    fn send_accumulated(&mut self, ctx: &mut Ctx) {
+        let Some(task) = self.volatile.task.as_mut() else { return };
+        if task.produce_in_flight || task.accumulator.is_empty() {
+            return;
+        }
+        let batch = std::mem::take(&mut task.accumulator);
+        task.produce_in_flight = true;
+        let purpose = Pending::Produce {
+            first_seq: batch[0].0,
+            last_seq: batch[batch.len() - 1].0,
+            changes: batch
+                .iter()
+                .filter(|(_, record)| record.value.is_some_and(|value| !value.source.snapshot.is_snapshot()))
+                .count(),
+            completion_marker: batch.iter().any(|(_, record)| record.offset.snapshot_completed),
+        };
+        let records = batch.into_iter().map(|(_, record)| record).collect();
+        self.request(ctx, purpose, KafkaRequest::Produce { records });
+    }
+
+    fn on_produced(&mut self, ctx: &mut Ctx, first_seq: u64, last_seq: u64, changes: usize, completion_marker: bool) {
+        let Some(task) = self.volatile.task.as_mut() else { return };
+        task.produce_in_flight = false;
+        for submitted in task.submitted.iter_mut() {
+            if (first_seq..=last_seq).contains(&submitted.seq) {
+                submitted.acked = true;
+            }
+        }
+        ctx.observe(Observation::ProduceAcked { count: (last_seq - first_seq + 1) as usize, changes, completion_marker });
+        self.send_accumulated(ctx);
+        self.continue_stop_if_drained(ctx);
+    }
+
+    /// The periodic offset commit (`WorkerSourceTask.commitOffsets`).
+    fn offset_flush(&mut self, ctx: &mut Ctx, final_commit: bool) {
+        let Some(task) = self.volatile.task.as_mut() else { return };
+        if task.state == TaskState::Failed {
+            return;
+        }
+        if task.flushing.is_some() {
+            // An earlier flush is still running; try at the next interval.
+            ctx.set_timer(Timer::OffsetFlush, self.config.offset_flush_interval_ms);
+            return;
+        }
+        if final_commit {
+            refresh_committable(task);
+        }
+        if let Some(offset) = task.committable.take() {
+            task.writer_data = Some(offset);
+        }
+        match task.writer_data.take() {
+            None => {
+                // Nothing to flush still counts as success.
+                self.flush_succeeded(ctx, None, final_commit);
+            }
+            Some(offset) => {
+                task.flushing = Some(offset);
+                let connector = self.debezium.name.clone();
+                self.request(ctx, Pending::Flush { final_commit }, KafkaRequest::WriteSourceOffset {
+                    connector,
+                    offset: Some(offset),
+                });
+                ctx.set_timer(Timer::OffsetFlushTimeout, self.config.offset_flush_timeout_ms);
+            }
+        }
+    }
+
+    fn flush_succeeded(&mut self, ctx: &mut Ctx, offset: Option<SourceOffset>, final_commit: bool) {
+        let Some(task) = self.volatile.task.as_mut() else { return };
+        task.flushing = None;
+        ctx.cancel_timer(Timer::OffsetFlushTimeout);
+        if offset.is_some() {
+            ctx.observe(Observation::OffsetsCommitted { offset });
+        }
+        // SourceTask.commit(): Debezium only sets a flag; the next poll acts on it.
+        task.commit_requested = true;
+        if final_commit {
+            self.finish_stop(ctx);
+        } else {
+            ctx.set_timer(Timer::OffsetFlush, self.config.offset_flush_interval_ms);
+            self.arm_poll(ctx);
+        }
+    }
+
+    fn flush_timed_out(&mut self, ctx: &mut Ctx) {
+        let Some(task) = self.volatile.task.as_mut() else { return };
+        let Some(offset) = task.flushing.take() else { return };
+        // cancelFlush: the offsets go back; newer ones in `data` win.
+        if task.writer_data.is_none() {
+            task.writer_data = Some(offset);
+        }
+        self.volatile.pending.retain(|(_, purpose)| !matches!(purpose, Pending::Flush { .. }));
+        ctx.observe(Observation::OffsetFlushFailed {
+            reason: format!("offset flush not acknowledged within offset.flush.timeout.ms={}", self.config.offset_flush_timeout_ms),
+        });
+        let stopping = task.state == TaskState::Stopping;
+        if stopping {
+            self.finish_stop(ctx);
+        } else {
+            ctx.set_timer(Timer::OffsetFlush, self.config.offset_flush_interval_ms);
+        }
+    }
+
+    fn graceful_stop(&mut self, ctx: &mut Ctx) {
+        let Some(task) = self.volatile.task.as_mut() else { return };
+        match task.state {
+            TaskState::Running => {
+                task.state = TaskState::Stopping;
+                ctx.cancel_timer(Timer::PollReturns);
+                ctx.cancel_timer(Timer::OffsetFlush);
+                ctx.cancel_timer(Timer::TaskRestart);
+                task.poll_armed = false;
+                // The send loop exits; in-flight records are awaited.
+                ctx.set_timer(Timer::StopTimeout, self.config.offset_flush_timeout_ms);
+                self.continue_stop_if_drained(ctx);
+            }
+            TaskState::Starting | TaskState::Failed => {
+                let mut task = self.volatile.task.take().expect("task present");
+                task.debezium.stop(ctx);
+                ctx.cancel_timer(Timer::OffsetFlush);
+                ctx.cancel_timer(Timer::PollReturns);
+                ctx.cancel_timer(Timer::TaskRestart);
+                ctx.observe(Observation::TaskStopped { graceful: true });
+            }
+            TaskState::Stopping => {}
+        }
+    }
+
+    fn continue_stop_if_drained(&mut self, ctx: &mut Ctx) {
+        let Some(task) = self.volatile.task.as_ref() else { return };
+        if task.state == TaskState::Stopping && !task.produce_in_flight && task.flushing.is_none() {
+            let pending_flush = self.volatile.pending.iter().any(|(_, purpose)| matches!(purpose, Pending::Flush { .. }));
+            if !pending_flush {
+                ctx.cancel_timer(Timer::StopTimeout);
+                self.offset_flush(ctx, true);
+            }
+        }
+    }
+
+    /// After the final commit: `SourceTask.stop()` performs one commit from the stored offset
+    /// and closes the connections.
+    fn finish_stop(&mut self, ctx: &mut Ctx) {
+        let connector = self.debezium.name.clone();
+        self.request(ctx, Pending::CommitOffsets { then_stop: true }, KafkaRequest::ReadSourceOffset { connector });
+    }
+
+    fn on_kafka_reply(&mut self, ctx: &mut Ctx, request_id: u64, reply: KafkaReply) {
+        let Some(index) = self.volatile.pending.iter().position(|(id, _)| *id == request_id) else { return };
+        let (_, purpose) = self.volatile.pending.remove(index);
+        match (purpose, reply) {
+            (Pending::StartOffsets, KafkaReply::SourceOffset(stored)) => {
+                let Some(task) = self.volatile.task.as_mut() else { return };
+                if task.state == TaskState::Starting || task.state == TaskState::Running {
+                    task.state = TaskState::Running;
+                    task.poll_started_at = ctx.now;
+                    let event = task.debezium.start(ctx, stored);
+                    self.volatile.next_session = task.debezium.next_session();
+                    self.handle_task_event(ctx, event);
+                }
+            }
+            (Pending::CommitOffsets { then_stop }, KafkaReply::SourceOffset(stored)) => {
+                let Some(task) = self.volatile.task.as_mut() else { return };
+                task.debezium.commit_offset(ctx, stored);
+                if then_stop {
+                    let mut task = self.volatile.task.take().expect("task present");
+                    task.debezium.stop(ctx);
+                    ctx.observe(Observation::TaskStopped { graceful: true });
+                } else {
+                    self.finish_poll(ctx);
+                }
+            }
+            (Pending::Produce { first_seq, last_seq, changes, completion_marker }, KafkaReply::Produced { .. }) => {
+                self.on_produced(ctx, first_seq, last_seq, changes, completion_marker);
+            }
+            (Pending::Flush { final_commit }, KafkaReply::SourceOffsetWritten) => {
+                let offset = self.volatile.task.as_ref().and_then(|task| task.flushing);
+                self.flush_succeeded(ctx, offset, final_commit);
+            }
+            (Pending::DeleteOffsets, KafkaReply::SourceOffsetWritten) => {
+                ctx.send(Node::Operator, Msg::RestReply { reply: RestReply::Ok });
+            }
+            _ => {}
+        }
+    }
+
+    fn on_rest(&mut self, ctx: &mut Ctx, from: Node, request: RestRequest) {
+        let reply = match request {
+            RestRequest::Stop => {
+                self.target_state = TargetState::Stopped;
+                self.graceful_stop(ctx);
+                RestReply::Ok
+            }
+            RestRequest::Resume => {
+                self.target_state = TargetState::Running;
+                if self.volatile.task.is_none() {
+                    self.start_task(ctx);
+                }
+                RestReply::Ok
+            }
+            RestRequest::DeleteOffsets => {
+                if self.target_state != TargetState::Stopped || self.volatile.task.is_some() {
+                    RestReply::Error("Connectors must be in the STOPPED state before their offsets can be modified".into())
+                } else {
+                    let connector = self.debezium.name.clone();
+                    self.request(ctx, Pending::DeleteOffsets, KafkaRequest::WriteSourceOffset { connector, offset: None });
+                    return;
+                }
+            }
+            RestRequest::Status => RestReply::Status { state: self.status().into() },
+        };
+        ctx.send(from, Msg::RestReply { reply });
+    }
+}
+
+/// `SubmittedRecords.committableOffsets`: pop the acknowledged prefix, keep its last offset.
+fn refresh_committable(task: &mut TaskRuntime) {
+    while task.submitted.front().is_some_and(|record| record.acked) {
+        let record = task.submitted.pop_front().expect("front exists");
+        task.committable = Some(record.offset);
+    }
+}
+
+impl Component for ConnectWorker {
+    fn start(&mut self, ctx: &mut Ctx) {
+        self.volatile = Volatile { task: None, pending: Vec::new(), next_request: 1, next_session: 1 };
+        ctx.observe(Observation::WorkerStarted {
+            target_state: match self.target_state {
+                TargetState::Running => "RUNNING".into(),
+                TargetState::Stopped => "STOPPED".into(),
+            },
+        });
+        if self.target_state == TargetState::Running {
+            self.start_task(ctx);
+        }
+    }
+
+    fn on_message(&mut self, ctx: &mut Ctx, from: Node, msg: Msg) {
+        match msg {
+            Msg::KafkaReply { request_id, reply } => self.on_kafka_reply(ctx, request_id, reply),
+            Msg::Rest { request } => self.on_rest(ctx, from, request),
+            Msg::SqlReply { .. } | Msg::ReplReply { .. } => {
+                let Some(task) = self.volatile.task.as_mut() else { return };
+                if task.state == TaskState::Running {
+                    let event = task.debezium.on_message(ctx, msg);
+                    self.handle_task_event(ctx, event);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx, timer: Timer) {
+        match timer {
+            Timer::PollReturns => self.poll_returns(ctx),
+            Timer::OffsetFlush => self.offset_flush(ctx, false),
+            Timer::OffsetFlushTimeout => self.flush_timed_out(ctx),
+            Timer::StopTimeout => {
+                // Give up waiting for in-flight records and commit what is acknowledged.
+                if let Some(task) = self.volatile.task.as_mut() {
+                    task.produce_in_flight = false;
+                    self.volatile.pending.retain(|(_, purpose)| !matches!(purpose, Pending::Produce { .. }));
+                }
+                self.continue_stop_if_drained(ctx);
+            }
+            Timer::TaskRestart => {
+                if let Some(task) = self.volatile.task.as_mut()
+                    && task.state == TaskState::Running
+                {
+                    // Debezium restarts in-process and re-reads the stored offset.
+                    task.state = TaskState::Starting;
+                    let connector = self.debezium.name.clone();
+                    self.request(ctx, Pending::StartOffsets, KafkaRequest::ReadSourceOffset { connector });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_connection_lost(&mut self, ctx: &mut Ctx, peer: Node) {
+        if peer == Node::Postgres
+            && let Some(task) = self.volatile.task.as_mut()
+            && task.state == TaskState::Running
+        {
+            let event = task.debezium.on_database_connection_lost(ctx);
+            self.handle_task_event(ctx, event);
+        }
+    }
+
+    fn crash(&mut self) {
+        self.volatile = Volatile { task: None, pending: Vec::new(), next_request: 1, next_session: 1 };
+    }
+}

@@ -1,0 +1,619 @@
+//! The Debezium PostgreSQL connector's task (Debezium 3.x), as it behaves in its code
+//! (reference `debezium-postgres.md`).
+//!
+//! - §3 start-up, in order: stored offset (loaded by Connect), the log-position check
+//!   (`validateLogPosition`: only with a stored offset that is not an in-progress INITIAL
+//!   snapshot; "available" iff the slot exists and `lsn_proc` is absent or `restart_lsn ≤
+//!   lsn_proc`; unavailable → `when_needed` drops the offset, every other mode fails the task),
+//!   the slot read, the publication, `CREATE_REPLICATION_SLOT` when the slot is missing.
+//! - §4.1 `snapshot.mode` `initial`, `no_data`, `when_needed`, `always`.
+//! - §4.2 the initial snapshot's two cases: slot created by this start → the exported snapshot at
+//!   the consistent point, offset `lsn` = consistent point; slot already there → READ COMMITTED
+//!   reads and `lsn` = `pg_current_wal_lsn()` read at snapshot start, in a fresh offset context.
+//! - §4.3 emission: every row an `op=r` record; the last one held back and re-emitted with
+//!   `snapshot=last` and the completion marker in its offset; no record for absent rows.
+//! - §4.4 a restart with an incomplete snapshot redoes it from scratch (and, the slot existing by
+//!   then, as case B).
+//! - §2.2–2.3 the offset keys (`lsn`, `lsn_proc`, `lsn_commit`, `txId`, snapshot flags), with
+//!   `lsn_commit` inside a transaction naming the previous commit.
+//! - §5.1–5.3 streaming from `lsn_proc` (else `lsn`, else the slot's position) and, on a stream
+//!   restart with `lsn_proc` stored, skipping the already-processed changes of the replayed
+//!   transaction.
+//! - §2.4 the slot is confirmed only from offsets re-read from the offset store, on the poll after
+//!   a successful flush, only while streaming, only after a replication message has arrived on
+//!   the current stream (`lsnFlushingAllowed`), with `lsn_commit ?? lsn_proc`.
+//! - §5.7 a lost database connection is retriable: the task restarts in-process after
+//!   `retriable.restart.connector.wait.ms`, re-reading the stored offset.
+//!
+//! Left out (another issue makes them exact): heartbeats, `lsn.flush.mode` other than
+//! `connector`, `offset.mismatch.strategy` other than `no_validation`, the 900-attempt slot-info
+//! loop, `slot.max.retries`, incremental and blocking snapshots, transaction metadata, the
+//! queue's `max.queue.size` back-pressure, the `WalPositionLocator`'s rules for changes that
+//! share an LSN (they never do here: each change has its own record). The locator is reduced to
+//! "drop replayed changes at or before the stored `lsn_proc`", which is exact while transactions
+//! do not interleave in the WAL, as here.
+
+use crate::component::Ctx;
+use crate::event::{ChangeEvent, Op, Origin, SnapshotKind, SnapshotMarker, SourceInfo, SourceOffset, SourceRecord, Topic};
+use crate::ids::{Key, Node, Row, TableId};
+use crate::lsn::Lsn;
+use crate::observe::{Observation, SnapshotCase};
+use crate::postgres::table::ChangeKind;
+use crate::protocol::{DecodedTxn, Msg, ReplReply, ReplRequest, SessionId, SlotRow, SqlReply, SqlRequest};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// `snapshot.mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SnapshotMode {
+    Initial,
+    NoData,
+    WhenNeeded,
+    Always,
+}
+
+impl SnapshotMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            SnapshotMode::Initial => "initial",
+            SnapshotMode::NoData => "no_data",
+            SnapshotMode::WhenNeeded => "when_needed",
+            SnapshotMode::Always => "always",
+        }
+    }
+}
+
+/// The connector properties the model uses, with Debezium's defaults.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct DebeziumConfig {
+    /// `name` of the connector (the offsets-topic key).
+    pub name: String,
+    /// `topic.prefix`.
+    pub topic_prefix: String,
+    /// `slot.name` (default `debezium`).
+    pub slot_name: String,
+    /// `plugin.name` (the model supports `pgoutput`).
+    pub plugin_name: String,
+    /// `publication.name` (default `dbz_publication`).
+    pub publication_name: String,
+    /// `snapshot.mode` (default `initial`).
+    pub snapshot_mode: SnapshotMode,
+    /// `snapshot.fetch.size` (default 10 240).
+    pub snapshot_fetch_size: u32,
+    /// `max.batch.size` (default 2 048).
+    pub max_batch_size: u32,
+    /// `poll.interval.ms` (default 500).
+    pub poll_interval_ms: u64,
+    /// `retriable.restart.connector.wait.ms` (default 10 000).
+    pub retriable_restart_connector_wait_ms: u64,
+    /// `tombstones.on.delete` (default true).
+    pub tombstones_on_delete: bool,
+    /// Internal `log.position.check.enable` (default true).
+    pub log_position_check_enable: bool,
+    /// The captured tables (`table.include.list`), in snapshot order.
+    pub tables: Vec<TableId>,
+}
+
+/// Where the task is in its life.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Phase {
+    /// Not started, or stopped.
+    Idle,
+    /// §3 step 3: waiting for the slot row to validate the stored position.
+    CheckingLogPosition,
+    /// §3 step 4: waiting for the slot row.
+    ReadingSlot,
+    /// Waiting for `CREATE PUBLICATION` (if needed) to answer.
+    EnsuringPublication,
+    /// Waiting for `CREATE_REPLICATION_SLOT`.
+    CreatingSlot,
+    /// Case B: waiting for `pg_current_wal_lsn()`.
+    SnapshotReadingLsn,
+    /// Reading table `table_index` of the snapshot.
+    SnapshotScanning { table_index: usize },
+    /// Waiting for `START_REPLICATION` to be accepted.
+    StartingStream,
+    Streaming,
+    /// Waiting `retriable.restart.connector.wait.ms` before starting again.
+    AwaitingRestart,
+    Failed { reason: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct SnapshotRun {
+    attempt: u32,
+    case: SnapshotCase,
+    lsn: Lsn,
+    /// The held-back last record (§4.3).
+    buffered: Option<SourceRecord>,
+    rows: usize,
+}
+
+/// Requests the task makes of its Connect worker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskEvent {
+    /// Nothing for the worker to do.
+    None,
+    /// Restart in-process after this many ms (a retriable error).
+    RestartAfter(u64),
+    /// The task failed with a non-retriable error.
+    Failed,
+}
+
+/// The Debezium PostgreSQL source task. Owned by the Connect worker that runs it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct DebeziumTask {
+    pub config: Arc<DebeziumConfig>,
+    pub phase: Phase,
+    /// The in-memory offset context.
+    offset: SourceOffset,
+    /// The offset loaded at start (None: no stored offset, or dropped by `when_needed`).
+    stored: Option<SourceOffset>,
+    /// The slot row read at start (`startingSlotInfo`).
+    starting_slot: Option<SlotRow>,
+    /// `(consistent_point, snapshot_name)` if this start created the slot.
+    slot_created: Option<(Lsn, String)>,
+    snapshot: Option<SnapshotRun>,
+    snapshot_attempts: u32,
+    /// The change-event queue `poll()` drains.
+    pub queue: VecDeque<SourceRecord>,
+    jdbc: Option<SessionId>,
+    replication: Option<SessionId>,
+    next_session: SessionId,
+    /// Replayed changes at or before this LSN are skipped (the stored `lsn_proc`).
+    skip_upto: Option<Lsn>,
+    /// `lsnFlushingAllowed`: false from a stream (re)start until the first message arrives.
+    lsn_flushing_allowed: bool,
+    /// The flushed LSN last sent to the server.
+    last_flushed: Lsn,
+}
+
+impl DebeziumTask {
+    pub fn new(config: Arc<DebeziumConfig>, first_session: SessionId) -> DebeziumTask {
+        DebeziumTask {
+            config,
+            phase: Phase::Idle,
+            offset: SourceOffset::default(),
+            stored: None,
+            starting_slot: None,
+            slot_created: None,
+            snapshot: None,
+            snapshot_attempts: 0,
+            queue: VecDeque::new(),
+            jdbc: None,
+            replication: None,
+            next_session: first_session,
+            skip_upto: None,
+            lsn_flushing_allowed: false,
+            last_flushed: Lsn::INVALID,
+        }
+    }
+
+    pub fn is_streaming(&self) -> bool {
+        self.phase == Phase::Streaming
+    }
+
+    pub fn is_running(&self) -> bool {
+        !matches!(self.phase, Phase::Idle | Phase::Failed { .. } | Phase::AwaitingRestart)
+    }
+
+    pub fn next_session(&self) -> SessionId {
+        self.next_session
+    }
+
+    fn new_session(&mut self) -> SessionId {
+        let session = self.next_session;
+        self.next_session += 1;
+        session
+    }
+
+    fn jdbc(&mut self) -> SessionId {
+        match self.jdbc {
+            Some(session) => session,
+            None => {
+                let session = self.new_session();
+                self.jdbc = Some(session);
+                session
+            }
+        }
+    }
+
+    fn sql(&mut self, ctx: &mut Ctx, request: SqlRequest) {
+        let session = self.jdbc();
+        ctx.send(Node::Postgres, Msg::Sql { session, request });
+    }
+
+    fn repl(&mut self, ctx: &mut Ctx, request: ReplRequest) {
+        let session = match self.replication {
+            Some(session) => session,
+            None => {
+                let session = self.new_session();
+                self.replication = Some(session);
+                session
+            }
+        };
+        ctx.send(Node::Postgres, Msg::Repl { session, request });
+    }
+
+    fn close_sessions(&mut self, ctx: &mut Ctx) {
+        if let Some(session) = self.jdbc.take() {
+            ctx.send(Node::Postgres, Msg::Sql { session, request: SqlRequest::Close });
+        }
+        if let Some(session) = self.replication.take() {
+            ctx.send(Node::Postgres, Msg::Repl { session, request: ReplRequest::Close });
+        }
+    }
+
+    /// `PostgresConnectorTask.start()` with the offset Connect loaded.
+    pub fn start(&mut self, ctx: &mut Ctx, stored: Option<SourceOffset>) -> TaskEvent {
+        self.stored = stored;
+        self.offset = stored.unwrap_or_default();
+        self.starting_slot = None;
+        self.slot_created = None;
+        self.snapshot = None;
+        self.queue.clear();
+        self.skip_upto = None;
+        self.lsn_flushing_allowed = false;
+        self.last_flushed = Lsn::INVALID;
+        ctx.observe(Observation::TaskStarted { offset: stored });
+        if let Some(offset) = stored
+            && offset.initial_snapshot_running()
+            && self.config.snapshot_mode == SnapshotMode::NoData
+        {
+            return self.fail(
+                ctx,
+                "The connector previously stopped while taking a snapshot, but now the connector is configured \
+                 to never allow snapshots. Reconfigure the connector to use snapshots initially or when needed."
+                    .into(),
+            );
+        }
+        let check = self.config.log_position_check_enable && stored.is_some_and(|offset| !offset.initial_snapshot_running());
+        self.phase = if check { Phase::CheckingLogPosition } else { Phase::ReadingSlot };
+        let slot = self.config.slot_name.clone();
+        self.sql(ctx, SqlRequest::SlotInfo { slot });
+        TaskEvent::None
+    }
+
+    fn fail(&mut self, ctx: &mut Ctx, reason: String) -> TaskEvent {
+        self.close_sessions(ctx);
+        self.queue.clear();
+        ctx.observe(Observation::TaskFailed { reason: reason.clone() });
+        self.phase = Phase::Failed { reason };
+        TaskEvent::Failed
+    }
+
+    /// A retriable error: stop, and start again after `retriable.restart.connector.wait.ms`.
+    fn retriable(&mut self, ctx: &mut Ctx, reason: String) -> TaskEvent {
+        self.close_sessions(ctx);
+        self.queue.clear();
+        let after_ms = self.config.retriable_restart_connector_wait_ms;
+        ctx.observe(Observation::TaskRestarting { reason, after_ms });
+        self.phase = Phase::AwaitingRestart;
+        TaskEvent::RestartAfter(after_ms)
+    }
+
+    /// `BaseSourceTask.stop()`: close the connections (the slot is kept:
+    /// `slot.drop.on.stop=false`).
+    pub fn stop(&mut self, ctx: &mut Ctx) {
+        self.close_sessions(ctx);
+        self.queue.clear();
+        self.phase = Phase::Idle;
+    }
+
+    /// The JDBC or replication connection to the database broke.
+    pub fn on_database_connection_lost(&mut self, ctx: &mut Ctx) -> TaskEvent {
+        if self.jdbc.is_none() && self.replication.is_none() {
+            return TaskEvent::None;
+        }
+        // The sessions are gone with the connection.
+        self.jdbc = None;
+        self.replication = None;
+        if matches!(self.phase, Phase::Idle | Phase::Failed { .. } | Phase::AwaitingRestart) {
+            return TaskEvent::None;
+        }
+        self.retriable(ctx, "org.postgresql.util.PSQLException: An I/O error occurred while sending to the backend".into())
+    }
+
+    pub fn on_message(&mut self, ctx: &mut Ctx, msg: Msg) -> TaskEvent {
+        match msg {
+            Msg::SqlReply { session, reply } if Some(session) == self.jdbc => self.on_sql_reply(ctx, reply),
+            Msg::ReplReply { session, reply } if Some(session) == self.replication => self.on_repl_reply(ctx, reply),
+            _ => TaskEvent::None,
+        }
+    }
+
+    fn on_sql_reply(&mut self, ctx: &mut Ctx, reply: SqlReply) -> TaskEvent {
+        if let SqlReply::Error(error) = &reply {
+            return self.retriable(ctx, format!("org.postgresql.util.PSQLException: {error}"));
+        }
+        match (&self.phase, reply) {
+            (Phase::CheckingLogPosition, SqlReply::Slot(row)) => {
+                let stored = self.stored.unwrap_or_default();
+                let (available, detail) = match &row {
+                    None => (false, format!("slot \"{}\" does not exist", self.config.slot_name)),
+                    Some(slot) => match (stored.lsn_proc, slot.restart_lsn) {
+                        (None, _) => (true, "no lsn_proc stored: nothing to compare".into()),
+                        (Some(lsn_proc), Some(restart)) if restart <= lsn_proc => {
+                            (true, format!("restart_lsn {restart} <= lsn_proc {lsn_proc}"))
+                        }
+                        (Some(lsn_proc), restart) => (
+                            false,
+                            format!(
+                                "restart_lsn {} > lsn_proc {lsn_proc}",
+                                restart.map_or("NULL".to_string(), |lsn| lsn.to_string())
+                            ),
+                        ),
+                    },
+                };
+                ctx.observe(Observation::LogPositionChecked { available, detail });
+                if !available {
+                    if self.config.snapshot_mode == SnapshotMode::WhenNeeded {
+                        // The stored offset is dropped so that a new snapshot runs.
+                        self.stored = None;
+                        self.offset = SourceOffset::default();
+                    } else {
+                        return self.fail(
+                            ctx,
+                            "The connector is trying to read change stream starting at the stored offset, but this \
+                             is no longer available on the server. Reconfigure the connector to use a snapshot mode \
+                             when needed."
+                                .into(),
+                        );
+                    }
+                }
+                // §3 step 4 reads the slot again; the row just read is the same one.
+                self.on_slot_read(ctx, row)
+            }
+            (Phase::ReadingSlot, SqlReply::Slot(row)) => self.on_slot_read(ctx, row),
+            (Phase::EnsuringPublication, SqlReply::Ok) => {
+                if self.starting_slot.is_none() {
+                    self.phase = Phase::CreatingSlot;
+                    let (slot, plugin) = (self.config.slot_name.clone(), self.config.plugin_name.clone());
+                    self.repl(ctx, ReplRequest::CreateSlot { slot, plugin });
+                    TaskEvent::None
+                } else {
+                    self.decide_snapshot(ctx)
+                }
+            }
+            (Phase::SnapshotReadingLsn, SqlReply::Lsn(lsn)) => self.begin_snapshot(ctx, SnapshotCase::SlotExisted, lsn),
+            (Phase::SnapshotScanning { table_index }, SqlReply::Rows { table, rows, done }) => {
+                let table_index = *table_index;
+                for (key, row) in rows {
+                    self.emit_snapshot_row(ctx, table, key, row);
+                }
+                if done {
+                    if table_index + 1 < self.config.tables.len() {
+                        self.scan_table(ctx, table_index + 1);
+                    } else {
+                        self.complete_snapshot(ctx);
+                    }
+                }
+                TaskEvent::None
+            }
+            _ => TaskEvent::None,
+        }
+    }
+
+    fn on_slot_read(&mut self, ctx: &mut Ctx, row: Option<SlotRow>) -> TaskEvent {
+        ctx.observe(Observation::SlotRead { row: row.clone() });
+        self.starting_slot = row;
+        self.phase = Phase::EnsuringPublication;
+        let name = self.config.publication_name.clone();
+        self.sql(ctx, SqlRequest::EnsurePublication { name });
+        TaskEvent::None
+    }
+
+    fn decide_snapshot(&mut self, ctx: &mut Ctx) -> TaskEvent {
+        let stored = self.stored;
+        let (snapshot, reason) = match (self.config.snapshot_mode, stored) {
+            (SnapshotMode::NoData, _) => (false, "snapshot.mode=no_data never snapshots data".to_string()),
+            (SnapshotMode::Always, _) => (true, "snapshot.mode=always snapshots at every start".to_string()),
+            (mode, None) => (true, format!("snapshot.mode={}: no stored offset", mode.name())),
+            (mode, Some(offset)) if offset.initial_snapshot_running() => (
+                true,
+                format!(
+                    "snapshot.mode={}: previous snapshot was cancelled before completion; a new snapshot will be taken",
+                    mode.name()
+                ),
+            ),
+            (mode, Some(_)) => (false, format!("snapshot.mode={}: stored offset, snapshot completed", mode.name())),
+        };
+        ctx.observe(Observation::SnapshotDecided { snapshot, reason });
+        if !snapshot {
+            return self.start_streaming(ctx);
+        }
+        match &self.slot_created {
+            Some((consistent_point, _)) => self.begin_snapshot(ctx, SnapshotCase::SlotCreatedNow, *consistent_point),
+            None => {
+                self.phase = Phase::SnapshotReadingLsn;
+                self.sql(ctx, SqlRequest::CurrentWalLsn);
+                TaskEvent::None
+            }
+        }
+    }
+
+    fn begin_snapshot(&mut self, ctx: &mut Ctx, case: SnapshotCase, lsn: Lsn) -> TaskEvent {
+        self.snapshot_attempts += 1;
+        let attempt = self.snapshot_attempts;
+        // A fresh offset context: no lsn_proc, no lsn_commit.
+        self.offset = SourceOffset { lsn: Some(lsn), snapshot: Some(SnapshotKind::Initial), ..SourceOffset::default() };
+        self.snapshot = Some(SnapshotRun { attempt, case, lsn, buffered: None, rows: 0 });
+        ctx.observe(Observation::SnapshotStarted { attempt, case, lsn });
+        if self.config.tables.is_empty() {
+            self.complete_snapshot(ctx);
+            return TaskEvent::None;
+        }
+        self.scan_table(ctx, 0);
+        TaskEvent::None
+    }
+
+    fn scan_table(&mut self, ctx: &mut Ctx, table_index: usize) {
+        self.phase = Phase::SnapshotScanning { table_index };
+        let exported_snapshot = match self.snapshot.as_ref().map(|run| run.case) {
+            Some(SnapshotCase::SlotCreatedNow) => self.slot_created.as_ref().map(|(_, name)| name.clone()),
+            _ => None,
+        };
+        let table = self.config.tables[table_index];
+        let fetch_size = self.config.snapshot_fetch_size;
+        self.sql(ctx, SqlRequest::ScanTable { table, exported_snapshot, fetch_size });
+    }
+
+    fn emit_snapshot_row(&mut self, ctx: &mut Ctx, table: TableId, key: Key, row: Row) {
+        let Some(run) = self.snapshot.as_mut() else { return };
+        let marker = if run.rows == 0 { SnapshotMarker::First } else { SnapshotMarker::Middle };
+        run.rows += 1;
+        let record = SourceRecord {
+            topic: Topic::Change(table),
+            key,
+            value: Some(ChangeEvent {
+                op: Op::Read,
+                before: None,
+                after: Some(row),
+                source: SourceInfo {
+                    connector: Origin::Postgresql,
+                    table,
+                    lsn: run.lsn,
+                    tx_id: None,
+                    snapshot: marker,
+                    ts_ms: ctx.now.ms(),
+                },
+            }),
+            offset: self.offset,
+        };
+        if let Some(previous) = run.buffered.replace(record) {
+            self.queue.push_back(previous);
+        }
+    }
+
+    fn complete_snapshot(&mut self, ctx: &mut Ctx) {
+        let Some(mut run) = self.snapshot.take() else { return };
+        self.offset.last_snapshot_record = true;
+        self.offset.snapshot_completed = true;
+        if let Some(mut last) = run.buffered.take() {
+            if let Some(value) = last.value.as_mut() {
+                value.source.snapshot = SnapshotMarker::Last;
+            }
+            last.offset = self.offset;
+            self.queue.push_back(last);
+        }
+        ctx.observe(Observation::SnapshotCompleted { attempt: run.attempt, rows: run.rows, lsn: run.lsn });
+        self.start_streaming(ctx);
+    }
+
+    fn start_streaming(&mut self, ctx: &mut Ctx) -> TaskEvent {
+        // Requested start: lsn_proc if stored, else lsn, else the slot's own position (0/0).
+        let start = self.offset.resume_lsn().unwrap_or(Lsn::INVALID);
+        // The search for already-processed events runs only when lsn_proc is stored.
+        self.skip_upto = self.offset.lsn_proc;
+        // Streaming offsets carry no snapshot keys.
+        self.offset.snapshot = None;
+        self.offset.last_snapshot_record = false;
+        self.offset.snapshot_completed = false;
+        self.lsn_flushing_allowed = false;
+        self.phase = Phase::StartingStream;
+        ctx.observe(Observation::StreamingRequested { start, skip_processed_upto: self.skip_upto });
+        let (slot, publication) = (self.config.slot_name.clone(), self.config.publication_name.clone());
+        self.repl(ctx, ReplRequest::StartReplication { slot, start, publication });
+        TaskEvent::None
+    }
+
+    fn on_repl_reply(&mut self, ctx: &mut Ctx, reply: ReplReply) -> TaskEvent {
+        match (&self.phase, reply) {
+            (_, ReplReply::Error(error)) => self.retriable(ctx, format!("org.postgresql.util.PSQLException: {error}")),
+            (Phase::CreatingSlot, ReplReply::SlotCreated { consistent_point, snapshot_name }) => {
+                self.slot_created = Some((consistent_point, snapshot_name));
+                self.decide_snapshot(ctx)
+            }
+            (Phase::StartingStream, ReplReply::StreamingStarted) => {
+                self.phase = Phase::Streaming;
+                TaskEvent::None
+            }
+            (Phase::Streaming, ReplReply::XLogData(txn)) => {
+                self.lsn_flushing_allowed = true;
+                self.process_transaction(txn);
+                TaskEvent::None
+            }
+            _ => TaskEvent::None,
+        }
+    }
+
+    /// `processReplicationMessages` for one transaction: BEGIN, each change, COMMIT.
+    fn process_transaction(&mut self, txn: DecodedTxn) {
+        // BEGIN: position only.
+        self.offset.tx_id = Some(txn.xid);
+        for change in &txn.changes {
+            if self.skip_upto.is_some_and(|upto| change.lsn <= upto) {
+                // Already processed before the restart: filtered out by the position locator.
+                continue;
+            }
+            self.skip_upto = None;
+            self.offset.lsn = Some(change.lsn);
+            self.offset.lsn_proc = Some(change.lsn);
+            self.offset.ts_usec = txn.commit_time.ms() * 1000;
+            if !self.config.tables.contains(&change.table) {
+                continue; // a filtered table moves the offset but emits nothing
+            }
+            let (op, before, after) = match change.kind {
+                ChangeKind::Insert { after } => (Op::Create, None, Some(after)),
+                ChangeKind::Update { before, after } => (Op::Update, before, Some(after)),
+                ChangeKind::Delete { before } => (Op::Delete, before, None),
+            };
+            let value = ChangeEvent {
+                op,
+                before,
+                after,
+                source: SourceInfo {
+                    connector: Origin::Postgresql,
+                    table: change.table,
+                    lsn: change.lsn,
+                    tx_id: Some(txn.xid),
+                    snapshot: SnapshotMarker::Streamed,
+                    ts_ms: txn.commit_time.ms(),
+                },
+            };
+            let topic = Topic::Change(change.table);
+            self.queue.push_back(SourceRecord { topic, key: change.key, value: Some(value), offset: self.offset });
+            if op == Op::Delete && self.config.tombstones_on_delete {
+                self.queue.push_back(SourceRecord { topic, key: change.key, value: None, offset: self.offset });
+            }
+        }
+        // COMMIT: lsn_commit = lsn_proc = the commit's end.
+        self.skip_upto = self.skip_upto.filter(|upto| *upto > txn.end_lsn);
+        self.offset.lsn = Some(txn.end_lsn);
+        self.offset.lsn_proc = Some(txn.end_lsn);
+        self.offset.lsn_commit = Some(txn.end_lsn);
+    }
+
+    /// `performCommit()` with the offset re-read from the offset store: confirm
+    /// `lsn_commit ?? lsn_proc` to the slot, only while streaming.
+    pub fn commit_offset(&mut self, ctx: &mut Ctx, stored: Option<SourceOffset>) {
+        if !self.is_streaming() || !self.lsn_flushing_allowed {
+            return;
+        }
+        let Some(lsn) = stored.and_then(|offset| offset.lsn_to_confirm()) else { return };
+        let flush = lsn.max(self.last_flushed);
+        if flush > self.last_flushed {
+            self.last_flushed = flush;
+            ctx.observe(Observation::LsnFlushed { lsn: flush });
+            self.repl(ctx, ReplRequest::StatusUpdate { flush });
+        }
+    }
+
+    /// Records waiting in the queue.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// The last LSN the task has completely processed on its current stream.
+    pub fn processed_upto(&self) -> Option<Lsn> {
+        if self.is_streaming() { self.offset.lsn_proc.or(self.offset.lsn) } else { None }
+    }
+
+    /// Drains up to `max.batch.size` records for `poll()`.
+    pub fn drain(&mut self) -> Vec<SourceRecord> {
+        let count = self.queue.len().min(self.config.max_batch_size as usize);
+        self.queue.drain(..count).collect()
+    }
+}

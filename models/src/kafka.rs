@@ -1,0 +1,225 @@
+//! Kafka: partition logs keyed by record key, Connect's offsets topic, consumer-group offsets
+//! (reference `kafka-connect.md` §4, §6, and §1.1 for the offsets topic).
+//!
+//! - A record's partition is `toPositive(murmur2(keyBytes)) % partitions`, the default
+//!   partitioner, over the key as the JSON converter writes it (`{"id":17}`); order holds per
+//!   partition only.
+//! - The offsets topic is compacted: for each connector the last value written wins, and a `None`
+//!   value is a tombstone (an offsets reset).
+//! - A fetch is a long poll: it is answered as soon as one of its partitions has data.
+//!
+//! The cluster is one durable broker: with `acks=all` and enough replicas, an acknowledged write
+//! survives, and the model does not crash it. Left out: transactions and `read_committed`,
+//! compaction of change topics, retention, broker failures, rebalancing of the consumer group.
+
+use crate::component::{Component, Ctx, Timer};
+use crate::event::{KafkaRecord, SourceOffset, Topic, TopicPartition};
+use crate::ids::{Key, Node};
+use crate::observe::Observation;
+use crate::protocol::{KafkaReply, KafkaRequest, Msg};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct KafkaConfig {
+    /// Partitions of every change topic (`num.partitions` when Debezium auto-creates them).
+    pub partitions: u32,
+    /// The change topics, created before the run.
+    pub topics: Vec<Topic>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct PendingFetch {
+    client: Node,
+    request_id: u64,
+    positions: Vec<(TopicPartition, u64)>,
+    max_records: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Kafka {
+    pub config: Arc<KafkaConfig>,
+    /// Partition logs.
+    pub logs: BTreeMap<TopicPartition, Vec<KafkaRecord>>,
+    /// The offsets topic after compaction: connector → offset.
+    pub source_offsets: BTreeMap<String, SourceOffset>,
+    /// Committed consumer-group offsets.
+    pub groups: BTreeMap<String, BTreeMap<TopicPartition, u64>>,
+    pending_fetches: Vec<PendingFetch>,
+}
+
+/// Kafka's `Utils.murmur2`.
+pub fn murmur2(data: &[u8]) -> i32 {
+    const SEED: u32 = 0x9747_b28c;
+    const M: u32 = 0x5bd1_e995;
+    const R: u32 = 24;
+    let length = data.len();
+    let mut h: u32 = SEED ^ length as u32;
+    let chunks = data.chunks_exact(4);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        let mut k = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+        k = k.wrapping_mul(M);
+        k ^= k >> R;
+        k = k.wrapping_mul(M);
+        h = h.wrapping_mul(M);
+        h ^= k;
+    }
+    if tail.len() >= 3 {
+        h ^= u32::from(tail[2]) << 16;
+    }
+    if tail.len() >= 2 {
+        h ^= u32::from(tail[1]) << 8;
+    }
+    if !tail.is_empty() {
+        h ^= u32::from(tail[0]);
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(M);
+    h ^= h >> 15;
+    h as i32
+}
+
+/// The default partitioner for a record key.
+pub fn partition_for_key(key: Key, partitions: u32) -> u32 {
+    let bytes = format!("{{\"id\":{key}}}");
+    ((murmur2(bytes.as_bytes()) & 0x7fff_ffff) as u32) % partitions.max(1)
+}
+
+impl Kafka {
+    pub fn new(config: Arc<KafkaConfig>) -> Kafka {
+        let mut logs = BTreeMap::new();
+        for topic in &config.topics {
+            for partition in 0..config.partitions {
+                logs.insert(TopicPartition { topic: *topic, partition }, Vec::new());
+            }
+        }
+        Kafka { config, logs, source_offsets: BTreeMap::new(), groups: BTreeMap::new(), pending_fetches: Vec::new() }
+    }
+
+    pub fn log_end_offsets(&self) -> Vec<(TopicPartition, u64)> {
+        self.logs.iter().map(|(tp, log)| (*tp, log.len() as u64)).collect()
+    }
+
+    fn fetch(&self, positions: &[(TopicPartition, u64)], max_records: u32) -> Vec<KafkaRecord> {
+        let mut records = Vec::new();
+        for (tp, position) in positions {
+            let Some(log) = self.logs.get(tp) else { continue };
+            let start = (*position as usize).min(log.len());
+            let room = (max_records as usize).saturating_sub(records.len());
+            records.extend(log[start..].iter().take(room).copied());
+        }
+        records
+    }
+
+    fn answer_pending_fetches(&mut self, ctx: &mut Ctx) {
+        let pending = std::mem::take(&mut self.pending_fetches);
+        for fetch in pending {
+            let records = self.fetch(&fetch.positions, fetch.max_records);
+            if records.is_empty() {
+                self.pending_fetches.push(fetch);
+            } else {
+                ctx.send(
+                    fetch.client,
+                    Msg::KafkaReply {
+                        request_id: fetch.request_id,
+                        reply: KafkaReply::Fetched { records, log_end_offsets: self.log_end_offsets() },
+                    },
+                );
+            }
+        }
+    }
+
+    fn handle(&mut self, ctx: &mut Ctx, from: Node, request_id: u64, request: KafkaRequest) {
+        let reply = match request {
+            KafkaRequest::Produce { records } => {
+                let mut appended = Vec::with_capacity(records.len());
+                for record in records {
+                    let tp = TopicPartition {
+                        topic: record.topic,
+                        partition: partition_for_key(record.key, self.config.partitions),
+                    };
+                    let log = self.logs.entry(tp).or_default();
+                    let stored = KafkaRecord { tp, offset: log.len() as u64, key: record.key, value: record.value };
+                    log.push(stored);
+                    appended.push(stored);
+                }
+                let offsets = appended.iter().map(|record| (record.tp, record.offset)).collect();
+                ctx.observe(Observation::Appended { records: appended });
+                self.answer_pending_fetches(ctx);
+                KafkaReply::Produced { offsets }
+            }
+            KafkaRequest::WriteSourceOffset { connector, offset } => {
+                match offset {
+                    Some(value) => self.source_offsets.insert(connector.clone(), value),
+                    None => self.source_offsets.remove(&connector),
+                };
+                ctx.observe(Observation::SourceOffsetStored { connector, offset });
+                KafkaReply::SourceOffsetWritten
+            }
+            KafkaRequest::ReadSourceOffset { connector } => {
+                KafkaReply::SourceOffset(self.source_offsets.get(&connector).copied())
+            }
+            KafkaRequest::Fetch { positions, max_records } => {
+                let records = self.fetch(&positions, max_records);
+                if records.is_empty() {
+                    self.pending_fetches.retain(|pending| pending.client != from);
+                    self.pending_fetches.push(PendingFetch { client: from, request_id, positions, max_records });
+                    return;
+                }
+                KafkaReply::Fetched { records, log_end_offsets: self.log_end_offsets() }
+            }
+            KafkaRequest::CommitGroup { group, positions } => {
+                let committed = self.groups.entry(group.clone()).or_default();
+                for (tp, position) in &positions {
+                    committed.insert(*tp, *position);
+                }
+                ctx.observe(Observation::GroupCommitted { group, positions });
+                KafkaReply::GroupCommitted
+            }
+            KafkaRequest::ReadGroup { group } => KafkaReply::Group {
+                committed: self.groups.get(&group).map(|c| c.iter().map(|(tp, o)| (*tp, *o)).collect()).unwrap_or_default(),
+                partitions: self.logs.keys().copied().collect(),
+            },
+        };
+        ctx.send(from, Msg::KafkaReply { request_id, reply });
+    }
+}
+
+impl Component for Kafka {
+    fn start(&mut self, _ctx: &mut Ctx) {}
+
+    fn on_message(&mut self, ctx: &mut Ctx, from: Node, msg: Msg) {
+        if let Msg::Kafka { request_id, request } = msg {
+            self.handle(ctx, from, request_id, request);
+        }
+    }
+
+    fn on_timer(&mut self, _ctx: &mut Ctx, _timer: Timer) {}
+
+    fn on_connection_lost(&mut self, _ctx: &mut Ctx, peer: Node) {
+        self.pending_fetches.retain(|pending| pending.client != peer);
+    }
+
+    fn crash(&mut self) {
+        self.pending_fetches.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn murmur2_matches_kafka() {
+        // Values from Kafka's UtilsTest.testMurmur2.
+        assert_eq!(murmur2(b"21"), -973_932_308);
+        assert_eq!(murmur2(b"foobar"), -790_332_482);
+        assert_eq!(murmur2(b"a-little-bit-long-string"), -985_981_536);
+        assert_eq!(murmur2(b"a-little-bit-longer-string"), -1_486_304_829);
+        assert_eq!(murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8"), -58_897_971);
+        assert_eq!(murmur2(b"abc"), 479_470_107);
+    }
+}

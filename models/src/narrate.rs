@@ -1,0 +1,250 @@
+//! The narrator: one line of plain language per observation worth reading, in the user's terms —
+//! simulated time as `t=61.200s`, LSNs as `0/16B3748`, the real setting that mattered. The same
+//! narrator reads a simulation trace and (later) a model-checking counterexample.
+
+use crate::event::{KafkaRecord, Op, SnapshotMarker, Topic};
+use crate::ids::TableId;
+use crate::observe::{GateVerdict, Observation, ScanSnapshot, SnapshotCase, TraceEvent};
+use crate::postgres::Role;
+use crate::postgres::table::ChangeKind;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// Names the narrator needs: tables and the topic prefix.
+#[derive(Clone, Debug, Default)]
+pub struct Names {
+    pub tables: Vec<String>,
+    pub topic_prefix: String,
+}
+
+impl Names {
+    pub fn table(&self, table: TableId) -> &str {
+        self.tables.get(usize::from(table.0)).map_or("?", String::as_str)
+    }
+
+    pub fn topic(&self, topic: Topic) -> String {
+        match topic {
+            Topic::Change(table) => format!("{}.{}", self.topic_prefix, self.table(table)),
+        }
+    }
+}
+
+/// `t=12.345s  connect   text`, or `None` for observations not narrated one by one.
+pub fn line(event: &TraceEvent, names: &Names) -> Option<String> {
+    let text = narrate(&event.observation, names)?;
+    Some(format!("{}  {:<9} {}", event.at, event.node.name(), text))
+}
+
+fn change_text(kind: &ChangeKind, key: i64) -> String {
+    match kind {
+        ChangeKind::Insert { after } => format!("insert claim {key} ({after})"),
+        ChangeKind::Update { after, .. } => format!("update claim {key} -> {after}"),
+        ChangeKind::Delete { .. } => format!("delete claim {key}"),
+    }
+}
+
+fn partitions_summary(records: &[KafkaRecord]) -> String {
+    let mut ranges: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+    for record in records {
+        let range = ranges.entry(record.tp.partition).or_insert((record.offset, record.offset));
+        range.0 = range.0.min(record.offset);
+        range.1 = range.1.max(record.offset);
+    }
+    ranges
+        .iter()
+        .map(|(partition, (low, high))| {
+            if low == high { format!("p{partition}@{low}") } else { format!("p{partition}@{low}..{high}") }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
+    Some(match observation {
+        Observation::Committed { txn, .. } => {
+            let mut text = format!("xid {} committed at {}: ", txn.xid, txn.commit_lsn);
+            let shown: Vec<String> = txn.changes.iter().take(3).map(|c| change_text(&c.kind, c.key)).collect();
+            text.push_str(&shown.join(", "));
+            if txn.changes.len() > 3 {
+                let _ = write!(text, " and {} more", txn.changes.len() - 3);
+            }
+            text
+        }
+        Observation::SlotCreated { slot, restart_lsn, consistent_point, snapshot_name, .. } => format!(
+            "slot \"{slot}\" created: restart_lsn {restart_lsn}, consistent point {consistent_point}, exported snapshot {snapshot_name}"
+        ),
+        Observation::SlotDropped { slot, .. } => format!("slot \"{slot}\" dropped"),
+        Observation::ScanStarted { client, table, snapshot, snapshot_csn, wal_lsn, rows, .. } => format!(
+            "SELECT * FROM {} for {client}: {}, sees the first {snapshot_csn} commit(s) of the run (WAL at {wal_lsn}); {rows} rows",
+            names.table(*table),
+            match snapshot {
+                ScanSnapshot::Exported { name } => format!("REPEATABLE READ on exported snapshot {name}"),
+                ScanSnapshot::Statement => "READ COMMITTED, its own statement snapshot".into(),
+            }
+        ),
+        Observation::StreamStarted { slot, client, requested, confirmed_flush, start, restart_lsn, .. } => {
+            let mut text = format!(
+                "START_REPLICATION SLOT \"{slot}\" LOGICAL {requested} from {client}: confirmed_flush {confirmed_flush}, reading WAL from {restart_lsn}"
+            );
+            if start > requested && requested.is_valid() {
+                let _ = write!(text, "; {requested} has been already streamed, forwarding to {start}");
+            } else {
+                let _ = write!(text, "; streaming transactions committing at or after {start}");
+            }
+            text
+        }
+        Observation::SlotConfirmed { slot, from, to, by, .. } => {
+            format!("slot \"{slot}\" confirmed_flush {from} -> {to} (feedback from {by}; in memory, not saved)")
+        }
+        Observation::SlotSaved { slot, restart_lsn, confirmed_flush, .. } => {
+            format!("slot \"{slot}\" saved to disk: restart_lsn {restart_lsn}, confirmed_flush {confirmed_flush}")
+        }
+        Observation::Checkpoint { lsn, .. } => format!("checkpoint at {lsn}"),
+        Observation::ServerStarted { role, slots, .. } => {
+            let mut text = format!("server started as {}", if *role == Role::Primary { "primary" } else { "standby" });
+            for (slot, confirmed) in slots {
+                let _ = write!(text, "; slot \"{slot}\" confirmed_flush {confirmed} (as saved on disk)");
+            }
+            text
+        }
+        Observation::Promoted { timeline, switch_lsn, slots, .. } => format!(
+            "promoted to primary: timeline {timeline} starts at {switch_lsn}; logical slots here: {}",
+            if slots.is_empty() { "none".to_string() } else { slots.join(", ") }
+        ),
+        Observation::WorkerStarted { target_state } => format!("worker started; connector target state {target_state}"),
+        Observation::TaskStarted { offset } => match offset {
+            Some(offset) => format!("task started; stored offset {offset}"),
+            None => "task started; no stored offset".into(),
+        },
+        Observation::LogPositionChecked { available, detail } => format!(
+            "log-position check: {} ({detail})",
+            if *available { "available" } else { "NOT available" }
+        ),
+        Observation::SlotRead { row } => match row {
+            Some(row) => format!(
+                "slot \"{}\" exists: restart_lsn {}, confirmed_flush {}",
+                row.slot_name,
+                row.restart_lsn.map_or("NULL".into(), |lsn| lsn.to_string()),
+                row.confirmed_flush_lsn.map_or("NULL".into(), |lsn| lsn.to_string())
+            ),
+            None => "slot does not exist".into(),
+        },
+        Observation::SnapshotDecided { snapshot, reason } => {
+            format!("{}: {reason}", if *snapshot { "snapshot" } else { "no snapshot" })
+        }
+        Observation::SnapshotStarted { attempt, case, lsn } => match case {
+            SnapshotCase::SlotCreatedNow => format!(
+                "snapshot attempt {attempt}: slot created by this start, reading the exported snapshot at the consistent point {lsn}"
+            ),
+            SnapshotCase::SlotExisted => format!(
+                "snapshot attempt {attempt}: slot already existed, READ COMMITTED reads; streaming will start at pg_current_wal_lsn() = {lsn}"
+            ),
+        },
+        Observation::SnapshotCompleted { attempt, rows, .. } => {
+            format!("snapshot attempt {attempt} read {rows} rows; its last record carries snapshot_completed=true")
+        }
+        Observation::StreamingRequested { start, skip_processed_upto } => match skip_processed_upto {
+            Some(upto) => format!("streaming from lsn_proc {start}, skipping replayed changes up to {upto}"),
+            None if start.is_valid() => format!("streaming from {start}"),
+            None => "streaming from the slot's position".into(),
+        },
+        Observation::Polled { records } => {
+            let snapshot = records.iter().filter(|r| r.value.is_some_and(|v| v.op == Op::Read)).count();
+            let tombstones = records.iter().filter(|r| r.value.is_none()).count();
+            let changes = records.len() - snapshot - tombstones;
+            let mut parts = Vec::new();
+            if snapshot > 0 {
+                parts.push(format!("{snapshot} snapshot row(s)"));
+            }
+            if changes > 0 {
+                let keys: Vec<String> = records
+                    .iter()
+                    .filter_map(|r| r.value.filter(|v| v.op != Op::Read).map(|v| format!("{} {}", v.op.code(), r.key)))
+                    .take(4)
+                    .collect();
+                parts.push(format!("{changes} change(s): {}{}", keys.join(", "), if changes > 4 { ", …" } else { "" }));
+            }
+            if tombstones > 0 {
+                parts.push(format!("{tombstones} tombstone(s)"));
+            }
+            if records.iter().any(|r| r.value.is_some_and(|v| v.source.snapshot == SnapshotMarker::Last)) {
+                parts.push("the last snapshot record".into());
+            }
+            format!("poll() returned {} record(s): {}", records.len(), parts.join("; "))
+        }
+        Observation::ProduceAcked { count, completion_marker, .. } => format!(
+            "Kafka acknowledged {count} record(s){}",
+            if *completion_marker { ", including the snapshot completion marker (not yet in the offsets topic)" } else { "" }
+        ),
+        Observation::OffsetsCommitted { offset } => match offset {
+            Some(offset) => format!("offset flush stored {offset}"),
+            None => "offset flush: nothing new to store".into(),
+        },
+        Observation::OffsetFlushFailed { reason } => format!("offset flush failed: {reason}"),
+        Observation::LsnFlushed { lsn } => format!("confirmed {lsn} to the slot (from the offset re-read from Kafka)"),
+        Observation::TaskFailed { reason } => format!("task FAILED: {reason}"),
+        Observation::TaskRestarting { reason, after_ms } => {
+            format!("retriable error ({reason}); restarting in {}.{:03}s", after_ms / 1000, after_ms % 1000)
+        }
+        Observation::TaskStopped { graceful } => {
+            format!("task stopped{}", if *graceful { " gracefully (final offsets committed)" } else { "" })
+        }
+        Observation::Appended { records } => {
+            let topic = records.first().map(|r| names.topic(r.tp.topic)).unwrap_or_default();
+            format!("appended {} record(s) to {topic} [{}]", records.len(), partitions_summary(records))
+        }
+        Observation::SourceOffsetStored { connector, offset } => match offset {
+            Some(_) => return None,
+            None => format!("offsets of connector \"{connector}\" deleted (tombstone in the offsets topic)"),
+        },
+        Observation::GroupCommitted { group, positions } => format!(
+            "group \"{group}\" committed {}",
+            positions.iter().map(|(tp, p)| format!("p{}={p}", tp.partition)).collect::<Vec<_>>().join(" ")
+        ),
+        Observation::SinkStarted { positions } => format!(
+            "consumer started at {}",
+            positions.iter().map(|(tp, p)| format!("p{}={p}", tp.partition)).collect::<Vec<_>>().join(" ")
+        ),
+        Observation::SinkApplied { .. } => return None,
+        Observation::SinkBatch { applied, rejected, ignored, .. } => {
+            let mut text = format!("applied {applied} record(s)");
+            if *rejected > 0 {
+                let _ = write!(text, ", refused {rejected} stale");
+            }
+            if *ignored > 0 {
+                let _ = write!(text, ", ignored {ignored}");
+            }
+            text
+        }
+        Observation::SinkReconciled { epoch_lsn, removed } => {
+            let shown: Vec<String> = removed.iter().take(5).map(|(_, key, row)| format!("claim {key} v{}", row.version)).collect();
+            format!(
+                "snapshot epoch {epoch_lsn} complete: removed {} document(s) it did not see{}",
+                removed.len(),
+                if shown.is_empty() { String::new() } else { format!(" ({})", shown.join(", ")) }
+            )
+        }
+        Observation::AppTxnFailed { reason } => format!("transaction failed: {reason}"),
+        Observation::LoaderRead { rows, lsn } => {
+            format!("plain SELECT read {rows} rows (pg_current_wal_lsn() was {lsn}); publishing them as snapshot records")
+        }
+        Observation::GateChecked { saved_offset, slot, timeline, switch_lsn, verdict, detail, .. } => format!(
+            "failover gate: saved offset {}; slot on the new primary: {}; timeline {timeline}{} -> {}: {detail}",
+            saved_offset.map_or("none".into(), |o| o.to_string()),
+            slot.as_ref().map_or("none".into(), |s| format!(
+                "confirmed_flush {}",
+                s.confirmed_flush_lsn.map_or("NULL".into(), |l| l.to_string())
+            )),
+            switch_lsn.map_or(String::new(), |lsn| format!(" from {lsn}")),
+            match verdict {
+                GateVerdict::Available => "resume",
+                GateVerdict::Rebuild => "rebuild from a new snapshot",
+                GateVerdict::FailClosed => "fail closed",
+            }
+        ),
+        Observation::OperatorAction { action } => action.clone(),
+        Observation::Fault { action } => format!("FAULT: {action}"),
+        Observation::Restarted { process } => format!("{process} restarted"),
+        Observation::Moment { name } => format!("moment reached: {name}"),
+    })
+}

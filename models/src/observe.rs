@@ -1,0 +1,205 @@
+//! Observations: what the models report as they act, for the checkers and the narrator.
+//!
+//! An observation is a fact about one step of one component, stated in the domain's terms. The
+//! lens stamps it with the simulated time and the node ([`TraceEvent`]); the sequence of them is
+//! the run's trace. Checkers read the trace against the oracle (the committed history), never
+//! against a component's private state.
+
+use crate::event::{KafkaRecord, SourceOffset, SourceRecord, TopicPartition};
+use crate::ids::{Csn, Key, Node, Row, TableId};
+use crate::lsn::Lsn;
+use crate::postgres::Role;
+use crate::postgres::wal::CommittedTxn;
+use crate::protocol::SlotRow;
+use crate::spec::{FaultAction, Moment};
+use crate::time::SimTime;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// How a snapshot `SELECT` saw the table.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScanSnapshot {
+    /// An imported exported snapshot, REPEATABLE READ (`SET TRANSACTION SNAPSHOT`).
+    Exported { name: String },
+    /// The statement's own snapshot, READ COMMITTED.
+    Statement,
+}
+
+/// Debezium's two initial-snapshot cases (reference `debezium-postgres.md` §4.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SnapshotCase {
+    /// A: the slot was created by this task start; the snapshot reads the exported snapshot at
+    /// the consistent point.
+    SlotCreatedNow,
+    /// B: the slot already existed; READ COMMITTED reads and streaming from
+    /// `pg_current_wal_lsn()` read at snapshot start.
+    SlotExisted,
+}
+
+/// What a sink did with one record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SinkAction {
+    /// The document for the key now holds `row`.
+    Upserted,
+    /// The document was deleted (a versioned tombstone is kept where the rule keeps one).
+    Deleted,
+    /// The version guard refused the record as older than what the index holds.
+    RejectedStale,
+    /// Nothing to do (a Kafka tombstone, a delete of a missing document).
+    Ignored,
+}
+
+/// A sink document: a live row, or a tombstone remembering a deleted version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Doc {
+    Live(Row),
+    /// Deleted; the version of the delete when known.
+    Tombstone(Option<u32>),
+}
+
+/// Outcome of the failover gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GateVerdict {
+    /// The saved offset is available on the new source's slot: resume.
+    Available,
+    /// Unavailable: rebuild from a new snapshot.
+    Rebuild,
+    /// Unavailable: stay stopped and say so.
+    FailClosed,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Observation {
+    // ----- PostgreSQL -----
+    /// A transaction committed (the oracle's input).
+    Committed { server: Node, txn: Arc<CommittedTxn> },
+    SlotCreated { server: Node, slot: String, restart_lsn: Lsn, consistent_point: Lsn, snapshot_name: String },
+    SlotDropped { server: Node, slot: String },
+    /// A snapshot `SELECT` began; `snapshot_csn` is what it sees, `wal_lsn` the write position then.
+    ScanStarted {
+        server: Node,
+        client: Node,
+        table: TableId,
+        snapshot: ScanSnapshot,
+        snapshot_csn: Csn,
+        wal_lsn: Lsn,
+        rows: usize,
+    },
+    /// `START_REPLICATION` accepted: decoding emits commits at or after `start`.
+    StreamStarted {
+        server: Node,
+        client: Node,
+        slot: String,
+        requested: Lsn,
+        confirmed_flush: Lsn,
+        start: Lsn,
+        restart_lsn: Lsn,
+    },
+    /// `confirmed_flush` moved by a client's confirmation.
+    SlotConfirmed { server: Node, slot: String, from: Lsn, to: Lsn, by: Node },
+    /// The slot file was written with these positions (a restart candidate was installed).
+    SlotSaved { server: Node, slot: String, restart_lsn: Lsn, confirmed_flush: Lsn },
+    Checkpoint { server: Node, lsn: Lsn },
+    /// The server (re)started; `slots` gives each slot's `confirmed_flush` as loaded.
+    ServerStarted { server: Node, role: Role, slots: Vec<(String, Lsn)> },
+    /// A standby was promoted: its history ends at `switch_lsn` (commit `csn`) and continues on
+    /// `timeline`. `slots` are the logical slots it has.
+    Promoted { server: Node, timeline: u32, switch_lsn: Lsn, csn: Csn, slots: Vec<String> },
+
+    // ----- Kafka Connect and Debezium -----
+    WorkerStarted { target_state: String },
+    /// The source task started and loaded its stored offset.
+    TaskStarted { offset: Option<SourceOffset> },
+    /// The start-up log-position check (§3) and its verdict.
+    LogPositionChecked { available: bool, detail: String },
+    /// The slot row the task read at start (`None`: no such slot).
+    SlotRead { row: Option<SlotRow> },
+    SnapshotDecided { snapshot: bool, reason: String },
+    SnapshotStarted { attempt: u32, case: SnapshotCase, lsn: Lsn },
+    SnapshotCompleted { attempt: u32, rows: usize, lsn: Lsn },
+    StreamingRequested { start: Lsn, skip_processed_upto: Option<Lsn> },
+    /// `poll()` returned records to Connect.
+    Polled { records: Vec<SourceRecord> },
+    /// Kafka acknowledged `count` records, `changes` of them streamed changes;
+    /// `completion_marker` if one carried `snapshot_completed=true`.
+    ProduceAcked { count: usize, changes: usize, completion_marker: bool },
+    /// An offset flush stored this offset in the offsets topic (and `commit()` was called).
+    OffsetsCommitted { offset: Option<SourceOffset> },
+    OffsetFlushFailed { reason: String },
+    /// Debezium confirmed this LSN to the slot (a standby status update).
+    LsnFlushed { lsn: Lsn },
+    TaskFailed { reason: String },
+    TaskRestarting { reason: String, after_ms: u64 },
+    TaskStopped { graceful: bool },
+
+    // ----- Kafka -----
+    /// Records appended to partition logs (durable from now on).
+    Appended { records: Vec<KafkaRecord> },
+    /// The offsets topic now holds this value for the connector (`None`: tombstone).
+    SourceOffsetStored { connector: String, offset: Option<SourceOffset> },
+    GroupCommitted { group: String, positions: Vec<(TopicPartition, u64)> },
+
+    // ----- sink -----
+    SinkStarted { positions: Vec<(TopicPartition, u64)> },
+    /// One record applied (not narrated one by one).
+    SinkApplied { record: KafkaRecord, action: SinkAction, before: Option<Doc>, after: Option<Doc> },
+    /// A batch of records applied (narrated).
+    SinkBatch { applied: usize, rejected: usize, ignored: usize, from: Vec<(TopicPartition, u64)> },
+    /// A completed snapshot epoch removed the documents it did not see.
+    SinkReconciled { epoch_lsn: Lsn, removed: Vec<(TableId, Key, Row)> },
+
+    // ----- clients -----
+    AppTxnFailed { reason: String },
+    LoaderRead { rows: usize, lsn: Lsn },
+
+    // ----- operator -----
+    GateChecked {
+        saved_offset: Option<SourceOffset>,
+        slot: Option<SlotRow>,
+        timeline: u32,
+        switch_lsn: Option<Lsn>,
+        current_lsn: Lsn,
+        verdict: GateVerdict,
+        detail: String,
+    },
+    OperatorAction { action: String },
+
+    // ----- harness -----
+    /// A fault the harness injected.
+    Fault { action: FaultAction },
+    /// The harness restarted a process (after a fault).
+    Restarted { process: Node },
+    /// A named model moment was reached (what fault and workload triggers wait for).
+    Moment { name: String },
+}
+
+/// An observation with its time and node: one line of the trace.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TraceEvent {
+    pub at: SimTime,
+    pub node: Node,
+    pub observation: Observation,
+}
+
+impl Observation {
+    /// The model moment this observation is, if any (what triggers wait for).
+    pub fn moment(&self) -> Option<Moment> {
+        match self {
+            Observation::ScanStarted { client: Node::Connect, .. } => Some(Moment::SnapshotScanStarted),
+            Observation::ProduceAcked { completion_marker: true, .. } => Some(Moment::SnapshotCompletionMarkerAcked),
+            Observation::SnapshotCompleted { .. } => Some(Moment::SnapshotCompleted),
+            Observation::SourceOffsetStored { offset: Some(offset), .. } if offset.snapshot_completed => {
+                Some(Moment::SnapshotCompletionStored)
+            }
+            Observation::StreamStarted { client: Node::Connect, .. } => Some(Moment::StreamingStarted),
+            Observation::ProduceAcked { changes, .. } if *changes > 0 => Some(Moment::FirstChangeAcked),
+            Observation::Promoted { .. } => Some(Moment::Promoted),
+            _ => None,
+        }
+    }
+}

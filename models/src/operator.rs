@@ -1,0 +1,213 @@
+//! The operator's failover gate (reference `postgres-slots.md` §12 "Gate to implement",
+//! `../DOMAIN.md` §1 "Failover gate").
+//!
+//! After a promotion, before the connector may publish again: stop it (so its last offsets are
+//! committed), read its saved offset and the new primary's slot and timeline, and decide. The
+//! saved offset is available iff the slot exists with `confirmed_flush ≤ saved ≤ current WAL`,
+//! the saved position is on the new timeline's history (`≤` the switch point), and the saved
+//! snapshot was complete. Available → resume. Otherwise, by policy: rebuild (delete the offsets,
+//! drop an unusable slot, resume so that a new snapshot runs on a new slot) or fail closed (stay
+//! stopped and say why).
+
+use crate::component::{Component, Ctx, Timer};
+use crate::event::SourceOffset;
+use crate::ids::Node;
+use crate::lsn::Lsn;
+use crate::observe::{GateVerdict, Observation};
+use crate::protocol::{Control, KafkaReply, KafkaRequest, Msg, RestReply, RestRequest, SlotRow, SqlReply, SqlRequest};
+use serde::{Deserialize, Serialize};
+
+/// What the gate does when the saved offset is not available on the new source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GatePolicy {
+    /// No gate: the connector finds its own way (its start-up check, its snapshot mode).
+    Off,
+    Rebuild,
+    FailClosed,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+enum Step {
+    Idle,
+    Stopping,
+    AwaitingStopped,
+    ReadingOffset,
+    ReadingSlot,
+    ReadingTimeline,
+    DeletingOffsets,
+    DroppingSlot,
+    Resuming,
+    Done,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Operator {
+    pub policy: GatePolicy,
+    pub connector: String,
+    pub slot_name: String,
+    step: Step,
+    saved: Option<SourceOffset>,
+    slot: Option<SlotRow>,
+    next_session: u64,
+}
+
+/// Polling interval for the connector's status while it stops.
+const STATUS_POLL_MS: u64 = 500;
+
+impl Operator {
+    pub fn new(policy: GatePolicy, connector: String, slot_name: String) -> Operator {
+        Operator { policy, connector, slot_name, step: Step::Idle, saved: None, slot: None, next_session: 1 }
+    }
+
+    fn rest(&mut self, ctx: &mut Ctx, request: RestRequest) {
+        ctx.send(Node::Connect, Msg::Rest { request });
+    }
+
+    fn sql(&mut self, ctx: &mut Ctx, request: SqlRequest) {
+        let session = self.next_session;
+        self.next_session += 1;
+        ctx.send(Node::Postgres, Msg::Sql { session, request });
+    }
+
+    fn action(&self, ctx: &mut Ctx, action: &str) {
+        ctx.observe(Observation::OperatorAction { action: action.into() });
+    }
+
+    fn decide(&mut self, ctx: &mut Ctx, timeline: u32, switch_lsn: Option<Lsn>, current_lsn: Lsn) {
+        let saved = self.saved;
+        let resume = saved.and_then(|offset| offset.resume_lsn());
+        let unavailable = match (saved, resume, &self.slot) {
+            (None, _, _) => Some("no saved offset".to_string()),
+            (Some(offset), _, _) if offset.initial_snapshot_running() => {
+                Some("the saved offset is inside an incomplete snapshot".into())
+            }
+            (_, None, _) => Some("the saved offset has no position".into()),
+            (_, _, None) => Some(format!("slot \"{}\" does not exist on the new primary", self.slot_name)),
+            (_, Some(resume), Some(slot)) => {
+                let confirmed = slot.confirmed_flush_lsn.unwrap_or_default();
+                if slot.restart_lsn.is_none() {
+                    Some(format!("slot \"{}\" is invalidated", self.slot_name))
+                } else if confirmed > resume {
+                    Some(format!("slot confirmed_flush {confirmed} is past the saved offset {resume}"))
+                } else if resume > current_lsn {
+                    Some(format!("saved offset {resume} is past the new primary's WAL end {current_lsn}"))
+                } else if switch_lsn.is_some_and(|switch| resume > switch) {
+                    Some(format!(
+                        "saved offset {resume} is past the timeline {timeline} switch point {}",
+                        switch_lsn.unwrap_or_default()
+                    ))
+                } else {
+                    None
+                }
+            }
+        };
+        let verdict = match (&unavailable, self.policy) {
+            (None, _) => GateVerdict::Available,
+            (Some(_), GatePolicy::FailClosed) => GateVerdict::FailClosed,
+            (Some(_), _) => GateVerdict::Rebuild,
+        };
+        let detail = unavailable.unwrap_or_else(|| "saved offset is available on the new primary's slot".into());
+        ctx.observe(Observation::GateChecked {
+            saved_offset: saved,
+            slot: self.slot.clone(),
+            timeline,
+            switch_lsn,
+            current_lsn,
+            verdict,
+            detail,
+        });
+        match verdict {
+            GateVerdict::Available => {
+                self.step = Step::Resuming;
+                self.action(ctx, "resume the connector");
+                self.rest(ctx, RestRequest::Resume);
+            }
+            GateVerdict::Rebuild => {
+                self.step = Step::DeletingOffsets;
+                self.action(ctx, "rebuild: delete the connector's offsets");
+                self.rest(ctx, RestRequest::DeleteOffsets);
+            }
+            GateVerdict::FailClosed => {
+                self.step = Step::Done;
+                self.action(ctx, "fail closed: the connector stays stopped");
+            }
+        }
+    }
+}
+
+impl Component for Operator {
+    fn start(&mut self, _ctx: &mut Ctx) {}
+
+    fn on_message(&mut self, ctx: &mut Ctx, _from: Node, msg: Msg) {
+        match (self.step.clone(), msg) {
+            (Step::Idle | Step::Done, Msg::Control(Control::FailoverHappened)) => {
+                if self.policy == GatePolicy::Off {
+                    return;
+                }
+                self.step = Step::Stopping;
+                self.action(ctx, "failover gate: stop the connector");
+                self.rest(ctx, RestRequest::Stop);
+            }
+            (Step::Stopping, Msg::RestReply { .. }) => {
+                self.step = Step::AwaitingStopped;
+                self.rest(ctx, RestRequest::Status);
+            }
+            (Step::AwaitingStopped, Msg::RestReply { reply: RestReply::Status { state } }) => {
+                if state == "STOPPED" {
+                    self.step = Step::ReadingOffset;
+                    let connector = self.connector.clone();
+                    ctx.send(Node::Kafka, Msg::Kafka { request_id: 1, request: KafkaRequest::ReadSourceOffset { connector } });
+                } else {
+                    ctx.set_timer(Timer::OperatorRetry, STATUS_POLL_MS);
+                }
+            }
+            (Step::ReadingOffset, Msg::KafkaReply { reply: KafkaReply::SourceOffset(saved), .. }) => {
+                self.saved = saved;
+                self.step = Step::ReadingSlot;
+                let slot = self.slot_name.clone();
+                self.sql(ctx, SqlRequest::SlotInfo { slot });
+            }
+            (Step::ReadingSlot, Msg::SqlReply { reply: SqlReply::Slot(row), .. }) => {
+                self.slot = row;
+                self.step = Step::ReadingTimeline;
+                self.sql(ctx, SqlRequest::TimelineInfo);
+            }
+            (Step::ReadingTimeline, Msg::SqlReply { reply: SqlReply::Timeline { timeline, switch_lsn, current_lsn, .. }, .. }) => {
+                self.decide(ctx, timeline, switch_lsn, current_lsn);
+            }
+            (Step::DeletingOffsets, Msg::RestReply { .. }) => {
+                if self.slot.is_some() {
+                    self.step = Step::DroppingSlot;
+                    self.action(ctx, "rebuild: drop the unusable slot");
+                    let slot = self.slot_name.clone();
+                    self.sql(ctx, SqlRequest::DropSlot { slot });
+                } else {
+                    self.step = Step::Resuming;
+                    self.action(ctx, "rebuild: resume the connector (a new snapshot on a new slot)");
+                    self.rest(ctx, RestRequest::Resume);
+                }
+            }
+            (Step::DroppingSlot, Msg::SqlReply { .. }) => {
+                self.step = Step::Resuming;
+                self.action(ctx, "rebuild: resume the connector (a new snapshot on a new slot)");
+                self.rest(ctx, RestRequest::Resume);
+            }
+            (Step::Resuming, Msg::RestReply { .. }) => self.step = Step::Done,
+            (_, Msg::SqlReply { session, .. }) => {
+                ctx.send(Node::Postgres, Msg::Sql { session, request: SqlRequest::Close });
+            }
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx, timer: Timer) {
+        if timer == Timer::OperatorRetry && self.step == Step::AwaitingStopped {
+            self.rest(ctx, RestRequest::Status);
+        }
+    }
+
+    fn on_connection_lost(&mut self, _ctx: &mut Ctx, _peer: Node) {}
+
+    fn crash(&mut self) {}
+}

@@ -1,0 +1,816 @@
+//! A PostgreSQL server: WAL, transactions and MVCC, tables, publications, logical slots and
+//! walsenders, crash and restart, a streaming standby and its promotion.
+//!
+//! Follows `reference/postgres-slots.md`:
+//! - §1 LSNs and WAL positions ([`wal`]);
+//! - §2–3 slot state and creation: `restart_lsn` at the insert pointer, a running-xacts record
+//!   written there, consistency reached at once (no transaction is ever running when a slot is
+//!   created, because transactions are atomic here), `confirmed_flush` at the end of that record
+//!   (the consistent point), and an exported snapshot valid until the creating replication
+//!   session runs its next command or goes away (§3.4);
+//! - §4 what a slot emits: whole transactions, in commit order, whose commit record starts at or
+//!   after `max(start, confirmed_flush)`, only their published changes, and nothing for a
+//!   transaction without any (PostgreSQL ≥ 15 sends no empty transactions); a start below
+//!   `confirmed_flush` is forwarded to it ([`slot`]);
+//! - §5–6 how positions advance and what a crash keeps ([`slot`]);
+//! - §7.3 timed checkpoints (running-xacts record, checkpoint record, save of dirty slots) and the
+//!   background writer's running-xacts record every 15 s while important WAL is written.
+//!
+//! A standby receives the primary's WAL over a link, `replication_delay_ms` late, and replays it
+//! with the primary's positions. On PostgreSQL ≤ 16 it has no logical slots; promotion ends
+//! recovery on a new timeline (§12 "Position of the promoted standby's slot").
+//!
+//! Left out (another issue makes them exact): WAL removal, `max_slot_wal_keep_size`,
+//! `wal_status` other than "reserved", invalidation, `pg_replication_slot_advance`, SQL
+//! get/peek, long-running transactions (slot creation waiting for them), several databases,
+//! PostgreSQL 17+ failover slots, keepalive messages.
+
+pub mod slot;
+pub mod table;
+pub mod wal;
+
+use crate::component::{Component, Ctx, Timer};
+use crate::ids::{Csn, Key, Node, Row, TableId, Xid};
+use crate::lsn::Lsn;
+use crate::observe::{Observation, ScanSnapshot};
+use crate::protocol::{
+    Control, DecodedTxn, Msg, ReplReply, ReplRequest, SessionId, SlotRow, SqlReply, SqlRequest,
+};
+use serde::{Deserialize, Serialize};
+use slot::Slot;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use table::{Change, ChangeKind, ReplicaIdentity, RowOp, Table};
+use wal::{CommittedTxn, Wal, WalEntry, record_size};
+
+/// `LOG_SNAPSHOT_INTERVAL_MS` in `bgwriter.c`.
+pub const LOG_SNAPSHOT_INTERVAL_MS: u64 = 15_000;
+
+/// Server settings the model uses. Names are PostgreSQL's.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PostgresConfig {
+    /// Major version (15–18); decides version differences.
+    pub major_version: u32,
+    /// `initdb --wal-segsize`, in bytes.
+    pub wal_segment_size: u64,
+    /// `checkpoint_timeout`.
+    pub checkpoint_timeout_ms: u64,
+    /// Whether the background writer logs running-xacts records (`LOG_SNAPSHOT_INTERVAL_MS`).
+    /// The exhaustive lens turns it off to keep the state space small.
+    pub bgwriter_running_xacts: bool,
+    /// Testbed knob, not a PostgreSQL setting: how fast a snapshot `SELECT` returns rows.
+    pub scan_rows_per_second: u64,
+    /// Testbed knob: how late the primary's WAL reaches the standby (asynchronous replication).
+    pub replication_delay_ms: u64,
+    /// Whether this server streams WAL to a standby (`Pg2`).
+    pub has_standby: bool,
+    /// Where the WAL of a fresh cluster continues (the position after `initdb` and the load).
+    pub initial_wal_lsn: Lsn,
+    pub tables: Vec<TableSpec>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TableSpec {
+    pub id: TableId,
+    /// Schema-qualified name, e.g. `public.claims`.
+    pub name: String,
+    pub replica_identity: ReplicaIdentity,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Role {
+    Primary,
+    Standby,
+}
+
+/// What survives a crash: WAL (flushed at every commit), the tables it recovers to, slot files,
+/// catalogs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Durable {
+    pub role: Role,
+    pub timeline: u32,
+    /// Where this server's timeline branched from the old one (set by promotion).
+    pub switch_lsn: Option<Lsn>,
+    pub wal: Wal,
+    pub tables: Vec<Table>,
+    pub next_xid: Xid,
+    /// The last commit's sequence number.
+    pub csn: Csn,
+    pub slots: BTreeMap<String, Slot>,
+    /// Publications: name → `None` for `FOR ALL TABLES`, or the table list.
+    pub publications: BTreeMap<String, Option<BTreeSet<TableId>>>,
+    /// Checkpoint bookkeeping: the WAL position of the last checkpoint record.
+    pub last_checkpoint_lsn: Lsn,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct Scan {
+    table: TableId,
+    rows: Vec<(Key, Row)>,
+    position: usize,
+    fetch_size: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct Walsender {
+    slot: String,
+    /// Decoding emits transactions whose commit starts at or after this.
+    start: Lsn,
+    publication: String,
+    /// Next WAL entry to decode.
+    next_entry: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+enum Session {
+    Sql { scan: Option<Scan> },
+    Replication { exported_snapshot: Option<(String, Csn)>, walsender: Option<Walsender> },
+}
+
+/// Lost at a crash: sessions, walsenders, cursors, exported snapshots, in-memory slot positions.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct Volatile {
+    up: bool,
+    sessions: BTreeMap<(Node, SessionId), Session>,
+    /// WAL entries already shipped to the standby.
+    shipped_entries: usize,
+    /// `wal.entries.len()` when the last running-xacts record was written by the bgwriter.
+    entries_at_last_running_xacts: usize,
+    exported_snapshots_created: u32,
+}
+
+/// A PostgreSQL server (`Pg1` or `Pg2`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Postgres {
+    pub node: Node,
+    pub config: Arc<PostgresConfig>,
+    pub durable: Durable,
+    volatile: Volatile,
+}
+
+impl Postgres {
+    /// A server whose tables hold `initial_rows` (committed before the run, csn 0).
+    pub fn new(
+        node: Node,
+        role: Role,
+        config: Arc<PostgresConfig>,
+        initial_rows: &[(TableId, Key, Row)],
+    ) -> Postgres {
+        let mut tables: Vec<Table> =
+            config.tables.iter().map(|spec| Table::new(spec.id, spec.replica_identity)).collect();
+        for (table, key, row) in initial_rows {
+            tables[usize::from(table.0)].load(*key, *row);
+        }
+        let wal = Wal::new(config.wal_segment_size, config.initial_wal_lsn);
+        Postgres {
+            node,
+            durable: Durable {
+                role,
+                timeline: 1,
+                switch_lsn: None,
+                last_checkpoint_lsn: wal.write_lsn(),
+                wal,
+                tables,
+                next_xid: 740,
+                csn: 0,
+                slots: BTreeMap::new(),
+                publications: BTreeMap::new(),
+            },
+            config,
+            volatile: Volatile::default(),
+        }
+    }
+
+    pub fn is_up(&self) -> bool {
+        self.volatile.up
+    }
+
+    pub fn is_primary(&self) -> bool {
+        self.durable.role == Role::Primary
+    }
+
+    pub fn table(&self, table: TableId) -> &Table {
+        &self.durable.tables[usize::from(table.0)]
+    }
+
+    pub fn slot(&self, name: &str) -> Option<&Slot> {
+        self.durable.slots.get(name)
+    }
+
+    /// `pg_current_wal_lsn()`.
+    pub fn current_wal_lsn(&self) -> Lsn {
+        self.durable.wal.write_lsn()
+    }
+
+    fn slot_row(&self, slot: &Slot) -> SlotRow {
+        SlotRow {
+            slot_name: slot.name.clone(),
+            plugin: slot.plugin.clone(),
+            active: slot.active.is_some(),
+            restart_lsn: Some(slot.current.restart_lsn),
+            confirmed_flush_lsn: Some(slot.current.confirmed_flush),
+            wal_status: Some("reserved".into()),
+        }
+    }
+
+    // ----- transactions -----
+
+    fn execute(&mut self, ctx: &mut Ctx, ops: &[RowOp]) -> SqlReply {
+        if self.durable.role == Role::Standby {
+            return SqlReply::Error("ERROR: cannot execute INSERT in a read-only transaction".into());
+        }
+        // Work out the changes against the current state first: an error aborts everything.
+        let mut pending: Vec<(TableId, Key, ChangeKind)> = Vec::new();
+        let mut staged: BTreeMap<(TableId, Key), Option<Row>> = BTreeMap::new();
+        for op in ops {
+            let (table, key) = match *op {
+                RowOp::Insert { table, key, .. }
+                | RowOp::Update { table, key, .. }
+                | RowOp::Delete { table, key } => (table, key),
+            };
+            let current = match staged.get(&(table, key)) {
+                Some(row) => *row,
+                None => self.table(table).current(key),
+            };
+            let identity = self.table(table).replica_identity;
+            let kind = match *op {
+                RowOp::Insert { status, amount_cents, .. } => {
+                    if current.is_some() {
+                        let name = &self.config.tables[usize::from(table.0)].name;
+                        let relation = name.rsplit('.').next().unwrap_or(name);
+                        return SqlReply::Error(format!(
+                            "ERROR: duplicate key value violates unique constraint \"{relation}_pkey\""
+                        ));
+                    }
+                    Some(ChangeKind::Insert { after: Row { version: 1, status, amount_cents } })
+                }
+                RowOp::Update { status, .. } => current.map(|old| ChangeKind::Update {
+                    before: (identity == ReplicaIdentity::Full).then_some(old),
+                    after: Row { version: old.version + 1, status, ..old },
+                }),
+                RowOp::Delete { .. } => current.map(|old| ChangeKind::Delete {
+                    before: (identity == ReplicaIdentity::Full).then_some(old),
+                }),
+            };
+            if let Some(kind) = kind {
+                staged.insert((table, key), kind.after());
+                pending.push((table, key, kind));
+            }
+        }
+        if pending.is_empty() {
+            // No row changed: no xid was assigned and nothing is written.
+            return SqlReply::NothingChanged;
+        }
+        let xid = self.durable.next_xid;
+        self.durable.next_xid += 1;
+        let mut changes = Vec::with_capacity(pending.len());
+        let mut first_lsn = None;
+        for (table, key, kind) in pending {
+            let len = match kind {
+                ChangeKind::Insert { after } => record_size::heap_insert(after.tuple_data_bytes()),
+                ChangeKind::Update { before, after } => {
+                    record_size::heap_update(after.tuple_data_bytes(), before.map(|row| row.tuple_data_bytes()))
+                }
+                // Without a full replica identity only the 8-byte key is logged.
+                ChangeKind::Delete { before } => {
+                    record_size::heap_delete(before.map_or(8, |row| row.tuple_data_bytes()))
+                }
+            };
+            let (lsn, _) = self.durable.wal.insert_record(len);
+            first_lsn.get_or_insert(lsn);
+            changes.push(Change { lsn, table, key, kind });
+        }
+        let (commit_lsn, end_lsn) = self.durable.wal.insert_record(record_size::COMMIT);
+        self.durable.csn += 1;
+        let csn = self.durable.csn;
+        for change in &changes {
+            self.durable.tables[usize::from(change.table.0)].apply(&change.kind, change.key, csn);
+        }
+        let txn = Arc::new(CommittedTxn {
+            xid,
+            csn,
+            first_lsn: first_lsn.unwrap_or(commit_lsn),
+            commit_lsn,
+            end_lsn,
+            commit_time: ctx.now,
+            timeline: self.durable.timeline,
+            changes: changes.clone(),
+        });
+        self.durable.wal.push(WalEntry::Txn(txn.clone()));
+        ctx.observe(Observation::Committed { server: self.node, txn });
+        self.after_wal_append(ctx);
+        SqlReply::Committed { xid, commit_lsn, end_lsn, changes }
+    }
+
+    /// New WAL exists: walsenders decode it and the standby is sent it.
+    fn after_wal_append(&mut self, ctx: &mut Ctx) {
+        let sessions: Vec<(Node, SessionId)> = self
+            .volatile
+            .sessions
+            .iter()
+            .filter(|(_, session)| matches!(session, Session::Replication { walsender: Some(_), .. }))
+            .map(|(id, _)| *id)
+            .collect();
+        for (client, session) in sessions {
+            self.pump_walsender(ctx, client, session);
+        }
+        if self.config.has_standby && self.durable.role == Role::Primary {
+            if self.config.replication_delay_ms == 0 {
+                self.ship_wal(ctx);
+            } else {
+                ctx.set_timer(Timer::ShipWal, self.config.replication_delay_ms);
+            }
+        }
+    }
+
+    fn ship_wal(&mut self, ctx: &mut Ctx) {
+        let entries = &self.durable.wal.entries;
+        if self.volatile.shipped_entries < entries.len() {
+            let batch = entries[self.volatile.shipped_entries..].to_vec();
+            self.volatile.shipped_entries = entries.len();
+            ctx.send(Node::Pg2, Msg::WalShip { entries: batch });
+        }
+    }
+
+    fn write_running_xacts(&mut self, ctx: &mut Ctx) {
+        let (start, end) = self.durable.wal.insert_record(record_size::RUNNING_XACTS);
+        self.durable.wal.push(WalEntry::RunningXacts { start, end });
+        self.volatile.entries_at_last_running_xacts = self.durable.wal.entries.len();
+        self.after_wal_append(ctx);
+    }
+
+    /// Whether WAL other than running-xacts records was written since entry `since`.
+    fn important_wal_since(&self, since: usize) -> bool {
+        self.durable.wal.entries[since.min(self.durable.wal.entries.len())..]
+            .iter()
+            .any(WalEntry::is_important)
+    }
+
+    /// `CreateCheckPoint` for a timed checkpoint: skipped when no important WAL was written since
+    /// the last one; otherwise a running-xacts record, the checkpoint record, and the save of
+    /// every dirty slot.
+    fn checkpoint(&mut self, ctx: &mut Ctx) {
+        let since = self.durable.wal.first_entry_at_or_after(self.durable.last_checkpoint_lsn);
+        if !self.important_wal_since(since) {
+            return;
+        }
+        self.write_running_xacts(ctx);
+        let (start, end) = self.durable.wal.insert_record(record_size::CHECKPOINT_ONLINE);
+        self.durable.wal.push(WalEntry::Checkpoint { start, end });
+        self.durable.last_checkpoint_lsn = start;
+        for slot in self.durable.slots.values_mut() {
+            if slot.dirty {
+                slot.save();
+            }
+        }
+        ctx.observe(Observation::Checkpoint { server: self.node, lsn: start });
+        self.after_wal_append(ctx);
+    }
+
+    // ----- replication -----
+
+    fn create_slot(&mut self, ctx: &mut Ctx, client: Node, session: SessionId, name: String, plugin: String) -> ReplReply {
+        if self.durable.role == Role::Standby {
+            return ReplReply::Error("ERROR: logical decoding cannot be used while in recovery".into());
+        }
+        if self.durable.slots.contains_key(&name) {
+            return ReplReply::Error(format!("ERROR: replication slot \"{name}\" already exists"));
+        }
+        // ReplicationSlotReserveWal: restart_lsn is the insert pointer, and a running-xacts
+        // record is logged right there. With no transaction running, the snapshot builder is
+        // consistent at that record; confirmed_flush is its end.
+        let restart_lsn = self.durable.wal.insert_lsn();
+        let (start, consistent_point) = self.durable.wal.insert_record(record_size::RUNNING_XACTS);
+        debug_assert_eq!(start, restart_lsn);
+        self.durable.wal.push(WalEntry::RunningXacts { start, end: consistent_point });
+        self.durable.slots.insert(name.clone(), Slot::new(name.clone(), plugin, restart_lsn, consistent_point));
+        self.volatile.exported_snapshots_created += 1;
+        let snapshot_name = format!(
+            "{:08X}-{:08X}-{}",
+            self.durable.next_xid % 4096,
+            self.durable.csn + 2,
+            self.volatile.exported_snapshots_created
+        );
+        if let Some(Session::Replication { exported_snapshot, .. }) = self.volatile.sessions.get_mut(&(client, session)) {
+            *exported_snapshot = Some((snapshot_name.clone(), self.durable.csn));
+        }
+        ctx.observe(Observation::SlotCreated {
+            server: self.node,
+            slot: name,
+            restart_lsn,
+            consistent_point,
+            snapshot_name: snapshot_name.clone(),
+        });
+        self.after_wal_append(ctx);
+        ReplReply::SlotCreated { consistent_point, snapshot_name }
+    }
+
+    fn start_replication(
+        &mut self,
+        ctx: &mut Ctx,
+        client: Node,
+        session: SessionId,
+        slot_name: String,
+        requested: Lsn,
+        publication: String,
+    ) -> Option<ReplReply> {
+        if self.durable.role == Role::Standby {
+            return Some(ReplReply::Error("ERROR: logical decoding cannot be used while in recovery".into()));
+        }
+        if !self.durable.publications.contains_key(&publication) {
+            return Some(ReplReply::Error(format!("ERROR: publication \"{publication}\" does not exist")));
+        }
+        let Some(slot) = self.durable.slots.get_mut(&slot_name) else {
+            return Some(ReplReply::Error(format!("ERROR: replication slot \"{slot_name}\" does not exist")));
+        };
+        if let Some((holder, _)) = slot.active
+            && slot.active != Some((client, session))
+        {
+            return Some(ReplReply::Error(format!(
+                "ERROR: replication slot \"{slot_name}\" is active for PID of {holder}"
+            )));
+        }
+        slot.active = Some((client, session));
+        let start = slot.effective_start(requested);
+        let restart_lsn = slot.current.restart_lsn;
+        ctx.observe(Observation::StreamStarted {
+            server: self.node,
+            client,
+            slot: slot_name.clone(),
+            requested,
+            confirmed_flush: slot.current.confirmed_flush,
+            start,
+            restart_lsn,
+        });
+        // Decoding always reads from restart_lsn.
+        let next_entry = self.durable.wal.first_entry_at_or_after(restart_lsn);
+        if let Some(Session::Replication { exported_snapshot, walsender }) =
+            self.volatile.sessions.get_mut(&(client, session))
+        {
+            // The exported snapshot dies with the session's next command.
+            *exported_snapshot = None;
+            *walsender = Some(Walsender { slot: slot_name, start, publication, next_entry });
+        }
+        ctx.send(client, Msg::ReplReply { session, reply: ReplReply::StreamingStarted });
+        self.pump_walsender(ctx, client, session);
+        None
+    }
+
+    /// Decodes WAL for one walsender up to the flush pointer and sends what it emits.
+    fn pump_walsender(&mut self, ctx: &mut Ctx, client: Node, session: SessionId) {
+        let Some(Session::Replication { walsender: Some(walsender), .. }) =
+            self.volatile.sessions.get_mut(&(client, session))
+        else {
+            return;
+        };
+        let entries = &self.durable.wal.entries;
+        let published = &self.durable.publications;
+        let Some(slot) = self.durable.slots.get_mut(&walsender.slot) else {
+            return;
+        };
+        while walsender.next_entry < entries.len() {
+            match &entries[walsender.next_entry] {
+                WalEntry::Txn(txn) => {
+                    if txn.commit_lsn >= walsender.start {
+                        let publication = published.get(&walsender.publication).cloned().flatten();
+                        let changes: Vec<Change> = txn
+                            .changes
+                            .iter()
+                            .filter(|change| publication.as_ref().is_none_or(|tables| tables.contains(&change.table)))
+                            .copied()
+                            .collect();
+                        if !changes.is_empty() {
+                            ctx.send(
+                                client,
+                                Msg::ReplReply {
+                                    session,
+                                    reply: ReplReply::XLogData(DecodedTxn {
+                                        xid: txn.xid,
+                                        first_lsn: txn.first_lsn,
+                                        commit_lsn: txn.commit_lsn,
+                                        end_lsn: txn.end_lsn,
+                                        commit_time: txn.commit_time,
+                                        changes,
+                                    }),
+                                },
+                            );
+                        }
+                    }
+                }
+                WalEntry::RunningXacts { start, .. } => {
+                    let result = slot.process_running_xacts(*start);
+                    if let Some(restart_lsn) = result.restart_advanced_to {
+                        ctx.observe(Observation::SlotSaved {
+                            server: self.node,
+                            slot: slot.name.clone(),
+                            restart_lsn,
+                            confirmed_flush: slot.saved.confirmed_flush,
+                        });
+                    }
+                }
+                _ => {}
+            }
+            walsender.next_entry += 1;
+        }
+    }
+
+    fn status_update(&mut self, ctx: &mut Ctx, client: Node, session: SessionId, flush: Lsn) {
+        let Some(Session::Replication { walsender: Some(walsender), .. }) =
+            self.volatile.sessions.get(&(client, session))
+        else {
+            return;
+        };
+        let Some(slot) = self.durable.slots.get_mut(&walsender.slot) else {
+            return;
+        };
+        let result = slot.confirm(flush);
+        if let Some((from, to)) = result.moved {
+            ctx.observe(Observation::SlotConfirmed { server: self.node, slot: slot.name.clone(), from, to, by: client });
+        }
+        if let Some(restart_lsn) = result.restart_advanced_to {
+            ctx.observe(Observation::SlotSaved {
+                server: self.node,
+                slot: slot.name.clone(),
+                restart_lsn,
+                confirmed_flush: slot.saved.confirmed_flush,
+            });
+        }
+    }
+
+    fn close_session(&mut self, ctx: &mut Ctx, client: Node, session: SessionId) {
+        if let Some(removed) = self.volatile.sessions.remove(&(client, session)) {
+            match removed {
+                Session::Sql { scan: Some(_) } => ctx.cancel_timer(Timer::ScanBatch { client }),
+                Session::Replication { walsender: Some(_), .. } => {
+                    for slot in self.durable.slots.values_mut() {
+                        if slot.active == Some((client, session)) {
+                            slot.active = None;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    // ----- SQL -----
+
+    fn sql(&mut self, ctx: &mut Ctx, client: Node, session: SessionId, request: SqlRequest) -> Option<SqlReply> {
+        self.volatile.sessions.entry((client, session)).or_insert(Session::Sql { scan: None });
+        Some(match request {
+            SqlRequest::Transaction { ops } => self.execute(ctx, &ops),
+            SqlRequest::CurrentWalLsn => {
+                if self.durable.role == Role::Standby {
+                    SqlReply::Error("ERROR: recovery is in progress".into())
+                } else {
+                    SqlReply::Lsn(self.current_wal_lsn())
+                }
+            }
+            SqlRequest::SlotInfo { slot } => SqlReply::Slot(self.durable.slots.get(&slot).map(|s| self.slot_row(s))),
+            SqlRequest::EnsurePublication { name } => {
+                if self.durable.role == Role::Standby {
+                    SqlReply::Error("ERROR: cannot execute CREATE PUBLICATION in a read-only transaction".into())
+                } else {
+                    self.durable.publications.entry(name).or_insert(None);
+                    SqlReply::Ok
+                }
+            }
+            SqlRequest::DropSlot { slot } => match self.durable.slots.get(&slot) {
+                None => SqlReply::Error(format!("ERROR: replication slot \"{slot}\" does not exist")),
+                Some(existing) if existing.active.is_some() => {
+                    SqlReply::Error(format!("ERROR: replication slot \"{slot}\" is active"))
+                }
+                Some(_) => {
+                    self.durable.slots.remove(&slot);
+                    ctx.observe(Observation::SlotDropped { server: self.node, slot });
+                    SqlReply::Ok
+                }
+            },
+            SqlRequest::TimelineInfo => SqlReply::Timeline {
+                timeline: self.durable.timeline,
+                in_recovery: self.durable.role == Role::Standby,
+                switch_lsn: self.durable.switch_lsn,
+                current_lsn: self.current_wal_lsn(),
+            },
+            SqlRequest::ScanTable { table, exported_snapshot, fetch_size } => {
+                return self.start_scan(ctx, client, session, table, exported_snapshot, fetch_size);
+            }
+            SqlRequest::Close => {
+                self.close_session(ctx, client, session);
+                return None;
+            }
+        })
+    }
+
+    fn start_scan(
+        &mut self,
+        ctx: &mut Ctx,
+        client: Node,
+        session: SessionId,
+        table: TableId,
+        exported: Option<String>,
+        fetch_size: u32,
+    ) -> Option<SqlReply> {
+        let (snapshot_csn, snapshot) = match exported {
+            Some(name) => {
+                let found = self.volatile.sessions.iter().find_map(|((owner, _), other)| match other {
+                    Session::Replication { exported_snapshot: Some((exported, csn)), .. }
+                        if *owner == client && *exported == name =>
+                    {
+                        Some(*csn)
+                    }
+                    _ => None,
+                });
+                match found {
+                    Some(csn) => (csn, ScanSnapshot::Exported { name }),
+                    None => return Some(SqlReply::Error(format!("ERROR: invalid snapshot identifier: \"{name}\""))),
+                }
+            }
+            None => (self.durable.csn, ScanSnapshot::Statement),
+        };
+        let rows = self.table(table).scan(snapshot_csn);
+        ctx.observe(Observation::ScanStarted {
+            server: self.node,
+            client,
+            table,
+            snapshot,
+            snapshot_csn,
+            wal_lsn: self.current_wal_lsn(),
+            rows: rows.len(),
+        });
+        let scan = Scan { table, rows, position: 0, fetch_size: fetch_size.max(1) };
+        let delay = self.batch_time_ms(&scan);
+        self.volatile.sessions.insert((client, session), Session::Sql { scan: Some(scan) });
+        ctx.set_timer(Timer::ScanBatch { client }, delay);
+        None
+    }
+
+    fn batch_time_ms(&self, scan: &Scan) -> u64 {
+        let rows = (scan.rows.len() - scan.position).min(scan.fetch_size as usize) as u64;
+        (rows * 1000).div_ceil(self.config.scan_rows_per_second.max(1))
+    }
+
+    fn next_scan_batch(&mut self, ctx: &mut Ctx, client: Node) {
+        let found = self.volatile.sessions.iter_mut().find_map(|((owner, session), state)| match state {
+            Session::Sql { scan: Some(scan) } if *owner == client => Some((*session, scan)),
+            _ => None,
+        });
+        let Some((session, scan)) = found else { return };
+        let end = (scan.position + scan.fetch_size as usize).min(scan.rows.len());
+        let rows = scan.rows[scan.position..end].to_vec();
+        scan.position = end;
+        let done = end == scan.rows.len();
+        let table = scan.table;
+        if done {
+            // The cursor is exhausted; the session stays open.
+            self.volatile.sessions.insert((client, session), Session::Sql { scan: None });
+        } else {
+            let scan = scan.clone();
+            ctx.set_timer(Timer::ScanBatch { client }, self.batch_time_ms(&scan));
+        }
+        ctx.send(client, Msg::SqlReply { session, reply: SqlReply::Rows { table, rows, done } });
+    }
+
+    // ----- standby -----
+
+    fn receive_wal(&mut self, ctx: &mut Ctx, entries: Vec<WalEntry>) {
+        if self.durable.role != Role::Standby {
+            // A promoted server ignores its old primary.
+            return;
+        }
+        for entry in entries {
+            if entry.start() < self.durable.wal.write_lsn() {
+                continue; // already replayed
+            }
+            if let WalEntry::Txn(txn) = &entry {
+                for change in &txn.changes {
+                    self.durable.tables[usize::from(change.table.0)].apply(&change.kind, change.key, txn.csn);
+                }
+                self.durable.csn = txn.csn;
+                self.durable.next_xid = self.durable.next_xid.max(txn.xid + 1);
+            }
+            self.durable.wal.replay(entry);
+        }
+        let _ = ctx;
+    }
+
+    fn promote(&mut self, ctx: &mut Ctx) {
+        if self.durable.role != Role::Standby {
+            return;
+        }
+        let switch_lsn = self.durable.wal.write_lsn();
+        self.durable.role = Role::Primary;
+        self.durable.timeline += 1;
+        self.durable.switch_lsn = Some(switch_lsn);
+        let (start, end) = self.durable.wal.insert_record(record_size::END_OF_RECOVERY);
+        self.durable.wal.push(WalEntry::EndOfRecovery { start, end, timeline: self.durable.timeline });
+        ctx.observe(Observation::Promoted {
+            server: self.node,
+            timeline: self.durable.timeline,
+            switch_lsn,
+            csn: self.durable.csn,
+            slots: self.durable.slots.keys().cloned().collect(),
+        });
+        // The end-of-recovery checkpoint.
+        self.checkpoint(ctx);
+        ctx.set_timer(Timer::Checkpoint, self.config.checkpoint_timeout_ms);
+        if self.config.bgwriter_running_xacts {
+            ctx.set_timer(Timer::BgwriterRunningXacts, LOG_SNAPSHOT_INTERVAL_MS);
+        }
+    }
+}
+
+impl Component for Postgres {
+    fn start(&mut self, ctx: &mut Ctx) {
+        self.volatile = Volatile {
+            up: true,
+            shipped_entries: self.durable.wal.entries.len(),
+            entries_at_last_running_xacts: self.durable.wal.entries.len(),
+            ..Volatile::default()
+        };
+        // After a crash the standby is sent everything again; it skips what it has.
+        if self.config.has_standby && self.durable.role == Role::Primary {
+            self.volatile.shipped_entries = 0;
+        }
+        ctx.observe(Observation::ServerStarted {
+            server: self.node,
+            role: self.durable.role,
+            slots: self.durable.slots.values().map(|slot| (slot.name.clone(), slot.current.confirmed_flush)).collect(),
+        });
+        if self.durable.role == Role::Primary {
+            ctx.set_timer(Timer::Checkpoint, self.config.checkpoint_timeout_ms);
+            if self.config.bgwriter_running_xacts {
+                ctx.set_timer(Timer::BgwriterRunningXacts, LOG_SNAPSHOT_INTERVAL_MS);
+            }
+        }
+    }
+
+    fn on_message(&mut self, ctx: &mut Ctx, from: Node, msg: Msg) {
+        match msg {
+            Msg::Sql { session, request } => {
+                if let Some(reply) = self.sql(ctx, from, session, request) {
+                    ctx.send(from, Msg::SqlReply { session, reply });
+                }
+            }
+            Msg::Repl { session, request } => {
+                self.volatile
+                    .sessions
+                    .entry((from, session))
+                    .or_insert(Session::Replication { exported_snapshot: None, walsender: None });
+                let reply = match request {
+                    ReplRequest::CreateSlot { slot, plugin } => Some(self.create_slot(ctx, from, session, slot, plugin)),
+                    ReplRequest::StartReplication { slot, start, publication } => {
+                        self.start_replication(ctx, from, session, slot, start, publication)
+                    }
+                    ReplRequest::StatusUpdate { flush } => {
+                        self.status_update(ctx, from, session, flush);
+                        None
+                    }
+                    ReplRequest::Close => {
+                        self.close_session(ctx, from, session);
+                        None
+                    }
+                };
+                if let Some(reply) = reply {
+                    ctx.send(from, Msg::ReplReply { session, reply });
+                }
+            }
+            Msg::WalShip { entries } => self.receive_wal(ctx, entries),
+            Msg::Control(Control::Promote) => self.promote(ctx),
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx, timer: Timer) {
+        match timer {
+            Timer::ScanBatch { client } => self.next_scan_batch(ctx, client),
+            Timer::ShipWal => self.ship_wal(ctx),
+            Timer::BgwriterRunningXacts => {
+                if self.important_wal_since(self.volatile.entries_at_last_running_xacts) {
+                    self.write_running_xacts(ctx);
+                }
+                ctx.set_timer(Timer::BgwriterRunningXacts, LOG_SNAPSHOT_INTERVAL_MS);
+            }
+            Timer::Checkpoint => {
+                self.checkpoint(ctx);
+                ctx.set_timer(Timer::Checkpoint, self.config.checkpoint_timeout_ms);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_connection_lost(&mut self, ctx: &mut Ctx, peer: Node) {
+        let sessions: Vec<(Node, SessionId)> =
+            self.volatile.sessions.keys().filter(|(client, _)| *client == peer).copied().collect();
+        for (client, session) in sessions {
+            self.close_session(ctx, client, session);
+        }
+    }
+
+    fn crash(&mut self) {
+        for slot in self.durable.slots.values_mut() {
+            slot.crash();
+        }
+        self.volatile = Volatile::default();
+    }
+}

@@ -1,0 +1,187 @@
+//! Tables with a primary key, row versions and MVCC visibility (reference `postgres-slots.md`
+//! §3.3–3.4 for what a snapshot sees).
+//!
+//! Every committed change creates a new row version stamped with the commit's sequence number
+//! (csn). A snapshot is a csn: it sees exactly the versions created by commits at or before it
+//! and not deleted by one of them. Commit order is WAL order here, because transactions are
+//! atomic (one step from first record to commit); the gap between a commit record reaching WAL
+//! and becoming visible in the proc array (`debezium-postgres.md` §4.4 "Gap (theoretical)") is
+//! not modelled yet.
+
+use crate::ids::{Csn, Key, Row, Status, TableId};
+use crate::lsn::Lsn;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// `REPLICA IDENTITY`: what an update or delete logs of the old row.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplicaIdentity {
+    /// The old primary key only (deletes), nothing for updates.
+    #[default]
+    Default,
+    /// The whole old row.
+    Full,
+}
+
+/// What a client asks a transaction to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RowOp {
+    /// `INSERT INTO t VALUES (key, 1, status, amount)`.
+    Insert { table: TableId, key: Key, status: Status, amount_cents: u32 },
+    /// `UPDATE t SET status = …, version = version + 1 WHERE id = key`.
+    Update { table: TableId, key: Key, status: Status },
+    /// `DELETE FROM t WHERE id = key`.
+    Delete { table: TableId, key: Key },
+}
+
+/// A row change as logical decoding sees it: the change record's LSN and the tuples pgoutput
+/// sends (`before` only as the replica identity allows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Change {
+    pub lsn: Lsn,
+    pub table: TableId,
+    pub key: Key,
+    pub kind: ChangeKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ChangeKind {
+    Insert { after: Row },
+    /// `before` is logged with `REPLICA IDENTITY FULL` only.
+    Update { before: Option<Row>, after: Row },
+    /// `before` is the whole old row with `REPLICA IDENTITY FULL`; otherwise only the key is
+    /// logged.
+    Delete { before: Option<Row> },
+}
+
+impl ChangeKind {
+    /// The row after the change, if any.
+    pub fn after(&self) -> Option<Row> {
+        match self {
+            ChangeKind::Insert { after } | ChangeKind::Update { after, .. } => Some(*after),
+            ChangeKind::Delete { .. } => None,
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            ChangeKind::Insert { .. } => "insert",
+            ChangeKind::Update { .. } => "update",
+            ChangeKind::Delete { .. } => "delete",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct RowVersion {
+    row: Row,
+    created: Csn,
+    deleted: Option<Csn>,
+}
+
+impl RowVersion {
+    fn visible_at(&self, snapshot: Csn) -> bool {
+        self.created <= snapshot && self.deleted.is_none_or(|deleted| deleted > snapshot)
+    }
+}
+
+/// One table: every version of every row.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Table {
+    pub id: TableId,
+    pub replica_identity: ReplicaIdentity,
+    rows: BTreeMap<Key, Vec<RowVersion>>,
+}
+
+impl Table {
+    pub fn new(id: TableId, replica_identity: ReplicaIdentity) -> Table {
+        Table { id, replica_identity, rows: BTreeMap::new() }
+    }
+
+    /// Loads a row that existed before the run (csn 0).
+    pub fn load(&mut self, key: Key, row: Row) {
+        self.rows.insert(key, vec![RowVersion { row, created: 0, deleted: None }]);
+    }
+
+    /// The live row of `key` as of the latest commit.
+    pub fn current(&self, key: Key) -> Option<Row> {
+        let versions = self.rows.get(&key)?;
+        let last = versions.last()?;
+        last.deleted.is_none().then_some(last.row)
+    }
+
+    /// The row of `key` visible to a snapshot.
+    pub fn visible(&self, key: Key, snapshot: Csn) -> Option<Row> {
+        self.rows.get(&key)?.iter().rev().find(|version| version.visible_at(snapshot)).map(|v| v.row)
+    }
+
+    /// `SELECT * FROM t ORDER BY id` under a snapshot.
+    pub fn scan(&self, snapshot: Csn) -> Vec<(Key, Row)> {
+        self.rows
+            .iter()
+            .filter_map(|(key, versions)| {
+                versions.iter().rev().find(|version| version.visible_at(snapshot)).map(|v| (*key, v.row))
+            })
+            .collect()
+    }
+
+    /// Live rows as of the latest commit.
+    pub fn live_rows(&self) -> impl Iterator<Item = (Key, Row)> + '_ {
+        self.rows.iter().filter_map(|(key, versions)| {
+            let last = versions.last()?;
+            last.deleted.is_none().then_some((*key, last.row))
+        })
+    }
+
+    /// Keys that are live as of the latest commit, in order.
+    pub fn live_keys(&self) -> Vec<Key> {
+        self.live_rows().map(|(key, _)| key).collect()
+    }
+
+    /// Applies a committed change at `csn`.
+    pub fn apply(&mut self, change: &ChangeKind, key: Key, csn: Csn) {
+        match change {
+            ChangeKind::Insert { after } => {
+                self.rows.entry(key).or_default().push(RowVersion { row: *after, created: csn, deleted: None });
+            }
+            ChangeKind::Update { after, .. } => {
+                let versions = self.rows.entry(key).or_default();
+                if let Some(last) = versions.last_mut() {
+                    last.deleted = Some(csn);
+                }
+                versions.push(RowVersion { row: *after, created: csn, deleted: None });
+            }
+            ChangeKind::Delete { .. } => {
+                if let Some(last) = self.rows.get_mut(&key).and_then(|versions| versions.last_mut()) {
+                    last.deleted = Some(csn);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(version: u32) -> Row {
+        Row { version, status: Status::Submitted, amount_cents: 100 }
+    }
+
+    #[test]
+    fn a_snapshot_sees_exactly_what_committed_before_it() {
+        let mut table = Table::new(TableId(0), ReplicaIdentity::Full);
+        table.load(1, row(1));
+        table.load(2, row(1));
+        table.apply(&ChangeKind::Update { before: Some(row(1)), after: row(2) }, 1, 1);
+        table.apply(&ChangeKind::Delete { before: Some(row(1)) }, 2, 2);
+        table.apply(&ChangeKind::Insert { after: row(1) }, 3, 3);
+        assert_eq!(table.scan(0), vec![(1, row(1)), (2, row(1))]);
+        assert_eq!(table.scan(1), vec![(1, row(2)), (2, row(1))]);
+        assert_eq!(table.scan(2), vec![(1, row(2))]);
+        assert_eq!(table.scan(3), vec![(1, row(2)), (3, row(1))]);
+        assert_eq!(table.current(2), None);
+        assert_eq!(table.visible(2, 1), Some(row(1)));
+    }
+}

@@ -1,0 +1,102 @@
+//! Builds the modelled system from a validated scenario and a seed: the same starting point for
+//! every lens.
+
+use crate::app::App;
+use crate::connect::{ConnectWorker, TargetState};
+use crate::event::Topic;
+use crate::ids::{Key, Node, Row, TableId};
+use crate::kafka::{Kafka, KafkaConfig};
+use crate::loader::Loader;
+use crate::lsn::Lsn;
+use crate::operator::Operator;
+use crate::postgres::{Postgres, PostgresConfig, Role, TableSpec};
+use crate::sink::{SearchIndex, SinkConfig};
+use crate::spec::{HandoffMethod, Spec};
+use crate::workload;
+use std::sync::Arc;
+
+/// Where the WAL of the modelled cluster continues when a run starts: past `initdb` and the
+/// initial load, as on a fresh PostgreSQL 15 cluster.
+pub const INITIAL_WAL_LSN: Lsn = Lsn(0x16B_3748);
+
+/// Every process of a run, in its starting state.
+#[derive(Clone, Debug)]
+pub struct System {
+    pub pg1: Postgres,
+    pub pg2: Option<Postgres>,
+    pub connect: ConnectWorker,
+    pub kafka: Kafka,
+    pub sink: SearchIndex,
+    pub app: App,
+    pub operator: Operator,
+    pub loader: Option<Loader>,
+    pub initial_rows: Vec<(TableId, Key, Row)>,
+    /// When the Connect worker process starts.
+    pub connect_start_ms: u64,
+}
+
+/// Options a lens may change.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// The background writer's running-xacts records (the exhaustive lens turns them off).
+    pub bgwriter_running_xacts: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { bgwriter_running_xacts: true }
+    }
+}
+
+pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
+    let initial_rows = workload::initial_rows(spec, seed);
+    let pg_config = Arc::new(PostgresConfig {
+        major_version: spec.postgres_major_version,
+        wal_segment_size: spec.wal_segment_size,
+        checkpoint_timeout_ms: spec.checkpoint_timeout_ms,
+        bgwriter_running_xacts: options.bgwriter_running_xacts,
+        scan_rows_per_second: spec.scan_rows_per_second,
+        replication_delay_ms: spec.standby.unwrap_or(0),
+        has_standby: spec.standby.is_some(),
+        initial_wal_lsn: INITIAL_WAL_LSN,
+        tables: spec
+            .tables
+            .iter()
+            .map(|t| TableSpec { id: t.id, name: t.name.clone(), replica_identity: t.replica_identity })
+            .collect(),
+    });
+    let pg1 = Postgres::new(Node::Pg1, Role::Primary, pg_config.clone(), &initial_rows);
+    let pg2 = spec.standby.map(|_| Postgres::new(Node::Pg2, Role::Standby, pg_config.clone(), &initial_rows));
+    let debezium = Arc::new(spec.debezium.clone());
+    let connect = ConnectWorker::new(Arc::new(spec.connect.clone()), debezium.clone(), TargetState::Running);
+    let kafka = Kafka::new(Arc::new(KafkaConfig {
+        partitions: spec.kafka_partitions,
+        topics: spec.tables.iter().map(|t| Topic::Change(t.id)).collect(),
+    }));
+    let sink = SearchIndex::new(Arc::new(SinkConfig {
+        rule: spec.sink_rule,
+        group: spec.sink_group.clone(),
+        auto_commit_interval_ms: spec.sink_auto_commit_interval_ms,
+        max_poll_records: spec.sink_max_poll_records,
+    }));
+    let app = App::new(Arc::new(workload::workload(spec, seed)));
+    let operator = Operator::new(spec.gate, spec.debezium.name.clone(), spec.debezium.slot_name.clone());
+    let loader = match spec.handoff {
+        HandoffMethod::PlainRead { read_at_ms } => {
+            Some(Loader::new(spec.debezium.tables.first().copied().unwrap_or_default(), read_at_ms, spec.debezium.snapshot_fetch_size))
+        }
+        HandoffMethod::ConnectorSnapshot => None,
+    };
+    System {
+        pg1,
+        pg2,
+        connect,
+        kafka,
+        sink,
+        app,
+        operator,
+        loader,
+        initial_rows,
+        connect_start_ms: spec.connector_start_ms,
+    }
+}

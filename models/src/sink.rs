@@ -1,0 +1,391 @@
+//! The sink: a search index fed by a Kafka consumer group, with one of three apply rules.
+//!
+//! - `version-guard`: upsert by key and monotonic row version; a record whose version is not
+//!   newer than the document's is refused; a delete leaves a versioned tombstone so that an older
+//!   upsert cannot bring the row back (reference `kafka-connect.md` §4, "Idempotent consumer
+//!   patterns").
+//! - `naive-upsert`: last write wins, a delete forgets the key.
+//! - `snapshot-epoch`: `version-guard`, plus: a completed snapshot (all its records consumed)
+//!   removes every live document it did not see and that no streamed change touched after its
+//!   snapshot point. Records are grouped into a snapshot by their `source.lsn`
+//!   (`debezium-postgres.md` §4.3: a snapshot cannot retract anything; §4.5: "sinks need
+//!   snapshot-epoch reconciliation"). Because records of one snapshot are spread over partitions,
+//!   the epoch closes only when every partition has been consumed up to where it ended when the
+//!   `snapshot=last` record was read.
+//!
+//! The consumer (`enable.auto.commit` semantics, at least once): fetch, apply, and commit the
+//! positions every `auto.commit.interval.ms`; a restart resumes from the committed positions
+//! (`auto.offset.reset=earliest` without them). The index and its epoch bookkeeping are durable;
+//! the positions are not.
+
+use crate::component::{Component, Ctx, Timer};
+use crate::event::{ChangeEvent, KafkaRecord, Op, TopicPartition};
+use crate::ids::{Key, Node, TableId};
+use crate::lsn::Lsn;
+use crate::observe::{Doc, Observation, SinkAction};
+use crate::protocol::{KafkaReply, KafkaRequest, Msg};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// How the sink applies a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApplyRule {
+    VersionGuard,
+    NaiveUpsert,
+    SnapshotEpoch,
+}
+
+impl ApplyRule {
+    pub fn name(self) -> &'static str {
+        match self {
+            ApplyRule::VersionGuard => "version-guard",
+            ApplyRule::NaiveUpsert => "naive-upsert",
+            ApplyRule::SnapshotEpoch => "snapshot-epoch",
+        }
+    }
+
+    /// The key rule as the handoff record states it.
+    pub fn key_rule(self) -> &'static str {
+        match self {
+            ApplyRule::VersionGuard => "claim ID + monotonic row version; deletes kept as versioned tombstones",
+            ApplyRule::NaiveUpsert => "claim ID, last write wins; deletes forget the key",
+            ApplyRule::SnapshotEpoch => {
+                "claim ID + monotonic row version; a completed snapshot removes the keys it did not see"
+            }
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SinkConfig {
+    pub rule: ApplyRule,
+    /// `group.id`.
+    pub group: String,
+    /// `auto.commit.interval.ms` (default 5 000).
+    pub auto_commit_interval_ms: u64,
+    /// `max.poll.records` (default 500).
+    pub max_poll_records: u32,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct Epoch {
+    /// Documents the snapshot saw.
+    seen: BTreeSet<(TableId, Key)>,
+    tables: BTreeSet<TableId>,
+    /// Set when the `last` record arrives: the log end offsets to reach before closing.
+    close_at: Option<Vec<(TopicPartition, u64)>>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct Volatile {
+    started: bool,
+    positions: BTreeMap<TopicPartition, u64>,
+    uncommitted: bool,
+    commit_armed: bool,
+    fetch_request: Option<u64>,
+    commit_request: Option<u64>,
+    read_request: Option<u64>,
+    next_request: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SearchIndex {
+    pub config: Arc<SinkConfig>,
+    /// The index: durable.
+    pub docs: BTreeMap<(TableId, Key), Doc>,
+    /// Open snapshot epochs by snapshot LSN (durable with the index).
+    epochs: BTreeMap<Lsn, Epoch>,
+    closed_epochs: BTreeSet<Lsn>,
+    /// The LSN of the last streamed change applied per document (snapshot-epoch only).
+    last_streamed: BTreeMap<(TableId, Key), Lsn>,
+    volatile: Volatile,
+}
+
+impl SearchIndex {
+    pub fn new(config: Arc<SinkConfig>) -> SearchIndex {
+        SearchIndex {
+            config,
+            docs: BTreeMap::new(),
+            epochs: BTreeMap::new(),
+            closed_epochs: BTreeSet::new(),
+            last_streamed: BTreeMap::new(),
+            volatile: Volatile::default(),
+        }
+    }
+
+    /// The consumer's current positions.
+    pub fn positions(&self) -> &BTreeMap<TopicPartition, u64> {
+        &self.volatile.positions
+    }
+
+    /// Whether a snapshot epoch is waiting to close.
+    pub fn has_open_epochs(&self) -> bool {
+        !self.epochs.is_empty()
+    }
+
+    /// Live documents of a table.
+    pub fn live(&self, table: TableId) -> impl Iterator<Item = (Key, crate::ids::Row)> + '_ {
+        self.docs.iter().filter_map(move |((t, key), doc)| match doc {
+            Doc::Live(row) if *t == table => Some((*key, *row)),
+            _ => None,
+        })
+    }
+
+    fn request(&mut self, ctx: &mut Ctx, request: KafkaRequest) -> u64 {
+        self.volatile.next_request += 1;
+        let request_id = self.volatile.next_request;
+        ctx.send(Node::Kafka, Msg::Kafka { request_id, request });
+        request_id
+    }
+
+    fn fetch(&mut self, ctx: &mut Ctx) {
+        let positions = self.volatile.positions.iter().map(|(tp, position)| (*tp, *position)).collect();
+        let max_records = self.config.max_poll_records;
+        self.volatile.fetch_request = Some(self.request(ctx, KafkaRequest::Fetch { positions, max_records }));
+    }
+
+    /// Applies one record by the configured rule.
+    fn apply(&mut self, record: &KafkaRecord) -> (SinkAction, Option<Doc>, Option<Doc>) {
+        let Some(event) = record.value else {
+            return (SinkAction::Ignored, None, None); // a Kafka tombstone is for compaction
+        };
+        let id = (event.source.table, record.key);
+        let before = self.docs.get(&id).copied();
+        let (action, after) = match self.config.rule {
+            ApplyRule::NaiveUpsert => naive(&event, before),
+            ApplyRule::VersionGuard | ApplyRule::SnapshotEpoch => version_guard(&event, before),
+        };
+        match after {
+            Some(doc) => self.docs.insert(id, doc),
+            None => self.docs.remove(&id),
+        };
+        if self.config.rule == ApplyRule::SnapshotEpoch {
+            self.track_epochs(&event, id);
+        }
+        (action, before, after)
+    }
+
+    fn track_epochs(&mut self, event: &ChangeEvent, id: (TableId, Key)) {
+        let lsn = event.source.lsn;
+        if event.op == Op::Read {
+            if self.closed_epochs.contains(&lsn) {
+                return;
+            }
+            let epoch = self.epochs.entry(lsn).or_default();
+            epoch.seen.insert(id);
+            epoch.tables.insert(id.0);
+        } else {
+            let last = self.last_streamed.entry(id).or_insert(lsn);
+            *last = (*last).max(lsn);
+        }
+    }
+
+    fn note_epoch_end(&mut self, event: &ChangeEvent, log_end_offsets: &[(TopicPartition, u64)]) {
+        if event.op == Op::Read
+            && event.source.snapshot.is_last()
+            && let Some(epoch) = self.epochs.get_mut(&event.source.lsn)
+        {
+            epoch.close_at = Some(log_end_offsets.to_vec());
+        }
+    }
+
+    fn close_epochs(&mut self, ctx: &mut Ctx) {
+        let ready: Vec<Lsn> = self
+            .epochs
+            .iter()
+            .filter(|(_, epoch)| {
+                epoch.close_at.as_ref().is_some_and(|ends| {
+                    ends.iter().all(|(tp, end)| self.volatile.positions.get(tp).is_some_and(|p| p >= end))
+                })
+            })
+            .map(|(lsn, _)| *lsn)
+            .collect();
+        for lsn in ready {
+            let epoch = self.epochs.remove(&lsn).expect("epoch exists");
+            self.closed_epochs.insert(lsn);
+            let mut removed = Vec::new();
+            for (id, doc) in self.docs.iter_mut() {
+                let touched_after = self.last_streamed.get(id).is_some_and(|streamed| *streamed >= lsn);
+                if let Doc::Live(row) = *doc
+                    && epoch.tables.contains(&id.0)
+                    && !epoch.seen.contains(id)
+                    && !touched_after
+                {
+                    *doc = Doc::Tombstone(Some(row.version));
+                    removed.push((id.0, id.1, row));
+                }
+            }
+            ctx.observe(Observation::SinkReconciled { epoch_lsn: lsn, removed });
+        }
+    }
+
+    fn on_fetched(&mut self, ctx: &mut Ctx, records: Vec<KafkaRecord>, log_end_offsets: Vec<(TopicPartition, u64)>) {
+        let (mut applied, mut rejected, mut ignored) = (0, 0, 0);
+        let from = self.volatile.positions.iter().map(|(tp, p)| (*tp, *p)).collect();
+        for record in &records {
+            let (action, before, after) = self.apply(record);
+            match action {
+                SinkAction::Upserted | SinkAction::Deleted => applied += 1,
+                SinkAction::RejectedStale => rejected += 1,
+                SinkAction::Ignored => ignored += 1,
+            }
+            ctx.observe(Observation::SinkApplied { record: *record, action, before, after });
+            self.volatile.positions.insert(record.tp, record.offset + 1);
+            if let Some(event) = record.value {
+                self.note_epoch_end(&event, &log_end_offsets);
+            }
+        }
+        ctx.observe(Observation::SinkBatch { applied, rejected, ignored, from });
+        if self.config.rule == ApplyRule::SnapshotEpoch {
+            self.close_epochs(ctx);
+        }
+        if !records.is_empty() {
+            self.volatile.uncommitted = true;
+            if !self.volatile.commit_armed {
+                self.volatile.commit_armed = true;
+                ctx.set_timer(Timer::SinkCommit, self.config.auto_commit_interval_ms);
+            }
+        }
+        self.fetch(ctx);
+    }
+}
+
+fn naive(event: &ChangeEvent, _before: Option<Doc>) -> (SinkAction, Option<Doc>) {
+    match (event.op, event.after) {
+        (Op::Delete, _) => (SinkAction::Deleted, None),
+        (_, Some(row)) => (SinkAction::Upserted, Some(Doc::Live(row))),
+        (_, None) => (SinkAction::Ignored, _before),
+    }
+}
+
+fn version_guard(event: &ChangeEvent, before: Option<Doc>) -> (SinkAction, Option<Doc>) {
+    let stored_version = match before {
+        None => None,
+        Some(Doc::Live(row)) => Some(row.version),
+        Some(Doc::Tombstone(version)) => version,
+    };
+    match (event.op, event.after) {
+        (Op::Delete, _) => {
+            let delete_version = event.before.map(|row| row.version);
+            match (before, delete_version, stored_version) {
+                // A delete of an older version than the document holds is stale.
+                (Some(Doc::Live(_)), Some(deleted), Some(stored)) if deleted < stored => {
+                    (SinkAction::RejectedStale, before)
+                }
+                (Some(Doc::Live(_)), deleted, stored) => {
+                    (SinkAction::Deleted, Some(Doc::Tombstone(deleted.or(stored))))
+                }
+                (Some(Doc::Tombstone(existing)), deleted, _) => {
+                    (SinkAction::Ignored, Some(Doc::Tombstone(existing.max(deleted))))
+                }
+                (None, deleted, _) => (SinkAction::Deleted, Some(Doc::Tombstone(deleted))),
+            }
+        }
+        (_, Some(row)) => match stored_version {
+            Some(stored) if row.version <= stored => (SinkAction::RejectedStale, before),
+            // A tombstone of unknown version refuses every upsert: it cannot tell old from new.
+            None if matches!(before, Some(Doc::Tombstone(None))) => (SinkAction::RejectedStale, before),
+            _ => (SinkAction::Upserted, Some(Doc::Live(row))),
+        },
+        (_, None) => (SinkAction::Ignored, before),
+    }
+}
+
+impl Component for SearchIndex {
+    fn start(&mut self, ctx: &mut Ctx) {
+        self.volatile = Volatile { started: true, ..Volatile::default() };
+        let group = self.config.group.clone();
+        self.volatile.read_request = Some(self.request(ctx, KafkaRequest::ReadGroup { group }));
+    }
+
+    fn on_message(&mut self, ctx: &mut Ctx, _from: Node, msg: Msg) {
+        let Msg::KafkaReply { request_id, reply } = msg else { return };
+        match reply {
+            KafkaReply::Group { committed, partitions } if Some(request_id) == self.volatile.read_request => {
+                self.volatile.read_request = None;
+                let committed: BTreeMap<_, _> = committed.into_iter().collect();
+                // auto.offset.reset=earliest where nothing is committed.
+                self.volatile.positions =
+                    partitions.iter().map(|tp| (*tp, committed.get(tp).copied().unwrap_or(0))).collect();
+                ctx.observe(Observation::SinkStarted {
+                    positions: self.volatile.positions.iter().map(|(tp, p)| (*tp, *p)).collect(),
+                });
+                self.fetch(ctx);
+            }
+            KafkaReply::Fetched { records, log_end_offsets } if Some(request_id) == self.volatile.fetch_request => {
+                self.volatile.fetch_request = None;
+                self.on_fetched(ctx, records, log_end_offsets);
+            }
+            KafkaReply::GroupCommitted if Some(request_id) == self.volatile.commit_request => {
+                self.volatile.commit_request = None;
+            }
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx, timer: Timer) {
+        if timer == Timer::SinkCommit {
+            self.volatile.commit_armed = false;
+            if self.volatile.uncommitted {
+                self.volatile.uncommitted = false;
+                let group = self.config.group.clone();
+                let positions = self.volatile.positions.iter().map(|(tp, p)| (*tp, *p)).collect();
+                self.volatile.commit_request = Some(self.request(ctx, KafkaRequest::CommitGroup { group, positions }));
+            }
+        }
+    }
+
+    fn on_connection_lost(&mut self, _ctx: &mut Ctx, _peer: Node) {}
+
+    fn crash(&mut self) {
+        self.volatile = Volatile::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{Origin, SnapshotMarker, SourceInfo};
+    use crate::ids::{Row, Status};
+
+    fn row(version: u32) -> Row {
+        Row { version, status: Status::Submitted, amount_cents: 1 }
+    }
+
+    fn event(op: Op, before: Option<Row>, after: Option<Row>) -> ChangeEvent {
+        ChangeEvent {
+            op,
+            before,
+            after,
+            source: SourceInfo {
+                connector: Origin::Postgresql,
+                table: TableId(0),
+                lsn: Lsn(1),
+                tx_id: None,
+                snapshot: SnapshotMarker::Streamed,
+                ts_ms: 0,
+            },
+        }
+    }
+
+    #[test]
+    fn the_version_guard_refuses_older_rows_and_remembers_deletes() {
+        let live = Some(Doc::Live(row(3)));
+        assert_eq!(version_guard(&event(Op::Update, None, Some(row(2))), live).0, SinkAction::RejectedStale);
+        assert_eq!(version_guard(&event(Op::Update, None, Some(row(4))), live).0, SinkAction::Upserted);
+        let (action, after) = version_guard(&event(Op::Delete, Some(row(3)), None), live);
+        assert_eq!((action, after), (SinkAction::Deleted, Some(Doc::Tombstone(Some(3)))));
+        assert_eq!(version_guard(&event(Op::Read, None, Some(row(3))), after).0, SinkAction::RejectedStale);
+    }
+
+    #[test]
+    fn the_naive_sink_forgets_deletes_and_takes_any_row() {
+        assert_eq!(naive(&event(Op::Delete, None, None), Some(Doc::Live(row(3)))), (SinkAction::Deleted, None));
+        assert_eq!(
+            naive(&event(Op::Read, None, Some(row(1))), Some(Doc::Live(row(3)))),
+            (SinkAction::Upserted, Some(Doc::Live(row(1))))
+        );
+    }
+}

@@ -1,0 +1,317 @@
+//! A validated scenario: everything a run needs, in the models' terms. The `handoff-sim` crate
+//! reads scenario files (TOML) into this, with errors that name the file, line and field.
+
+use crate::app::Workload;
+use crate::connect::ConnectConfig;
+use crate::debezium::DebeziumConfig;
+use crate::ids::{Key, TableId};
+use crate::operator::GatePolicy;
+use crate::postgres::table::{ReplicaIdentity, RowOp};
+use crate::sink::ApplyRule;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// An invariant of DESIGN.md §3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Invariant {
+    I1,
+    I2,
+    I3,
+    I4,
+    I5,
+    I6,
+    I7,
+    I8,
+    I9,
+    I10,
+    I11,
+    I12,
+}
+
+impl Invariant {
+    pub const ALL: [Invariant; 12] = [
+        Invariant::I1,
+        Invariant::I2,
+        Invariant::I3,
+        Invariant::I4,
+        Invariant::I5,
+        Invariant::I6,
+        Invariant::I7,
+        Invariant::I8,
+        Invariant::I9,
+        Invariant::I10,
+        Invariant::I11,
+        Invariant::I12,
+    ];
+
+    /// Invariants this version of the tool checks.
+    pub const CHECKED: [Invariant; 7] =
+        [Invariant::I1, Invariant::I2, Invariant::I3, Invariant::I4, Invariant::I5, Invariant::I6, Invariant::I8];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Invariant::I1 => "no gap",
+            Invariant::I2 => "no resurrection",
+            Invariant::I3 => "monotonic apply",
+            Invariant::I4 => "one history",
+            Invariant::I5 => "ack <= durable",
+            Invariant::I6 => "fail closed",
+            Invariant::I7 => "marker after data",
+            Invariant::I8 => "failover gate",
+            Invariant::I9 => "outbox complete",
+            Invariant::I10 => "duplicates absorbed",
+            Invariant::I11 => "honest liveness",
+            Invariant::I12 => "tombstones seen",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Invariant> {
+        Invariant::ALL.into_iter().find(|invariant| invariant.to_string().eq_ignore_ascii_case(text))
+    }
+}
+
+impl fmt::Display for Invariant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{self:?}")
+    }
+}
+
+/// A model moment that triggers can wait for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Moment {
+    /// The connector's snapshot `SELECT` began (its snapshot is fixed from now on).
+    SnapshotScanStarted,
+    /// Kafka acknowledged the record carrying `snapshot_completed=true`, and no offset flush has
+    /// stored it yet: "immediately before the connector records completion".
+    SnapshotCompletionMarkerAcked,
+    /// The connector finished reading its snapshot.
+    SnapshotCompleted,
+    /// An offset flush stored the completion marker.
+    SnapshotCompletionStored,
+    /// The connector's replication stream started.
+    StreamingStarted,
+    /// The connector's first streamed change was acknowledged by Kafka.
+    FirstChangeAcked,
+    /// The standby was promoted.
+    Promoted,
+}
+
+impl Moment {
+    pub const ALL: [Moment; 7] = [
+        Moment::SnapshotScanStarted,
+        Moment::SnapshotCompletionMarkerAcked,
+        Moment::SnapshotCompleted,
+        Moment::SnapshotCompletionStored,
+        Moment::StreamingStarted,
+        Moment::FirstChangeAcked,
+        Moment::Promoted,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Moment::SnapshotScanStarted => "snapshot-scan-started",
+            Moment::SnapshotCompletionMarkerAcked => "snapshot-completion-marker-acked",
+            Moment::SnapshotCompleted => "snapshot-completed",
+            Moment::SnapshotCompletionStored => "snapshot-completion-stored",
+            Moment::StreamingStarted => "streaming-started",
+            Moment::FirstChangeAcked => "first-change-acked",
+            Moment::Promoted => "promoted",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Moment> {
+        Moment::ALL.into_iter().find(|moment| moment.name() == text)
+    }
+}
+
+/// When something happens: at a simulated time, or some time after the first (or n-th)
+/// occurrence of a moment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Trigger {
+    At { at_ms: u64 },
+    After { moment: Moment, occurrence: u32, plus_ms: u64 },
+}
+
+impl fmt::Display for Trigger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Trigger::At { at_ms } => write!(f, "at {at_ms} ms"),
+            Trigger::After { moment, occurrence, plus_ms } => {
+                if *occurrence > 1 {
+                    write!(f, "occurrence {occurrence} of ")?;
+                }
+                write!(f, "{}", moment.name())?;
+                if *plus_ms > 0 {
+                    write!(f, " + {plus_ms} ms")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A fault (or operator action) the harness injects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FaultAction {
+    /// Hard-kill the Connect worker process (the task dies with it); start it again later.
+    KillConnectWorker { restart_after_ms: Option<u64> },
+    /// `PUT /connectors/<name>/stop`, and `resume` later.
+    StopConnector { resume_after_ms: Option<u64> },
+    /// Crash the primary PostgreSQL server (`pg_ctl stop -m immediate`) and start it again.
+    CrashPostgres { restart_after_ms: u64 },
+    /// The primary's host is lost; the standby is promoted `promote_after_ms` later and the
+    /// database service name moves to it.
+    FailOverToStandby { promote_after_ms: u64 },
+}
+
+impl fmt::Display for FaultAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FaultAction::KillConnectWorker { restart_after_ms } => {
+                write!(f, "kill-connect-worker")?;
+                if let Some(after) = restart_after_ms {
+                    write!(f, " (restart after {after} ms)")?;
+                }
+                Ok(())
+            }
+            FaultAction::StopConnector { resume_after_ms } => {
+                write!(f, "stop-connector")?;
+                if let Some(after) = resume_after_ms {
+                    write!(f, " (resume after {after} ms)")?;
+                }
+                Ok(())
+            }
+            FaultAction::CrashPostgres { restart_after_ms } => {
+                write!(f, "crash-postgres (restart after {restart_after_ms} ms)")
+            }
+            FaultAction::FailOverToStandby { promote_after_ms } => {
+                write!(f, "fail-over-to-standby (promote after {promote_after_ms} ms)")
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Fault {
+    pub trigger: Trigger,
+    pub action: FaultAction,
+}
+
+/// A table of the scenario.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TableSetup {
+    pub id: TableId,
+    pub name: String,
+    /// Rows before the run: keys `1..=rows`.
+    pub rows: u32,
+    pub replica_identity: ReplicaIdentity,
+}
+
+/// The background workload, generated from the seed.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Background {
+    pub start_ms: u64,
+    pub end_ms: u64,
+    pub inserts_per_second: f64,
+    pub updates_per_second: f64,
+    pub deletes_per_second: f64,
+}
+
+impl std::hash::Hash for Background {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.start_ms.hash(state);
+        self.end_ms.hash(state);
+        self.inserts_per_second.to_bits().hash(state);
+        self.updates_per_second.to_bits().hash(state);
+        self.deletes_per_second.to_bits().hash(state);
+    }
+}
+
+impl Eq for Background {}
+
+/// A scripted transaction.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ScriptedTxn {
+    pub trigger: Trigger,
+    pub ops: Vec<RowOp>,
+    /// What the author meant it to do, for the timeline.
+    pub label: String,
+}
+
+/// How the snapshot and the stream are handed over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum HandoffMethod {
+    /// The connector's own snapshot (`snapshot.mode`).
+    ConnectorSnapshot,
+    /// A plain `SELECT` by a bulk loader at `read_at_ms`; the connector (usually
+    /// `snapshot.mode=no_data`) starts at the connector's `start_at_ms`.
+    PlainRead { read_at_ms: u64 },
+}
+
+/// What the author expects.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Prediction {
+    /// Whether the run should end with no finding.
+    pub holds: bool,
+    /// Invariants that must be violated.
+    pub findings: Vec<Invariant>,
+    /// Invariants that may be violated too (seed-dependent side effects).
+    pub allow: Vec<Invariant>,
+    /// Why, in the author's words.
+    pub why: String,
+}
+
+/// The acceptance boundary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Acceptance {
+    /// Give up waiting for the pipeline to catch up this long after the last workload
+    /// transaction and fault.
+    pub timeout_ms: u64,
+    /// Keys sampled for content hashes.
+    pub sample_size: u32,
+}
+
+/// A whole scenario, validated.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Spec {
+    pub name: String,
+    pub description: String,
+    pub postgres_major_version: u32,
+    pub wal_segment_size: u64,
+    pub checkpoint_timeout_ms: u64,
+    pub scan_rows_per_second: u64,
+    /// `Some(replication_delay_ms)` when there is a standby.
+    pub standby: Option<u64>,
+    pub tables: Vec<TableSetup>,
+    pub debezium: DebeziumConfig,
+    /// The connector properties as the scenario gave them (for the handoff record).
+    pub connector_properties: BTreeMap<String, String>,
+    /// When the connector is first started (simulated ms).
+    pub connector_start_ms: u64,
+    pub connect: ConnectConfig,
+    pub kafka_partitions: u32,
+    pub sink_rule: ApplyRule,
+    pub sink_group: String,
+    pub sink_auto_commit_interval_ms: u64,
+    pub sink_max_poll_records: u32,
+    pub background: Option<Background>,
+    pub scripted: Vec<ScriptedTxn>,
+    pub faults: Vec<Fault>,
+    pub handoff: HandoffMethod,
+    pub gate: GatePolicy,
+    pub acceptance: Acceptance,
+    pub prediction: Prediction,
+}
+
+impl Spec {
+    /// The keys loaded before the run for a table.
+    pub fn initial_keys(&self, table: TableId) -> impl Iterator<Item = Key> + use<> {
+        let rows = self.tables.get(usize::from(table.0)).map_or(0, |t| t.rows);
+        1..=Key::from(rows)
+    }
+}
+
+/// The workload of one run, generated from the spec and the seed (see `workload.rs`).
+pub type RunWorkload = Workload;

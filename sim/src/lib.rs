@@ -1,0 +1,6 @@
+//! # handoff-sim
+//!
+//! The timed lens of `handoff`: scenario files, the madsim simulation that runs the models of
+//! `handoff-models` as nodes with real timeouts and seeded faults, and the reports.
+
+pub mod scenario;
