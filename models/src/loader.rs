@@ -32,6 +32,11 @@ impl Loader {
         Loader { table, start_at_ms, fetch_size, lsn: None, rows: Vec::new(), done: false }
     }
 
+    /// Whether the read is published.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
     fn publish(&mut self, ctx: &mut Ctx) {
         if let Some(last) = self.rows.last_mut()
             && let Some(value) = last.value.as_mut()

@@ -132,16 +132,16 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
         Observation::SnapshotDecided { snapshot, reason } => {
             format!("{}: {reason}", if *snapshot { "snapshot" } else { "no snapshot" })
         }
-        Observation::SnapshotStarted { attempt, case, lsn } => match case {
+        Observation::SnapshotStarted { case, lsn, .. } => match case {
             SnapshotCase::SlotCreatedNow => format!(
-                "snapshot attempt {attempt}: slot created by this start, reading the exported snapshot at the consistent point {lsn}"
+                "snapshot started (case A, slot created by this start): reading the exported snapshot at the consistent point {lsn}"
             ),
             SnapshotCase::SlotExisted => format!(
-                "snapshot attempt {attempt}: slot already existed, READ COMMITTED reads; streaming will start at pg_current_wal_lsn() = {lsn}"
+                "snapshot started (case B, slot already existed): READ COMMITTED reads; streaming will start at pg_current_wal_lsn() = {lsn}"
             ),
         },
-        Observation::SnapshotCompleted { attempt, rows, .. } => {
-            format!("snapshot attempt {attempt} read {rows} rows; its last record carries snapshot_completed=true")
+        Observation::SnapshotCompleted { rows, .. } => {
+            format!("snapshot read {rows} rows; its last record carries snapshot_completed=true")
         }
         Observation::StreamingRequested { start, skip_processed_upto } => match skip_processed_upto {
             Some(upto) => format!("streaming from lsn_proc {start}, skipping replayed changes up to {upto}"),

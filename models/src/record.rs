@@ -23,10 +23,14 @@ use std::fmt::Write;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SnapshotMarkerRecord {
-    /// When an offset flush stored `snapshot_completed=true`.
-    pub stored_at: SimTime,
-    /// The snapshot's log position (`lsn` in that offset).
-    pub lsn: Option<Lsn>,
+    /// When the connector finished reading its last snapshot.
+    pub completed_at: SimTime,
+    /// That snapshot's log position (`lsn` of its offsets).
+    pub lsn: Lsn,
+    /// What became of the completion marker: stored by an offset flush, superseded before any
+    /// flush by a streaming offset (Debezium keeps the marker only in the last snapshot record's
+    /// offset), or never stored.
+    pub marker: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -152,16 +156,36 @@ impl HandoffRecord {
         let mut promoted = false;
         for event in inputs.trace {
             match &event.observation {
-                Observation::SnapshotStarted { attempt, .. } => {
-                    snapshot_attempts = *attempt.max(&snapshot_attempts);
+                Observation::SnapshotStarted { .. } => {
+                    snapshot_attempts += 1;
                     snapshot_open = true;
                     if promoted && rebuild.is_none() {
                         rebuild = Some(format!("a new snapshot started at {} after the failover", event.at));
                     }
                 }
-                Observation::SourceOffsetStored { offset: Some(offset), .. } if offset.snapshot_completed => {
-                    snapshot_open = false;
-                    snapshot_completion_marker = Some(SnapshotMarkerRecord { stored_at: event.at, lsn: offset.lsn });
+                Observation::SnapshotCompleted { lsn, .. } => {
+                    snapshot_completion_marker = Some(SnapshotMarkerRecord {
+                        completed_at: event.at,
+                        lsn: *lsn,
+                        marker: "not stored: no offset flush after it".into(),
+                    });
+                }
+                Observation::SourceOffsetStored { offset: Some(offset), .. } => {
+                    if let Some(marker) = snapshot_completion_marker.as_mut()
+                        && marker.marker.starts_with("not stored")
+                    {
+                        if offset.snapshot_completed {
+                            marker.marker = format!("snapshot_completed=true stored at {}", event.at);
+                        } else if offset.snapshot.is_none() {
+                            marker.marker = format!(
+                                "completed; the first offset stored after it, at {}, is already a streaming offset ({offset})",
+                                event.at
+                            );
+                        }
+                    }
+                    if offset.snapshot.is_none() || offset.snapshot_completed {
+                        snapshot_open = false;
+                    }
                 }
                 Observation::Fault { action } => match action {
                     FaultAction::KillConnectWorker { .. } | FaultAction::StopConnector { .. } if snapshot_open => {
@@ -264,13 +288,12 @@ impl HandoffRecord {
             Some(marker) => {
                 let _ = writeln!(
                     out,
-                    "  snapshot marker      snapshot_completed=true stored at {} (snapshot lsn {})",
-                    marker.stored_at,
-                    marker.lsn.map_or("?".into(), |lsn| lsn.to_string())
+                    "  snapshot             last completed at {} at source position {}; marker {}",
+                    marker.completed_at, marker.lsn, marker.marker
                 );
             }
             None => {
-                let _ = writeln!(out, "  snapshot marker      never stored");
+                let _ = writeln!(out, "  snapshot             none completed");
             }
         }
         let _ = writeln!(out, "  sink key rule        {}", self.sink_key_rule);

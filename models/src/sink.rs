@@ -120,9 +120,10 @@ impl SearchIndex {
         &self.volatile.positions
     }
 
-    /// Whether a snapshot epoch is waiting to close.
-    pub fn has_open_epochs(&self) -> bool {
-        !self.epochs.is_empty()
+    /// Whether a completed snapshot epoch is waiting for its records to be consumed before it
+    /// closes.
+    pub fn has_closing_epochs(&self) -> bool {
+        self.epochs.values().any(|epoch| epoch.close_at.is_some())
     }
 
     /// Live documents of a table.
@@ -205,6 +206,13 @@ impl SearchIndex {
         for lsn in ready {
             let epoch = self.epochs.remove(&lsn).expect("epoch exists");
             self.closed_epochs.insert(lsn);
+            // Older snapshots that never completed were abandoned: this one supersedes them.
+            let abandoned: Vec<Lsn> =
+                self.epochs.iter().filter(|(older, e)| **older < lsn && e.close_at.is_none()).map(|(l, _)| *l).collect();
+            for older in abandoned {
+                self.epochs.remove(&older);
+                self.closed_epochs.insert(older);
+            }
             let mut removed = Vec::new();
             for (id, doc) in self.docs.iter_mut() {
                 let touched_after = self.last_streamed.get(id).is_some_and(|streamed| *streamed >= lsn);

@@ -1,0 +1,165 @@
+//! What `handoff run` prints: a narrated timeline, the findings, the handoff record, whether the
+//! prediction held, the trace hash — as text, or as one JSON object.
+
+use crate::runner::RunResult;
+use handoff_models::checkers::Finding;
+use handoff_models::narrate::{self, Names};
+use handoff_models::spec::{Invariant, Spec, Trigger};
+use serde::Serialize;
+use std::fmt::Write;
+
+pub fn names(spec: &Spec) -> Names {
+    Names { tables: spec.tables.iter().map(|t| t.name.clone()).collect(), topic_prefix: spec.debezium.topic_prefix.clone() }
+}
+
+/// The narrated timeline, one line per event worth reading.
+pub fn timeline(spec: &Spec, result: &RunResult) -> Vec<String> {
+    let names = names(spec);
+    result.trace.iter().filter_map(|event| narrate::line(event, &names)).collect()
+}
+
+fn invariants(list: &[Invariant]) -> String {
+    if list.is_empty() { "none".into() } else { list.iter().map(|i| format!("{i} {}", i.name())).collect::<Vec<_>>().join(", ") }
+}
+
+/// The run's options, printed at its start.
+pub fn header(spec: &Spec, scenario: &str, result: &RunResult) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "scenario  {} ({scenario})", spec.name);
+    if let Some(line) = spec.description.lines().find(|l| !l.trim().is_empty()) {
+        let _ = writeln!(out, "          {}", line.trim());
+    }
+    let rows: u32 = spec.tables.iter().map(|t| t.rows).sum();
+    let _ = writeln!(
+        out,
+        "seed      {}; PostgreSQL {}, snapshot.mode={}, offset.flush.interval.ms={}, {} partition(s), sink apply={}, {} rows",
+        result.seed,
+        spec.postgres_major_version,
+        spec.debezium.snapshot_mode.name(),
+        spec.connect.offset_flush_interval_ms,
+        spec.kafka_partitions,
+        spec.sink_rule.name(),
+        rows
+    );
+    for fault in &spec.faults {
+        let _ = writeln!(out, "fault     {} at {}", fault.action, trigger(&fault.trigger));
+    }
+    for txn in &spec.scripted {
+        let _ = writeln!(out, "scripted  {} at {}", if txn.label.is_empty() { "transaction" } else { &txn.label }, trigger(&txn.trigger));
+    }
+    if let Some(background) = spec.background {
+        let _ = writeln!(
+            out,
+            "workload  {:.1} inserts/s, {:.1} updates/s, {:.1} deletes/s from {} ms to {} ms (from the seed)",
+            background.inserts_per_second,
+            background.updates_per_second,
+            background.deletes_per_second,
+            background.start_ms,
+            background.end_ms
+        );
+    }
+    out
+}
+
+fn trigger(trigger: &Trigger) -> String {
+    trigger.to_string()
+}
+
+/// The whole text report.
+pub fn text(spec: &Spec, scenario: &str, result: &RunResult) -> String {
+    let mut out = header(spec, scenario, result);
+    let _ = writeln!(out, "\ntimeline");
+    for line in timeline(spec, result) {
+        let _ = writeln!(out, "  {line}");
+    }
+    let _ = writeln!(out, "\nfindings ({})", result.findings.len());
+    if result.findings.is_empty() {
+        let _ = writeln!(out, "  none: {} held", invariants(&Invariant::CHECKED));
+    }
+    for finding in &result.findings {
+        let _ = writeln!(out, "  {finding}");
+    }
+    for unfired in &result.unfired {
+        let _ = writeln!(out, "  note: trigger never fired: {unfired}");
+    }
+    let _ = writeln!(out, "\nhandoff record");
+    out.push_str(&result.record.render());
+    let prediction = &spec.prediction;
+    let _ = writeln!(
+        out,
+        "\nprediction  {}{} -> {}",
+        if prediction.holds { "holds".to_string() } else { format!("violated: {}", invariants(&prediction.findings)) },
+        if prediction.allow.is_empty() { String::new() } else { format!(" (may also: {})", invariants(&prediction.allow)) },
+        if result.prediction_held { "HELD".to_string() } else { format!("NOT HELD: the run violated {}", invariants(&result.violated())) }
+    );
+    for line in prediction.why.lines().filter(|l| !l.trim().is_empty()) {
+        let _ = writeln!(out, "            {}", line.trim());
+    }
+    let _ = writeln!(
+        out,
+        "trace hash  {:016x} ({} events, {}.{:03}s simulated)",
+        result.trace_hash,
+        result.trace.len(),
+        result.sim_time_ms / 1000,
+        result.sim_time_ms % 1000
+    );
+    out
+}
+
+#[derive(Serialize)]
+struct JsonFinding<'a> {
+    invariant: String,
+    name: &'a str,
+    key: Option<i64>,
+    expected: &'a str,
+    seen: &'a str,
+    at_ms: u64,
+    lsn: Option<String>,
+    detail: &'a str,
+    occurrences: u32,
+}
+
+impl<'a> From<&'a Finding> for JsonFinding<'a> {
+    fn from(finding: &'a Finding) -> Self {
+        JsonFinding {
+            invariant: finding.invariant.to_string(),
+            name: &finding.name,
+            key: finding.key,
+            expected: &finding.expected,
+            seen: &finding.seen,
+            at_ms: finding.at.ms(),
+            lsn: finding.lsn.map(|lsn| lsn.to_string()),
+            detail: &finding.detail,
+            occurrences: finding.occurrences,
+        }
+    }
+}
+
+/// The JSON report: one object.
+pub fn json(spec: &Spec, scenario: &str, result: &RunResult) -> serde_json::Value {
+    let findings: Vec<JsonFinding> = result.findings.iter().map(JsonFinding::from).collect();
+    let names = |list: &[Invariant]| list.iter().map(|i| i.to_string()).collect::<Vec<_>>();
+    serde_json::json!({
+        "scenario": scenario,
+        "name": spec.name,
+        "seed": result.seed,
+        "trace_hash": format!("{:016x}", result.trace_hash),
+        "findings": findings,
+        "prediction": {
+            "expected": {
+                "verdict": if spec.prediction.holds { "holds" } else { "violated" },
+                "findings": names(&spec.prediction.findings),
+                "allow": names(&spec.prediction.allow),
+                "why": spec.prediction.why,
+            },
+            "held": result.prediction_held,
+        },
+        "handoff_record": result.record,
+        "stats": {
+            "events": result.trace.len(),
+            "sim_time_ms": result.sim_time_ms,
+        },
+        "unfired_triggers": result.unfired,
+        "timeline": timeline(spec, result),
+    })
+}

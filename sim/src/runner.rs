@@ -1,0 +1,559 @@
+//! The timed lens: one run of a scenario under madsim.
+//!
+//! Each process is a madsim node ([`crate::node`]) on a simulated network with madsim's default
+//! latency (1–10 ms per message), and the clock runs the models' real defaults
+//! (`offset.flush.interval.ms`, `poll.interval.ms`, `checkpoint_timeout`, …). The harness — the
+//! supervisor outside the modelled system — starts the nodes, injects the scenario's faults and
+//! scripted transactions when their triggers come (a simulated time, or a model moment the nodes
+//! report), and ends the run at the acceptance boundary: when the pipeline has caught up with the
+//! source, or has stopped, or has not caught up within `acceptance.timeout_ms`.
+//!
+//! A run is a function of the scenario and the seed: a fresh madsim runtime seeded with it (the
+//! network's latencies), the workload generated from it (ChaCha8), no wall clock, ordered
+//! collections throughout.
+
+use crate::node::{self, Inbound, now_ms};
+use futures::StreamExt;
+use futures::channel::mpsc;
+use futures::future::{Either, select};
+use handoff_models::app::App;
+use handoff_models::checkers::{Boundary, Checkers, Finding};
+use handoff_models::component::Component;
+use handoff_models::connect::ConnectWorker;
+use handoff_models::ids::{Fnv, Node};
+use handoff_models::kafka::Kafka;
+use handoff_models::loader::Loader;
+use handoff_models::lsn::Lsn;
+use handoff_models::observe::{Observation, TraceEvent};
+use handoff_models::operator::Operator;
+use handoff_models::oracle::Oracle;
+use handoff_models::postgres::Postgres;
+use handoff_models::postgres::wal::WalEntry;
+use handoff_models::protocol::{Control, Msg, RestRequest};
+use handoff_models::record::{HandoffRecord, RecordInputs};
+use handoff_models::setup::{self, Options, System};
+use handoff_models::sink::SearchIndex;
+use handoff_models::spec::{FaultAction, Invariant, Moment, Spec, Trigger};
+use handoff_models::time::SimTime;
+use std::collections::BTreeMap;
+use std::hash::Hash;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How often the harness looks whether the pipeline has caught up.
+const ACCEPTANCE_CHECK_INTERVAL_MS: u64 = 500;
+
+/// Something the harness does when a trigger comes.
+#[derive(Clone, Debug)]
+enum Action {
+    Fault(FaultAction),
+    Scripted(usize),
+}
+
+#[derive(Clone, Debug)]
+struct PendingTrigger {
+    moment: Moment,
+    occurrence: u32,
+    plus_ms: u64,
+    action: Action,
+}
+
+/// What the harness is told by the nodes.
+enum Command {
+    /// A moment trigger fired at `at_ms`: run the action then.
+    Run { at_ms: u64, action: Action },
+}
+
+/// The models of one run, shared between their nodes and the harness.
+pub struct Models {
+    pub pg1: Arc<Mutex<Postgres>>,
+    pub pg2: Option<Arc<Mutex<Postgres>>>,
+    pub connect: Arc<Mutex<ConnectWorker>>,
+    pub kafka: Arc<Mutex<Kafka>>,
+    pub sink: Arc<Mutex<SearchIndex>>,
+    pub app: Arc<Mutex<App>>,
+    pub operator: Arc<Mutex<Operator>>,
+    pub loader: Option<Arc<Mutex<Loader>>>,
+}
+
+/// State shared by the nodes and the harness of one run.
+pub struct Shared {
+    trace: Mutex<Vec<TraceEvent>>,
+    primary: Mutex<Node>,
+    inboxes: Mutex<BTreeMap<Node, mpsc::UnboundedSender<Inbound>>>,
+    generation: AtomicU64,
+    moments: Mutex<MomentState>,
+    commands: mpsc::UnboundedSender<Command>,
+}
+
+struct MomentState {
+    counts: BTreeMap<Moment, u32>,
+    pending: Vec<PendingTrigger>,
+}
+
+impl Shared {
+    pub fn register_inbox(&self, node: Node, inbox: mpsc::UnboundedSender<Inbound>) {
+        self.inboxes.lock().expect("inboxes").insert(node, inbox);
+    }
+
+    pub fn next_generation(&self) -> u64 {
+        self.generation.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// The physical node behind the database service name.
+    pub fn primary(&self) -> Node {
+        *self.primary.lock().expect("primary")
+    }
+
+    fn inject(&self, node: Node, from: Node, msg: Msg) {
+        if let Some(inbox) = self.inboxes.lock().expect("inboxes").get(&node) {
+            let _ = inbox.unbounded_send(Inbound::Inject { from, msg });
+        }
+    }
+
+    fn push(&self, at: SimTime, node: Node, observation: Observation) {
+        self.trace.lock().expect("trace").push(TraceEvent { at, node, observation });
+    }
+
+    /// Records a step's observations; fires moment triggers. Returns whether a fault takes the
+    /// recording node at this instant (it must not act again).
+    pub fn record(&self, node: Node, at: SimTime, observations: Vec<Observation>) -> bool {
+        let mut halt = false;
+        for observation in observations {
+            let moment = observation.moment();
+            self.push(at, node, observation);
+            let Some(moment) = moment else { continue };
+            let mut moments = self.moments.lock().expect("moments");
+            let count = {
+                let count = moments.counts.entry(moment).or_insert(0);
+                *count += 1;
+                *count
+            };
+            let (fired, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut moments.pending)
+                .into_iter()
+                .partition(|trigger| trigger.moment == moment && trigger.occurrence == count);
+            moments.pending = waiting;
+            drop(moments);
+            if fired.is_empty() {
+                continue;
+            }
+            self.push(at, node, Observation::Moment { name: moment.name().into() });
+            for trigger in fired {
+                if trigger.plus_ms == 0 && takes_down(&trigger.action, node) {
+                    halt = true;
+                }
+                let _ = self.commands.unbounded_send(Command::Run { at_ms: at.ms() + trigger.plus_ms, action: trigger.action });
+            }
+        }
+        halt
+    }
+}
+
+/// Whether an action kills this node.
+fn takes_down(action: &Action, node: Node) -> bool {
+    matches!(
+        (action, node),
+        (Action::Fault(FaultAction::KillConnectWorker { .. }), Node::Connect)
+            | (Action::Fault(FaultAction::CrashPostgres { .. } | FaultAction::FailOverToStandby { .. }), Node::Pg1)
+    )
+}
+
+/// The result of one run.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    pub seed: u64,
+    pub trace: Vec<TraceEvent>,
+    pub findings: Vec<Finding>,
+    pub record: HandoffRecord,
+    pub boundary: Boundary,
+    pub trace_hash: u64,
+    pub sim_time_ms: u64,
+    /// Triggers that never fired (their moment never came).
+    pub unfired: Vec<String>,
+    pub prediction_held: bool,
+}
+
+impl RunResult {
+    pub fn violated(&self) -> Vec<Invariant> {
+        let mut invariants: Vec<Invariant> = self.findings.iter().map(|f| f.invariant).collect();
+        invariants.sort();
+        invariants.dedup();
+        invariants
+    }
+}
+
+/// Whether the findings are what the prediction says.
+pub fn prediction_held(spec: &Spec, findings: &[Finding]) -> bool {
+    let violated: Vec<Invariant> = findings.iter().map(|f| f.invariant).collect();
+    let prediction = &spec.prediction;
+    if prediction.holds {
+        return violated.iter().all(|v| prediction.allow.contains(v));
+    }
+    prediction.findings.iter().all(|expected| violated.contains(expected))
+        && violated.iter().all(|v| prediction.findings.contains(v) || prediction.allow.contains(v))
+}
+
+/// The trace hash: FNV-1a over every event, in order.
+pub fn trace_hash(trace: &[TraceEvent]) -> u64 {
+    let mut hasher = Fnv::new();
+    for event in trace {
+        event.hash(&mut hasher);
+    }
+    std::hash::Hasher::finish(&hasher)
+}
+
+/// Runs a scenario with a seed in a fresh madsim runtime.
+pub fn run(spec: &Spec, seed: u64) -> RunResult {
+    let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
+    let spec_for_run = spec.clone();
+    let outcome = runtime.block_on(async move { harness(spec_for_run, seed).await });
+    drop(runtime);
+    finish(spec, seed, outcome)
+}
+
+struct Outcome {
+    trace: Vec<TraceEvent>,
+    boundary: Boundary,
+    sink_checkpoint: BTreeMap<u32, u64>,
+    initial_rows: Vec<(handoff_models::ids::TableId, handoff_models::ids::Key, handoff_models::ids::Row)>,
+    unfired: Vec<String>,
+}
+
+fn finish(spec: &Spec, seed: u64, outcome: Outcome) -> RunResult {
+    let mut checkers = Checkers::new(Oracle::new(&outcome.initial_rows), spec.debezium.tables.clone());
+    for event in &outcome.trace {
+        checkers.observe(event);
+    }
+    checkers.finish(&outcome.boundary);
+    let findings = checkers.findings().to_vec();
+    let record = HandoffRecord::build(&RecordInputs {
+        spec,
+        seed,
+        trace: &outcome.trace,
+        oracle: &checkers.evidence.oracle,
+        boundary: &outcome.boundary,
+        sink_checkpoint: outcome.sink_checkpoint.clone(),
+    });
+    RunResult {
+        seed,
+        trace_hash: trace_hash(&outcome.trace),
+        sim_time_ms: outcome.boundary.at.ms(),
+        prediction_held: prediction_held(spec, &findings),
+        findings,
+        record,
+        boundary: outcome.boundary,
+        trace: outcome.trace,
+        unfired: outcome.unfired,
+    }
+}
+
+fn spawn_node<C: Component + Send + 'static>(
+    handle: &madsim::runtime::Handle,
+    node: Node,
+    model: Arc<Mutex<C>>,
+    shared: Arc<Shared>,
+) -> madsim::runtime::NodeHandle {
+    handle
+        .create_node()
+        .name(node.name())
+        .ip(node::ip(node))
+        .init(move || node::run(node, model.clone(), shared.clone()))
+        .build()
+}
+
+async fn sleep_until_ms(at_ms: u64) {
+    let now = now_ms();
+    if at_ms > now {
+        madsim::time::sleep(Duration::from_millis(at_ms - now)).await;
+    }
+}
+
+async fn harness(spec: Spec, seed: u64) -> Outcome {
+    let System { pg1, pg2, connect, kafka, sink, app, operator, loader, initial_rows, connect_start_ms } =
+        setup::build(&spec, seed, Options::default());
+    let models = Models {
+        pg1: Arc::new(Mutex::new(pg1)),
+        pg2: pg2.map(|pg| Arc::new(Mutex::new(pg))),
+        connect: Arc::new(Mutex::new(connect)),
+        kafka: Arc::new(Mutex::new(kafka)),
+        sink: Arc::new(Mutex::new(sink)),
+        app: Arc::new(Mutex::new(app)),
+        operator: Arc::new(Mutex::new(operator)),
+        loader: loader.map(|l| Arc::new(Mutex::new(l))),
+    };
+    let (commands_tx, mut commands_rx) = mpsc::unbounded();
+    // Absolute triggers are scheduled now; moment triggers wait in the shared state.
+    let mut scheduled: BTreeMap<(u64, u64), HarnessStep> = BTreeMap::new();
+    let mut pending = Vec::new();
+    let mut sequence = 0u64;
+    let triggers = spec
+        .faults
+        .iter()
+        .map(|fault| (fault.trigger, Action::Fault(fault.action)))
+        .chain(spec.scripted.iter().enumerate().map(|(index, txn)| (txn.trigger, Action::Scripted(index))));
+    for (trigger, action) in triggers {
+        match trigger {
+            Trigger::At { at_ms } => {
+                sequence += 1;
+                scheduled.insert((at_ms, sequence), HarnessStep::Action(action));
+            }
+            Trigger::After { moment, occurrence, plus_ms } => {
+                pending.push(PendingTrigger { moment, occurrence, plus_ms, action });
+            }
+        }
+    }
+    let shared = Arc::new(Shared {
+        trace: Mutex::new(Vec::new()),
+        primary: Mutex::new(Node::Pg1),
+        inboxes: Mutex::new(BTreeMap::new()),
+        generation: AtomicU64::new(0),
+        moments: Mutex::new(MomentState { counts: BTreeMap::new(), pending }),
+        commands: commands_tx,
+    });
+    let handle = madsim::runtime::Handle::current();
+    let mut nodes = BTreeMap::new();
+    nodes.insert(Node::Kafka, spawn_node(&handle, Node::Kafka, models.kafka.clone(), shared.clone()));
+    nodes.insert(Node::Pg1, spawn_node(&handle, Node::Pg1, models.pg1.clone(), shared.clone()));
+    if let Some(pg2) = &models.pg2 {
+        nodes.insert(Node::Pg2, spawn_node(&handle, Node::Pg2, pg2.clone(), shared.clone()));
+    }
+    nodes.insert(Node::Sink, spawn_node(&handle, Node::Sink, models.sink.clone(), shared.clone()));
+    nodes.insert(Node::App, spawn_node(&handle, Node::App, models.app.clone(), shared.clone()));
+    nodes.insert(Node::Operator, spawn_node(&handle, Node::Operator, models.operator.clone(), shared.clone()));
+    if let Some(loader) = &models.loader {
+        nodes.insert(Node::Loader, spawn_node(&handle, Node::Loader, loader.clone(), shared.clone()));
+    }
+    let mut harness = Harness { spec: &spec, models: &models, shared: shared.clone(), handle, nodes, scheduled, sequence };
+    harness.schedule(connect_start_ms, HarnessStep::StartConnect);
+
+    let mut last_activity_ms = 0u64;
+    let (reached, reason) = loop {
+        // Run what is due.
+        let now = now_ms();
+        while let Some((&(at_ms, seq), _)) = harness.scheduled.iter().next() {
+            if at_ms > now {
+                break;
+            }
+            let step = harness.scheduled.remove(&(at_ms, seq)).expect("present");
+            harness.run_step(step, now);
+            last_activity_ms = now;
+        }
+        let workload_done = models.app.lock().expect("app").timed_done()
+            && models.loader.as_ref().is_none_or(|loader| loader.lock().expect("loader").is_done());
+        if workload_done && harness.scheduled.is_empty() {
+            if let Some(verdict) = harness.acceptance() {
+                break verdict;
+            }
+            if now.saturating_sub(last_activity_ms) > spec.acceptance.timeout_ms {
+                break (false, harness.stuck_reason(spec.acceptance.timeout_ms));
+            }
+        } else {
+            last_activity_ms = last_activity_ms.max(now);
+        }
+        // Wait for the next scheduled step, a command from a node, or the next check.
+        let next_check = now + ACCEPTANCE_CHECK_INTERVAL_MS;
+        let wake_at = harness.scheduled.keys().next().map_or(next_check, |(at, _)| (*at).min(next_check));
+        let sleep = sleep_until_ms(wake_at);
+        futures::pin_mut!(sleep);
+        if let Either::Left((Some(Command::Run { at_ms, action }), _)) = select(commands_rx.next(), sleep).await {
+            harness.sequence += 1;
+            harness.scheduled.insert((at_ms, harness.sequence), HarnessStep::Action(action));
+        }
+    };
+    let at = SimTime(now_ms());
+    let sink_docs = models.sink.lock().expect("sink").docs.clone();
+    let sink_checkpoint = {
+        let kafka = models.kafka.lock().expect("kafka");
+        kafka
+            .groups
+            .get(&spec.sink_group)
+            .map(|committed| committed.iter().map(|(tp, offset)| (tp.partition, *offset)).collect())
+            .unwrap_or_default()
+    };
+    let unfired = shared
+        .moments
+        .lock()
+        .expect("moments")
+        .pending
+        .iter()
+        .map(|trigger| {
+            format!(
+                "{:?} waiting for {}{}",
+                trigger.action,
+                trigger.moment.name(),
+                if trigger.occurrence > 1 { format!("#{}", trigger.occurrence) } else { String::new() }
+            )
+        })
+        .collect();
+    let trace = std::mem::take(&mut *shared.trace.lock().expect("trace"));
+    Outcome { trace, boundary: Boundary { at, reached, reason, sink: sink_docs }, sink_checkpoint, initial_rows, unfired }
+}
+
+/// What the harness runs at a scheduled time.
+#[derive(Clone, Debug)]
+enum HarnessStep {
+    StartConnect,
+    Action(Action),
+    Restart(Node),
+    Promote,
+    Inject { to: Node, from: Node, msg: Msg },
+}
+
+struct Harness<'a> {
+    spec: &'a Spec,
+    models: &'a Models,
+    shared: Arc<Shared>,
+    handle: madsim::runtime::Handle,
+    nodes: BTreeMap<Node, madsim::runtime::NodeHandle>,
+    scheduled: BTreeMap<(u64, u64), HarnessStep>,
+    sequence: u64,
+}
+
+impl Harness<'_> {
+    fn schedule(&mut self, at_ms: u64, step: HarnessStep) {
+        self.sequence += 1;
+        self.scheduled.insert((at_ms, self.sequence), step);
+    }
+
+    fn observe(&self, node: Node, observation: Observation) {
+        self.shared.push(SimTime(now_ms()), node, observation);
+    }
+
+    fn kill(&mut self, node: Node) {
+        if let Some(handle) = self.nodes.get(&node) {
+            self.handle.kill(handle.id());
+        }
+        match node {
+            Node::Pg1 => self.models.pg1.lock().expect("pg1").crash(),
+            Node::Pg2 => {
+                if let Some(pg2) = &self.models.pg2 {
+                    pg2.lock().expect("pg2").crash();
+                }
+            }
+            Node::Connect => self.models.connect.lock().expect("connect").crash(),
+            _ => {}
+        }
+    }
+
+    fn run_step(&mut self, step: HarnessStep, now: u64) {
+        match step {
+            HarnessStep::StartConnect => {
+                let handle = spawn_node(&self.handle, Node::Connect, self.models.connect.clone(), self.shared.clone());
+                self.nodes.insert(Node::Connect, handle);
+            }
+            HarnessStep::Restart(node) => {
+                if let Some(handle) = self.nodes.get(&node) {
+                    self.handle.restart(handle.id());
+                    self.observe(node, Observation::Restarted { process: node });
+                }
+            }
+            HarnessStep::Promote => {
+                self.shared.inject(Node::Pg2, Node::Operator, Msg::Control(Control::Promote));
+                // The service name moves to the new primary; the gate hears of the failover.
+                *self.shared.primary.lock().expect("primary") = Node::Pg2;
+                self.schedule(now, HarnessStep::Inject {
+                    to: Node::Operator,
+                    from: Node::Operator,
+                    msg: Msg::Control(Control::FailoverHappened),
+                });
+            }
+            HarnessStep::Inject { to, from, msg } => self.shared.inject(to, from, msg),
+            HarnessStep::Action(Action::Scripted(index)) => {
+                self.shared.inject(Node::App, Node::App, Msg::Control(Control::RunScripted { index }));
+            }
+            HarnessStep::Action(Action::Fault(fault)) => {
+                let target = match fault {
+                    FaultAction::KillConnectWorker { .. } | FaultAction::StopConnector { .. } => Node::Connect,
+                    FaultAction::CrashPostgres { .. } | FaultAction::FailOverToStandby { .. } => self.shared.primary(),
+                };
+                self.observe(target, Observation::Fault { action: fault });
+                match fault {
+                    FaultAction::KillConnectWorker { restart_after_ms } => {
+                        if self.nodes.contains_key(&Node::Connect) {
+                            self.kill(Node::Connect);
+                            if let Some(after) = restart_after_ms {
+                                self.schedule(now + after, HarnessStep::Restart(Node::Connect));
+                            }
+                        }
+                    }
+                    FaultAction::StopConnector { resume_after_ms } => {
+                        self.shared.inject(Node::Connect, Node::Operator, Msg::Rest { request: RestRequest::Stop });
+                        if let Some(after) = resume_after_ms {
+                            self.schedule(now + after, HarnessStep::Inject {
+                                to: Node::Connect,
+                                from: Node::Operator,
+                                msg: Msg::Rest { request: RestRequest::Resume },
+                            });
+                        }
+                    }
+                    FaultAction::CrashPostgres { restart_after_ms } => {
+                        self.kill(target);
+                        self.schedule(now + restart_after_ms, HarnessStep::Restart(target));
+                    }
+                    FaultAction::FailOverToStandby { promote_after_ms } => {
+                        if target == Node::Pg1 && self.models.pg2.is_some() {
+                            self.kill(Node::Pg1);
+                            self.schedule(now + promote_after_ms, HarnessStep::Promote);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The primary's last commit that touched a captured table.
+    fn last_captured_commit(&self) -> Option<Lsn> {
+        let primary = match self.shared.primary() {
+            Node::Pg2 => self.models.pg2.as_ref().expect("pg2 exists").clone(),
+            _ => self.models.pg1.clone(),
+        };
+        let pg = primary.lock().expect("pg");
+        pg.durable.wal.entries.iter().rev().find_map(|entry| match entry {
+            WalEntry::Txn(txn) if txn.changes.iter().any(|c| self.spec.debezium.tables.contains(&c.table)) => {
+                Some(txn.end_lsn)
+            }
+            _ => None,
+        })
+    }
+
+    /// `Some((reached, reason))` when the run can end.
+    fn acceptance(&self) -> Option<(bool, String)> {
+        let connect = self.models.connect.lock().expect("connect");
+        let status = connect.status();
+        if status == "FAILED" {
+            let reason = match connect.debezium_phase() {
+                Some(handoff_models::debezium::Phase::Failed { reason }) => reason.clone(),
+                _ => String::new(),
+            };
+            return Some((false, format!("the connector task FAILED: {reason}")));
+        }
+        if status == "STOPPED" {
+            return Some((false, "the connector is STOPPED".into()));
+        }
+        if !self.nodes.contains_key(&Node::Connect) || status != "RUNNING" || !connect.is_drained() {
+            return None;
+        }
+        let processed = connect.processed_upto()?;
+        drop(connect);
+        if self.last_captured_commit().is_some_and(|last| processed < last) {
+            return None;
+        }
+        let kafka = self.models.kafka.lock().expect("kafka");
+        let sink = self.models.sink.lock().expect("sink");
+        let caught_up = kafka
+            .log_end_offsets()
+            .iter()
+            .all(|(tp, end)| sink.positions().get(tp).is_some_and(|position| position >= end));
+        (caught_up && !sink.has_closing_epochs()).then(|| (true, "the pipeline caught up with the source".into()))
+    }
+
+    fn stuck_reason(&self, timeout_ms: u64) -> String {
+        let connect = self.models.connect.lock().expect("connect");
+        format!(
+            "the pipeline did not catch up within acceptance.timeout_ms={timeout_ms} (connector {}, phase {:?})",
+            connect.status(),
+            connect.debezium_phase()
+        )
+    }
+}
