@@ -1,9 +1,29 @@
 //! Scenario files: TOML in, a validated [`handoff_models::spec::Spec`] out, or an error that
 //! names the file, the line and the field. The format is documented in
 //! `docs/scenario-format.md`.
+//!
+//! How it works: the file is parsed into a spanned tree ([`toml::de::DeTable`]), copied into a
+//! small tree of our own whose every value remembers where it came from ([`At`]: a byte offset
+//! of the file, or the `--set` argument that wrote it). The `--set` overrides are applied to
+//! that tree, and then one function per section reads it into the [`Spec`]. An error about a
+//! value is reported where the value came from: `FILE:LINE:COL: FIELD: PROBLEM`, or
+//! `--set ARG: FIELD: PROBLEM`.
 
-use handoff_models::spec::Spec;
+use handoff_models::connect::ConnectConfig;
+use handoff_models::debezium::{DebeziumConfig, SnapshotMode};
+use handoff_models::ids::{Status, TableId};
+use handoff_models::operator::GatePolicy;
+use handoff_models::postgres::table::{ReplicaIdentity, RowOp};
+use handoff_models::sink::ApplyRule;
+use handoff_models::spec::{
+    Acceptance, Background, Fault, FaultAction, HandoffMethod, Invariant, Moment, Prediction, ScriptedTxn, Spec,
+    TableSetup, Trigger,
+};
+use std::collections::BTreeMap;
+use std::fmt::Display;
 use std::path::Path;
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
 
 /// A loaded scenario.
 #[derive(Clone, Debug)]
@@ -37,6 +57,1117 @@ pub fn load(path: &Path, sets: &[String]) -> Result<Loaded, ScenarioError> {
 
 /// As [`load`], from text; `file` names it in messages.
 pub fn load_str(file: &str, text: &str, sets: &[String]) -> Result<Loaded, ScenarioError> {
-    let _ = (file, text, sets);
-    todo!("scenario loader")
+    let cx = Cx { file, text, sets };
+    let parsed = DeTable::parse(text).map_err(|error| {
+        let offset = error.span().map_or(0, |span| span.start);
+        let (line, column) = line_col(text, offset);
+        ScenarioError { message: format!("{file}:{line}:{column}: invalid TOML: {}", error.message().trim()) }
+    })?;
+    let mut root = Item { val: Val::Table(convert_table(parsed.get_ref(), None)), at: At::File(0) };
+    for (index, arg) in sets.iter().enumerate() {
+        apply_set(&cx, &mut root, index, arg)?;
+    }
+    let entries = match &root.val {
+        Val::Table(entries) => entries.as_slice(),
+        _ => &[],
+    };
+    scenario(&cx, &Section { path: String::new(), entries, at: At::File(0) })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tree: values that remember where they came from.
+
+/// Where a value came from: a byte offset in the file, or the index of a `--set` argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum At {
+    File(usize),
+    Set(usize),
+}
+
+#[derive(Clone, Debug)]
+enum Val {
+    Str(String),
+    /// `None`: an integer TOML accepts but that does not fit in an `i64`.
+    Int(Option<i64>),
+    Float(f64),
+    Bool(bool),
+    Datetime,
+    Array(Vec<Item>),
+    Table(Vec<Entry>),
+}
+
+impl Val {
+    fn kind(&self) -> &'static str {
+        match self {
+            Val::Str(_) => "a string",
+            Val::Int(_) => "an integer",
+            Val::Float(_) => "a float",
+            Val::Bool(_) => "a boolean",
+            Val::Datetime => "a datetime",
+            Val::Array(_) => "an array",
+            Val::Table(_) => "a table",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Item {
+    val: Val,
+    at: At,
+}
+
+#[derive(Clone, Debug)]
+struct Entry {
+    key: String,
+    key_at: At,
+    item: Item,
+}
+
+impl Entry {
+    /// Errors about an entry point at its key (the start of its line), unless `--set` wrote it.
+    fn at(&self) -> At {
+        match self.item.at {
+            At::Set(index) => At::Set(index),
+            At::File(_) => self.key_at,
+        }
+    }
+}
+
+/// Copies a parsed value; `set` is the index of the `--set` argument it comes from, if any.
+fn convert(value: &Spanned<DeValue<'_>>, set: Option<usize>) -> Item {
+    let at = set.map_or(At::File(value.span().start), At::Set);
+    let val = match value.get_ref() {
+        DeValue::String(text) => Val::Str(text.to_string()),
+        DeValue::Integer(int) => Val::Int(i64::from_str_radix(int.as_str(), int.radix()).ok()),
+        DeValue::Float(float) => Val::Float(float.as_str().parse().unwrap_or(f64::NAN)),
+        DeValue::Boolean(flag) => Val::Bool(*flag),
+        DeValue::Datetime(_) => Val::Datetime,
+        DeValue::Array(items) => Val::Array(items.iter().map(|item| convert(item, set)).collect()),
+        DeValue::Table(table) => Val::Table(convert_table(table, set)),
+    };
+    Item { val, at }
+}
+
+/// Copies a parsed table, its entries in the order of the text.
+fn convert_table(table: &DeTable<'_>, set: Option<usize>) -> Vec<Entry> {
+    let mut entries: Vec<(usize, Entry)> = table
+        .iter()
+        .map(|(key, value)| {
+            let start = key.span().start;
+            let key_at = set.map_or(At::File(start), At::Set);
+            (start, Entry { key: key.get_ref().to_string(), key_at, item: convert(value, set) })
+        })
+        .collect();
+    entries.sort_by_key(|(start, _)| *start);
+    entries.into_iter().map(|(_, entry)| entry).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// `--set PATH=VALUE`
+
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+const MAX_SET_DEPTH: usize = 32;
+
+fn apply_set(cx: &Cx, root: &mut Item, index: usize, arg: &str) -> Res<()> {
+    let at = At::Set(index);
+    let Some((path, value)) = arg.split_once('=') else {
+        return Err(cx.err(at, arg.trim(), "expected PATH=VALUE, e.g. sink.apply=naive-upsert"));
+    };
+    let path = path.trim();
+    let field = if path.is_empty() { "\"\"" } else { path };
+    let steps = parse_path(path).map_err(|problem| cx.err(at, field, format!("malformed path: {problem}")))?;
+    let value = match DeValue::parse(value.trim()) {
+        Ok(parsed) => convert(&parsed, Some(index)),
+        Err(_) => Item { val: Val::Str(value.to_owned()), at },
+    };
+    set_in(root, &steps, value).map_err(|(field, problem)| cx.err(at, &field, problem))
+}
+
+/// `a.b."c.d"[0].e`: keys (bare, or quoted without escapes), each followed by any number of `[n]`.
+fn parse_path(path: &str) -> Result<Vec<Step>, String> {
+    let chars: Vec<char> = path.chars().collect();
+    let mut steps = Vec::new();
+    let mut i = 0;
+    loop {
+        let key: String = match chars.get(i) {
+            Some(&quote @ ('"' | '\'')) => {
+                let Some(length) = chars[i + 1..].iter().position(|c| *c == quote) else {
+                    return Err("unterminated quoted key".into());
+                };
+                i += length + 2;
+                chars[i - length - 1..i - 1].iter().collect()
+            }
+            Some(&c) if is_bare(c) => {
+                let length = chars[i..].iter().take_while(|c| is_bare(**c)).count();
+                i += length;
+                chars[i - length..i].iter().collect()
+            }
+            Some(c) => return Err(format!("expected a key at character {}, found `{c}`", i + 1)),
+            None => return Err("expected a key".into()),
+        };
+        steps.push(Step::Key(key));
+        while chars.get(i) == Some(&'[') {
+            let digits: String = chars[i + 1..].iter().take_while(|c| c.is_ascii_digit()).collect();
+            i += digits.len() + 2;
+            match digits.parse() {
+                Ok(index) if chars.get(i - 1) == Some(&']') => steps.push(Step::Index(index)),
+                _ => return Err("an index is a whole number in brackets, like [0]".into()),
+            }
+        }
+        if steps.len() > MAX_SET_DEPTH {
+            return Err(format!("more than {MAX_SET_DEPTH} steps"));
+        }
+        match chars.get(i) {
+            None => return Ok(steps),
+            Some('.') => i += 1,
+            Some(c) => return Err(format!("unexpected `{c}` at character {}", i + 1)),
+        }
+    }
+}
+
+fn is_bare(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+
+/// Puts `value` at `steps` under `root`, creating missing tables. An error names the path
+/// where the walk stopped, and the problem.
+fn set_in(root: &mut Item, steps: &[Step], value: Item) -> Result<(), (String, String)> {
+    let (mut item, mut path) = (root, String::new());
+    for (n, step) in steps.iter().enumerate() {
+        let kind = item.val.kind();
+        item = match (step, &mut item.val) {
+            (Step::Key(key), Val::Table(entries)) => {
+                path = join(&path, key);
+                let position = entries.iter().position(|entry| entry.key == *key);
+                let position = match (position, steps.get(n + 1)) {
+                    (Some(position), _) => position,
+                    (None, Some(Step::Index(index))) => {
+                        return Err((
+                            format!("{path}[{index}]"),
+                            format!("index {index} is past the end: {path} has no entries"),
+                        ));
+                    }
+                    (None, _) => {
+                        let table = Item { val: Val::Table(Vec::new()), at: value.at };
+                        entries.push(Entry { key: key.clone(), key_at: value.at, item: table });
+                        entries.len() - 1
+                    }
+                };
+                &mut entries[position].item
+            }
+            (Step::Index(index), Val::Array(items)) => {
+                let count = items.len();
+                let Some(element) = items.get_mut(*index) else {
+                    return Err((
+                        format!("{path}[{index}]"),
+                        format!(
+                            "index {index} is past the end: {path} has {count} {}",
+                            if count == 1 { "entry" } else { "entries" }
+                        ),
+                    ));
+                };
+                path = format!("{path}[{index}]");
+                element
+            }
+            (Step::Key(_), _) => return Err((path, format!("is {kind}, not a table"))),
+            (Step::Index(_), _) => return Err((path, format!("is {kind}, not an array"))),
+        };
+    }
+    *item = value;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading the tree: typed access that carries the location.
+
+type Res<T> = Result<T, ScenarioError>;
+
+struct Cx<'a> {
+    file: &'a str,
+    text: &'a str,
+    sets: &'a [String],
+}
+
+/// A value to read, its path as written in TOML, and where errors about it go.
+struct Field<'t> {
+    path: String,
+    item: &'t Item,
+    at: At,
+}
+
+/// A table to read.
+struct Section<'t> {
+    path: String,
+    entries: &'t [Entry],
+    at: At,
+}
+
+impl Cx<'_> {
+    fn err(&self, at: At, field: &str, problem: impl Display) -> ScenarioError {
+        let message = match at {
+            At::File(offset) => {
+                let (line, column) = line_col(self.text, offset);
+                format!("{}:{line}:{column}: {field}: {problem}", self.file)
+            }
+            At::Set(index) => {
+                format!("--set {}: {field}: {problem}", self.sets.get(index).map_or("", String::as_str))
+            }
+        };
+        ScenarioError { message }
+    }
+
+    fn fail<T>(&self, field: &Field, problem: impl Display) -> Res<T> {
+        Err(self.err(field.at, &field.path, problem))
+    }
+
+    fn wrong<T>(&self, field: &Field, expected: &str) -> Res<T> {
+        self.fail(field, format!("expected {expected}, found {}", field.item.val.kind()))
+    }
+
+    fn string<'t>(&self, field: &Field<'t>) -> Res<&'t str> {
+        match &field.item.val {
+            Val::Str(text) => Ok(text),
+            _ => self.wrong(field, "a string"),
+        }
+    }
+
+    fn owned(&self, field: &Field) -> Res<String> {
+        self.string(field).map(str::to_owned)
+    }
+
+    fn int(&self, field: &Field, low: i64, high: i64) -> Res<i64> {
+        match field.item.val {
+            Val::Int(Some(value)) if (low..=high).contains(&value) => Ok(value),
+            Val::Int(value) => self.fail(field, out_of_range(value, low, high)),
+            _ => self.wrong(field, "an integer"),
+        }
+    }
+
+    fn u64(&self, field: &Field) -> Res<u64> {
+        self.int(field, 0, i64::MAX).map(|value| value as u64)
+    }
+
+    fn u32(&self, field: &Field, low: u32) -> Res<u32> {
+        self.int(field, i64::from(low), i64::from(u32::MAX)).map(|value| value as u32)
+    }
+
+    /// A rate: a finite number ≥ 0 (integers are accepted).
+    fn rate(&self, field: &Field) -> Res<f64> {
+        let value = match field.item.val {
+            Val::Float(value) => value,
+            Val::Int(Some(value)) => value as f64,
+            _ => return self.wrong(field, "a number"),
+        };
+        if !value.is_finite() || value < 0.0 {
+            return self.fail(field, format!("{value} is out of range; expected a finite number ≥ 0"));
+        }
+        Ok(value)
+    }
+
+    fn section<'t>(&self, field: &Field<'t>) -> Res<Section<'t>> {
+        match &field.item.val {
+            Val::Table(entries) => Ok(Section { path: field.path.clone(), entries, at: field.item.at }),
+            _ => self.wrong(field, "a table"),
+        }
+    }
+
+    /// The elements of an array, each a field `path[i]`.
+    fn items<'t>(&self, field: &Field<'t>, expected: &str) -> Res<Vec<Field<'t>>> {
+        let Val::Array(items) = &field.item.val else { return self.wrong(field, expected) };
+        let elements = items.iter().enumerate();
+        Ok(elements.map(|(i, item)| Field { path: format!("{}[{i}]", field.path), item, at: item.at }).collect())
+    }
+
+    /// One of a fixed set of strings.
+    fn choice<T: Copy>(&self, field: &Field, options: &[(&str, T)]) -> Res<T> {
+        let text = self.string(field)?;
+        match options.iter().find(|(name, _)| *name == text) {
+            Some((_, value)) => Ok(*value),
+            None => self.fail(field, unknown_value(text, options.iter().map(|(name, _)| *name))),
+        }
+    }
+
+    fn trigger(&self, field: &Field) -> Res<Trigger> {
+        parse_trigger(self.string(field)?).or_else(|problem| self.fail(field, problem))
+    }
+}
+
+impl<'t> Section<'t> {
+    fn field_path(&self, key: &str) -> String {
+        join(&self.path, key)
+    }
+
+    fn field(&self, entry: &'t Entry) -> Field<'t> {
+        Field { path: self.field_path(&entry.key), item: &entry.item, at: entry.at() }
+    }
+
+    fn get(&self, key: &str) -> Option<Field<'t>> {
+        self.entries.iter().find(|entry| entry.key == key).map(|entry| self.field(entry))
+    }
+
+    /// A required field.
+    fn need(&self, cx: &Cx, key: &str, hint: &str) -> Res<Field<'t>> {
+        self.get(key).ok_or_else(|| cx.err(self.at, &self.field_path(key), format!("required field is missing{hint}")))
+    }
+
+    fn req<T>(&self, cx: &Cx, key: &str, read: impl FnOnce(&Field<'t>) -> Res<T>) -> Res<T> {
+        read(&self.need(cx, key, "")?)
+    }
+
+    fn opt<T>(&self, key: &str, default: T, read: impl FnOnce(&Field<'t>) -> Res<T>) -> Res<T> {
+        self.get(key).map_or(Ok(default), |field| read(&field))
+    }
+
+    /// A sub-table; a missing one reads as empty.
+    fn sub(&self, cx: &Cx, key: &str) -> Res<Section<'t>> {
+        match self.get(key) {
+            Some(field) => cx.section(&field),
+            None => Ok(Section { path: self.field_path(key), entries: &[], at: self.at }),
+        }
+    }
+
+    /// Every key must be one of `known` (names separated by spaces); `what`: "field" or
+    /// "connector property".
+    fn check_keys(&self, cx: &Cx, known: &str, what: &str) -> Res<()> {
+        let known: Vec<&str> = known.split_whitespace().collect();
+        if let Some(entry) = self.entries.iter().find(|entry| !known.contains(&entry.key.as_str())) {
+            let hint = match closest(&entry.key, &known) {
+                Some(name) => format!("did you mean \"{name}\"?"),
+                None if known.len() > 16 => "see docs/scenario-format.md for the ones this testbed knows".into(),
+                None => format!("expected one of {}", known.join(", ")),
+            };
+            return Err(cx.err(entry.at(), &self.field_path(&entry.key), format!("unknown {what}; {hint}")));
+        }
+        Ok(())
+    }
+}
+
+/// A TOML path: `a.b`, with keys that are not bare quoted (`connector."snapshot.mode"`).
+fn join(prefix: &str, key: &str) -> String {
+    let key = if !key.is_empty() && key.chars().all(is_bare) { key.to_owned() } else { format!("{key:?}") };
+    if prefix.is_empty() { key } else { format!("{prefix}.{key}") }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let column = before.rsplit('\n').next().map_or(0, |line| line.chars().count()) + 1;
+    (before.matches('\n').count() + 1, column)
+}
+
+fn out_of_range(value: Option<i64>, low: i64, high: i64) -> String {
+    let value = value.map_or_else(|| "the value".to_owned(), |value| value.to_string());
+    if high == i64::MAX {
+        format!("{value} is out of range; expected at least {low}")
+    } else {
+        format!("{value} is out of range; expected {low} to {high}")
+    }
+}
+
+fn unknown_value<'a>(text: &str, names: impl Iterator<Item = &'a str>) -> String {
+    format!("unknown value `{text}`; expected one of {}", names.collect::<Vec<_>>().join(", "))
+}
+
+/// The candidate closest to `word`, if the edit distance is small.
+fn closest<'k>(word: &str, candidates: &[&'k str]) -> Option<&'k str> {
+    let word: Vec<char> = word.to_lowercase().chars().collect();
+    candidates
+        .iter()
+        .filter(|candidate| candidate.chars().count().abs_diff(word.len()) <= 3)
+        .map(|candidate| (edit_distance(&word, &candidate.chars().collect::<Vec<_>>()), *candidate))
+        .filter(|(distance, candidate)| *distance <= (candidate.chars().count() / 3).clamp(1, 3))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate)
+}
+
+/// Optimal-string-alignment distance (Levenshtein plus adjacent transpositions).
+fn edit_distance(a: &[char], b: &[char]) -> usize {
+    let mut rows = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in rows.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    rows[0] = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (rows[i - 1][j] + 1).min(rows[i][j - 1] + 1).min(rows[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(rows[i - 2][j - 2] + 1);
+            }
+            rows[i][j] = best;
+        }
+    }
+    rows[a.len()][b.len()]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Units and triggers.
+
+/// A whole number and what follows it: `16MB` → (16, "MB").
+fn number_unit(text: &str) -> Option<(u64, &str)> {
+    let text = text.trim();
+    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let number = text[..digits].parse().ok()?;
+    Some((number, text[digits..].trim_start()))
+}
+
+/// PostgreSQL's time units, in milliseconds, and memory units, in bytes.
+const DURATIONS: [(&str, u64); 5] = [("ms", 1), ("s", 1_000), ("min", 60_000), ("h", 3_600_000), ("d", 86_400_000)];
+const SIZES: [(&str, u64); 5] = [("B", 1), ("kB", 1 << 10), ("MB", 1 << 20), ("GB", 1 << 30), ("TB", 1 << 40)];
+
+/// `5min` → 300 000 (ms); `16MB` → 16 777 216 (bytes).
+fn with_unit(text: &str, units: &[(&str, u64)]) -> Option<u64> {
+    let (number, unit) = number_unit(text)?;
+    units.iter().find(|(name, _)| *name == unit).and_then(|(_, scale)| number.checked_mul(*scale))
+}
+
+fn duration_ms(text: &str) -> Option<u64> {
+    with_unit(text, &DURATIONS)
+}
+
+const DURATION_UNITS: &str = "ms, s, min, h, d";
+
+const TRIGGER_FORMS: &str = "expected a time like \"30s\" (ms, s, min, h, d) or a moment like \
+    \"snapshot-scan-started\", \"streaming-started#2 + 1s\"";
+
+/// `30s`, `2500ms`, `snapshot-scan-started`, `streaming-started#2 + 1s`.
+fn parse_trigger(text: &str) -> Result<Trigger, String> {
+    let trimmed = text.trim();
+    let invalid = || format!("invalid trigger `{text}`; {TRIGGER_FORMS}");
+    if trimmed.starts_with(|c: char| c.is_ascii_digit()) {
+        return duration_ms(trimmed).map(|at_ms| Trigger::At { at_ms }).ok_or_else(invalid);
+    }
+    let (head, plus) = match trimmed.split_once('+') {
+        Some((head, plus)) => (head.trim(), Some(plus.trim())),
+        None => (trimmed, None),
+    };
+    let (name, occurrence) = match head.split_once('#') {
+        Some((name, occurrence)) => (name.trim(), Some(occurrence.trim())),
+        None => (head, None),
+    };
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        return Err(invalid());
+    }
+    let Some(moment) = Moment::parse(name) else {
+        let names: Vec<&str> = Moment::ALL.iter().map(|moment| moment.name()).collect();
+        return Err(format!("unknown moment `{name}`; the moments are {}", names.join(", ")));
+    };
+    let occurrence = match occurrence {
+        None => 1,
+        Some(n) => match n.parse::<u32>() {
+            Ok(count) if count >= 1 && n.chars().all(|c| c.is_ascii_digit()) => count,
+            _ => return Err(format!("occurrence `#{n}` must be a whole number from 1 to {}", u32::MAX)),
+        },
+    };
+    let plus_ms = match plus {
+        None => 0,
+        Some(delay) => duration_ms(delay).ok_or_else(|| {
+            format!("`{delay}` is not a delay; expected a duration like \"200ms\" ({DURATION_UNITS})")
+        })?,
+    };
+    Ok(Trigger::After { moment, occurrence, plus_ms })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The sections.
+
+fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
+    let known = "name description seed postgres table connector connect kafka sink workload fault handoff failover \
+        acceptance prediction";
+    root.check_keys(cx, known, "field")?;
+    let name = root.req(cx, "name", |field| cx.owned(field))?;
+    let description = root.opt("description", String::new(), |field| cx.owned(field))?;
+    let seed = root.opt("seed", 1, |field| cx.u64(field))?;
+    let postgres = postgres(cx, &root.sub(cx, "postgres")?)?;
+    let tables = tables(cx, root)?;
+    let (debezium, connector_properties) = connector(cx, &root.sub(cx, "connector")?, &tables)?;
+    let (connect, connector_start_ms) = connect(cx, &root.sub(cx, "connect")?)?;
+    let kafka_partitions = kafka(cx, &root.sub(cx, "kafka")?)?;
+    let sink = sink(cx, &root.sub(cx, "sink")?)?;
+    let (background, scripted) = workload(cx, &root.sub(cx, "workload")?, &tables)?;
+    let faults = faults(cx, root, postgres.standby.is_some())?;
+    let handoff = handoff(cx, &root.sub(cx, "handoff")?)?;
+    let gate = failover(cx, &root.sub(cx, "failover")?, postgres.standby.is_some())?;
+    let acceptance = acceptance(cx, &root.sub(cx, "acceptance")?)?;
+    let prediction = prediction(cx, root)?;
+    let spec = Spec {
+        name,
+        description,
+        postgres_major_version: postgres.version,
+        wal_segment_size: postgres.wal_segment_size,
+        checkpoint_timeout_ms: postgres.checkpoint_timeout_ms,
+        scan_rows_per_second: postgres.scan_rows_per_second,
+        standby: postgres.standby,
+        tables,
+        debezium,
+        connector_properties,
+        connector_start_ms,
+        connect,
+        kafka_partitions,
+        sink_rule: sink.rule,
+        sink_group: sink.group,
+        sink_auto_commit_interval_ms: sink.auto_commit_interval_ms,
+        sink_max_poll_records: sink.max_poll_records,
+        background,
+        scripted,
+        faults,
+        handoff,
+        gate,
+        acceptance,
+        prediction,
+    };
+    Ok(Loaded { spec, seed })
+}
+
+struct Postgres {
+    version: u32,
+    wal_segment_size: u64,
+    checkpoint_timeout_ms: u64,
+    scan_rows_per_second: u64,
+    standby: Option<u64>,
+}
+
+fn postgres(cx: &Cx, s: &Section) -> Res<Postgres> {
+    s.check_keys(cx, "version wal_segment_size checkpoint_timeout scan_rows_per_second standby", "field")?;
+    let version = s.opt("version", 15, |field| match cx.int(field, 15, 18)? {
+        17 | 18 => cx.fail(
+            field,
+            "PostgreSQL 17 and 18 are not modelled yet (their failover slots and the shutdown flush of logical \
+             slots' confirmed position are not modelled); use 15 or 16",
+        ),
+        version => Ok(version as u32),
+    })?;
+    let wal_segment_size = s.opt("wal_segment_size", 16 << 20, |field| {
+        let text = cx.string(field)?;
+        let Some(bytes) = with_unit(text, &SIZES) else {
+            return cx.fail(
+                field,
+                format!("`{text}` is not a size; expected a power of two from 1MB to 1GB, like \"16MB\""),
+            );
+        };
+        if !bytes.is_power_of_two() || !(1 << 20..=1 << 30).contains(&bytes) {
+            return cx.fail(field, format!("`{text}` is out of range; expected a power of two from 1MB to 1GB"));
+        }
+        Ok(bytes)
+    })?;
+    let checkpoint_timeout_ms = s.opt("checkpoint_timeout", 300_000, |field| {
+        let text = cx.string(field)?;
+        let Some(ms) = duration_ms(text) else {
+            return cx.fail(
+                field,
+                format!("`{text}` is not a duration; expected a number and a unit ({DURATION_UNITS}), like \"5min\""),
+            );
+        };
+        if !(30_000..=86_400_000).contains(&ms) {
+            return cx.fail(field, format!("`{text}` is out of range; expected 30s to 1d"));
+        }
+        Ok(ms)
+    })?;
+    let scan_rows_per_second = s.opt("scan_rows_per_second", 20_000, |field| cx.int(field, 1, i64::MAX))? as u64;
+    let standby = match s.get("standby") {
+        None => None,
+        Some(field) => {
+            let standby = cx.section(&field)?;
+            standby.check_keys(cx, "replication_delay_ms", "field")?;
+            Some(standby.opt("replication_delay_ms", 0, |field| cx.u64(field))?)
+        }
+    };
+    Ok(Postgres { version, wal_segment_size, checkpoint_timeout_ms, scan_rows_per_second, standby })
+}
+
+fn tables(cx: &Cx, root: &Section) -> Res<Vec<TableSetup>> {
+    let field = root.need(cx, "table", "; add at least one [[table]]")?;
+    let items = cx.items(&field, "an array of tables ([[table]])")?;
+    if items.is_empty() {
+        return cx.fail(&field, "at least one [[table]] is required");
+    }
+    let mut tables: Vec<TableSetup> = Vec::new();
+    for (index, item) in items.iter().enumerate() {
+        let s = cx.section(item)?;
+        s.check_keys(cx, "name rows replica_identity", "field")?;
+        let name_field = s.need(cx, "name", "")?;
+        let name = table_name(cx, &name_field)?;
+        if let Some(previous) = tables.iter().position(|table| table.name == name) {
+            return cx.fail(&name_field, format!("`{name}` is already table[{previous}]"));
+        }
+        let Ok(id) = u16::try_from(index).map(TableId) else {
+            return cx.fail(item, format!("too many tables; at most {}", u32::from(u16::MAX) + 1));
+        };
+        let rows = s.opt("rows", 0, |field| cx.u32(field, 0))?;
+        let identities = [("default", ReplicaIdentity::Default), ("full", ReplicaIdentity::Full)];
+        let replica_identity =
+            s.opt("replica_identity", ReplicaIdentity::Default, |field| cx.choice(field, &identities))?;
+        tables.push(TableSetup { id, name, rows, replica_identity });
+    }
+    Ok(tables)
+}
+
+/// `schema.table`.
+fn table_name(cx: &Cx, field: &Field) -> Res<String> {
+    let name = cx.string(field)?;
+    let identifier = |part: &str| {
+        part.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+    };
+    match name.split_once('.') {
+        Some((schema, table)) if identifier(schema) && identifier(table) => Ok(name.to_owned()),
+        _ => cx.fail(field, format!("`{name}` is not a schema-qualified table name like \"public.claims\"")),
+    }
+}
+
+fn table_id(cx: &Cx, field: &Field, name: &str, tables: &[TableSetup]) -> Res<TableId> {
+    match tables.iter().find(|table| table.name == name) {
+        Some(table) => Ok(table.id),
+        None => {
+            let names: Vec<&str> = tables.iter().map(|table| table.name.as_str()).collect();
+            cx.fail(field, format!("`{name}` is not a table of [[table]]; the tables are {}", names.join(", ")))
+        }
+    }
+}
+
+/// The Debezium properties the model uses.
+const MODELLED: &str = "name connector.class topic.prefix plugin.name slot.name publication.name \
+    publication.autocreate.mode snapshot.mode snapshot.fetch.size max.batch.size max.queue.size poll.interval.ms \
+    retriable.restart.connector.wait.ms tombstones.on.delete table.include.list offset.mismatch.strategy \
+    lsn.flush.mode heartbeat.interval.ms slot.drop.on.stop provide.transaction.metadata";
+
+/// Accepted and shown in the handoff record, with no effect on the model.
+const ACCEPTED: &str = "database.hostname database.port database.user database.password database.dbname \
+    tasks.max key.converter value.converter key.converter.schemas.enable value.converter.schemas.enable \
+    snapshot.isolation.mode snapshot.locking.mode decimal.handling.mode time.precision.mode schema.include.list \
+    errors.max.retries";
+
+const CONNECTOR_CLASS: &str = "io.debezium.connector.postgresql.PostgresConnector";
+const DECODERBUFS: &str = "Debezium's default, decoderbufs, is not modelled";
+
+/// A connector property as a string (strings, integers and booleans are accepted).
+fn prop_text(cx: &Cx, field: &Field) -> Res<String> {
+    match &field.item.val {
+        Val::Str(text) => Ok(text.clone()),
+        Val::Int(Some(value)) => Ok(value.to_string()),
+        Val::Int(None) => cx.fail(field, "the integer is out of range"),
+        Val::Bool(flag) => Ok(flag.to_string()),
+        _ => cx.wrong(field, "a string, integer or boolean"),
+    }
+}
+
+/// An integer property: `60000` or `"60000"`.
+fn prop_int(cx: &Cx, field: &Field, low: i64, high: i64) -> Res<i64> {
+    let value = match &field.item.val {
+        Val::Int(value) => *value,
+        Val::Str(text) => match text.trim().parse() {
+            Ok(value) => Some(value),
+            Err(_) => return cx.fail(field, format!("expected an integer, found `{text}`")),
+        },
+        _ => return cx.wrong(field, "an integer"),
+    };
+    match value {
+        Some(value) if (low..=high).contains(&value) => Ok(value),
+        _ => cx.fail(field, out_of_range(value, low, high)),
+    }
+}
+
+/// A boolean property: `true` or `"true"`.
+fn prop_bool(cx: &Cx, field: &Field) -> Res<bool> {
+    match &field.item.val {
+        Val::Bool(flag) => Ok(*flag),
+        Val::Str(text) if text.trim().eq_ignore_ascii_case("true") => Ok(true),
+        Val::Str(text) if text.trim().eq_ignore_ascii_case("false") => Ok(false),
+        Val::Str(text) => cx.fail(field, format!("expected true or false, found `{text}`")),
+        _ => cx.wrong(field, "a boolean"),
+    }
+}
+
+/// A property the model supports with one value only (so far).
+fn prop_only(cx: &Cx, s: &Section, key: &str, only: &str) -> Res<()> {
+    match s.get(key) {
+        Some(field) if !prop_text(cx, &field)?.trim().eq_ignore_ascii_case(only) => {
+            let text = prop_text(cx, &field)?;
+            cx.fail(&field, format!("`{text}` is not modelled yet; only {only}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn connector(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<(DebeziumConfig, BTreeMap<String, String>)> {
+    s.check_keys(cx, &format!("{MODELLED} {ACCEPTED}"), "connector property")?;
+    let text = |key: &str, default: &str| s.opt(key, default.to_owned(), |field| prop_text(cx, field));
+    let int = |key: &str, default: i64, low: i64| s.opt(key, default, |field| prop_int(cx, field, low, i64::MAX));
+    let small = |key: &str, default: i64| {
+        s.opt(key, default, |field| prop_int(cx, field, 1, i64::from(u32::MAX))).map(|value| value as u32)
+    };
+    let flag = |key: &str, default: bool| s.opt(key, default, |field| prop_bool(cx, field));
+    let non_empty = |key: &str, default: &str| {
+        let value = text(key, default)?;
+        match s.get(key) {
+            Some(field) if value.trim().is_empty() => cx.fail(&field, "must not be empty"),
+            _ => Ok(value),
+        }
+    };
+
+    let name = non_empty("name", "claims-connector")?;
+    if let Some(field) = s.get("connector.class")
+        && prop_text(cx, &field)? != CONNECTOR_CLASS
+    {
+        return cx.fail(
+            &field,
+            format!("`{}` is not the PostgreSQL connector; expected {CONNECTOR_CLASS}", prop_text(cx, &field)?),
+        );
+    }
+    let prefix_field = s.need(cx, "topic.prefix", "; topics are <topic.prefix>.<schema>.<table>")?;
+    let topic_prefix = prop_text(cx, &prefix_field)?;
+    if topic_prefix.is_empty() || !topic_prefix.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
+        return cx.fail(
+            &prefix_field,
+            format!("`{topic_prefix}` is not a valid topic prefix (letters, digits, `.`, `_`, `-`)"),
+        );
+    }
+    let plugin_field = s.need(cx, "plugin.name", &format!("; set it to pgoutput ({DECODERBUFS})"))?;
+    let plugin_name = prop_text(cx, &plugin_field)?.trim().to_ascii_lowercase();
+    if plugin_name != "pgoutput" {
+        return cx.fail(&plugin_field, format!("`{plugin_name}` is not modelled; only pgoutput ({DECODERBUFS})"));
+    }
+    let slot_name = non_empty("slot.name", "debezium")?;
+    if slot_name.len() > 63 || !slot_name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') {
+        let field = s.need(cx, "slot.name", "")?;
+        return cx.fail(
+            &field,
+            format!("`{slot_name}` is not a valid slot name (lower-case letters, digits and `_`, at most 63)"),
+        );
+    }
+    let publication_name = non_empty("publication.name", "dbz_publication")?;
+    prop_only(cx, s, "publication.autocreate.mode", "all_tables")?;
+    let snapshot_mode = s.opt("snapshot.mode", SnapshotMode::Initial, |field| snapshot_mode(cx, field))?;
+    let snapshot_fetch_size = small("snapshot.fetch.size", 10_240)?;
+    let max_batch_size = small("max.batch.size", 2_048)?;
+    let max_queue_size = small("max.queue.size", 8_192)?;
+    if max_queue_size <= max_batch_size
+        && let Some(field) = s.get("max.queue.size").or_else(|| s.get("max.batch.size"))
+    {
+        return cx.fail(
+            &field,
+            format!("max.queue.size ({max_queue_size}) must be larger than max.batch.size ({max_batch_size})"),
+        );
+    }
+    let poll_interval_ms = int("poll.interval.ms", 500, 1)? as u64;
+    let retriable_restart_connector_wait_ms = int("retriable.restart.connector.wait.ms", 10_000, 1)? as u64;
+    let tombstones_on_delete = flag("tombstones.on.delete", true)?;
+    let tables = include_list(cx, s, tables)?;
+    prop_only(cx, s, "offset.mismatch.strategy", "no_validation")?;
+    prop_only(cx, s, "lsn.flush.mode", "connector")?;
+    if let Some(field) = s.get("heartbeat.interval.ms")
+        && prop_int(cx, &field, 0, i64::MAX)? != 0
+    {
+        return cx.fail(&field, "heartbeats are not modelled yet; only 0");
+    }
+    for key in ["slot.drop.on.stop", "provide.transaction.metadata"] {
+        if let Some(field) = s.get(key)
+            && prop_bool(cx, &field)?
+        {
+            return cx.fail(&field, "true is not modelled yet; only false");
+        }
+    }
+    let mut properties = BTreeMap::new();
+    for entry in s.entries {
+        properties.insert(entry.key.clone(), prop_text(cx, &s.field(entry))?);
+    }
+    let debezium = DebeziumConfig {
+        name,
+        topic_prefix,
+        slot_name,
+        plugin_name,
+        publication_name,
+        snapshot_mode,
+        snapshot_fetch_size,
+        max_batch_size,
+        poll_interval_ms,
+        retriable_restart_connector_wait_ms,
+        tombstones_on_delete,
+        log_position_check_enable: true,
+        tables,
+    };
+    Ok((debezium, properties))
+}
+
+fn snapshot_mode(cx: &Cx, field: &Field) -> Res<SnapshotMode> {
+    let modes = [SnapshotMode::Initial, SnapshotMode::NoData, SnapshotMode::WhenNeeded, SnapshotMode::Always];
+    let text = prop_text(cx, field)?;
+    let lower = text.trim().to_ascii_lowercase();
+    if let Some(mode) = modes.into_iter().find(|mode| mode.name() == lower) {
+        return Ok(mode);
+    }
+    let names = modes.map(SnapshotMode::name).join(", ");
+    match lower.as_str() {
+        "never" => {
+            cx.fail(field, "`never` was removed in Debezium 3.3 (DBZ-8171); it was an alias of `no_data`: use no_data")
+        }
+        "initial_only" | "configuration_based" | "custom" => {
+            cx.fail(field, format!("`{text}` is not modelled yet; expected one of {names}"))
+        }
+        _ => cx.fail(field, format!("unknown value `{text}`; expected one of {names}")),
+    }
+}
+
+/// `table.include.list`: names of `[[table]]`, in snapshot order; all tables by default.
+fn include_list(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<Vec<TableId>> {
+    let Some(field) = s.get("table.include.list") else {
+        return Ok(tables.iter().map(|table| table.id).collect());
+    };
+    let mut ids = Vec::new();
+    for name in prop_text(cx, &field)?.split(',').map(str::trim) {
+        if name.is_empty() {
+            return cx.fail(&field, "an empty table name in the list");
+        }
+        let id = table_id(cx, &field, name, tables)?;
+        if ids.contains(&id) {
+            return cx.fail(&field, format!("`{name}` is listed twice"));
+        }
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+fn connect(cx: &Cx, s: &Section) -> Res<(ConnectConfig, u64)> {
+    s.check_keys(cx, "offset.flush.interval.ms offset.flush.timeout.ms start_at_ms", "field")?;
+    let positive = |key: &str, default: i64| s.opt(key, default, |field| cx.int(field, 1, i64::MAX)).map(|v| v as u64);
+    let config = ConnectConfig {
+        offset_flush_interval_ms: positive("offset.flush.interval.ms", 60_000)?,
+        offset_flush_timeout_ms: positive("offset.flush.timeout.ms", 5_000)?,
+    };
+    let start_at_ms = s.opt("start_at_ms", 0, |field| cx.u64(field))?;
+    Ok((config, start_at_ms))
+}
+
+fn kafka(cx: &Cx, s: &Section) -> Res<u32> {
+    s.check_keys(cx, "partitions", "field")?;
+    s.opt("partitions", 1, |field| cx.int(field, 1, 64).map(|value| value as u32))
+}
+
+struct Sink {
+    rule: ApplyRule,
+    group: String,
+    auto_commit_interval_ms: u64,
+    max_poll_records: u32,
+}
+
+fn sink(cx: &Cx, s: &Section) -> Res<Sink> {
+    s.check_keys(cx, "apply group.id auto.commit.interval.ms max.poll.records", "field")?;
+    let rules = [ApplyRule::VersionGuard, ApplyRule::NaiveUpsert, ApplyRule::SnapshotEpoch];
+    let rules = rules.map(|rule| (rule.name(), rule));
+    let rule = s.req(cx, "apply", |field| cx.choice(field, &rules))?;
+    let group = s.opt("group.id", "claims-search-index".to_owned(), |field| match cx.string(field)? {
+        "" => cx.fail(field, "must not be empty"),
+        group => Ok(group.to_owned()),
+    })?;
+    let auto_commit_interval_ms = s.opt("auto.commit.interval.ms", 5_000, |field| cx.int(field, 1, i64::MAX))? as u64;
+    let max_poll_records = s.opt("max.poll.records", 500, |field| cx.u32(field, 1))?;
+    Ok(Sink { rule, group, auto_commit_interval_ms, max_poll_records })
+}
+
+fn workload(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<(Option<Background>, Vec<ScriptedTxn>)> {
+    let known = "start_ms end_ms inserts_per_second updates_per_second deletes_per_second script";
+    s.check_keys(cx, known, "field")?;
+    let start_ms = s.opt("start_ms", 0, |field| cx.u64(field))?;
+    let end_ms = s.opt("end_ms", 0, |field| cx.u64(field))?;
+    let rate = |key: &str| s.opt(key, 0.0, |field| cx.rate(field));
+    let (inserts_per_second, updates_per_second, deletes_per_second) =
+        (rate("inserts_per_second")?, rate("updates_per_second")?, rate("deletes_per_second")?);
+    let busy = inserts_per_second > 0.0 || updates_per_second > 0.0 || deletes_per_second > 0.0;
+    if end_ms < start_ms || (busy && end_ms == start_ms) {
+        let field = s.get("end_ms").or_else(|| s.get("start_ms"));
+        let (at, path) = field.map_or_else(|| (s.at, s.field_path("end_ms")), |field| (field.at, field.path));
+        let problem = if end_ms < start_ms {
+            format!("end_ms ({end_ms}) is before start_ms ({start_ms})")
+        } else {
+            format!("the window is empty (start_ms = end_ms = {end_ms}); a rate above 0 needs end_ms > start_ms")
+        };
+        return Err(cx.err(at, &path, problem));
+    }
+    let background =
+        busy.then_some(Background { start_ms, end_ms, inserts_per_second, updates_per_second, deletes_per_second });
+    let mut scripted = Vec::new();
+    if let Some(field) = s.get("script") {
+        for item in cx.items(&field, "an array of tables ([[workload.script]])")? {
+            scripted.push(script_entry(cx, &item, tables)?);
+        }
+    }
+    Ok((background, scripted))
+}
+
+fn script_entry(cx: &Cx, item: &Field, tables: &[TableSetup]) -> Res<ScriptedTxn> {
+    let s = cx.section(item)?;
+    s.check_keys(cx, "at insert update delete status amount_cents table label", "field")?;
+    let trigger = s.req(cx, "at", |field| cx.trigger(field))?;
+    let ops: Vec<&Entry> =
+        s.entries.iter().filter(|entry| ["insert", "update", "delete"].contains(&entry.key.as_str())).collect();
+    let op = match ops.as_slice() {
+        [] => return Err(cx.err(s.at, &s.path, "one of insert, update or delete is required")),
+        [op] => *op,
+        [first, second, ..] => {
+            let problem =
+                format!("exactly one of insert, update or delete is allowed; found {} and {}", first.key, second.key);
+            return Err(cx.err(second.at(), &s.path, problem));
+        }
+    };
+    let key = cx.int(&s.field(op), 1, i64::MAX)?;
+    let table = match s.get("table") {
+        Some(field) => table_id(cx, &field, cx.string(&field)?, tables)?,
+        None => TableId(0),
+    };
+    let statuses = [Status::Submitted, Status::Assessed, Status::Approved, Status::Paid, Status::Closed];
+    let statuses = statuses.map(|status| (status.name(), status));
+    let status = |default| s.opt("status", default, |field| cx.choice(field, &statuses));
+    for (key, applies) in [("status", op.key != "delete"), ("amount_cents", op.key == "insert")] {
+        if let Some(field) = s.get(key).filter(|_| !applies) {
+            return cx.fail(&field, format!("does not apply to {}", op.key));
+        }
+    }
+    let row_op = match op.key.as_str() {
+        "insert" => RowOp::Insert {
+            table,
+            key,
+            status: status(Status::Submitted)?,
+            amount_cents: s.opt("amount_cents", 100_000, |field| cx.u32(field, 0))?,
+        },
+        "update" => RowOp::Update { table, key, status: status(Status::Approved)? },
+        _ => RowOp::Delete { table, key },
+    };
+    let label = s.opt("label", String::new(), |field| cx.owned(field))?;
+    Ok(ScriptedTxn { trigger, ops: vec![row_op], label })
+}
+
+fn faults(cx: &Cx, root: &Section, standby: bool) -> Res<Vec<Fault>> {
+    let Some(field) = root.get("fault") else { return Ok(Vec::new()) };
+    cx.items(&field, "an array of tables ([[fault]])")?.iter().map(|item| fault(cx, item, standby)).collect()
+}
+
+fn fault(cx: &Cx, item: &Field, standby: bool) -> Res<Fault> {
+    let s = cx.section(item)?;
+    let delays = ["restart_after_ms", "resume_after_ms", "promote_after_ms"];
+    s.check_keys(cx, "at action restart_after_ms resume_after_ms promote_after_ms", "field")?;
+    let trigger = s.req(cx, "at", |field| cx.trigger(field))?;
+    let actions = ["kill-connect-worker", "stop-connector", "crash-postgres", "fail-over-to-standby"];
+    let action_field = s.need(cx, "action", "")?;
+    let action = cx.choice(&action_field, &actions.map(|name| (name, name)))?;
+    let takes = match action {
+        "stop-connector" => "resume_after_ms",
+        "fail-over-to-standby" => "promote_after_ms",
+        _ => "restart_after_ms",
+    };
+    for key in delays.into_iter().filter(|key| *key != takes) {
+        if let Some(field) = s.get(key) {
+            return cx.fail(&field, format!("does not apply to action {action} (it takes {takes})"));
+        }
+    }
+    if action == "fail-over-to-standby" && !standby {
+        return cx.fail(&action_field, "fail-over-to-standby needs a standby: add [postgres.standby]");
+    }
+    let optional = || s.get(takes).map(|field| cx.u64(&field)).transpose();
+    let required = || s.need(cx, takes, &format!(" (required by action {action})")).and_then(|field| cx.u64(&field));
+    let action = match action {
+        "kill-connect-worker" => FaultAction::KillConnectWorker { restart_after_ms: optional()? },
+        "stop-connector" => FaultAction::StopConnector { resume_after_ms: optional()? },
+        "crash-postgres" => FaultAction::CrashPostgres { restart_after_ms: required()? },
+        _ => FaultAction::FailOverToStandby { promote_after_ms: required()? },
+    };
+    Ok(Fault { trigger, action })
+}
+
+fn handoff(cx: &Cx, s: &Section) -> Res<HandoffMethod> {
+    s.check_keys(cx, "method read_at_ms", "field")?;
+    let methods = [("connector-snapshot", false), ("plain-read", true)];
+    let method = s.get("method");
+    let plain = method.as_ref().map_or(Ok(false), |field| cx.choice(field, &methods))?;
+    match (plain, s.get("read_at_ms"), method) {
+        (true, Some(field), _) => Ok(HandoffMethod::PlainRead { read_at_ms: cx.u64(&field)? }),
+        (true, None, Some(method)) => {
+            Err(cx.err(method.at, &s.field_path("read_at_ms"), "required with method = \"plain-read\""))
+        }
+        (false, Some(field), _) => {
+            cx.fail(&field, "applies only to method = \"plain-read\" (the method is connector-snapshot)")
+        }
+        _ => Ok(HandoffMethod::ConnectorSnapshot),
+    }
+}
+
+fn failover(cx: &Cx, s: &Section, standby: bool) -> Res<GatePolicy> {
+    s.check_keys(cx, "gate", "field")?;
+    let gates = [("off", GatePolicy::Off), ("rebuild", GatePolicy::Rebuild), ("fail-closed", GatePolicy::FailClosed)];
+    let Some(field) = s.get("gate") else { return Ok(GatePolicy::Off) };
+    let gate = cx.choice(&field, &gates)?;
+    if gate != GatePolicy::Off && !standby {
+        return cx.fail(
+            &field,
+            format!("gate `{}` needs a standby to fail over to: add [postgres.standby]", cx.string(&field)?),
+        );
+    }
+    Ok(gate)
+}
+
+fn acceptance(cx: &Cx, s: &Section) -> Res<Acceptance> {
+    s.check_keys(cx, "timeout_ms sample_size", "field")?;
+    Ok(Acceptance {
+        timeout_ms: s.opt("timeout_ms", 600_000, |field| cx.u64(field))?,
+        sample_size: s.opt("sample_size", 20, |field| cx.u32(field, 0))?,
+    })
+}
+
+fn prediction(cx: &Cx, root: &Section) -> Res<Prediction> {
+    let s = cx.section(&root.need(cx, "prediction", "; add [prediction] with verdict and why")?)?;
+    s.check_keys(cx, "verdict findings allow why", "field")?;
+    let verdict = s.need(cx, "verdict", "")?;
+    let holds = cx.choice(&verdict, &[("holds", true), ("violated", false)])?;
+    let findings = s.opt("findings", Vec::new(), |field| invariants(cx, field))?;
+    let allow = s.opt("allow", Vec::new(), |field| invariants(cx, field))?;
+    let findings_field = s.get("findings");
+    match (holds, findings.is_empty(), &findings_field) {
+        (true, false, Some(field)) => return cx.fail(field, "must be empty when verdict = \"holds\""),
+        (false, true, _) => {
+            let at = findings_field.as_ref().map_or(verdict.at, |field| field.at);
+            return Err(cx.err(
+                at,
+                &s.field_path("findings"),
+                "must name at least one invariant when verdict = \"violated\"",
+            ));
+        }
+        _ => {}
+    }
+    if let Some(both) = allow.iter().find(|invariant| findings.contains(invariant))
+        && let Some(field) = s.get("allow")
+    {
+        return cx.fail(&field, format!("{both} is already in findings"));
+    }
+    let why = s.req(cx, "why", |field| match cx.string(field)?.trim() {
+        "" => cx.fail(field, "must not be empty: say why the verdict follows"),
+        why => Ok(why.to_owned()),
+    })?;
+    Ok(Prediction { holds, findings, allow, why })
+}
+
+fn invariants(cx: &Cx, field: &Field) -> Res<Vec<Invariant>> {
+    let mut invariants = Vec::new();
+    for item in cx.items(field, "an array of invariants, like [\"I2\"]")? {
+        let text = cx.string(&item)?;
+        let Some(invariant) = Invariant::parse(text.trim()) else {
+            return cx.fail(&item, format!("unknown invariant `{text}`; expected I1 to I12"));
+        };
+        if !Invariant::CHECKED.contains(&invariant) {
+            return cx.fail(
+                &item,
+                format!(
+                    "{invariant} ({}) is not checked by this version; it checks I1, I2, I3, I4, I5, I6 and I8",
+                    invariant.name()
+                ),
+            );
+        }
+        if invariants.contains(&invariant) {
+            return cx.fail(&item, format!("{invariant} is listed twice"));
+        }
+        invariants.push(invariant);
+    }
+    Ok(invariants)
 }

@@ -1,0 +1,777 @@
+//! The scenario loader: a complete file read into the expected `Spec`, and errors that name the
+//! file, the line, the column and the field (or the `--set` argument).
+
+use handoff_models::debezium::SnapshotMode;
+use handoff_models::ids::{Status, TableId};
+use handoff_models::operator::GatePolicy;
+use handoff_models::postgres::table::{ReplicaIdentity, RowOp};
+use handoff_models::sink::ApplyRule;
+use handoff_models::spec::{Background, FaultAction, HandoffMethod, Invariant, Moment, Trigger};
+use handoff_sim::scenario::{Loaded, load_str};
+use proptest::prelude::*;
+
+/// Every section, with line numbers that the tests below do not depend on.
+const COMPLETE: &str = r#"# A complete scenario.
+name = "complete"
+description = "every section"
+seed = 7
+
+[postgres]
+version = 16
+wal_segment_size = "64MB"
+checkpoint_timeout = "30s"
+scan_rows_per_second = 5000
+
+[postgres.standby]
+replication_delay_ms = 25
+
+[[table]]
+name = "public.claims"
+rows = 100
+replica_identity = "full"
+
+[[table]]
+name = "public.payments"
+
+[connector]
+"topic.prefix" = "claims"
+"plugin.name" = "pgoutput"
+"snapshot.mode" = "when_needed"
+"max.batch.size" = "512"
+"tombstones.on.delete" = false
+"table.include.list" = "public.payments, public.claims"
+"database.port" = 5432
+
+[connect]
+"offset.flush.interval.ms" = 10000
+start_at_ms = 1000
+
+[kafka]
+partitions = 4
+
+[sink]
+apply = "snapshot-epoch"
+"max.poll.records" = 50
+
+[workload]
+start_ms = 0
+end_ms = 60000
+inserts_per_second = 2.5
+updates_per_second = 10
+
+[[workload.script]]
+at = "snapshot-scan-started + 200ms"
+delete = 7
+label = "delete during the scan"
+
+[[workload.script]]
+at = "45s"
+insert = 1000
+table = "public.payments"
+
+[[workload.script]]
+at = "streaming-started#2+1min"
+update = 3
+status = "paid"
+
+[[fault]]
+at = "snapshot-completion-marker-acked"
+action = "kill-connect-worker"
+restart_after_ms = 5000
+
+[[fault]]
+at = "2min"
+action = "fail-over-to-standby"
+promote_after_ms = 3000
+
+[[fault]]
+at = "promoted + 1s"
+action = "stop-connector"
+
+[failover]
+gate = "rebuild"
+
+[acceptance]
+sample_size = 5
+
+[prediction]
+verdict = "violated"
+findings = ["I2"]
+allow = ["I3", "I8"]
+why = "the kill lands between the marker ack and the flush"
+"#;
+
+/// The smallest valid scenario: 11 lines, so sections appended to it start on line 12.
+const MIN: &str = r#"name = "min"
+[[table]]
+name = "public.claims"
+[connector]
+"topic.prefix" = "claims"
+"plugin.name" = "pgoutput"
+[sink]
+apply = "version-guard"
+[prediction]
+verdict = "holds"
+why = "nothing goes wrong"
+"#;
+
+fn load(text: &str, sets: &[&str]) -> Result<Loaded, String> {
+    let sets: Vec<String> = sets.iter().map(|set| (*set).to_owned()).collect();
+    load_str("s.toml", text, &sets).map_err(|error| error.message)
+}
+
+fn ok(text: &str, sets: &[&str]) -> Loaded {
+    load(text, sets).unwrap_or_else(|message| panic!("expected a valid scenario, got: {message}"))
+}
+
+/// Asserts the error starts with `prefix` (`FILE:LINE:COL: FIELD:` or `--set ARG: FIELD:`) and
+/// contains `phrase`.
+#[track_caller]
+fn fails(text: &str, sets: &[&str], prefix: &str, phrase: &str) {
+    match load(text, sets) {
+        Ok(_) => panic!("expected an error starting with {prefix:?}, but the scenario loaded"),
+        Err(message) => {
+            assert!(message.starts_with(prefix), "expected prefix {prefix:?} in:\n{message}");
+            assert!(message.contains(phrase), "expected {phrase:?} in:\n{message}");
+        }
+    }
+}
+
+/// `MIN` with `old` replaced by `new` (which must occur once).
+fn min_with(old: &str, new: &str) -> String {
+    assert_eq!(MIN.matches(old).count(), 1, "{old:?} must occur once in MIN");
+    MIN.replacen(old, new, 1)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Valid files.
+
+#[test]
+fn complete_scenario_reads_into_the_spec() {
+    let loaded = ok(COMPLETE, &[]);
+    let spec = &loaded.spec;
+    assert_eq!(loaded.seed, 7);
+    assert_eq!(spec.name, "complete");
+    assert_eq!(spec.description, "every section");
+    assert_eq!(spec.postgres_major_version, 16);
+    assert_eq!(spec.wal_segment_size, 64 << 20);
+    assert_eq!(spec.checkpoint_timeout_ms, 30_000);
+    assert_eq!(spec.scan_rows_per_second, 5_000);
+    assert_eq!(spec.standby, Some(25));
+
+    assert_eq!(spec.tables.len(), 2);
+    assert_eq!(spec.tables[0].id, TableId(0));
+    assert_eq!(spec.tables[0].name, "public.claims");
+    assert_eq!(spec.tables[0].rows, 100);
+    assert_eq!(spec.tables[0].replica_identity, ReplicaIdentity::Full);
+    assert_eq!(spec.tables[1].id, TableId(1));
+    assert_eq!(spec.tables[1].rows, 0);
+    assert_eq!(spec.tables[1].replica_identity, ReplicaIdentity::Default);
+
+    let debezium = &spec.debezium;
+    assert_eq!(debezium.name, "claims-connector");
+    assert_eq!(debezium.topic_prefix, "claims");
+    assert_eq!(debezium.plugin_name, "pgoutput");
+    assert_eq!(debezium.slot_name, "debezium");
+    assert_eq!(debezium.publication_name, "dbz_publication");
+    assert_eq!(debezium.snapshot_mode, SnapshotMode::WhenNeeded);
+    assert_eq!(debezium.snapshot_fetch_size, 10_240);
+    assert_eq!(debezium.max_batch_size, 512);
+    assert_eq!(debezium.poll_interval_ms, 500);
+    assert_eq!(debezium.retriable_restart_connector_wait_ms, 10_000);
+    assert!(!debezium.tombstones_on_delete);
+    assert!(debezium.log_position_check_enable);
+    assert_eq!(debezium.tables, vec![TableId(1), TableId(0)]);
+
+    let properties: Vec<(&str, &str)> =
+        spec.connector_properties.iter().map(|(key, value)| (key.as_str(), value.as_str())).collect();
+    assert_eq!(
+        properties,
+        vec![
+            ("database.port", "5432"),
+            ("max.batch.size", "512"),
+            ("plugin.name", "pgoutput"),
+            ("snapshot.mode", "when_needed"),
+            ("table.include.list", "public.payments, public.claims"),
+            ("tombstones.on.delete", "false"),
+            ("topic.prefix", "claims"),
+        ]
+    );
+
+    assert_eq!(spec.connect.offset_flush_interval_ms, 10_000);
+    assert_eq!(spec.connect.offset_flush_timeout_ms, 5_000);
+    assert_eq!(spec.connector_start_ms, 1_000);
+    assert_eq!(spec.kafka_partitions, 4);
+    assert_eq!(spec.sink_rule, ApplyRule::SnapshotEpoch);
+    assert_eq!(spec.sink_group, "claims-search-index");
+    assert_eq!(spec.sink_auto_commit_interval_ms, 5_000);
+    assert_eq!(spec.sink_max_poll_records, 50);
+
+    assert_eq!(
+        spec.background,
+        Some(Background {
+            start_ms: 0,
+            end_ms: 60_000,
+            inserts_per_second: 2.5,
+            updates_per_second: 10.0,
+            deletes_per_second: 0.0,
+        })
+    );
+    assert_eq!(spec.scripted.len(), 3);
+    assert_eq!(
+        spec.scripted[0].trigger,
+        Trigger::After { moment: Moment::SnapshotScanStarted, occurrence: 1, plus_ms: 200 }
+    );
+    assert_eq!(spec.scripted[0].ops, vec![RowOp::Delete { table: TableId(0), key: 7 }]);
+    assert_eq!(spec.scripted[0].label, "delete during the scan");
+    assert_eq!(spec.scripted[1].trigger, Trigger::At { at_ms: 45_000 });
+    assert_eq!(
+        spec.scripted[1].ops,
+        vec![RowOp::Insert { table: TableId(1), key: 1000, status: Status::Submitted, amount_cents: 100_000 }]
+    );
+    assert_eq!(spec.scripted[1].label, "");
+    assert_eq!(
+        spec.scripted[2].trigger,
+        Trigger::After { moment: Moment::StreamingStarted, occurrence: 2, plus_ms: 60_000 }
+    );
+    assert_eq!(spec.scripted[2].ops, vec![RowOp::Update { table: TableId(0), key: 3, status: Status::Paid }]);
+
+    assert_eq!(spec.faults.len(), 3);
+    assert_eq!(
+        spec.faults[0].trigger,
+        Trigger::After { moment: Moment::SnapshotCompletionMarkerAcked, occurrence: 1, plus_ms: 0 }
+    );
+    assert_eq!(spec.faults[0].action, FaultAction::KillConnectWorker { restart_after_ms: Some(5_000) });
+    assert_eq!(spec.faults[1].trigger, Trigger::At { at_ms: 120_000 });
+    assert_eq!(spec.faults[1].action, FaultAction::FailOverToStandby { promote_after_ms: 3_000 });
+    assert_eq!(spec.faults[2].trigger, Trigger::After { moment: Moment::Promoted, occurrence: 1, plus_ms: 1_000 });
+    assert_eq!(spec.faults[2].action, FaultAction::StopConnector { resume_after_ms: None });
+
+    assert_eq!(spec.handoff, HandoffMethod::ConnectorSnapshot);
+    assert_eq!(spec.gate, GatePolicy::Rebuild);
+    assert_eq!(spec.acceptance.timeout_ms, 600_000);
+    assert_eq!(spec.acceptance.sample_size, 5);
+    assert!(!spec.prediction.holds);
+    assert_eq!(spec.prediction.findings, vec![Invariant::I2]);
+    assert_eq!(spec.prediction.allow, vec![Invariant::I3, Invariant::I8]);
+    assert_eq!(spec.prediction.why, "the kill lands between the marker ack and the flush");
+}
+
+#[test]
+fn minimal_scenario_takes_the_documented_defaults() {
+    let loaded = ok(MIN, &[]);
+    let spec = &loaded.spec;
+    assert_eq!(loaded.seed, 1);
+    assert_eq!(spec.description, "");
+    assert_eq!(spec.postgres_major_version, 15);
+    assert_eq!(spec.wal_segment_size, 16 << 20);
+    assert_eq!(spec.checkpoint_timeout_ms, 300_000);
+    assert_eq!(spec.scan_rows_per_second, 20_000);
+    assert_eq!(spec.standby, None);
+    assert_eq!(spec.tables[0].rows, 0);
+    assert_eq!(spec.debezium.snapshot_mode, SnapshotMode::Initial);
+    assert_eq!(spec.debezium.max_batch_size, 2_048);
+    assert!(spec.debezium.tombstones_on_delete);
+    assert_eq!(spec.debezium.tables, vec![TableId(0)]);
+    assert_eq!(spec.connector_properties.len(), 2);
+    assert_eq!(spec.connect.offset_flush_interval_ms, 60_000);
+    assert_eq!(spec.connector_start_ms, 0);
+    assert_eq!(spec.kafka_partitions, 1);
+    assert_eq!(spec.sink_rule, ApplyRule::VersionGuard);
+    assert_eq!(spec.sink_max_poll_records, 500);
+    assert_eq!(spec.background, None);
+    assert!(spec.scripted.is_empty() && spec.faults.is_empty());
+    assert_eq!(spec.gate, GatePolicy::Off);
+    assert_eq!(spec.acceptance.timeout_ms, 600_000);
+    assert_eq!(spec.acceptance.sample_size, 20);
+    assert!(spec.prediction.holds);
+    assert!(spec.prediction.findings.is_empty() && spec.prediction.allow.is_empty());
+}
+
+#[test]
+fn plain_read_and_connector_values_as_strings() {
+    let text = format!("{MIN}[handoff]\nmethod = \"plain-read\"\nread_at_ms = 2500\n");
+    let text = text
+        .replace("\"plugin.name\" = \"pgoutput\"", "\"plugin.name\" = \"pgoutput\"\n\"poll.interval.ms\" = \"250\"");
+    let spec = ok(&text, &[]).spec;
+    assert_eq!(spec.handoff, HandoffMethod::PlainRead { read_at_ms: 2_500 });
+    assert_eq!(spec.debezium.poll_interval_ms, 250);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors in the file: FILE:LINE:COL: FIELD: PROBLEM.
+
+#[test]
+fn unknown_top_level_field() {
+    fails(&format!("nmae = \"x\"\n{MIN}"), &[], "s.toml:1:1: nmae: ", "unknown field; did you mean \"name\"?");
+}
+
+#[test]
+fn unknown_connector_property_with_suggestion() {
+    let text = min_with(
+        "\"plugin.name\" = \"pgoutput\"\n",
+        "\"plugin.name\" = \"pgoutput\"\n\"snapshot.mod\" = \"initial\"\n",
+    );
+    fails(&text, &[], "s.toml:7:1: connector.\"snapshot.mod\": ", "did you mean \"snapshot.mode\"?");
+}
+
+#[test]
+fn bad_snapshot_mode() {
+    let text = min_with(
+        "\"plugin.name\" = \"pgoutput\"\n",
+        "\"plugin.name\" = \"pgoutput\"\n\"snapshot.mode\" = \"inital\"\n",
+    );
+    let message = load(&text, &[]).unwrap_err();
+    assert_eq!(
+        message,
+        "s.toml:7:1: connector.\"snapshot.mode\": unknown value `inital`; expected one of initial, no_data, \
+         when_needed, always"
+    );
+}
+
+#[test]
+fn snapshot_mode_never_was_removed() {
+    let text =
+        min_with("\"plugin.name\" = \"pgoutput\"\n", "\"plugin.name\" = \"pgoutput\"\n\"snapshot.mode\" = \"never\"\n");
+    fails(&text, &[], "s.toml:7:1: connector.\"snapshot.mode\": ", "removed in Debezium 3.3 (DBZ-8171)");
+    fails(&text, &[], "s.toml:7:1:", "alias of `no_data`");
+}
+
+#[test]
+fn snapshot_mode_not_modelled_yet() {
+    let text = min_with(
+        "\"plugin.name\" = \"pgoutput\"\n",
+        "\"plugin.name\" = \"pgoutput\"\n\"snapshot.mode\" = \"initial_only\"\n",
+    );
+    fails(&text, &[], "s.toml:7:1: connector.\"snapshot.mode\": ", "not modelled yet");
+}
+
+#[test]
+fn missing_topic_prefix() {
+    let text = min_with("\"topic.prefix\" = \"claims\"\n", "");
+    fails(&text, &[], "s.toml:4:1: connector.\"topic.prefix\": ", "required field is missing");
+}
+
+#[test]
+fn missing_plugin_name_explains_decoderbufs() {
+    let text = min_with("\"plugin.name\" = \"pgoutput\"\n", "");
+    fails(&text, &[], "s.toml:4:1: connector.\"plugin.name\": ", "decoderbufs, is not modelled");
+    let text = min_with("\"pgoutput\"", "\"decoderbufs\"");
+    fails(&text, &[], "s.toml:6:1: connector.\"plugin.name\": ", "decoderbufs, is not modelled");
+}
+
+#[test]
+fn unmodelled_connector_properties() {
+    let cases = [
+        ("\"offset.mismatch.strategy\" = \"trust_slot\"", "`trust_slot` is not modelled yet; only no_validation"),
+        ("\"lsn.flush.mode\" = \"manual\"", "not modelled yet; only connector"),
+        ("\"heartbeat.interval.ms\" = 1000", "heartbeats are not modelled yet"),
+        ("\"slot.drop.on.stop\" = true", "true is not modelled yet"),
+        ("\"provide.transaction.metadata\" = \"true\"", "true is not modelled yet"),
+        ("\"publication.autocreate.mode\" = \"filtered\"", "not modelled yet; only all_tables"),
+    ];
+    for (line, phrase) in cases {
+        let text = min_with("\"plugin.name\" = \"pgoutput\"\n", &format!("\"plugin.name\" = \"pgoutput\"\n{line}\n"));
+        fails(&text, &[], "s.toml:7:1: connector.", phrase);
+    }
+}
+
+#[test]
+fn wrong_type() {
+    fails(&min_with("name = \"min\"", "name = 3"), &[], "s.toml:1:1: name: ", "expected a string, found an integer");
+    fails(&format!("seed = \"one\"\n{MIN}"), &[], "s.toml:1:1: seed: ", "expected an integer, found a string");
+    let text =
+        min_with("\"plugin.name\" = \"pgoutput\"\n", "\"plugin.name\" = \"pgoutput\"\n\"max.batch.size\" = [1]\n");
+    fails(&text, &[], "s.toml:7:1: connector.\"max.batch.size\": ", "expected an integer, found an array");
+}
+
+#[test]
+fn partitions_out_of_range() {
+    fails(
+        &format!("{MIN}[kafka]\npartitions = 65\n"),
+        &[],
+        "s.toml:13:1: kafka.partitions: ",
+        "65 is out of range; expected 1 to 64",
+    );
+    fails(&format!("{MIN}[kafka]\npartitions = 0\n"), &[], "s.toml:13:1: kafka.partitions: ", "expected 1 to 64");
+}
+
+#[test]
+fn postgres_version() {
+    let text = format!("{MIN}[postgres]\nversion = 17\n");
+    fails(&text, &[], "s.toml:13:1: postgres.version: ", "failover slots");
+    fails(&text, &[], "s.toml:13:1: postgres.version: ", "shutdown flush");
+    fails(&format!("{MIN}[postgres]\nversion = 14\n"), &[], "s.toml:13:1: postgres.version: ", "expected 15 to 18");
+}
+
+#[test]
+fn bad_size() {
+    let phrase = "power of two from 1MB to 1GB";
+    fails(
+        &format!("{MIN}[postgres]\nwal_segment_size = \"24MB\"\n"),
+        &[],
+        "s.toml:13:1: postgres.wal_segment_size: ",
+        phrase,
+    );
+    fails(
+        &format!("{MIN}[postgres]\nwal_segment_size = \"2GB\"\n"),
+        &[],
+        "s.toml:13:1: postgres.wal_segment_size: ",
+        phrase,
+    );
+    fails(
+        &format!("{MIN}[postgres]\nwal_segment_size = \"16MiB\"\n"),
+        &[],
+        "s.toml:13:1: postgres.wal_segment_size: ",
+        "is not a size",
+    );
+}
+
+#[test]
+fn bad_duration() {
+    let field = "s.toml:13:1: postgres.checkpoint_timeout: ";
+    fails(&format!("{MIN}[postgres]\ncheckpoint_timeout = \"5 minutes\"\n"), &[], field, "is not a duration");
+    fails(&format!("{MIN}[postgres]\ncheckpoint_timeout = \"10s\"\n"), &[], field, "expected 30s to 1d");
+    fails(&format!("{MIN}[postgres]\ncheckpoint_timeout = \"2d\"\n"), &[], field, "expected 30s to 1d");
+}
+
+#[test]
+fn unknown_moment_in_trigger() {
+    let text = format!("{MIN}[[fault]]\nat = \"snapshot-started + 1s\"\naction = \"stop-connector\"\n");
+    fails(
+        &text,
+        &[],
+        "s.toml:13:1: fault[0].at: ",
+        "unknown moment `snapshot-started`; the moments are snapshot-scan-started, ",
+    );
+    fails(&text, &[], "s.toml:13:1:", "first-change-acked, promoted");
+}
+
+#[test]
+fn bad_trigger_syntax() {
+    for at in ["at 30s", "30 seconds", "streaming-started +", "streaming-started#0", "promoted + soon", ""] {
+        let text = format!("{MIN}[[fault]]\nat = \"{at}\"\naction = \"stop-connector\"\n");
+        fails(&text, &[], "s.toml:13:1: fault[0].at: ", "");
+    }
+    let text = format!("{MIN}[[fault]]\nat = \"at 30s\"\naction = \"stop-connector\"\n");
+    fails(&text, &[], "s.toml:13:1: fault[0].at: ", "invalid trigger `at 30s`");
+}
+
+#[test]
+fn fault_field_not_applying_to_its_action() {
+    let text = format!("{MIN}[[fault]]\nat = \"1s\"\naction = \"crash-postgres\"\nresume_after_ms = 5\n");
+    fails(&text, &[], "s.toml:15:1: fault[0].resume_after_ms: ", "does not apply to action crash-postgres");
+}
+
+#[test]
+fn fault_missing_required_delay() {
+    let text = format!("{MIN}[[fault]]\nat = \"1s\"\naction = \"crash-postgres\"\n");
+    fails(&text, &[], "s.toml:12:1: fault[0].restart_after_ms: ", "required field is missing");
+}
+
+#[test]
+fn failover_without_standby() {
+    let text = format!("{MIN}[[fault]]\nat = \"1s\"\naction = \"fail-over-to-standby\"\npromote_after_ms = 100\n");
+    fails(&text, &[], "s.toml:14:1: fault[0].action: ", "needs a standby");
+    let with_standby = format!("{text}[postgres.standby]\n");
+    assert_eq!(ok(&with_standby, &[]).spec.standby, Some(0));
+}
+
+#[test]
+fn gate_without_standby() {
+    fails(
+        &format!("{MIN}[failover]\ngate = \"fail-closed\"\n"),
+        &[],
+        "s.toml:13:1: failover.gate: ",
+        "needs a standby",
+    );
+}
+
+#[test]
+fn script_with_two_ops() {
+    let text = format!("{MIN}[[workload.script]]\nat = \"1s\"\ninsert = 5\ndelete = 5\n");
+    fails(&text, &[], "s.toml:15:1: workload.script[0]: ", "exactly one of insert, update or delete");
+}
+
+#[test]
+fn script_with_no_op() {
+    let text = format!("{MIN}[[workload.script]]\nat = \"1s\"\nlabel = \"nothing\"\n");
+    fails(&text, &[], "s.toml:12:1: workload.script[0]: ", "one of insert, update or delete is required");
+}
+
+#[test]
+fn script_fields_that_do_not_apply() {
+    let text = format!("{MIN}[[workload.script]]\nat = \"1s\"\ndelete = 5\nstatus = \"paid\"\n");
+    fails(&text, &[], "s.toml:15:1: workload.script[0].status: ", "does not apply to delete");
+    let text = format!("{MIN}[[workload.script]]\nat = \"1s\"\nupdate = 5\namount_cents = 1\n");
+    fails(&text, &[], "s.toml:15:1: workload.script[0].amount_cents: ", "does not apply to update");
+    let text = format!("{MIN}[[workload.script]]\nat = \"1s\"\nupdate = 5\ntable = \"public.nope\"\n");
+    fails(&text, &[], "s.toml:15:1: workload.script[0].table: ", "`public.nope` is not a table");
+}
+
+#[test]
+fn background_window() {
+    let text = format!("{MIN}[workload]\nstart_ms = 10\nend_ms = 5\n");
+    fails(&text, &[], "s.toml:14:1: workload.end_ms: ", "before start_ms");
+    let text = format!("{MIN}[workload]\ninserts_per_second = 1.0\n");
+    fails(&text, &[], "s.toml:12:1: workload.end_ms: ", "end_ms > start_ms");
+    let text = format!("{MIN}[workload]\nend_ms = 100\ndeletes_per_second = -1.0\n");
+    fails(&text, &[], "s.toml:14:1: workload.deletes_per_second: ", "finite number");
+    let text = format!("{MIN}[workload]\nend_ms = 100\nupdates_per_second = nan\n");
+    fails(&text, &[], "s.toml:14:1: workload.updates_per_second: ", "finite number");
+}
+
+#[test]
+fn unknown_table_in_include_list() {
+    let text = min_with(
+        "\"plugin.name\" = \"pgoutput\"\n",
+        "\"plugin.name\" = \"pgoutput\"\n\"table.include.list\" = \"public.claims,public.other\"\n",
+    );
+    fails(&text, &[], "s.toml:7:1: connector.\"table.include.list\": ", "`public.other` is not a table of [[table]]");
+}
+
+#[test]
+fn handoff_rules() {
+    fails(
+        &format!("{MIN}[handoff]\nmethod = \"plain-read\"\n"),
+        &[],
+        "s.toml:13:1: handoff.read_at_ms: ",
+        "required with method",
+    );
+    fails(
+        &format!("{MIN}[handoff]\nread_at_ms = 5\n"),
+        &[],
+        "s.toml:13:1: handoff.read_at_ms: ",
+        "applies only to method",
+    );
+}
+
+#[test]
+fn prediction_holds_with_findings() {
+    let text = min_with("verdict = \"holds\"\n", "verdict = \"holds\"\nfindings = [\"I2\"]\n");
+    fails(&text, &[], "s.toml:11:1: prediction.findings: ", "must be empty when verdict = \"holds\"");
+}
+
+#[test]
+fn prediction_violated_without_findings() {
+    let text = min_with("verdict = \"holds\"", "verdict = \"violated\"");
+    fails(&text, &[], "s.toml:10:1: prediction.findings: ", "at least one invariant");
+}
+
+#[test]
+fn prediction_naming_an_unchecked_invariant() {
+    let text = min_with("verdict = \"holds\"\n", "verdict = \"violated\"\nfindings = [\"I2\", \"I7\"]\n");
+    fails(
+        &text,
+        &[],
+        "s.toml:11:19: prediction.findings[1]: ",
+        "I7 (marker after data) is not checked by this version",
+    );
+}
+
+#[test]
+fn prediction_is_required() {
+    let text = MIN.split("[prediction]").next().unwrap_or_default();
+    fails(text, &[], "s.toml:1:1: prediction: ", "required field is missing");
+    fails(
+        &min_with("why = \"nothing goes wrong\"", "why = \"  \""),
+        &[],
+        "s.toml:11:1: prediction.why: ",
+        "must not be empty",
+    );
+}
+
+#[test]
+fn missing_name_and_tables() {
+    fails(&min_with("name = \"min\"\n", ""), &[], "s.toml:1:1: name: ", "required field is missing");
+    let text = min_with("[[table]]\nname = \"public.claims\"\n", "");
+    fails(&text, &[], "s.toml:1:1: table: ", "at least one [[table]]");
+    let text = min_with("[[table]]", "[table]");
+    fails(&text, &[], "s.toml:2:2: table: ", "expected an array of tables");
+}
+
+#[test]
+fn toml_syntax_error() {
+    let text = min_with("apply = \"version-guard\"", "apply = \"version-guard");
+    fails(&text, &[], "s.toml:8:", "invalid TOML: ");
+    fails("name = \"a\"\nname = \"b\"\n", &[], "s.toml:2:1: invalid TOML: ", "duplicate key");
+}
+
+// ---------------------------------------------------------------------------------------------
+// `--set PATH=VALUE`.
+
+#[test]
+fn set_an_unknown_field() {
+    fails(MIN, &["sink.aply=naive-upsert"], "--set sink.aply=naive-upsert: sink.aply: ", "did you mean \"apply\"?");
+}
+
+#[test]
+fn set_a_bad_value() {
+    fails(MIN, &["kafka.partitions=100"], "--set kafka.partitions=100: kafka.partitions: ", "expected 1 to 64");
+    fails(MIN, &["sink.apply=bogus"], "--set sink.apply=bogus: sink.apply: ", "unknown value `bogus`");
+    fails(MIN, &["seed=seven"], "--set seed=seven: seed: ", "expected an integer, found a string");
+}
+
+#[test]
+fn set_a_malformed_path() {
+    fails(MIN, &["sink..apply=x"], "--set sink..apply=x: sink..apply: ", "malformed path");
+    fails(MIN, &["fault[x].at=1s"], "--set fault[x].at=1s: fault[x].at: ", "malformed path");
+    fails(MIN, &["connector.\"snapshot.mode=x"], "--set connector.\"snapshot.mode=x: ", "");
+}
+
+#[test]
+fn set_without_equals() {
+    fails(MIN, &["sink.apply"], "--set sink.apply: sink.apply: ", "expected PATH=VALUE");
+}
+
+#[test]
+fn set_index_past_the_end() {
+    fails(MIN, &["fault[0].at=1s"], "--set fault[0].at=1s: fault[0]: ", "past the end");
+    fails(COMPLETE, &["fault[3].at=1s"], "--set fault[3].at=1s: fault[3]: ", "fault has 3 entries");
+}
+
+#[test]
+fn set_into_a_value_that_is_not_a_table() {
+    fails(MIN, &["name.x=1"], "--set name.x=1: name: ", "is a string, not a table");
+}
+
+#[test]
+fn set_fixes_an_invalid_file() {
+    let text =
+        min_with("\"plugin.name\" = \"pgoutput\"\n", "\"plugin.name\" = \"pgoutput\"\n\"snapshot.mode\" = \"never\"\n");
+    assert!(load(&text, &[]).is_err());
+    let loaded = ok(&text, &["connector.\"snapshot.mode\"=no_data"]);
+    assert_eq!(loaded.spec.debezium.snapshot_mode, SnapshotMode::NoData);
+    assert_eq!(loaded.spec.connector_properties["snapshot.mode"], "no_data");
+}
+
+#[test]
+fn untouched_fields_keep_the_file_location() {
+    let text =
+        min_with("\"plugin.name\" = \"pgoutput\"\n", "\"plugin.name\" = \"pgoutput\"\n\"snapshot.mode\" = \"never\"\n");
+    fails(&text, &["sink.apply=naive-upsert"], "s.toml:7:1: connector.\"snapshot.mode\": ", "DBZ-8171");
+}
+
+#[test]
+fn set_overrides_apply_before_validation() {
+    let sets = [
+        "sink.apply=naive-upsert",
+        "postgres.standby.replication_delay_ms=40",
+        "failover.gate=fail-closed",
+        "prediction.verdict=violated",
+        "prediction.findings=[\"I8\"]",
+        "connector.\"max.batch.size\"=100",
+        "postgres.checkpoint_timeout=1h",
+    ];
+    let spec = ok(MIN, &sets).spec;
+    assert_eq!(spec.sink_rule, ApplyRule::NaiveUpsert);
+    assert_eq!(spec.standby, Some(40));
+    assert_eq!(spec.gate, GatePolicy::FailClosed);
+    assert_eq!(spec.prediction.findings, vec![Invariant::I8]);
+    assert_eq!(spec.debezium.max_batch_size, 100);
+    assert_eq!(spec.checkpoint_timeout_ms, 3_600_000);
+
+    let spec = ok(COMPLETE, &["workload.script[1].insert=2000", "fault[0].restart_after_ms=1"]).spec;
+    assert_eq!(
+        spec.scripted[1].ops,
+        vec![RowOp::Insert { table: TableId(1), key: 2000, status: Status::Submitted, amount_cents: 100_000 }]
+    );
+    assert_eq!(spec.faults[0].action, FaultAction::KillConnectWorker { restart_after_ms: Some(1) });
+    fails(
+        COMPLETE,
+        &["workload.script[1].delete=9"],
+        "--set workload.script[1].delete=9: workload.script[1]: ",
+        "found insert and delete",
+    );
+}
+
+#[test]
+fn set_errors_on_combinations_blame_the_override() {
+    fails(MIN, &["failover.gate=rebuild"], "--set failover.gate=rebuild: failover.gate: ", "needs a standby");
+    let text = format!("{MIN}[[fault]]\nat = \"1s\"\naction = \"stop-connector\"\n");
+    fails(
+        &text,
+        &["fault[0].action=fail-over-to-standby"],
+        "--set fault[0].action=fail-over-to-standby: fault[0].action: ",
+        "needs a standby",
+    );
+    fails(
+        MIN,
+        &["prediction.findings=[\"I9\"]"],
+        "--set prediction.findings=[\"I9\"]: prediction.findings[0]: ",
+        "not checked",
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// No input panics.
+
+/// One mutation of a text: delete a line, replace a character, insert a character, duplicate a
+/// line, or cut the text short.
+fn mutate(text: &str, kind: u8, at: usize, c: char) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let chars: Vec<char> = text.chars().collect();
+    match kind % 5 {
+        0 => {
+            let skip = at % lines.len();
+            lines.iter().enumerate().filter(|(i, _)| *i != skip).map(|(_, line)| *line).collect::<Vec<_>>().join("\n")
+        }
+        1 => {
+            let mut chars = chars;
+            let i = at % chars.len();
+            chars[i] = c;
+            chars.into_iter().collect()
+        }
+        2 => {
+            let mut chars = chars;
+            chars.insert(at % (chars.len() + 1), c);
+            chars.into_iter().collect()
+        }
+        3 => {
+            let mut lines = lines;
+            let i = at % lines.len();
+            lines.insert(i, lines[i]);
+            lines.join("\n")
+        }
+        _ => chars[..at % chars.len()].iter().collect(),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn arbitrary_text_never_panics(text in any::<String>(), sets in proptest::collection::vec(any::<String>(), 0..3)) {
+        let _ = load_str("fuzz.toml", &text, &sets);
+    }
+
+    #[test]
+    fn toml_like_text_never_panics(text in "([a-z_.\"\\[\\]#= 0-9\n{},-]|\"[a-z.]*\"){0,200}") {
+        let _ = load_str("fuzz.toml", &text, &[]);
+    }
+
+    #[test]
+    fn mutated_valid_files_never_panic(
+        mutations in proptest::collection::vec((any::<u8>(), any::<usize>(), any::<char>()), 1..4),
+        use_min in any::<bool>(),
+    ) {
+        let mut text = if use_min { MIN.to_owned() } else { COMPLETE.to_owned() };
+        for (kind, at, c) in mutations {
+            if text.is_empty() {
+                break;
+            }
+            text = mutate(&text, kind, at, c);
+        }
+        let _ = load_str("fuzz.toml", &text, &[]);
+    }
+
+    #[test]
+    fn arbitrary_sets_never_panic(
+        path in "[a-z_.\"\\[\\]0-9=-]{0,30}",
+        value in "[a-z0-9\\[\\]{}\"=., -]{0,20}",
+    ) {
+        let sets = [format!("{path}={value}"), path.clone()];
+        let _ = load_str("fuzz.toml", COMPLETE, &sets[..1]);
+        let _ = load_str("fuzz.toml", COMPLETE, &sets[1..]);
+    }
+}
