@@ -1,0 +1,63 @@
+//! The exhaustive lens: the [`World`] as a `stateright::Model`.
+//!
+//! Every interleaving of message deliveries, timer firings, scripted transactions and crashes
+//! within the bounds is explored; `always` properties are the checked invariants, `sometimes`
+//! properties show that the bound reaches the situations it is about (a bound that never
+//! reaches a restart during a snapshot proves nothing about one).
+
+use crate::spec::{Invariant, Spec};
+use crate::world::{Action, Bounds, World};
+use stateright::{Model, Property};
+
+/// A scenario's world under bounds.
+#[derive(Clone, Debug)]
+pub struct HandoffModel {
+    pub spec: Spec,
+    pub bounds: Bounds,
+}
+
+impl HandoffModel {
+    pub fn new(spec: Spec, bounds: Bounds) -> HandoffModel {
+        HandoffModel { spec, bounds }
+    }
+}
+
+fn holds(state: &World, invariant: Invariant) -> bool {
+    !state.violates(invariant)
+}
+
+impl Model for HandoffModel {
+    type State = World;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<World> {
+        vec![World::new(&self.spec, &self.bounds)]
+    }
+
+    fn actions(&self, state: &World, actions: &mut Vec<Action>) {
+        state.actions(&self.bounds, actions);
+    }
+
+    fn next_state(&self, state: &World, action: Action) -> Option<World> {
+        let mut next = state.clone();
+        next.step(&action);
+        Some(next)
+    }
+
+    fn format_action(&self, action: &Action) -> String {
+        action.to_string()
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        vec![
+            Property::always("I1 no gap", |_, s| holds(s, Invariant::I1)),
+            Property::always("I2 no resurrection", |_, s| holds(s, Invariant::I2)),
+            Property::always("I3 monotonic apply", |_, s| holds(s, Invariant::I3)),
+            Property::always("I4 one history", |_, s| holds(s, Invariant::I4)),
+            Property::always("I5 ack <= durable", |_, s| holds(s, Invariant::I5)),
+            Property::always("I6 fail closed", |_, s| holds(s, Invariant::I6)),
+            Property::sometimes("a crash hits an incomplete snapshot", |_, s: &World| s.restarted_during_snapshot),
+            Property::sometimes("the acceptance boundary is reached", |_, s: &World| s.at_acceptance_boundary()),
+        ]
+    }
+}

@@ -315,3 +315,61 @@ impl Spec {
 
 /// The workload of one run, generated from the spec and the seed (see `workload.rs`).
 pub type RunWorkload = Workload;
+
+/// A small claims scenario for tests and the exhaustive lens: `rows` claims in `public.claims`
+/// (`REPLICA IDENTITY FULL`), one update of claim 1 and one delete of claim 2 while anything may
+/// happen, a connector with `snapshot.mode=initial` fetching one row at a time, one partition,
+/// and the given sink rule. Its prediction is a placeholder: set it for the case at hand.
+pub fn claims_minimal(rows: u32, rule: crate::sink::ApplyRule) -> Spec {
+    use crate::debezium::SnapshotMode;
+    use crate::ids::Status;
+    let table = TableId(0);
+    let any_time = Trigger::At { at_ms: 0 };
+    Spec {
+        name: "claims-minimal".into(),
+        description: "a few claims, an update and a delete, one connector crash".into(),
+        postgres_major_version: 15,
+        wal_segment_size: 16 << 20,
+        checkpoint_timeout_ms: 300_000,
+        scan_rows_per_second: 1000,
+        standby: None,
+        tables: vec![TableSetup { id: table, name: "public.claims".into(), rows, replica_identity: ReplicaIdentity::Full }],
+        debezium: DebeziumConfig {
+            name: "claims-connector".into(),
+            topic_prefix: "claims".into(),
+            slot_name: "debezium".into(),
+            plugin_name: "pgoutput".into(),
+            publication_name: "dbz_publication".into(),
+            snapshot_mode: SnapshotMode::Initial,
+            snapshot_fetch_size: 1,
+            max_batch_size: 2048,
+            poll_interval_ms: 500,
+            retriable_restart_connector_wait_ms: 10_000,
+            tombstones_on_delete: true,
+            log_position_check_enable: true,
+            tables: vec![table],
+        },
+        connector_properties: BTreeMap::new(),
+        connector_start_ms: 0,
+        connect: ConnectConfig { offset_flush_interval_ms: 60_000, offset_flush_timeout_ms: 5_000 },
+        kafka_partitions: 1,
+        sink_rule: rule,
+        sink_group: "claims-search-index".into(),
+        sink_auto_commit_interval_ms: 5_000,
+        sink_max_poll_records: 500,
+        background: None,
+        scripted: vec![
+            ScriptedTxn {
+                trigger: any_time,
+                ops: vec![RowOp::Update { table, key: 1, status: Status::Approved }],
+                label: "update claim 1".into(),
+            },
+            ScriptedTxn { trigger: any_time, ops: vec![RowOp::Delete { table, key: 2 }], label: "delete claim 2".into() },
+        ],
+        faults: Vec::new(),
+        handoff: HandoffMethod::ConnectorSnapshot,
+        gate: GatePolicy::Off,
+        acceptance: Acceptance { timeout_ms: 600_000, sample_size: 20 },
+        prediction: Prediction { holds: true, findings: Vec::new(), allow: Vec::new(), why: String::new() },
+    }
+}

@@ -1,0 +1,426 @@
+//! The world: the components composed into one state, with the network as FIFO links between
+//! them and time abstracted to "any armed timer may fire next". This is what the exhaustive lens
+//! ([`crate::check`]) explores; it drives the very same component code as the timed lens.
+//!
+//! The world holds the primary (`pg1`, which clients reach as `postgres`), the Connect worker
+//! with the Debezium task, Kafka, the sink and the application. A crash drops the process's
+//! volatile state, its timers and the messages in flight to it; the messages it had already sent
+//! are still delivered, then its peers hear that the connection was lost.
+//!
+//! With [`Bounds::reductions`], two reductions cut interleavings that cannot change an outcome:
+//! - a request to a server (PostgreSQL, Kafka) is handled as it is sent. Arrival orders at a
+//!   server are still every order of the clients' steps, and a request lost with a crashing
+//!   client leaves the same durable state as a crash one step earlier, which is explored too.
+//!   Replies stay asynchronous.
+//! - the sink acts only when nothing else can. It reads append-only partition logs in order and
+//!   nothing else reads its state, so with one partition and no sink crash its applies do not
+//!   depend on when it runs. With several partitions this explores one consumption order only.
+
+use crate::app::App;
+use crate::checkers::{Boundary, Checkers, Finding};
+use crate::component::{Component, Ctx, Outbox, Timer, TimerRequest};
+use crate::connect::ConnectWorker;
+use crate::ids::Node;
+use crate::kafka::Kafka;
+use crate::lsn::Lsn;
+use crate::observe::{Observation, TraceEvent};
+use crate::oracle::Oracle;
+use crate::postgres::Postgres;
+use crate::postgres::wal::WalEntry;
+use crate::protocol::{Control, Msg};
+use crate::setup::{self, Options};
+use crate::sink::SearchIndex;
+use crate::spec::{FaultAction, Invariant, Spec};
+use crate::time::SimTime;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// What travels on a link.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Wire {
+    Msg(Msg),
+    /// The sender died: the receiver's connection to it is lost.
+    Lost,
+}
+
+/// One step the world can take.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Action {
+    /// Deliver the oldest message on the link `from → to`.
+    Deliver { from: Node, to: Node },
+    /// An armed timer fires.
+    Fire { node: Node, timer: Timer },
+    /// The application runs scripted transaction `index`.
+    RunScripted { index: usize },
+    /// A process crashes.
+    Crash { node: Node },
+    /// A crashed process starts again.
+    Restart { node: Node },
+}
+
+/// Bounds of an exploration.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Bounds {
+    /// Processes that may crash, and how many crashes in all.
+    pub crashable: Vec<Node>,
+    pub crashes: u8,
+    /// How many times each periodic timer may fire (its firing changes counters forever).
+    pub periodic_fires: u8,
+    /// Timers that never fire in this exploration (their behaviour is outside the bound).
+    pub disabled_timers: Vec<Timer>,
+    /// Reductions that keep the explored outcomes while cutting interleavings (see [`World`]).
+    pub reductions: bool,
+}
+
+/// Timers that re-arm themselves.
+fn is_periodic(timer: Timer) -> bool {
+    matches!(timer, Timer::OffsetFlush | Timer::Checkpoint | Timer::BgwriterRunningXacts)
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct World {
+    pub pg: Postgres,
+    pub connect: ConnectWorker,
+    pub kafka: Kafka,
+    pub sink: SearchIndex,
+    pub app: App,
+    pub links: BTreeMap<(Node, Node), VecDeque<Wire>>,
+    pub timers: BTreeSet<(Node, Timer)>,
+    pub down: BTreeSet<Node>,
+    /// Pairs of processes that have talked (a connection exists between them).
+    connections: BTreeSet<(Node, Node)>,
+    pub scripted_pending: BTreeSet<usize>,
+    pub crashes_left: u8,
+    periodic_fired: BTreeMap<(Node, Timer), u8>,
+    pub checkers: Checkers,
+    /// A crash of the Connect worker hit a snapshot that was not recorded complete.
+    pub restarted_during_snapshot: bool,
+    /// The captured tables (for the acceptance boundary).
+    captured: Vec<crate::ids::TableId>,
+    immediate_requests: bool,
+    #[serde(skip)]
+    immediate: VecDeque<(Node, Node, Wire)>,
+    #[serde(skip)]
+    draining_immediate: bool,
+    /// When replaying a path for display: every observation, in order.
+    #[serde(skip)]
+    recorded: Option<Vec<TraceEvent>>,
+}
+
+const NODES: [Node; 5] = [Node::Pg1, Node::Connect, Node::Kafka, Node::Sink, Node::App];
+
+impl World {
+    /// The world of a scenario at its start (the exhaustive lens ignores triggers and timed
+    /// workload: scripted transactions may run at any point).
+    pub fn new(spec: &Spec, bounds: &Bounds) -> World {
+        let system = setup::build(spec, 0, Options { bgwriter_running_xacts: false });
+        let mut world = World {
+            pg: system.pg1,
+            connect: system.connect,
+            kafka: system.kafka,
+            sink: system.sink,
+            app: system.app,
+            links: BTreeMap::new(),
+            timers: BTreeSet::new(),
+            down: BTreeSet::new(),
+            connections: BTreeSet::new(),
+            scripted_pending: (0..spec.scripted.len()).collect(),
+            crashes_left: bounds.crashes,
+            periodic_fired: BTreeMap::new(),
+            checkers: Checkers::new(Oracle::new(&system.initial_rows), spec.debezium.tables.clone()),
+            restarted_during_snapshot: false,
+            captured: spec.debezium.tables.clone(),
+            immediate_requests: bounds.reductions,
+            immediate: VecDeque::new(),
+            draining_immediate: false,
+            recorded: None,
+        };
+        for node in NODES {
+            world.with(node, |component, ctx| component.start(ctx));
+        }
+        world
+    }
+
+    fn component(&mut self, node: Node) -> &mut dyn Component {
+        match node {
+            Node::Pg1 | Node::Postgres => &mut self.pg,
+            Node::Connect => &mut self.connect,
+            Node::Kafka => &mut self.kafka,
+            Node::Sink => &mut self.sink,
+            Node::App => &mut self.app,
+            other => panic!("{other} is not part of the exhaustive world"),
+        }
+    }
+
+    /// Runs one step of a component and routes what it asks for.
+    fn with(&mut self, node: Node, f: impl FnOnce(&mut dyn Component, &mut Ctx)) {
+        let mut outbox = Outbox::default();
+        {
+            let mut ctx = Ctx::new(SimTime::ZERO, node, &mut outbox);
+            f(self.component(node), &mut ctx);
+        }
+        for request in outbox.timers {
+            match request {
+                TimerRequest::Set { timer, .. } => {
+                    self.timers.insert((node, timer));
+                }
+                TimerRequest::Cancel { timer } => {
+                    self.timers.remove(&(node, timer));
+                }
+            }
+        }
+        for observation in outbox.observations {
+            self.observe(TraceEvent { at: SimTime::ZERO, node, observation });
+        }
+        for (to, msg) in outbox.sends {
+            let to = if to == Node::Postgres { Node::Pg1 } else { to };
+            if self.down.contains(&to) {
+                // Connection refused.
+                self.links.entry((to, node)).or_default().push_back(Wire::Lost);
+                continue;
+            }
+            self.connections.insert((node.min(to), node.max(to)));
+            if self.immediate_requests && matches!(to, Node::Pg1 | Node::Kafka) && node != to {
+                self.immediate.push_back((node, to, Wire::Msg(msg)));
+            } else {
+                self.links.entry((node, to)).or_default().push_back(Wire::Msg(msg));
+            }
+        }
+        if !self.draining_immediate {
+            self.draining_immediate = true;
+            while let Some((from, to, wire)) = self.immediate.pop_front() {
+                self.receive(from, to, wire);
+            }
+            self.draining_immediate = false;
+        }
+    }
+
+    fn receive(&mut self, from: Node, to: Node, wire: Wire) {
+        if self.down.contains(&to) {
+            return;
+        }
+        let logical = World::logical(from, to);
+        match wire {
+            Wire::Msg(msg) => self.with(to, |c, ctx| c.on_message(ctx, logical, msg)),
+            Wire::Lost => self.with(to, |c, ctx| c.on_connection_lost(ctx, logical)),
+        }
+    }
+
+    /// How `to` names `from`: clients call the database `postgres`.
+    fn logical(from: Node, to: Node) -> Node {
+        if from == Node::Pg1 && to != Node::Pg1 { Node::Postgres } else { from }
+    }
+
+    pub fn actions(&self, bounds: &Bounds, actions: &mut Vec<Action>) {
+        self.actions_of(bounds, actions, false);
+        if actions.is_empty() && bounds.reductions {
+            self.actions_of(bounds, actions, true);
+        }
+    }
+
+    fn actions_of(&self, bounds: &Bounds, actions: &mut Vec<Action>, sink_turn: bool) {
+        let deferred = |node: Node| bounds.reductions && node == Node::Sink && !sink_turn;
+        if bounds.reductions && sink_turn {
+            for ((from, to), queue) in &self.links {
+                if !queue.is_empty() && *to == Node::Sink {
+                    actions.push(Action::Deliver { from: *from, to: *to });
+                }
+            }
+            for (node, timer) in &self.timers {
+                if *node == Node::Sink && !bounds.disabled_timers.contains(timer) {
+                    actions.push(Action::Fire { node: *node, timer: *timer });
+                }
+            }
+            return;
+        }
+        for ((from, to), queue) in &self.links {
+            if !queue.is_empty() && !deferred(*to) {
+                actions.push(Action::Deliver { from: *from, to: *to });
+            }
+        }
+        for (node, timer) in &self.timers {
+            if deferred(*node) {
+                continue;
+            }
+            if bounds.disabled_timers.contains(timer) {
+                continue;
+            }
+            let exhausted = is_periodic(*timer)
+                && self.periodic_fired.get(&(*node, *timer)).copied().unwrap_or(0) >= bounds.periodic_fires;
+            if !exhausted {
+                actions.push(Action::Fire { node: *node, timer: *timer });
+            }
+        }
+        for index in &self.scripted_pending {
+            if !self.down.contains(&Node::Pg1) {
+                actions.push(Action::RunScripted { index: *index });
+            }
+        }
+        if self.crashes_left > 0 {
+            for node in &bounds.crashable {
+                if !self.down.contains(node) {
+                    actions.push(Action::Crash { node: *node });
+                }
+            }
+        }
+        for node in &self.down {
+            actions.push(Action::Restart { node: *node });
+        }
+    }
+
+    pub fn step(&mut self, action: &Action) {
+        match *action {
+            Action::Deliver { from, to } => {
+                let Some(wire) = self.links.get_mut(&(from, to)).and_then(VecDeque::pop_front) else { return };
+                if self.links.get(&(from, to)).is_some_and(VecDeque::is_empty) {
+                    self.links.remove(&(from, to));
+                }
+                self.receive(from, to, wire);
+            }
+            Action::Fire { node, timer } => {
+                if self.timers.remove(&(node, timer)) {
+                    if is_periodic(timer) {
+                        *self.periodic_fired.entry((node, timer)).or_insert(0) += 1;
+                    }
+                    self.with(node, |c, ctx| c.on_timer(ctx, timer));
+                }
+            }
+            Action::RunScripted { index } => {
+                if self.scripted_pending.remove(&index) {
+                    self.with(Node::App, |c, ctx| c.on_message(ctx, Node::App, Msg::Control(Control::RunScripted { index })));
+                }
+            }
+            Action::Crash { node } => {
+                self.crashes_left = self.crashes_left.saturating_sub(1);
+                if node == Node::Connect {
+                    let stored_complete = self.kafka.source_offsets.values().any(|offset| {
+                        offset.snapshot.is_none() || offset.snapshot_is_completed()
+                    });
+                    if !stored_complete {
+                        self.restarted_during_snapshot = true;
+                    }
+                }
+                self.component(node).crash();
+                self.down.insert(node);
+                self.timers.retain(|(owner, _)| *owner != node);
+                self.links.retain(|(_, to), _| *to != node);
+                let peers: Vec<Node> = self
+                    .connections
+                    .iter()
+                    .filter_map(|(a, b)| if *a == node { Some(*b) } else if *b == node { Some(*a) } else { None })
+                    .collect();
+                for peer in peers {
+                    self.connections.remove(&(node.min(peer), node.max(peer)));
+                    if self.immediate_requests && matches!(peer, Node::Pg1 | Node::Kafka) {
+                        self.receive(node, peer, Wire::Lost);
+                    } else {
+                        self.links.entry((node, peer)).or_default().push_back(Wire::Lost);
+                    }
+                }
+                let action = match node {
+                    Node::Connect => FaultAction::KillConnectWorker { restart_after_ms: None },
+                    _ => FaultAction::CrashPostgres { restart_after_ms: 0 },
+                };
+                self.observe(TraceEvent { at: SimTime::ZERO, node, observation: Observation::Fault { action } });
+            }
+            Action::Restart { node } => {
+                if self.down.remove(&node) {
+                    self.observe(TraceEvent { at: SimTime::ZERO, node, observation: Observation::Restarted { process: node } });
+                    self.with(node, |c, ctx| c.start(ctx));
+                }
+            }
+        }
+    }
+
+    fn observe(&mut self, event: TraceEvent) {
+        self.checkers.observe(&event);
+        if let Some(recorded) = self.recorded.as_mut() {
+            recorded.push(event);
+        }
+    }
+
+    /// Replays a path of actions from the start and returns, per action, the observations it
+    /// produced: what the narrator prints for a counterexample.
+    pub fn replay(spec: &Spec, bounds: &Bounds, actions: &[Action]) -> Vec<(Action, Vec<TraceEvent>)> {
+        let mut world = World::new(spec, bounds);
+        let mut steps = Vec::new();
+        for action in actions {
+            world.recorded = Some(Vec::new());
+            world.step(action);
+            steps.push((action.clone(), world.recorded.take().unwrap_or_default()));
+        }
+        steps
+    }
+
+    fn last_captured_commit(&self) -> Option<Lsn> {
+        self.pg.durable.wal.entries.iter().rev().find_map(|entry| match entry {
+            WalEntry::Txn(txn) if txn.changes.iter().any(|c| self.captured.contains(&c.table)) => Some(txn.end_lsn),
+            _ => None,
+        })
+    }
+
+    /// Whether the pipeline has caught up: nothing in flight, every scripted transaction run,
+    /// the connector streaming with everything decoded and acknowledged, the sink at the end of
+    /// every partition.
+    pub fn at_acceptance_boundary(&self) -> bool {
+        if !self.links.is_empty() || !self.scripted_pending.is_empty() || !self.down.is_empty() {
+            return false;
+        }
+        if self.connect.status() != "RUNNING" || !self.connect.is_drained() {
+            return false;
+        }
+        let Some(processed) = self.connect.processed_upto() else { return false };
+        if self.last_captured_commit().is_some_and(|last| processed < last) {
+            return false;
+        }
+        self.kafka
+            .log_end_offsets()
+            .iter()
+            .all(|(tp, end)| self.sink.positions().get(tp).is_some_and(|position| position >= end))
+            && !self.sink.has_closing_epochs()
+    }
+
+    /// Findings so far, and at the boundary the boundary checks too.
+    pub fn findings(&self) -> Vec<Finding> {
+        if !self.at_acceptance_boundary() {
+            return self.checkers.findings().to_vec();
+        }
+        let mut checkers = self.checkers.clone();
+        checkers.finish(&Boundary {
+            at: SimTime::ZERO,
+            reached: true,
+            reason: "the pipeline caught up".into(),
+            sink: self.sink.docs.clone(),
+        });
+        checkers.findings().to_vec()
+    }
+
+    pub fn violates(&self, invariant: Invariant) -> bool {
+        self.findings().iter().any(|finding| finding.invariant == invariant)
+    }
+
+    /// The links in flight, for display.
+    pub fn in_flight(&self) -> usize {
+        self.links.values().map(VecDeque::len).sum()
+    }
+}
+
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Action::Deliver { from, to } => write!(f, "deliver {from} -> {to}"),
+            Action::Fire { node, timer } => write!(f, "{node}: timer {timer:?} fires"),
+            Action::RunScripted { index } => write!(f, "app runs scripted transaction {index}"),
+            Action::Crash { node } => write!(f, "{node} crashes"),
+            Action::Restart { node } => write!(f, "{node} restarts"),
+        }
+    }
+}
+
+/// A summary for counterexample display.
+pub fn summary(world: &World) -> BTreeMap<&'static str, String> {
+    let mut out = BTreeMap::new();
+    out.insert("connect", format!("{} {:?}", world.connect.status(), world.connect.debezium_phase()));
+    out.insert("in flight", world.in_flight().to_string());
+    out
+}
