@@ -52,7 +52,8 @@ pub enum TargetState {
 struct Submitted {
     seq: u64,
     offset: SourceOffset,
-    acked: bool,
+    /// When Kafka acknowledged it.
+    acked_at: Option<SimTime>,
 }
 
 /// What a pending Kafka request is for.
@@ -243,7 +244,7 @@ impl ConnectWorker {
             return;
         }
         task.poll_started_at = ctx.now;
-        refresh_committable(task);
+        refresh_committable(task, ctx.now);
         if task.commit_requested {
             task.commit_requested = false;
             task.poll_blocked = true;
@@ -264,7 +265,7 @@ impl ConnectWorker {
             for record in records {
                 let seq = task.next_seq;
                 task.next_seq += 1;
-                task.submitted.push_back(Submitted { seq, offset: record.offset, acked: false });
+                task.submitted.push_back(Submitted { seq, offset: record.offset, acked_at: None });
                 task.accumulator.push((seq, record));
             }
         }
@@ -297,7 +298,8 @@ impl ConnectWorker {
         task.produce_in_flight = false;
         for submitted in task.submitted.iter_mut() {
             if (first_seq..=last_seq).contains(&submitted.seq) {
-                submitted.acked = true;
+                submitted.acked_at = Some(ctx.now);
+                task.debezium.commit_record(submitted.offset);
             }
         }
         ctx.observe(Observation::ProduceAcked { count: (last_seq - first_seq + 1) as usize, changes, completion_marker });
@@ -316,9 +318,10 @@ impl ConnectWorker {
             ctx.set_timer(Timer::OffsetFlush, self.config.offset_flush_interval_ms);
             return;
         }
-        if final_commit {
-            refresh_committable(task);
-        }
+        // The committable offsets are refreshed at the top of every send-loop iteration: a poll
+        // returns every poll.interval.ms even when it returns nothing.
+        let last_poll_start = if final_commit { ctx.now } else { last_poll_start(task, ctx.now, self.debezium.poll_interval_ms) };
+        refresh_committable(task, last_poll_start);
         if let Some(offset) = task.committable.take() {
             task.writer_data = Some(offset);
         }
@@ -346,8 +349,14 @@ impl ConnectWorker {
         if offset.is_some() {
             ctx.observe(Observation::OffsetsCommitted { offset });
         }
-        // SourceTask.commit(): Debezium only sets a flag; the next poll acts on it.
-        task.commit_requested = true;
+        if task.debezium.confirms_from_offset_store() {
+            // SourceTask.commit(): Debezium only sets a flag; the next poll acts on it.
+            task.commit_requested = true;
+        } else {
+            // Before 2.7, commit() confirms the last acknowledged offset at once.
+            let acked = task.debezium.last_acked();
+            task.debezium.commit_offset(ctx, acked);
+        }
         if final_commit {
             self.finish_stop(ctx);
         } else {
@@ -486,9 +495,18 @@ impl ConnectWorker {
     }
 }
 
-/// `SubmittedRecords.committableOffsets`: pop the acknowledged prefix, keep its last offset.
-fn refresh_committable(task: &mut TaskRuntime) {
-    while task.submitted.front().is_some_and(|record| record.acked) {
+/// When the send loop last started a `poll()`: polls return on a grid of `poll.interval.ms`
+/// from the last one that returned early or with records.
+fn last_poll_start(task: &TaskRuntime, now: SimTime, poll_interval_ms: u64) -> SimTime {
+    let interval = poll_interval_ms.max(1);
+    let elapsed = now.since(task.poll_started_at);
+    task.poll_started_at.plus_ms(elapsed / interval * interval)
+}
+
+/// `SubmittedRecords.committableOffsets` as of a send-loop iteration at `upto`: pop the prefix
+/// acknowledged by then, keep its last offset.
+fn refresh_committable(task: &mut TaskRuntime, upto: SimTime) {
+    while task.submitted.front().is_some_and(|record| record.acked_at.is_some_and(|at| at <= upto)) {
         let record = task.submitted.pop_front().expect("front exists");
         task.committable = Some(record.offset);
     }

@@ -68,6 +68,10 @@ impl SnapshotMode {
 /// The connector properties the model uses, with Debezium's defaults.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct DebeziumConfig {
+    /// The Debezium release, `(major, minor)`. Before 2.7 the slot is confirmed from the offsets
+    /// acknowledged in memory (`commitRecord` → `commit()`), not re-read from the offset store:
+    /// DBZ-7816 (reference §2.4, §9 row 2).
+    pub version: (u32, u32),
     /// `name` of the connector (the offsets-topic key).
     pub name: String,
     /// `topic.prefix`.
@@ -168,6 +172,8 @@ pub struct DebeziumTask {
     lsn_flushing_allowed: bool,
     /// The flushed LSN last sent to the server.
     last_flushed: Lsn,
+    /// Before 2.7: the offset of the last record Kafka acknowledged (`commitRecord`).
+    last_acked: Option<SourceOffset>,
 }
 
 impl DebeziumTask {
@@ -188,7 +194,27 @@ impl DebeziumTask {
             skip_upto: None,
             lsn_flushing_allowed: false,
             last_flushed: Lsn::INVALID,
+            last_acked: None,
         }
+    }
+
+    /// Whether this release confirms the slot from offsets re-read from the offset store
+    /// (2.7 and later, DBZ-7816); before, from the offsets acknowledged in memory.
+    pub fn confirms_from_offset_store(&self) -> bool {
+        self.config.version >= (2, 7)
+    }
+
+    /// `commitRecord(record, metadata)`: Kafka acknowledged a record. A no-op since 2.7; before,
+    /// it remembered the record's offset for the next `commit()`.
+    pub fn commit_record(&mut self, offset: SourceOffset) {
+        if !self.confirms_from_offset_store() {
+            self.last_acked = Some(offset);
+        }
+    }
+
+    /// The offset `commit()` confirms before 2.7.
+    pub fn last_acked(&self) -> Option<SourceOffset> {
+        self.last_acked
     }
 
     pub fn is_streaming(&self) -> bool {

@@ -39,6 +39,9 @@ enum Step {
     DroppingSlot,
     Resuming,
     Done,
+    /// The slot-recreation procedure: dropping, then creating.
+    RecreateDropping,
+    RecreateCreating,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -141,6 +144,19 @@ impl Component for Operator {
 
     fn on_message(&mut self, ctx: &mut Ctx, _from: Node, msg: Msg) {
         match (self.step.clone(), msg) {
+            (Step::Idle | Step::Done, Msg::Control(Control::RecreateSlot)) => {
+                self.step = Step::RecreateDropping;
+                self.action(ctx, &format!("drop slot \"{}\" if it exists", self.slot_name));
+                let slot = self.slot_name.clone();
+                self.sql(ctx, SqlRequest::DropSlot { slot });
+            }
+            (Step::RecreateDropping, Msg::SqlReply { .. }) => {
+                self.step = Step::RecreateCreating;
+                self.action(ctx, &format!("create slot \"{}\" with pg_create_logical_replication_slot", self.slot_name));
+                let slot = self.slot_name.clone();
+                self.sql(ctx, SqlRequest::CreateSlot { slot, plugin: "pgoutput".into() });
+            }
+            (Step::RecreateCreating, Msg::SqlReply { .. }) => self.step = Step::Done,
             (Step::Idle | Step::Done, Msg::Control(Control::FailoverHappened)) => {
                 if self.policy == GatePolicy::Off {
                     return;

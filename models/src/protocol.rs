@@ -53,6 +53,9 @@ pub enum SqlRequest {
     EnsurePublication { name: String },
     /// `SELECT pg_drop_replication_slot($1)`.
     DropSlot { slot: String },
+    /// `SELECT * FROM pg_create_logical_replication_slot($1, $2)`: a consistent point, no
+    /// snapshot.
+    CreateSlot { slot: String, plugin: String },
     /// `SELECT timeline_id, pg_is_in_recovery() …` plus the switch point from the timeline
     /// history file: what a failover gate reads.
     TimelineInfo,
@@ -177,4 +180,6 @@ pub enum Control {
     RunScripted { index: usize },
     /// The operator learns that a promotion happened and runs the failover gate.
     FailoverHappened,
+    /// The operator drops and creates the connector's slot again.
+    RecreateSlot,
 }

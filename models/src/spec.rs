@@ -137,7 +137,7 @@ pub enum Trigger {
 impl fmt::Display for Trigger {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Trigger::At { at_ms } => write!(f, "at {at_ms} ms"),
+            Trigger::At { at_ms } => write!(f, "{}", crate::time::SimTime(*at_ms)),
             Trigger::After { moment, occurrence, plus_ms } => {
                 if *occurrence > 1 {
                     write!(f, "occurrence {occurrence} of ")?;
@@ -164,6 +164,10 @@ pub enum FaultAction {
     /// The primary's host is lost; the standby is promoted `promote_after_ms` later and the
     /// database service name moves to it.
     FailOverToStandby { promote_after_ms: u64 },
+    /// An operator drops the connector's slot (if it exists) and creates it again with
+    /// `pg_create_logical_replication_slot` — what the Debezium documentation asks for on a
+    /// promoted PostgreSQL ≤ 16 ("create the slot on the new primary").
+    RecreateSlot,
 }
 
 impl fmt::Display for FaultAction {
@@ -189,6 +193,7 @@ impl fmt::Display for FaultAction {
             FaultAction::FailOverToStandby { promote_after_ms } => {
                 write!(f, "fail-over-to-standby (promote after {promote_after_ms} ms)")
             }
+            FaultAction::RecreateSlot => write!(f, "recreate-slot (drop it if it exists, create it again by SQL)"),
         }
     }
 }
@@ -335,6 +340,7 @@ pub fn claims_minimal(rows: u32, rule: crate::sink::ApplyRule) -> Spec {
         standby: None,
         tables: vec![TableSetup { id: table, name: "public.claims".into(), rows, replica_identity: ReplicaIdentity::Full }],
         debezium: DebeziumConfig {
+            version: (3, 7),
             name: "claims-connector".into(),
             topic_prefix: "claims".into(),
             slot_name: "debezium".into(),

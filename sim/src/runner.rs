@@ -465,6 +465,7 @@ impl Harness<'_> {
             HarnessStep::Action(Action::Fault(fault)) => {
                 let target = match fault {
                     FaultAction::KillConnectWorker { .. } | FaultAction::StopConnector { .. } => Node::Connect,
+                    FaultAction::RecreateSlot => Node::Operator,
                     FaultAction::CrashPostgres { .. } | FaultAction::FailOverToStandby { .. } => self.shared.primary(),
                 };
                 self.observe(target, Observation::Fault { action: fault });
@@ -490,6 +491,9 @@ impl Harness<'_> {
                     FaultAction::CrashPostgres { restart_after_ms } => {
                         self.kill(target);
                         self.schedule(now + restart_after_ms, HarnessStep::Restart(target));
+                    }
+                    FaultAction::RecreateSlot => {
+                        self.shared.inject(Node::Operator, Node::Operator, Msg::Control(Control::RecreateSlot));
                     }
                     FaultAction::FailOverToStandby { promote_after_ms } => {
                         if target == Node::Pg1 && self.models.pg2.is_some() {

@@ -89,7 +89,8 @@ enum Val {
     Str(String),
     /// `None`: an integer TOML accepts but that does not fit in an `i64`.
     Int(Option<i64>),
-    Float(f64),
+    /// The value and its text as written (a release like `3.7` is written as a float).
+    Float(f64, String),
     Bool(bool),
     Datetime,
     Array(Vec<Item>),
@@ -101,7 +102,7 @@ impl Val {
         match self {
             Val::Str(_) => "a string",
             Val::Int(_) => "an integer",
-            Val::Float(_) => "a float",
+            Val::Float(..) => "a float",
             Val::Bool(_) => "a boolean",
             Val::Datetime => "a datetime",
             Val::Array(_) => "an array",
@@ -139,7 +140,7 @@ fn convert(value: &Spanned<DeValue<'_>>, set: Option<usize>) -> Item {
     let val = match value.get_ref() {
         DeValue::String(text) => Val::Str(text.to_string()),
         DeValue::Integer(int) => Val::Int(i64::from_str_radix(int.as_str(), int.radix()).ok()),
-        DeValue::Float(float) => Val::Float(float.as_str().parse().unwrap_or(f64::NAN)),
+        DeValue::Float(float) => Val::Float(float.as_str().parse().unwrap_or(f64::NAN), float.as_str().to_string()),
         DeValue::Boolean(flag) => Val::Bool(*flag),
         DeValue::Datetime(_) => Val::Datetime,
         DeValue::Array(items) => Val::Array(items.iter().map(|item| convert(item, set)).collect()),
@@ -358,7 +359,7 @@ impl Cx<'_> {
     /// A rate: a finite number ≥ 0 (integers are accepted).
     fn rate(&self, field: &Field) -> Res<f64> {
         let value = match field.item.val {
-            Val::Float(value) => value,
+            Val::Float(value, _) => value,
             Val::Int(Some(value)) => value as f64,
             _ => return self.wrong(field, "a number"),
         };
@@ -576,15 +577,16 @@ fn parse_trigger(text: &str) -> Result<Trigger, String> {
 // The sections.
 
 fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
-    let known = "name description seed postgres table connector connect kafka sink workload fault handoff failover \
-        acceptance prediction";
+    let known = "name description seed versions postgres table connector connect kafka sink workload fault handoff \
+        failover acceptance prediction";
     root.check_keys(cx, known, "field")?;
     let name = root.req(cx, "name", |field| cx.owned(field))?;
     let description = root.opt("description", String::new(), |field| cx.owned(field))?;
     let seed = root.opt("seed", 1, |field| cx.u64(field))?;
     let postgres = postgres(cx, &root.sub(cx, "postgres")?)?;
     let tables = tables(cx, root)?;
-    let (debezium, connector_properties) = connector(cx, &root.sub(cx, "connector")?, &tables)?;
+    let (mut debezium, connector_properties) = connector(cx, &root.sub(cx, "connector")?, &tables)?;
+    debezium.version = versions(cx, &root.sub(cx, "versions")?)?;
     let (connect, connector_start_ms) = connect(cx, &root.sub(cx, "connect")?)?;
     let kafka_partitions = kafka(cx, &root.sub(cx, "kafka")?)?;
     let sink = sink(cx, &root.sub(cx, "sink")?)?;
@@ -621,6 +623,27 @@ fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         prediction,
     };
     Ok(Loaded { spec, seed })
+}
+
+/// `[versions]`: the releases whose behaviour differs in the model.
+fn versions(cx: &Cx, s: &Section) -> Res<(u32, u32)> {
+    s.check_keys(cx, "debezium", "field")?;
+    s.opt("debezium", (3, 7), |field| {
+        // `3.7` unquoted (as `--set versions.debezium=3.7` gives it) is a float: use its text.
+        let text = match &field.item.val {
+            Val::Float(_, raw) => raw.as_str(),
+            _ => cx.string(field)?,
+        };
+        let parsed = text.split_once('.').and_then(|(major, minor)| {
+            let minor = minor.split('.').next()?;
+            Some((major.trim().parse::<u32>().ok()?, minor.trim().parse::<u32>().ok()?))
+        });
+        match parsed {
+            Some(version) if ((1, 0)..=(3, 7)).contains(&version) => Ok(version),
+            Some(_) => cx.fail(field, format!("`{text}`: the model knows Debezium 1.0 to 3.7")),
+            None => cx.fail(field, format!("`{text}` is not a release like \"3.7\" or \"2.6\"")),
+        }
+    })
 }
 
 struct Postgres {
@@ -876,6 +899,7 @@ fn connector(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<(DebeziumConfig
         properties.insert(entry.key.clone(), prop_text(cx, &s.field(entry))?);
     }
     let debezium = DebeziumConfig {
+        version: (3, 7),
         name,
         topic_prefix,
         slot_name,
@@ -1050,16 +1074,18 @@ fn fault(cx: &Cx, item: &Field, standby: bool) -> Res<Fault> {
     let delays = ["restart_after_ms", "resume_after_ms", "promote_after_ms"];
     s.check_keys(cx, "at action restart_after_ms resume_after_ms promote_after_ms", "field")?;
     let trigger = s.req(cx, "at", |field| cx.trigger(field))?;
-    let actions = ["kill-connect-worker", "stop-connector", "crash-postgres", "fail-over-to-standby"];
+    let actions = ["kill-connect-worker", "stop-connector", "crash-postgres", "fail-over-to-standby", "recreate-slot"];
     let action_field = s.need(cx, "action", "")?;
     let action = cx.choice(&action_field, &actions.map(|name| (name, name)))?;
     let takes = match action {
         "stop-connector" => "resume_after_ms",
         "fail-over-to-standby" => "promote_after_ms",
+        "recreate-slot" => "",
         _ => "restart_after_ms",
     };
     for key in delays.into_iter().filter(|key| *key != takes) {
         if let Some(field) = s.get(key) {
+            let takes = if takes.is_empty() { "no delay".to_string() } else { takes.to_string() };
             return cx.fail(&field, format!("does not apply to action {action} (it takes {takes})"));
         }
     }
@@ -1072,6 +1098,7 @@ fn fault(cx: &Cx, item: &Field, standby: bool) -> Res<Fault> {
         "kill-connect-worker" => FaultAction::KillConnectWorker { restart_after_ms: optional()? },
         "stop-connector" => FaultAction::StopConnector { resume_after_ms: optional()? },
         "crash-postgres" => FaultAction::CrashPostgres { restart_after_ms: required()? },
+        "recreate-slot" => FaultAction::RecreateSlot,
         _ => FaultAction::FailOverToStandby { promote_after_ms: required()? },
     };
     Ok(Fault { trigger, action })

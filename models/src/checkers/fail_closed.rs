@@ -10,8 +10,9 @@
 //! already in Kafka. Any that is not was skipped silently.
 //!
 //! Does not verify: a stream start without a requested position (0/0, a fresh start: the
-//! handoff is I4's question); a stop or a rebuild (those are the correct outcomes; whether a
-//! stopped pipeline says so is I11, later).
+//! handoff is I4's question); positions past a switch point once a snapshot has started on the
+//! promoted server (a rebuild: its positions are the new timeline's); a stop or a rebuild (those
+//! are the correct outcomes; whether a stopped pipeline says so is I11, later).
 
 use super::{Evidence, Finding};
 use crate::ids::Node;
@@ -24,15 +25,21 @@ use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct FailClosed {
-    /// Promoted servers and their switch points.
-    switch_points: BTreeMap<Node, Lsn>,
+    /// Promoted servers: their switch points, and whether a snapshot has started since (a
+    /// rebuild: the connector's history starts again at that snapshot).
+    switch_points: BTreeMap<Node, (Lsn, bool)>,
 }
 
 impl FailClosed {
     pub fn observe(&mut self, evidence: &Evidence, at: SimTime, observation: &Observation, found: &mut Vec<Finding>) {
         match observation {
             Observation::Promoted { server, switch_lsn, .. } => {
-                self.switch_points.insert(*server, *switch_lsn);
+                self.switch_points.insert(*server, (*switch_lsn, false));
+            }
+            Observation::SnapshotStarted { .. } => {
+                for (_, rebuilt) in self.switch_points.values_mut() {
+                    *rebuilt = true;
+                }
             }
             Observation::StreamStarted { server, client: Node::Connect, slot, requested, start, confirmed_flush, .. } => {
                 if !requested.is_valid() {
@@ -42,7 +49,7 @@ impl FailClosed {
                 if start > requested {
                     skipped_from = Some((*requested, format!("decoding forwarded from the requested {requested} to confirmed_flush {confirmed_flush}")));
                 }
-                if let Some(switch) = self.switch_points.get(server)
+                if let Some((switch, false)) = self.switch_points.get(server)
                     && requested > switch
                 {
                     skipped_from = Some((

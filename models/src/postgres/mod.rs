@@ -586,6 +586,11 @@ impl Postgres {
                     SqlReply::Ok
                 }
             },
+            SqlRequest::CreateSlot { slot, plugin } => match self.create_slot(ctx, client, session, slot, plugin) {
+                ReplReply::SlotCreated { consistent_point, .. } => SqlReply::Lsn(consistent_point),
+                ReplReply::Error(error) => SqlReply::Error(error),
+                _ => SqlReply::Error("ERROR: unexpected".into()),
+            },
             SqlRequest::TimelineInfo => SqlReply::Timeline {
                 timeline: self.durable.timeline,
                 in_recovery: self.durable.role == Role::Standby,
