@@ -244,7 +244,7 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
         ),
         Observation::OperatorAction { action } => action.clone(),
         Observation::Fault { action } => format!("FAULT: {action}"),
-        Observation::Restarted { process } => format!("{process} restarted"),
+        Observation::Restarted { .. } => "process restarted".into(),
         Observation::Moment { name } => format!("moment reached: {name}"),
     })
 }

@@ -227,12 +227,13 @@ impl<C: Component + Send + 'static> NodeLoop<C> {
             }
         }
         let halt = self.shared.record(self.node, SimTime(now), outbox.observations);
+        if halt {
+            // A fault takes this process at this very instant: what it was about to send never
+            // leaves it, and it does nothing more.
+            futures::future::pending::<()>().await;
+        }
         for (to, msg) in outbox.sends {
             self.send(to, msg).await;
-        }
-        if halt {
-            // A fault takes this process at this very instant: it does nothing more.
-            futures::future::pending::<()>().await;
         }
     }
 

@@ -1,0 +1,151 @@
+//! Each checked invariant has a run that breaks it, through the mechanism the reference
+//! describes, and the designs that avoid the mechanism keep it.
+
+mod common;
+
+use handoff_models::spec::Invariant::{self, I1, I2, I3, I4, I5, I6, I8};
+
+fn violated(name: &str, sets: &[&str]) -> Vec<Invariant> {
+    let (spec, seed) = common::load(name, sets);
+    common::violated(&common::run(&spec, seed))
+}
+
+fn finding_about(name: &str, sets: &[&str], invariant: Invariant) -> handoff_models::checkers::Finding {
+    let (spec, seed) = common::load(name, sets);
+    let result = common::run(&spec, seed);
+    result.findings.into_iter().find(|f| f.invariant == invariant).unwrap_or_else(|| panic!("no {invariant} finding"))
+}
+
+#[test]
+fn i1_a_plain_read_before_the_slot_exists_leaves_a_gap() {
+    let finding = finding_about("claims-wall-clock-start", &[], I1);
+    assert!(finding.detail.contains("first change missing from the sink"), "{finding}");
+    assert!(violated("claims-wall-clock-start", &["sink.apply=snapshot-epoch"]).contains(&I1), "no sink rule repairs it");
+}
+
+#[test]
+fn i2_a_restart_during_the_snapshot_resurrects_a_deleted_claim() {
+    let finding = finding_about("claims-restart-during-snapshot", &[], I2);
+    assert_eq!(finding.key, Some(42));
+    assert!(finding.detail.contains("cannot retract"), "{finding}");
+    assert_eq!(violated("claims-restart-during-snapshot", &["sink.apply=naive-upsert"]), vec![I2]);
+    assert_eq!(violated("claims-restart-during-snapshot", &["sink.apply=snapshot-epoch"]), vec![]);
+}
+
+#[test]
+fn i2_does_not_happen_when_the_worker_dies_after_the_delete_was_streamed() {
+    // Killed once the completion marker is acknowledged, the delete (streamed right after the
+    // snapshot) is in the same batch and already in Kafka: the version guard keeps it.
+    assert_eq!(violated("claims-restart-during-snapshot", &["fault[0].at=snapshot-completion-marker-acked"]), vec![]);
+}
+
+#[test]
+fn i3_a_naive_sink_moves_a_claim_back_when_changes_are_replayed() {
+    let text = r#"
+        name = "replay after a hard kill"
+        [[table]]
+        name = "public.claims"
+        rows = 100
+        replica_identity = "full"
+        [connector]
+        "topic.prefix" = "claims"
+        "plugin.name" = "pgoutput"
+        [sink]
+        apply = "naive-upsert"
+        [[workload.script]]
+        at = "62s"
+        update = 7
+        [[workload.script]]
+        at = "64s"
+        update = 7
+        status = "paid"
+        [[fault]]
+        at = "70s"
+        action = "kill-connect-worker"
+        restart_after_ms = 5000
+        [prediction]
+        verdict = "violated"
+        findings = ["I3"]
+        why = "the two updates were acknowledged after the last offset flush and are replayed"
+    "#;
+    let spec = common::load_text(text);
+    let result = common::run(&spec, 1);
+    assert_eq!(result.violated(), vec![I3], "{:?}", result.findings);
+    assert_eq!(result.findings[0].key, Some(7));
+    let mut guarded = spec.clone();
+    guarded.sink_rule = handoff_models::sink::ApplyRule::VersionGuard;
+    assert_eq!(common::run(&guarded, 1).violated(), vec![], "the version guard refuses the replayed rows");
+}
+
+#[test]
+fn i4_the_stream_does_not_cover_the_commits_after_a_plain_read() {
+    let finding = finding_about("claims-wall-clock-start", &[], I4);
+    assert!(finding.seen.contains("never published"), "{finding}");
+    // Started before the read, the stream covers everything after it (an overlap, no gap).
+    assert_eq!(violated("claims-wall-clock-start", &["connect.start_at_ms=1000", "workload.script[0].at=2s"]), vec![]);
+}
+
+#[test]
+fn i5_debezium_before_2_7_confirms_the_slot_past_the_stored_offset() {
+    let text = r#"
+        name = "DBZ-7816"
+        [versions]
+        debezium = "2.6"
+        [[table]]
+        name = "public.claims"
+        rows = 100
+        replica_identity = "full"
+        [connector]
+        "topic.prefix" = "claims"
+        "plugin.name" = "pgoutput"
+        [sink]
+        apply = "version-guard"
+        [workload]
+        end_ms = 90000
+        updates_per_second = 10
+        [prediction]
+        verdict = "violated"
+        findings = ["I5"]
+        why = "commit() confirms the offsets acknowledged in memory"
+    "#;
+    let spec = common::load_text(text);
+    let result = common::run(&spec, 1);
+    assert_eq!(result.violated(), vec![I5], "{:?}", result.findings);
+    let mut fixed = spec.clone();
+    fixed.debezium.version = (2, 7);
+    assert_eq!(common::run(&fixed, 1).violated(), vec![], "2.7 confirms only what the offset store holds");
+}
+
+#[test]
+fn i6_and_i8_a_recreated_slot_right_after_a_snapshot_is_trusted() {
+    assert_eq!(violated("claims-failover-right-after-snapshot", &[]), vec![I1, I4, I6, I8]);
+    let i6 = finding_about("claims-failover-right-after-snapshot", &[], I6);
+    assert!(i6.detail.contains("forwarded"), "{i6}");
+    // A gate sees the slot's confirmed_flush past the saved offset and rebuilds.
+    assert_eq!(violated("claims-failover-right-after-snapshot", &["failover.gate=rebuild"]), vec![]);
+}
+
+#[test]
+fn the_connector_fails_closed_when_the_slot_is_missing_after_a_failover() {
+    let (spec, seed) = common::load("claims-failover", &["failover.gate=off"]);
+    let result = common::run(&spec, seed);
+    assert_eq!(result.violated(), vec![]);
+    assert!(!result.boundary.reached);
+    assert!(result.boundary.reason.contains("FAILED"), "{}", result.boundary.reason);
+}
+
+#[test]
+fn the_failover_gate_rebuilds_and_a_version_guard_alone_keeps_a_deleted_claim() {
+    assert_eq!(violated("claims-failover", &[]), vec![]);
+    assert_eq!(violated("claims-failover", &["sink.apply=version-guard"]), vec![I2]);
+}
+
+#[test]
+fn the_restart_test_outcome_follows_the_sink_rule_on_every_seed() {
+    let (guard, _) = common::load("claims-restart-during-snapshot", &[]);
+    let (epoch, _) = common::load("claims-restart-during-snapshot", &["sink.apply=snapshot-epoch"]);
+    for seed in 1..=40 {
+        assert_eq!(common::run(&guard, seed).violated(), vec![I2], "seed {seed}");
+        assert_eq!(common::run(&epoch, seed).violated(), vec![], "seed {seed}");
+    }
+}

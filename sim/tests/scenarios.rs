@@ -1,0 +1,48 @@
+//! Every bundled scenario, at its own seed: the prediction holds, and the narrated timeline and
+//! handoff record match the reviewed snapshot (any change in semantics shows as a diff).
+
+mod common;
+
+use handoff_sim::report;
+
+fn check(name: &str) {
+    let (spec, seed) = common::load(name, &[]);
+    let result = common::run(&spec, seed);
+    assert!(
+        result.prediction_held,
+        "{name}: prediction did not hold; violated {:?}\n{}",
+        result.violated(),
+        result.findings.iter().map(|f| f.to_string()).collect::<Vec<_>>().join("\n")
+    );
+    let mut text = report::timeline(&spec, &result).join("\n");
+    text.push_str("\n\nfindings\n");
+    for finding in &result.findings {
+        text.push_str(&format!("  {finding}\n"));
+    }
+    text.push_str("\nhandoff record\n");
+    text.push_str(&result.record.render());
+    text.push_str(&format!("\ntrace hash {:016x}\n", result.trace_hash));
+    insta::with_settings!({ snapshot_path => "../../snapshots", prepend_module_to_snapshot => false, omit_expression => true }, {
+        insta::assert_snapshot!(name, text);
+    });
+}
+
+#[test]
+fn claims_restart_during_snapshot() {
+    check("claims-restart-during-snapshot");
+}
+
+#[test]
+fn claims_wall_clock_start() {
+    check("claims-wall-clock-start");
+}
+
+#[test]
+fn claims_failover() {
+    check("claims-failover");
+}
+
+#[test]
+fn claims_failover_right_after_snapshot() {
+    check("claims-failover-right-after-snapshot");
+}
