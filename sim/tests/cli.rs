@@ -1,0 +1,96 @@
+//! The `handoff` command line: exit codes, the JSON report, bad input.
+
+mod common;
+
+use std::process::{Command, Output};
+
+fn handoff(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_handoff")).args(args).output().expect("the handoff binary runs")
+}
+
+fn scenario(name: &str) -> String {
+    common::scenario_path(name).display().to_string()
+}
+
+#[test]
+fn a_held_prediction_exits_0_and_prints_the_report() {
+    let output = handoff(&["run", &scenario("claims-restart-during-snapshot")]);
+    assert_eq!(output.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&output.stdout);
+    for section in ["timeline", "findings (1)", "handoff record", "prediction", "HELD", "trace hash"] {
+        assert!(text.contains(section), "missing {section}");
+    }
+    assert!(text.contains("I2 no resurrection, key 42"));
+}
+
+#[test]
+fn a_prediction_that_does_not_hold_exits_1() {
+    let output = handoff(&["run", &scenario("claims-restart-during-snapshot"), "--set", "sink.apply=snapshot-epoch"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("NOT HELD"));
+}
+
+#[test]
+fn the_json_report_has_the_documented_fields() {
+    let output = handoff(&["run", &scenario("claims-wall-clock-start"), "--seed", "7", "--json"]);
+    assert_eq!(output.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    assert_eq!(report["seed"], 7);
+    assert!(report["scenario"].as_str().is_some_and(|s| s.ends_with("claims-wall-clock-start.toml")));
+    assert_eq!(report["trace_hash"].as_str().map(str::len), Some(16));
+    let findings = report["findings"].as_array().expect("findings");
+    assert!(!findings.is_empty());
+    for finding in findings {
+        for field in ["invariant", "name", "key", "expected", "seen", "at_ms", "detail"] {
+            assert!(finding.get(field).is_some(), "finding lacks {field}");
+        }
+        assert!(finding["invariant"].as_str().is_some_and(|i| i.starts_with('I')));
+    }
+    assert_eq!(report["prediction"]["held"], true);
+    assert_eq!(report["prediction"]["expected"]["verdict"], "violated");
+    let record = &report["handoff_record"];
+    for field in ["source_row_count", "sink_row_count", "keys_missing", "keys_extra", "sampled_hashes_match"] {
+        assert!(record.get(field).is_some(), "handoff_record lacks {field}");
+    }
+    assert!(report["stats"]["events"].as_u64().is_some_and(|n| n > 0));
+    assert!(report["stats"]["sim_time_ms"].as_u64().is_some_and(|n| n > 0));
+}
+
+#[test]
+fn the_same_seed_prints_the_same_trace_hash_and_another_seed_another() {
+    let hash = |seed: &str| {
+        let output = handoff(&["run", &scenario("claims-failover"), "--seed", seed, "--json"]);
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+        report["trace_hash"].as_str().expect("hash").to_string()
+    };
+    assert_eq!(hash("3"), hash("3"));
+    assert_ne!(hash("3"), hash("4"));
+}
+
+#[test]
+fn a_bad_scenario_exits_2_naming_file_line_and_field_and_runs_nothing() {
+    let dir = std::env::temp_dir().join(format!("handoff-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("bad.toml");
+    let text = std::fs::read_to_string(common::scenario_path("claims-failover"))
+        .expect("scenario")
+        .replace("\"snapshot.mode\" = \"initial\"", "\"snapshot.mode\" = \"inital\"");
+    std::fs::write(&path, text).expect("write");
+    let output = handoff(&["run", path.to_str().expect("utf-8")]);
+    assert_eq!(output.status.code(), Some(2));
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert!(error.contains("bad.toml:"), "{error}");
+    assert!(error.contains("connector.\"snapshot.mode\""), "{error}");
+    assert!(error.contains("inital"), "{error}");
+    assert!(output.stdout.is_empty(), "nothing ran");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_flags_exit_2() {
+    assert_eq!(handoff(&["run", &scenario("claims-failover"), "--seed", "minus-one"]).status.code(), Some(2));
+    assert_eq!(handoff(&["run", &scenario("claims-failover"), "--set", "sink.apply"]).status.code(), Some(2));
+    assert_eq!(handoff(&["run", &scenario("claims-failover"), "--set", "sink.aply=naive-upsert"]).status.code(), Some(2));
+    assert_eq!(handoff(&["run", "no/such/file.toml"]).status.code(), Some(2));
+    assert_eq!(handoff(&["frobnicate"]).status.code(), Some(2));
+}

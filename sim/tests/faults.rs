@@ -1,0 +1,100 @@
+//! The faults of the timed lens do what the real systems do.
+
+mod common;
+
+use handoff_models::lsn::Lsn;
+use handoff_models::observe::Observation;
+use handoff_models::spec::Invariant::I3;
+
+const REPLAY: &str = r#"
+    name = "replay"
+    [[table]]
+    name = "public.claims"
+    rows = 100
+    replica_identity = "full"
+    [connector]
+    "topic.prefix" = "claims"
+    "plugin.name" = "pgoutput"
+    [sink]
+    apply = "naive-upsert"
+    [workload]
+    end_ms = 120000
+    updates_per_second = 2
+    [[workload.script]]
+    at = "62s"
+    update = 7
+    [[workload.script]]
+    at = "64s"
+    update = 7
+    status = "paid"
+    [[fault]]
+    at = "70s"
+    action = "ACTION"
+    DELAY = 5000
+    [prediction]
+    verdict = "holds"
+    why = "-"
+"#;
+
+fn replay(action: &str, delay: &str) -> handoff_sim::runner::RunResult {
+    let text = REPLAY.replace("ACTION", action).replace("DELAY", delay);
+    common::run(&common::load_text(&text), 1)
+}
+
+#[test]
+fn a_hard_kill_replays_from_the_last_flushed_offset() {
+    let result = replay("kill-connect-worker", "restart_after_ms");
+    assert!(result.violated().contains(&I3), "acknowledged but unflushed changes come again: {:?}", result.findings);
+}
+
+#[test]
+fn a_graceful_stop_commits_its_offsets_and_replays_nothing() {
+    let result = replay("stop-connector", "resume_after_ms");
+    assert_eq!(result.violated(), vec![], "{:?}", result.findings);
+    let stopped = result.trace.iter().any(|e| matches!(e.observation, Observation::TaskStopped { graceful: true }));
+    assert!(stopped);
+    // After the resume, the task starts from the offset its final commit stored.
+    let offsets: Vec<_> = result
+        .trace
+        .iter()
+        .filter_map(|e| match &e.observation {
+            Observation::TaskStarted { offset } => Some(*offset),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(offsets.len(), 2);
+    assert!(offsets[1].is_some_and(|offset| offset.lsn_proc.is_some()));
+}
+
+#[test]
+fn a_postgres_crash_takes_an_unsaved_confirmed_flush_back_and_the_stream_repeats_safely() {
+    // Offsets flushed every 5 s: most confirmations come between two running-xacts records (every
+    // 15 s), install no restart candidate, and so are never saved.
+    let text = REPLAY
+        .replace("ACTION", "crash-postgres")
+        .replace("DELAY", "restart_after_ms")
+        .replace("naive-upsert", "version-guard")
+        .replace("at = \"70s\"", "at = \"63s\"")
+        .replace("[sink]", "[connect]\n\"offset.flush.interval.ms\" = 5000\n[sink]");
+    let result = common::run(&common::load_text(&text), 1);
+    assert_eq!(result.violated(), vec![], "{:?}", result.findings);
+    let mut confirmed_before = Lsn::INVALID;
+    let mut saved_before = Lsn::INVALID;
+    let mut after_restart = None;
+    for event in &result.trace {
+        match &event.observation {
+            Observation::SlotCreated { consistent_point, .. } => saved_before = *consistent_point,
+            Observation::SlotSaved { confirmed_flush, .. } => saved_before = *confirmed_flush,
+            Observation::SlotConfirmed { to, .. } if after_restart.is_none() => confirmed_before = *to,
+            Observation::ServerStarted { slots, .. } if !slots.is_empty() => {
+                after_restart = slots.first().map(|(_, lsn)| *lsn);
+                break;
+            }
+            _ => {}
+        }
+    }
+    let after_restart = after_restart.expect("the server restarted with its slot");
+    assert_eq!(after_restart, saved_before, "the slot comes back with its last saved position");
+    assert!(after_restart < confirmed_before, "feedback after the last save was lost: {after_restart} vs {confirmed_before}");
+    assert!(result.boundary.reached, "{}", result.boundary.reason);
+}
