@@ -32,7 +32,7 @@ impl Names {
 /// `t=12.345s  connect   text`, or `None` for observations not narrated one by one.
 pub fn line(event: &TraceEvent, names: &Names) -> Option<String> {
     let text = narrate(&event.observation, names)?;
-    Some(format!("{}  {:<9} {}", event.at, event.node.name(), text))
+    Some(format!("{:<11}{:<9} {}", event.at.to_string(), event.node.name(), text))
 }
 
 fn change_text(kind: &ChangeKind, key: i64) -> String {
@@ -230,7 +230,7 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
         }
         Observation::GateChecked { saved_offset, slot, timeline, switch_lsn, verdict, detail, .. } => format!(
             "failover gate: saved offset {}; slot on the new primary: {}; timeline {timeline}{} -> {}: {detail}",
-            saved_offset.map_or("none".into(), |o| o.to_string()),
+            saved_offset.as_ref().map_or("none".into(), |o| o.to_string()),
             slot.as_ref().map_or("none".into(), |s| format!(
                 "confirmed_flush {}",
                 s.confirmed_flush_lsn.map_or("NULL".into(), |l| l.to_string())

@@ -159,8 +159,8 @@ pub enum Observation {
 
     // ----- operator -----
     GateChecked {
-        saved_offset: Option<SourceOffset>,
-        slot: Option<SlotRow>,
+        saved_offset: Option<Box<SourceOffset>>,
+        slot: Option<Box<SlotRow>>,
         timeline: u32,
         switch_lsn: Option<Lsn>,
         current_lsn: Lsn,

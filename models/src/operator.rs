@@ -112,8 +112,8 @@ impl Operator {
         };
         let detail = unavailable.unwrap_or_else(|| "saved offset is available on the new primary's slot".into());
         ctx.observe(Observation::GateChecked {
-            saved_offset: saved,
-            slot: self.slot.clone(),
+            saved_offset: saved.map(Box::new),
+            slot: self.slot.clone().map(Box::new),
             timeline,
             switch_lsn,
             current_lsn,

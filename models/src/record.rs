@@ -206,7 +206,7 @@ impl HandoffRecord {
                 }
                 Observation::GateChecked { saved_offset, slot, verdict, detail, .. } => {
                     if let Some(gate) = failover_gate.as_mut() {
-                        gate.saved_offset = saved_offset.map(|offset: SourceOffset| offset.to_string());
+                        gate.saved_offset = saved_offset.as_ref().map(|offset: &Box<SourceOffset>| offset.to_string());
                         gate.new_source_slot = Some(match slot {
                             Some(slot) => format!(
                                 "slot \"{}\" confirmed_flush {}",

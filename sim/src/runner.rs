@@ -304,7 +304,7 @@ async fn harness(spec: Spec, seed: u64) -> Outcome {
         }
     }
     let shared = Arc::new(Shared {
-        trace: Mutex::new(Vec::new()),
+        trace: Mutex::new(Vec::with_capacity(4096)),
         primary: Mutex::new(Node::Pg1),
         inboxes: Mutex::new(BTreeMap::new()),
         generation: AtomicU64::new(0),

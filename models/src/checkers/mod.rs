@@ -97,8 +97,9 @@ impl fmt::Display for Finding {
             write!(f, ", {lsn}")?;
         }
         write!(f, "): expected {}; seen {}", self.expected, self.seen)?;
-        if !self.detail.is_empty() {
-            write!(f, ". {}", self.detail)?;
+        let mut detail = self.detail.chars();
+        if let Some(first) = detail.next() {
+            write!(f, ". {}{}", first.to_uppercase(), detail.as_str())?;
         }
         if self.occurrences > 1 {
             write!(f, " [{} times]", self.occurrences)?;
