@@ -10,10 +10,10 @@
 //! volatile part (what a process loses when it dies) and keeps the durable part (what is on disk
 //! or in Kafka). A restart is `crash` followed by `start`.
 
+use crate::ids::Node;
 use crate::observe::Observation;
 use crate::protocol::Msg;
 use crate::time::SimTime;
-use crate::ids::Node;
 use serde::{Deserialize, Serialize};
 
 /// Every timer a component can arm. At most one instance of each kind per node is armed: arming

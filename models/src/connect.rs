@@ -163,9 +163,10 @@ impl ConnectWorker {
     /// Whether nothing is waiting anywhere in the worker: no queued, unsent or unacknowledged
     /// record.
     pub fn is_drained(&self) -> bool {
-        self.volatile.task.as_ref().is_none_or(|task| {
-            task.debezium.queued() == 0 && task.accumulator.is_empty() && !task.produce_in_flight
-        })
+        self.volatile
+            .task
+            .as_ref()
+            .is_none_or(|task| task.debezium.queued() == 0 && task.accumulator.is_empty() && !task.produce_in_flight)
     }
 
     fn request(&mut self, ctx: &mut Ctx, purpose: Pending, request: KafkaRequest) {
@@ -249,7 +250,11 @@ impl ConnectWorker {
             task.commit_requested = false;
             task.poll_blocked = true;
             let connector = self.debezium.name.clone();
-            self.request(ctx, Pending::CommitOffsets { then_stop: false }, KafkaRequest::ReadSourceOffset { connector });
+            self.request(
+                ctx,
+                Pending::CommitOffsets { then_stop: false },
+                KafkaRequest::ReadSourceOffset { connector },
+            );
             return;
         }
         self.finish_poll(ctx);
@@ -302,7 +307,11 @@ impl ConnectWorker {
                 task.debezium.commit_record(submitted.offset);
             }
         }
-        ctx.observe(Observation::ProduceAcked { count: (last_seq - first_seq + 1) as usize, changes, completion_marker });
+        ctx.observe(Observation::ProduceAcked {
+            count: (last_seq - first_seq + 1) as usize,
+            changes,
+            completion_marker,
+        });
         self.send_accumulated(ctx);
         self.continue_stop_if_drained(ctx);
     }
@@ -320,7 +329,8 @@ impl ConnectWorker {
         }
         // The committable offsets are refreshed at the top of every send-loop iteration: a poll
         // returns every poll.interval.ms even when it returns nothing.
-        let last_poll_start = if final_commit { ctx.now } else { last_poll_start(task, ctx.now, self.debezium.poll_interval_ms) };
+        let last_poll_start =
+            if final_commit { ctx.now } else { last_poll_start(task, ctx.now, self.debezium.poll_interval_ms) };
         refresh_committable(task, last_poll_start);
         if let Some(offset) = task.committable.take() {
             task.writer_data = Some(offset);
@@ -333,10 +343,11 @@ impl ConnectWorker {
             Some(offset) => {
                 task.flushing = Some(offset);
                 let connector = self.debezium.name.clone();
-                self.request(ctx, Pending::Flush { final_commit }, KafkaRequest::WriteSourceOffset {
-                    connector,
-                    offset: Some(offset),
-                });
+                self.request(
+                    ctx,
+                    Pending::Flush { final_commit },
+                    KafkaRequest::WriteSourceOffset { connector, offset: Some(offset) },
+                );
                 ctx.set_timer(Timer::OffsetFlushTimeout, self.config.offset_flush_timeout_ms);
             }
         }
@@ -374,7 +385,10 @@ impl ConnectWorker {
         }
         self.volatile.pending.retain(|(_, purpose)| !matches!(purpose, Pending::Flush { .. }));
         ctx.observe(Observation::OffsetFlushFailed {
-            reason: format!("offset flush not acknowledged within offset.flush.timeout.ms={}", self.config.offset_flush_timeout_ms),
+            reason: format!(
+                "offset flush not acknowledged within offset.flush.timeout.ms={}",
+                self.config.offset_flush_timeout_ms
+            ),
         });
         let stopping = task.state == TaskState::Stopping;
         if stopping {
@@ -412,7 +426,8 @@ impl ConnectWorker {
     fn continue_stop_if_drained(&mut self, ctx: &mut Ctx) {
         let Some(task) = self.volatile.task.as_ref() else { return };
         if task.state == TaskState::Stopping && !task.produce_in_flight && task.flushing.is_none() {
-            let pending_flush = self.volatile.pending.iter().any(|(_, purpose)| matches!(purpose, Pending::Flush { .. }));
+            let pending_flush =
+                self.volatile.pending.iter().any(|(_, purpose)| matches!(purpose, Pending::Flush { .. }));
             if !pending_flush {
                 ctx.cancel_timer(Timer::StopTimeout);
                 self.offset_flush(ctx, true);
@@ -482,10 +497,16 @@ impl ConnectWorker {
             }
             RestRequest::DeleteOffsets => {
                 if self.target_state != TargetState::Stopped || self.volatile.task.is_some() {
-                    RestReply::Error("Connectors must be in the STOPPED state before their offsets can be modified".into())
+                    RestReply::Error(
+                        "Connectors must be in the STOPPED state before their offsets can be modified".into(),
+                    )
                 } else {
                     let connector = self.debezium.name.clone();
-                    self.request(ctx, Pending::DeleteOffsets, KafkaRequest::WriteSourceOffset { connector, offset: None });
+                    self.request(
+                        ctx,
+                        Pending::DeleteOffsets,
+                        KafkaRequest::WriteSourceOffset { connector, offset: None },
+                    );
                     return;
                 }
             }

@@ -34,7 +34,9 @@
 //! do not interleave in the WAL, as here.
 
 use crate::component::Ctx;
-use crate::event::{ChangeEvent, Op, Origin, SnapshotKind, SnapshotMarker, SourceInfo, SourceOffset, SourceRecord, Topic};
+use crate::event::{
+    ChangeEvent, Op, Origin, SnapshotKind, SnapshotMarker, SourceInfo, SourceOffset, SourceRecord, Topic,
+};
 use crate::ids::{Key, Node, Row, TableId};
 use crate::lsn::Lsn;
 use crate::observe::{Observation, SnapshotCase};
@@ -116,13 +118,17 @@ pub enum Phase {
     /// Case B: waiting for `pg_current_wal_lsn()`.
     SnapshotReadingLsn,
     /// Reading table `table_index` of the snapshot.
-    SnapshotScanning { table_index: usize },
+    SnapshotScanning {
+        table_index: usize,
+    },
     /// Waiting for `START_REPLICATION` to be accepted.
     StartingStream,
     Streaming,
     /// Waiting `retriable.restart.connector.wait.ms` before starting again.
     AwaitingRestart,
-    Failed { reason: String },
+    Failed {
+        reason: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -295,7 +301,8 @@ impl DebeziumTask {
                     .into(),
             );
         }
-        let check = self.config.log_position_check_enable && stored.is_some_and(|offset| !offset.initial_snapshot_running());
+        let check =
+            self.config.log_position_check_enable && stored.is_some_and(|offset| !offset.initial_snapshot_running());
         self.phase = if check { Phase::CheckingLogPosition } else { Phase::ReadingSlot };
         let slot = self.config.slot_name.clone();
         self.sql(ctx, SqlRequest::SlotInfo { slot });
@@ -339,7 +346,10 @@ impl DebeziumTask {
         if matches!(self.phase, Phase::Idle | Phase::Failed { .. } | Phase::AwaitingRestart) {
             return TaskEvent::None;
         }
-        self.retriable(ctx, "org.postgresql.util.PSQLException: An I/O error occurred while sending to the backend".into())
+        self.retriable(
+            ctx,
+            "org.postgresql.util.PSQLException: An I/O error occurred while sending to the backend".into(),
+        )
     }
 
     pub fn on_message(&mut self, ctx: &mut Ctx, msg: Msg) -> TaskEvent {
@@ -641,5 +651,119 @@ impl DebeziumTask {
     pub fn drain(&mut self) -> Vec<SourceRecord> {
         let count = self.queue.len().min(self.config.max_batch_size as usize);
         self.queue.drain(..count).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::component::Outbox;
+    use crate::ids::{Row, Status};
+    use crate::postgres::table::Change;
+    use crate::time::SimTime;
+
+    fn task() -> DebeziumTask {
+        let spec = crate::spec::claims_minimal(3, crate::sink::ApplyRule::VersionGuard);
+        DebeziumTask::new(Arc::new(spec.debezium), 1)
+    }
+
+    fn row(version: u32) -> Row {
+        Row { version, status: Status::Submitted, amount_cents: 1 }
+    }
+
+    fn txn(xid: u32, first: u64, keys: &[i64]) -> DecodedTxn {
+        let changes: Vec<Change> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, key)| Change {
+                lsn: Lsn(first + 100 * i as u64),
+                table: TableId(0),
+                key: *key,
+                kind: ChangeKind::Update { before: None, after: row(2) },
+            })
+            .collect();
+        let commit = first + 100 * keys.len() as u64;
+        DecodedTxn {
+            xid,
+            first_lsn: Lsn(first),
+            commit_lsn: Lsn(commit),
+            end_lsn: Lsn(commit + 40),
+            commit_time: SimTime(1),
+            changes,
+        }
+    }
+
+    #[test]
+    fn only_the_last_snapshot_record_carries_the_completion_marker() {
+        let mut task = task();
+        let mut out = Outbox::default();
+        let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
+        task.slot_created = Some((Lsn(0x100), "snap".into()));
+        task.begin_snapshot(&mut ctx, SnapshotCase::SlotCreatedNow, Lsn(0x100));
+        let rows = vec![(1, row(1)), (2, row(1)), (3, row(1))];
+        task.on_sql_reply(&mut ctx, SqlReply::Rows { table: TableId(0), rows, done: true });
+        let records: Vec<SourceRecord> = task.queue.iter().copied().collect();
+        assert_eq!(records.len(), 3);
+        let markers: Vec<SnapshotMarker> = records.iter().map(|r| r.value.expect("value").source.snapshot).collect();
+        assert_eq!(markers, vec![SnapshotMarker::First, SnapshotMarker::Middle, SnapshotMarker::Last]);
+        assert!(records[..2].iter().all(|r| !r.offset.snapshot_completed && r.offset.initial_snapshot_running()));
+        assert!(records[2].offset.snapshot_completed && records[2].offset.last_snapshot_record);
+        assert!(records.iter().all(|r| r.offset.lsn == Some(Lsn(0x100)) && r.offset.lsn_proc.is_none()));
+        assert_eq!(task.phase, Phase::StartingStream, "streaming follows at once");
+    }
+
+    #[test]
+    fn lsn_commit_inside_a_transaction_names_the_previous_commit() {
+        let mut task = task();
+        task.phase = Phase::Streaming;
+        task.process_transaction(txn(10, 1000, &[1]));
+        task.process_transaction(txn(11, 2000, &[2, 3]));
+        let records: Vec<SourceRecord> = task.queue.iter().copied().collect();
+        assert_eq!(records[1].offset.lsn_commit, Some(Lsn(1140)), "the first transaction's commit end");
+        assert_eq!(records[2].offset.lsn_commit, Some(Lsn(1140)), "not the transaction it belongs to");
+        assert_eq!(records[2].offset.lsn_proc, Some(Lsn(2100)));
+        assert_eq!(task.offset.lsn_commit, Some(Lsn(2240)), "the COMMIT moves the in-memory offset only");
+    }
+
+    #[test]
+    fn a_replayed_transaction_skips_the_changes_already_processed() {
+        let mut task = task();
+        task.phase = Phase::Streaming;
+        // Stored lsn_proc is the first change of the transaction: PostgreSQL re-sends it whole.
+        task.skip_upto = Some(Lsn(2000));
+        task.process_transaction(txn(11, 2000, &[2, 3]));
+        let keys: Vec<i64> = task.queue.iter().map(|r| r.key).collect();
+        assert_eq!(keys, vec![3]);
+        task.process_transaction(txn(12, 3000, &[4]));
+        assert_eq!(task.queue.len(), 2, "later transactions are not filtered");
+    }
+
+    #[test]
+    fn the_slot_is_confirmed_only_while_streaming_after_a_message_with_lsn_commit_or_lsn_proc() {
+        let mut task = task();
+        let mut out = Outbox::default();
+        let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
+        let stored = Some(SourceOffset {
+            lsn: Some(Lsn(500)),
+            lsn_proc: Some(Lsn(500)),
+            lsn_commit: Some(Lsn(400)),
+            ..Default::default()
+        });
+        task.phase = Phase::SnapshotScanning { table_index: 0 };
+        task.commit_offset(&mut ctx, stored);
+        task.phase = Phase::Streaming;
+        task.commit_offset(&mut ctx, stored);
+        assert!(out.sends.is_empty(), "nothing during a snapshot, nothing before a message arrived");
+        let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
+        task.lsn_flushing_allowed = true;
+        let snapshot_only = Some(SourceOffset { lsn: Some(Lsn(500)), snapshot_completed: true, ..Default::default() });
+        task.commit_offset(&mut ctx, snapshot_only);
+        assert!(out.sends.is_empty(), "a snapshot offset has neither lsn_commit nor lsn_proc");
+        let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
+        task.commit_offset(&mut ctx, stored);
+        assert!(matches!(
+            out.sends.as_slice(),
+            [(Node::Postgres, Msg::Repl { request: ReplRequest::StatusUpdate { flush: Lsn(400) }, .. })]
+        ));
     }
 }

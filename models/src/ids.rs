@@ -32,16 +32,8 @@ pub enum Node {
 }
 
 impl Node {
-    pub const PHYSICAL: [Node; 8] = [
-        Node::Pg1,
-        Node::Pg2,
-        Node::Connect,
-        Node::Kafka,
-        Node::Sink,
-        Node::App,
-        Node::Operator,
-        Node::Loader,
-    ];
+    pub const PHYSICAL: [Node; 8] =
+        [Node::Pg1, Node::Pg2, Node::Connect, Node::Kafka, Node::Sink, Node::App, Node::Operator, Node::Loader];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -140,14 +132,7 @@ impl Row {
 
 impl fmt::Display for Row {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "v{} {} {}.{:02}",
-            self.version,
-            self.status.name(),
-            self.amount_cents / 100,
-            self.amount_cents % 100
-        )
+        write!(f, "v{} {} {}.{:02}", self.version, self.status.name(), self.amount_cents / 100, self.amount_cents % 100)
     }
 }
 

@@ -180,7 +180,11 @@ impl Kafka {
                 KafkaReply::GroupCommitted
             }
             KafkaRequest::ReadGroup { group } => KafkaReply::Group {
-                committed: self.groups.get(&group).map(|c| c.iter().map(|(tp, o)| (*tp, *o)).collect()).unwrap_or_default(),
+                committed: self
+                    .groups
+                    .get(&group)
+                    .map(|c| c.iter().map(|(tp, o)| (*tp, *o)).collect())
+                    .unwrap_or_default(),
                 partitions: self.logs.keys().copied().collect(),
             },
         };

@@ -45,8 +45,7 @@ impl Serialize for Lsn {
 impl<'de> Deserialize<'de> for Lsn {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;
-        Lsn::parse(&text)
-            .ok_or_else(|| serde::de::Error::custom(format!("`{text}` is not an LSN like 0/16B3748")))
+        Lsn::parse(&text).ok_or_else(|| serde::de::Error::custom(format!("`{text}` is not an LSN like 0/16B3748")))
     }
 }
 

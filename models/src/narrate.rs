@@ -52,9 +52,11 @@ fn partitions_summary(records: &[KafkaRecord]) -> String {
     }
     ranges
         .iter()
-        .map(|(partition, (low, high))| {
-            if low == high { format!("p{partition}@{low}") } else { format!("p{partition}@{low}..{high}") }
-        })
+        .map(
+            |(partition, (low, high))| {
+                if low == high { format!("p{partition}@{low}") } else { format!("p{partition}@{low}..{high}") }
+            },
+        )
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -116,10 +118,9 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             Some(offset) => format!("task started; stored offset {offset}"),
             None => "task started; no stored offset".into(),
         },
-        Observation::LogPositionChecked { available, detail } => format!(
-            "log-position check: {} ({detail})",
-            if *available { "available" } else { "NOT available" }
-        ),
+        Observation::LogPositionChecked { available, detail } => {
+            format!("log-position check: {} ({detail})", if *available { "available" } else { "NOT available" })
+        }
         Observation::SlotRead { row } => match row {
             Some(row) => format!(
                 "slot \"{}\" exists: restart_lsn {}, confirmed_flush {}",
@@ -174,7 +175,11 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
         }
         Observation::ProduceAcked { count, completion_marker, .. } => format!(
             "Kafka acknowledged {count} record(s){}",
-            if *completion_marker { ", including the snapshot completion marker (not yet in the offsets topic)" } else { "" }
+            if *completion_marker {
+                ", including the snapshot completion marker (not yet in the offsets topic)"
+            } else {
+                ""
+            }
         ),
         Observation::OffsetsCommitted { offset } => match offset {
             Some(offset) => format!("offset flush stored {offset}"),
@@ -217,7 +222,8 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             text
         }
         Observation::SinkReconciled { epoch_lsn, removed } => {
-            let shown: Vec<String> = removed.iter().take(5).map(|(_, key, row)| format!("claim {key} v{}", row.version)).collect();
+            let shown: Vec<String> =
+                removed.iter().take(5).map(|(_, key, row)| format!("claim {key} v{}", row.version)).collect();
             format!(
                 "snapshot epoch {epoch_lsn} complete: removed {} document(s) it did not see{}",
                 removed.len(),
@@ -226,7 +232,9 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
         }
         Observation::AppTxnFailed { reason } => format!("transaction failed: {reason}"),
         Observation::LoaderRead { rows, lsn } => {
-            format!("plain SELECT read {rows} rows (pg_current_wal_lsn() was {lsn}); publishing them as snapshot records")
+            format!(
+                "plain SELECT read {rows} rows (pg_current_wal_lsn() was {lsn}); publishing them as snapshot records"
+            )
         }
         Observation::GateChecked { saved_offset, slot, timeline, switch_lsn, verdict, detail, .. } => format!(
             "failover gate: saved offset {}; slot on the new primary: {}; timeline {timeline}{} -> {}: {detail}",

@@ -77,9 +77,21 @@ pub enum GateVerdict {
 pub enum Observation {
     // ----- PostgreSQL -----
     /// A transaction committed (the oracle's input).
-    Committed { server: Node, txn: Arc<CommittedTxn> },
-    SlotCreated { server: Node, slot: String, restart_lsn: Lsn, consistent_point: Lsn, snapshot_name: String },
-    SlotDropped { server: Node, slot: String },
+    Committed {
+        server: Node,
+        txn: Arc<CommittedTxn>,
+    },
+    SlotCreated {
+        server: Node,
+        slot: String,
+        restart_lsn: Lsn,
+        consistent_point: Lsn,
+        snapshot_name: String,
+    },
+    SlotDropped {
+        server: Node,
+        slot: String,
+    },
     /// A snapshot `SELECT` began; `snapshot_csn` is what it sees, `wal_lsn` the write position then.
     ScanStarted {
         server: Node,
@@ -101,61 +113,155 @@ pub enum Observation {
         restart_lsn: Lsn,
     },
     /// `confirmed_flush` moved by a client's confirmation.
-    SlotConfirmed { server: Node, slot: String, from: Lsn, to: Lsn, by: Node },
+    SlotConfirmed {
+        server: Node,
+        slot: String,
+        from: Lsn,
+        to: Lsn,
+        by: Node,
+    },
     /// The slot file was written with these positions (a restart candidate was installed).
-    SlotSaved { server: Node, slot: String, restart_lsn: Lsn, confirmed_flush: Lsn },
-    Checkpoint { server: Node, lsn: Lsn },
+    SlotSaved {
+        server: Node,
+        slot: String,
+        restart_lsn: Lsn,
+        confirmed_flush: Lsn,
+    },
+    Checkpoint {
+        server: Node,
+        lsn: Lsn,
+    },
     /// The server (re)started; `slots` gives each slot's `confirmed_flush` as loaded.
-    ServerStarted { server: Node, role: Role, slots: Vec<(String, Lsn)> },
+    ServerStarted {
+        server: Node,
+        role: Role,
+        slots: Vec<(String, Lsn)>,
+    },
     /// A standby was promoted: its history ends at `switch_lsn` (commit `csn`) and continues on
     /// `timeline`. `slots` are the logical slots it has.
-    Promoted { server: Node, timeline: u32, switch_lsn: Lsn, csn: Csn, slots: Vec<String> },
+    Promoted {
+        server: Node,
+        timeline: u32,
+        switch_lsn: Lsn,
+        csn: Csn,
+        slots: Vec<String>,
+    },
 
     // ----- Kafka Connect and Debezium -----
-    WorkerStarted { target_state: String },
+    WorkerStarted {
+        target_state: String,
+    },
     /// The source task started and loaded its stored offset.
-    TaskStarted { offset: Option<SourceOffset> },
+    TaskStarted {
+        offset: Option<SourceOffset>,
+    },
     /// The start-up log-position check (§3) and its verdict.
-    LogPositionChecked { available: bool, detail: String },
+    LogPositionChecked {
+        available: bool,
+        detail: String,
+    },
     /// The slot row the task read at start (`None`: no such slot).
-    SlotRead { row: Option<SlotRow> },
-    SnapshotDecided { snapshot: bool, reason: String },
-    SnapshotStarted { attempt: u32, case: SnapshotCase, lsn: Lsn },
-    SnapshotCompleted { attempt: u32, rows: usize, lsn: Lsn },
-    StreamingRequested { start: Lsn, skip_processed_upto: Option<Lsn> },
+    SlotRead {
+        row: Option<SlotRow>,
+    },
+    SnapshotDecided {
+        snapshot: bool,
+        reason: String,
+    },
+    SnapshotStarted {
+        attempt: u32,
+        case: SnapshotCase,
+        lsn: Lsn,
+    },
+    SnapshotCompleted {
+        attempt: u32,
+        rows: usize,
+        lsn: Lsn,
+    },
+    StreamingRequested {
+        start: Lsn,
+        skip_processed_upto: Option<Lsn>,
+    },
     /// `poll()` returned records to Connect.
-    Polled { records: Vec<SourceRecord> },
+    Polled {
+        records: Vec<SourceRecord>,
+    },
     /// Kafka acknowledged `count` records, `changes` of them streamed changes;
     /// `completion_marker` if one carried `snapshot_completed=true`.
-    ProduceAcked { count: usize, changes: usize, completion_marker: bool },
+    ProduceAcked {
+        count: usize,
+        changes: usize,
+        completion_marker: bool,
+    },
     /// An offset flush stored this offset in the offsets topic (and `commit()` was called).
-    OffsetsCommitted { offset: Option<SourceOffset> },
-    OffsetFlushFailed { reason: String },
+    OffsetsCommitted {
+        offset: Option<SourceOffset>,
+    },
+    OffsetFlushFailed {
+        reason: String,
+    },
     /// Debezium confirmed this LSN to the slot (a standby status update).
-    LsnFlushed { lsn: Lsn },
-    TaskFailed { reason: String },
-    TaskRestarting { reason: String, after_ms: u64 },
-    TaskStopped { graceful: bool },
+    LsnFlushed {
+        lsn: Lsn,
+    },
+    TaskFailed {
+        reason: String,
+    },
+    TaskRestarting {
+        reason: String,
+        after_ms: u64,
+    },
+    TaskStopped {
+        graceful: bool,
+    },
 
     // ----- Kafka -----
     /// Records appended to partition logs (durable from now on).
-    Appended { records: Vec<KafkaRecord> },
+    Appended {
+        records: Vec<KafkaRecord>,
+    },
     /// The offsets topic now holds this value for the connector (`None`: tombstone).
-    SourceOffsetStored { connector: String, offset: Option<SourceOffset> },
-    GroupCommitted { group: String, positions: Vec<(TopicPartition, u64)> },
+    SourceOffsetStored {
+        connector: String,
+        offset: Option<SourceOffset>,
+    },
+    GroupCommitted {
+        group: String,
+        positions: Vec<(TopicPartition, u64)>,
+    },
 
     // ----- sink -----
-    SinkStarted { positions: Vec<(TopicPartition, u64)> },
+    SinkStarted {
+        positions: Vec<(TopicPartition, u64)>,
+    },
     /// One record applied (not narrated one by one).
-    SinkApplied { record: KafkaRecord, action: SinkAction, before: Option<Doc>, after: Option<Doc> },
+    SinkApplied {
+        record: KafkaRecord,
+        action: SinkAction,
+        before: Option<Doc>,
+        after: Option<Doc>,
+    },
     /// A batch of records applied (narrated).
-    SinkBatch { applied: usize, rejected: usize, ignored: usize, from: Vec<(TopicPartition, u64)> },
+    SinkBatch {
+        applied: usize,
+        rejected: usize,
+        ignored: usize,
+        from: Vec<(TopicPartition, u64)>,
+    },
     /// A completed snapshot epoch removed the documents it did not see.
-    SinkReconciled { epoch_lsn: Lsn, removed: Vec<(TableId, Key, Row)> },
+    SinkReconciled {
+        epoch_lsn: Lsn,
+        removed: Vec<(TableId, Key, Row)>,
+    },
 
     // ----- clients -----
-    AppTxnFailed { reason: String },
-    LoaderRead { rows: usize, lsn: Lsn },
+    AppTxnFailed {
+        reason: String,
+    },
+    LoaderRead {
+        rows: usize,
+        lsn: Lsn,
+    },
 
     // ----- operator -----
     GateChecked {
@@ -167,15 +273,23 @@ pub enum Observation {
         verdict: GateVerdict,
         detail: String,
     },
-    OperatorAction { action: String },
+    OperatorAction {
+        action: String,
+    },
 
     // ----- harness -----
     /// A fault the harness injected.
-    Fault { action: FaultAction },
+    Fault {
+        action: FaultAction,
+    },
     /// The harness restarted a process (after a fault).
-    Restarted { process: Node },
+    Restarted {
+        process: Node,
+    },
     /// A named model moment was reached (what fault and workload triggers wait for).
-    Moment { name: String },
+    Moment {
+        name: String,
+    },
 }
 
 /// An observation with its time and node: one line of the trace.

@@ -152,7 +152,10 @@ impl Component for Operator {
             }
             (Step::RecreateDropping, Msg::SqlReply { .. }) => {
                 self.step = Step::RecreateCreating;
-                self.action(ctx, &format!("create slot \"{}\" with pg_create_logical_replication_slot", self.slot_name));
+                self.action(
+                    ctx,
+                    &format!("create slot \"{}\" with pg_create_logical_replication_slot", self.slot_name),
+                );
                 let slot = self.slot_name.clone();
                 self.sql(ctx, SqlRequest::CreateSlot { slot, plugin: "pgoutput".into() });
             }
@@ -173,7 +176,10 @@ impl Component for Operator {
                 if state == "STOPPED" {
                     self.step = Step::ReadingOffset;
                     let connector = self.connector.clone();
-                    ctx.send(Node::Kafka, Msg::Kafka { request_id: 1, request: KafkaRequest::ReadSourceOffset { connector } });
+                    ctx.send(
+                        Node::Kafka,
+                        Msg::Kafka { request_id: 1, request: KafkaRequest::ReadSourceOffset { connector } },
+                    );
                 } else {
                     ctx.set_timer(Timer::OperatorRetry, STATUS_POLL_MS);
                 }
@@ -189,7 +195,10 @@ impl Component for Operator {
                 self.step = Step::ReadingTimeline;
                 self.sql(ctx, SqlRequest::TimelineInfo);
             }
-            (Step::ReadingTimeline, Msg::SqlReply { reply: SqlReply::Timeline { timeline, switch_lsn, current_lsn, .. }, .. }) => {
+            (
+                Step::ReadingTimeline,
+                Msg::SqlReply { reply: SqlReply::Timeline { timeline, switch_lsn, current_lsn, .. }, .. },
+            ) => {
                 self.decide(ctx, timeline, switch_lsn, current_lsn);
             }
             (Step::DeletingOffsets, Msg::RestReply { .. }) => {

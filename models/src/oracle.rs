@@ -56,8 +56,13 @@ pub struct Oracle {
 impl Oracle {
     pub fn new(initial_rows: &[(TableId, Key, Row)]) -> Oracle {
         let initial: BTreeMap<DocId, Row> = initial_rows.iter().map(|(t, k, r)| ((*t, *k), *r)).collect();
-        let mut oracle =
-            Oracle { commits: Vec::new(), initial, history: BTreeMap::new(), last_csn: 0, by_change_lsn: BTreeMap::new() };
+        let mut oracle = Oracle {
+            commits: Vec::new(),
+            initial,
+            history: BTreeMap::new(),
+            last_csn: 0,
+            by_change_lsn: BTreeMap::new(),
+        };
         oracle.rebuild();
         oracle
     }
@@ -66,7 +71,9 @@ impl Oracle {
         self.history = self
             .initial
             .iter()
-            .map(|(id, row)| (*id, vec![Version { csn: 0, row: Some(*row), commit_lsn: Lsn::INVALID, at: SimTime::ZERO }]))
+            .map(|(id, row)| {
+                (*id, vec![Version { csn: 0, row: Some(*row), commit_lsn: Lsn::INVALID, at: SimTime::ZERO }])
+            })
             .collect();
         self.last_csn = 0;
         let surviving: Vec<(Arc<CommittedTxn>, SimTime)> =
@@ -186,9 +193,10 @@ impl Oracle {
         let mut lost = None;
         let candidates = self.by_change_lsn.get(&lsn).map_or(&[][..], Vec::as_slice);
         for commit in candidates.iter().map(|index| &self.commits[*index]) {
-            let matches = commit.txn.changes.iter().any(|change| {
-                change.lsn == lsn && (change.table, change.key) == id && change.kind.after() == after
-            });
+            let matches =
+                commit.txn.changes.iter().any(|change| {
+                    change.lsn == lsn && (change.table, change.key) == id && change.kind.after() == after
+                });
             if matches {
                 if !commit.lost {
                     return Some(commit);

@@ -21,16 +21,40 @@ pub type SessionId = u64;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
-    Sql { session: SessionId, request: SqlRequest },
-    SqlReply { session: SessionId, reply: SqlReply },
-    Repl { session: SessionId, request: ReplRequest },
-    ReplReply { session: SessionId, reply: ReplReply },
+    Sql {
+        session: SessionId,
+        request: SqlRequest,
+    },
+    SqlReply {
+        session: SessionId,
+        reply: SqlReply,
+    },
+    Repl {
+        session: SessionId,
+        request: ReplRequest,
+    },
+    ReplReply {
+        session: SessionId,
+        reply: ReplReply,
+    },
     /// Physical streaming replication: WAL from the primary to its standby.
-    WalShip { entries: Vec<WalEntry> },
-    Kafka { request_id: u64, request: KafkaRequest },
-    KafkaReply { request_id: u64, reply: KafkaReply },
-    Rest { request: RestRequest },
-    RestReply { reply: RestReply },
+    WalShip {
+        entries: Vec<WalEntry>,
+    },
+    Kafka {
+        request_id: u64,
+        request: KafkaRequest,
+    },
+    KafkaReply {
+        request_id: u64,
+        reply: KafkaReply,
+    },
+    Rest {
+        request: RestRequest,
+    },
+    RestReply {
+        reply: RestReply,
+    },
     /// From the harness: a scripted action (not a network message of the real system).
     Control(Control),
 }
@@ -76,14 +100,28 @@ pub struct SlotRow {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum SqlReply {
-    Committed { xid: Xid, commit_lsn: Lsn, end_lsn: Lsn, changes: Vec<Change> },
+    Committed {
+        xid: Xid,
+        commit_lsn: Lsn,
+        end_lsn: Lsn,
+        changes: Vec<Change>,
+    },
     /// The transaction changed no row (an update or delete of a missing key).
     NothingChanged,
     Lsn(Lsn),
     Slot(Option<SlotRow>),
     /// The next cursor batch; `done` on the last one.
-    Rows { table: TableId, rows: Vec<(Key, Row)>, done: bool },
-    Timeline { timeline: u32, in_recovery: bool, switch_lsn: Option<Lsn>, current_lsn: Lsn },
+    Rows {
+        table: TableId,
+        rows: Vec<(Key, Row)>,
+        done: bool,
+    },
+    Timeline {
+        timeline: u32,
+        in_recovery: bool,
+        switch_lsn: Option<Lsn>,
+        current_lsn: Lsn,
+    },
     Ok,
     Error(String),
 }
@@ -92,12 +130,21 @@ pub enum SqlReply {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ReplRequest {
     /// `CREATE_REPLICATION_SLOT "<slot>" LOGICAL <plugin>`: the default exports a snapshot.
-    CreateSlot { slot: String, plugin: String },
+    CreateSlot {
+        slot: String,
+        plugin: String,
+    },
     /// `START_REPLICATION SLOT "<slot>" LOGICAL <start> (proto_version '1', publication_names
     /// '<publication>')`.
-    StartReplication { slot: String, start: Lsn, publication: String },
+    StartReplication {
+        slot: String,
+        start: Lsn,
+        publication: String,
+    },
     /// Standby status update: the client has flushed everything up to `flush`.
-    StatusUpdate { flush: Lsn },
+    StatusUpdate {
+        flush: Lsn,
+    },
     Close,
 }
 
@@ -115,7 +162,10 @@ pub struct DecodedTxn {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ReplReply {
-    SlotCreated { consistent_point: Lsn, snapshot_name: String },
+    SlotCreated {
+        consistent_point: Lsn,
+        snapshot_name: String,
+    },
     /// `CopyBothResponse`: streaming has begun.
     StreamingStarted,
     XLogData(DecodedTxn),

@@ -124,8 +124,11 @@ impl HandoffRecord {
         }
         let keys_missing: Vec<Key> = source.keys().filter(|key| !sink.contains_key(key)).copied().collect();
         let keys_extra: Vec<Key> = sink.keys().filter(|key| !source.contains_key(key)).copied().collect();
-        let keys_differing: Vec<Key> =
-            source.iter().filter(|(key, row)| sink.get(key).is_some_and(|seen| seen != *row)).map(|(k, _)| *k).collect();
+        let keys_differing: Vec<Key> = source
+            .iter()
+            .filter(|(key, row)| sink.get(key).is_some_and(|seen| seen != *row))
+            .map(|(k, _)| *k)
+            .collect();
         let mut draw = Draw::new(inputs.seed, stream::SAMPLE);
         let candidates: Vec<Key> = source.keys().copied().collect();
         let mut sampled_keys: Vec<Key> = Vec::new();
@@ -206,7 +209,7 @@ impl HandoffRecord {
                 }
                 Observation::GateChecked { saved_offset, slot, verdict, detail, .. } => {
                     if let Some(gate) = failover_gate.as_mut() {
-                        gate.saved_offset = saved_offset.as_ref().map(|offset: &Box<SourceOffset>| offset.to_string());
+                        gate.saved_offset = saved_offset.as_deref().map(SourceOffset::to_string);
                         gate.new_source_slot = Some(match slot {
                             Some(slot) => format!(
                                 "slot \"{}\" confirmed_flush {}",
@@ -222,10 +225,11 @@ impl HandoffRecord {
                         };
                     }
                 }
-                Observation::LogPositionChecked { available: false, detail } if rebuild.is_none() => {
-                    if spec.debezium.snapshot_mode == crate::debezium::SnapshotMode::WhenNeeded {
-                        rebuild = Some(format!("snapshot.mode=when_needed re-snapshots at {}: {detail}", event.at));
-                    }
+                Observation::LogPositionChecked { available: false, detail }
+                    if rebuild.is_none()
+                        && spec.debezium.snapshot_mode == crate::debezium::SnapshotMode::WhenNeeded =>
+                {
+                    rebuild = Some(format!("snapshot.mode=when_needed re-snapshots at {}: {detail}", event.at));
                 }
                 _ => {}
             }
@@ -278,10 +282,19 @@ impl HandoffRecord {
                 "none".into()
             } else {
                 let shown: Vec<String> = keys.iter().take(12).map(Key::to_string).collect();
-                format!("{}{}", shown.join(", "), if keys.len() > 12 { format!(" … ({} in all)", keys.len()) } else { String::new() })
+                format!(
+                    "{}{}",
+                    shown.join(", "),
+                    if keys.len() > 12 { format!(" … ({} in all)", keys.len()) } else { String::new() }
+                )
             }
         };
-        let _ = writeln!(out, "  source tables        {} (schema revision {})", self.source_tables.join(", "), self.schema_revision);
+        let _ = writeln!(
+            out,
+            "  source tables        {} (schema revision {})",
+            self.source_tables.join(", "),
+            self.schema_revision
+        );
         let config: Vec<String> = self.connector_configuration.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(out, "  connector            {}", config.join(" "));
         match &self.snapshot_completion_marker {
@@ -298,28 +311,53 @@ impl HandoffRecord {
         }
         let _ = writeln!(out, "  sink key rule        {}", self.sink_key_rule);
         let checkpoint: Vec<String> = self.sink_checkpoint.iter().map(|(p, o)| format!("p{p}={o}")).collect();
-        let _ = writeln!(out, "  sink checkpoint      {}", if checkpoint.is_empty() { "none".into() } else { checkpoint.join(" ") });
+        let _ = writeln!(
+            out,
+            "  sink checkpoint      {}",
+            if checkpoint.is_empty() { "none".into() } else { checkpoint.join(" ") }
+        );
         if let Some(test) = &self.restart_test {
-            let _ = writeln!(out, "  restart test         {} ({} snapshot attempt(s))", test.outcome, test.snapshot_attempts);
+            let _ = writeln!(
+                out,
+                "  restart test         {} ({} snapshot attempt(s))",
+                test.outcome, test.snapshot_attempts
+            );
         }
         if let Some(gate) = &self.failover_gate {
-            let _ = writeln!(out, "  failover gate        promoted at {}, timeline switch at {}: {}", gate.promoted_at, gate.switch_lsn, gate.outcome);
+            let _ = writeln!(
+                out,
+                "  failover gate        promoted at {}, timeline switch at {}: {}",
+                gate.promoted_at, gate.switch_lsn, gate.outcome
+            );
             if let Some(saved) = &gate.saved_offset {
-                let _ = writeln!(out, "                       saved offset {saved}; new source {}", gate.new_source_slot.clone().unwrap_or_default());
+                let _ = writeln!(
+                    out,
+                    "                       saved offset {saved}; new source {}",
+                    gate.new_source_slot.clone().unwrap_or_default()
+                );
             }
         }
-        let _ = writeln!(out, "  rebuild              {}", self.rebuild_from_new_snapshot.clone().unwrap_or_else(|| "none".into()));
+        let _ = writeln!(
+            out,
+            "  rebuild              {}",
+            self.rebuild_from_new_snapshot.clone().unwrap_or_else(|| "none".into())
+        );
         let _ = writeln!(
             out,
             "  acceptance boundary  {} ({})",
             self.acceptance_at,
-            if self.acceptance_reached { "pipeline caught up".to_string() } else { format!("NOT reached: {}", self.acceptance_note) }
+            if self.acceptance_reached {
+                "pipeline caught up".to_string()
+            } else {
+                format!("NOT reached: {}", self.acceptance_note)
+            }
         );
         let _ = writeln!(out, "  row counts           source {} / sink {}", self.source_row_count, self.sink_row_count);
         let _ = writeln!(out, "  keys missing         {}", keys(&self.keys_missing));
         let _ = writeln!(out, "  keys extra           {}", keys(&self.keys_extra));
         let _ = writeln!(out, "  keys differing       {}", keys(&self.keys_differing));
-        let mismatched: Vec<String> = self.sampled_hashes.iter().filter(|s| !s.matches).map(|s| s.key.to_string()).collect();
+        let mismatched: Vec<String> =
+            self.sampled_hashes.iter().filter(|s| !s.matches).map(|s| s.key.to_string()).collect();
         let _ = writeln!(
             out,
             "  sampled hashes       {} of {} match{}",

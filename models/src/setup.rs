@@ -82,9 +82,11 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
     let app = App::new(Arc::new(workload::workload(spec, seed)));
     let operator = Operator::new(spec.gate, spec.debezium.name.clone(), spec.debezium.slot_name.clone());
     let loader = match spec.handoff {
-        HandoffMethod::PlainRead { read_at_ms } => {
-            Some(Loader::new(spec.debezium.tables.first().copied().unwrap_or_default(), read_at_ms, spec.debezium.snapshot_fetch_size))
-        }
+        HandoffMethod::PlainRead { read_at_ms } => Some(Loader::new(
+            spec.debezium.tables.first().copied().unwrap_or_default(),
+            read_at_ms,
+            spec.debezium.snapshot_fetch_size,
+        )),
         HandoffMethod::ConnectorSnapshot => None,
     };
     System {

@@ -207,8 +207,12 @@ impl SearchIndex {
             let epoch = self.epochs.remove(&lsn).expect("epoch exists");
             self.closed_epochs.insert(lsn);
             // Older snapshots that never completed were abandoned: this one supersedes them.
-            let abandoned: Vec<Lsn> =
-                self.epochs.iter().filter(|(older, e)| **older < lsn && e.close_at.is_none()).map(|(l, _)| *l).collect();
+            let abandoned: Vec<Lsn> = self
+                .epochs
+                .iter()
+                .filter(|(older, e)| **older < lsn && e.close_at.is_none())
+                .map(|(l, _)| *l)
+                .collect();
             for older in abandoned {
                 self.epochs.remove(&older);
                 self.closed_epochs.insert(older);

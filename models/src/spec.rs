@@ -338,7 +338,12 @@ pub fn claims_minimal(rows: u32, rule: crate::sink::ApplyRule) -> Spec {
         checkpoint_timeout_ms: 300_000,
         scan_rows_per_second: 1000,
         standby: None,
-        tables: vec![TableSetup { id: table, name: "public.claims".into(), rows, replica_identity: ReplicaIdentity::Full }],
+        tables: vec![TableSetup {
+            id: table,
+            name: "public.claims".into(),
+            rows,
+            replica_identity: ReplicaIdentity::Full,
+        }],
         debezium: DebeziumConfig {
             version: (3, 7),
             name: "claims-connector".into(),
@@ -370,7 +375,11 @@ pub fn claims_minimal(rows: u32, rule: crate::sink::ApplyRule) -> Spec {
                 ops: vec![RowOp::Update { table, key: 1, status: Status::Approved }],
                 label: "update claim 1".into(),
             },
-            ScriptedTxn { trigger: any_time, ops: vec![RowOp::Delete { table, key: 2 }], label: "delete claim 2".into() },
+            ScriptedTxn {
+                trigger: any_time,
+                ops: vec![RowOp::Delete { table, key: 2 }],
+                label: "delete claim 2".into(),
+            },
         ],
         faults: Vec::new(),
         handoff: HandoffMethod::ConnectorSnapshot,

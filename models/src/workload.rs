@@ -70,11 +70,7 @@ pub fn initial_rows(spec: &Spec, seed: u64) -> Vec<(TableId, Key, Row)> {
 
 /// The application's transactions.
 pub fn workload(spec: &Spec, seed: u64) -> Workload {
-    let scripted = spec
-        .scripted
-        .iter()
-        .map(|txn| WorkloadTxn { at_ms: None, ops: txn.ops.clone() })
-        .collect();
+    let scripted = spec.scripted.iter().map(|txn| WorkloadTxn { at_ms: None, ops: txn.ops.clone() }).collect();
     let mut timed = Vec::new();
     if let Some(background) = spec.background
         && let Some(table) = spec.tables.first()
@@ -83,9 +79,11 @@ pub fn workload(spec: &Spec, seed: u64) -> Workload {
         let span = background.end_ms.saturating_sub(background.start_ms);
         let seconds = span as f64 / 1000.0;
         let mut events: Vec<(u64, u8)> = Vec::new();
-        for (kind, rate) in
-            [(0u8, background.inserts_per_second), (1, background.updates_per_second), (2, background.deletes_per_second)]
-        {
+        for (kind, rate) in [
+            (0u8, background.inserts_per_second),
+            (1, background.updates_per_second),
+            (2, background.deletes_per_second),
+        ] {
             let count = (rate * seconds).round() as u64;
             for _ in 0..count {
                 events.push((background.start_ms + draw.below(span.max(1)), kind));
@@ -106,7 +104,8 @@ pub fn workload(spec: &Spec, seed: u64) -> Workload {
                 _ if live.is_empty() => continue,
                 1 => {
                     let key = *live.iter().nth(draw.below(live.len() as u64) as usize).expect("in range");
-                    let status = [Status::Assessed, Status::Approved, Status::Paid, Status::Closed][draw.below(4) as usize];
+                    let status =
+                        [Status::Assessed, Status::Approved, Status::Paid, Status::Closed][draw.below(4) as usize];
                     RowOp::Update { table: table.id, key, status }
                 }
                 _ => {

@@ -287,15 +287,19 @@ impl World {
             }
             Action::RunScripted { index } => {
                 if self.scripted_pending.remove(&index) {
-                    self.with(Node::App, |c, ctx| c.on_message(ctx, Node::App, Msg::Control(Control::RunScripted { index })));
+                    self.with(Node::App, |c, ctx| {
+                        c.on_message(ctx, Node::App, Msg::Control(Control::RunScripted { index }))
+                    });
                 }
             }
             Action::Crash { node } => {
                 self.crashes_left = self.crashes_left.saturating_sub(1);
                 if node == Node::Connect {
-                    let stored_complete = self.kafka.source_offsets.values().any(|offset| {
-                        offset.snapshot.is_none() || offset.snapshot_is_completed()
-                    });
+                    let stored_complete = self
+                        .kafka
+                        .source_offsets
+                        .values()
+                        .any(|offset| offset.snapshot.is_none() || offset.snapshot_is_completed());
                     if !stored_complete {
                         self.restarted_during_snapshot = true;
                     }
@@ -307,7 +311,15 @@ impl World {
                 let peers: Vec<Node> = self
                     .connections
                     .iter()
-                    .filter_map(|(a, b)| if *a == node { Some(*b) } else if *b == node { Some(*a) } else { None })
+                    .filter_map(|(a, b)| {
+                        if *a == node {
+                            Some(*b)
+                        } else if *b == node {
+                            Some(*a)
+                        } else {
+                            None
+                        }
+                    })
                     .collect();
                 for peer in peers {
                     self.connections.remove(&(node.min(peer), node.max(peer)));
@@ -325,7 +337,11 @@ impl World {
             }
             Action::Restart { node } => {
                 if self.down.remove(&node) {
-                    self.observe(TraceEvent { at: SimTime::ZERO, node, observation: Observation::Restarted { process: node } });
+                    self.observe(TraceEvent {
+                        at: SimTime::ZERO,
+                        node,
+                        observation: Observation::Restarted { process: node },
+                    });
                     self.with(node, |c, ctx| c.start(ctx));
                 }
             }

@@ -6,11 +6,17 @@
 //! and handoff record included); the report gives the median, minimum and maximum of the
 //! samples. The wall clock is read only here, around whole runs, never inside one.
 
-use handoff_sim::{runner, scenario};
-use std::path::PathBuf;
-use std::time::Instant;
-
+#[cfg(not(madsim))]
 fn main() {
+    eprintln!("the benchmark needs the simulation: build with --cfg madsim (the workspace default)");
+}
+
+#[cfg(madsim)]
+fn main() {
+    use handoff_sim::{runner, scenario};
+    use std::path::PathBuf;
+    use std::time::Instant;
+
     let args: Vec<String> = std::env::args().skip(1).filter(|arg| !arg.starts_with("--")).collect();
     let name = args.first().map_or("claims-restart-during-snapshot", String::as_str);
     let runs: u64 = args.get(1).and_then(|v| v.parse().ok()).unwrap_or(100);

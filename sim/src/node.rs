@@ -63,11 +63,25 @@ pub fn now_ms() -> u64 {
 
 /// What reaches a node's loop.
 pub enum Inbound {
-    Msg { from: Node, generation: u64, msg: Msg },
-    Lost { peer: Node, generation: u64 },
-    Accepted { peer: Node, sender: Sender, receiver: Receiver },
+    Msg {
+        from: Node,
+        generation: u64,
+        msg: Msg,
+    },
+    Lost {
+        peer: Node,
+        generation: u64,
+    },
+    Accepted {
+        peer: Node,
+        sender: Sender,
+        receiver: Receiver,
+    },
     /// From the harness: delivered as if sent by `from`.
-    Inject { from: Node, msg: Msg },
+    Inject {
+        from: Node,
+        msg: Msg,
+    },
 }
 
 struct Link {

@@ -9,7 +9,10 @@ use serde::Serialize;
 use std::fmt::Write;
 
 pub fn names(spec: &Spec) -> Names {
-    Names { tables: spec.tables.iter().map(|t| t.name.clone()).collect(), topic_prefix: spec.debezium.topic_prefix.clone() }
+    Names {
+        tables: spec.tables.iter().map(|t| t.name.clone()).collect(),
+        topic_prefix: spec.debezium.topic_prefix.clone(),
+    }
 }
 
 /// The narrated timeline, one line per event worth reading.
@@ -19,7 +22,11 @@ pub fn timeline(spec: &Spec, result: &RunResult) -> Vec<String> {
 }
 
 fn invariants(list: &[Invariant]) -> String {
-    if list.is_empty() { "none".into() } else { list.iter().map(|i| format!("{i} {}", i.name())).collect::<Vec<_>>().join(", ") }
+    if list.is_empty() {
+        "none".into()
+    } else {
+        list.iter().map(|i| format!("{i} {}", i.name())).collect::<Vec<_>>().join(", ")
+    }
 }
 
 /// The run's options, printed at its start.
@@ -45,7 +52,12 @@ pub fn header(spec: &Spec, scenario: &str, result: &RunResult) -> String {
         let _ = writeln!(out, "fault     {} at {}", fault.action, trigger(&fault.trigger));
     }
     for txn in &spec.scripted {
-        let _ = writeln!(out, "scripted  {} at {}", if txn.label.is_empty() { "transaction" } else { &txn.label }, trigger(&txn.trigger));
+        let _ = writeln!(
+            out,
+            "scripted  {} at {}",
+            if txn.label.is_empty() { "transaction" } else { &txn.label },
+            trigger(&txn.trigger)
+        );
     }
     if let Some(background) = spec.background {
         let _ = writeln!(
@@ -89,8 +101,16 @@ pub fn text(spec: &Spec, scenario: &str, result: &RunResult) -> String {
         out,
         "\nprediction  {}{} -> {}",
         if prediction.holds { "holds".to_string() } else { format!("violated: {}", invariants(&prediction.findings)) },
-        if prediction.allow.is_empty() { String::new() } else { format!(" (may also: {})", invariants(&prediction.allow)) },
-        if result.prediction_held { "HELD".to_string() } else { format!("NOT HELD: the run violated {}", invariants(&result.violated())) }
+        if prediction.allow.is_empty() {
+            String::new()
+        } else {
+            format!(" (may also: {})", invariants(&prediction.allow))
+        },
+        if result.prediction_held {
+            "HELD".to_string()
+        } else {
+            format!("NOT HELD: the run violated {}", invariants(&result.violated()))
+        }
     );
     for line in prediction.why.lines().filter(|l| !l.trim().is_empty()) {
         let _ = writeln!(out, "            {}", line.trim());

@@ -143,7 +143,9 @@ impl Shared {
                 if trigger.plus_ms == 0 && takes_down(&trigger.action, node) {
                     halt = true;
                 }
-                let _ = self.commands.unbounded_send(Command::Run { at_ms: at.ms() + trigger.plus_ms, action: trigger.action });
+                let _ = self
+                    .commands
+                    .unbounded_send(Command::Run { at_ms: at.ms() + trigger.plus_ms, action: trigger.action });
             }
         }
         halt
@@ -324,7 +326,8 @@ async fn harness(spec: Spec, seed: u64) -> Outcome {
     if let Some(loader) = &models.loader {
         nodes.insert(Node::Loader, spawn_node(&handle, Node::Loader, loader.clone(), shared.clone()));
     }
-    let mut harness = Harness { spec: &spec, models: &models, shared: shared.clone(), handle, nodes, scheduled, sequence };
+    let mut harness =
+        Harness { spec: &spec, models: &models, shared: shared.clone(), handle, nodes, scheduled, sequence };
     harness.schedule(connect_start_ms, HarnessStep::StartConnect);
 
     let mut last_activity_ms = 0u64;
@@ -387,7 +390,13 @@ async fn harness(spec: Spec, seed: u64) -> Outcome {
         })
         .collect();
     let trace = std::mem::take(&mut *shared.trace.lock().expect("trace"));
-    Outcome { trace, boundary: Boundary { at, reached, reason, sink: sink_docs }, sink_checkpoint, initial_rows, unfired }
+    Outcome {
+        trace,
+        boundary: Boundary { at, reached, reason, sink: sink_docs },
+        sink_checkpoint,
+        initial_rows,
+        unfired,
+    }
 }
 
 /// What the harness runs at a scheduled time.
@@ -452,11 +461,14 @@ impl Harness<'_> {
                 self.shared.inject(Node::Pg2, Node::Operator, Msg::Control(Control::Promote));
                 // The service name moves to the new primary; the gate hears of the failover.
                 *self.shared.primary.lock().expect("primary") = Node::Pg2;
-                self.schedule(now, HarnessStep::Inject {
-                    to: Node::Operator,
-                    from: Node::Operator,
-                    msg: Msg::Control(Control::FailoverHappened),
-                });
+                self.schedule(
+                    now,
+                    HarnessStep::Inject {
+                        to: Node::Operator,
+                        from: Node::Operator,
+                        msg: Msg::Control(Control::FailoverHappened),
+                    },
+                );
             }
             HarnessStep::Inject { to, from, msg } => self.shared.inject(to, from, msg),
             HarnessStep::Action(Action::Scripted(index)) => {
@@ -481,11 +493,14 @@ impl Harness<'_> {
                     FaultAction::StopConnector { resume_after_ms } => {
                         self.shared.inject(Node::Connect, Node::Operator, Msg::Rest { request: RestRequest::Stop });
                         if let Some(after) = resume_after_ms {
-                            self.schedule(now + after, HarnessStep::Inject {
-                                to: Node::Connect,
-                                from: Node::Operator,
-                                msg: Msg::Rest { request: RestRequest::Resume },
-                            });
+                            self.schedule(
+                                now + after,
+                                HarnessStep::Inject {
+                                    to: Node::Connect,
+                                    from: Node::Operator,
+                                    msg: Msg::Rest { request: RestRequest::Resume },
+                                },
+                            );
                         }
                     }
                     FaultAction::CrashPostgres { restart_after_ms } => {

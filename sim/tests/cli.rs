@@ -1,4 +1,5 @@
 //! The `handoff` command line: exit codes, the JSON report, bad input.
+#![cfg(madsim)]
 
 mod common;
 
@@ -90,7 +91,10 @@ fn a_bad_scenario_exits_2_naming_file_line_and_field_and_runs_nothing() {
 fn bad_flags_exit_2() {
     assert_eq!(handoff(&["run", &scenario("claims-failover"), "--seed", "minus-one"]).status.code(), Some(2));
     assert_eq!(handoff(&["run", &scenario("claims-failover"), "--set", "sink.apply"]).status.code(), Some(2));
-    assert_eq!(handoff(&["run", &scenario("claims-failover"), "--set", "sink.aply=naive-upsert"]).status.code(), Some(2));
+    assert_eq!(
+        handoff(&["run", &scenario("claims-failover"), "--set", "sink.aply=naive-upsert"]).status.code(),
+        Some(2)
+    );
     assert_eq!(handoff(&["run", "no/such/file.toml"]).status.code(), Some(2));
     assert_eq!(handoff(&["frobnicate"]).status.code(), Some(2));
 }

@@ -1,5 +1,6 @@
 //! Determinism is the product: the same scenario and seed give the same trace, bit for bit, in a
 //! fresh runtime each time; different seeds give different runs.
+#![cfg(madsim)]
 
 mod common;
 

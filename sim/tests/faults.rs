@@ -1,4 +1,5 @@
 //! The faults of the timed lens do what the real systems do.
+#![cfg(madsim)]
 
 mod common;
 
@@ -95,6 +96,9 @@ fn a_postgres_crash_takes_an_unsaved_confirmed_flush_back_and_the_stream_repeats
     }
     let after_restart = after_restart.expect("the server restarted with its slot");
     assert_eq!(after_restart, saved_before, "the slot comes back with its last saved position");
-    assert!(after_restart < confirmed_before, "feedback after the last save was lost: {after_restart} vs {confirmed_before}");
+    assert!(
+        after_restart < confirmed_before,
+        "feedback after the last save was lost: {after_restart} vs {confirmed_before}"
+    );
     assert!(result.boundary.reached, "{}", result.boundary.reason);
 }

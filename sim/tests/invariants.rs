@@ -1,5 +1,6 @@
 //! Each checked invariant has a run that breaks it, through the mechanism the reference
 //! describes, and the designs that avoid the mechanism keep it.
+#![cfg(madsim)]
 
 mod common;
 
@@ -20,7 +21,10 @@ fn finding_about(name: &str, sets: &[&str], invariant: Invariant) -> handoff_mod
 fn i1_a_plain_read_before_the_slot_exists_leaves_a_gap() {
     let finding = finding_about("claims-wall-clock-start", &[], I1);
     assert!(finding.detail.contains("first change missing from the sink"), "{finding}");
-    assert!(violated("claims-wall-clock-start", &["sink.apply=snapshot-epoch"]).contains(&I1), "no sink rule repairs it");
+    assert!(
+        violated("claims-wall-clock-start", &["sink.apply=snapshot-epoch"]).contains(&I1),
+        "no sink rule repairs it"
+    );
 }
 
 #[test]

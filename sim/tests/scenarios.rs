@@ -1,5 +1,6 @@
 //! Every bundled scenario, at its own seed: the prediction holds, and the narrated timeline and
 //! handoff record match the reviewed snapshot (any change in semantics shows as a diff).
+#![cfg(madsim)]
 
 mod common;
 

@@ -41,20 +41,35 @@ impl FailClosed {
                     *rebuilt = true;
                 }
             }
-            Observation::StreamStarted { server, client: Node::Connect, slot, requested, start, confirmed_flush, .. } => {
+            Observation::StreamStarted {
+                server,
+                client: Node::Connect,
+                slot,
+                requested,
+                start,
+                confirmed_flush,
+                ..
+            } => {
                 if !requested.is_valid() {
                     return;
                 }
                 let mut skipped_from = None;
                 if start > requested {
-                    skipped_from = Some((*requested, format!("decoding forwarded from the requested {requested} to confirmed_flush {confirmed_flush}")));
+                    skipped_from = Some((
+                        *requested,
+                        format!(
+                            "decoding forwarded from the requested {requested} to confirmed_flush {confirmed_flush}"
+                        ),
+                    ));
                 }
                 if let Some((switch, false)) = self.switch_points.get(server)
                     && requested > switch
                 {
                     skipped_from = Some((
                         *switch,
-                        format!("the requested {requested} is past timeline switch point {switch}: the new timeline's commits below it are skipped"),
+                        format!(
+                            "the requested {requested} is past timeline switch point {switch}: the new timeline's commits below it are skipped"
+                        ),
                     ));
                 }
                 let Some((from, why)) = skipped_from else { return };
@@ -65,7 +80,11 @@ impl FailClosed {
                     .filter(|commit| {
                         commit.txn.changes.iter().any(|change| {
                             evidence.captured.contains(&change.table)
-                                && !evidence.published.has_change(change.lsn, (change.table, change.key), change.kind.after())
+                                && !evidence.published.has_change(
+                                    change.lsn,
+                                    (change.table, change.key),
+                                    change.kind.after(),
+                                )
                         })
                     })
                     .collect();

@@ -74,7 +74,8 @@ impl FailoverGate {
                     }
                     Some(_) => None,
                 };
-                promotion.unavailable = reason.map(|reason| format!("{reason}; saved offset {}", saved.map_or("none".into(), |s| s.to_string())));
+                promotion.unavailable = reason
+                    .map(|reason| format!("{reason}; saved offset {}", saved.map_or("none".into(), |s| s.to_string())));
             }
             Observation::Appended { records } if !promotion.reported => {
                 let Some(reason) = promotion.unavailable.clone() else { return };

@@ -101,9 +101,11 @@ pub fn check_boundary(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<
 
 /// Why the delete never reached the sink, as far as Kafka's content tells.
 fn resurrection_reason(evidence: &Evidence, id: DocId, delete_lsn: crate::lsn::Lsn) -> String {
-    let streamed = evidence.published.changes.iter().any(|((_, doc), change)| {
-        *doc == id && change.after.is_none() && change.op == crate::event::Op::Delete
-    });
+    let streamed = evidence
+        .published
+        .changes
+        .iter()
+        .any(|((_, doc), change)| *doc == id && change.after.is_none() && change.op == crate::event::Op::Delete);
     if streamed {
         return "the delete was published but the sink did not keep it".into();
     }

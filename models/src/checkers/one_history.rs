@@ -55,7 +55,8 @@ fn handoff_position(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Fi
     let oracle = &evidence.oracle;
     let Some((index, attempt)) = evidence.published.accepted() else {
         let (_, start) = evidence.first_stream_start?;
-        let csn = oracle.surviving().filter(|commit| commit.txn.commit_lsn < start).map(|c| c.txn.csn).max().unwrap_or(0);
+        let csn =
+            oracle.surviving().filter(|commit| commit.txn.commit_lsn < start).map(|c| c.txn.csn).max().unwrap_or(0);
         return Some(Position { csn, describe: format!("the first stream start {start}") });
     };
     let label = format!("snapshot attempt {} (source.lsn {}, {} rows)", index + 1, attempt.lsn, attempt.rows.len());
@@ -69,7 +70,11 @@ fn handoff_position(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Fi
                 found.push(
                     Finding::new(Invariant::I4, Some(id.1), attempt.first_at)
                         .expected(format!("{label} holds rows of the source history"))
-                        .seen(format!("version {} ({}) is no row the surviving source ever had", row.version, row.status.name()))
+                        .seen(format!(
+                            "version {} ({}) is no row the surviving source ever had",
+                            row.version,
+                            row.status.name()
+                        ))
                         .lsn(attempt.lsn),
                 );
                 return None;
@@ -162,7 +167,9 @@ fn coverage(evidence: &Evidence, position: Position, found: &mut Vec<Finding>) {
             .changes
             .iter()
             .filter(|change| evidence.captured.contains(&change.table))
-            .filter(|change| !evidence.published.has_change(change.lsn, (change.table, change.key), change.kind.after()))
+            .filter(|change| {
+                !evidence.published.has_change(change.lsn, (change.table, change.key), change.kind.after())
+            })
             .collect();
         if !unpublished.is_empty() {
             missing.push((commit, unpublished));
@@ -234,7 +241,11 @@ fn sink_phantoms(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Findi
                         Some(source) => format!("version {} as in the source", source.version),
                         None => "absent: the source never had this row".into(),
                     })
-                    .seen(format!("version {} ({}), a row the surviving source never had", row.version, row.status.name())),
+                    .seen(format!(
+                        "version {} ({}), a row the surviving source never had",
+                        row.version,
+                        row.status.name()
+                    )),
             );
         }
     }

@@ -33,9 +33,7 @@ use crate::component::{Component, Ctx, Timer};
 use crate::ids::{Csn, Key, Node, Row, TableId, Xid};
 use crate::lsn::Lsn;
 use crate::observe::{Observation, ScanSnapshot};
-use crate::protocol::{
-    Control, DecodedTxn, Msg, ReplReply, ReplRequest, SessionId, SlotRow, SqlReply, SqlRequest,
-};
+use crate::protocol::{Control, DecodedTxn, Msg, ReplReply, ReplRequest, SessionId, SlotRow, SqlReply, SqlRequest};
 use serde::{Deserialize, Serialize};
 use slot::Slot;
 use std::collections::{BTreeMap, BTreeSet};
@@ -150,12 +148,7 @@ pub struct Postgres {
 
 impl Postgres {
     /// A server whose tables hold `initial_rows` (committed before the run, csn 0).
-    pub fn new(
-        node: Node,
-        role: Role,
-        config: Arc<PostgresConfig>,
-        initial_rows: &[(TableId, Key, Row)],
-    ) -> Postgres {
+    pub fn new(node: Node, role: Role, config: Arc<PostgresConfig>, initial_rows: &[(TableId, Key, Row)]) -> Postgres {
         let mut tables: Vec<Table> =
             config.tables.iter().map(|spec| Table::new(spec.id, spec.replica_identity)).collect();
         for (table, key, row) in initial_rows {
@@ -224,9 +217,9 @@ impl Postgres {
         let mut staged: BTreeMap<(TableId, Key), Option<Row>> = BTreeMap::new();
         for op in ops {
             let (table, key) = match *op {
-                RowOp::Insert { table, key, .. }
-                | RowOp::Update { table, key, .. }
-                | RowOp::Delete { table, key } => (table, key),
+                RowOp::Insert { table, key, .. } | RowOp::Update { table, key, .. } | RowOp::Delete { table, key } => {
+                    (table, key)
+                }
             };
             let current = match staged.get(&(table, key)) {
                 Some(row) => *row,
@@ -248,9 +241,9 @@ impl Postgres {
                     before: (identity == ReplicaIdentity::Full).then_some(old),
                     after: Row { version: old.version + 1, status, ..old },
                 }),
-                RowOp::Delete { .. } => current.map(|old| ChangeKind::Delete {
-                    before: (identity == ReplicaIdentity::Full).then_some(old),
-                }),
+                RowOp::Delete { .. } => {
+                    current.map(|old| ChangeKind::Delete { before: (identity == ReplicaIdentity::Full).then_some(old) })
+                }
             };
             if let Some(kind) = kind {
                 staged.insert((table, key), kind.after());
@@ -341,9 +334,7 @@ impl Postgres {
 
     /// Whether WAL other than running-xacts records was written since entry `since`.
     fn important_wal_since(&self, since: usize) -> bool {
-        self.durable.wal.entries[since.min(self.durable.wal.entries.len())..]
-            .iter()
-            .any(WalEntry::is_important)
+        self.durable.wal.entries[since.min(self.durable.wal.entries.len())..].iter().any(WalEntry::is_important)
     }
 
     /// `CreateCheckPoint` for a timed checkpoint: skipped when no important WAL was written since
@@ -369,7 +360,14 @@ impl Postgres {
 
     // ----- replication -----
 
-    fn create_slot(&mut self, ctx: &mut Ctx, client: Node, session: SessionId, name: String, plugin: String) -> ReplReply {
+    fn create_slot(
+        &mut self,
+        ctx: &mut Ctx,
+        client: Node,
+        session: SessionId,
+        name: String,
+        plugin: String,
+    ) -> ReplReply {
         if self.durable.role == Role::Standby {
             return ReplReply::Error("ERROR: logical decoding cannot be used while in recovery".into());
         }
@@ -391,7 +389,8 @@ impl Postgres {
             self.durable.csn + 2,
             self.volatile.exported_snapshots_created
         );
-        if let Some(Session::Replication { exported_snapshot, .. }) = self.volatile.sessions.get_mut(&(client, session)) {
+        if let Some(Session::Replication { exported_snapshot, .. }) = self.volatile.sessions.get_mut(&(client, session))
+        {
             *exported_snapshot = Some((snapshot_name.clone(), self.durable.csn));
         }
         ctx.observe(Observation::SlotCreated {
@@ -470,31 +469,29 @@ impl Postgres {
         };
         while walsender.next_entry < entries.len() {
             match &entries[walsender.next_entry] {
-                WalEntry::Txn(txn) => {
-                    if txn.commit_lsn >= walsender.start {
-                        let publication = published.get(&walsender.publication).cloned().flatten();
-                        let changes: Vec<Change> = txn
-                            .changes
-                            .iter()
-                            .filter(|change| publication.as_ref().is_none_or(|tables| tables.contains(&change.table)))
-                            .copied()
-                            .collect();
-                        if !changes.is_empty() {
-                            ctx.send(
-                                client,
-                                Msg::ReplReply {
-                                    session,
-                                    reply: ReplReply::XLogData(DecodedTxn {
-                                        xid: txn.xid,
-                                        first_lsn: txn.first_lsn,
-                                        commit_lsn: txn.commit_lsn,
-                                        end_lsn: txn.end_lsn,
-                                        commit_time: txn.commit_time,
-                                        changes,
-                                    }),
-                                },
-                            );
-                        }
+                WalEntry::Txn(txn) if txn.commit_lsn >= walsender.start => {
+                    let publication = published.get(&walsender.publication).cloned().flatten();
+                    let changes: Vec<Change> = txn
+                        .changes
+                        .iter()
+                        .filter(|change| publication.as_ref().is_none_or(|tables| tables.contains(&change.table)))
+                        .copied()
+                        .collect();
+                    if !changes.is_empty() {
+                        ctx.send(
+                            client,
+                            Msg::ReplReply {
+                                session,
+                                reply: ReplReply::XLogData(DecodedTxn {
+                                    xid: txn.xid,
+                                    first_lsn: txn.first_lsn,
+                                    commit_lsn: txn.commit_lsn,
+                                    end_lsn: txn.end_lsn,
+                                    commit_time: txn.commit_time,
+                                    changes,
+                                }),
+                            },
+                        );
                     }
                 }
                 WalEntry::RunningXacts { start, .. } => {
@@ -525,7 +522,13 @@ impl Postgres {
         };
         let result = slot.confirm(flush);
         if let Some((from, to)) = result.moved {
-            ctx.observe(Observation::SlotConfirmed { server: self.node, slot: slot.name.clone(), from, to, by: client });
+            ctx.observe(Observation::SlotConfirmed {
+                server: self.node,
+                slot: slot.name.clone(),
+                from,
+                to,
+                by: client,
+            });
         }
         if let Some(restart_lsn) = result.restart_advanced_to {
             ctx.observe(Observation::SlotSaved {
@@ -763,7 +766,9 @@ impl Component for Postgres {
                     .entry((from, session))
                     .or_insert(Session::Replication { exported_snapshot: None, walsender: None });
                 let reply = match request {
-                    ReplRequest::CreateSlot { slot, plugin } => Some(self.create_slot(ctx, from, session, slot, plugin)),
+                    ReplRequest::CreateSlot { slot, plugin } => {
+                        Some(self.create_slot(ctx, from, session, slot, plugin))
+                    }
                     ReplRequest::StartReplication { slot, start, publication } => {
                         self.start_replication(ctx, from, session, slot, start, publication)
                     }

@@ -17,9 +17,9 @@
 //! save, failover slots. Transactions are atomic, so no RX ever lists a running transaction and a
 //! candidate's restart point is always the RX itself.
 
+use crate::ids::Node;
 use crate::lsn::Lsn;
 use crate::protocol::SessionId;
-use crate::ids::Node;
 use serde::{Deserialize, Serialize};
 
 /// The positions of a slot.

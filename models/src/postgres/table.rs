@@ -47,12 +47,19 @@ pub struct Change {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ChangeKind {
-    Insert { after: Row },
+    Insert {
+        after: Row,
+    },
     /// `before` is logged with `REPLICA IDENTITY FULL` only.
-    Update { before: Option<Row>, after: Row },
+    Update {
+        before: Option<Row>,
+        after: Row,
+    },
     /// `before` is the whole old row with `REPLICA IDENTITY FULL`; otherwise only the key is
     /// logged.
-    Delete { before: Option<Row> },
+    Delete {
+        before: Option<Row>,
+    },
 }
 
 impl ChangeKind {

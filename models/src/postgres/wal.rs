@@ -98,12 +98,25 @@ pub enum WalEntry {
     Txn(Arc<CommittedTxn>),
     /// `xl_running_xacts`, written by the background writer, at checkpoints and at slot
     /// creation. Always empty here: transactions are atomic in this model.
-    RunningXacts { start: Lsn, end: Lsn },
-    Checkpoint { start: Lsn, end: Lsn },
+    RunningXacts {
+        start: Lsn,
+        end: Lsn,
+    },
+    Checkpoint {
+        start: Lsn,
+        end: Lsn,
+    },
     /// WAL written in a database nobody captures (`bytes` of it).
-    OtherDatabase { start: Lsn, end: Lsn },
+    OtherDatabase {
+        start: Lsn,
+        end: Lsn,
+    },
     /// A promoted standby's `END_OF_RECOVERY`, the first record of its new timeline.
-    EndOfRecovery { start: Lsn, end: Lsn, timeline: u32 },
+    EndOfRecovery {
+        start: Lsn,
+        end: Lsn,
+        timeline: u32,
+    },
 }
 
 impl WalEntry {
