@@ -503,19 +503,7 @@ impl DebeziumTask {
         let record = SourceRecord {
             topic: Topic::Change(table),
             key,
-            value: Some(ChangeEvent {
-                op: Op::Read,
-                before: None,
-                after: Some(row),
-                source: SourceInfo {
-                    connector: Origin::Postgresql,
-                    table,
-                    lsn: run.lsn,
-                    tx_id: None,
-                    snapshot: marker,
-                    ts_ms: ctx.now.ms(),
-                },
-            }),
+            value: Some(ChangeEvent::snapshot_read(Origin::Postgresql, table, row, run.lsn, marker, ctx.now.ms())),
             offset: self.offset,
         };
         if let Some(previous) = run.buffered.replace(record) {

@@ -97,6 +97,23 @@ pub struct ChangeEvent {
 }
 
 impl ChangeEvent {
+    /// An `op=r` snapshot read of `row`, at the snapshot's `lsn`.
+    pub fn snapshot_read(
+        connector: Origin,
+        table: TableId,
+        row: Row,
+        lsn: Lsn,
+        snapshot: SnapshotMarker,
+        ts_ms: u64,
+    ) -> ChangeEvent {
+        ChangeEvent {
+            op: Op::Read,
+            before: None,
+            after: Some(row),
+            source: SourceInfo { connector, table, lsn, tx_id: None, snapshot, ts_ms },
+        }
+    }
+
     /// The row version the event carries: `after.version`, or for a delete `before.version`
     /// (present with `REPLICA IDENTITY FULL` only).
     pub fn version(&self) -> Option<u32> {

@@ -8,7 +8,7 @@
 //! snapshot (READ COMMITTED).
 
 use crate::component::{Component, Ctx, Timer};
-use crate::event::{ChangeEvent, Op, Origin, SnapshotMarker, SourceInfo, SourceOffset, SourceRecord, Topic};
+use crate::event::{ChangeEvent, Origin, SnapshotMarker, SourceOffset, SourceRecord, Topic};
 use crate::ids::{Node, TableId};
 use crate::lsn::Lsn;
 use crate::observe::Observation;
@@ -71,19 +71,7 @@ impl Component for Loader {
                     self.rows.push(SourceRecord {
                         topic: Topic::Change(table),
                         key,
-                        value: Some(ChangeEvent {
-                            op: Op::Read,
-                            before: None,
-                            after: Some(row),
-                            source: SourceInfo {
-                                connector: Origin::Loader,
-                                table,
-                                lsn,
-                                tx_id: None,
-                                snapshot: marker,
-                                ts_ms: ctx.now.ms(),
-                            },
-                        }),
+                        value: Some(ChangeEvent::snapshot_read(Origin::Loader, table, row, lsn, marker, ctx.now.ms())),
                         offset: SourceOffset::default(),
                     });
                 }

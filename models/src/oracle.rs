@@ -10,7 +10,6 @@
 use crate::ids::{Csn, Key, Node, Row, TableId};
 use crate::lsn::Lsn;
 use crate::observe::Observation;
-use crate::postgres::table::ChangeKind;
 use crate::postgres::wal::CommittedTxn;
 use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
@@ -205,10 +204,5 @@ impl Oracle {
             }
         }
         lost
-    }
-
-    /// The kind of a change as a word.
-    pub fn change_word(kind: &ChangeKind) -> &'static str {
-        kind.name()
     }
 }

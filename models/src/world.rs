@@ -414,11 +414,6 @@ impl World {
     pub fn violates(&self, invariant: Invariant) -> bool {
         self.findings().iter().any(|finding| finding.invariant == invariant)
     }
-
-    /// The links in flight, for display.
-    pub fn in_flight(&self) -> usize {
-        self.links.values().map(VecDeque::len).sum()
-    }
 }
 
 impl std::fmt::Display for Action {
@@ -431,12 +426,4 @@ impl std::fmt::Display for Action {
             Action::Restart { node } => write!(f, "{node} restarts"),
         }
     }
-}
-
-/// A summary for counterexample display.
-pub fn summary(world: &World) -> BTreeMap<&'static str, String> {
-    let mut out = BTreeMap::new();
-    out.insert("connect", format!("{} {:?}", world.connect.status(), world.connect.debezium_phase()));
-    out.insert("in flight", world.in_flight().to_string());
-    out
 }

@@ -496,14 +496,7 @@ impl Postgres {
                 }
                 WalEntry::RunningXacts { start, .. } => {
                     let result = slot.process_running_xacts(*start);
-                    if let Some(restart_lsn) = result.restart_advanced_to {
-                        ctx.observe(Observation::SlotSaved {
-                            server: self.node,
-                            slot: slot.name.clone(),
-                            restart_lsn,
-                            confirmed_flush: slot.saved.confirmed_flush,
-                        });
-                    }
+                    observe_restart_advance(ctx, self.node, slot, result);
                 }
                 _ => {}
             }
@@ -530,14 +523,7 @@ impl Postgres {
                 by: client,
             });
         }
-        if let Some(restart_lsn) = result.restart_advanced_to {
-            ctx.observe(Observation::SlotSaved {
-                server: self.node,
-                slot: slot.name.clone(),
-                restart_lsn,
-                confirmed_flush: slot.saved.confirmed_flush,
-            });
-        }
+        observe_restart_advance(ctx, self.node, slot, result);
     }
 
     fn close_session(&mut self, ctx: &mut Ctx, client: Node, session: SessionId) {
@@ -725,6 +711,18 @@ impl Postgres {
         if self.config.bgwriter_running_xacts {
             ctx.set_timer(Timer::BgwriterRunningXacts, LOG_SNAPSHOT_INTERVAL_MS);
         }
+    }
+}
+
+/// A restart candidate was installed: the slot was saved with these positions.
+fn observe_restart_advance(ctx: &mut Ctx, server: Node, slot: &Slot, result: slot::Confirmed) {
+    if let Some(restart_lsn) = result.restart_advanced_to {
+        ctx.observe(Observation::SlotSaved {
+            server,
+            slot: slot.name.clone(),
+            restart_lsn,
+            confirmed_flush: slot.saved.confirmed_flush,
+        });
     }
 }
 
