@@ -7,15 +7,12 @@ use handoff_models::lsn::Lsn;
 use handoff_models::observe::Observation;
 use handoff_models::spec::Invariant::I3;
 
-const REPLAY: &str = r#"
-    name = "replay"
-    [[table]]
-    name = "public.claims"
-    rows = 100
-    replica_identity = "full"
-    [connector]
-    "topic.prefix" = "claims"
-    "plugin.name" = "pgoutput"
+fn replay_text() -> String {
+    common::claims(
+        "replay",
+        100,
+        "",
+        r#"
     [sink]
     apply = "naive-upsert"
     [workload]
@@ -35,10 +32,12 @@ const REPLAY: &str = r#"
     [prediction]
     verdict = "holds"
     why = "-"
-"#;
+"#,
+    )
+}
 
 fn replay(action: &str, delay: &str) -> handoff_sim::runner::RunResult {
-    let text = REPLAY.replace("ACTION", action).replace("DELAY", delay);
+    let text = replay_text().replace("ACTION", action).replace("DELAY", delay);
     common::run(&common::load_text(&text), 1)
 }
 
@@ -71,7 +70,7 @@ fn a_graceful_stop_commits_its_offsets_and_replays_nothing() {
 fn a_postgres_crash_takes_an_unsaved_confirmed_flush_back_and_the_stream_repeats_safely() {
     // Offsets flushed every 5 s: most confirmations come between two running-xacts records (every
     // 15 s), install no restart candidate, and so are never saved.
-    let text = REPLAY
+    let text = replay_text()
         .replace("ACTION", "crash-postgres")
         .replace("DELAY", "restart_after_ms")
         .replace("naive-upsert", "version-guard")

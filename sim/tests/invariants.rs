@@ -45,15 +45,7 @@ fn i2_does_not_happen_when_the_worker_dies_after_the_delete_was_streamed() {
 
 #[test]
 fn i3_a_naive_sink_moves_a_claim_back_when_changes_are_replayed() {
-    let text = r#"
-        name = "replay after a hard kill"
-        [[table]]
-        name = "public.claims"
-        rows = 100
-        replica_identity = "full"
-        [connector]
-        "topic.prefix" = "claims"
-        "plugin.name" = "pgoutput"
+    let rest = r#"
         [sink]
         apply = "naive-upsert"
         [[workload.script]]
@@ -72,7 +64,8 @@ fn i3_a_naive_sink_moves_a_claim_back_when_changes_are_replayed() {
         findings = ["I3"]
         why = "the two updates were acknowledged after the last offset flush and are replayed"
     "#;
-    let spec = common::load_text(text);
+    let text = common::claims("replay after a hard kill", 100, "", rest);
+    let spec = common::load_text(&text);
     let result = common::run(&spec, 1);
     assert_eq!(result.violated(), vec![I3], "{:?}", result.findings);
     assert_eq!(result.findings[0].key, Some(7));

@@ -17,16 +17,12 @@ fn snapshots(result: &handoff_sim::runner::RunResult) -> Vec<SnapshotCase> {
         .collect()
 }
 
-const STOP_AND_RESUME: &str = r#"
-    name = "stop and resume"
-    [[table]]
-    name = "public.claims"
-    rows = 50
-    replica_identity = "full"
-    [connector]
-    "topic.prefix" = "claims"
-    "plugin.name" = "pgoutput"
-    "snapshot.mode" = "MODE"
+fn stop_and_resume(mode: &str) -> String {
+    common::claims(
+        "stop and resume",
+        50,
+        &format!("\"snapshot.mode\" = \"{mode}\""),
+        r#"
     [sink]
     apply = "version-guard"
     [workload]
@@ -42,18 +38,20 @@ const STOP_AND_RESUME: &str = r#"
     [prediction]
     verdict = "holds"
     why = "-"
-"#;
+"#,
+    )
+}
 
 #[test]
 fn initial_snapshots_once_and_resumes_streaming_after_a_stop() {
-    let result = common::run(&common::load_text(&STOP_AND_RESUME.replace("MODE", "initial")), 1);
+    let result = common::run(&common::load_text(&stop_and_resume("initial")), 1);
     assert_eq!(snapshots(&result), vec![SnapshotCase::SlotCreatedNow]);
     assert_eq!(result.violated(), vec![], "the delete during the stop is streamed on resume");
 }
 
 #[test]
 fn always_snapshots_at_every_start_and_cannot_retract_a_delete_made_while_stopped() {
-    let result = common::run(&common::load_text(&STOP_AND_RESUME.replace("MODE", "always")), 1);
+    let result = common::run(&common::load_text(&stop_and_resume("always")), 1);
     assert_eq!(snapshots(&result), vec![SnapshotCase::SlotCreatedNow, SnapshotCase::SlotExisted]);
     // The second snapshot streams from pg_current_wal_lsn() read at its start, past the delete.
     assert_eq!(result.violated(), vec![I2], "{:?}", result.findings);
@@ -61,7 +59,7 @@ fn always_snapshots_at_every_start_and_cannot_retract_a_delete_made_while_stoppe
 
 #[test]
 fn no_data_never_snapshots_so_the_rows_loaded_before_never_arrive() {
-    let result = common::run(&common::load_text(&STOP_AND_RESUME.replace("MODE", "no_data")), 1);
+    let result = common::run(&common::load_text(&stop_and_resume("no_data")), 1);
     assert_eq!(snapshots(&result), vec![]);
     let gaps: Vec<_> = result.findings.iter().filter(|f| f.invariant == I1).collect();
     assert!(!gaps.is_empty());

@@ -38,3 +38,12 @@ pub fn run(spec: &Spec, seed: u64) -> RunResult {
 pub fn violated(result: &RunResult) -> Vec<Invariant> {
     result.violated()
 }
+
+/// A scenario file for the claims table: `rows` claims (`REPLICA IDENTITY FULL`), a pgoutput
+/// connector with `topic.prefix = "claims"` and the `connector` lines given, then `rest`.
+pub fn claims(name: &str, rows: u32, connector: &str, rest: &str) -> String {
+    format!(
+        "name = \"{name}\"\n[[table]]\nname = \"public.claims\"\nrows = {rows}\nreplica_identity = \"full\"\n\
+         [connector]\n\"topic.prefix\" = \"claims\"\n\"plugin.name\" = \"pgoutput\"\n{connector}\n{rest}"
+    )
+}
