@@ -16,6 +16,36 @@
 //! produces and flushes offsets ([`connect`]), Kafka appends it ([`kafka`]), the sink applies it
 //! ([`sink`]), and the checkers compare the sink with the committed history ([`oracle`],
 //! [`checkers`]).
+//!
+//! An exhaustive check in a few lines: two claims, an update and a delete that may run at any
+//! point, one crash of the Connect worker. A naive sink (last write wins, deletes forget) ends up
+//! with a deleted claim, and the shortest way there is the restart-during-snapshot mechanism of
+//! the Debezium reference §4.4:
+//!
+//! ```
+//! use handoff_models::check::HandoffModel;
+//! use handoff_models::component::Timer;
+//! use handoff_models::ids::Node;
+//! use handoff_models::sink::ApplyRule;
+//! use handoff_models::spec::claims_minimal;
+//! use handoff_models::world::{Action, Bounds};
+//! use stateright::{Checker, HasDiscoveries, Model};
+//!
+//! let bounds = Bounds {
+//!     crashable: vec![Node::Connect],
+//!     crashes: 1,
+//!     periodic_fires: 1,
+//!     disabled_timers: vec![Timer::Checkpoint, Timer::SinkCommit, Timer::OffsetFlushTimeout],
+//!     reductions: true,
+//! };
+//! let model = HandoffModel::new(claims_minimal(2, ApplyRule::NaiveUpsert), bounds);
+//! let checker = model.checker().finish_when(HasDiscoveries::AnyFailures).spawn_bfs().join();
+//! let path = checker.discovery("I2 no resurrection").expect("a resurrection");
+//! let actions = path.into_actions();
+//! assert!(actions.contains(&Action::Crash { node: Node::Connect }));
+//! assert!(actions.contains(&Action::RunScripted { index: 1 })); // delete claim 2
+//! assert!(checker.discovery("I5 ack <= durable").is_none());
+//! ```
 
 pub mod app;
 pub mod check;

@@ -1,7 +1,6 @@
 //! A validated scenario: everything a run needs, in the models' terms. The `handoff-sim` crate
 //! reads scenario files (TOML) into this, with errors that name the file, line and field.
 
-use crate::app::Workload;
 use crate::connect::ConnectConfig;
 use crate::debezium::DebeziumConfig;
 use crate::ids::{Key, TableId};
@@ -317,9 +316,6 @@ impl Spec {
         1..=Key::from(rows)
     }
 }
-
-/// The workload of one run, generated from the spec and the seed (see `workload.rs`).
-pub type RunWorkload = Workload;
 
 /// A small claims scenario for tests and the exhaustive lens: `rows` claims in `public.claims`
 /// (`REPLICA IDENTITY FULL`), one update of claim 1 and one delete of claim 2 while anything may
