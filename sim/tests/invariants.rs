@@ -83,6 +83,15 @@ fn i4_the_stream_does_not_cover_the_commits_after_a_plain_read() {
 }
 
 #[test]
+fn i4_a_lagging_standby_makes_phantoms_of_what_the_connector_already_published() {
+    let (spec, seed) = common::load("claims-failover", &["postgres.standby.replication_delay_ms=5000"]);
+    let result = common::run(&spec, seed);
+    assert_eq!(result.violated(), vec![I4], "{:?}", result.findings);
+    assert!(result.findings.iter().any(|f| f.seen.contains("phantom update")), "{:?}", result.findings);
+    assert!(!result.record.keys_differing.is_empty(), "a phantom update outlives the rebuild");
+}
+
+#[test]
 fn i5_debezium_before_2_7_confirms_the_slot_past_the_stored_offset() {
     let text = r#"
         name = "DBZ-7816"

@@ -16,8 +16,8 @@
 //! - §7.3 timed checkpoints (running-xacts record, checkpoint record, save of dirty slots) and the
 //!   background writer's running-xacts record every 15 s while important WAL is written.
 //!
-//! A standby receives the primary's WAL over a link, `replication_delay_ms` late, and replays it
-//! with the primary's positions. On PostgreSQL ≤ 16 it has no logical slots; promotion ends
+//! A standby receives the primary's WAL over a link, in batches at most `replication_delay_ms`
+//! late, and replays it with the primary's positions. On PostgreSQL ≤ 16 it has no logical slots; promotion ends
 //! recovery on a new timeline (§12 "Position of the promoted standby's slot").
 //!
 //! Left out (another issue makes them exact): WAL removal, `max_slot_wal_keep_size`,
@@ -132,6 +132,8 @@ struct Volatile {
     sessions: BTreeMap<(Node, SessionId), Session>,
     /// WAL entries already shipped to the standby.
     shipped_entries: usize,
+    /// A delayed shipment to the standby is pending.
+    ship_armed: bool,
     /// `wal.entries.len()` when the last running-xacts record was written by the bgwriter.
     entries_at_last_running_xacts: usize,
     exported_snapshots_created: u32,
@@ -310,7 +312,10 @@ impl Postgres {
         if self.config.has_standby && self.durable.role == Role::Primary {
             if self.config.replication_delay_ms == 0 {
                 self.ship_wal(ctx);
-            } else {
+            } else if !self.volatile.ship_armed {
+                // WAL reaches the standby in batches, at most `replication_delay_ms` after it
+                // was written.
+                self.volatile.ship_armed = true;
                 ctx.set_timer(Timer::ShipWal, self.config.replication_delay_ms);
             }
         }
@@ -792,7 +797,10 @@ impl Component for Postgres {
     fn on_timer(&mut self, ctx: &mut Ctx, timer: Timer) {
         match timer {
             Timer::ScanBatch { client } => self.next_scan_batch(ctx, client),
-            Timer::ShipWal => self.ship_wal(ctx),
+            Timer::ShipWal => {
+                self.volatile.ship_armed = false;
+                self.ship_wal(ctx);
+            }
             Timer::BgwriterRunningXacts => {
                 if self.important_wal_since(self.volatile.entries_at_last_running_xacts) {
                     self.write_running_xacts(ctx);
