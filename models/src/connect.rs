@@ -27,7 +27,7 @@ use crate::debezium::{DebeziumConfig, DebeziumTask, Phase, TaskEvent};
 use crate::event::{SourceOffset, SourceRecord};
 use crate::ids::Node;
 use crate::observe::Observation;
-use crate::protocol::{KafkaReply, KafkaRequest, Msg, RestReply, RestRequest};
+use crate::protocol::{Control, KafkaReply, KafkaRequest, Msg, RestReply, RestRequest};
 use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -119,6 +119,8 @@ pub struct ConnectWorker {
     pub config: Arc<ConnectConfig>,
     pub debezium: Arc<DebeziumConfig>,
     pub target_state: TargetState,
+    /// The task died and waits for a REST restart (the status shows FAILED).
+    task_died: bool,
     volatile: Volatile,
 }
 
@@ -128,6 +130,7 @@ impl ConnectWorker {
             config,
             debezium,
             target_state,
+            task_died: false,
             volatile: Volatile { task: None, pending: Vec::new(), next_request: 1, next_session: 1 },
         }
     }
@@ -138,6 +141,8 @@ impl ConnectWorker {
             None => {
                 if self.target_state == TargetState::Stopped {
                     "STOPPED"
+                } else if self.task_died {
+                    "FAILED"
                 } else {
                     "UNASSIGNED"
                 }
@@ -481,6 +486,18 @@ impl ConnectWorker {
         }
     }
 
+    /// The task dies: no final offset commit, no `stop()` commit; its connections close with it.
+    fn kill_task(&mut self, ctx: &mut Ctx) {
+        let Some(mut task) = self.volatile.task.take() else { return };
+        task.debezium.stop(ctx);
+        self.volatile.pending.clear();
+        for timer in [Timer::PollReturns, Timer::OffsetFlush, Timer::OffsetFlushTimeout, Timer::StopTimeout, Timer::TaskRestart] {
+            ctx.cancel_timer(timer);
+        }
+        self.task_died = true;
+        ctx.observe(Observation::TaskStopped { graceful: false });
+    }
+
     fn on_rest(&mut self, ctx: &mut Ctx, from: Node, request: RestRequest) {
         let reply = match request {
             RestRequest::Stop => {
@@ -511,6 +528,13 @@ impl ConnectWorker {
                 }
             }
             RestRequest::Status => RestReply::Status { state: self.status().into() },
+            RestRequest::RestartTask => {
+                if self.target_state == TargetState::Running && self.volatile.task.is_none() {
+                    self.task_died = false;
+                    self.start_task(ctx);
+                }
+                RestReply::Ok
+            }
         };
         ctx.send(from, Msg::RestReply { reply });
     }
@@ -536,6 +560,7 @@ fn refresh_committable(task: &mut TaskRuntime, upto: SimTime) {
 impl Component for ConnectWorker {
     fn start(&mut self, ctx: &mut Ctx) {
         self.volatile = Volatile { task: None, pending: Vec::new(), next_request: 1, next_session: 1 };
+        self.task_died = false;
         ctx.observe(Observation::WorkerStarted {
             target_state: match self.target_state {
                 TargetState::Running => "RUNNING".into(),
@@ -551,6 +576,7 @@ impl Component for ConnectWorker {
         match msg {
             Msg::KafkaReply { request_id, reply } => self.on_kafka_reply(ctx, request_id, reply),
             Msg::Rest { request } => self.on_rest(ctx, from, request),
+            Msg::Control(Control::KillTask) => self.kill_task(ctx),
             Msg::SqlReply { .. } | Msg::ReplReply { .. } => {
                 let Some(task) = self.volatile.task.as_mut() else { return };
                 if task.state == TaskState::Running {

@@ -54,6 +54,7 @@ pub mod component;
 pub mod connect;
 pub mod debezium;
 pub mod event;
+pub mod faults;
 pub mod ids;
 pub mod kafka;
 pub mod loader;

@@ -102,6 +102,9 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             format!("slot \"{slot}\" saved to disk: restart_lsn {restart_lsn}, confirmed_flush {confirmed_flush}")
         }
         Observation::Checkpoint { lsn, .. } => format!("checkpoint at {lsn}"),
+        Observation::WalWritten { bytes, end, .. } => {
+            format!("{} MB of WAL written in another database, up to {end}", bytes >> 20)
+        }
         Observation::ServerStarted { role, slots, .. } => {
             let mut text = format!("server started as {}", if *role == Role::Primary { "primary" } else { "standby" });
             for (slot, confirmed) in slots {
@@ -192,7 +195,11 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             format!("retriable error ({reason}); restarting in {}.{:03}s", after_ms / 1000, after_ms % 1000)
         }
         Observation::TaskStopped { graceful } => {
-            format!("task stopped{}", if *graceful { " gracefully (final offsets committed)" } else { "" })
+            if *graceful {
+                "task stopped gracefully (final offsets committed)".into()
+            } else {
+                "task died (no final offset commit); status FAILED".into()
+            }
         }
         Observation::Appended { records } => {
             let topic = records.first().map(|r| names.topic(r.tp.topic)).unwrap_or_default();

@@ -131,6 +131,12 @@ pub enum Observation {
         server: Node,
         lsn: Lsn,
     },
+    /// WAL written in a database nobody captures.
+    WalWritten {
+        server: Node,
+        bytes: u64,
+        end: Lsn,
+    },
     /// The server (re)started; `slots` gives each slot's `confirmed_flush` as loaded.
     ServerStarted {
         server: Node,
@@ -311,7 +317,9 @@ impl Observation {
                 Some(Moment::SnapshotCompletionStored)
             }
             Observation::StreamStarted { client: Node::Connect, .. } => Some(Moment::StreamingStarted),
-            Observation::ProduceAcked { changes, .. } if *changes > 0 => Some(Moment::FirstChangeAcked),
+            Observation::ProduceAcked { changes, .. } if *changes > 0 => Some(Moment::ChangeAcked),
+            Observation::OffsetsCommitted { offset: Some(_) } => Some(Moment::OffsetsStored),
+            Observation::TaskStarted { .. } => Some(Moment::TaskStarted),
             Observation::Promoted { .. } => Some(Moment::Promoted),
             _ => None,
         }

@@ -212,6 +212,8 @@ pub enum RestRequest {
     DeleteOffsets,
     /// `GET /connectors/<name>/status`.
     Status,
+    /// `POST /connectors/<name>/tasks/0/restart`.
+    RestartTask,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -232,4 +234,10 @@ pub enum Control {
     FailoverHappened,
     /// The operator drops and creates the connector's slot again.
     RecreateSlot,
+    /// The server writes this many bytes of WAL in a database nobody captures.
+    WalBurst { bytes: u64 },
+    /// `CHECKPOINT`.
+    Checkpoint,
+    /// The connector's task dies (its worker lives on).
+    KillTask,
 }

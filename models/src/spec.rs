@@ -3,7 +3,7 @@
 
 use crate::connect::ConnectConfig;
 use crate::debezium::DebeziumConfig;
-use crate::ids::{Key, TableId};
+use crate::ids::{Key, Node, TableId};
 use crate::operator::GatePolicy;
 use crate::postgres::table::{ReplicaIdentity, RowOp};
 use crate::sink::ApplyRule;
@@ -91,20 +91,27 @@ pub enum Moment {
     SnapshotCompletionStored,
     /// The connector's replication stream started.
     StreamingStarted,
-    /// The connector's first streamed change was acknowledged by Kafka.
-    FirstChangeAcked,
+    /// Kafka acknowledged a batch with streamed changes: they wait for the next offset flush
+    /// (the offset-flush window). `#n` is the n-th such batch.
+    ChangeAcked,
+    /// An offset flush stored offsets in the offsets topic.
+    OffsetsStored,
+    /// The connector task started (and read its stored offset).
+    TaskStarted,
     /// The standby was promoted.
     Promoted,
 }
 
 impl Moment {
-    pub const ALL: [Moment; 7] = [
+    pub const ALL: [Moment; 9] = [
         Moment::SnapshotScanStarted,
         Moment::SnapshotCompletionMarkerAcked,
         Moment::SnapshotCompleted,
         Moment::SnapshotCompletionStored,
         Moment::StreamingStarted,
-        Moment::FirstChangeAcked,
+        Moment::ChangeAcked,
+        Moment::OffsetsStored,
+        Moment::TaskStarted,
         Moment::Promoted,
     ];
 
@@ -115,7 +122,9 @@ impl Moment {
             Moment::SnapshotCompleted => "snapshot-completed",
             Moment::SnapshotCompletionStored => "snapshot-completion-stored",
             Moment::StreamingStarted => "streaming-started",
-            Moment::FirstChangeAcked => "first-change-acked",
+            Moment::ChangeAcked => "change-acked",
+            Moment::OffsetsStored => "offsets-stored",
+            Moment::TaskStarted => "task-started",
             Moment::Promoted => "promoted",
         }
     }
@@ -167,6 +176,16 @@ pub enum FaultAction {
     /// `pg_create_logical_replication_slot` — what the Debezium documentation asks for on a
     /// promoted PostgreSQL ≤ 16 ("create the slot on the new primary").
     RecreateSlot,
+    /// The connector's task dies on its own (the worker lives on): no final offset commit; it is
+    /// restarted (`POST /connectors/<name>/tasks/0/restart`) `restart_after_ms` later.
+    KillConnectorTask { restart_after_ms: Option<u64> },
+    /// The network between two processes clogs for `duration_ms`: messages wait, then arrive in
+    /// order (a stalled TCP connection, not a reset).
+    Clog { between: (Node, Node), duration_ms: u64 },
+    /// `bytes` of WAL written in a database nobody captures.
+    WalBurst { bytes: u64 },
+    /// `CHECKPOINT` on the primary.
+    Checkpoint,
 }
 
 impl fmt::Display for FaultAction {
@@ -193,6 +212,18 @@ impl fmt::Display for FaultAction {
                 write!(f, "fail-over-to-standby (promote after {promote_after_ms} ms)")
             }
             FaultAction::RecreateSlot => write!(f, "recreate-slot (drop it if it exists, create it again by SQL)"),
+            FaultAction::KillConnectorTask { restart_after_ms } => {
+                write!(f, "kill-connector-task")?;
+                if let Some(after) = restart_after_ms {
+                    write!(f, " (restart after {after} ms)")?;
+                }
+                Ok(())
+            }
+            FaultAction::Clog { between: (a, b), duration_ms } => {
+                write!(f, "clog {a} <-> {b} for {duration_ms} ms")
+            }
+            FaultAction::WalBurst { bytes } => write!(f, "wal-burst of {bytes} bytes in another database"),
+            FaultAction::Checkpoint => write!(f, "checkpoint"),
         }
     }
 }
@@ -201,6 +232,81 @@ impl fmt::Display for FaultAction {
 pub struct Fault {
     pub trigger: Trigger,
     pub action: FaultAction,
+}
+
+/// The kinds of fault a profile can enable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum FaultKind {
+    KillConnectWorker,
+    KillConnectorTask,
+    StopConnector,
+    CrashPostgres,
+    FailOverToStandby,
+    RecreateSlot,
+    Clog,
+    WalBurst,
+    Checkpoint,
+}
+
+impl FaultKind {
+    pub const ALL: [FaultKind; 9] = [
+        FaultKind::KillConnectWorker,
+        FaultKind::KillConnectorTask,
+        FaultKind::StopConnector,
+        FaultKind::CrashPostgres,
+        FaultKind::FailOverToStandby,
+        FaultKind::RecreateSlot,
+        FaultKind::Clog,
+        FaultKind::WalBurst,
+        FaultKind::Checkpoint,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::KillConnectWorker => "kill-connect-worker",
+            FaultKind::KillConnectorTask => "kill-connector-task",
+            FaultKind::StopConnector => "stop-connector",
+            FaultKind::CrashPostgres => "crash-postgres",
+            FaultKind::FailOverToStandby => "fail-over-to-standby",
+            FaultKind::RecreateSlot => "recreate-slot",
+            FaultKind::Clog => "clog",
+            FaultKind::WalBurst => "wal-burst",
+            FaultKind::Checkpoint => "checkpoint",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<FaultKind> {
+        FaultKind::ALL.into_iter().find(|kind| kind.name() == text)
+    }
+
+    pub fn of(action: &FaultAction) -> FaultKind {
+        match action {
+            FaultAction::KillConnectWorker { .. } => FaultKind::KillConnectWorker,
+            FaultAction::KillConnectorTask { .. } => FaultKind::KillConnectorTask,
+            FaultAction::StopConnector { .. } => FaultKind::StopConnector,
+            FaultAction::CrashPostgres { .. } => FaultKind::CrashPostgres,
+            FaultAction::FailOverToStandby { .. } => FaultKind::FailOverToStandby,
+            FaultAction::RecreateSlot => FaultKind::RecreateSlot,
+            FaultAction::Clog { .. } => FaultKind::Clog,
+            FaultAction::WalBurst { .. } => FaultKind::WalBurst,
+            FaultAction::Checkpoint => FaultKind::Checkpoint,
+        }
+    }
+}
+
+/// Swarm testing: the seed first picks which kinds are on (each allowed kind with probability
+/// one half, at least one), how many faults (0 to `max_faults`), then each fault: its kind among
+/// those on, its trigger (an absolute time in the window, or one of the moments plus up to two
+/// seconds), and its delays. Every generated fault heals: a killed process restarts, a stopped
+/// connector resumes, a clog clears.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FaultProfile {
+    pub kinds: Vec<FaultKind>,
+    pub max_faults: u32,
+    /// Absolute triggers fall in `[start, end]` (simulated ms).
+    pub window_ms: (u64, u64),
+    /// Moments triggers may be tied to.
+    pub moments: Vec<Moment>,
 }
 
 /// A table of the scenario.
@@ -302,7 +408,10 @@ pub struct Spec {
     pub sink_max_poll_records: u32,
     pub background: Option<Background>,
     pub scripted: Vec<ScriptedTxn>,
+    /// The explicit fault schedule.
     pub faults: Vec<Fault>,
+    /// Faults generated per seed, in addition to the explicit ones.
+    pub profile: Option<FaultProfile>,
     pub handoff: HandoffMethod,
     pub gate: GatePolicy,
     pub acceptance: Acceptance,
@@ -378,6 +487,7 @@ pub fn claims_minimal(rows: u32, rule: crate::sink::ApplyRule) -> Spec {
             },
         ],
         faults: Vec::new(),
+        profile: None,
         handoff: HandoffMethod::ConnectorSnapshot,
         gate: GatePolicy::Off,
         acceptance: Acceptance { timeout_ms: 600_000, sample_size: 20 },

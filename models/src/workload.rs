@@ -53,6 +53,7 @@ pub mod stream {
     pub const INITIAL_ROWS: u64 = 1;
     pub const BACKGROUND: u64 = 2;
     pub const SAMPLE: u64 = 3;
+    pub const FAULTS: u64 = 4;
 }
 
 /// The rows loaded before the run.

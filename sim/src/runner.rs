@@ -407,6 +407,7 @@ enum HarnessStep {
     Restart(Node),
     Promote,
     Inject { to: Node, from: Node, msg: Msg },
+    Unclog(Node, Node),
 }
 
 struct Harness<'a> {
@@ -427,6 +428,15 @@ impl Harness<'_> {
 
     fn observe(&self, node: Node, observation: Observation) {
         self.shared.push(SimTime(now_ms()), node, observation);
+    }
+
+    /// Clogs (or unclogs) the network between two physical processes, both ways.
+    fn clog(&mut self, a: Node, b: Node, clogged: bool) {
+        let (Some(a), Some(b)) = (self.nodes.get(&a), self.nodes.get(&b)) else { return };
+        let net = madsim::net::NetSim::current();
+        for (from, to) in [(a.id(), b.id()), (b.id(), a.id())] {
+            if clogged { net.clog_link(from, to) } else { net.unclog_link(from, to) }
+        }
     }
 
     fn kill(&mut self, node: Node) {
@@ -471,14 +481,21 @@ impl Harness<'_> {
                 );
             }
             HarnessStep::Inject { to, from, msg } => self.shared.inject(to, from, msg),
+            HarnessStep::Unclog(a, b) => self.clog(a, b, false),
             HarnessStep::Action(Action::Scripted(index)) => {
                 self.shared.inject(Node::App, Node::App, Msg::Control(Control::RunScripted { index }));
             }
             HarnessStep::Action(Action::Fault(fault)) => {
                 let target = match fault {
-                    FaultAction::KillConnectWorker { .. } | FaultAction::StopConnector { .. } => Node::Connect,
+                    FaultAction::KillConnectWorker { .. }
+                    | FaultAction::StopConnector { .. }
+                    | FaultAction::KillConnectorTask { .. } => Node::Connect,
                     FaultAction::RecreateSlot => Node::Operator,
-                    FaultAction::CrashPostgres { .. } | FaultAction::FailOverToStandby { .. } => self.shared.primary(),
+                    FaultAction::CrashPostgres { .. }
+                    | FaultAction::FailOverToStandby { .. }
+                    | FaultAction::WalBurst { .. }
+                    | FaultAction::Checkpoint => self.shared.primary(),
+                    FaultAction::Clog { between: (a, _), .. } => a,
                 };
                 self.observe(target, Observation::Fault { action: fault });
                 match fault {
@@ -509,6 +526,28 @@ impl Harness<'_> {
                     }
                     FaultAction::RecreateSlot => {
                         self.shared.inject(Node::Operator, Node::Operator, Msg::Control(Control::RecreateSlot));
+                    }
+                    FaultAction::KillConnectorTask { restart_after_ms } => {
+                        self.shared.inject(Node::Connect, Node::Operator, Msg::Control(Control::KillTask));
+                        if let Some(after) = restart_after_ms {
+                            self.schedule(now + after, HarnessStep::Inject {
+                                to: Node::Connect,
+                                from: Node::Operator,
+                                msg: Msg::Rest { request: RestRequest::RestartTask },
+                            });
+                        }
+                    }
+                    FaultAction::WalBurst { bytes } => {
+                        self.shared.inject(target, Node::Operator, Msg::Control(Control::WalBurst { bytes }));
+                    }
+                    FaultAction::Checkpoint => {
+                        self.shared.inject(target, Node::Operator, Msg::Control(Control::Checkpoint));
+                    }
+                    FaultAction::Clog { between: (a, b), duration_ms } => {
+                        let physical = |node: Node| if node == Node::Postgres { self.shared.primary() } else { node };
+                        let (a, b) = (physical(a), physical(b));
+                        self.clog(a, b, true);
+                        self.schedule(now + duration_ms, HarnessStep::Unclog(a, b));
                     }
                     FaultAction::FailOverToStandby { promote_after_ms } => {
                         if target == Node::Pg1 && self.models.pg2.is_some() {

@@ -617,6 +617,7 @@ fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         background,
         scripted,
         faults,
+        profile: None,
         handoff,
         gate,
         acceptance,

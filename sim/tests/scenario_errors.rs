@@ -444,7 +444,7 @@ fn unknown_moment_in_trigger() {
         "s.toml:13:1: fault[0].at: ",
         "unknown moment `snapshot-started`; the moments are snapshot-scan-started, ",
     );
-    fails(&text, &[], "s.toml:13:1:", "first-change-acked, promoted");
+    fails(&text, &[], "s.toml:13:1:", "change-acked, offsets-stored, task-started, promoted");
 }
 
 #[test]

@@ -342,12 +342,12 @@ impl Postgres {
         self.durable.wal.entries[since.min(self.durable.wal.entries.len())..].iter().any(WalEntry::is_important)
     }
 
-    /// `CreateCheckPoint` for a timed checkpoint: skipped when no important WAL was written since
-    /// the last one; otherwise a running-xacts record, the checkpoint record, and the save of
-    /// every dirty slot.
-    fn checkpoint(&mut self, ctx: &mut Ctx) {
+    /// `CreateCheckPoint`: a timed one is skipped when no important WAL was written since the
+    /// last one, a forced one (`CHECKPOINT`, end of recovery) always runs; then a running-xacts
+    /// record, the checkpoint record, and the save of every dirty slot.
+    fn checkpoint(&mut self, ctx: &mut Ctx, forced: bool) {
         let since = self.durable.wal.first_entry_at_or_after(self.durable.last_checkpoint_lsn);
-        if !self.important_wal_since(since) {
+        if !forced && !self.important_wal_since(since) {
             return;
         }
         self.write_running_xacts(ctx);
@@ -711,7 +711,7 @@ impl Postgres {
             slots: self.durable.slots.keys().cloned().collect(),
         });
         // The end-of-recovery checkpoint.
-        self.checkpoint(ctx);
+        self.checkpoint(ctx, true);
         ctx.set_timer(Timer::Checkpoint, self.config.checkpoint_timeout_ms);
         if self.config.bgwriter_running_xacts {
             ctx.set_timer(Timer::BgwriterRunningXacts, LOG_SNAPSHOT_INTERVAL_MS);
@@ -790,6 +790,13 @@ impl Component for Postgres {
             }
             Msg::WalShip { entries } => self.receive_wal(ctx, entries),
             Msg::Control(Control::Promote) => self.promote(ctx),
+            Msg::Control(Control::Checkpoint) if self.durable.role == Role::Primary => self.checkpoint(ctx, true),
+            Msg::Control(Control::WalBurst { bytes }) if self.durable.role == Role::Primary => {
+                let (start, end) = self.durable.wal.insert_record(bytes);
+                self.durable.wal.push(WalEntry::OtherDatabase { start, end });
+                ctx.observe(Observation::WalWritten { server: self.node, bytes, end });
+                self.after_wal_append(ctx);
+            }
             _ => {}
         }
     }
@@ -808,7 +815,7 @@ impl Component for Postgres {
                 ctx.set_timer(Timer::BgwriterRunningXacts, LOG_SNAPSHOT_INTERVAL_MS);
             }
             Timer::Checkpoint => {
-                self.checkpoint(ctx);
+                self.checkpoint(ctx, false);
                 ctx.set_timer(Timer::Checkpoint, self.config.checkpoint_timeout_ms);
             }
             _ => {}
