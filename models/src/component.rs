@@ -40,6 +40,8 @@ pub enum Timer {
     TaskRestart,
     /// Sink: commit consumed positions (`auto.commit.interval.ms`).
     SinkCommit,
+    /// A Kafka client sends its unanswered requests again after a lost connection.
+    KafkaRetry,
     /// App: the next scheduled workload transaction.
     Workload,
     /// Loader: time to run the plain read.

@@ -41,6 +41,9 @@ pub struct ConnectConfig {
     pub offset_flush_timeout_ms: u64,
 }
 
+/// `reconnect.backoff.max.ms` of the Kafka clients.
+pub const KAFKA_RECONNECT_BACKOFF_MS: u64 = 1_000;
+
 /// The connector's target state, stored in the config topic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TargetState {
@@ -109,7 +112,9 @@ struct TaskRuntime {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 struct Volatile {
     task: Option<TaskRuntime>,
-    pending: Vec<(u64, Pending)>,
+    /// Kafka requests awaiting a reply: id, purpose, and the request (re-sent after a lost
+    /// connection, as the Kafka clients retry).
+    pending: Vec<(u64, Pending, KafkaRequest)>,
     next_request: u64,
     next_session: u64,
 }
@@ -177,7 +182,7 @@ impl ConnectWorker {
     fn request(&mut self, ctx: &mut Ctx, purpose: Pending, request: KafkaRequest) {
         let request_id = self.volatile.next_request;
         self.volatile.next_request += 1;
-        self.volatile.pending.push((request_id, purpose));
+        self.volatile.pending.push((request_id, purpose, request.clone()));
         ctx.send(Node::Kafka, Msg::Kafka { request_id, request });
     }
 
@@ -388,7 +393,7 @@ impl ConnectWorker {
         if task.writer_data.is_none() {
             task.writer_data = Some(offset);
         }
-        self.volatile.pending.retain(|(_, purpose)| !matches!(purpose, Pending::Flush { .. }));
+        self.volatile.pending.retain(|(_, purpose, _)| !matches!(purpose, Pending::Flush { .. }));
         ctx.observe(Observation::OffsetFlushFailed {
             reason: format!(
                 "offset flush not acknowledged within offset.flush.timeout.ms={}",
@@ -432,7 +437,7 @@ impl ConnectWorker {
         let Some(task) = self.volatile.task.as_ref() else { return };
         if task.state == TaskState::Stopping && !task.produce_in_flight && task.flushing.is_none() {
             let pending_flush =
-                self.volatile.pending.iter().any(|(_, purpose)| matches!(purpose, Pending::Flush { .. }));
+                self.volatile.pending.iter().any(|(_, purpose, _)| matches!(purpose, Pending::Flush { .. }));
             if !pending_flush {
                 ctx.cancel_timer(Timer::StopTimeout);
                 self.offset_flush(ctx, true);
@@ -448,8 +453,8 @@ impl ConnectWorker {
     }
 
     fn on_kafka_reply(&mut self, ctx: &mut Ctx, request_id: u64, reply: KafkaReply) {
-        let Some(index) = self.volatile.pending.iter().position(|(id, _)| *id == request_id) else { return };
-        let (_, purpose) = self.volatile.pending.remove(index);
+        let Some(index) = self.volatile.pending.iter().position(|(id, _, _)| *id == request_id) else { return };
+        let (_, purpose, _) = self.volatile.pending.remove(index);
         match (purpose, reply) {
             (Pending::StartOffsets, KafkaReply::SourceOffset(stored)) => {
                 let Some(task) = self.volatile.task.as_mut() else { return };
@@ -491,7 +496,9 @@ impl ConnectWorker {
         let Some(mut task) = self.volatile.task.take() else { return };
         task.debezium.stop(ctx);
         self.volatile.pending.clear();
-        for timer in [Timer::PollReturns, Timer::OffsetFlush, Timer::OffsetFlushTimeout, Timer::StopTimeout, Timer::TaskRestart] {
+        for timer in
+            [Timer::PollReturns, Timer::OffsetFlush, Timer::OffsetFlushTimeout, Timer::StopTimeout, Timer::TaskRestart]
+        {
             ctx.cancel_timer(timer);
         }
         self.task_died = true;
@@ -591,13 +598,18 @@ impl Component for ConnectWorker {
     fn on_timer(&mut self, ctx: &mut Ctx, timer: Timer) {
         match timer {
             Timer::PollReturns => self.poll_returns(ctx),
+            Timer::KafkaRetry => {
+                for (request_id, _, request) in &self.volatile.pending {
+                    ctx.send(Node::Kafka, Msg::Kafka { request_id: *request_id, request: request.clone() });
+                }
+            }
             Timer::OffsetFlush => self.offset_flush(ctx, false),
             Timer::OffsetFlushTimeout => self.flush_timed_out(ctx),
             Timer::StopTimeout => {
                 // Give up waiting for in-flight records and commit what is acknowledged.
                 if let Some(task) = self.volatile.task.as_mut() {
                     task.produce_in_flight = false;
-                    self.volatile.pending.retain(|(_, purpose)| !matches!(purpose, Pending::Produce { .. }));
+                    self.volatile.pending.retain(|(_, purpose, _)| !matches!(purpose, Pending::Produce { .. }));
                 }
                 self.continue_stop_if_drained(ctx);
             }
@@ -616,6 +628,12 @@ impl Component for ConnectWorker {
     }
 
     fn on_connection_lost(&mut self, ctx: &mut Ctx, peer: Node) {
+        if peer == Node::Kafka && !self.volatile.pending.is_empty() {
+            // The Kafka clients reconnect (`reconnect.backoff.max.ms`) and send again what was not
+            // answered; a produce request sent again may be appended twice.
+            ctx.set_timer(Timer::KafkaRetry, KAFKA_RECONNECT_BACKOFF_MS);
+            return;
+        }
         if peer == Node::Postgres
             && let Some(task) = self.volatile.task.as_mut()
             && task.state == TaskState::Running

@@ -27,12 +27,8 @@ pub fn schedule(spec: &Spec, seed: u64) -> Vec<Fault> {
 /// Draws a schedule from a profile.
 pub fn generate(profile: &FaultProfile, standby: bool, seed: u64) -> Vec<Fault> {
     let mut draw = Draw::new(seed, stream::FAULTS);
-    let allowed: Vec<FaultKind> = profile
-        .kinds
-        .iter()
-        .copied()
-        .filter(|kind| standby || !matches!(kind, FaultKind::FailOverToStandby))
-        .collect();
+    let allowed: Vec<FaultKind> =
+        profile.kinds.iter().copied().filter(|kind| standby || !matches!(kind, FaultKind::FailOverToStandby)).collect();
     if allowed.is_empty() {
         return Vec::new();
     }

@@ -52,6 +52,7 @@ pub mod check;
 pub mod checkers;
 pub mod component;
 pub mod connect;
+pub mod coverage;
 pub mod debezium;
 pub mod event;
 pub mod faults;

@@ -22,6 +22,8 @@ pub struct Loader {
     pub fetch_size: u32,
     lsn: Option<Lsn>,
     rows: Vec<SourceRecord>,
+    /// The produce request, kept until acknowledged (sent again after a lost connection).
+    producing: Option<Vec<SourceRecord>>,
     done: bool,
 }
 
@@ -29,7 +31,7 @@ const SESSION: u64 = 1;
 
 impl Loader {
     pub fn new(table: TableId, start_at_ms: u64, fetch_size: u32) -> Loader {
-        Loader { table, start_at_ms, fetch_size, lsn: None, rows: Vec::new(), done: false }
+        Loader { table, start_at_ms, fetch_size, lsn: None, rows: Vec::new(), producing: None, done: false }
     }
 
     /// Whether the read is published.
@@ -45,6 +47,7 @@ impl Loader {
         }
         let records = std::mem::take(&mut self.rows);
         ctx.observe(Observation::LoaderRead { rows: records.len(), lsn: self.lsn.unwrap_or_default() });
+        self.producing = Some(records.clone());
         ctx.send(Node::Kafka, Msg::Kafka { request_id: 1, request: KafkaRequest::Produce { records } });
     }
 }
@@ -80,18 +83,37 @@ impl Component for Loader {
                     ctx.send(Node::Postgres, Msg::Sql { session: SESSION, request: SqlRequest::Close });
                 }
             }
-            Msg::KafkaReply { reply: KafkaReply::Produced { .. }, .. } => self.done = true,
+            Msg::KafkaReply { reply: KafkaReply::Produced { .. }, .. } => {
+                self.producing = None;
+                self.done = true;
+            }
             _ => {}
         }
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx, timer: Timer) {
+        if timer == Timer::KafkaRetry
+            && let Some(records) = self.producing.clone()
+        {
+            ctx.send(Node::Kafka, Msg::Kafka { request_id: 1, request: KafkaRequest::Produce { records } });
+            return;
+        }
         if timer == Timer::LoaderStart && !self.done {
             ctx.send(Node::Postgres, Msg::Sql { session: SESSION, request: SqlRequest::CurrentWalLsn });
         }
     }
 
-    fn on_connection_lost(&mut self, _ctx: &mut Ctx, _peer: Node) {}
+    fn on_connection_lost(&mut self, ctx: &mut Ctx, peer: Node) {
+        if peer == Node::Kafka && self.producing.is_some() {
+            ctx.set_timer(Timer::KafkaRetry, crate::connect::KAFKA_RECONNECT_BACKOFF_MS);
+        }
+        if peer == Node::Postgres && !self.done && self.producing.is_none() {
+            // The read failed half-way: start it again in a second.
+            self.rows.clear();
+            self.lsn = None;
+            ctx.set_timer(Timer::LoaderStart, 1_000);
+        }
+    }
 
     fn crash(&mut self) {}
 }

@@ -53,6 +53,8 @@ pub struct Operator {
     saved: Option<SourceOffset>,
     slot: Option<SlotRow>,
     next_session: u64,
+    /// The request of the current step, sent again if its connection is lost.
+    last: Option<(Node, Msg)>,
 }
 
 /// Polling interval for the connector's status while it stops.
@@ -60,17 +62,31 @@ const STATUS_POLL_MS: u64 = 500;
 
 impl Operator {
     pub fn new(policy: GatePolicy, connector: String, slot_name: String) -> Operator {
-        Operator { policy, connector, slot_name, step: Step::Idle, saved: None, slot: None, next_session: 1 }
+        Operator {
+            policy,
+            connector,
+            slot_name,
+            step: Step::Idle,
+            saved: None,
+            slot: None,
+            next_session: 1,
+            last: None,
+        }
+    }
+
+    fn send(&mut self, ctx: &mut Ctx, to: Node, msg: Msg) {
+        self.last = Some((to, msg.clone()));
+        ctx.send(to, msg);
     }
 
     fn rest(&mut self, ctx: &mut Ctx, request: RestRequest) {
-        ctx.send(Node::Connect, Msg::Rest { request });
+        self.send(ctx, Node::Connect, Msg::Rest { request });
     }
 
     fn sql(&mut self, ctx: &mut Ctx, request: SqlRequest) {
         let session = self.next_session;
         self.next_session += 1;
-        ctx.send(Node::Postgres, Msg::Sql { session, request });
+        self.send(ctx, Node::Postgres, Msg::Sql { session, request });
     }
 
     fn action(&self, ctx: &mut Ctx, action: &str) {
@@ -227,12 +243,24 @@ impl Component for Operator {
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx, timer: Timer) {
-        if timer == Timer::OperatorRetry && self.step == Step::AwaitingStopped {
+        if timer != Timer::OperatorRetry {
+            return;
+        }
+        if self.step == Step::AwaitingStopped {
             self.rest(ctx, RestRequest::Status);
+        } else if !matches!(self.step, Step::Idle | Step::Done)
+            && let Some((to, msg)) = self.last.clone()
+        {
+            ctx.send(to, msg);
         }
     }
 
-    fn on_connection_lost(&mut self, _ctx: &mut Ctx, _peer: Node) {}
+    fn on_connection_lost(&mut self, ctx: &mut Ctx, peer: Node) {
+        // A step whose request was lost is tried again in a second.
+        if !matches!(self.step, Step::Idle | Step::Done) && self.last.as_ref().is_some_and(|(to, _)| *to == peer) {
+            ctx.set_timer(Timer::OperatorRetry, 1_000);
+        }
+    }
 
     fn crash(&mut self) {}
 }

@@ -338,6 +338,23 @@ impl Component for SearchIndex {
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx, timer: Timer) {
+        if timer == Timer::KafkaRetry {
+            // The consumer reconnects and asks again for what was not answered.
+            if self.volatile.read_request.is_some() {
+                let group = self.config.group.clone();
+                self.volatile.read_request = Some(self.request(ctx, KafkaRequest::ReadGroup { group }));
+            } else {
+                if self.volatile.fetch_request.is_some() {
+                    self.fetch(ctx);
+                }
+                if self.volatile.commit_request.is_some() {
+                    self.volatile.uncommitted = true;
+                    self.volatile.commit_request = None;
+                    ctx.set_timer(Timer::SinkCommit, 0);
+                }
+            }
+            return;
+        }
         if timer == Timer::SinkCommit {
             self.volatile.commit_armed = false;
             if self.volatile.uncommitted {
@@ -349,7 +366,11 @@ impl Component for SearchIndex {
         }
     }
 
-    fn on_connection_lost(&mut self, _ctx: &mut Ctx, _peer: Node) {}
+    fn on_connection_lost(&mut self, ctx: &mut Ctx, peer: Node) {
+        if peer == Node::Kafka && self.volatile.started {
+            ctx.set_timer(Timer::KafkaRetry, crate::connect::KAFKA_RECONNECT_BACKOFF_MS);
+        }
+    }
 
     fn crash(&mut self) {
         self.volatile = Volatile::default();

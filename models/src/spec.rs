@@ -45,8 +45,16 @@ impl Invariant {
     ];
 
     /// Invariants this version of the tool checks.
-    pub const CHECKED: [Invariant; 7] =
-        [Invariant::I1, Invariant::I2, Invariant::I3, Invariant::I4, Invariant::I5, Invariant::I6, Invariant::I8];
+    pub const CHECKED: [Invariant; 8] = [
+        Invariant::I1,
+        Invariant::I2,
+        Invariant::I3,
+        Invariant::I4,
+        Invariant::I5,
+        Invariant::I6,
+        Invariant::I8,
+        Invariant::I11,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {

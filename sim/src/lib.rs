@@ -8,9 +8,15 @@
 //! scenario loader is built, and the `handoff` binary says what is missing.
 
 #[cfg(madsim)]
+pub mod explore;
+#[cfg(madsim)]
 pub mod node;
+#[cfg(madsim)]
+pub mod regressions;
 #[cfg(madsim)]
 pub mod report;
 #[cfg(madsim)]
 pub mod runner;
 pub mod scenario;
+#[cfg(madsim)]
+pub mod shrink;

@@ -2,8 +2,6 @@
 
 use clap::{Parser, Subcommand};
 use handoff_sim::scenario;
-#[cfg(madsim)]
-use handoff_sim::{report, runner};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -35,6 +33,63 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Replay a saved scenario (a regression from `scenarios/regressions/`) at its own seed.
+    Replay {
+        /// The scenario file.
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run many seeds of a scenario, in parallel, and summarise findings and coverage.
+    Explore {
+        scenario: PathBuf,
+        /// How many seeds.
+        #[arg(long, default_value_t = 1000)]
+        seeds: u64,
+        /// The first seed.
+        #[arg(long, default_value_t = 0)]
+        start: u64,
+        /// Threads (default: the machine's cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Take shard K of N of the seed range (every N-th seed, from the K-th).
+        #[arg(long, value_name = "K/N")]
+        shard: Option<String>,
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        sets: Vec<String>,
+        /// One JSON line per run, then a summary line.
+        #[arg(long)]
+        json: bool,
+        /// Save the first failing seed of each violated invariant as a scenario file here.
+        #[arg(long, value_name = "DIR")]
+        save: Option<PathBuf>,
+        /// Run each seed twice and stop at the first whose trace hashes differ.
+        #[arg(long)]
+        check_determinism: bool,
+    },
+    /// Shrink a failing seed to a smaller scenario with the same finding, and write it.
+    Shrink {
+        scenario: PathBuf,
+        /// The failing seed.
+        #[arg(long)]
+        seed: u64,
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        sets: Vec<String>,
+        /// Where to write the shrunk scenario (default: scenarios/regressions/NAME-seed-N-shrunk.toml).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// At most this many runs.
+        #[arg(long, default_value_t = 2000)]
+        max_runs: usize,
+    },
+    /// Combine the `--json` outputs of several `explore` shards into one summary.
+    Merge {
+        /// The files written by `handoff explore --json`.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -43,34 +98,209 @@ fn main() -> ExitCode {
         Command::Run { scenario: path, seed, sets, json } => {
             let loaded = match scenario::load(&path, &sets) {
                 Ok(loaded) => loaded,
-                Err(error) => {
-                    eprintln!("error: {error}");
-                    return ExitCode::from(2);
-                }
+                Err(error) => return bad_input(&error.to_string()),
             };
             let seed = seed.unwrap_or(loaded.seed);
-            run(&loaded.spec, &path.display().to_string(), seed, json)
+            commands::run(&loaded.spec, &path.display().to_string(), seed, json)
+        }
+        Command::Replay { file, json } => {
+            let loaded = match scenario::load(&file, &[]) {
+                Ok(loaded) => loaded,
+                Err(error) => return bad_input(&error.to_string()),
+            };
+            commands::run(&loaded.spec, &file.display().to_string(), loaded.seed, json)
+        }
+        Command::Explore { scenario: path, seeds, start, jobs, shard, sets, json, save, check_determinism } => {
+            let loaded = match scenario::load(&path, &sets) {
+                Ok(loaded) => loaded,
+                Err(error) => return bad_input(&error.to_string()),
+            };
+            let shard = match shard.as_deref().map(handoff_sim::explore::parse_shard).transpose() {
+                Ok(shard) => shard.unwrap_or((1, 1)),
+                Err(error) => return bad_input(&error),
+            };
+            if jobs == Some(0) {
+                return bad_input("--jobs 0: at least one thread is needed");
+            }
+            let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            let plan = commands::Plan { seeds, start, jobs, shard, json, save, check_determinism };
+            commands::explore(&loaded.spec, &path.display().to_string(), &sets, plan)
+        }
+        Command::Shrink { scenario: path, seed, sets, out, max_runs } => {
+            let loaded = match scenario::load(&path, &sets) {
+                Ok(loaded) => loaded,
+                Err(error) => return bad_input(&error.to_string()),
+            };
+            commands::shrink(&loaded.spec, seed, out, max_runs)
+        }
+        Command::Merge { files, json } => {
+            let mut texts = Vec::new();
+            for file in &files {
+                match std::fs::read_to_string(file) {
+                    Ok(text) => texts.push((file.display().to_string(), text)),
+                    Err(error) => return bad_input(&format!("{}: cannot read: {error}", file.display())),
+                }
+            }
+            commands::merge(&texts, json)
         }
     }
 }
 
+fn bad_input(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(2)
+}
+
 #[cfg(madsim)]
-fn run(spec: &handoff_models::spec::Spec, name: &str, seed: u64, json: bool) -> ExitCode {
-    let result = runner::run(spec, seed);
-    if json {
-        println!("{}", report::json(spec, name, &result));
-    } else {
-        print!("{}", report::text(spec, name, &result));
+mod commands {
+    use super::bad_input;
+    use handoff_models::spec::Spec;
+    use handoff_sim::explore::{self, Sweep};
+    use handoff_sim::{report, runner};
+    use std::io::IsTerminal;
+    use std::path::PathBuf;
+    use std::process::ExitCode;
+
+    pub fn run(spec: &Spec, name: &str, seed: u64, json: bool) -> ExitCode {
+        let result = runner::run(spec, seed);
+        if json {
+            println!("{}", report::json(spec, name, &result));
+        } else {
+            print!("{}", report::text(spec, name, &result));
+        }
+        if result.prediction_held { ExitCode::SUCCESS } else { ExitCode::from(1) }
     }
-    if result.prediction_held { ExitCode::SUCCESS } else { ExitCode::from(1) }
+
+    pub struct Plan {
+        pub seeds: u64,
+        pub start: u64,
+        pub jobs: usize,
+        pub shard: (u64, u64),
+        pub json: bool,
+        pub save: Option<PathBuf>,
+        pub check_determinism: bool,
+    }
+
+    pub fn explore(spec: &Spec, name: &str, sets: &[String], plan: Plan) -> ExitCode {
+        let sweep = Sweep {
+            start: plan.start,
+            seeds: plan.seeds,
+            jobs: plan.jobs,
+            shard: plan.shard,
+            check_determinism: plan.check_determinism,
+            progress: !plan.json && std::io::stderr().is_terminal(),
+        };
+        let (summary, runs) = explore::sweep(spec, name, sets, &sweep);
+        if plan.json {
+            for run in &runs {
+                println!("{}", serde_json::to_string(run).expect("a run serialises"));
+            }
+            println!("{}", serde_json::json!({ "summary": summary }));
+        } else {
+            print!("{}", summary.render(spec));
+        }
+        if let Some(dir) = &plan.save {
+            match handoff_sim::regressions::save_first_failures(spec, name, &summary, dir) {
+                Ok(saved) => {
+                    for path in saved {
+                        eprintln!("saved {}", path.display());
+                    }
+                }
+                Err(error) => return bad_input(&error),
+            }
+        }
+        if summary.nondeterministic_seed.is_some() || summary.unexpected_runs > 0 {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        }
+    }
+
+    pub fn shrink(spec: &Spec, seed: u64, out: Option<PathBuf>, max_runs: usize) -> ExitCode {
+        let shrunk = match handoff_sim::shrink::shrink(spec, seed, max_runs) {
+            Ok(shrunk) => shrunk,
+            Err(error) => return bad_input(&error),
+        };
+        let path = out.unwrap_or_else(|| {
+            PathBuf::from("scenarios/regressions").join(handoff_sim::regressions::file_name(&shrunk.spec, seed))
+        });
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty())
+            && let Err(error) = std::fs::create_dir_all(dir)
+        {
+            return bad_input(&format!("{}: cannot create: {error}", dir.display()));
+        }
+        if let Err(error) = handoff_sim::regressions::write(&shrunk.spec, seed, &path) {
+            return bad_input(&error);
+        }
+        println!("finding   {}", shrunk.signature);
+        println!("before    {}", shrunk.before);
+        println!("after     {}", shrunk.after);
+        println!("runs      {}", shrunk.runs);
+        println!("wrote     {}", path.display());
+        println!("replay    handoff replay {}", path.display());
+        ExitCode::SUCCESS
+    }
+
+    pub fn merge(texts: &[(String, String)], json: bool) -> ExitCode {
+        let (summary, _runs) = match explore::merge(texts) {
+            Ok(merged) => merged,
+            Err(error) => return bad_input(&error),
+        };
+        let spec = match handoff_sim::scenario::load(std::path::Path::new(&summary.scenario), &summary.sets) {
+            Ok(loaded) => loaded.spec,
+            Err(error) => return bad_input(&format!("the merged sweep's scenario: {error}")),
+        };
+        if json {
+            println!("{}", serde_json::json!({ "summary": summary }));
+        } else {
+            print!("{}", summary.render(&spec));
+        }
+        if summary.nondeterministic_seed.is_some() || summary.unexpected_runs > 0 {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        }
+    }
 }
 
 #[cfg(not(madsim))]
-fn run(_spec: &handoff_models::spec::Spec, _name: &str, _seed: u64, _json: bool) -> ExitCode {
-    eprintln!(
-        "error: this build has no simulation: it was compiled without `--cfg madsim` (a RUSTFLAGS \
-         environment variable replaces the workspace's .cargo/config.toml); rebuild without RUSTFLAGS \
-         or with RUSTFLAGS=\"--cfg madsim\""
-    );
-    ExitCode::from(2)
+mod commands {
+    use handoff_models::spec::Spec;
+    use std::path::PathBuf;
+    use std::process::ExitCode;
+
+    fn no_simulation() -> ExitCode {
+        eprintln!(
+            "error: this build has no simulation: it was compiled without `--cfg madsim` (a RUSTFLAGS \
+             environment variable replaces the workspace's .cargo/config.toml); rebuild without RUSTFLAGS \
+             or with RUSTFLAGS=\"--cfg madsim\""
+        );
+        ExitCode::from(2)
+    }
+
+    pub fn run(_spec: &Spec, _name: &str, _seed: u64, _json: bool) -> ExitCode {
+        no_simulation()
+    }
+
+    pub struct Plan {
+        pub seeds: u64,
+        pub start: u64,
+        pub jobs: usize,
+        pub shard: (u64, u64),
+        pub json: bool,
+        pub save: Option<PathBuf>,
+        pub check_determinism: bool,
+    }
+
+    pub fn explore(_spec: &Spec, _name: &str, _sets: &[String], _plan: Plan) -> ExitCode {
+        no_simulation()
+    }
+
+    pub fn merge(_texts: &[(String, String)], _json: bool) -> ExitCode {
+        no_simulation()
+    }
+
+    pub fn shrink(_spec: &Spec, _seed: u64, _out: Option<PathBuf>, _max_runs: usize) -> ExitCode {
+        no_simulation()
+    }
 }

@@ -48,8 +48,20 @@ pub fn header(spec: &Spec, scenario: &str, result: &RunResult) -> String {
         spec.sink_rule.name(),
         rows
     );
-    for fault in &spec.faults {
-        let _ = writeln!(out, "fault     {} at {}", fault.action, trigger(&fault.trigger));
+    for (index, fault) in result.schedule.iter().enumerate() {
+        let origin = if index < spec.faults.len() { "" } else { "  (generated from the seed)" };
+        let _ = writeln!(out, "fault     {} at {}{origin}", fault.action, trigger(&fault.trigger));
+    }
+    if let Some(profile) = &spec.profile {
+        let kinds: Vec<&str> = profile.kinds.iter().map(|kind| kind.name()).collect();
+        let _ = writeln!(
+            out,
+            "profile   up to {} fault(s) from {} in {}..{}",
+            profile.max_faults,
+            kinds.join(", "),
+            handoff_models::time::SimTime(profile.window_ms.0),
+            handoff_models::time::SimTime(profile.window_ms.1)
+        );
     }
     for txn in &spec.scripted {
         let _ = writeln!(
@@ -94,8 +106,10 @@ pub fn text(spec: &Spec, scenario: &str, result: &RunResult) -> String {
     for unfired in &result.unfired {
         let _ = writeln!(out, "  note: trigger never fired: {unfired}");
     }
-    let _ = writeln!(out, "\nhandoff record");
-    out.push_str(&result.record.render());
+    if let Some(record) = &result.record {
+        let _ = writeln!(out, "\nhandoff record");
+        out.push_str(&record.render());
+    }
     let prediction = &spec.prediction;
     let _ = writeln!(
         out,
@@ -119,7 +133,7 @@ pub fn text(spec: &Spec, scenario: &str, result: &RunResult) -> String {
         out,
         "trace hash  {:016x} ({} events, {}.{:03}s simulated)",
         result.trace_hash,
-        result.trace.len(),
+        result.events,
         result.sim_time_ms / 1000,
         result.sim_time_ms % 1000
     );
@@ -176,7 +190,7 @@ pub fn json(spec: &Spec, scenario: &str, result: &RunResult) -> serde_json::Valu
         },
         "handoff_record": result.record,
         "stats": {
-            "events": result.trace.len(),
+            "events": result.events,
             "sim_time_ms": result.sim_time_ms,
         },
         "unfired_triggers": result.unfired,

@@ -20,6 +20,8 @@ use handoff_models::app::App;
 use handoff_models::checkers::{Boundary, Checkers, Finding};
 use handoff_models::component::Component;
 use handoff_models::connect::ConnectWorker;
+use handoff_models::coverage::{Coverage, Mark};
+use handoff_models::faults;
 use handoff_models::ids::{Fnv, Node};
 use handoff_models::kafka::Kafka;
 use handoff_models::loader::Loader;
@@ -33,9 +35,9 @@ use handoff_models::protocol::{Control, Msg, RestRequest};
 use handoff_models::record::{HandoffRecord, RecordInputs};
 use handoff_models::setup::{self, Options, System};
 use handoff_models::sink::SearchIndex;
-use handoff_models::spec::{FaultAction, Invariant, Moment, Spec, Trigger};
+use handoff_models::spec::{Fault, FaultAction, Invariant, Moment, Spec, Trigger};
 use handoff_models::time::SimTime;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -77,9 +79,31 @@ pub struct Models {
     pub loader: Option<Arc<Mutex<Loader>>>,
 }
 
+/// Everything a run's observations go to, as they happen: the trace hash, the checkers, the
+/// coverage marks, and (when asked for) the trace itself.
+struct Recorder {
+    trace: Option<Vec<TraceEvent>>,
+    hasher: Fnv,
+    events: usize,
+    checkers: Checkers,
+    coverage: Coverage,
+}
+
+impl Recorder {
+    fn record(&mut self, event: TraceEvent) {
+        event.hash(&mut self.hasher);
+        self.events += 1;
+        self.checkers.observe(&event);
+        self.coverage.observe(&event);
+        if let Some(trace) = self.trace.as_mut() {
+            trace.push(event);
+        }
+    }
+}
+
 /// State shared by the nodes and the harness of one run.
 pub struct Shared {
-    trace: Mutex<Vec<TraceEvent>>,
+    recorder: Mutex<Recorder>,
     primary: Mutex<Node>,
     inboxes: Mutex<BTreeMap<Node, mpsc::UnboundedSender<Inbound>>>,
     generation: AtomicU64,
@@ -113,7 +137,7 @@ impl Shared {
     }
 
     fn push(&self, at: SimTime, node: Node, observation: Observation) {
-        self.trace.lock().expect("trace").push(TraceEvent { at, node, observation });
+        self.recorder.lock().expect("recorder").record(TraceEvent { at, node, observation });
     }
 
     /// Records a step's observations; fires moment triggers. Returns whether a fault takes the
@@ -161,16 +185,39 @@ fn takes_down(action: &Action, node: Node) -> bool {
     )
 }
 
+/// What a run keeps beyond its findings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Keep the whole trace (for the narrated timeline); a sweep does not.
+    pub keep_trace: bool,
+    /// Build the handoff record.
+    pub build_record: bool,
+}
+
+impl RunOptions {
+    /// Everything, for `handoff run`.
+    pub const FULL: RunOptions = RunOptions { keep_trace: true, build_record: true };
+    /// Findings, coverage and the trace hash only, for sweeps.
+    pub const SWEEP: RunOptions = RunOptions { keep_trace: false, build_record: false };
+}
+
 /// The result of one run.
 #[derive(Clone, Debug)]
 pub struct RunResult {
     pub seed: u64,
+    /// The fault schedule the run used: the explicit faults, then the generated ones.
+    pub schedule: Vec<Fault>,
+    /// The trace (empty unless kept).
     pub trace: Vec<TraceEvent>,
+    /// How many events the trace had.
+    pub events: usize,
     pub findings: Vec<Finding>,
-    pub record: HandoffRecord,
+    pub record: Option<HandoffRecord>,
     pub boundary: Boundary,
     pub trace_hash: u64,
     pub sim_time_ms: u64,
+    /// The coverage marks the run reached.
+    pub coverage: BTreeSet<Mark>,
     /// Triggers that never fired (their moment never came).
     pub unfired: Vec<String>,
     pub prediction_held: bool,
@@ -205,48 +252,62 @@ pub fn trace_hash(trace: &[TraceEvent]) -> u64 {
     std::hash::Hasher::finish(&hasher)
 }
 
-/// Runs a scenario with a seed in a fresh madsim runtime.
+/// Runs a scenario with a seed in a fresh madsim runtime, keeping everything.
 pub fn run(spec: &Spec, seed: u64) -> RunResult {
+    run_with(spec, seed, RunOptions::FULL)
+}
+
+/// Runs a scenario with a seed in a fresh madsim runtime.
+pub fn run_with(spec: &Spec, seed: u64, options: RunOptions) -> RunResult {
     let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
     let spec_for_run = spec.clone();
-    let outcome = runtime.block_on(async move { harness(spec_for_run, seed).await });
+    let outcome = runtime.block_on(async move { harness(spec_for_run, seed, options).await });
     drop(runtime);
-    finish(spec, seed, outcome)
+    finish(spec, seed, options, outcome)
 }
 
 struct Outcome {
-    trace: Vec<TraceEvent>,
+    recorder: Recorder,
+    schedule: Vec<Fault>,
     boundary: Boundary,
+    /// Set when the pipeline said it was running and did not catch up (I11).
+    liveness: Option<Finding>,
     sink_checkpoint: BTreeMap<u32, u64>,
-    initial_rows: Vec<(handoff_models::ids::TableId, handoff_models::ids::Key, handoff_models::ids::Row)>,
     unfired: Vec<String>,
 }
 
-fn finish(spec: &Spec, seed: u64, outcome: Outcome) -> RunResult {
-    let mut checkers = Checkers::new(Oracle::new(&outcome.initial_rows), spec.debezium.tables.clone());
-    for event in &outcome.trace {
-        checkers.observe(event);
+fn finish(spec: &Spec, seed: u64, options: RunOptions, outcome: Outcome) -> RunResult {
+    let Outcome { mut recorder, schedule, boundary, liveness, sink_checkpoint, unfired } = outcome;
+    recorder.checkers.finish(&boundary);
+    let mut findings = recorder.checkers.findings().to_vec();
+    findings.extend(liveness);
+    if boundary.reached {
+        recorder.coverage.marks.insert(Mark::AcceptanceReached);
     }
-    checkers.finish(&outcome.boundary);
-    let findings = checkers.findings().to_vec();
-    let record = HandoffRecord::build(&RecordInputs {
-        spec,
-        seed,
-        trace: &outcome.trace,
-        oracle: &checkers.evidence.oracle,
-        boundary: &outcome.boundary,
-        sink_checkpoint: outcome.sink_checkpoint.clone(),
+    let trace = recorder.trace.take().unwrap_or_default();
+    let record = options.build_record.then(|| {
+        HandoffRecord::build(&RecordInputs {
+            spec,
+            seed,
+            trace: &trace,
+            oracle: &recorder.checkers.evidence.oracle,
+            boundary: &boundary,
+            sink_checkpoint,
+        })
     });
     RunResult {
         seed,
-        trace_hash: trace_hash(&outcome.trace),
-        sim_time_ms: outcome.boundary.at.ms(),
+        schedule,
+        trace_hash: recorder.hasher.finish(),
+        events: recorder.events,
+        sim_time_ms: boundary.at.ms(),
         prediction_held: prediction_held(spec, &findings),
         findings,
         record,
-        boundary: outcome.boundary,
-        trace: outcome.trace,
-        unfired: outcome.unfired,
+        boundary,
+        trace,
+        coverage: recorder.coverage.marks,
+        unfired,
     }
 }
 
@@ -271,9 +332,10 @@ async fn sleep_until_ms(at_ms: u64) {
     }
 }
 
-async fn harness(spec: Spec, seed: u64) -> Outcome {
+async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
     let System { pg1, pg2, connect, kafka, sink, app, operator, loader, initial_rows, connect_start_ms } =
         setup::build(&spec, seed, Options::default());
+    let schedule = faults::schedule(&spec, seed);
     let models = Models {
         pg1: Arc::new(Mutex::new(pg1)),
         pg2: pg2.map(|pg| Arc::new(Mutex::new(pg))),
@@ -289,8 +351,7 @@ async fn harness(spec: Spec, seed: u64) -> Outcome {
     let mut scheduled: BTreeMap<(u64, u64), HarnessStep> = BTreeMap::new();
     let mut pending = Vec::new();
     let mut sequence = 0u64;
-    let triggers = spec
-        .faults
+    let triggers = schedule
         .iter()
         .map(|fault| (fault.trigger, Action::Fault(fault.action)))
         .chain(spec.scripted.iter().enumerate().map(|(index, txn)| (txn.trigger, Action::Scripted(index))));
@@ -305,8 +366,15 @@ async fn harness(spec: Spec, seed: u64) -> Outcome {
             }
         }
     }
+    let recorder = Recorder {
+        trace: options.keep_trace.then(|| Vec::with_capacity(4096)),
+        hasher: Fnv::new(),
+        events: 0,
+        checkers: Checkers::new(Oracle::new(&initial_rows), spec.debezium.tables.clone()),
+        coverage: Coverage::default(),
+    };
     let shared = Arc::new(Shared {
-        trace: Mutex::new(Vec::with_capacity(4096)),
+        recorder: Mutex::new(recorder),
         primary: Mutex::new(Node::Pg1),
         inboxes: Mutex::new(BTreeMap::new()),
         generation: AtomicU64::new(0),
@@ -326,8 +394,16 @@ async fn harness(spec: Spec, seed: u64) -> Outcome {
     if let Some(loader) = &models.loader {
         nodes.insert(Node::Loader, spawn_node(&handle, Node::Loader, loader.clone(), shared.clone()));
     }
-    let mut harness =
-        Harness { spec: &spec, models: &models, shared: shared.clone(), handle, nodes, scheduled, sequence };
+    let mut harness = Harness {
+        spec: &spec,
+        models: &models,
+        shared: shared.clone(),
+        handle,
+        nodes,
+        down: BTreeSet::new(),
+        scheduled,
+        sequence,
+    };
     harness.schedule(connect_start_ms, HarnessStep::StartConnect);
 
     let mut last_activity_ms = 0u64;
@@ -344,12 +420,13 @@ async fn harness(spec: Spec, seed: u64) -> Outcome {
         }
         let workload_done = models.app.lock().expect("app").timed_done()
             && models.loader.as_ref().is_none_or(|loader| loader.lock().expect("loader").is_done());
-        if workload_done && harness.scheduled.is_empty() {
+        // The processes act on what the harness just did before anything is judged.
+        if workload_done && harness.scheduled.is_empty() && now > last_activity_ms {
             if let Some(verdict) = harness.acceptance() {
                 break verdict;
             }
             if now.saturating_sub(last_activity_ms) > spec.acceptance.timeout_ms {
-                break (false, harness.stuck_reason(spec.acceptance.timeout_ms));
+                break (false, harness.stuck_reason(spec.acceptance.timeout_ms, last_activity_ms));
             }
         } else {
             last_activity_ms = last_activity_ms.max(now);
@@ -389,12 +466,27 @@ async fn harness(spec: Spec, seed: u64) -> Outcome {
             )
         })
         .collect();
-    let trace = std::mem::take(&mut *shared.trace.lock().expect("trace"));
+    let liveness = harness.liveness_finding(reached, &reason, at, spec.acceptance.timeout_ms);
+    drop(harness);
+    let recorder = {
+        let mut recorder = shared.recorder.lock().expect("recorder");
+        std::mem::replace(
+            &mut *recorder,
+            Recorder {
+                trace: None,
+                hasher: Fnv::new(),
+                events: 0,
+                checkers: Checkers::new(Oracle::new(&[]), Vec::new()),
+                coverage: Coverage::default(),
+            },
+        )
+    };
     Outcome {
-        trace,
+        recorder,
+        schedule,
         boundary: Boundary { at, reached, reason, sink: sink_docs },
+        liveness,
         sink_checkpoint,
-        initial_rows,
         unfired,
     }
 }
@@ -416,6 +508,8 @@ struct Harness<'a> {
     shared: Arc<Shared>,
     handle: madsim::runtime::Handle,
     nodes: BTreeMap<Node, madsim::runtime::NodeHandle>,
+    /// Processes killed and not yet restarted.
+    down: std::collections::BTreeSet<Node>,
     scheduled: BTreeMap<(u64, u64), HarnessStep>,
     sequence: u64,
 }
@@ -439,10 +533,13 @@ impl Harness<'_> {
         }
     }
 
+    /// Kills a running process (a no-op for one that is down or not started).
     fn kill(&mut self, node: Node) {
-        if let Some(handle) = self.nodes.get(&node) {
-            self.handle.kill(handle.id());
+        let Some(handle) = self.nodes.get(&node) else { return };
+        if !self.down.insert(node) {
+            return;
         }
+        self.handle.kill(handle.id());
         match node {
             Node::Pg1 => self.models.pg1.lock().expect("pg1").crash(),
             Node::Pg2 => {
@@ -462,7 +559,10 @@ impl Harness<'_> {
                 self.nodes.insert(Node::Connect, handle);
             }
             HarnessStep::Restart(node) => {
-                if let Some(handle) = self.nodes.get(&node) {
+                // Only a process that is down restarts (two overlapping crashes restart it once).
+                if self.down.remove(&node)
+                    && let Some(handle) = self.nodes.get(&node)
+                {
                     self.handle.restart(handle.id());
                     self.observe(node, Observation::Restarted { process: node });
                 }
@@ -497,6 +597,16 @@ impl Harness<'_> {
                     | FaultAction::Checkpoint => self.shared.primary(),
                     FaultAction::Clog { between: (a, _), .. } => a,
                 };
+                let kills = matches!(
+                    fault,
+                    FaultAction::KillConnectWorker { .. }
+                        | FaultAction::CrashPostgres { .. }
+                        | FaultAction::FailOverToStandby { .. }
+                );
+                let absent = !self.nodes.contains_key(&target) || self.down.contains(&target);
+                if kills && absent || target == Node::Connect && !self.nodes.contains_key(&Node::Connect) {
+                    return; // nothing to kill: the process is down or not started
+                }
                 self.observe(target, Observation::Fault { action: fault });
                 match fault {
                     FaultAction::KillConnectWorker { restart_after_ms } => {
@@ -530,11 +640,14 @@ impl Harness<'_> {
                     FaultAction::KillConnectorTask { restart_after_ms } => {
                         self.shared.inject(Node::Connect, Node::Operator, Msg::Control(Control::KillTask));
                         if let Some(after) = restart_after_ms {
-                            self.schedule(now + after, HarnessStep::Inject {
-                                to: Node::Connect,
-                                from: Node::Operator,
-                                msg: Msg::Rest { request: RestRequest::RestartTask },
-                            });
+                            self.schedule(
+                                now + after,
+                                HarnessStep::Inject {
+                                    to: Node::Connect,
+                                    from: Node::Operator,
+                                    msg: Msg::Rest { request: RestRequest::RestartTask },
+                                },
+                            );
                         }
                     }
                     FaultAction::WalBurst { bytes } => {
@@ -606,12 +719,33 @@ impl Harness<'_> {
         (caught_up && !sink.has_closing_epochs()).then(|| (true, "the pipeline caught up with the source".into()))
     }
 
-    fn stuck_reason(&self, timeout_ms: u64) -> String {
+    fn stuck_reason(&self, timeout_ms: u64, last_activity_ms: u64) -> String {
         let connect = self.models.connect.lock().expect("connect");
         format!(
-            "the pipeline did not catch up within acceptance.timeout_ms={timeout_ms} (connector {}, phase {:?})",
+            "the pipeline did not catch up within acceptance.timeout_ms={timeout_ms} after the last fault or \
+             transaction at {} (connector {}, phase {:?})",
+            SimTime(last_activity_ms),
             connect.status(),
             connect.debezium_phase()
+        )
+    }
+
+    /// I11 honest liveness: a connector that reports RUNNING while the pipeline does not catch up
+    /// within the bound is a finding; one that says FAILED or STOPPED is honest.
+    fn liveness_finding(&self, reached: bool, reason: &str, at: SimTime, timeout_ms: u64) -> Option<Finding> {
+        if reached {
+            return None;
+        }
+        let status = self.models.connect.lock().expect("connect").status();
+        if status != "RUNNING" {
+            return None;
+        }
+        Some(
+            Finding::new(Invariant::I11, None, at)
+                .expected(format!(
+                    "the pipeline catches up within acceptance.timeout_ms={timeout_ms}, or the connector says it cannot"
+                ))
+                .seen(format!("the connector reports RUNNING; {reason}")),
         )
     }
 }

@@ -11,13 +11,13 @@
 
 use handoff_models::connect::ConnectConfig;
 use handoff_models::debezium::{DebeziumConfig, SnapshotMode};
-use handoff_models::ids::{Status, TableId};
+use handoff_models::ids::{Node, Status, TableId};
 use handoff_models::operator::GatePolicy;
 use handoff_models::postgres::table::{ReplicaIdentity, RowOp};
 use handoff_models::sink::ApplyRule;
 use handoff_models::spec::{
-    Acceptance, Background, Fault, FaultAction, HandoffMethod, Invariant, Moment, Prediction, ScriptedTxn, Spec,
-    TableSetup, Trigger,
+    Acceptance, Background, Fault, FaultAction, FaultKind, FaultProfile, HandoffMethod, Invariant, Moment, Prediction,
+    ScriptedTxn, Spec, TableSetup, Trigger,
 };
 use std::collections::BTreeMap;
 use std::fmt::Display;
@@ -553,10 +553,7 @@ fn parse_trigger(text: &str) -> Result<Trigger, String> {
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
         return Err(invalid());
     }
-    let Some(moment) = Moment::parse(name) else {
-        let names: Vec<&str> = Moment::ALL.iter().map(|moment| moment.name()).collect();
-        return Err(format!("unknown moment `{name}`; the moments are {}", names.join(", ")));
-    };
+    let Some(moment) = Moment::parse(name) else { return Err(unknown_moment(name)) };
     let occurrence = match occurrence {
         None => 1,
         Some(n) => match n.parse::<u32>() {
@@ -573,12 +570,17 @@ fn parse_trigger(text: &str) -> Result<Trigger, String> {
     Ok(Trigger::After { moment, occurrence, plus_ms })
 }
 
+fn unknown_moment(name: &str) -> String {
+    let names: Vec<&str> = Moment::ALL.iter().map(|moment| moment.name()).collect();
+    format!("unknown moment `{name}`; the moments are {}", names.join(", "))
+}
+
 // ---------------------------------------------------------------------------------------------
 // The sections.
 
 fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
-    let known = "name description seed versions postgres table connector connect kafka sink workload fault handoff \
-        failover acceptance prediction";
+    let known = "name description seed versions postgres table connector connect kafka sink workload fault \
+        fault_profile handoff failover acceptance prediction";
     root.check_keys(cx, known, "field")?;
     let name = root.req(cx, "name", |field| cx.owned(field))?;
     let description = root.opt("description", String::new(), |field| cx.owned(field))?;
@@ -592,6 +594,10 @@ fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let sink = sink(cx, &root.sub(cx, "sink")?)?;
     let (background, scripted) = workload(cx, &root.sub(cx, "workload")?, &tables)?;
     let faults = faults(cx, root, postgres.standby.is_some())?;
+    let profile = match root.get("fault_profile") {
+        Some(field) => Some(fault_profile(cx, &cx.section(&field)?, postgres.standby.is_some())?),
+        None => None,
+    };
     let handoff = handoff(cx, &root.sub(cx, "handoff")?)?;
     let gate = failover(cx, &root.sub(cx, "failover")?, postgres.standby.is_some())?;
     let acceptance = acceptance(cx, &root.sub(cx, "acceptance")?)?;
@@ -617,7 +623,7 @@ fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         background,
         scripted,
         faults,
-        profile: None,
+        profile,
         handoff,
         gate,
         acceptance,
@@ -1070,39 +1076,174 @@ fn faults(cx: &Cx, root: &Section, standby: bool) -> Res<Vec<Fault>> {
     cx.items(&field, "an array of tables ([[fault]])")?.iter().map(|item| fault(cx, item, standby)).collect()
 }
 
+/// The fields of `[[fault]]` besides `at` and `action`.
+const FAULT_FIELDS: [&str; 6] =
+    ["restart_after_ms", "resume_after_ms", "promote_after_ms", "between", "duration_ms", "bytes"];
+
+/// The fields an action takes, besides `at` and `action`.
+fn fault_fields(kind: FaultKind) -> &'static [&'static str] {
+    match kind {
+        FaultKind::KillConnectWorker | FaultKind::KillConnectorTask | FaultKind::CrashPostgres => &["restart_after_ms"],
+        FaultKind::StopConnector => &["resume_after_ms"],
+        FaultKind::FailOverToStandby => &["promote_after_ms"],
+        FaultKind::Clog => &["between", "duration_ms"],
+        FaultKind::WalBurst => &["bytes"],
+        FaultKind::RecreateSlot | FaultKind::Checkpoint => &[],
+    }
+}
+
 fn fault(cx: &Cx, item: &Field, standby: bool) -> Res<Fault> {
     let s = cx.section(item)?;
-    let delays = ["restart_after_ms", "resume_after_ms", "promote_after_ms"];
-    s.check_keys(cx, "at action restart_after_ms resume_after_ms promote_after_ms", "field")?;
+    s.check_keys(cx, &format!("at action {}", FAULT_FIELDS.join(" ")), "field")?;
     let trigger = s.req(cx, "at", |field| cx.trigger(field))?;
-    let actions = ["kill-connect-worker", "stop-connector", "crash-postgres", "fail-over-to-standby", "recreate-slot"];
     let action_field = s.need(cx, "action", "")?;
-    let action = cx.choice(&action_field, &actions.map(|name| (name, name)))?;
-    let takes = match action {
-        "stop-connector" => "resume_after_ms",
-        "fail-over-to-standby" => "promote_after_ms",
-        "recreate-slot" => "",
-        _ => "restart_after_ms",
-    };
-    for key in delays.into_iter().filter(|key| *key != takes) {
+    let kind = cx.choice(&action_field, &FaultKind::ALL.map(|kind| (kind.name(), kind)))?;
+    let action = kind.name();
+    let takes = fault_fields(kind);
+    for key in FAULT_FIELDS.into_iter().filter(|key| !takes.contains(key)) {
         if let Some(field) = s.get(key) {
-            let takes = if takes.is_empty() { "no delay".to_string() } else { takes.to_string() };
+            let takes = if takes.is_empty() { "no other field".to_owned() } else { takes.join(" and ") };
             return cx.fail(&field, format!("does not apply to action {action} (it takes {takes})"));
         }
     }
-    if action == "fail-over-to-standby" && !standby {
+    if kind == FaultKind::FailOverToStandby && !standby {
         return cx.fail(&action_field, "fail-over-to-standby needs a standby: add [postgres.standby]");
     }
-    let optional = || s.get(takes).map(|field| cx.u64(&field)).transpose();
-    let required = || s.need(cx, takes, &format!(" (required by action {action})")).and_then(|field| cx.u64(&field));
-    let action = match action {
-        "kill-connect-worker" => FaultAction::KillConnectWorker { restart_after_ms: optional()? },
-        "stop-connector" => FaultAction::StopConnector { resume_after_ms: optional()? },
-        "crash-postgres" => FaultAction::CrashPostgres { restart_after_ms: required()? },
-        "recreate-slot" => FaultAction::RecreateSlot,
-        _ => FaultAction::FailOverToStandby { promote_after_ms: required()? },
+    let needed = |key: &str| s.need(cx, key, &format!(" (required by action {action})"));
+    let optional = |key: &str| s.get(key).map(|field| cx.u64(&field)).transpose();
+    let required = |key: &str| needed(key).and_then(|field| cx.u64(&field));
+    let action = match kind {
+        FaultKind::KillConnectWorker => {
+            FaultAction::KillConnectWorker { restart_after_ms: optional("restart_after_ms")? }
+        }
+        FaultKind::KillConnectorTask => {
+            FaultAction::KillConnectorTask { restart_after_ms: optional("restart_after_ms")? }
+        }
+        FaultKind::StopConnector => FaultAction::StopConnector { resume_after_ms: optional("resume_after_ms")? },
+        FaultKind::CrashPostgres => FaultAction::CrashPostgres { restart_after_ms: required("restart_after_ms")? },
+        FaultKind::FailOverToStandby => {
+            FaultAction::FailOverToStandby { promote_after_ms: required("promote_after_ms")? }
+        }
+        FaultKind::RecreateSlot => FaultAction::RecreateSlot,
+        FaultKind::Clog => FaultAction::Clog {
+            between: clog_between(cx, &needed("between")?, standby)?,
+            duration_ms: needed("duration_ms").and_then(|field| cx.int(&field, 1, i64::MAX))? as u64,
+        },
+        FaultKind::WalBurst => FaultAction::WalBurst { bytes: wal_burst_bytes(cx, &needed("bytes")?)? },
+        FaultKind::Checkpoint => FaultAction::Checkpoint,
     };
     Ok(Fault { trigger, action })
+}
+
+/// The processes a clog can name: the database service and the machines.
+const CLOG_NODES: [Node; 9] = [
+    Node::Postgres,
+    Node::Pg1,
+    Node::Pg2,
+    Node::Connect,
+    Node::Kafka,
+    Node::Sink,
+    Node::App,
+    Node::Operator,
+    Node::Loader,
+];
+
+/// `between = ["connect", "postgres"]`: two distinct processes.
+fn clog_between(cx: &Cx, field: &Field, standby: bool) -> Res<(Node, Node)> {
+    let items = cx.items(field, "an array of two process names, like [\"connect\", \"postgres\"]")?;
+    let [first, second] = items.as_slice() else {
+        let count = items.len();
+        return cx.fail(field, format!("expected two process names, found {count}; like [\"connect\", \"postgres\"]"));
+    };
+    let nodes = CLOG_NODES.map(|node| (node.name(), node));
+    let (a, b) = (cx.choice(first, &nodes)?, cx.choice(second, &nodes)?);
+    if a == b {
+        return cx.fail(second, format!("a clog is between two different processes; `{a}` is named twice"));
+    }
+    if let Some(item) = [(first, a), (second, b)].into_iter().find(|(_, node)| *node == Node::Pg2 && !standby) {
+        return cx.fail(item.0, "pg2 is the standby: add [postgres.standby]");
+    }
+    Ok((a, b))
+}
+
+/// The most WAL a burst may write.
+const MAX_WAL_BURST: u64 = 64 << 30;
+
+/// `bytes = "64MB"`: 1 byte to 64GB.
+fn wal_burst_bytes(cx: &Cx, field: &Field) -> Res<u64> {
+    let text = cx.string(field)?;
+    let Some(bytes) = with_unit(text, &SIZES) else {
+        return cx.fail(
+            field,
+            format!("`{text}` is not a size; expected a number and a unit (B, kB, MB, GB), like \"64MB\""),
+        );
+    };
+    if !(1..=MAX_WAL_BURST).contains(&bytes) {
+        return cx.fail(field, format!("`{text}` is out of range; expected 1B to 64GB"));
+    }
+    Ok(bytes)
+}
+
+/// `[fault_profile]`: faults generated per seed (swarm testing).
+fn fault_profile(cx: &Cx, s: &Section, standby: bool) -> Res<FaultProfile> {
+    s.check_keys(cx, "kinds max_faults window moments", "field")?;
+    let kinds_field = s.need(cx, "kinds", "; name the fault actions the seed may draw, like [\"clog\"]")?;
+    let kinds = listed_once(cx, &kinds_field, "an array of fault actions, like [\"clog\"]", |item| {
+        let kind = cx.choice(item, &FaultKind::ALL.map(|kind| (kind.name(), kind)))?;
+        if kind == FaultKind::FailOverToStandby && !standby {
+            return cx.fail(item, "fail-over-to-standby needs a standby: add [postgres.standby]");
+        }
+        Ok(kind)
+    })?;
+    if kinds.is_empty() {
+        return cx.fail(&kinds_field, "must name at least one fault action");
+    }
+    let max_faults = s.opt("max_faults", 3, |field| cx.int(field, 0, 20).map(|value| value as u32))?;
+    let window_ms = s.opt("window", (0, 60_000), |field| window(cx, field))?;
+    let moments = s.opt("moments", Vec::new(), |field| {
+        listed_once(cx, field, "an array of moments, like [\"snapshot-completed\"]", |item| {
+            let text = cx.string(item)?;
+            match Moment::parse(text) {
+                Some(moment) => Ok(moment),
+                None => cx.fail(item, unknown_moment(text)),
+            }
+        })
+    })?;
+    Ok(FaultProfile { kinds, max_faults, window_ms, moments })
+}
+
+/// The elements of an array, each read by `read` and none twice.
+fn listed_once<T: PartialEq>(cx: &Cx, field: &Field, expected: &str, read: impl Fn(&Field) -> Res<T>) -> Res<Vec<T>> {
+    let mut values = Vec::new();
+    for item in cx.items(field, expected)? {
+        let value = read(&item)?;
+        if values.contains(&value) {
+            return cx.fail(&item, format!("`{}` is listed twice", cx.string(&item)?));
+        }
+        values.push(value);
+    }
+    Ok(values)
+}
+
+/// `window = ["0s", "60s"]`: two times, the start not after the end.
+fn window(cx: &Cx, field: &Field) -> Res<(u64, u64)> {
+    let items = cx.items(field, "an array of two times, like [\"0s\", \"60s\"]")?;
+    let [start, end] = items.as_slice() else {
+        return cx.fail(field, format!("expected two times, found {}; like [\"0s\", \"60s\"]", items.len()));
+    };
+    let time = |item: &Field| {
+        let text = cx.string(item)?;
+        match duration_ms(text) {
+            Some(ms) => Ok(ms),
+            None => cx.fail(item, format!("`{text}` is not a time; expected a number and a unit ({DURATION_UNITS})")),
+        }
+    };
+    let (start_ms, end_ms) = (time(start)?, time(end)?);
+    if start_ms > end_ms {
+        let (from, to) = (cx.string(start)?, cx.string(end)?);
+        return cx.fail(field, format!("the start ({from}) is after the end ({to})"));
+    }
+    Ok((start_ms, end_ms))
 }
 
 fn handoff(cx: &Cx, s: &Section) -> Res<HandoffMethod> {
@@ -1184,12 +1325,15 @@ fn invariants(cx: &Cx, field: &Field) -> Res<Vec<Invariant>> {
             return cx.fail(&item, format!("unknown invariant `{text}`; expected I1 to I12"));
         };
         if !Invariant::CHECKED.contains(&invariant) {
+            let checked: Vec<String> = Invariant::CHECKED.iter().map(Invariant::to_string).collect();
+            let checked = match checked.split_last() {
+                Some((last, [])) => last.clone(),
+                Some((last, others)) => format!("{} and {last}", others.join(", ")),
+                None => "none".to_owned(),
+            };
             return cx.fail(
                 &item,
-                format!(
-                    "{invariant} ({}) is not checked by this version; it checks I1, I2, I3, I4, I5, I6 and I8",
-                    invariant.name()
-                ),
+                format!("{invariant} ({}) is not checked by this version; it checks {checked}", invariant.name()),
             );
         }
         if invariants.contains(&invariant) {
@@ -1198,4 +1342,464 @@ fn invariants(cx: &Cx, field: &Field) -> Res<Vec<Invariant>> {
         invariants.push(invariant);
     }
     Ok(invariants)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing a scenario.
+
+/// Writes `spec` as a scenario file (docs/scenario-format.md) that [`load_str`] reads back to
+/// the same `Spec`, with `seed` as its seed: for `handoff shrink` and for saving failing seeds.
+///
+/// Sections come in the order the bundled scenarios use, and every value the `Spec` holds is
+/// written explicitly, so the file does not depend on the format's defaults. The connector's
+/// modelled properties are written from `spec.debezium` (keeping the text of
+/// `spec.connector_properties` where it means the same value), and every other property from
+/// `spec.connector_properties` as given.
+///
+/// An error names what the format cannot express: a scripted transaction with other than one
+/// operation, a table that is not in `spec.tables`, or any value the loader would reject or
+/// read differently (the written text is read back and compared before it is returned).
+pub fn to_toml(spec: &Spec, seed: u64) -> Result<String, String> {
+    if i64::try_from(seed).is_err() {
+        return Err(format!("seed {seed} does not fit in a TOML integer; at most {}", i64::MAX));
+    }
+    let mut w = Writer::default();
+    write_top(&mut w, spec, seed);
+    write_versions(&mut w, spec);
+    write_postgres(&mut w, spec);
+    write_tables(&mut w, spec);
+    write_connector(&mut w, spec)?;
+    write_connect(&mut w, spec);
+    write_kafka(&mut w, spec);
+    write_sink(&mut w, spec);
+    write_workload(&mut w, spec)?;
+    write_faults(&mut w, spec);
+    write_fault_profile(&mut w, spec);
+    write_handoff(&mut w, spec);
+    write_failover(&mut w, spec);
+    write_acceptance(&mut w, spec);
+    write_prediction(&mut w, spec);
+    check_read_back(&w.text, spec, seed)?;
+    Ok(w.text)
+}
+
+/// The text of a scenario file, a line at a time.
+#[derive(Default)]
+struct Writer {
+    text: String,
+}
+
+impl Writer {
+    /// `[header]`, after a blank line.
+    fn table(&mut self, header: &str) {
+        self.blank_line();
+        self.text.push_str(&format!("[{header}]\n"));
+    }
+
+    /// `[[header]]`: one more entry of an array of tables.
+    fn entry(&mut self, header: &str) {
+        self.blank_line();
+        self.text.push_str(&format!("[[{header}]]\n"));
+    }
+
+    /// `key = value`; `value` is TOML already.
+    fn field(&mut self, key: &str, value: impl Display) {
+        self.text.push_str(&format!("{} = {value}\n", toml_key(key)));
+    }
+
+    fn blank_line(&mut self) {
+        if !self.text.is_empty() {
+            self.text.push('\n');
+        }
+    }
+}
+
+fn write_top(w: &mut Writer, spec: &Spec, seed: u64) {
+    w.field("name", toml_string(&spec.name));
+    w.field("description", toml_string(&spec.description));
+    w.field("seed", seed);
+}
+
+fn write_versions(w: &mut Writer, spec: &Spec) {
+    let (major, minor) = spec.debezium.version;
+    if (major, minor) != (3, 7) {
+        w.table("versions");
+        w.field("debezium", toml_string(&format!("{major}.{minor}")));
+    }
+}
+
+fn write_postgres(w: &mut Writer, spec: &Spec) {
+    w.table("postgres");
+    w.field("version", spec.postgres_major_version);
+    w.field("wal_segment_size", toml_string(&size_text(spec.wal_segment_size)));
+    w.field("checkpoint_timeout", toml_string(&duration_text(spec.checkpoint_timeout_ms)));
+    w.field("scan_rows_per_second", spec.scan_rows_per_second);
+    if let Some(replication_delay_ms) = spec.standby {
+        w.table("postgres.standby");
+        w.field("replication_delay_ms", replication_delay_ms);
+    }
+}
+
+fn write_tables(w: &mut Writer, spec: &Spec) {
+    for table in &spec.tables {
+        w.entry("table");
+        w.field("name", toml_string(&table.name));
+        w.field("rows", table.rows);
+        let identity = match table.replica_identity {
+            ReplicaIdentity::Default => "default",
+            ReplicaIdentity::Full => "full",
+        };
+        w.field("replica_identity", toml_string(identity));
+    }
+}
+
+/// A table's name from its id.
+fn table_name_of(spec: &Spec, table: TableId, whose: &str) -> Result<String, String> {
+    match spec.tables.get(usize::from(table.0)) {
+        Some(setup) => Ok(setup.name.clone()),
+        None => Err(format!("{whose} names table {} but the scenario has {} tables", table.0, spec.tables.len())),
+    }
+}
+
+/// A modelled connector property as the `Spec` holds it.
+enum Modelled {
+    /// A text the loader takes as written.
+    Text(String),
+    /// A text the loader trims and lower-cases.
+    Lower(String),
+    Int(u64),
+    Bool(bool),
+    /// `table.include.list`: names separated by commas.
+    Tables(Vec<String>),
+}
+
+impl Modelled {
+    /// Whether `text`, as the scenario gave it, means this value to the loader.
+    fn means(&self, text: &str) -> bool {
+        match self {
+            Modelled::Text(value) => text == value,
+            Modelled::Lower(value) => text.trim().to_ascii_lowercase() == *value,
+            Modelled::Int(value) => text.trim().parse::<i64>().ok().and_then(|n| u64::try_from(n).ok()) == Some(*value),
+            Modelled::Bool(value) => text.trim().eq_ignore_ascii_case(if *value { "true" } else { "false" }),
+            Modelled::Tables(names) => text.split(',').map(str::trim).eq(names.iter().map(String::as_str)),
+        }
+    }
+
+    /// The value as TOML.
+    fn toml(&self) -> String {
+        match self {
+            Modelled::Text(value) | Modelled::Lower(value) => toml_string(value),
+            Modelled::Int(value) => value.to_string(),
+            Modelled::Bool(value) => value.to_string(),
+            Modelled::Tables(names) => toml_string(&names.join(",")),
+        }
+    }
+}
+
+/// Debezium's default `max.queue.size`.
+const DEFAULT_MAX_QUEUE_SIZE: u32 = 8_192;
+
+fn write_connector(w: &mut Writer, spec: &Spec) -> Result<(), String> {
+    let d = &spec.debezium;
+    let tables =
+        d.tables.iter().map(|table| table_name_of(spec, *table, "table.include.list")).collect::<Result<_, _>>()?;
+    let mut modelled = vec![
+        ("name", Modelled::Text(d.name.clone())),
+        ("connector.class", Modelled::Text(CONNECTOR_CLASS.to_owned())),
+        ("topic.prefix", Modelled::Text(d.topic_prefix.clone())),
+        ("plugin.name", Modelled::Lower(d.plugin_name.clone())),
+        ("slot.name", Modelled::Text(d.slot_name.clone())),
+        ("publication.name", Modelled::Text(d.publication_name.clone())),
+        ("snapshot.mode", Modelled::Lower(d.snapshot_mode.name().to_owned())),
+        ("snapshot.fetch.size", Modelled::Int(u64::from(d.snapshot_fetch_size))),
+        ("max.batch.size", Modelled::Int(u64::from(d.max_batch_size))),
+        ("poll.interval.ms", Modelled::Int(d.poll_interval_ms)),
+        ("retriable.restart.connector.wait.ms", Modelled::Int(d.retriable_restart_connector_wait_ms)),
+        ("tombstones.on.delete", Modelled::Bool(d.tombstones_on_delete)),
+        ("table.include.list", Modelled::Tables(tables)),
+    ];
+    // The default queue must stay larger than the batch.
+    if d.max_batch_size >= DEFAULT_MAX_QUEUE_SIZE && !spec.connector_properties.contains_key("max.queue.size") {
+        modelled.push(("max.queue.size", Modelled::Int(u64::from(d.max_batch_size.saturating_mul(4)))));
+    }
+    w.table("connector");
+    for (key, value) in &modelled {
+        match spec.connector_properties.get(*key) {
+            Some(text) if value.means(text) => w.field(key, property_value(text)),
+            _ => w.field(key, value.toml()),
+        }
+    }
+    for (key, text) in &spec.connector_properties {
+        if !modelled.iter().any(|(written, _)| written == key) {
+            w.field(key, property_value(text));
+        }
+    }
+    Ok(())
+}
+
+/// A connector property's text as TOML: an integer or a boolean when it is one, else a string.
+fn property_value(text: &str) -> String {
+    let integer = text.parse::<i64>().is_ok_and(|value| value.to_string() == text);
+    if integer || text == "true" || text == "false" { text.to_owned() } else { toml_string(text) }
+}
+
+fn write_connect(w: &mut Writer, spec: &Spec) {
+    w.table("connect");
+    w.field("offset.flush.interval.ms", spec.connect.offset_flush_interval_ms);
+    w.field("offset.flush.timeout.ms", spec.connect.offset_flush_timeout_ms);
+    w.field("start_at_ms", spec.connector_start_ms);
+}
+
+fn write_kafka(w: &mut Writer, spec: &Spec) {
+    w.table("kafka");
+    w.field("partitions", spec.kafka_partitions);
+}
+
+fn write_sink(w: &mut Writer, spec: &Spec) {
+    w.table("sink");
+    w.field("apply", toml_string(spec.sink_rule.name()));
+    w.field("group.id", toml_string(&spec.sink_group));
+    w.field("auto.commit.interval.ms", spec.sink_auto_commit_interval_ms);
+    w.field("max.poll.records", spec.sink_max_poll_records);
+}
+
+fn write_workload(w: &mut Writer, spec: &Spec) -> Result<(), String> {
+    if let Some(background) = &spec.background {
+        w.table("workload");
+        w.field("start_ms", background.start_ms);
+        w.field("end_ms", background.end_ms);
+        w.field("inserts_per_second", float_text(background.inserts_per_second));
+        w.field("updates_per_second", float_text(background.updates_per_second));
+        w.field("deletes_per_second", float_text(background.deletes_per_second));
+    }
+    for (index, txn) in spec.scripted.iter().enumerate() {
+        let whose = format!("workload script entry {index} ({:?})", txn.label);
+        let [op] = txn.ops.as_slice() else {
+            return Err(format!(
+                "{whose} has {} operations; the format has one operation per [[workload.script]]",
+                txn.ops.len()
+            ));
+        };
+        w.entry("workload.script");
+        w.field("at", toml_string(&trigger_text(&txn.trigger)));
+        let table = match *op {
+            RowOp::Insert { table, key, status, amount_cents } => {
+                w.field("insert", key);
+                w.field("status", toml_string(status.name()));
+                w.field("amount_cents", amount_cents);
+                table
+            }
+            RowOp::Update { table, key, status } => {
+                w.field("update", key);
+                w.field("status", toml_string(status.name()));
+                table
+            }
+            RowOp::Delete { table, key } => {
+                w.field("delete", key);
+                table
+            }
+        };
+        if table != TableId(0) {
+            w.field("table", toml_string(&table_name_of(spec, table, &whose)?));
+        }
+        if !txn.label.is_empty() {
+            w.field("label", toml_string(&txn.label));
+        }
+    }
+    Ok(())
+}
+
+fn write_faults(w: &mut Writer, spec: &Spec) {
+    for fault in &spec.faults {
+        w.entry("fault");
+        w.field("at", toml_string(&trigger_text(&fault.trigger)));
+        w.field("action", toml_string(FaultKind::of(&fault.action).name()));
+        match fault.action {
+            FaultAction::KillConnectWorker { restart_after_ms }
+            | FaultAction::KillConnectorTask { restart_after_ms } => {
+                if let Some(ms) = restart_after_ms {
+                    w.field("restart_after_ms", ms);
+                }
+            }
+            FaultAction::StopConnector { resume_after_ms } => {
+                if let Some(ms) = resume_after_ms {
+                    w.field("resume_after_ms", ms);
+                }
+            }
+            FaultAction::CrashPostgres { restart_after_ms } => w.field("restart_after_ms", restart_after_ms),
+            FaultAction::FailOverToStandby { promote_after_ms } => w.field("promote_after_ms", promote_after_ms),
+            FaultAction::Clog { between: (a, b), duration_ms } => {
+                w.field("between", toml_strings([a.name(), b.name()]));
+                w.field("duration_ms", duration_ms);
+            }
+            FaultAction::WalBurst { bytes } => w.field("bytes", toml_string(&size_text(bytes))),
+            FaultAction::RecreateSlot | FaultAction::Checkpoint => {}
+        }
+    }
+}
+
+fn write_fault_profile(w: &mut Writer, spec: &Spec) {
+    let Some(profile) = &spec.profile else { return };
+    w.table("fault_profile");
+    w.field("kinds", toml_strings(profile.kinds.iter().map(|kind| kind.name())));
+    w.field("max_faults", profile.max_faults);
+    let (start, end) = profile.window_ms;
+    w.field("window", toml_strings([duration_text(start), duration_text(end)]));
+    w.field("moments", toml_strings(profile.moments.iter().map(|moment| moment.name())));
+}
+
+fn write_handoff(w: &mut Writer, spec: &Spec) {
+    if let HandoffMethod::PlainRead { read_at_ms } = spec.handoff {
+        w.table("handoff");
+        w.field("method", toml_string("plain-read"));
+        w.field("read_at_ms", read_at_ms);
+    }
+}
+
+fn write_failover(w: &mut Writer, spec: &Spec) {
+    let gate = match spec.gate {
+        GatePolicy::Off => return,
+        GatePolicy::Rebuild => "rebuild",
+        GatePolicy::FailClosed => "fail-closed",
+    };
+    w.table("failover");
+    w.field("gate", toml_string(gate));
+}
+
+fn write_acceptance(w: &mut Writer, spec: &Spec) {
+    w.table("acceptance");
+    w.field("timeout_ms", spec.acceptance.timeout_ms);
+    w.field("sample_size", spec.acceptance.sample_size);
+}
+
+fn write_prediction(w: &mut Writer, spec: &Spec) {
+    let prediction = &spec.prediction;
+    w.table("prediction");
+    w.field("verdict", toml_string(if prediction.holds { "holds" } else { "violated" }));
+    w.field("findings", toml_strings(prediction.findings.iter().map(Invariant::to_string)));
+    if !prediction.allow.is_empty() {
+        w.field("allow", toml_strings(prediction.allow.iter().map(Invariant::to_string)));
+    }
+    w.field("why", toml_string(&prediction.why));
+}
+
+/// Reads the written text back: it must load, to the same `Spec` (but for the connector
+/// properties, which gain the modelled ones) and seed.
+fn check_read_back(text: &str, spec: &Spec, seed: u64) -> Result<(), String> {
+    let loaded = load_str("(written)", text, &[])
+        .map_err(|error| format!("the scenario written for `{}` does not load: {error}", spec.name))?;
+    if loaded.seed != seed {
+        return Err(format!(
+            "the scenario written for `{}` reads back with seed {}, not {seed}",
+            spec.name, loaded.seed
+        ));
+    }
+    let mut read = loaded.spec;
+    read.connector_properties.clone_from(&spec.connector_properties);
+    if read != *spec {
+        let (written, read) = (format!("{spec:#?}"), format!("{read:#?}"));
+        let difference = written.lines().zip(read.lines()).find(|(a, b)| a != b);
+        let (a, b) = difference.map_or(("", ""), |(a, b)| (a.trim(), b.trim()));
+        return Err(format!("the scenario written for `{}` reads back differently: `{a}` as `{b}`", spec.name));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values as TOML.
+
+/// `30s`, `2500ms`, `snapshot-scan-started + 200ms`, `change-acked#3 + 1500ms`.
+fn trigger_text(trigger: &Trigger) -> String {
+    match *trigger {
+        Trigger::At { at_ms } => duration_text(at_ms),
+        Trigger::After { moment, occurrence, plus_ms } => {
+            let mut text = moment.name().to_owned();
+            if occurrence != 1 {
+                text.push_str(&format!("#{occurrence}"));
+            }
+            if plus_ms > 0 {
+                text.push_str(&format!(" + {}", duration_text(plus_ms)));
+            }
+            text
+        }
+    }
+}
+
+/// A number and the largest unit that is exact: `5min`, `90s`, `1500ms`; `0s`.
+fn with_largest_unit(value: u64, units: &[(&str, u64)], zero: &str) -> String {
+    if value == 0 {
+        return zero.to_owned();
+    }
+    let exact = units.iter().rev().find(|(_, scale)| value.is_multiple_of(*scale));
+    exact.map_or_else(|| value.to_string(), |(unit, scale)| format!("{}{unit}", value / scale))
+}
+
+fn duration_text(ms: u64) -> String {
+    with_largest_unit(ms, &DURATIONS, "0s")
+}
+
+/// `16MB`, `64GB`, `1536B` (terabytes are not written: no size of the format reaches them).
+fn size_text(bytes: u64) -> String {
+    with_largest_unit(bytes, &SIZES[..4], "0B")
+}
+
+/// A float that reads back as the same value: Rust's shortest form (`1.0`, `2.5`, `1e-7`).
+fn float_text(value: f64) -> String {
+    format!("{value:?}")
+}
+
+/// A key: bare when it can be, else a quoted string (`"snapshot.mode"`).
+fn toml_key(key: &str) -> String {
+    if !key.is_empty() && key.chars().all(is_bare) { key.to_owned() } else { basic_string(key) }
+}
+
+/// A string: a multi-line basic string if it has a line break, else a basic string.
+fn toml_string(text: &str) -> String {
+    if text.contains('\n') { multi_line_string(text) } else { basic_string(text) }
+}
+
+/// `["a", "b"]`.
+fn toml_strings<S: AsRef<str>>(texts: impl IntoIterator<Item = S>) -> String {
+    let texts: Vec<String> = texts.into_iter().map(|text| toml_string(text.as_ref())).collect();
+    format!("[{}]", texts.join(", "))
+}
+
+fn basic_string(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => push_escaped(&mut out, c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `"""` and a line break (which TOML drops), then the text with its line breaks. A quote is
+/// escaped when another quote or the end follows it, so no `"""` ends the string early.
+fn multi_line_string(text: &str) -> String {
+    let mut out = String::from("\"\"\"\n");
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if matches!(chars.peek(), Some('"') | None) => out.push_str("\\\""),
+            '"' | '\n' => out.push(c),
+            c => push_escaped(&mut out, c),
+        }
+    }
+    out.push_str("\"\"\"");
+    out
+}
+
+/// A character of a basic string: backslashes and control characters (but tabs) escaped.
+fn push_escaped(out: &mut String, c: char) {
+    match c {
+        '\\' => out.push_str("\\\\"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push('\t'),
+        c if c.is_control() && u32::from(c) < 0x80 => out.push_str(&format!("\\u{:04X}", u32::from(c))),
+        c => out.push(c),
+    }
 }

@@ -35,3 +35,19 @@ fn a_run_does_not_depend_on_what_ran_before_it_in_the_process() {
     let threaded = std::thread::spawn(move || common::run(&spec, seed).trace_hash).join().expect("thread");
     assert_eq!(threaded, alone, "a run on another thread is the same run");
 }
+
+#[test]
+fn a_sweep_run_finds_and_hashes_what_a_full_run_does_without_keeping_the_trace() {
+    use handoff_sim::runner::{self, RunOptions};
+    for name in common::SCENARIOS {
+        let (spec, seed) = common::load(name, &[]);
+        let full = runner::run_with(&spec, seed, RunOptions::FULL);
+        let sweep = runner::run_with(&spec, seed, RunOptions::SWEEP);
+        assert_eq!(runner::trace_hash(&full.trace), full.trace_hash, "{name}: the hash is the trace's");
+        assert_eq!(sweep.trace_hash, full.trace_hash, "{name}");
+        assert_eq!(sweep.findings, full.findings, "{name}");
+        assert_eq!(sweep.coverage, full.coverage, "{name}");
+        assert!(sweep.trace.is_empty() && sweep.record.is_none());
+        assert_eq!(sweep.events, full.trace.len());
+    }
+}

@@ -2,11 +2,13 @@
 //! file, the line, the column and the field (or the `--set` argument).
 
 use handoff_models::debezium::SnapshotMode;
-use handoff_models::ids::{Status, TableId};
+use handoff_models::ids::{Node, Status, TableId};
 use handoff_models::operator::GatePolicy;
 use handoff_models::postgres::table::{ReplicaIdentity, RowOp};
 use handoff_models::sink::ApplyRule;
-use handoff_models::spec::{Background, FaultAction, HandoffMethod, Invariant, Moment, Trigger};
+use handoff_models::spec::{
+    Background, FaultAction, FaultKind, FaultProfile, HandoffMethod, Invariant, Moment, Trigger,
+};
 use handoff_sim::scenario::{Loaded, load_str};
 use proptest::prelude::*;
 
@@ -595,6 +597,243 @@ fn toml_syntax_error() {
     let text = min_with("apply = \"version-guard\"", "apply = \"version-guard");
     fails(&text, &[], "s.toml:8:", "invalid TOML: ");
     fails("name = \"a\"\nname = \"b\"\n", &[], "s.toml:2:1: invalid TOML: ", "duplicate key");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fault actions for sweeps, and `[fault_profile]`.
+
+/// `MIN` and one `[[fault]]` (line 12) with `at = "1s"` (line 13) and these lines (from 14).
+fn with_fault(lines: &str) -> String {
+    format!("{MIN}[[fault]]\nat = \"1s\"\n{lines}")
+}
+
+#[test]
+fn new_fault_actions_read_into_the_spec() {
+    let text = format!(
+        "{}[[fault]]\nat = \"2s\"\naction = \"kill-connector-task\"\n\
+         [[fault]]\nat = \"change-acked#3 + 1500ms\"\naction = \"clog\"\nbetween = [\"pg2\", \"postgres\"]\n\
+         duration_ms = 800\n\
+         [[fault]]\nat = \"3s\"\naction = \"wal-burst\"\nbytes = \"64MB\"\n\
+         [[fault]]\nat = \"4s\"\naction = \"checkpoint\"\n\
+         [postgres.standby]\n",
+        with_fault("action = \"kill-connector-task\"\nrestart_after_ms = 2500\n")
+    );
+    let faults = ok(&text, &[]).spec.faults;
+    let actions: Vec<FaultAction> = faults.iter().map(|fault| fault.action).collect();
+    assert_eq!(
+        actions,
+        vec![
+            FaultAction::KillConnectorTask { restart_after_ms: Some(2_500) },
+            FaultAction::KillConnectorTask { restart_after_ms: None },
+            FaultAction::Clog { between: (Node::Pg2, Node::Postgres), duration_ms: 800 },
+            FaultAction::WalBurst { bytes: 64 << 20 },
+            FaultAction::Checkpoint,
+        ]
+    );
+    assert_eq!(faults[2].trigger, Trigger::After { moment: Moment::ChangeAcked, occurrence: 3, plus_ms: 1_500 });
+    for (size, bytes) in [("1B", 1), ("1536B", 1_536), ("8kB", 8 << 10), ("64GB", 64 << 30)] {
+        let text = with_fault(&format!("action = \"wal-burst\"\nbytes = \"{size}\"\n"));
+        assert_eq!(ok(&text, &[]).spec.faults[0].action, FaultAction::WalBurst { bytes });
+    }
+}
+
+#[test]
+fn clog_between_two_processes() {
+    let clog = |between: &str| with_fault(&format!("action = \"clog\"\nbetween = {between}\nduration_ms = 100\n"));
+    fails(&clog("[\"connect\"]"), &[], "s.toml:15:1: fault[0].between: ", "expected two process names, found 1");
+    fails(&clog("[]"), &[], "s.toml:15:1: fault[0].between: ", "expected two process names, found 0");
+    fails(&clog("\"connect\""), &[], "s.toml:15:1: fault[0].between: ", "expected an array of two process names");
+    let message = load(&clog("[\"connect\", \"zookeeper\"]"), &[]).unwrap_err();
+    assert_eq!(
+        message,
+        "s.toml:15:23: fault[0].between[1]: unknown value `zookeeper`; expected one of postgres, pg1, pg2, \
+         connect, kafka, sink, app, operator, loader"
+    );
+    fails(&clog("[\"kafka\", \"kafka\"]"), &[], "s.toml:15:21: fault[0].between[1]: ", "`kafka` is named twice");
+    fails(&clog("[\"pg1\", \"pg2\"]"), &[], "s.toml:15:19: fault[0].between[1]: ", "add [postgres.standby]");
+    assert_eq!(
+        ok(&format!("{}[postgres.standby]\n", clog("[\"pg1\", \"pg2\"]")), &[]).spec.faults[0].action,
+        FaultAction::Clog { between: (Node::Pg1, Node::Pg2), duration_ms: 100 }
+    );
+}
+
+#[test]
+fn clog_needs_a_duration() {
+    let text = with_fault("action = \"clog\"\nbetween = [\"sink\", \"kafka\"]\n");
+    fails(&text, &[], "s.toml:12:1: fault[0].duration_ms: ", "required field is missing (required by action clog)");
+    let text = with_fault("action = \"clog\"\nduration_ms = 5\n");
+    fails(&text, &[], "s.toml:12:1: fault[0].between: ", "required field is missing (required by action clog)");
+    let text = with_fault("action = \"clog\"\nbetween = [\"sink\", \"kafka\"]\nduration_ms = 0\n");
+    fails(&text, &[], "s.toml:16:1: fault[0].duration_ms: ", "0 is out of range; expected at least 1");
+}
+
+#[test]
+fn wal_burst_with_a_bad_size() {
+    let burst = |size: &str| with_fault(&format!("action = \"wal-burst\"\nbytes = \"{size}\"\n"));
+    let field = "s.toml:15:1: fault[0].bytes: ";
+    fails(
+        &burst("64 megabytes"),
+        &[],
+        field,
+        "`64 megabytes` is not a size; expected a number and a unit (B, kB, MB, GB)",
+    );
+    fails(&burst("64MiB"), &[], field, "is not a size");
+    fails(&burst("0MB"), &[], field, "`0MB` is out of range; expected 1B to 64GB");
+    fails(&burst("65GB"), &[], field, "is out of range; expected 1B to 64GB");
+    fails(&burst("1TB"), &[], field, "is out of range");
+    fails(
+        &with_fault("action = \"wal-burst\"\n"),
+        &[],
+        "s.toml:12:1: fault[0].bytes: ",
+        "required by action wal-burst",
+    );
+    let text = with_fault("action = \"wal-burst\"\nbytes = 1024\n");
+    fails(&text, &[], field, "expected a string, found an integer");
+}
+
+#[test]
+fn fields_that_do_not_apply_to_the_new_actions() {
+    let text = with_fault("action = \"checkpoint\"\nrestart_after_ms = 5\n");
+    fails(
+        &text,
+        &[],
+        "s.toml:15:1: fault[0].restart_after_ms: ",
+        "does not apply to action checkpoint (it takes no other field)",
+    );
+    let text = with_fault("action = \"kill-connector-task\"\nresume_after_ms = 5\n");
+    fails(&text, &[], "s.toml:15:1: fault[0].resume_after_ms: ", "(it takes restart_after_ms)");
+    let text = with_fault("action = \"wal-burst\"\nbytes = \"1MB\"\nduration_ms = 5\n");
+    fails(&text, &[], "s.toml:16:1: fault[0].duration_ms: ", "does not apply to action wal-burst (it takes bytes)");
+    let text = with_fault("action = \"crash-postgres\"\nrestart_after_ms = 5\nbetween = [\"app\", \"postgres\"]\n");
+    fails(&text, &[], "s.toml:16:1: fault[0].between: ", "does not apply to action crash-postgres");
+    let text = with_fault("action = \"stop-connector\"\nbytes = \"1MB\"\n");
+    fails(&text, &[], "s.toml:15:1: fault[0].bytes: ", "does not apply to action stop-connector");
+    let text = with_fault("action = \"clog\"\nbetween = [\"app\", \"postgres\"]\nduration_ms = 5\nbytes = \"1MB\"\n");
+    fails(&text, &[], "s.toml:17:1: fault[0].bytes: ", "(it takes between and duration_ms)");
+    let text = with_fault("action = \"clogg\"\n");
+    fails(&text, &[], "s.toml:14:1: fault[0].action: ", "unknown value `clogg`; expected one of kill-connect-worker, ");
+}
+
+/// `MIN` and a `[fault_profile]` (line 12) with these lines (from 13).
+fn with_profile(lines: &str) -> String {
+    format!("{MIN}[fault_profile]\n{lines}")
+}
+
+#[test]
+fn fault_profile_reads_into_the_spec() {
+    let text = with_profile(
+        "kinds = [\"clog\", \"kill-connector-task\", \"fail-over-to-standby\"]\nmax_faults = 20\n\
+         window = [\"5s\", \"2min\"]\nmoments = [\"change-acked\", \"task-started\"]\n[postgres.standby]\n",
+    );
+    assert_eq!(
+        ok(&text, &[]).spec.profile,
+        Some(FaultProfile {
+            kinds: vec![FaultKind::Clog, FaultKind::KillConnectorTask, FaultKind::FailOverToStandby],
+            max_faults: 20,
+            window_ms: (5_000, 120_000),
+            moments: vec![Moment::ChangeAcked, Moment::TaskStarted],
+        })
+    );
+    let defaults = ok(&with_profile("kinds = [\"checkpoint\"]\n"), &[]).spec.profile;
+    assert_eq!(
+        defaults,
+        Some(FaultProfile {
+            kinds: vec![FaultKind::Checkpoint],
+            max_faults: 3,
+            window_ms: (0, 60_000),
+            moments: vec![]
+        })
+    );
+    assert_eq!(ok(MIN, &[]).spec.profile, None);
+    let text = with_profile("kinds = [\"checkpoint\"]\nmax_faults = 0\nwindow = [\"10s\", \"10s\"]\n");
+    let profile = ok(&text, &[]).spec.profile.expect("a profile");
+    assert_eq!((profile.max_faults, profile.window_ms), (0, (10_000, 10_000)));
+}
+
+#[test]
+fn the_documented_examples_load() {
+    let doc = include_str!("../../docs/scenario-format.md");
+    let blocks: Vec<&str> = doc.split("```toml\n").skip(1).filter_map(|block| block.split("```").next()).collect();
+    assert!(!blocks.is_empty());
+    for block in blocks {
+        ok(&format!("{MIN}{block}"), &[]);
+    }
+}
+
+#[test]
+fn fault_profile_kinds() {
+    fails(&with_profile("kinds = []\n"), &[], "s.toml:13:1: fault_profile.kinds: ", "at least one fault action");
+    fails(&with_profile("max_faults = 2\n"), &[], "s.toml:12:1: fault_profile.kinds: ", "required field is missing");
+    fails(
+        &with_profile("kinds = [\"clog\", \"checkpoint\", \"clog\"]\n"),
+        &[],
+        "s.toml:13:32: fault_profile.kinds[2]: ",
+        "`clog` is listed twice",
+    );
+    fails(
+        &with_profile("kinds = [\"clog\", \"fail-over-to-standby\"]\n"),
+        &[],
+        "s.toml:13:18: fault_profile.kinds[1]: ",
+        "fail-over-to-standby needs a standby: add [postgres.standby]",
+    );
+    fails(
+        &with_profile("kinds = [\"kill-worker\"]\n"),
+        &[],
+        "s.toml:13:10: fault_profile.kinds[0]: ",
+        "unknown value `kill-worker`; expected one of kill-connect-worker, kill-connector-task, ",
+    );
+    fails(&with_profile("kinds = \"clog\"\n"), &[], "s.toml:13:1: fault_profile.kinds: ", "expected an array");
+}
+
+#[test]
+fn fault_profile_limits() {
+    let text = with_profile("kinds = [\"clog\"]\nmax_faults = 21\n");
+    fails(&text, &[], "s.toml:14:1: fault_profile.max_faults: ", "21 is out of range; expected 0 to 20");
+    let text = with_profile("kinds = [\"clog\"]\nwindow = [\"60s\", \"10s\"]\n");
+    fails(&text, &[], "s.toml:14:1: fault_profile.window: ", "the start (60s) is after the end (10s)");
+    let text = with_profile("kinds = [\"clog\"]\nwindow = [\"60s\"]\n");
+    fails(&text, &[], "s.toml:14:1: fault_profile.window: ", "expected two times, found 1");
+    let text = with_profile("kinds = [\"clog\"]\nwindow = [\"0s\", \"a minute\"]\n");
+    fails(&text, &[], "s.toml:14:17: fault_profile.window[1]: ", "`a minute` is not a time");
+    let text = with_profile("kinds = [\"clog\"]\nmoments = [\"change-acked\", \"first-change-acked\"]\n");
+    fails(
+        &text,
+        &[],
+        "s.toml:14:28: fault_profile.moments[1]: ",
+        "unknown moment `first-change-acked`; the moments are snapshot-scan-started, ",
+    );
+    let text = with_profile("kinds = [\"clog\"]\nmoments = [\"promoted\", \"promoted\"]\n");
+    fails(&text, &[], "s.toml:14:24: fault_profile.moments[1]: ", "`promoted` is listed twice");
+    let text = with_profile("kinds = [\"clog\"]\nmax_fault = 2\n");
+    fails(&text, &[], "s.toml:14:1: fault_profile.max_fault: ", "did you mean \"max_faults\"?");
+}
+
+#[test]
+fn set_a_fault_profile_field() {
+    let text = with_profile("kinds = [\"clog\", \"checkpoint\"]\n");
+    let profile = ok(&text, &["fault_profile.max_faults=5"]).spec.profile.expect("a profile");
+    assert_eq!(profile.max_faults, 5);
+    assert_eq!(profile.kinds, vec![FaultKind::Clog, FaultKind::Checkpoint]);
+    let profile = ok(MIN, &["fault_profile.kinds=[\"wal-burst\"]", "fault_profile.window=[\"1s\", \"2s\"]"])
+        .spec
+        .profile
+        .expect("a profile");
+    assert_eq!((profile.kinds, profile.window_ms), (vec![FaultKind::WalBurst], (1_000, 2_000)));
+    fails(
+        &text,
+        &["fault_profile.max_faults=50"],
+        "--set fault_profile.max_faults=50: fault_profile.max_faults: ",
+        "expected 0 to 20",
+    );
+    fails(
+        MIN,
+        &["fault_profile.max_faults=5"],
+        "--set fault_profile.max_faults=5: fault_profile.kinds: ",
+        "required field is missing",
+    );
+    let faults =
+        ok(&with_fault("action = \"checkpoint\"\n"), &["fault[0].action=wal-burst", "fault[0].bytes=16MB"]).spec.faults;
+    assert_eq!(faults[0].action, FaultAction::WalBurst { bytes: 16 << 20 });
 }
 
 // ---------------------------------------------------------------------------------------------

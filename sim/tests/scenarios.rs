@@ -21,7 +21,7 @@ fn check(name: &str) {
         text.push_str(&format!("  {finding}\n"));
     }
     text.push_str("\nhandoff record\n");
-    text.push_str(&result.record.render());
+    text.push_str(&result.record.as_ref().expect("record").render());
     text.push_str(&format!("\ntrace hash {:016x}\n", result.trace_hash));
     insta::with_settings!({ snapshot_path => "../../snapshots", prepend_module_to_snapshot => false, omit_expression => true }, {
         insta::assert_snapshot!(name, text);

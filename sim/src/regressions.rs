@@ -1,0 +1,52 @@
+//! The seed database: failing runs saved as scenario files with an explicit fault schedule and
+//! the finding as their prediction, so that `handoff replay FILE` (and `cargo test`) replays them.
+
+use crate::explore::Summary;
+use crate::runner::{self, RunResult};
+use crate::scenario;
+use handoff_models::spec::{Invariant, Prediction, Spec};
+use std::path::{Path, PathBuf};
+
+/// The scenario that replays one run: the run's whole fault schedule made explicit, no profile,
+/// the run's seed, and its findings as the prediction.
+pub fn pin(spec: &Spec, result: &RunResult, origin: &str) -> Spec {
+    let mut pinned = spec.clone();
+    pinned.faults = result.schedule.clone();
+    pinned.profile = None;
+    let findings: Vec<Invariant> = result.violated();
+    let mut why = format!("Found by {origin} at seed {}.", result.seed);
+    for finding in result.findings.iter().take(3) {
+        why.push_str(&format!("\n{finding}"));
+    }
+    pinned.prediction = Prediction { holds: findings.is_empty(), findings, allow: Vec::new(), why };
+    pinned
+}
+
+/// File name for a pinned run.
+pub fn file_name(spec: &Spec, seed: u64) -> String {
+    format!("{}-seed-{seed}.toml", spec.name)
+}
+
+/// Writes a spec as a scenario file.
+pub fn write(spec: &Spec, seed: u64, path: &Path) -> Result<(), String> {
+    let text = scenario::to_toml(spec, seed).map_err(|error| format!("{}: {error}", path.display()))?;
+    std::fs::write(path, text).map_err(|error| format!("{}: cannot write: {error}", path.display()))
+}
+
+/// `explore --save DIR`: the first failing seed of each violated invariant, pinned.
+pub fn save_first_failures(spec: &Spec, scenario: &str, summary: &Summary, dir: &Path) -> Result<Vec<PathBuf>, String> {
+    std::fs::create_dir_all(dir).map_err(|error| format!("{}: cannot create: {error}", dir.display()))?;
+    let mut seeds: Vec<u64> = summary.findings.values().map(|(_, first)| *first).collect();
+    seeds.sort_unstable();
+    seeds.dedup();
+    let mut saved = Vec::new();
+    let origin = format!("`handoff explore {scenario}`");
+    for seed in seeds {
+        let result = runner::run(spec, seed);
+        let pinned = pin(spec, &result, &origin);
+        let path = dir.join(file_name(spec, seed));
+        write(&pinned, seed, &path)?;
+        saved.push(path);
+    }
+    Ok(saved)
+}

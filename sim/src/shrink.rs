@@ -1,0 +1,286 @@
+//! `handoff shrink`: from a failing seed, a smaller scenario that still fails the same way.
+//!
+//! The run is first pinned: its generated faults and its generated background transactions
+//! become an explicit schedule, so that every element can be removed on its own. Then, keeping
+//! the seed (madsim's latencies are part of the failure) and re-running after each step:
+//! 1. delta debugging (ddmin) over the faults and the transactions: remove halves, quarters, …,
+//!    single elements, keeping every removal after which the failure remains;
+//! 2. fewer rows: the smallest table that still fails, by bisection;
+//! 3. earlier faults: each fault's time halved (or its delay after a moment dropped) while the
+//!    failure remains.
+//!
+//! "The same failure" is the target finding's signature: its invariant, its shape (a missing
+//! document or a stale one, a resurrection at the boundary or during the run, a phantom or a
+//! hole in the stream, …) and the kind of history its key had in the source (loaded, inserted,
+//! updated, deleted), not the key itself, which changes as rows go.
+
+use crate::regressions;
+use crate::runner::{self, RunResult};
+use handoff_models::checkers::Finding;
+use handoff_models::ids::{Key, Status};
+use handoff_models::observe::Observation;
+use handoff_models::postgres::table::{ChangeKind, RowOp};
+use handoff_models::spec::{Fault, Invariant, ScriptedTxn, Spec, Trigger};
+use std::fmt;
+
+/// What must stay true of a shrunk run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Signature {
+    pub invariant: Invariant,
+    pub shape: String,
+    pub key_history: String,
+}
+
+impl fmt::Display for Signature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} ({})", self.invariant, self.invariant.name(), self.shape)?;
+        if !self.key_history.is_empty() {
+            write!(f, ", key history {}", self.key_history)?;
+        }
+        Ok(())
+    }
+}
+
+/// Sizes of a scenario, before and after.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Size {
+    pub faults: usize,
+    pub transactions: usize,
+    pub rows: u32,
+}
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} fault(s), {} transaction(s), {} row(s)", self.faults, self.transactions, self.rows)
+    }
+}
+
+pub struct Shrunk {
+    pub signature: Signature,
+    pub before: Size,
+    pub after: Size,
+    pub spec: Spec,
+    pub seed: u64,
+    pub runs: usize,
+}
+
+fn shape(finding: &Finding) -> &'static str {
+    match finding.invariant {
+        Invariant::I1 if finding.seen == "absent" => "a document missing",
+        Invariant::I1 => "a stale document",
+        Invariant::I2 if finding.expected.starts_with("absent") => "a deleted document live at the boundary",
+        Invariant::I2 => "a deleted document brought back during the run",
+        Invariant::I4 if finding.seen.contains("phantom") => "a phantom change",
+        Invariant::I4 if finding.seen.contains("never published") => "commits neither snapshotted nor streamed",
+        Invariant::I4 => "a snapshot not at one position",
+        _ => "",
+    }
+}
+
+/// The kind of history a key had: `L` loaded, `I` inserted, `U` updated (repeats folded), `D`
+/// deleted.
+fn key_history(result: &RunResult, key: Option<Key>) -> String {
+    let Some(key) = key else { return String::new() };
+    // A key loaded before the run shows as L when its first change is not an insert.
+    let mut history = String::new();
+    let mut first = true;
+    for event in &result.trace {
+        let Observation::Committed { txn, .. } = &event.observation else { continue };
+        for change in txn.changes.iter().filter(|change| change.key == key) {
+            let letter = match change.kind {
+                ChangeKind::Insert { .. } => 'I',
+                ChangeKind::Update { .. } => 'U',
+                ChangeKind::Delete { .. } => 'D',
+            };
+            if first && letter != 'I' {
+                history.push('L');
+            }
+            first = false;
+            if !(letter == 'U' && history.ends_with('U')) {
+                history.push(letter);
+            }
+        }
+    }
+    if history.is_empty() { "L".into() } else { history }
+}
+
+/// The signature of a run's first finding (in invariant order), if it has one.
+pub fn signature(result: &RunResult) -> Option<Signature> {
+    let finding = result.findings.iter().min_by_key(|finding| finding.invariant)?;
+    Some(Signature {
+        invariant: finding.invariant,
+        shape: shape(finding).to_string(),
+        key_history: key_history(result, finding.key),
+    })
+}
+
+fn fails_the_same(spec: &Spec, seed: u64, target: &Signature, runs: &mut usize) -> bool {
+    *runs += 1;
+    let result = runner::run(spec, seed);
+    result.findings.iter().any(|finding| {
+        finding.invariant == target.invariant
+            && shape(finding) == target.shape
+            && key_history(&result, finding.key) == target.key_history
+    })
+}
+
+fn size(spec: &Spec) -> Size {
+    Size {
+        faults: spec.faults.len(),
+        transactions: spec.scripted.len(),
+        rows: spec.tables.iter().map(|table| table.rows).sum(),
+    }
+}
+
+/// One element the shrinker may drop.
+#[derive(Clone, Debug)]
+enum Element {
+    Fault(Fault),
+    Txn(ScriptedTxn),
+}
+
+fn with_elements(spec: &Spec, elements: &[Element]) -> Spec {
+    let mut next = spec.clone();
+    next.faults = elements.iter().filter_map(|e| if let Element::Fault(f) = e { Some(*f) } else { None }).collect();
+    next.scripted =
+        elements.iter().filter_map(|e| if let Element::Txn(t) = e { Some(t.clone()) } else { None }).collect();
+    next
+}
+
+/// The run's generated background transactions as explicit scripted ones at their times.
+fn pin_workload(spec: &Spec, seed: u64) -> Spec {
+    let mut pinned = spec.clone();
+    let workload = handoff_models::workload::workload(spec, seed);
+    for txn in &workload.timed {
+        let label = match txn.ops.first() {
+            Some(RowOp::Insert { key, .. }) => format!("insert claim {key}"),
+            Some(RowOp::Update { key, status, .. }) => format!("update claim {key} to {}", status_name(*status)),
+            Some(RowOp::Delete { key, .. }) => format!("delete claim {key}"),
+            None => "empty".into(),
+        };
+        pinned.scripted.push(ScriptedTxn {
+            trigger: Trigger::At { at_ms: txn.at_ms.unwrap_or(0) },
+            ops: txn.ops.clone(),
+            label,
+        });
+    }
+    pinned.background = None;
+    pinned
+}
+
+fn status_name(status: Status) -> &'static str {
+    status.name()
+}
+
+/// ddmin: the smallest sublist (1-minimal) for which `keeps` holds.
+fn ddmin(mut items: Vec<Element>, mut keeps: impl FnMut(&[Element]) -> bool) -> Vec<Element> {
+    let mut chunks = 2usize;
+    while items.len() >= 2 {
+        let size = items.len().div_ceil(chunks);
+        let mut reduced = false;
+        for start in (0..items.len()).step_by(size) {
+            let complement: Vec<Element> = items
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i < start || *i >= start + size)
+                .map(|(_, e)| e.clone())
+                .collect();
+            if keeps(&complement) {
+                items = complement;
+                chunks = (chunks - 1).max(2);
+                reduced = true;
+                break;
+            }
+        }
+        if !reduced {
+            if chunks >= items.len() {
+                break;
+            }
+            chunks = (chunks * 2).min(items.len());
+        }
+    }
+    if items.len() == 1 && keeps(&[]) {
+        items.clear();
+    }
+    items
+}
+
+/// Shrinks a failing seed of a scenario. `max_runs` bounds the work.
+pub fn shrink(spec: &Spec, seed: u64, max_runs: usize) -> Result<Shrunk, String> {
+    let first = runner::run(spec, seed);
+    let target = signature(&first).ok_or_else(|| format!("seed {seed} of {} has no finding to shrink", spec.name))?;
+    let mut runs = 1;
+    // Pin the generated faults and transactions.
+    let mut current = pin_workload(&regressions::pin(spec, &first, "handoff shrink"), seed);
+    let before = Size {
+        faults: first.schedule.len(),
+        transactions: current.scripted.len(),
+        rows: spec.tables.iter().map(|t| t.rows).sum(),
+    };
+    if !fails_the_same(&current, seed, &target, &mut runs) {
+        return Err(format!(
+            "seed {seed}: the run with its schedule made explicit no longer shows {target}; this is a bug in pinning"
+        ));
+    }
+
+    // 1. Delta debugging over the faults and the transactions.
+    let elements: Vec<Element> = current
+        .faults
+        .iter()
+        .map(|f| Element::Fault(*f))
+        .chain(current.scripted.iter().cloned().map(Element::Txn))
+        .collect();
+    let base = current.clone();
+    let kept = ddmin(elements, |candidate| {
+        runs < max_runs && fails_the_same(&with_elements(&base, candidate), seed, &target, &mut runs)
+    });
+    current = with_elements(&base, &kept);
+
+    // 2. Fewer rows, by bisection: the smallest count that still fails.
+    if let Some(table) = current.tables.first().cloned() {
+        let (mut low, mut high) = (0u32, table.rows);
+        while low + 1 < high && runs < max_runs {
+            let middle = low + (high - low) / 2;
+            let mut candidate = current.clone();
+            candidate.tables[0].rows = middle;
+            if fails_the_same(&candidate, seed, &target, &mut runs) {
+                high = middle;
+            } else {
+                low = middle;
+            }
+        }
+        current.tables[0].rows = high;
+    }
+
+    // 3. Earlier faults.
+    for index in 0..current.faults.len() {
+        loop {
+            if runs >= max_runs {
+                break;
+            }
+            let mut candidate = current.clone();
+            let trigger = &mut candidate.faults[index].trigger;
+            match trigger {
+                Trigger::At { at_ms } if *at_ms > 0 => *at_ms /= 2,
+                Trigger::After { plus_ms, .. } if *plus_ms > 0 => *plus_ms = 0,
+                _ => break,
+            }
+            if fails_the_same(&candidate, seed, &target, &mut runs) {
+                current = candidate;
+            } else {
+                break;
+            }
+        }
+    }
+
+    let last = runner::run(&current, seed);
+    runs += 1;
+    let mut shrunk = regressions::pin(&current, &last, &format!("`handoff shrink` of {} seed {seed}", spec.name));
+    shrunk.name = format!("{}-seed-{seed}-shrunk", spec.name);
+    shrunk.description = format!(
+        "Shrunk by `handoff shrink` from seed {seed} of {}: the smallest schedule and workload found that still \
+         show {target}.",
+        spec.name
+    );
+    Ok(Shrunk { signature: target, before, after: size(&shrunk), spec: shrunk, seed, runs })
+}

@@ -1,0 +1,563 @@
+//! The scenario writer: `to_toml` writes a file that the loader reads back to the same `Spec`
+//! (the connector properties may gain the modelled ones, with every original key's text kept),
+//! for the bundled scenarios, for a spec using every feature of the format, and for generated
+//! specs; and it refuses, without panicking, what the format cannot express.
+
+use handoff_models::connect::ConnectConfig;
+use handoff_models::debezium::{DebeziumConfig, SnapshotMode};
+use handoff_models::ids::{Node, Status, TableId};
+use handoff_models::operator::GatePolicy;
+use handoff_models::postgres::table::{ReplicaIdentity, RowOp};
+use handoff_models::sink::ApplyRule;
+use handoff_models::spec::{
+    Acceptance, Background, Fault, FaultAction, FaultKind, FaultProfile, HandoffMethod, Invariant, Moment, Prediction,
+    ScriptedTxn, Spec, TableSetup, Trigger,
+};
+use handoff_sim::scenario::{Loaded, load, load_str, to_toml};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Writes `spec`, reads it back, and checks it is the same scenario.
+#[track_caller]
+fn round_trip(spec: &Spec, seed: u64) -> String {
+    let text = to_toml(spec, seed).unwrap_or_else(|error| panic!("to_toml failed: {error}"));
+    let loaded = load_str("written.toml", &text, &[])
+        .unwrap_or_else(|error| panic!("the written scenario does not load: {error}\n{text}"));
+    assert_same(spec, seed, &loaded, &text);
+    text
+}
+
+#[track_caller]
+fn assert_same(spec: &Spec, seed: u64, loaded: &Loaded, text: &str) {
+    assert_eq!(loaded.seed, seed, "{text}");
+    for (key, value) in &spec.connector_properties {
+        assert_eq!(loaded.spec.connector_properties.get(key), Some(value), "connector property {key:?} in\n{text}");
+    }
+    let mut read = loaded.spec.clone();
+    read.connector_properties.clone_from(&spec.connector_properties);
+    assert_eq!(&read, spec, "{text}");
+}
+
+fn bundled() -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|error| panic!("{}: {error}", dir.display()))
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// A spec that uses every feature of the format.
+fn everything() -> Spec {
+    let (claims, payments) = (TableId(0), TableId(1));
+    let mut properties = BTreeMap::new();
+    for (key, value) in [
+        ("topic.prefix", "claims"),
+        ("plugin.name", "PGOUTPUT"),
+        ("snapshot.mode", "When_Needed"),
+        ("max.batch.size", " 512"),
+        ("tombstones.on.delete", "FALSE"),
+        ("table.include.list", "public.payments, public.claims"),
+        ("max.queue.size", "1024"),
+        ("database.port", "5432"),
+        ("database.hostname", "postgres"),
+        ("database.password", "a \"quoted\" \\ secret"),
+        ("key.converter.schemas.enable", "false"),
+        ("errors.max.retries", "-1"),
+    ] {
+        properties.insert(key.to_owned(), value.to_owned());
+    }
+    let at = |at_ms| Trigger::At { at_ms };
+    let after = |moment, occurrence, plus_ms| Trigger::After { moment, occurrence, plus_ms };
+    Spec {
+        name: "every-feature".into(),
+        description: "Every section.\nA \"quoted\" word, a backslash \\, three quotes \"\"\" and a tab\t.\n".into(),
+        postgres_major_version: 16,
+        wal_segment_size: 64 << 20,
+        checkpoint_timeout_ms: 90_000,
+        scan_rows_per_second: 5_000,
+        standby: Some(250),
+        tables: vec![
+            TableSetup {
+                id: claims,
+                name: "public.claims".into(),
+                rows: 1_000,
+                replica_identity: ReplicaIdentity::Full,
+            },
+            TableSetup {
+                id: payments,
+                name: "public.payments".into(),
+                rows: 10,
+                replica_identity: ReplicaIdentity::Default,
+            },
+        ],
+        debezium: DebeziumConfig {
+            version: (2, 6),
+            name: "claims-connector".into(),
+            topic_prefix: "claims".into(),
+            slot_name: "claims_slot".into(),
+            plugin_name: "pgoutput".into(),
+            publication_name: "claims_publication".into(),
+            snapshot_mode: SnapshotMode::WhenNeeded,
+            snapshot_fetch_size: 100,
+            max_batch_size: 512,
+            poll_interval_ms: 250,
+            retriable_restart_connector_wait_ms: 3_000,
+            tombstones_on_delete: false,
+            log_position_check_enable: true,
+            tables: vec![payments, claims],
+        },
+        connector_properties: properties,
+        connector_start_ms: 1_500,
+        connect: ConnectConfig { offset_flush_interval_ms: 10_000, offset_flush_timeout_ms: 2_000 },
+        kafka_partitions: 4,
+        sink_rule: ApplyRule::SnapshotEpoch,
+        sink_group: "claims-index".into(),
+        sink_auto_commit_interval_ms: 1_000,
+        sink_max_poll_records: 50,
+        background: Some(Background {
+            start_ms: 5_000,
+            end_ms: 120_000,
+            inserts_per_second: 2.5,
+            updates_per_second: 0.1,
+            deletes_per_second: 1e-7,
+        }),
+        scripted: vec![
+            ScriptedTxn {
+                trigger: after(Moment::SnapshotScanStarted, 1, 200),
+                ops: vec![RowOp::Delete { table: claims, key: 42 }],
+                label: "delete claim 42 during the scan".into(),
+            },
+            ScriptedTxn {
+                trigger: at(45_000),
+                ops: vec![RowOp::Insert { table: payments, key: 11, status: Status::Paid, amount_cents: 0 }],
+                label: String::new(),
+            },
+            ScriptedTxn {
+                trigger: after(Moment::ChangeAcked, 3, 1_500),
+                ops: vec![RowOp::Update { table: claims, key: 17, status: Status::Closed }],
+                label: "a label\nof two lines".into(),
+            },
+            ScriptedTxn {
+                trigger: at(0),
+                ops: vec![RowOp::Insert {
+                    table: claims,
+                    key: 2_000,
+                    status: Status::Submitted,
+                    amount_cents: 100_000,
+                }],
+                label: "\"quoted\"".into(),
+            },
+        ],
+        faults: vec![
+            Fault { trigger: at(2_500), action: FaultAction::KillConnectWorker { restart_after_ms: Some(5_000) } },
+            Fault { trigger: at(3_000), action: FaultAction::KillConnectWorker { restart_after_ms: None } },
+            Fault {
+                trigger: after(Moment::TaskStarted, 2, 0),
+                action: FaultAction::KillConnectorTask { restart_after_ms: Some(1_000) },
+            },
+            Fault { trigger: at(60_000), action: FaultAction::KillConnectorTask { restart_after_ms: None } },
+            Fault { trigger: at(61_000), action: FaultAction::StopConnector { resume_after_ms: Some(2_000) } },
+            Fault { trigger: at(62_000), action: FaultAction::StopConnector { resume_after_ms: None } },
+            Fault { trigger: at(63_000), action: FaultAction::CrashPostgres { restart_after_ms: 4_000 } },
+            Fault {
+                trigger: after(Moment::OffsetsStored, 1, 10),
+                action: FaultAction::Clog { between: (Node::Connect, Node::Postgres), duration_ms: 7_000 },
+            },
+            Fault {
+                trigger: at(64_000),
+                action: FaultAction::Clog { between: (Node::Pg2, Node::Pg1), duration_ms: 1 },
+            },
+            Fault { trigger: at(65_000), action: FaultAction::WalBurst { bytes: 64 << 20 } },
+            Fault { trigger: at(65_500), action: FaultAction::WalBurst { bytes: 1_536 } },
+            Fault { trigger: at(66_000), action: FaultAction::Checkpoint },
+            Fault { trigger: at(75_000), action: FaultAction::FailOverToStandby { promote_after_ms: 5_000 } },
+            Fault { trigger: after(Moment::Promoted, 1, 3_000), action: FaultAction::RecreateSlot },
+        ],
+        profile: Some(FaultProfile {
+            kinds: vec![FaultKind::Clog, FaultKind::KillConnectorTask, FaultKind::FailOverToStandby],
+            max_faults: 7,
+            window_ms: (1_000, 90_000),
+            moments: vec![Moment::ChangeAcked, Moment::SnapshotCompleted],
+        }),
+        handoff: HandoffMethod::PlainRead { read_at_ms: 2_500 },
+        gate: GatePolicy::FailClosed,
+        acceptance: Acceptance { timeout_ms: 300_000, sample_size: 5 },
+        prediction: Prediction {
+            holds: false,
+            findings: vec![Invariant::I2, Invariant::I4],
+            allow: vec![Invariant::I3],
+            why: "Several reasons.\nThe second line ends in a quote: \"".into(),
+        },
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Round trips.
+
+#[test]
+fn bundled_scenarios_round_trip() {
+    let paths = bundled();
+    assert!(paths.len() >= 4, "expected the bundled scenarios, found {paths:?}");
+    for path in paths {
+        let loaded = load(&path, &[]).unwrap_or_else(|error| panic!("{error}"));
+        let text = round_trip(&loaded.spec, loaded.seed);
+        // Written again, the file is the same: the writer is a fixed point after one round.
+        let again = load_str("written.toml", &text, &[]).unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(to_toml(&again.spec, again.seed).as_deref(), Ok(text.as_str()), "{}", path.display());
+    }
+}
+
+#[test]
+fn bundled_scenarios_round_trip_with_other_seeds() {
+    for path in bundled() {
+        let loaded = load(&path, &[]).unwrap_or_else(|error| panic!("{error}"));
+        for seed in [0, 42, i64::MAX as u64] {
+            round_trip(&loaded.spec, seed);
+        }
+    }
+}
+
+#[test]
+fn every_feature_round_trips() {
+    let spec = everything();
+    let text = round_trip(&spec, 99);
+    // The original text of modelled properties is kept where it means the same value.
+    let loaded = load_str("written.toml", &text, &[]).unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(loaded.spec.connector_properties["table.include.list"], "public.payments, public.claims");
+    assert_eq!(loaded.spec.connector_properties["snapshot.mode"], "When_Needed");
+    // Properties the scenario did not give are written, so nothing depends on the defaults.
+    assert_eq!(loaded.spec.connector_properties["slot.name"], "claims_slot");
+    assert_eq!(loaded.spec.connector_properties["poll.interval.ms"], "250");
+}
+
+#[test]
+fn every_feature_writes_the_documented_syntax() {
+    let text = to_toml(&everything(), 99).unwrap_or_else(|error| panic!("{error}"));
+    for line in [
+        "seed = 99\n",
+        "[versions]\ndebezium = \"2.6\"\n",
+        "wal_segment_size = \"64MB\"\n",
+        "checkpoint_timeout = \"90s\"\n",
+        "[postgres.standby]\nreplication_delay_ms = 250\n",
+        "\"snapshot.mode\" = \"When_Needed\"\n",
+        "\"database.port\" = 5432\n",
+        "\"key.converter.schemas.enable\" = false\n",
+        "\"errors.max.retries\" = -1\n",
+        "\"max.batch.size\" = \" 512\"\n",
+        "deletes_per_second = 1e-7\n",
+        "at = \"snapshot-scan-started + 200ms\"\n",
+        "at = \"change-acked#3 + 1500ms\"\n",
+        "at = \"task-started#2\"\n",
+        "at = \"2500ms\"\n",
+        "at = \"1min\"\n",
+        "insert = 11\nstatus = \"paid\"\namount_cents = 0\ntable = \"public.payments\"\n",
+        "update = 17\nstatus = \"closed\"\nlabel = \"\"\"\na label\nof two lines\"\"\"\n",
+        "label = \"\\\"quoted\\\"\"\n",
+        "action = \"clog\"\nbetween = [\"pg2\", \"pg1\"]\nduration_ms = 1\n",
+        "action = \"wal-burst\"\nbytes = \"64MB\"\n",
+        "bytes = \"1536B\"\n",
+        "action = \"checkpoint\"\n\n",
+        "action = \"recreate-slot\"\n\n",
+        "[fault_profile]\nkinds = [\"clog\", \"kill-connector-task\", \"fail-over-to-standby\"]\nmax_faults = 7\n",
+        "window = [\"1s\", \"90s\"]\nmoments = [\"change-acked\", \"snapshot-completed\"]\n",
+        "[handoff]\nmethod = \"plain-read\"\nread_at_ms = 2500\n",
+        "[failover]\ngate = \"fail-closed\"\n",
+        "findings = [\"I2\", \"I4\"]\nallow = [\"I3\"]\n",
+        "three quotes \\\"\\\"\" and a tab\t.\n\"\"\"\n",
+        "ends in a quote: \\\"\"\"\"\n",
+    ] {
+        assert!(text.contains(line), "expected {line:?} in:\n{text}");
+    }
+    let headers: Vec<&str> = text.lines().filter(|line| line.starts_with('[')).collect();
+    let mut expected = vec!["[versions]", "[postgres]", "[postgres.standby]", "[[table]]", "[[table]]"];
+    expected.extend(["[connector]", "[connect]", "[kafka]", "[sink]", "[workload]"]);
+    expected.extend(["[[workload.script]]"; 4]);
+    expected.extend(["[[fault]]"; 14]);
+    expected.extend(["[fault_profile]", "[handoff]", "[failover]", "[acceptance]", "[prediction]"]);
+    assert_eq!(headers, expected);
+}
+
+#[test]
+fn minimal_spec_round_trips() {
+    let mut spec = handoff_models::spec::claims_minimal(3, ApplyRule::VersionGuard);
+    spec.prediction.why = "nothing goes wrong".into();
+    let text = round_trip(&spec, 1);
+    for absent in ["[versions]", "[workload]\n", "[[fault]]", "[fault_profile]", "[handoff]", "[failover]", "allow"] {
+        assert!(!text.contains(absent), "{absent:?} should not be written:\n{text}");
+    }
+}
+
+#[test]
+fn a_large_batch_gets_a_queue_larger_than_it() {
+    let mut spec = everything();
+    spec.connector_properties.remove("max.queue.size");
+    spec.connector_properties.insert("max.batch.size".into(), "10000".into());
+    spec.debezium.max_batch_size = 10_000;
+    let text = round_trip(&spec, 1);
+    assert!(text.contains("\"max.queue.size\" = 40000\n"), "{text}");
+}
+
+#[test]
+fn inconsistent_property_text_yields_to_the_modelled_value() {
+    let mut spec = everything();
+    spec.connector_properties.insert("max.batch.size".into(), "7".into());
+    let text = to_toml(&spec, 1).unwrap_or_else(|error| panic!("{error}"));
+    assert!(text.contains("\"max.batch.size\" = 512\n"), "{text}");
+    let loaded = load_str("written.toml", &text, &[]).unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(loaded.spec.debezium, spec.debezium);
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the format cannot express.
+
+#[test]
+fn a_transaction_of_two_operations_is_refused() {
+    let mut spec = everything();
+    spec.scripted[1].ops.push(RowOp::Delete { table: TableId(0), key: 5 });
+    let error = to_toml(&spec, 1).unwrap_err();
+    assert!(error.contains("workload script entry 1"), "{error}");
+    assert!(error.contains("has 2 operations"), "{error}");
+    spec.scripted[1].ops.clear();
+    assert!(to_toml(&spec, 1).unwrap_err().contains("has 0 operations"));
+}
+
+#[test]
+fn unknown_tables_are_refused() {
+    let mut spec = everything();
+    spec.scripted[0].ops = vec![RowOp::Delete { table: TableId(9), key: 1 }];
+    assert!(to_toml(&spec, 1).unwrap_err().contains("names table 9"));
+    let mut spec = everything();
+    spec.debezium.tables.push(TableId(2));
+    assert!(to_toml(&spec, 1).unwrap_err().contains("table.include.list names table 2"));
+}
+
+#[test]
+fn values_the_loader_rejects_or_reads_differently_are_refused() {
+    type Change = fn(&mut Spec);
+    let cases: Vec<(&str, Change)> = vec![
+        ("not-trimmed why", |spec| spec.prediction.why = " padded ".into()),
+        ("empty why", |spec| spec.prediction.why = String::new()),
+        ("log position check off", |spec| spec.debezium.log_position_check_enable = false),
+        ("idle background", |spec| {
+            spec.background = Some(Background {
+                start_ms: 0,
+                end_ms: 10,
+                inserts_per_second: 0.0,
+                updates_per_second: 0.0,
+                deletes_per_second: 0.0,
+            })
+        }),
+        ("failover without standby", |spec| {
+            spec.standby = None;
+            spec.gate = GatePolicy::Off;
+            spec.profile = None;
+        }),
+        ("unknown connector property", |spec| {
+            spec.connector_properties.insert("snapshot.mod".into(), "initial".into());
+        }),
+        ("unchecked invariant", |spec| spec.prediction.allow = vec![Invariant::I12]),
+        ("table id not its index", |spec| spec.tables[1].id = TableId(5)),
+        ("huge timeout", |spec| spec.acceptance.timeout_ms = u64::MAX),
+        ("occurrence 0", |spec| {
+            spec.faults[2].trigger = Trigger::After { moment: Moment::Promoted, occurrence: 0, plus_ms: 0 }
+        }),
+    ];
+    for (case, change) in cases {
+        let mut spec = everything();
+        change(&mut spec);
+        let error = to_toml(&spec, 1).expect_err(case);
+        assert!(error.contains("every-feature"), "{case}: {error}");
+    }
+    assert!(to_toml(&everything(), u64::MAX).unwrap_err().contains("does not fit in a TOML integer"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generated specs.
+
+/// Text with the characters that need care in TOML strings.
+fn text() -> impl Strategy<Value = String> {
+    let special = prop_oneof![Just('"'), Just('\\'), Just('\n'), Just('\r'), Just('\t'), Just('\u{7f}'), Just('\0')];
+    let c = prop_oneof![3 => any::<char>(), 2 => special, 3 => proptest::char::range('a', 'z')];
+    proptest::collection::vec(c, 0..24).prop_map(|chars| chars.into_iter().collect())
+}
+
+fn ms() -> impl Strategy<Value = u64> {
+    prop_oneof![0..100_000u64, (0..1_000u64).prop_map(|n| n * 60_000), any::<u64>()]
+}
+
+/// Up to `i64::MAX`: what a TOML integer holds.
+fn toml_int() -> impl Strategy<Value = u64> {
+    prop_oneof![0..100_000u64, 0..=i64::MAX as u64]
+}
+
+fn trigger() -> impl Strategy<Value = Trigger> {
+    prop_oneof![
+        ms().prop_map(|at_ms| Trigger::At { at_ms }),
+        (proptest::sample::select(Moment::ALL.to_vec()), prop_oneof![1..5u32, 1..=u32::MAX], ms())
+            .prop_map(|(moment, occurrence, plus_ms)| Trigger::After { moment, occurrence, plus_ms }),
+    ]
+}
+
+fn status() -> impl Strategy<Value = Status> {
+    proptest::sample::select(vec![Status::Submitted, Status::Assessed, Status::Approved, Status::Paid, Status::Closed])
+}
+
+fn row_op() -> impl Strategy<Value = RowOp> {
+    let table = (0..2u16).prop_map(TableId);
+    let key = prop_oneof![1..100i64, 1..=i64::MAX];
+    prop_oneof![
+        (table.clone(), key.clone(), status(), any::<u32>())
+            .prop_map(|(table, key, status, amount_cents)| RowOp::Insert { table, key, status, amount_cents }),
+        (table.clone(), key.clone(), status()).prop_map(|(table, key, status)| RowOp::Update { table, key, status }),
+        (table, key).prop_map(|(table, key)| RowOp::Delete { table, key }),
+    ]
+}
+
+fn fault_action() -> impl Strategy<Value = FaultAction> {
+    let nodes = vec![
+        Node::Postgres,
+        Node::Pg1,
+        Node::Pg2,
+        Node::Connect,
+        Node::Kafka,
+        Node::Sink,
+        Node::App,
+        Node::Operator,
+        Node::Loader,
+    ];
+    let pair = proptest::sample::subsequence(nodes, 2).prop_shuffle().prop_map(|pair| (pair[0], pair[1]));
+    prop_oneof![
+        proptest::option::of(toml_int())
+            .prop_map(|restart_after_ms| FaultAction::KillConnectWorker { restart_after_ms }),
+        proptest::option::of(toml_int())
+            .prop_map(|restart_after_ms| FaultAction::KillConnectorTask { restart_after_ms }),
+        proptest::option::of(toml_int()).prop_map(|resume_after_ms| FaultAction::StopConnector { resume_after_ms }),
+        toml_int().prop_map(|restart_after_ms| FaultAction::CrashPostgres { restart_after_ms }),
+        toml_int().prop_map(|promote_after_ms| FaultAction::FailOverToStandby { promote_after_ms }),
+        Just(FaultAction::RecreateSlot),
+        (pair, 1..=i64::MAX as u64).prop_map(|(between, duration_ms)| FaultAction::Clog { between, duration_ms }),
+        prop_oneof![1..=(64u64 << 30), (1..=64u64).prop_map(|mb| mb << 20)]
+            .prop_map(|bytes| FaultAction::WalBurst { bytes }),
+        Just(FaultAction::Checkpoint),
+    ]
+}
+
+fn profile() -> impl Strategy<Value = FaultProfile> {
+    (
+        proptest::sample::subsequence(FaultKind::ALL.to_vec(), 1..=FaultKind::ALL.len()).prop_shuffle(),
+        0..=20u32,
+        (ms(), ms()),
+        proptest::sample::subsequence(Moment::ALL.to_vec(), 0..=Moment::ALL.len()).prop_shuffle(),
+    )
+        .prop_map(|(kinds, max_faults, (a, b), moments)| FaultProfile {
+            kinds,
+            max_faults,
+            window_ms: (a.min(b), a.max(b)),
+            moments,
+        })
+}
+
+fn rate() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        Just(0.0),
+        0.0..1_000.0f64,
+        proptest::num::f64::NORMAL.prop_map(f64::abs),
+        Just(f64::MIN_POSITIVE / 4.0)
+    ]
+}
+
+fn background() -> impl Strategy<Value = Option<Background>> {
+    let busy = (toml_int(), 1..1_000_000u64, rate(), rate(), rate(), 1..=1_000u32);
+    proptest::option::of(busy.prop_map(|(start_ms, length, inserts, updates, deletes, floor)| Background {
+        start_ms: start_ms.min(i64::MAX as u64 - length),
+        end_ms: start_ms.min(i64::MAX as u64 - length) + length,
+        // At least one rate above 0, or the loader reads no background.
+        inserts_per_second: inserts.max(f64::from(floor) / 1_000.0),
+        updates_per_second: updates,
+        deletes_per_second: deletes,
+    }))
+}
+
+fn why() -> impl Strategy<Value = String> {
+    text().prop_map(|text| match text.trim() {
+        "" => "because".to_owned(),
+        trimmed => trimmed.to_owned(),
+    })
+}
+
+prop_compose! {
+    fn spec()(
+        (name, description, why) in (text(), text(), why()),
+        scripted in proptest::collection::vec((trigger(), row_op(), text()), 0..6),
+        faults in proptest::collection::vec((trigger(), fault_action()), 0..8),
+        profile in proptest::option::of(profile()),
+        background in background(),
+        (version, wal_segment_size, checkpoint_timeout_ms) in
+            ((1..=3u32, 0..=9u32), (20..=30u32).prop_map(|shift| 1u64 << shift), 30_000..=86_400_000u64),
+        (rows, batch, seed, plain_read) in (any::<u32>(), 1..=20_000u32, toml_int(), proptest::option::of(toml_int())),
+        holds in any::<bool>(),
+    ) -> (Spec, u64) {
+        let mut spec = everything();
+        spec.name = name;
+        spec.description = description;
+        spec.prediction.why = why;
+        spec.scripted = scripted
+            .into_iter()
+            .map(|(trigger, op, label)| ScriptedTxn { trigger, ops: vec![op], label })
+            .collect();
+        spec.faults = faults.into_iter().map(|(trigger, action)| Fault { trigger, action }).collect();
+        spec.profile = profile;
+        spec.background = background;
+        spec.debezium.version = version.min((3, 7));
+        spec.wal_segment_size = wal_segment_size;
+        spec.checkpoint_timeout_ms = checkpoint_timeout_ms;
+        spec.tables[0].rows = rows;
+        spec.debezium.max_batch_size = batch;
+        spec.connector_properties.insert("max.batch.size".into(), batch.to_string());
+        spec.connector_properties.remove("max.queue.size");
+        spec.handoff = plain_read.map_or(HandoffMethod::ConnectorSnapshot, |read_at_ms| HandoffMethod::PlainRead { read_at_ms });
+        if holds {
+            spec.prediction.holds = true;
+            spec.prediction.findings.clear();
+        }
+        (spec, seed)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn generated_specs_round_trip((spec, seed) in spec()) {
+        round_trip(&spec, seed);
+    }
+
+    /// Whatever a spec holds, the writer returns text or an error; it never panics.
+    #[test]
+    fn the_writer_never_panics(
+        (spec, seed) in spec(),
+        any_seed in any::<u64>(),
+        occurrence in any::<u32>(),
+        ops in proptest::collection::vec(row_op(), 0..3),
+        table in any::<u16>(),
+        rate in any::<f64>(),
+    ) {
+        let mut spec = spec;
+        if let Some(txn) = spec.scripted.first_mut() {
+            txn.ops = ops;
+        }
+        if let Some(fault) = spec.faults.first_mut() {
+            fault.trigger = Trigger::After { moment: Moment::Promoted, occurrence, plus_ms: 0 };
+        }
+        spec.debezium.tables.push(TableId(table));
+        if let Some(background) = &mut spec.background {
+            background.deletes_per_second = rate;
+        }
+        let _ = to_toml(&spec, seed);
+        let _ = to_toml(&spec, any_seed);
+    }
+}
