@@ -75,9 +75,13 @@ enum Command {
         seed: u64,
         #[arg(long = "set", value_name = "PATH=VALUE")]
         sets: Vec<String>,
-        /// Where to write the shrunk scenario (default: scenarios/regressions/NAME-seed-N-shrunk.toml).
+        /// Where to write the shrunk scenario (default:
+        /// scenarios/regressions/NAME-seed-N-INVARIANT-shrunk.toml).
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
+        /// Keep a finding of this invariant (default: the run's first, in invariant order).
+        #[arg(long, value_name = "I1..I12")]
+        invariant: Option<String>,
         /// At most this many runs.
         #[arg(long, default_value_t = 2000)]
         max_runs: usize,
@@ -126,12 +130,19 @@ fn main() -> ExitCode {
             let plan = commands::Plan { seeds, start, jobs, shard, json, save, check_determinism };
             commands::explore(&loaded.spec, &path.display().to_string(), &sets, plan)
         }
-        Command::Shrink { scenario: path, seed, sets, out, max_runs } => {
+        Command::Shrink { scenario: path, seed, sets, out, invariant, max_runs } => {
             let loaded = match scenario::load(&path, &sets) {
                 Ok(loaded) => loaded,
                 Err(error) => return bad_input(&error.to_string()),
             };
-            commands::shrink(&loaded.spec, seed, out, max_runs)
+            let invariant = match invariant.as_deref().map(|text| {
+                handoff_models::spec::Invariant::parse(text).ok_or(format!("--invariant {text}: expected I1 to I12"))
+            }) {
+                Some(Err(error)) => return bad_input(&error),
+                Some(Ok(invariant)) => Some(invariant),
+                None => None,
+            };
+            commands::shrink(&loaded.spec, seed, invariant, out, max_runs)
         }
         Command::Merge { files, json } => {
             let mut texts = Vec::new();
@@ -216,14 +227,19 @@ mod commands {
         }
     }
 
-    pub fn shrink(spec: &Spec, seed: u64, out: Option<PathBuf>, max_runs: usize) -> ExitCode {
-        let shrunk = match handoff_sim::shrink::shrink(spec, seed, max_runs) {
+    pub fn shrink(
+        spec: &Spec,
+        seed: u64,
+        invariant: Option<handoff_models::spec::Invariant>,
+        out: Option<PathBuf>,
+        max_runs: usize,
+    ) -> ExitCode {
+        let shrunk = match handoff_sim::shrink::shrink(spec, seed, invariant, max_runs) {
             Ok(shrunk) => shrunk,
             Err(error) => return bad_input(&error),
         };
-        let path = out.unwrap_or_else(|| {
-            PathBuf::from("scenarios/regressions").join(handoff_sim::regressions::file_name(&shrunk.spec, seed))
-        });
+        let path =
+            out.unwrap_or_else(|| PathBuf::from("scenarios/regressions").join(format!("{}.toml", shrunk.spec.name)));
         if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty())
             && let Err(error) = std::fs::create_dir_all(dir)
         {
@@ -300,7 +316,13 @@ mod commands {
         no_simulation()
     }
 
-    pub fn shrink(_spec: &Spec, _seed: u64, _out: Option<PathBuf>, _max_runs: usize) -> ExitCode {
+    pub fn shrink(
+        _spec: &Spec,
+        _seed: u64,
+        _invariant: Option<handoff_models::spec::Invariant>,
+        _out: Option<PathBuf>,
+        _max_runs: usize,
+    ) -> ExitCode {
         no_simulation()
     }
 }

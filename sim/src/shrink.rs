@@ -33,7 +33,10 @@ pub struct Signature {
 
 impl fmt::Display for Signature {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {} ({})", self.invariant, self.invariant.name(), self.shape)?;
+        write!(f, "{} {}", self.invariant, self.invariant.name())?;
+        if !self.shape.is_empty() {
+            write!(f, " ({})", self.shape)?;
+        }
         if !self.key_history.is_empty() {
             write!(f, ", key history {}", self.key_history)?;
         }
@@ -104,9 +107,13 @@ fn key_history(result: &RunResult, key: Option<Key>) -> String {
     if history.is_empty() { "L".into() } else { history }
 }
 
-/// The signature of a run's first finding (in invariant order), if it has one.
-pub fn signature(result: &RunResult) -> Option<Signature> {
-    let finding = result.findings.iter().min_by_key(|finding| finding.invariant)?;
+/// The signature of a run's first finding (in invariant order) of `invariant` if given.
+pub fn signature(result: &RunResult, invariant: Option<Invariant>) -> Option<Signature> {
+    let finding = result
+        .findings
+        .iter()
+        .filter(|finding| invariant.is_none_or(|wanted| finding.invariant == wanted))
+        .min_by_key(|finding| finding.invariant)?;
     Some(Signature {
         invariant: finding.invariant,
         shape: shape(finding).to_string(),
@@ -205,10 +212,14 @@ fn ddmin(mut items: Vec<Element>, mut keeps: impl FnMut(&[Element]) -> bool) -> 
     items
 }
 
-/// Shrinks a failing seed of a scenario. `max_runs` bounds the work.
-pub fn shrink(spec: &Spec, seed: u64, max_runs: usize) -> Result<Shrunk, String> {
+/// Shrinks a failing seed of a scenario, keeping its first finding (of `invariant`, if given).
+/// `max_runs` bounds the work.
+pub fn shrink(spec: &Spec, seed: u64, invariant: Option<Invariant>, max_runs: usize) -> Result<Shrunk, String> {
     let first = runner::run(spec, seed);
-    let target = signature(&first).ok_or_else(|| format!("seed {seed} of {} has no finding to shrink", spec.name))?;
+    let target = signature(&first, invariant).ok_or_else(|| match invariant {
+        Some(invariant) => format!("seed {seed} of {} has no {invariant} finding to shrink", spec.name),
+        None => format!("seed {seed} of {} has no finding to shrink", spec.name),
+    })?;
     let mut runs = 1;
     // Pin the generated faults and transactions.
     let mut current = pin_workload(&regressions::pin(spec, &first, "handoff shrink"), seed);
@@ -276,7 +287,7 @@ pub fn shrink(spec: &Spec, seed: u64, max_runs: usize) -> Result<Shrunk, String>
     let last = runner::run(&current, seed);
     runs += 1;
     let mut shrunk = regressions::pin(&current, &last, &format!("`handoff shrink` of {} seed {seed}", spec.name));
-    shrunk.name = format!("{}-seed-{seed}-shrunk", spec.name);
+    shrunk.name = format!("{}-seed-{seed}-{}-shrunk", spec.name, target.invariant.to_string().to_lowercase());
     shrunk.description = format!(
         "Shrunk by `handoff shrink` from seed {seed} of {}: the smallest schedule and workload found that still \
          show {target}.",

@@ -98,3 +98,44 @@ fn bad_flags_exit_2() {
     assert_eq!(handoff(&["run", "no/such/file.toml"]).status.code(), Some(2));
     assert_eq!(handoff(&["frobnicate"]).status.code(), Some(2));
 }
+
+#[test]
+fn explore_exits_1_on_an_unpredicted_finding_and_writes_json_lines_that_merge() {
+    let dir = std::env::temp_dir().join(format!("handoff-explore-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let scenario = scenario("claims-restart-during-snapshot");
+    let mut files = Vec::new();
+    for shard in ["1/2", "2/2"] {
+        let args = ["explore", &scenario, "--start", "130", "--seeds", "6", "--shard", shard, "--jobs", "1"];
+        let output = handoff(&[&args[..], &["--set", "sink.apply=naive-upsert", "--json"]].concat());
+        let text = String::from_utf8_lossy(&output.stdout).to_string();
+        let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("JSON line")).collect();
+        assert_eq!(lines.len(), 4, "three runs and a summary");
+        assert!(lines[3].get("summary").is_some());
+        let path = dir.join(format!("shard-{}.jsonl", &shard[..1]));
+        std::fs::write(&path, text).expect("write");
+        files.push(path.display().to_string());
+    }
+    // Seed 134 (in shard 1/2) violates I3, which the scenario does not predict.
+    let merged = handoff(&["merge", &files[0], &files[1]]);
+    assert_eq!(merged.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&merged.stdout);
+    assert!(
+        text.contains("I3 monotonic apply") && text.contains("NOT PREDICTED") && text.contains("--seed 134"),
+        "{text}"
+    );
+    assert!(text.contains("runs      6"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn explore_and_shrink_refuse_bad_flags() {
+    let scenario = scenario("claims-restart-during-snapshot");
+    assert_eq!(handoff(&["explore", &scenario, "--shard", "3/2"]).status.code(), Some(2));
+    assert_eq!(handoff(&["explore", &scenario, "--shard", "one/two"]).status.code(), Some(2));
+    assert_eq!(handoff(&["explore", &scenario, "--jobs", "0"]).status.code(), Some(2));
+    assert_eq!(handoff(&["shrink", &scenario, "--seed", "1", "--invariant", "I99"]).status.code(), Some(2));
+    let no_finding = handoff(&["shrink", &scenario, "--seed", "1", "--set", "sink.apply=snapshot-epoch"]);
+    assert_eq!(no_finding.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&no_finding.stderr).contains("no finding to shrink"));
+}
