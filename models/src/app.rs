@@ -2,8 +2,9 @@
 //!
 //! The workload is data, generated from the run's seed before the run starts (`workload.rs`):
 //! timed transactions run at their simulated time, scripted ones when the harness says a moment
-//! has come ("while the snapshot scans"). Each transaction uses its own session, as a pool of
-//! connections would. A transaction that fails (the server is down, or read-only) is not retried.
+//! has come ("while the snapshot scans"). Each transaction is one autocommit statement on a
+//! session of its own, as from a pool of connections. A transaction that fails (the server is
+//! down, or read-only) is not retried.
 
 use crate::component::{Component, Ctx, Timer};
 use crate::ids::Node;
@@ -66,12 +67,8 @@ impl Component for App {
 
     fn on_message(&mut self, ctx: &mut Ctx, _from: Node, msg: Msg) {
         match msg {
-            Msg::SqlReply { session, reply } => {
-                if let SqlReply::Error(reason) = reply {
-                    ctx.observe(Observation::AppTxnFailed { reason });
-                }
-                // Close the pooled session.
-                ctx.send(Node::Postgres, Msg::Sql { session, request: SqlRequest::Close });
+            Msg::SqlReply { reply: SqlReply::Error(reason), .. } => {
+                ctx.observe(Observation::AppTxnFailed { reason });
             }
             Msg::Control(Control::RunScripted { index }) => {
                 let workload = self.workload.clone();

@@ -97,8 +97,10 @@ struct TaskRuntime {
     writer_data: Option<SourceOffset>,
     /// `OffsetStorageWriter.toFlush`.
     flushing: Option<SourceOffset>,
-    /// Records polled but not yet sent (the producer's accumulator).
-    accumulator: Vec<(u64, SourceRecord)>,
+    /// Records polled but not yet sent (the producer's accumulator), from submitted sequence
+    /// `accumulator_first_seq` on.
+    accumulator: Vec<SourceRecord>,
+    accumulator_first_seq: u64,
     produce_in_flight: bool,
     /// When the current `poll()` started.
     poll_started_at: SimTime,
@@ -197,6 +199,7 @@ impl ConnectWorker {
             writer_data: None,
             flushing: None,
             accumulator: Vec::new(),
+            accumulator_first_seq: 0,
             produce_in_flight: false,
             poll_started_at: ctx.now,
             poll_armed: false,
@@ -276,13 +279,15 @@ impl ConnectWorker {
         task.poll_started_at = ctx.now;
         let records = task.debezium.drain();
         if !records.is_empty() {
-            ctx.observe(Observation::Polled { records: records.clone() });
-            for record in records {
-                let seq = task.next_seq;
-                task.next_seq += 1;
-                task.submitted.push_back(Submitted { seq, offset: record.offset, acked_at: None });
-                task.accumulator.push((seq, record));
+            ctx.observe(Observation::Polled { summary: crate::observe::PollSummary::of(&records) });
+            if task.accumulator.is_empty() {
+                task.accumulator_first_seq = task.next_seq;
             }
+            for record in &records {
+                task.submitted.push_back(Submitted { seq: task.next_seq, offset: record.offset, acked_at: None });
+                task.next_seq += 1;
+            }
+            task.accumulator.extend(records);
         }
         self.send_accumulated(ctx);
         self.arm_poll(ctx);
@@ -295,17 +300,17 @@ impl ConnectWorker {
         }
         let batch = std::mem::take(&mut task.accumulator);
         task.produce_in_flight = true;
+        let first_seq = task.accumulator_first_seq;
         let purpose = Pending::Produce {
-            first_seq: batch[0].0,
-            last_seq: batch[batch.len() - 1].0,
+            first_seq,
+            last_seq: first_seq + batch.len() as u64 - 1,
             changes: batch
                 .iter()
-                .filter(|(_, record)| record.value.is_some_and(|value| !value.source.snapshot.is_snapshot()))
+                .filter(|record| record.value.is_some_and(|value| !value.source.snapshot.is_snapshot()))
                 .count(),
-            completion_marker: batch.iter().any(|(_, record)| record.offset.snapshot_completed),
+            completion_marker: batch.iter().any(|record| record.offset.snapshot_completed),
         };
-        let records = batch.into_iter().map(|(_, record)| record).collect();
-        self.request(ctx, purpose, KafkaRequest::Produce { records });
+        self.request(ctx, purpose, KafkaRequest::Produce { records: Arc::from(batch) });
     }
 
     fn on_produced(&mut self, ctx: &mut Ctx, first_seq: u64, last_seq: u64, changes: usize, completion_marker: bool) {

@@ -175,7 +175,9 @@ impl Coverage {
                     }
                 }
             }
-            Observation::SinkApplied { action: SinkAction::RejectedStale, .. } => {
+            Observation::SinkApplied { applies }
+                if applies.iter().any(|apply| apply.action == SinkAction::RejectedStale) =>
+            {
                 self.marks.insert(Mark::DuplicateAbsorbed);
             }
             Observation::SinkReconciled { removed, .. } if !removed.is_empty() => {

@@ -82,10 +82,34 @@ pub fn murmur2(data: &[u8]) -> i32 {
     h as i32
 }
 
-/// The default partitioner for a record key.
+/// The default partitioner for a record key, serialised as `{"id":17}`.
 pub fn partition_for_key(key: Key, partitions: u32) -> u32 {
-    let bytes = format!("{{\"id\":{key}}}");
-    ((murmur2(bytes.as_bytes()) & 0x7fff_ffff) as u32) % partitions.max(1)
+    let mut buffer = [0u8; 32];
+    let mut digits = [0u8; 20];
+    let mut length = 0;
+    let mut value = key.unsigned_abs();
+    loop {
+        digits[length] = b'0' + (value % 10) as u8;
+        length += 1;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    let prefix = b"{\"id\":";
+    buffer[..prefix.len()].copy_from_slice(prefix);
+    let mut end = prefix.len();
+    if key < 0 {
+        buffer[end] = b'-';
+        end += 1;
+    }
+    for digit in digits[..length].iter().rev() {
+        buffer[end] = *digit;
+        end += 1;
+    }
+    buffer[end] = b'}';
+    end += 1;
+    ((murmur2(&buffer[..end]) & 0x7fff_ffff) as u32) % partitions.max(1)
 }
 
 impl Kafka {
@@ -136,7 +160,7 @@ impl Kafka {
         let reply = match request {
             KafkaRequest::Produce { records } => {
                 let mut appended = Vec::with_capacity(records.len());
-                for record in records {
+                for record in records.iter() {
                     let tp = TopicPartition {
                         topic: record.topic,
                         partition: partition_for_key(record.key, self.config.partitions),
@@ -215,6 +239,14 @@ impl Component for Kafka {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_key_is_partitioned_as_its_json_bytes() {
+        for key in [0, 7, 42, 1000, -3, i64::MAX, i64::MIN + 1] {
+            let bytes = format!("{{\"id\":{key}}}");
+            assert_eq!(partition_for_key(key, 7), ((murmur2(bytes.as_bytes()) & 0x7fff_ffff) as u32) % 7, "{key}");
+        }
+    }
 
     #[test]
     fn murmur2_matches_kafka() {

@@ -2,9 +2,9 @@
 //! simulated time as `t=61.200s`, LSNs as `0/16B3748`, the real setting that mattered. The same
 //! narrator reads a simulation trace and (later) a model-checking counterexample.
 
-use crate::event::{KafkaRecord, Op, SnapshotMarker, Topic};
+use crate::event::{KafkaRecord, Topic};
 use crate::ids::TableId;
-use crate::observe::{GateVerdict, Observation, ScanSnapshot, SnapshotCase, TraceEvent};
+use crate::observe::{GateVerdict, Observation, ScanSnapshot, SinkAction, SnapshotCase, TraceEvent};
 use crate::postgres::Role;
 use crate::postgres::table::ChangeKind;
 use std::collections::BTreeMap;
@@ -152,29 +152,23 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             None if start.is_valid() => format!("streaming from {start}"),
             None => "streaming from the slot's position".into(),
         },
-        Observation::Polled { records } => {
-            let snapshot = records.iter().filter(|r| r.value.is_some_and(|v| v.op == Op::Read)).count();
-            let tombstones = records.iter().filter(|r| r.value.is_none()).count();
-            let changes = records.len() - snapshot - tombstones;
+        Observation::Polled { summary } => {
             let mut parts = Vec::new();
-            if snapshot > 0 {
-                parts.push(format!("{snapshot} snapshot row(s)"));
+            if summary.snapshot_rows > 0 {
+                parts.push(format!("{} snapshot row(s)", summary.snapshot_rows));
             }
-            if changes > 0 {
-                let keys: Vec<String> = records
-                    .iter()
-                    .filter_map(|r| r.value.filter(|v| v.op != Op::Read).map(|v| format!("{} {}", v.op.code(), r.key)))
-                    .take(4)
-                    .collect();
-                parts.push(format!("{changes} change(s): {}{}", keys.join(", "), if changes > 4 { ", …" } else { "" }));
+            if summary.changes > 0 {
+                let keys: Vec<String> = summary.first_changes.iter().map(|(op, key)| format!("{op} {key}")).collect();
+                let more = if summary.changes > summary.first_changes.len() { ", …" } else { "" };
+                parts.push(format!("{} change(s): {}{more}", summary.changes, keys.join(", ")));
             }
-            if tombstones > 0 {
-                parts.push(format!("{tombstones} tombstone(s)"));
+            if summary.tombstones > 0 {
+                parts.push(format!("{} tombstone(s)", summary.tombstones));
             }
-            if records.iter().any(|r| r.value.is_some_and(|v| v.source.snapshot == SnapshotMarker::Last)) {
+            if summary.last_snapshot_record {
                 parts.push("the last snapshot record".into());
             }
-            format!("poll() returned {} record(s): {}", records.len(), parts.join("; "))
+            format!("poll() returned {} record(s): {}", summary.records, parts.join("; "))
         }
         Observation::ProduceAcked { count, completion_marker, .. } => format!(
             "Kafka acknowledged {count} record(s){}",
@@ -217,13 +211,16 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             "consumer started at {}",
             positions.iter().map(|(tp, p)| format!("p{}={p}", tp.partition)).collect::<Vec<_>>().join(" ")
         ),
-        Observation::SinkApplied { .. } => return None,
-        Observation::SinkBatch { applied, rejected, ignored, .. } => {
+        Observation::SinkApplied { applies } => {
+            let count = |wanted: &[SinkAction]| applies.iter().filter(|a| wanted.contains(&a.action)).count();
+            let applied = count(&[SinkAction::Upserted, SinkAction::Deleted]);
+            let rejected = count(&[SinkAction::RejectedStale]);
+            let ignored = count(&[SinkAction::Ignored]);
             let mut text = format!("applied {applied} record(s)");
-            if *rejected > 0 {
+            if rejected > 0 {
                 let _ = write!(text, ", refused {rejected} stale");
             }
-            if *ignored > 0 {
+            if ignored > 0 {
                 let _ = write!(text, ", ignored {ignored}");
             }
             text

@@ -52,6 +52,49 @@ pub enum SinkAction {
     Ignored,
 }
 
+/// What the sink did with one record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Apply {
+    pub record: KafkaRecord,
+    pub action: SinkAction,
+    pub before: Option<Doc>,
+    pub after: Option<Doc>,
+}
+
+/// What one `poll()` returned, in brief.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PollSummary {
+    pub records: usize,
+    pub snapshot_rows: usize,
+    pub tombstones: usize,
+    /// The first few streamed changes: `op` code and key.
+    pub first_changes: Vec<(char, Key)>,
+    pub changes: usize,
+    pub last_snapshot_record: bool,
+}
+
+impl PollSummary {
+    pub fn of(records: &[SourceRecord]) -> PollSummary {
+        let mut summary = PollSummary { records: records.len(), ..PollSummary::default() };
+        for record in records {
+            match record.value {
+                None => summary.tombstones += 1,
+                Some(value) if value.source.snapshot.is_snapshot() => {
+                    summary.snapshot_rows += 1;
+                    summary.last_snapshot_record |= value.source.snapshot.is_last();
+                }
+                Some(value) => {
+                    summary.changes += 1;
+                    if summary.first_changes.len() < 4 {
+                        summary.first_changes.push((value.op.code(), record.key));
+                    }
+                }
+            }
+        }
+        summary
+    }
+}
+
 /// A sink document: a live row, or a tombstone remembering a deleted version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Doc {
@@ -190,7 +233,7 @@ pub enum Observation {
     },
     /// `poll()` returned records to Connect.
     Polled {
-        records: Vec<SourceRecord>,
+        summary: PollSummary,
     },
     /// Kafka acknowledged `count` records, `changes` of them streamed changes;
     /// `completion_marker` if one carried `snapshot_completed=true`.
@@ -242,17 +285,7 @@ pub enum Observation {
     },
     /// One record applied (not narrated one by one).
     SinkApplied {
-        record: KafkaRecord,
-        action: SinkAction,
-        before: Option<Doc>,
-        after: Option<Doc>,
-    },
-    /// A batch of records applied (narrated).
-    SinkBatch {
-        applied: usize,
-        rejected: usize,
-        ignored: usize,
-        from: Vec<(TopicPartition, u64)>,
+        applies: Vec<Apply>,
     },
     /// A completed snapshot epoch removed the documents it did not see.
     SinkReconciled {

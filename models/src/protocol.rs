@@ -175,8 +175,9 @@ pub enum ReplReply {
 /// The Kafka protocol, reduced to what the models need.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum KafkaRequest {
-    /// A produce request carrying one batch of records (`acks=all`).
-    Produce { records: Vec<SourceRecord> },
+    /// A produce request carrying one batch of records (`acks=all`). Shared, because a client
+    /// keeps it to send again until it is acknowledged.
+    Produce { records: std::sync::Arc<[SourceRecord]> },
     /// Write (or with `None`, tombstone) the source offset of a connector in the offsets topic.
     WriteSourceOffset { connector: String, offset: Option<SourceOffset> },
     /// Read the offsets topic to its end and return a connector's offset.

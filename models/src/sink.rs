@@ -22,7 +22,7 @@ use crate::component::{Component, Ctx, Timer};
 use crate::event::{ChangeEvent, KafkaRecord, Op, TopicPartition};
 use crate::ids::{Key, Node, TableId};
 use crate::lsn::Lsn;
-use crate::observe::{Doc, Observation, SinkAction};
+use crate::observe::{Apply, Doc, Observation, SinkAction};
 use crate::protocol::{KafkaReply, KafkaRequest, Msg};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -234,22 +234,16 @@ impl SearchIndex {
     }
 
     fn on_fetched(&mut self, ctx: &mut Ctx, records: Vec<KafkaRecord>, log_end_offsets: Vec<(TopicPartition, u64)>) {
-        let (mut applied, mut rejected, mut ignored) = (0, 0, 0);
-        let from = self.volatile.positions.iter().map(|(tp, p)| (*tp, *p)).collect();
+        let mut applies = Vec::with_capacity(records.len());
         for record in &records {
             let (action, before, after) = self.apply(record);
-            match action {
-                SinkAction::Upserted | SinkAction::Deleted => applied += 1,
-                SinkAction::RejectedStale => rejected += 1,
-                SinkAction::Ignored => ignored += 1,
-            }
-            ctx.observe(Observation::SinkApplied { record: *record, action, before, after });
+            applies.push(Apply { record: *record, action, before, after });
             self.volatile.positions.insert(record.tp, record.offset + 1);
             if let Some(event) = record.value {
                 self.note_epoch_end(&event, &log_end_offsets);
             }
         }
-        ctx.observe(Observation::SinkBatch { applied, rejected, ignored, from });
+        ctx.observe(Observation::SinkApplied { applies });
         if self.config.rule == ApplyRule::SnapshotEpoch {
             self.close_epochs(ctx);
         }

@@ -12,7 +12,6 @@ use crate::postgres::table::RowOp;
 use crate::spec::Spec;
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{Rng, SeedableRng};
-use std::collections::BTreeSet;
 
 /// A seeded random source with the few draws the generators need.
 pub struct Draw(ChaCha8Rng);
@@ -91,27 +90,27 @@ pub fn workload(spec: &Spec, seed: u64) -> Workload {
             }
         }
         events.sort_unstable();
-        let mut live: BTreeSet<Key> = spec.initial_keys(table.id).collect();
+        // Live keys in a vector: a draw is an index, a delete a swap-remove.
+        let mut live: Vec<Key> = spec.initial_keys(table.id).collect();
         let mut next_key = Key::from(table.rows) + 1;
         for (at_ms, kind) in events {
             let op = match kind {
                 0 => {
                     let key = next_key;
                     next_key += 1;
-                    live.insert(key);
+                    live.push(key);
                     let amount_cents = draw.between(10_000, 5_000_000) as u32;
                     RowOp::Insert { table: table.id, key, status: Status::Submitted, amount_cents }
                 }
                 _ if live.is_empty() => continue,
                 1 => {
-                    let key = *live.iter().nth(draw.below(live.len() as u64) as usize).expect("in range");
+                    let key = live[draw.below(live.len() as u64) as usize];
                     let status =
                         [Status::Assessed, Status::Approved, Status::Paid, Status::Closed][draw.below(4) as usize];
                     RowOp::Update { table: table.id, key, status }
                 }
                 _ => {
-                    let key = *live.iter().nth(draw.below(live.len() as u64) as usize).expect("in range");
-                    live.remove(&key);
+                    let key = live.swap_remove(draw.below(live.len() as u64) as usize);
                     RowOp::Delete { table: table.id, key }
                 }
             };

@@ -467,6 +467,7 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
         })
         .collect();
     let liveness = harness.liveness_finding(reached, &reason, at, spec.acceptance.timeout_ms);
+    harness.tear_down().await;
     drop(harness);
     let recorder = {
         let mut recorder = shared.recorder.lock().expect("recorder");
@@ -531,6 +532,21 @@ impl Harness<'_> {
         for (from, to) in [(a.id(), b.id()), (b.id(), a.id())] {
             if clogged { net.clog_link(from, to) } else { net.unclog_link(from, to) }
         }
+    }
+
+    /// Ends the run's processes so that nothing of the run outlives it. madsim drops a killed
+    /// node's tasks when they are next woken; the node loops are woken through their inboxes,
+    /// and their links close with them.
+    async fn tear_down(&mut self) {
+        for handle in self.nodes.values() {
+            self.handle.kill(handle.id());
+        }
+        let inboxes = std::mem::take(&mut *self.shared.inboxes.lock().expect("inboxes"));
+        for inbox in inboxes.values() {
+            inbox.close_channel();
+        }
+        drop(inboxes);
+        madsim::time::sleep(Duration::from_millis(1)).await;
     }
 
     /// Kills a running process (a no-op for one that is down or not started).

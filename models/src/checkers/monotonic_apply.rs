@@ -8,7 +8,7 @@
 //! (I4).
 
 use super::Finding;
-use crate::observe::{Doc, Observation, SinkAction};
+use crate::observe::{Apply, Doc, Observation, SinkAction};
 use crate::spec::Invariant;
 use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
@@ -18,12 +18,15 @@ pub struct MonotonicApply;
 
 impl MonotonicApply {
     pub fn observe(&mut self, at: SimTime, observation: &Observation, found: &mut Vec<Finding>) {
-        let Observation::SinkApplied {
-            record,
-            action: SinkAction::Upserted,
-            before: Some(Doc::Live(old)),
-            after: Some(Doc::Live(new)),
-        } = observation
+        let Observation::SinkApplied { applies } = observation else { return };
+        for apply in applies {
+            Self::apply(at, apply, found);
+        }
+    }
+
+    fn apply(at: SimTime, apply: &Apply, found: &mut Vec<Finding>) {
+        let Apply { record, action: SinkAction::Upserted, before: Some(Doc::Live(old)), after: Some(Doc::Live(new)) } =
+            apply
         else {
             return;
         };

@@ -10,7 +10,7 @@
 //! Does not verify: documents that never existed in the surviving source (phantoms are I4).
 
 use super::{Boundary, Evidence, Finding, describe_doc};
-use crate::observe::{Doc, Observation, SinkAction};
+use crate::observe::{Apply, Doc, Observation, SinkAction};
 use crate::oracle::DocId;
 use crate::spec::Invariant;
 use crate::time::SimTime;
@@ -26,43 +26,50 @@ pub struct NoResurrection {
 impl NoResurrection {
     pub fn observe(&mut self, _evidence: &Evidence, at: SimTime, observation: &Observation, found: &mut Vec<Finding>) {
         match observation {
-            Observation::SinkApplied { record, action, before, after } => {
-                let Some(event) = record.value else { return };
-                let id = (event.source.table, record.key);
-                match (action, after) {
-                    (SinkAction::Deleted, _) => {
-                        let version = event.before.map(|row| row.version).or(match before {
-                            Some(Doc::Live(row)) => Some(row.version),
-                            _ => None,
-                        });
-                        self.deleted.insert(id, (version, at));
-                    }
-                    (SinkAction::Upserted, Some(Doc::Live(row))) => {
-                        if let Some((deleted_version, deleted_at)) = self.deleted.get(&id).copied() {
-                            if deleted_version.is_none_or(|deleted| row.version <= deleted) {
-                                found.push(
-                                    Finding::new(Invariant::I2, Some(record.key), at)
-                                        .expected(format!(
-                                            "stays deleted (delete of {} applied at {deleted_at})",
-                                            deleted_version.map_or("it".to_string(), |v| format!("version {v}"))
-                                        ))
-                                        .seen(format!(
-                                            "version {} reappeared from partition {} offset {}",
-                                            row.version, record.tp.partition, record.offset
-                                        ))
-                                        .lsn(event.source.lsn),
-                                );
-                            } else {
-                                self.deleted.remove(&id);
-                            }
-                        }
-                    }
-                    _ => {}
+            Observation::SinkApplied { applies } => {
+                for apply in applies {
+                    self.apply(at, apply, found);
                 }
             }
             Observation::SinkReconciled { removed, .. } => {
                 for (table, key, row) in removed {
                     self.deleted.insert((*table, *key), (Some(row.version), at));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn apply(&mut self, at: SimTime, apply: &Apply, found: &mut Vec<Finding>) {
+        let Apply { record, action, before, after } = apply;
+        let Some(event) = record.value else { return };
+        let id = (event.source.table, record.key);
+        match (action, after) {
+            (SinkAction::Deleted, _) => {
+                let version = event.before.map(|row| row.version).or(match before {
+                    Some(Doc::Live(row)) => Some(row.version),
+                    _ => None,
+                });
+                self.deleted.insert(id, (version, at));
+            }
+            (SinkAction::Upserted, Some(Doc::Live(row))) => {
+                if let Some((deleted_version, deleted_at)) = self.deleted.get(&id).copied() {
+                    if deleted_version.is_none_or(|deleted| row.version <= deleted) {
+                        found.push(
+                            Finding::new(Invariant::I2, Some(record.key), at)
+                                .expected(format!(
+                                    "stays deleted (delete of {} applied at {deleted_at})",
+                                    deleted_version.map_or("it".to_string(), |v| format!("version {v}"))
+                                ))
+                                .seen(format!(
+                                    "version {} reappeared from partition {} offset {}",
+                                    row.version, record.tp.partition, record.offset
+                                ))
+                                .lsn(event.source.lsn),
+                        );
+                    } else {
+                        self.deleted.remove(&id);
+                    }
                 }
             }
             _ => {}

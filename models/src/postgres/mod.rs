@@ -550,7 +550,11 @@ impl Postgres {
     // ----- SQL -----
 
     fn sql(&mut self, ctx: &mut Ctx, client: Node, session: SessionId, request: SqlRequest) -> Option<SqlReply> {
-        self.volatile.sessions.entry((client, session)).or_insert(Session::Sql { scan: None });
+        // A one-statement transaction keeps nothing in its session (autocommit); other requests
+        // open one.
+        if !matches!(request, SqlRequest::Transaction { .. }) {
+            self.volatile.sessions.entry((client, session)).or_insert(Session::Sql { scan: None });
+        }
         Some(match request {
             SqlRequest::Transaction { ops } => self.execute(ctx, &ops),
             SqlRequest::CurrentWalLsn => {

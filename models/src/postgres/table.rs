@@ -93,12 +93,44 @@ impl RowVersion {
     }
 }
 
+/// Every version of one row, oldest first. Most rows never change: the first version is kept
+/// inline, so loading a table allocates nothing per row.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct Versions {
+    first: RowVersion,
+    later: Vec<RowVersion>,
+}
+
+impl Versions {
+    fn new(version: RowVersion) -> Versions {
+        Versions { first: version, later: Vec::new() }
+    }
+
+    fn last(&self) -> &RowVersion {
+        self.later.last().unwrap_or(&self.first)
+    }
+
+    fn last_mut(&mut self) -> &mut RowVersion {
+        self.later.last_mut().unwrap_or(&mut self.first)
+    }
+
+    /// The newest version visible to a snapshot.
+    fn visible_at(&self, snapshot: Csn) -> Option<Row> {
+        self.later
+            .iter()
+            .rev()
+            .chain(std::iter::once(&self.first))
+            .find(|version| version.visible_at(snapshot))
+            .map(|version| version.row)
+    }
+}
+
 /// One table: every version of every row.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Table {
     pub id: TableId,
     pub replica_identity: ReplicaIdentity,
-    rows: BTreeMap<Key, Vec<RowVersion>>,
+    rows: BTreeMap<Key, Versions>,
 }
 
 impl Table {
@@ -108,35 +140,29 @@ impl Table {
 
     /// Loads a row that existed before the run (csn 0).
     pub fn load(&mut self, key: Key, row: Row) {
-        self.rows.insert(key, vec![RowVersion { row, created: 0, deleted: None }]);
+        self.rows.insert(key, Versions::new(RowVersion { row, created: 0, deleted: None }));
     }
 
     /// The live row of `key` as of the latest commit.
     pub fn current(&self, key: Key) -> Option<Row> {
-        let versions = self.rows.get(&key)?;
-        let last = versions.last()?;
+        let last = self.rows.get(&key)?.last();
         last.deleted.is_none().then_some(last.row)
     }
 
     /// The row of `key` visible to a snapshot.
     pub fn visible(&self, key: Key, snapshot: Csn) -> Option<Row> {
-        self.rows.get(&key)?.iter().rev().find(|version| version.visible_at(snapshot)).map(|v| v.row)
+        self.rows.get(&key)?.visible_at(snapshot)
     }
 
     /// `SELECT * FROM t ORDER BY id` under a snapshot.
     pub fn scan(&self, snapshot: Csn) -> Vec<(Key, Row)> {
-        self.rows
-            .iter()
-            .filter_map(|(key, versions)| {
-                versions.iter().rev().find(|version| version.visible_at(snapshot)).map(|v| (*key, v.row))
-            })
-            .collect()
+        self.rows.iter().filter_map(|(key, versions)| versions.visible_at(snapshot).map(|row| (*key, row))).collect()
     }
 
     /// Live rows as of the latest commit.
     pub fn live_rows(&self) -> impl Iterator<Item = (Key, Row)> + '_ {
         self.rows.iter().filter_map(|(key, versions)| {
-            let last = versions.last()?;
+            let last = versions.last();
             last.deleted.is_none().then_some((*key, last.row))
         })
     }
@@ -149,19 +175,24 @@ impl Table {
     /// Applies a committed change at `csn`.
     pub fn apply(&mut self, change: &ChangeKind, key: Key, csn: Csn) {
         match change {
-            ChangeKind::Insert { after } => {
-                self.rows.entry(key).or_default().push(RowVersion { row: *after, created: csn, deleted: None });
-            }
-            ChangeKind::Update { after, .. } => {
-                let versions = self.rows.entry(key).or_default();
-                if let Some(last) = versions.last_mut() {
-                    last.deleted = Some(csn);
+            ChangeKind::Insert { .. } | ChangeKind::Update { .. } => {
+                let version = RowVersion { row: change.after().expect("a row after"), created: csn, deleted: None };
+                match self.rows.get_mut(&key) {
+                    Some(versions) => {
+                        let last = versions.last_mut();
+                        if last.deleted.is_none() {
+                            last.deleted = Some(csn);
+                        }
+                        versions.later.push(version);
+                    }
+                    None => {
+                        self.rows.insert(key, Versions::new(version));
+                    }
                 }
-                versions.push(RowVersion { row: *after, created: csn, deleted: None });
             }
             ChangeKind::Delete { .. } => {
-                if let Some(last) = self.rows.get_mut(&key).and_then(|versions| versions.last_mut()) {
-                    last.deleted = Some(csn);
+                if let Some(versions) = self.rows.get_mut(&key) {
+                    versions.last_mut().deleted = Some(csn);
                 }
             }
         }
