@@ -5,7 +5,8 @@
 //! the seed (madsim's latencies are part of the failure) and re-running after each step:
 //! 1. delta debugging (ddmin) over the faults and the transactions: remove halves, quarters, …,
 //!    single elements, keeping every removal after which the failure remains;
-//! 2. fewer rows: the smallest table that still fails, by bisection;
+//! 2. fewer rows: the smallest table that still fails, by bisection, with the changed rows'
+//!    keys moved in proportion so that they keep their place relative to the scan;
 //! 3. earlier faults: each fault's time halved (or its delay after a moment dropped) while the
 //!    failure remains.
 //!
@@ -154,21 +155,58 @@ fn with_elements(spec: &Spec, elements: &[Element]) -> Spec {
     next
 }
 
+/// The first table cut to `rows` rows. The transactions' keys that name loaded rows move with
+/// it, in proportion, so that a change keeps its place relative to the snapshot scan (a change
+/// to row 731 of 1,000 becomes a change to row 3 of 4); keys of inserted rows stay as they are.
+fn with_rows(spec: &Spec, rows: u32) -> Spec {
+    let mut next = spec.clone();
+    let Some(table) = next.tables.first_mut() else { return next };
+    let (old, id) = (Key::from(table.rows), table.id);
+    table.rows = rows;
+    if old == 0 {
+        return next;
+    }
+    let scale = |key: Key| if key <= old { ((key - 1) * Key::from(rows) / old + 1).max(1) } else { key };
+    for txn in &mut next.scripted {
+        let mut moved = false;
+        for op in &mut txn.ops {
+            let key = match op {
+                RowOp::Insert { table, key, .. } | RowOp::Update { table, key, .. } | RowOp::Delete { table, key }
+                    if *table == id =>
+                {
+                    key
+                }
+                _ => continue,
+            };
+            let scaled = scale(*key);
+            moved |= scaled != *key;
+            *key = scaled;
+        }
+        if moved {
+            txn.label = label(&txn.ops);
+        }
+    }
+    next
+}
+
+fn label(ops: &[RowOp]) -> String {
+    match ops.first() {
+        Some(RowOp::Insert { key, .. }) => format!("insert claim {key}"),
+        Some(RowOp::Update { key, status, .. }) => format!("update claim {key} to {}", status_name(*status)),
+        Some(RowOp::Delete { key, .. }) => format!("delete claim {key}"),
+        None => "empty".into(),
+    }
+}
+
 /// The run's generated background transactions as explicit scripted ones at their times.
 fn pin_workload(spec: &Spec, seed: u64) -> Spec {
     let mut pinned = spec.clone();
     let workload = handoff_models::workload::workload(spec, seed);
     for txn in &workload.timed {
-        let label = match txn.ops.first() {
-            Some(RowOp::Insert { key, .. }) => format!("insert claim {key}"),
-            Some(RowOp::Update { key, status, .. }) => format!("update claim {key} to {}", status_name(*status)),
-            Some(RowOp::Delete { key, .. }) => format!("delete claim {key}"),
-            None => "empty".into(),
-        };
         pinned.scripted.push(ScriptedTxn {
             trigger: Trigger::At { at_ms: txn.at_ms.unwrap_or(0) },
             ops: txn.ops.clone(),
-            label,
+            label: label(&txn.ops),
         });
     }
     pinned.background = None;
@@ -252,15 +290,14 @@ pub fn shrink(spec: &Spec, seed: u64, invariant: Option<Invariant>, max_runs: us
         let (mut low, mut high) = (0u32, table.rows);
         while low + 1 < high && runs < max_runs {
             let middle = low + (high - low) / 2;
-            let mut candidate = current.clone();
-            candidate.tables[0].rows = middle;
+            let candidate = with_rows(&current, middle);
             if fails_the_same(&candidate, seed, &target, &mut runs) {
                 high = middle;
             } else {
                 low = middle;
             }
         }
-        current.tables[0].rows = high;
+        current = with_rows(&current, high);
     }
 
     // 3. Earlier faults.
@@ -286,7 +323,7 @@ pub fn shrink(spec: &Spec, seed: u64, invariant: Option<Invariant>, max_runs: us
 
     let last = runner::run(&current, seed);
     runs += 1;
-    let mut shrunk = regressions::pin(&current, &last, &format!("`handoff shrink` of {} seed {seed}", spec.name));
+    let mut shrunk = regressions::pin(&current, &last, &format!("`handoff shrink` of {}", spec.name));
     shrunk.name = format!("{}-seed-{seed}-{}-shrunk", spec.name, target.invariant.to_string().to_lowercase());
     shrunk.description = format!(
         "Shrunk by `handoff shrink` from seed {seed} of {}: the smallest schedule and workload found that still \

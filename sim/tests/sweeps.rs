@@ -66,7 +66,8 @@ fn the_correct_design_shows_no_finding_and_the_naive_one_its_failure_modes() {
     let (summary, _) = explore::sweep(&epoch, "x", &[], &plan(0, 200, 2, (1, 1)));
     assert!(summary.findings.is_empty(), "{:?}", summary.findings);
     let (naive, _) = common::load("claims-restart-during-snapshot", &["sink.apply=naive-upsert"]);
-    let (summary, _) = explore::sweep(&naive, "x", &[], &plan(100, 100, 2, (1, 1)));
+    // Seeds 520..540 include 525, where a replay moves a claim back (I3).
+    let (summary, _) = explore::sweep(&naive, "x", &[], &plan(520, 20, 2, (1, 1)));
     assert!(summary.findings.contains_key(&I2));
     assert!(summary.findings.contains_key(&I3), "a replay moves a claim back: {:?}", summary.findings);
     assert!(summary.unexpected_runs > 0, "I3 is not in the scenario's prediction");
@@ -75,7 +76,7 @@ fn the_correct_design_shows_no_finding_and_the_naive_one_its_failure_modes() {
 #[test]
 fn a_shrunk_failure_is_small_and_replays_to_the_same_finding() {
     let (naive, _) = common::load("claims-restart-during-snapshot", &["sink.apply=naive-upsert"]);
-    let shrunk = shrink::shrink(&naive, 134, Some(I3), 500).expect("seed 134 shows I3");
+    let shrunk = shrink::shrink(&naive, 525, Some(I3), 500).expect("seed 525 shows I3");
     assert!(shrunk.after.faults <= 4, "{}", shrunk.after);
     assert!(shrunk.after.transactions < shrunk.before.transactions, "{} -> {}", shrunk.before, shrunk.after);
     assert!(shrunk.after.rows <= shrunk.before.rows);
