@@ -287,7 +287,11 @@ impl ConnectWorker {
                 task.submitted.push_back(Submitted { seq: task.next_seq, offset: record.offset, acked_at: None });
                 task.next_seq += 1;
             }
-            task.accumulator.extend(records);
+            if task.accumulator.is_empty() {
+                task.accumulator = records;
+            } else {
+                task.accumulator.extend(records);
+            }
         }
         self.send_accumulated(ctx);
         self.arm_poll(ctx);
@@ -310,14 +314,19 @@ impl ConnectWorker {
                 .count(),
             completion_marker: batch.iter().any(|record| record.offset.snapshot_completed),
         };
-        self.request(ctx, purpose, KafkaRequest::Produce { records: Arc::from(batch) });
+        self.request(ctx, purpose, KafkaRequest::Produce { records: Arc::new(batch) });
     }
 
     fn on_produced(&mut self, ctx: &mut Ctx, first_seq: u64, last_seq: u64, changes: usize, completion_marker: bool) {
         let Some(task) = self.volatile.task.as_mut() else { return };
         task.produce_in_flight = false;
-        for submitted in task.submitted.iter_mut() {
-            if (first_seq..=last_seq).contains(&submitted.seq) {
+        // Sequences in `submitted` are consecutive: the batch is one range of it.
+        let skip = task.submitted.front().map_or(0, |front| first_seq.saturating_sub(front.seq) as usize);
+        for submitted in task.submitted.iter_mut().skip(skip) {
+            if submitted.seq > last_seq {
+                break;
+            }
+            if submitted.seq >= first_seq {
                 submitted.acked_at = Some(ctx.now);
                 task.debezium.commit_record(submitted.offset);
             }

@@ -43,7 +43,6 @@ use crate::observe::{Observation, SnapshotCase};
 use crate::postgres::table::ChangeKind;
 use crate::protocol::{DecodedTxn, Msg, ReplReply, ReplRequest, SessionId, SlotRow, SqlReply, SqlRequest};
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// `snapshot.mode`.
@@ -168,7 +167,7 @@ pub struct DebeziumTask {
     snapshot: Option<SnapshotRun>,
     snapshot_attempts: u32,
     /// The change-event queue `poll()` drains.
-    pub queue: VecDeque<SourceRecord>,
+    pub queue: Vec<SourceRecord>,
     jdbc: Option<SessionId>,
     replication: Option<SessionId>,
     next_session: SessionId,
@@ -193,7 +192,7 @@ impl DebeziumTask {
             slot_created: None,
             snapshot: None,
             snapshot_attempts: 0,
-            queue: VecDeque::new(),
+            queue: Vec::new(),
             jdbc: None,
             replication: None,
             next_session: first_session,
@@ -507,7 +506,7 @@ impl DebeziumTask {
             offset: self.offset,
         };
         if let Some(previous) = run.buffered.replace(record) {
-            self.queue.push_back(previous);
+            self.queue.push(previous);
         }
     }
 
@@ -520,7 +519,7 @@ impl DebeziumTask {
                 value.source.snapshot = SnapshotMarker::Last;
             }
             last.offset = self.offset;
-            self.queue.push_back(last);
+            self.queue.push(last);
         }
         ctx.observe(Observation::SnapshotCompleted { attempt: run.attempt, rows: run.rows, lsn: run.lsn });
         self.start_streaming(ctx);
@@ -598,9 +597,9 @@ impl DebeziumTask {
                 },
             };
             let topic = Topic::Change(change.table);
-            self.queue.push_back(SourceRecord { topic, key: change.key, value: Some(value), offset: self.offset });
+            self.queue.push(SourceRecord { topic, key: change.key, value: Some(value), offset: self.offset });
             if op == Op::Delete && self.config.tombstones_on_delete {
-                self.queue.push_back(SourceRecord { topic, key: change.key, value: None, offset: self.offset });
+                self.queue.push(SourceRecord { topic, key: change.key, value: None, offset: self.offset });
             }
         }
         // COMMIT: lsn_commit = lsn_proc = the commit's end.
@@ -638,6 +637,11 @@ impl DebeziumTask {
     /// Drains up to `max.batch.size` records for `poll()`.
     pub fn drain(&mut self) -> Vec<SourceRecord> {
         let count = self.queue.len().min(self.config.max_batch_size as usize);
+        if count == self.queue.len() {
+            // The usual case: the whole queue, handed over without a copy; the next batch is
+            // likely as large.
+            return std::mem::replace(&mut self.queue, Vec::with_capacity(count));
+        }
         self.queue.drain(..count).collect()
     }
 }

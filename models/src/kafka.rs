@@ -82,8 +82,36 @@ pub fn murmur2(data: &[u8]) -> i32 {
     h as i32
 }
 
+/// Keys below this have their partition memoised.
+const MEMO_KEYS: usize = 1 << 16;
+
+thread_local! {
+    /// `partition_for_key` is a pure function called once per produced record: its results for
+    /// small keys are kept, per thread, for one partition count. A memo changes no result.
+    static PARTITIONS: std::cell::RefCell<(u32, Vec<u32>)> = const { std::cell::RefCell::new((0, Vec::new())) };
+}
+
 /// The default partitioner for a record key, serialised as `{"id":17}`.
 pub fn partition_for_key(key: Key, partitions: u32) -> u32 {
+    let Some(index) = usize::try_from(key).ok().filter(|index| *index < MEMO_KEYS) else {
+        return murmur2_partition(key, partitions);
+    };
+    PARTITIONS.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        if memo.0 != partitions {
+            *memo = (partitions, Vec::new());
+        }
+        if memo.1.len() <= index {
+            memo.1.resize(index + 1, u32::MAX);
+        }
+        if memo.1[index] == u32::MAX {
+            memo.1[index] = murmur2_partition(key, partitions);
+        }
+        memo.1[index]
+    })
+}
+
+fn murmur2_partition(key: Key, partitions: u32) -> u32 {
     let mut buffer = [0u8; 32];
     let mut digits = [0u8; 20];
     let mut length = 0;

@@ -23,7 +23,7 @@ pub struct Loader {
     lsn: Option<Lsn>,
     rows: Vec<SourceRecord>,
     /// The produce request, kept until acknowledged (sent again after a lost connection).
-    producing: Option<std::sync::Arc<[SourceRecord]>>,
+    producing: Option<std::sync::Arc<Vec<SourceRecord>>>,
     done: bool,
 }
 
@@ -47,7 +47,7 @@ impl Loader {
         }
         let records = std::mem::take(&mut self.rows);
         ctx.observe(Observation::LoaderRead { rows: records.len(), lsn: self.lsn.unwrap_or_default() });
-        let records: std::sync::Arc<[SourceRecord]> = records.into();
+        let records = std::sync::Arc::new(records);
         self.producing = Some(records.clone());
         ctx.send(Node::Kafka, Msg::Kafka { request_id: 1, request: KafkaRequest::Produce { records } });
     }

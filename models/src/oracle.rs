@@ -29,6 +29,15 @@ pub struct OracleCommit {
     pub lost: bool,
 }
 
+/// A document loaded before the run. Once a commit touches it, its history lives in
+/// `Oracle::changed` (starting with this version).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct InitialDoc {
+    id: DocId,
+    version: Version,
+    changed: bool,
+}
+
 /// One version of a document in the surviving history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Version {
@@ -43,9 +52,12 @@ pub struct Version {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Oracle {
     pub commits: Vec<OracleCommit>,
-    initial: BTreeMap<DocId, Row>,
-    /// Surviving history per document, in csn order.
-    history: BTreeMap<DocId, Vec<Version>>,
+    /// The rows loaded before the run, by document: one version each. Most documents never
+    /// change, so they are kept here, in one sorted vector, and not in `changed`.
+    initial: Vec<InitialDoc>,
+    /// Surviving history of every document a commit touched, in csn order (a loaded
+    /// document's history starts with its initial version).
+    changed: BTreeMap<DocId, Vec<Version>>,
     /// The last csn of the surviving history.
     pub last_csn: Csn,
     /// Commits by the LSN of each of their change records.
@@ -54,26 +66,37 @@ pub struct Oracle {
 
 impl Oracle {
     pub fn new(initial_rows: &[(TableId, Key, Row)]) -> Oracle {
-        let initial: BTreeMap<DocId, Row> = initial_rows.iter().map(|(t, k, r)| ((*t, *k), *r)).collect();
-        let mut oracle = Oracle {
-            commits: Vec::new(),
-            initial,
-            history: BTreeMap::new(),
-            last_csn: 0,
-            by_change_lsn: BTreeMap::new(),
-        };
-        oracle.rebuild();
-        oracle
+        let mut initial: Vec<InitialDoc> = initial_rows
+            .iter()
+            .map(|(t, k, row)| InitialDoc {
+                id: (*t, *k),
+                version: Version { csn: 0, row: Some(*row), commit_lsn: Lsn::INVALID, at: SimTime::ZERO },
+                changed: false,
+            })
+            .collect();
+        initial.sort_by_key(|doc| doc.id);
+        initial.dedup_by_key(|doc| doc.id);
+        Oracle { commits: Vec::new(), initial, changed: BTreeMap::new(), last_csn: 0, by_change_lsn: BTreeMap::new() }
+    }
+
+    /// Where a loaded document is in `initial`. Loaded keys are usually consecutive, so the
+    /// key's distance from the first one is tried before a binary search.
+    fn initial_index(&self, id: DocId) -> Option<usize> {
+        let first = self.initial.first()?;
+        if first.id.0 == id.0
+            && let Ok(guess) = usize::try_from(id.1.wrapping_sub(first.id.1))
+            && self.initial.get(guess).is_some_and(|doc| doc.id == id)
+        {
+            return Some(guess);
+        }
+        self.initial.binary_search_by_key(&id, |doc| doc.id).ok()
     }
 
     fn rebuild(&mut self) {
-        self.history = self
-            .initial
-            .iter()
-            .map(|(id, row)| {
-                (*id, vec![Version { csn: 0, row: Some(*row), commit_lsn: Lsn::INVALID, at: SimTime::ZERO }])
-            })
-            .collect();
+        self.changed.clear();
+        for doc in &mut self.initial {
+            doc.changed = false;
+        }
         self.last_csn = 0;
         let surviving: Vec<(Arc<CommittedTxn>, SimTime)> =
             self.commits.iter().filter(|c| !c.lost).map(|c| (c.txn.clone(), c.at)).collect();
@@ -85,7 +108,12 @@ impl Oracle {
     fn apply(&mut self, txn: &CommittedTxn, at: SimTime) {
         for change in &txn.changes {
             let row = change.kind.after();
-            self.history.entry((change.table, change.key)).or_default().push(Version {
+            let id = (change.table, change.key);
+            let initial = self.initial_index(id).map(|index| {
+                self.initial[index].changed = true;
+                self.initial[index].version
+            });
+            self.changed.entry(id).or_insert_with(|| initial.into_iter().collect()).push(Version {
                 csn: txn.csn,
                 row,
                 commit_lsn: txn.commit_lsn,
@@ -123,12 +151,34 @@ impl Oracle {
 
     /// The surviving history of one document.
     pub fn versions(&self, id: DocId) -> &[Version] {
-        self.history.get(&id).map_or(&[], Vec::as_slice)
+        match self.initial_index(id) {
+            Some(index) if !self.initial[index].changed => std::slice::from_ref(&self.initial[index].version),
+            _ => self.changed.get(&id).map_or(&[], Vec::as_slice),
+        }
+    }
+
+    /// Every document with its surviving history, in document order.
+    pub fn histories(&self) -> impl Iterator<Item = (DocId, &[Version])> + '_ {
+        let mut initial = self.initial.iter().filter(|doc| !doc.changed).peekable();
+        let mut changed = self.changed.iter().peekable();
+        std::iter::from_fn(move || {
+            let take_initial = match (initial.peek(), changed.peek()) {
+                (None, None) => return None,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some(doc), Some((id, _))) => doc.id < **id,
+            };
+            if take_initial {
+                initial.next().map(|doc| (doc.id, std::slice::from_ref(&doc.version)))
+            } else {
+                changed.next().map(|(id, versions)| (*id, versions.as_slice()))
+            }
+        })
     }
 
     /// Every document that ever existed in the surviving history.
     pub fn documents(&self) -> impl Iterator<Item = DocId> + '_ {
-        self.history.keys().copied()
+        self.histories().map(|(id, _)| id)
     }
 
     /// The row of a document as of `csn`.
@@ -148,10 +198,9 @@ impl Oracle {
 
     /// Live rows of a table at the end of the surviving history.
     pub fn live(&self, table: TableId) -> impl Iterator<Item = (Key, Row)> + '_ {
-        self.history
-            .iter()
+        self.histories()
             .filter(move |((t, _), _)| *t == table)
-            .filter_map(|((_, key), versions)| versions.last().and_then(|v| v.row).map(|row| (*key, row)))
+            .filter_map(|((_, key), versions)| versions.last().and_then(|v| v.row).map(|row| (key, row)))
     }
 
     /// The csn interval `[from, until)` during which a document held exactly `row`, if ever.
@@ -164,16 +213,8 @@ impl Oracle {
     }
 
     /// The csn intervals during which a document was live.
-    pub fn live_intervals(&self, id: DocId) -> Vec<(Csn, Csn)> {
-        let versions = self.versions(id);
-        let mut intervals = Vec::new();
-        for (index, version) in versions.iter().enumerate() {
-            if version.row.is_some() {
-                let until = versions.get(index + 1).map_or(Csn::MAX, |next| next.csn);
-                intervals.push((version.csn, until));
-            }
-        }
-        intervals
+    pub fn live_intervals(&self, id: DocId) -> impl Iterator<Item = (Csn, Csn)> + '_ {
+        live_intervals(self.versions(id))
     }
 
     /// Surviving commits, in order.
@@ -205,4 +246,12 @@ impl Oracle {
         }
         lost
     }
+}
+
+/// The csn intervals `[from, until)` during which a document with this history was live.
+pub fn live_intervals(versions: &[Version]) -> impl Iterator<Item = (Csn, Csn)> + '_ {
+    versions.iter().enumerate().filter(|(_, version)| version.row.is_some()).map(|(index, version)| {
+        let until = versions.get(index + 1).map_or(Csn::MAX, |next| next.csn);
+        (version.csn, until)
+    })
 }

@@ -58,6 +58,84 @@ impl ApplyRule {
     }
 }
 
+/// Keys below this (and not negative) are kept in a table's vector.
+const DENSE_KEYS: Key = 1 << 20;
+
+/// The index's documents. Claim IDs are small positive integers, so a table's documents live
+/// in a vector indexed by key (one lookup per record is the sink's hottest path); other keys
+/// live in a map. Equal contents have equal representations: no vector ends in an empty slot
+/// and no table has an empty vector.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Docs {
+    dense: BTreeMap<TableId, Vec<Option<Doc>>>,
+    sparse: BTreeMap<(TableId, Key), Doc>,
+}
+
+impl Docs {
+    fn dense_index(key: Key) -> Option<usize> {
+        if (0..DENSE_KEYS).contains(&key) { usize::try_from(key).ok() } else { None }
+    }
+
+    pub fn get(&self, id: (TableId, Key)) -> Option<Doc> {
+        match Self::dense_index(id.1) {
+            Some(index) => self.dense.get(&id.0).and_then(|docs| docs.get(index).copied().flatten()),
+            None => self.sparse.get(&id).copied(),
+        }
+    }
+
+    pub fn set(&mut self, id: (TableId, Key), doc: Option<Doc>) {
+        let Some(index) = Self::dense_index(id.1) else {
+            match doc {
+                Some(doc) => self.sparse.insert(id, doc),
+                None => self.sparse.remove(&id),
+            };
+            return;
+        };
+        match doc {
+            Some(doc) => {
+                let docs = self.dense.entry(id.0).or_default();
+                if docs.len() <= index {
+                    docs.resize(index + 1, None);
+                }
+                docs[index] = Some(doc);
+            }
+            None => {
+                let Some(docs) = self.dense.get_mut(&id.0) else { return };
+                if let Some(slot) = docs.get_mut(index) {
+                    *slot = None;
+                }
+                while docs.last().is_some_and(Option::is_none) {
+                    docs.pop();
+                }
+                if docs.is_empty() {
+                    self.dense.remove(&id.0);
+                }
+            }
+        }
+    }
+
+    /// Every document, in (table, key) order.
+    pub fn iter(&self) -> Vec<((TableId, Key), Doc)> {
+        let mut all: Vec<((TableId, Key), Doc)> = self
+            .dense
+            .iter()
+            .flat_map(|(table, docs)| {
+                docs.iter().enumerate().filter_map(move |(key, doc)| doc.map(|doc| ((*table, key as Key), doc)))
+            })
+            .collect();
+        if !self.sparse.is_empty() {
+            all.extend(self.sparse.iter().map(|(id, doc)| (*id, *doc)));
+            all.sort_by_key(|(id, _)| *id);
+        }
+        all
+    }
+
+    /// The documents as a map.
+    pub fn to_map(&self) -> BTreeMap<(TableId, Key), Doc> {
+        self.iter().into_iter().collect()
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SinkConfig {
     pub rule: ApplyRule,
@@ -94,7 +172,7 @@ struct Volatile {
 pub struct SearchIndex {
     pub config: Arc<SinkConfig>,
     /// The index: durable.
-    pub docs: BTreeMap<(TableId, Key), Doc>,
+    pub docs: Docs,
     /// Open snapshot epochs by snapshot LSN (durable with the index).
     epochs: BTreeMap<Lsn, Epoch>,
     closed_epochs: BTreeSet<Lsn>,
@@ -107,7 +185,7 @@ impl SearchIndex {
     pub fn new(config: Arc<SinkConfig>) -> SearchIndex {
         SearchIndex {
             config,
-            docs: BTreeMap::new(),
+            docs: Docs::default(),
             epochs: BTreeMap::new(),
             closed_epochs: BTreeSet::new(),
             last_streamed: BTreeMap::new(),
@@ -128,8 +206,8 @@ impl SearchIndex {
 
     /// Live documents of a table.
     pub fn live(&self, table: TableId) -> impl Iterator<Item = (Key, crate::ids::Row)> + '_ {
-        self.docs.iter().filter_map(move |((t, key), doc)| match doc {
-            Doc::Live(row) if *t == table => Some((*key, *row)),
+        self.docs.iter().into_iter().filter_map(move |((t, key), doc)| match doc {
+            Doc::Live(row) if t == table => Some((key, row)),
             _ => None,
         })
     }
@@ -153,15 +231,16 @@ impl SearchIndex {
             return (SinkAction::Ignored, None, None); // a Kafka tombstone is for compaction
         };
         let id = (event.source.table, record.key);
-        let before = self.docs.get(&id).copied();
-        let (action, after) = match self.config.rule {
+        let rule = self.config.rule;
+        let decide = |before| match rule {
             ApplyRule::NaiveUpsert => naive(&event, before),
             ApplyRule::VersionGuard | ApplyRule::SnapshotEpoch => version_guard(&event, before),
         };
-        match after {
-            Some(doc) => self.docs.insert(id, doc),
-            None => self.docs.remove(&id),
-        };
+        let before = self.docs.get(id);
+        let (action, after) = decide(before);
+        if after != before {
+            self.docs.set(id, after);
+        }
         if self.config.rule == ApplyRule::SnapshotEpoch {
             self.track_epochs(&event, id);
         }
@@ -218,16 +297,18 @@ impl SearchIndex {
                 self.closed_epochs.insert(older);
             }
             let mut removed = Vec::new();
-            for (id, doc) in self.docs.iter_mut() {
-                let touched_after = self.last_streamed.get(id).is_some_and(|streamed| *streamed >= lsn);
-                if let Doc::Live(row) = *doc
+            for (id, doc) in self.docs.iter() {
+                let touched_after = self.last_streamed.get(&id).is_some_and(|streamed| *streamed >= lsn);
+                if let Doc::Live(row) = doc
                     && epoch.tables.contains(&id.0)
-                    && !epoch.seen.contains(id)
+                    && !epoch.seen.contains(&id)
                     && !touched_after
                 {
-                    *doc = Doc::Tombstone(Some(row.version));
                     removed.push((id.0, id.1, row));
                 }
+            }
+            for (table, key, row) in &removed {
+                self.docs.set((*table, *key), Some(Doc::Tombstone(Some(row.version))));
             }
             ctx.observe(Observation::SinkReconciled { epoch_lsn: lsn, removed });
         }

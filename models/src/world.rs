@@ -406,7 +406,7 @@ impl World {
             at: SimTime::ZERO,
             reached: true,
             reason: "the pipeline caught up".into(),
-            sink: self.sink.docs.clone(),
+            sink: self.sink.docs.to_map(),
         });
         checkers.findings().to_vec()
     }

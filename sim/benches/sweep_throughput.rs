@@ -1,6 +1,7 @@
 //! Seeds per second of a sweep (`handoff explore`) over a bundled scenario.
 //!
 //! `cargo bench -p handoff-sim --bench sweep_throughput [-- SCENARIO [SEEDS [SAMPLES [JOBS]]]]`
+//! (SCENARIO: a bundled scenario's name, or a path ending in `.toml`)
 //!
 //! Each sample sweeps `SEEDS` consecutive seeds on `JOBS` threads (default: the machine's
 //! cores) exactly as `handoff explore` does; the report gives the median, minimum and maximum
@@ -25,8 +26,19 @@ fn main() {
         .get(3)
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("scenarios").join(format!("{name}.toml"));
-    let spec = scenario::load(&path, &[]).unwrap_or_else(|error| panic!("{error}")).spec;
+    // A bundled scenario's name, or a path to a scenario file.
+    let path = if name.ends_with(".toml") {
+        PathBuf::from(name)
+    } else {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("scenarios").join(format!("{name}.toml"))
+    };
+    let spec = match scenario::load(&path, &[]) {
+        Ok(loaded) => loaded.spec,
+        Err(error) => {
+            eprintln!("error: {error}");
+            std::process::exit(2);
+        }
+    };
     let rows: u32 = spec.tables.iter().map(|t| t.rows).sum();
     let mut rates = Vec::new();
     let mut findings = 0;

@@ -14,7 +14,6 @@
 use crate::runner::Shared;
 use futures::StreamExt;
 use futures::channel::mpsc;
-use futures::future::{Either, select};
 use handoff_models::component::{Component, Ctx, Outbox, Timer, TimerRequest};
 use handoff_models::ids::Node;
 use handoff_models::protocol::Msg;
@@ -22,8 +21,11 @@ use handoff_models::time::SimTime;
 use madsim::net::{Endpoint, Receiver, Sender};
 use madsim::time::TimeHandle;
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::Duration;
 
 /// The port every node listens on.
@@ -128,26 +130,42 @@ pub async fn run<C: Component + Send + 'static>(node: Node, model: Arc<Mutex<C>>
         outbox: Outbox::default(),
     };
     this.step(|model, ctx| model.start(ctx)).await;
+    // One madsim timer per deadline: a `Sleep` registers a timer each time it is polled, so it
+    // is polled only when the earliest deadline changes; that timer wakes this task when due.
+    let mut armed: Option<(u64, Pin<Box<madsim::time::Sleep>>)> = None;
     loop {
-        let next = this.timers.iter().map(|(timer, at)| (*at, *timer)).min();
-        let inbound = match next {
-            None => inbox_rx.next().await,
-            Some((at, _)) => {
-                let wait = Duration::from_millis(at.saturating_sub(now_ms()));
-                let sleep = madsim::time::sleep(wait);
-                futures::pin_mut!(sleep);
-                match select(inbox_rx.next(), sleep).await {
-                    Either::Left((inbound, _)) => inbound,
-                    Either::Right(_) => {
-                        this.fire_due_timers().await;
-                        continue;
-                    }
-                }
+        let next = this.timers.values().min().copied();
+        let woke = std::future::poll_fn(|cx| {
+            if let Poll::Ready(inbound) = inbox_rx.poll_next_unpin(cx) {
+                return Poll::Ready(Woke::Inbound(inbound));
             }
-        };
-        let Some(inbound) = inbound else { return };
-        this.handle(inbound).await;
+
+            let Some(at) = next else { return Poll::Pending };
+            if now_ms() >= at {
+                return Poll::Ready(Woke::Timers);
+            }
+            if armed.as_ref().is_none_or(|(deadline, _)| *deadline != at) {
+                let mut sleep = Box::pin(madsim::time::sleep(Duration::from_millis(at - now_ms())));
+                if sleep.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Woke::Timers);
+                }
+                armed = Some((at, sleep));
+            }
+            Poll::Pending
+        })
+        .await;
+        match woke {
+            Woke::Timers => this.fire_due_timers().await,
+            Woke::Inbound(None) => return,
+            Woke::Inbound(Some(inbound)) => this.handle(inbound).await,
+        }
     }
+}
+
+/// What woke a node's loop.
+enum Woke {
+    Inbound(Option<Inbound>),
+    Timers,
 }
 
 impl<C: Component + Send + 'static> NodeLoop<C> {

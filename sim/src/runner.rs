@@ -442,7 +442,7 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
         }
     };
     let at = SimTime(now_ms());
-    let sink_docs = models.sink.lock().expect("sink").docs.clone();
+    let sink_docs = models.sink.lock().expect("sink").docs.to_map();
     let sink_checkpoint = {
         let kafka = models.kafka.lock().expect("kafka");
         kafka

@@ -12,14 +12,18 @@
 //! closed: the tail it did not deliver is not a gap).
 
 use super::{Boundary, Evidence, Finding, describe_doc};
+use crate::ids::Key;
 use crate::observe::Doc;
 use crate::spec::Invariant;
 
 pub fn check(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Finding>) {
     for table in &evidence.captured {
+        // Both sides are in key order: walk them together.
+        let mut sink = boundary.sink.range((*table, Key::MIN)..=(*table, Key::MAX)).peekable();
         for (key, row) in evidence.oracle.live(*table) {
             let id = (*table, key);
-            let doc = boundary.sink.get(&id);
+            while sink.next_if(|((_, other), _)| *other < key).is_some() {}
+            let doc = sink.peek().filter(|((_, other), _)| *other == key).map(|(_, doc)| *doc);
             let sink_version = match doc {
                 Some(Doc::Live(seen)) if *seen == row => continue,
                 Some(Doc::Live(seen)) => Some(seen.version),

@@ -79,17 +79,17 @@ impl NoResurrection {
 
 /// The boundary half: deleted in the source, live in the sink.
 pub fn check_boundary(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Finding>) {
-    for id in evidence.oracle.documents() {
+    for (id, versions) in evidence.oracle.histories() {
         if !evidence.captured.contains(&id.0) {
             continue;
         }
-        let Some(last) = evidence.oracle.last_version(id) else { continue };
+        let Some(last) = versions.last() else { continue };
         if last.row.is_some() {
             continue;
         }
         let doc = boundary.sink.get(&id);
         if let Some(Doc::Live(_)) = doc {
-            let deleted_version = evidence.oracle.versions(id).iter().rev().find_map(|v| v.row).map(|r| r.version);
+            let deleted_version = versions.iter().rev().find_map(|v| v.row).map(|r| r.version);
             found.push(
                 Finding::new(Invariant::I2, Some(id.1), boundary.at)
                     .expected(format!(

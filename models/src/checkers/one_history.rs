@@ -99,8 +99,10 @@ fn handoff_position(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Fi
     let mut csn = lower;
     loop {
         let mut moved = false;
-        for id in oracle.documents().filter(|id| attempt.tables.contains(&id.0) && !attempt.rows.contains_key(id)) {
-            for (from, until) in oracle.live_intervals(id) {
+        let absent =
+            oracle.histories().filter(|(id, _)| attempt.tables.contains(&id.0) && !attempt.rows.contains_key(id));
+        for (id, versions) in absent {
+            for (from, until) in crate::oracle::live_intervals(versions) {
                 if from <= csn && csn < until {
                     if until >= upper {
                         found.push(

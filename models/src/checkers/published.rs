@@ -19,12 +19,56 @@ pub struct Attempt {
     pub origin: Origin,
     /// Its `source.lsn`.
     pub lsn: Lsn,
-    pub rows: BTreeMap<DocId, Row>,
+    pub rows: AttemptRows,
     pub tables: BTreeSet<TableId>,
     pub complete: bool,
     pub first_at: SimTime,
     /// Append sequence of its last record so far.
     pub last_seq: u64,
+}
+
+/// The rows of a snapshot attempt by document, the last record of each document winning.
+/// A sorted vector: a snapshot publishes its rows in scan (key) order, so nearly every insert is
+/// a push at the end.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct AttemptRows(Vec<(DocId, Row)>);
+
+impl AttemptRows {
+    pub fn insert(&mut self, id: DocId, row: Row) {
+        match self.0.last() {
+            Some((last, _)) if *last >= id => match self.0.binary_search_by(|(other, _)| other.cmp(&id)) {
+                Ok(index) => self.0[index].1 = row,
+                Err(index) => self.0.insert(index, (id, row)),
+            },
+            _ => self.0.push((id, row)),
+        }
+    }
+
+    pub fn contains_key(&self, id: &DocId) -> bool {
+        self.0.binary_search_by(|(other, _)| other.cmp(id)).is_ok()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The rows in document order.
+    pub fn iter(&self) -> impl Iterator<Item = (&DocId, &Row)> + '_ {
+        self.0.iter().map(|(id, row)| (id, row))
+    }
+}
+
+impl<'a> IntoIterator for &'a AttemptRows {
+    type Item = (&'a DocId, &'a Row);
+    type IntoIter = std::iter::Map<std::slice::Iter<'a, (DocId, Row)>, fn(&'a (DocId, Row)) -> (&'a DocId, &'a Row)>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(id, row)| (id, row))
+    }
 }
 
 /// A streamed change as published.
@@ -71,7 +115,7 @@ impl Published {
                     self.attempts.push(Attempt {
                         origin,
                         lsn,
-                        rows: BTreeMap::new(),
+                        rows: AttemptRows::default(),
                         tables: BTreeSet::new(),
                         complete: false,
                         first_at: at,
@@ -99,5 +143,26 @@ impl Published {
     /// The last complete snapshot attempt, in append order.
     pub fn accepted(&self) -> Option<(usize, &Attempt)> {
         self.attempts.iter().enumerate().filter(|(_, attempt)| attempt.complete).max_by_key(|(_, a)| a.last_seq)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::Status;
+
+    #[test]
+    fn attempt_rows_behave_as_a_map_whatever_the_order() {
+        let row = |version| Row { version, status: Status::Submitted, amount_cents: 1 };
+        let mut rows = AttemptRows::default();
+        let mut map = BTreeMap::new();
+        // In order, a repeat (a producer retry), then out of order.
+        for (key, version) in [(1, 1), (2, 1), (5, 1), (5, 2), (3, 1), (1, 3), (9, 1), (0, 1)] {
+            rows.insert((TableId(0), key), row(version));
+            map.insert((TableId(0), key), row(version));
+        }
+        assert_eq!(rows.iter().map(|(id, row)| (*id, *row)).collect::<Vec<_>>(), map.into_iter().collect::<Vec<_>>());
+        assert!(rows.contains_key(&(TableId(0), 3)) && !rows.contains_key(&(TableId(0), 4)));
+        assert_eq!(rows.len(), 6);
     }
 }

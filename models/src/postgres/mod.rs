@@ -109,6 +109,12 @@ struct Scan {
     fetch_size: u32,
 }
 
+/// How long the next batch of a scan takes at `scan_rows_per_second`.
+fn batch_time_ms(scan: &Scan, scan_rows_per_second: u64) -> u64 {
+    let rows = (scan.rows.len() - scan.position).min(scan.fetch_size as usize) as u64;
+    (rows * 1000).div_ceil(scan_rows_per_second.max(1))
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 struct Walsender {
     slot: String,
@@ -151,11 +157,15 @@ pub struct Postgres {
 impl Postgres {
     /// A server whose tables hold `initial_rows` (committed before the run, csn 0).
     pub fn new(node: Node, role: Role, config: Arc<PostgresConfig>, initial_rows: &[(TableId, Key, Row)]) -> Postgres {
-        let mut tables: Vec<Table> =
-            config.tables.iter().map(|spec| Table::new(spec.id, spec.replica_identity)).collect();
-        for (table, key, row) in initial_rows {
-            tables[usize::from(table.0)].load(*key, *row);
-        }
+        let tables: Vec<Table> = config
+            .tables
+            .iter()
+            .map(|spec| {
+                let rows =
+                    initial_rows.iter().filter(|(table, _, _)| *table == spec.id).map(|(_, key, row)| (*key, *row));
+                Table::loaded(spec.id, spec.replica_identity, rows)
+            })
+            .collect();
         let wal = Wal::new(config.wal_segment_size, config.initial_wal_lsn);
         Postgres {
             node,
@@ -649,8 +659,7 @@ impl Postgres {
     }
 
     fn batch_time_ms(&self, scan: &Scan) -> u64 {
-        let rows = (scan.rows.len() - scan.position).min(scan.fetch_size as usize) as u64;
-        (rows * 1000).div_ceil(self.config.scan_rows_per_second.max(1))
+        batch_time_ms(scan, self.config.scan_rows_per_second)
     }
 
     fn next_scan_batch(&mut self, ctx: &mut Ctx, client: Node) {
@@ -668,8 +677,7 @@ impl Postgres {
             // The cursor is exhausted; the session stays open.
             self.volatile.sessions.insert((client, session), Session::Sql { scan: None });
         } else {
-            let scan = scan.clone();
-            ctx.set_timer(Timer::ScanBatch { client }, self.batch_time_ms(&scan));
+            ctx.set_timer(Timer::ScanBatch { client }, batch_time_ms(scan, self.config.scan_rows_per_second));
         }
         ctx.send(client, Msg::SqlReply { session, reply: SqlReply::Rows { table, rows, done } });
     }

@@ -138,6 +138,13 @@ impl Table {
         Table { id, replica_identity, rows: BTreeMap::new() }
     }
 
+    /// A table loaded with rows that existed before the run (csn 0), built in one pass.
+    pub fn loaded(id: TableId, replica_identity: ReplicaIdentity, rows: impl IntoIterator<Item = (Key, Row)>) -> Table {
+        let rows =
+            rows.into_iter().map(|(key, row)| (key, Versions::new(RowVersion { row, created: 0, deleted: None })));
+        Table { id, replica_identity, rows: rows.collect() }
+    }
+
     /// Loads a row that existed before the run (csn 0).
     pub fn load(&mut self, key: Key, row: Row) {
         self.rows.insert(key, Versions::new(RowVersion { row, created: 0, deleted: None }));
