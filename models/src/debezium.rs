@@ -694,7 +694,7 @@ mod tests {
         task.begin_snapshot(&mut ctx, SnapshotCase::SlotCreatedNow, Lsn(0x100));
         let rows = vec![(1, row(1)), (2, row(1)), (3, row(1))];
         task.on_sql_reply(&mut ctx, SqlReply::Rows { table: TableId(0), rows, done: true });
-        let records: Vec<SourceRecord> = task.queue.iter().copied().collect();
+        let records: Vec<SourceRecord> = task.queue.to_vec();
         assert_eq!(records.len(), 3);
         let markers: Vec<SnapshotMarker> = records.iter().map(|r| r.value.expect("value").source.snapshot).collect();
         assert_eq!(markers, vec![SnapshotMarker::First, SnapshotMarker::Middle, SnapshotMarker::Last]);
@@ -710,7 +710,7 @@ mod tests {
         task.phase = Phase::Streaming;
         task.process_transaction(txn(10, 1000, &[1]));
         task.process_transaction(txn(11, 2000, &[2, 3]));
-        let records: Vec<SourceRecord> = task.queue.iter().copied().collect();
+        let records: Vec<SourceRecord> = task.queue.to_vec();
         assert_eq!(records[1].offset.lsn_commit, Some(Lsn(1140)), "the first transaction's commit end");
         assert_eq!(records[2].offset.lsn_commit, Some(Lsn(1140)), "not the transaction it belongs to");
         assert_eq!(records[2].offset.lsn_proc, Some(Lsn(2100)));
