@@ -637,6 +637,9 @@ impl DebeziumTask {
     /// Drains up to `max.batch.size` records for `poll()`.
     pub fn drain(&mut self) -> Vec<SourceRecord> {
         let count = self.queue.len().min(self.config.max_batch_size as usize);
+        if count == 0 {
+            return Vec::new();
+        }
         if count == self.queue.len() {
             // The usual case: the whole queue, handed over without a copy; the next batch is
             // likely as large.

@@ -41,7 +41,7 @@ struct PendingFetch {
 pub struct Kafka {
     pub config: Arc<KafkaConfig>,
     /// Partition logs.
-    pub logs: BTreeMap<TopicPartition, Vec<KafkaRecord>>,
+    pub logs: BTreeMap<TopicPartition, PartitionLog>,
     /// The offsets topic after compaction: connector → offset.
     pub source_offsets: BTreeMap<String, SourceOffset>,
     /// Committed consumer-group offsets.
@@ -80,6 +80,51 @@ pub fn murmur2(data: &[u8]) -> i32 {
     h = h.wrapping_mul(M);
     h ^= h >> 15;
     h as i32
+}
+
+/// Records per segment of a partition log.
+const SEGMENT_RECORDS: usize = 512;
+
+/// One partition's log, in fixed-size segments (as Kafka's own log is): appending never moves
+/// the records already there.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PartitionLog {
+    segments: Vec<Vec<KafkaRecord>>,
+    len: usize,
+}
+
+impl PartitionLog {
+    /// The log end offset.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn push(&mut self, record: KafkaRecord) {
+        match self.segments.last_mut() {
+            Some(segment) if segment.len() < SEGMENT_RECORDS => segment.push(record),
+            _ => {
+                let mut segment = Vec::with_capacity(SEGMENT_RECORDS);
+                segment.push(record);
+                self.segments.push(segment);
+            }
+        }
+        self.len += 1;
+    }
+
+    /// The records from `offset` on.
+    pub fn iter_from(&self, offset: usize) -> impl Iterator<Item = &KafkaRecord> + '_ {
+        let (first, skip) = (offset / SEGMENT_RECORDS, offset % SEGMENT_RECORDS);
+        let head = self.segments.get(first).map(|segment| &segment[skip.min(segment.len())..]);
+        head.into_iter().chain(self.segments.iter().skip(first + 1).map(Vec::as_slice)).flatten()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &KafkaRecord> + '_ {
+        self.segments.iter().flatten()
+    }
 }
 
 /// Keys below this have their partition memoised.
@@ -145,7 +190,7 @@ impl Kafka {
         let mut logs = BTreeMap::new();
         for topic in &config.topics {
             for partition in 0..config.partitions {
-                logs.insert(TopicPartition { topic: *topic, partition }, Vec::new());
+                logs.insert(TopicPartition { topic: *topic, partition }, PartitionLog::default());
             }
         }
         Kafka { config, logs, source_offsets: BTreeMap::new(), groups: BTreeMap::new(), pending_fetches: Vec::new() }
@@ -156,12 +201,15 @@ impl Kafka {
     }
 
     fn fetch(&self, positions: &[(TopicPartition, u64)], max_records: u32) -> Vec<KafkaRecord> {
-        let mut records = Vec::new();
+        let available: usize = positions
+            .iter()
+            .filter_map(|(tp, position)| self.logs.get(tp).map(|log| log.len().saturating_sub(*position as usize)))
+            .sum();
+        let mut records = Vec::with_capacity(available.min(max_records as usize));
         for (tp, position) in positions {
             let Some(log) = self.logs.get(tp) else { continue };
-            let start = (*position as usize).min(log.len());
             let room = (max_records as usize).saturating_sub(records.len());
-            records.extend(log[start..].iter().take(room).copied());
+            records.extend(log.iter_from(*position as usize).take(room).copied());
         }
         records
     }
@@ -273,6 +321,35 @@ mod tests {
         for key in [0, 7, 42, 1000, -3, i64::MAX, i64::MIN + 1] {
             let bytes = format!("{{\"id\":{key}}}");
             assert_eq!(partition_for_key(key, 7), ((murmur2(bytes.as_bytes()) & 0x7fff_ffff) as u32) % 7, "{key}");
+        }
+    }
+
+    #[test]
+    fn the_memo_answers_as_the_partitioner_for_every_partition_count() {
+        for partitions in [3, 7, 3, 1] {
+            for key in [1, 2, 1000, 65_535, 65_536, 1 << 40] {
+                assert_eq!(
+                    partition_for_key(key, partitions),
+                    murmur2_partition(key, partitions),
+                    "{key}/{partitions}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_partition_log_reads_from_any_offset_across_segments() {
+        let topic = Topic::Change(crate::ids::TableId(0));
+        let tp = TopicPartition { topic, partition: 0 };
+        let mut log = PartitionLog::default();
+        let count = SEGMENT_RECORDS * 2 + 5;
+        for offset in 0..count as u64 {
+            log.push(KafkaRecord { tp, offset, key: offset as i64, value: None });
+        }
+        assert_eq!(log.len(), count);
+        for start in [0, 1, SEGMENT_RECORDS - 1, SEGMENT_RECORDS, SEGMENT_RECORDS * 2 + 4, count, count + 9] {
+            let offsets: Vec<u64> = log.iter_from(start).map(|record| record.offset).collect();
+            assert_eq!(offsets, (start as u64..count as u64).collect::<Vec<_>>(), "from {start}");
         }
     }
 
