@@ -6,8 +6,11 @@
 //!   patterns").
 //! - `naive-upsert`: last write wins, a delete forgets the key.
 //! - `snapshot-epoch`: `version-guard`, plus: a completed snapshot (all its records consumed)
-//!   removes every live document it did not see and that no streamed change touched after its
-//!   snapshot point. Records are grouped into a snapshot by their `source.lsn`
+//!   removes every live document it did not see and that no record from a later source
+//!   position touched (a streamed change after its snapshot point, or a newer snapshot's read:
+//!   a consumer that lags can read two snapshots before the older one's epoch closes; seed 3349
+//!   of the restart scenario's sweep found the older epoch removing a row only the newer one
+//!   had, when the rule looked at streamed changes alone). Records are grouped into a snapshot by their `source.lsn`
 //!   (`debezium-postgres.md` §4.3: a snapshot cannot retract anything; §4.5: "sinks need
 //!   snapshot-epoch reconciliation"). Because records of one snapshot are spread over partitions,
 //!   the epoch closes only when every partition has been consumed up to where it ended when the
@@ -176,8 +179,9 @@ pub struct SearchIndex {
     /// Open snapshot epochs by snapshot LSN (durable with the index).
     epochs: BTreeMap<Lsn, Epoch>,
     closed_epochs: BTreeSet<Lsn>,
-    /// The LSN of the last streamed change applied per document (snapshot-epoch only).
-    last_streamed: BTreeMap<(TableId, Key), Lsn>,
+    /// Per document, the newest source position a record about it came from: a streamed
+    /// change's LSN, or a snapshot read's snapshot LSN (snapshot-epoch only).
+    last_written: BTreeMap<(TableId, Key), Lsn>,
     volatile: Volatile,
 }
 
@@ -188,7 +192,7 @@ impl SearchIndex {
             docs: Docs::default(),
             epochs: BTreeMap::new(),
             closed_epochs: BTreeSet::new(),
-            last_streamed: BTreeMap::new(),
+            last_written: BTreeMap::new(),
             volatile: Volatile::default(),
         }
     }
@@ -249,16 +253,12 @@ impl SearchIndex {
 
     fn track_epochs(&mut self, event: &ChangeEvent, id: (TableId, Key)) {
         let lsn = event.source.lsn;
-        if event.op == Op::Read {
-            if self.closed_epochs.contains(&lsn) {
-                return;
-            }
+        let last = self.last_written.entry(id).or_insert(lsn);
+        *last = (*last).max(lsn);
+        if event.op == Op::Read && !self.closed_epochs.contains(&lsn) {
             let epoch = self.epochs.entry(lsn).or_default();
             epoch.seen.insert(id);
             epoch.tables.insert(id.0);
-        } else {
-            let last = self.last_streamed.entry(id).or_insert(lsn);
-            *last = (*last).max(lsn);
         }
     }
 
@@ -298,7 +298,9 @@ impl SearchIndex {
             }
             let mut removed = Vec::new();
             for (id, doc) in self.docs.iter() {
-                let touched_after = self.last_streamed.get(&id).is_some_and(|streamed| *streamed >= lsn);
+                // Written from a later position (a streamed change, or a newer snapshot whose
+                // records were consumed before this epoch closed): newer than this snapshot.
+                let touched_after = self.last_written.get(&id).is_some_and(|written| *written >= lsn);
                 if let Doc::Live(row) = doc
                     && epoch.tables.contains(&id.0)
                     && !epoch.seen.contains(&id)
@@ -495,5 +497,67 @@ mod tests {
             naive(&event(Op::Read, None, Some(row(1))), Some(Doc::Live(row(3)))),
             (SinkAction::Upserted, Some(Doc::Live(row(1))))
         );
+    }
+
+    /// Snapshot reads of `keys` at snapshot position `lsn`, the last one marked last.
+    fn snapshot(lsn: u64, keys: &[Key], first_offset: u64) -> Vec<KafkaRecord> {
+        let tp = TopicPartition { topic: crate::event::Topic::Change(TableId(0)), partition: 0 };
+        keys.iter()
+            .enumerate()
+            .map(|(index, key)| {
+                let mut value = event(Op::Read, None, Some(row(1)));
+                value.source.lsn = Lsn(lsn);
+                value.source.snapshot = match index {
+                    _ if index + 1 == keys.len() => SnapshotMarker::Last,
+                    0 => SnapshotMarker::First,
+                    _ => SnapshotMarker::Middle,
+                };
+                KafkaRecord { tp, offset: first_offset + index as u64, key: *key, value: Some(value) }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_older_epoch_closing_late_spares_what_a_newer_snapshot_wrote() {
+        // A lagging consumer reads two snapshots before the older one's epoch can close: the
+        // older (position 10) saw claims 1, 2 and 4; the newer (position 20) saw 1, 2 and 3.
+        let config = SinkConfig {
+            rule: ApplyRule::SnapshotEpoch,
+            group: "g".into(),
+            auto_commit_interval_ms: 5000,
+            max_poll_records: 500,
+        };
+        let mut sink = SearchIndex::new(Arc::new(config));
+        let mut records = snapshot(10, &[1, 2, 4], 0);
+        records.extend(snapshot(20, &[1, 2, 3], 3));
+        let tp = records[0].tp;
+        let mut outbox = crate::component::Outbox::default();
+        let mut ctx = Ctx::new(crate::time::SimTime::ZERO, Node::Sink, &mut outbox);
+        sink.on_fetched(&mut ctx, records, vec![(tp, 6)]);
+        // Both epochs closed: claim 3 (only the newer snapshot had it) stays; claim 4 (only the
+        // older one had it) is removed by the newer one.
+        assert!(!sink.has_closing_epochs());
+        assert_eq!(sink.docs.get((TableId(0), 3)), Some(Doc::Live(row(1))));
+        assert_eq!(sink.docs.get((TableId(0), 4)), Some(Doc::Tombstone(Some(1))));
+        assert_eq!(sink.live(TableId(0)).map(|(key, _)| key).collect::<Vec<_>>(), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn documents_are_stored_the_same_way_whatever_their_history() {
+        let mut docs = Docs::default();
+        let mut direct = Docs::default();
+        for key in [5, 1, -2, DENSE_KEYS + 3, 9] {
+            docs.set((TableId(0), key), Some(Doc::Live(row(1))));
+        }
+        for key in [9, 5, DENSE_KEYS + 3, -2] {
+            docs.set((TableId(0), key), None);
+        }
+        direct.set((TableId(0), 1), Some(Doc::Live(row(1))));
+        assert_eq!(docs, direct, "emptied slots leave no trace");
+        assert_eq!(docs.get((TableId(0), 9)), None);
+        docs.set((TableId(0), -2), Some(Doc::Tombstone(None)));
+        docs.set((TableId(0), DENSE_KEYS + 3), Some(Doc::Live(row(2))));
+        let keys: Vec<Key> = docs.iter().into_iter().map(|((_, key), _)| key).collect();
+        assert_eq!(keys, vec![-2, 1, DENSE_KEYS + 3], "in key order");
     }
 }

@@ -34,8 +34,9 @@ pub fn check(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Finding>)
                 continue; // newer than the source: reported by I4
             }
             let versions = evidence.oracle.versions(id);
-            let same_version_other_content = sink_version == Some(row.version);
-            let first_missing = if same_version_other_content {
+            let removed_live_row = matches!(doc, Some(Doc::Tombstone(_))) && sink_version == Some(row.version);
+            let same_version_other_content = !removed_live_row && sink_version == Some(row.version);
+            let first_missing = if same_version_other_content || removed_live_row {
                 versions.last()
             } else if let Some(seen) = sink_version {
                 versions.iter().find(|version| version.row.is_some_and(|r| r.version > seen))
@@ -48,7 +49,10 @@ pub fn check(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Finding>)
                 .expected(format!("version {} ({})", row.version, row.status.name()))
                 .seen(describe_doc(doc));
             if let Some(version) = first_missing {
-                finding = finding.lsn(version.commit_lsn).detail(if same_version_other_content {
+                finding = finding.lsn(version.commit_lsn).detail(if removed_live_row {
+                    "the sink removed the row (a delete or a reconciliation) although the source still has it"
+                        .to_string()
+                } else if same_version_other_content {
                     "same version, other content: the sink holds a row from a history the source no longer has"
                         .to_string()
                 } else if version.csn == 0 {
