@@ -46,6 +46,9 @@ use std::time::Duration;
 /// How often the harness looks whether the pipeline has caught up.
 const ACCEPTANCE_CHECK_INTERVAL_MS: u64 = 500;
 
+/// How long the operator waits before repeating a request a process that is down refused.
+const REQUEST_RETRY_MS: u64 = 1_000;
+
 /// Something the harness does when a trigger comes.
 #[derive(Clone, Debug)]
 enum Action {
@@ -130,9 +133,17 @@ impl Shared {
         *self.primary.lock().expect("primary")
     }
 
-    fn inject(&self, node: Node, from: Node, msg: Msg) {
-        if let Some(inbox) = self.inboxes.lock().expect("inboxes").get(&node) {
-            let _ = inbox.unbounded_send(Inbound::Inject { from, msg });
+    /// Hands a message to a process; returns it if the process has no inbox (it is down, or
+    /// restarted and not yet running).
+    fn inject(&self, node: Node, from: Node, msg: Msg) -> Option<Msg> {
+        match self.inboxes.lock().expect("inboxes").get(&node) {
+            Some(inbox) => {
+                inbox.unbounded_send(Inbound::Inject { from, msg }).err().map(|error| match error.into_inner() {
+                    Inbound::Inject { msg, .. } => msg,
+                    _ => unreachable!("the message sent was an injection"),
+                })
+            }
+            None => Some(msg),
         }
     }
 
@@ -556,6 +567,8 @@ impl Harness<'_> {
             return;
         }
         self.handle.kill(handle.id());
+        // Its inbox goes with it; the restarted process registers a new one when it runs.
+        self.shared.inboxes.lock().expect("inboxes").remove(&node);
         match node {
             Node::Pg1 => self.models.pg1.lock().expect("pg1").crash(),
             Node::Pg2 => {
@@ -596,7 +609,14 @@ impl Harness<'_> {
                     },
                 );
             }
-            HarnessStep::Inject { to, from, msg } => self.shared.inject(to, from, msg),
+            HarnessStep::Inject { to, from, msg } => {
+                // A request to a process that is down or still starting (a REST call to a dead
+                // worker) is refused: the operator tries again a second later, so every fault heals.
+                let refused = if self.down.contains(&to) { Some(msg) } else { self.shared.inject(to, from, msg) };
+                if let Some(msg) = refused {
+                    self.schedule(now + REQUEST_RETRY_MS, HarnessStep::Inject { to, from, msg });
+                }
+            }
             HarnessStep::Unclog(a, b) => self.clog(a, b, false),
             HarnessStep::Action(Action::Scripted(index)) => {
                 self.shared.inject(Node::App, Node::App, Msg::Control(Control::RunScripted { index }));
@@ -613,15 +633,18 @@ impl Harness<'_> {
                     | FaultAction::Checkpoint => self.shared.primary(),
                     FaultAction::Clog { between: (a, _), .. } => a,
                 };
-                let kills = matches!(
+                // Kills and requests (REST calls, the task kill) need their process up.
+                let needs_process = matches!(
                     fault,
                     FaultAction::KillConnectWorker { .. }
                         | FaultAction::CrashPostgres { .. }
                         | FaultAction::FailOverToStandby { .. }
+                        | FaultAction::StopConnector { .. }
+                        | FaultAction::KillConnectorTask { .. }
                 );
                 let absent = !self.nodes.contains_key(&target) || self.down.contains(&target);
-                if kills && absent || target == Node::Connect && !self.nodes.contains_key(&Node::Connect) {
-                    return; // nothing to kill: the process is down or not started
+                if needs_process && absent || target == Node::Connect && !self.nodes.contains_key(&Node::Connect) {
+                    return; // nothing to act on: the process is down or not started
                 }
                 self.observe(target, Observation::Fault { action: fault });
                 match fault {

@@ -101,3 +101,29 @@ fn a_postgres_crash_takes_an_unsaved_confirmed_flush_back_and_the_stream_repeats
     );
     assert!(result.boundary.reached, "{}", result.boundary.reason);
 }
+
+#[test]
+fn a_resume_sent_while_the_worker_is_down_is_retried_until_the_worker_is_back() {
+    // The stop at 70 s asks for a resume at 75 s; the worker is killed at 72 s and comes back at
+    // 82 s. The REST call at 75 s is refused and repeated every second, so the task starts again
+    // after the worker has restarted and the pipeline reaches acceptance.
+    let text = replay_text()
+        .replace("ACTION", "stop-connector")
+        .replace("DELAY", "resume_after_ms")
+        .replace("naive-upsert", "version-guard")
+        .replace(
+            "[prediction]",
+            "[[fault]]\nat = \"72s\"\naction = \"kill-connect-worker\"\nrestart_after_ms = 10000\n[prediction]",
+        );
+    let result = common::run(&common::load_text(&text), 1);
+    assert!(result.boundary.reached, "{}", result.boundary.reason);
+    assert_eq!(result.violated(), vec![], "{:?}", result.findings);
+    let started: Vec<u64> = result
+        .trace
+        .iter()
+        .filter(|e| matches!(e.observation, Observation::TaskStarted { .. }))
+        .map(|e| e.at.ms())
+        .collect();
+    assert_eq!(started.len(), 2, "{started:?}");
+    assert!(started[1] >= 82_000, "the task starts again only once the worker is back: {started:?}");
+}
