@@ -487,6 +487,11 @@ impl ConnectWorker {
                     let mut task = self.volatile.task.take().expect("task present");
                     task.debezium.stop(ctx);
                     ctx.observe(Observation::TaskStopped { graceful: true });
+                    // A resume that came while the task was stopping: the herder starts the task
+                    // anew once the old one has stopped.
+                    if self.target_state == TargetState::Running {
+                        self.start_task(ctx);
+                    }
                 } else {
                     self.finish_poll(ctx);
                 }

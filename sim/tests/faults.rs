@@ -127,3 +127,33 @@ fn a_resume_sent_while_the_worker_is_down_is_retried_until_the_worker_is_back() 
     assert_eq!(started.len(), 2, "{started:?}");
     assert!(started[1] >= 82_000, "the task starts again only once the worker is back: {started:?}");
 }
+
+#[test]
+fn a_resume_that_comes_while_the_task_is_stopping_starts_it_again_once_stopped() {
+    // Kafka is unreachable from 70 s to 80 s, so the stop at 70.5 s waits for its in-flight
+    // records; the resume at 71.5 s finds the task still stopping. Kafka Connect starts the task
+    // anew once the old one has stopped, and the pipeline catches up.
+    let text = replay_text()
+        .replace("at = \"70s\"", "at = \"70500ms\"")
+        .replace("ACTION", "stop-connector")
+        .replace("DELAY", "resume_after_ms")
+        .replace("= 5000", "= 1000")
+        .replace("naive-upsert", "version-guard")
+        .replace(
+            "[prediction]",
+            "[[fault]]\nat = \"70s\"\naction = \"clog\"\nbetween = [\"connect\", \"kafka\"]\nduration_ms = 10000\n[prediction]",
+        );
+    let result = common::run(&common::load_text(&text), 1);
+    let events: Vec<(u64, &Observation)> = result
+        .trace
+        .iter()
+        .filter(|e| matches!(e.observation, Observation::TaskStarted { .. } | Observation::TaskStopped { .. }))
+        .map(|e| (e.at.ms(), &e.observation))
+        .collect();
+    assert!(
+        matches!(events.as_slice(), [_, (stopped, Observation::TaskStopped { graceful: true }), (started, Observation::TaskStarted { .. })] if *stopped > 71_500 && started >= stopped),
+        "{events:?}"
+    );
+    assert!(result.boundary.reached, "{}", result.boundary.reason);
+    assert_eq!(result.violated(), vec![], "{:?}", result.findings);
+}
