@@ -1,9 +1,10 @@
 //! Seed sweeps: `handoff explore`, `handoff merge`.
 //!
 //! A sweep runs a range of seeds of one scenario, each in its own fresh madsim runtime on one of
-//! `--jobs` threads, keeping from each run only its findings, coverage marks and trace hash (the
-//! trace itself is not kept, so memory does not grow with the sweep). Results are reported in
-//! seed order, so the report (but for its timing) does not depend on the number of threads.
+//! `--jobs` threads. A run's trace is never kept; its findings, coverage marks and trace hash are
+//! counted into the summary and handed on (a `--json` line) in seed order, then dropped, so memory
+//! does not grow with the sweep. The report (but for its timing) does not depend on the number of
+//! threads.
 //! `--shard K/N` takes every N-th seed of the range, starting with the K-th, so N machines of any
 //! batch system can share a sweep; `handoff merge` combines their `--json` outputs.
 
@@ -177,14 +178,20 @@ impl Summary {
     }
 }
 
-/// Runs a sweep. `each` sees every run as it completes (in completion order), e.g. to print
-/// `--json` lines or save failing seeds; the returned runs are in seed order.
-pub fn sweep(spec: &Spec, scenario: &str, sets: &[String], plan: &Sweep) -> (Summary, Vec<SeedRun>) {
+/// Runs a sweep. `each` sees every run in seed order as soon as the runs before it are done (to
+/// print `--json` lines as the sweep goes); nothing of a run is kept once it has been counted and
+/// handed to `each`, so memory stays flat however many seeds are swept.
+pub fn sweep(spec: &Spec, scenario: &str, sets: &[String], plan: &Sweep, each: impl FnMut(&SeedRun) + Send) -> Summary {
     let seeds = plan.seeds();
-    let results: Mutex<Vec<Option<SeedRun>>> = Mutex::new(vec![None; seeds.len()]);
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let nondeterministic: Mutex<Option<u64>> = Mutex::new(None);
+    let ordered = Mutex::new(InOrder {
+        next: 0,
+        waiting: BTreeMap::new(),
+        summary: Summary::new(scenario, sets, plan.shard),
+        each,
+    });
     let bar = plan.progress.then(|| {
         let bar = indicatif::ProgressBar::new(seeds.len() as u64);
         bar.set_style(
@@ -214,13 +221,14 @@ pub fn sweep(spec: &Spec, scenario: &str, sets: &[String], plan: &Sweep) -> (Sum
                         }
                     }
                     let run = SeedRun::from(spec, &result);
+                    drop(result);
                     if let Some(bar) = &bar {
                         bar.inc(1);
                         if !run.findings.is_empty() {
                             bar.set_message(format!("last finding: seed {seed}"));
                         }
                     }
-                    results.lock().expect("lock")[index] = Some(run);
+                    ordered.lock().expect("lock").arrived(index, run);
                 }
             });
         }
@@ -229,26 +237,59 @@ pub fn sweep(spec: &Spec, scenario: &str, sets: &[String], plan: &Sweep) -> (Sum
         bar.finish_and_clear();
     }
     let seconds = started.elapsed().as_secs_f64();
-    let runs: Vec<SeedRun> = results.into_inner().expect("lock").into_iter().flatten().collect();
-    let mut summary = Summary::new(scenario, sets, plan.shard);
-    for run in &runs {
+    let InOrder { mut summary, waiting, .. } = ordered.into_inner().expect("lock");
+    // Only a determinism stop leaves runs waiting behind a seed that never ran; they count too.
+    for run in waiting.values() {
         summary.add(run);
     }
     summary.seconds = seconds;
-    summary.runs_per_second = runs.len() as f64 / seconds.max(1e-9);
+    summary.runs_per_second = summary.runs as f64 / seconds.max(1e-9);
     summary.nondeterministic_seed = nondeterministic.into_inner().expect("lock");
+    summary
+}
+
+/// Runs a sweep and keeps every run, in seed order (for tests and small sweeps).
+pub fn sweep_collect(spec: &Spec, scenario: &str, sets: &[String], plan: &Sweep) -> (Summary, Vec<SeedRun>) {
+    let mut runs = Vec::new();
+    let summary = sweep(spec, scenario, sets, plan, |run| runs.push(run.clone()));
     (summary, runs)
 }
 
-/// `handoff merge`: combines the `--json` outputs of several shards (or sweeps of one scenario).
-pub fn merge(texts: &[(String, String)]) -> Result<(Summary, Vec<SeedRun>), String> {
-    let mut runs: BTreeMap<u64, SeedRun> = BTreeMap::new();
+/// Runs finished out of order wait here until the runs before them are done: at most about as
+/// many as there are threads.
+struct InOrder<F> {
+    next: usize,
+    waiting: BTreeMap<usize, SeedRun>,
+    summary: Summary,
+    each: F,
+}
+
+impl<F: FnMut(&SeedRun)> InOrder<F> {
+    fn arrived(&mut self, index: usize, run: SeedRun) {
+        self.waiting.insert(index, run);
+        while let Some(run) = self.waiting.remove(&self.next) {
+            self.summary.add(&run);
+            (self.each)(&run);
+            self.next += 1;
+        }
+    }
+}
+
+/// `handoff merge`: combines the `--json` outputs of several shards (or sweeps of one scenario),
+/// read line by line; a seed found in two inputs counts once.
+pub fn merge<R: std::io::BufRead>(inputs: Vec<(String, R)>) -> Result<Summary, String> {
+    let mut seen: std::collections::BTreeSet<u64> = std::collections::BTreeSet::new();
     let mut base: Option<Summary> = None;
+    let mut merged: Option<Summary> = None;
     let (mut seconds, mut nondeterministic) = (0.0f64, None::<u64>);
     let mut shards = Vec::new();
-    for (file, text) in texts {
-        for (number, line) in text.lines().enumerate().filter(|(_, line)| !line.trim().is_empty()) {
-            let value: serde_json::Value = serde_json::from_str(line)
+    for (file, reader) in inputs {
+        for (number, line) in reader.lines().enumerate() {
+            let line = line.map_err(|error| format!("{file}:{}: cannot read: {error}", number + 1))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let value: serde_json::Value = serde_json::from_str(&line)
                 .map_err(|error| format!("{file}:{}: not a JSON line: {error}", number + 1))?;
             if let Some(summary) = value.get("summary") {
                 let summary: Summary = serde_json::from_value(summary.clone())
@@ -275,20 +316,25 @@ pub fn merge(texts: &[(String, String)]) -> Result<(Summary, Vec<SeedRun>), Stri
             } else {
                 let run: SeedRun = serde_json::from_value(value)
                     .map_err(|error| format!("{file}:{}: not a sweep run: {error}", number + 1))?;
-                runs.insert(run.seed, run);
+                if seen.insert(run.seed) {
+                    merged.get_or_insert_with(|| Summary::new("", &[], (1, 1))).add(&run);
+                }
             }
         }
     }
     let base = base.ok_or("no sweep summary line in the inputs (were they written with --json?)")?;
     let mut summary = Summary::new(&base.scenario, &base.sets, (1, 1));
-    summary.shard = shards.join(" + ");
-    for run in runs.values() {
-        summary.add(run);
+    if let Some(runs) = merged {
+        summary.runs = runs.runs;
+        summary.findings = runs.findings;
+        summary.unexpected_runs = runs.unexpected_runs;
+        summary.coverage = runs.coverage;
     }
+    summary.shard = shards.join(" + ");
     summary.seconds = seconds;
     summary.runs_per_second = summary.runs as f64 / seconds.max(1e-9);
     summary.nondeterministic_seed = nondeterministic;
-    Ok((summary, runs.into_values().collect()))
+    Ok(summary)
 }
 
 /// Parses `K/N`.

@@ -145,14 +145,14 @@ fn main() -> ExitCode {
             commands::shrink(&loaded.spec, seed, invariant, out, max_runs)
         }
         Command::Merge { files, json } => {
-            let mut texts = Vec::new();
+            let mut inputs = Vec::new();
             for file in &files {
-                match std::fs::read_to_string(file) {
-                    Ok(text) => texts.push((file.display().to_string(), text)),
+                match std::fs::File::open(file) {
+                    Ok(opened) => inputs.push((file.display().to_string(), std::io::BufReader::new(opened))),
                     Err(error) => return bad_input(&format!("{}: cannot read: {error}", file.display())),
                 }
             }
-            commands::merge(&texts, json)
+            commands::merge(inputs, json)
         }
     }
 }
@@ -201,11 +201,13 @@ mod commands {
             check_determinism: plan.check_determinism,
             progress: !plan.json && std::io::stderr().is_terminal(),
         };
-        let (summary, runs) = explore::sweep(spec, name, sets, &sweep);
-        if plan.json {
-            for run in &runs {
+        let json = plan.json;
+        let summary = explore::sweep(spec, name, sets, &sweep, |run| {
+            if json {
                 println!("{}", serde_json::to_string(run).expect("a run serialises"));
             }
+        });
+        if plan.json {
             println!("{}", serde_json::json!({ "summary": summary }));
         } else {
             print!("{}", summary.render(spec));
@@ -257,8 +259,8 @@ mod commands {
         ExitCode::SUCCESS
     }
 
-    pub fn merge(texts: &[(String, String)], json: bool) -> ExitCode {
-        let (summary, _runs) = match explore::merge(texts) {
+    pub fn merge(inputs: Vec<(String, std::io::BufReader<std::fs::File>)>, json: bool) -> ExitCode {
+        let summary = match explore::merge(inputs) {
             Ok(merged) => merged,
             Err(error) => return bad_input(&error),
         };
@@ -312,7 +314,7 @@ mod commands {
         no_simulation()
     }
 
-    pub fn merge(_texts: &[(String, String)], _json: bool) -> ExitCode {
+    pub fn merge(_inputs: Vec<(String, std::io::BufReader<std::fs::File>)>, _json: bool) -> ExitCode {
         no_simulation()
     }
 

@@ -16,9 +16,9 @@ fn a_sweep_reports_the_same_runs_whatever_the_number_of_threads_and_checks_deter
     let (spec, _) = common::load("claims-restart-during-snapshot", &["sink.apply=naive-upsert"]);
     let mut checked = plan(0, 120, 2, (1, 1));
     checked.check_determinism = true;
-    let (two, runs_two) = explore::sweep(&spec, "x", &[], &checked);
+    let (two, runs_two) = explore::sweep_collect(&spec, "x", &[], &checked);
     assert_eq!(two.nondeterministic_seed, None);
-    let (one, runs_one) = explore::sweep(&spec, "x", &[], &plan(0, 120, 1, (1, 1)));
+    let (one, runs_one) = explore::sweep_collect(&spec, "x", &[], &plan(0, 120, 1, (1, 1)));
     assert_eq!(runs_one, runs_two, "per-seed results, hashes included, do not depend on --jobs");
     assert_eq!(one.findings, two.findings);
     assert_eq!(one.coverage, two.coverage);
@@ -28,10 +28,10 @@ fn a_sweep_reports_the_same_runs_whatever_the_number_of_threads_and_checks_deter
 #[test]
 fn shards_merge_into_the_whole_sweep() {
     let (spec, _) = common::load("claims-restart-during-snapshot", &["sink.apply=naive-upsert"]);
-    let (whole, _) = explore::sweep(&spec, "scenario.toml", &[], &plan(10, 60, 2, (1, 1)));
+    let (whole, _) = explore::sweep_collect(&spec, "scenario.toml", &[], &plan(10, 60, 2, (1, 1)));
     let mut texts = Vec::new();
     for k in 1..=3 {
-        let (summary, runs) = explore::sweep(&spec, "scenario.toml", &[], &plan(10, 60, 1, (k, 3)));
+        let (summary, runs) = explore::sweep_collect(&spec, "scenario.toml", &[], &plan(10, 60, 1, (k, 3)));
         assert_eq!(summary.runs, 20);
         let mut text = String::new();
         for run in &runs {
@@ -41,12 +41,15 @@ fn shards_merge_into_the_whole_sweep() {
         text.push_str(&serde_json::json!({ "summary": summary }).to_string());
         texts.push((format!("shard-{k}.jsonl"), text));
     }
-    let (merged, runs) = explore::merge(&texts).expect("merge");
-    assert_eq!(runs.len(), 60);
+    // The first shard given twice counts once.
+    texts.push(texts[0].clone());
+    let inputs = texts.iter().map(|(file, text)| (file.clone(), text.as_bytes())).collect();
+    let merged = explore::merge(inputs).expect("merge");
+    assert_eq!(merged.runs, 60);
     assert_eq!(merged.runs, whole.runs);
     assert_eq!(merged.findings, whole.findings);
     assert_eq!(merged.coverage, whole.coverage);
-    assert_eq!(merged.shard, "1/3 + 2/3 + 3/3");
+    assert_eq!(merged.shard, "1/3 + 2/3 + 3/3 + 1/3");
 }
 
 #[test]
@@ -55,19 +58,22 @@ fn merge_refuses_sweeps_of_different_scenarios() {
         let summary = explore::Summary::new(scenario, &[], (1, 1));
         (format!("{scenario}.jsonl"), serde_json::json!({ "summary": summary }).to_string())
     };
-    let error = explore::merge(&[line("a.toml"), line("b.toml")]).expect_err("different scenarios");
+    let inputs = |texts: &[(String, String)]| -> Vec<(String, std::io::Cursor<String>)> {
+        texts.iter().map(|(file, text)| (file.clone(), std::io::Cursor::new(text.clone()))).collect()
+    };
+    let error = explore::merge(inputs(&[line("a.toml"), line("b.toml")])).expect_err("different scenarios");
     assert!(error.contains("only sweeps of one scenario merge"), "{error}");
-    assert!(explore::merge(&[("x".into(), "not json".into())]).expect_err("bad line").starts_with("x:1:"));
+    assert!(explore::merge(inputs(&[("x".into(), "not json".into())])).expect_err("bad line").starts_with("x:1:"));
 }
 
 #[test]
 fn the_correct_design_shows_no_finding_and_the_naive_one_its_failure_modes() {
     let (epoch, _) = common::load("claims-restart-during-snapshot", &["sink.apply=snapshot-epoch"]);
-    let (summary, _) = explore::sweep(&epoch, "x", &[], &plan(0, 200, 2, (1, 1)));
+    let (summary, _) = explore::sweep_collect(&epoch, "x", &[], &plan(0, 200, 2, (1, 1)));
     assert!(summary.findings.is_empty(), "{:?}", summary.findings);
     let (naive, _) = common::load("claims-restart-during-snapshot", &["sink.apply=naive-upsert"]);
     // Seeds 520..540 include 525, where a replay moves a claim back (I3).
-    let (summary, _) = explore::sweep(&naive, "x", &[], &plan(520, 20, 2, (1, 1)));
+    let (summary, _) = explore::sweep_collect(&naive, "x", &[], &plan(520, 20, 2, (1, 1)));
     assert!(summary.findings.contains_key(&I2));
     assert!(summary.findings.contains_key(&I3), "a replay moves a claim back: {:?}", summary.findings);
     assert!(summary.unexpected_runs > 0, "I3 is not in the scenario's prediction");
