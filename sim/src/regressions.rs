@@ -29,8 +29,20 @@ pub fn file_name(spec: &Spec, seed: u64) -> String {
 
 /// Writes a spec as a scenario file.
 pub fn write(spec: &Spec, seed: u64, path: &Path) -> Result<(), String> {
+    use std::io::Write;
     let text = scenario::to_toml(spec, seed).map_err(|error| format!("{}: {error}", path.display()))?;
-    std::fs::write(path, text).map_err(|error| format!("{}: cannot write: {error}", path.display()))
+    // A kept regression is edited by hand (its `why`): never overwrite one.
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(|error| {
+        if error.kind() == std::io::ErrorKind::AlreadyExists {
+            format!(
+                "{}: exists already; remove it or choose another file (--out) or directory (--save)",
+                path.display()
+            )
+        } else {
+            format!("{}: cannot write: {error}", path.display())
+        }
+    })?;
+    file.write_all(text.as_bytes()).map_err(|error| format!("{}: cannot write: {error}", path.display()))
 }
 
 /// `explore --save DIR`: the first failing seed of each violated invariant, pinned.

@@ -129,6 +129,29 @@ fn explore_exits_1_on_an_unpredicted_finding_and_writes_json_lines_that_merge() 
 }
 
 #[test]
+fn a_shrunk_failure_is_written_once_and_replays_to_its_finding() {
+    let dir = std::env::temp_dir().join(format!("handoff-shrink-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let out = dir.join("seed-525.toml").display().to_string();
+    let scenario = scenario("claims-restart-during-snapshot");
+    let args =
+        ["shrink", &scenario, "--seed", "525", "--set", "sink.apply=naive-upsert", "--invariant", "I3", "--out", &out];
+    let shrunk = handoff(&args);
+    assert_eq!(shrunk.status.code(), Some(0), "{}", String::from_utf8_lossy(&shrunk.stderr));
+    let text = String::from_utf8_lossy(&shrunk.stdout);
+    assert!(text.contains("before") && text.contains("after") && text.contains("I3"), "{text}");
+    // The shrunk file predicts its finding, so replaying it holds.
+    let replayed = handoff(&["replay", &out]);
+    assert_eq!(replayed.status.code(), Some(0), "{}", String::from_utf8_lossy(&replayed.stdout));
+    assert!(String::from_utf8_lossy(&replayed.stdout).contains("I3 monotonic apply"));
+    // A second shrink never overwrites the file.
+    let again = handoff(&args);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("exists already"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn explore_and_shrink_refuse_bad_flags() {
     let scenario = scenario("claims-restart-during-snapshot");
     assert_eq!(handoff(&["explore", &scenario, "--shard", "3/2"]).status.code(), Some(2));
