@@ -152,6 +152,18 @@ fn a_shrunk_failure_is_written_once_and_replays_to_its_finding() {
 }
 
 #[test]
+fn explore_checks_determinism_when_asked() {
+    let scenario = scenario("claims-restart-during-snapshot");
+    let args = ["explore", &scenario, "--seeds", "20", "--jobs", "2", "--check-determinism", "--json"];
+    let output = handoff(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8_lossy(&output.stdout);
+    let summary: serde_json::Value = serde_json::from_str(text.lines().last().expect("a summary line")).expect("JSON");
+    assert_eq!(summary["summary"]["runs"], 20);
+    assert!(summary["summary"]["nondeterministic_seed"].is_null(), "{summary}");
+}
+
+#[test]
 fn explore_and_shrink_refuse_bad_flags() {
     let scenario = scenario("claims-restart-during-snapshot");
     assert_eq!(handoff(&["explore", &scenario, "--shard", "3/2"]).status.code(), Some(2));

@@ -14,11 +14,11 @@ fn plan(start: u64, seeds: u64, jobs: usize, shard: (u64, u64)) -> Sweep {
 #[test]
 fn a_sweep_reports_the_same_runs_whatever_the_number_of_threads_and_checks_determinism() {
     let (spec, _) = common::load("claims-restart-during-snapshot", &["sink.apply=naive-upsert"]);
-    let mut checked = plan(0, 120, 2, (1, 1));
+    let mut checked = plan(0, 300, 2, (1, 1));
     checked.check_determinism = true;
     let (two, runs_two) = explore::sweep_collect(&spec, "x", &[], &checked);
     assert_eq!(two.nondeterministic_seed, None);
-    let (one, runs_one) = explore::sweep_collect(&spec, "x", &[], &plan(0, 120, 1, (1, 1)));
+    let (one, runs_one) = explore::sweep_collect(&spec, "x", &[], &plan(0, 300, 1, (1, 1)));
     assert_eq!(runs_one, runs_two, "per-seed results, hashes included, do not depend on --jobs");
     assert_eq!(one.findings, two.findings);
     assert_eq!(one.coverage, two.coverage);
