@@ -336,16 +336,3 @@ pub fn merge<R: std::io::BufRead>(inputs: Vec<(String, R)>) -> Result<Summary, S
     summary.nondeterministic_seed = nondeterministic;
     Ok(summary)
 }
-
-/// Parses `K/N`.
-pub fn parse_shard(text: &str) -> Result<(u64, u64), String> {
-    let (k, n) = text.split_once('/').ok_or_else(|| format!("--shard {text}: expected K/N, e.g. 2/8"))?;
-    let (k, n): (u64, u64) = match (k.trim().parse(), n.trim().parse()) {
-        (Ok(k), Ok(n)) => (k, n),
-        _ => return Err(format!("--shard {text}: K and N must be whole numbers, e.g. 2/8")),
-    };
-    if n == 0 || k == 0 || k > n {
-        return Err(format!("--shard {text}: expected 1 <= K <= N"));
-    }
-    Ok((k, n))
-}

@@ -119,7 +119,7 @@ fn main() -> ExitCode {
                 Ok(loaded) => loaded,
                 Err(error) => return bad_input(&error.to_string()),
             };
-            let shard = match shard.as_deref().map(handoff_sim::explore::parse_shard).transpose() {
+            let shard = match shard.as_deref().map(parse_shard).transpose() {
                 Ok(shard) => shard.unwrap_or((1, 1)),
                 Err(error) => return bad_input(&error),
             };
@@ -127,7 +127,7 @@ fn main() -> ExitCode {
                 return bad_input("--jobs 0: at least one thread is needed");
             }
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-            let plan = commands::Plan { seeds, start, jobs, shard, json, save, check_determinism };
+            let plan = Plan { seeds, start, jobs, shard, json, save, check_determinism };
             commands::explore(&loaded.spec, &path.display().to_string(), &sets, plan)
         }
         Command::Shrink { scenario: path, seed, sets, out, invariant, max_runs } => {
@@ -162,9 +162,33 @@ fn bad_input(message: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// Parses `K/N`.
+fn parse_shard(text: &str) -> Result<(u64, u64), String> {
+    let (k, n) = text.split_once('/').ok_or_else(|| format!("--shard {text}: expected K/N, e.g. 2/8"))?;
+    let (k, n): (u64, u64) = match (k.trim().parse(), n.trim().parse()) {
+        (Ok(k), Ok(n)) => (k, n),
+        _ => return Err(format!("--shard {text}: K and N must be whole numbers, e.g. 2/8")),
+    };
+    if n == 0 || k == 0 || k > n {
+        return Err(format!("--shard {text}: expected 1 <= K <= N"));
+    }
+    Ok((k, n))
+}
+
+/// What `handoff explore` was asked for.
+pub struct Plan {
+    pub seeds: u64,
+    pub start: u64,
+    pub jobs: usize,
+    pub shard: (u64, u64),
+    pub json: bool,
+    pub save: Option<std::path::PathBuf>,
+    pub check_determinism: bool,
+}
+
 #[cfg(madsim)]
 mod commands {
-    use super::bad_input;
+    use super::{Plan, bad_input};
     use handoff_models::spec::Spec;
     use handoff_sim::explore::{self, Sweep};
     use handoff_sim::{report, runner};
@@ -180,16 +204,6 @@ mod commands {
             print!("{}", report::text(spec, name, &result));
         }
         if result.prediction_held { ExitCode::SUCCESS } else { ExitCode::from(1) }
-    }
-
-    pub struct Plan {
-        pub seeds: u64,
-        pub start: u64,
-        pub jobs: usize,
-        pub shard: (u64, u64),
-        pub json: bool,
-        pub save: Option<PathBuf>,
-        pub check_determinism: bool,
     }
 
     pub fn explore(spec: &Spec, name: &str, sets: &[String], plan: Plan) -> ExitCode {
@@ -283,6 +297,7 @@ mod commands {
 
 #[cfg(not(madsim))]
 mod commands {
+    use super::Plan;
     use handoff_models::spec::Spec;
     use std::path::PathBuf;
     use std::process::ExitCode;
@@ -298,16 +313,6 @@ mod commands {
 
     pub fn run(_spec: &Spec, _name: &str, _seed: u64, _json: bool) -> ExitCode {
         no_simulation()
-    }
-
-    pub struct Plan {
-        pub seeds: u64,
-        pub start: u64,
-        pub jobs: usize,
-        pub shard: (u64, u64),
-        pub json: bool,
-        pub save: Option<PathBuf>,
-        pub check_determinism: bool,
     }
 
     pub fn explore(_spec: &Spec, _name: &str, _sets: &[String], _plan: Plan) -> ExitCode {
