@@ -611,9 +611,14 @@ impl Harness<'_> {
             }
             HarnessStep::Inject { to, from, msg } => {
                 // A request to a process that is down or still starting (a REST call to a dead
-                // worker) is refused: the operator tries again a second later, so every fault heals.
+                // worker) is refused: the operator tries again a second later while the process
+                // is coming back, so every healed fault heals; one that stays down loses it.
                 let refused = if self.down.contains(&to) { Some(msg) } else { self.shared.inject(to, from, msg) };
-                if let Some(msg) = refused {
+                let coming_back = !self.down.contains(&to)
+                    || self.scheduled.values().any(|step| matches!(step, HarnessStep::Restart(node) if *node == to));
+                if let Some(msg) = refused
+                    && coming_back
+                {
                     self.schedule(now + REQUEST_RETRY_MS, HarnessStep::Inject { to, from, msg });
                 }
             }

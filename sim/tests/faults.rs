@@ -157,3 +157,15 @@ fn a_resume_that_comes_while_the_task_is_stopping_starts_it_again_once_stopped()
     assert!(result.boundary.reached, "{}", result.boundary.reason);
     assert_eq!(result.violated(), vec![], "{:?}", result.findings);
 }
+
+#[test]
+fn a_resume_sent_to_a_worker_that_never_comes_back_is_given_up_and_the_run_ends() {
+    let text = replay_text()
+        .replace("ACTION", "stop-connector")
+        .replace("DELAY", "resume_after_ms")
+        .replace("naive-upsert", "version-guard")
+        .replace("[prediction]", "[[fault]]\nat = \"72s\"\naction = \"kill-connect-worker\"\n[prediction]");
+    let result = common::run(&common::load_text(&text), 1);
+    assert!(!result.boundary.reached, "nothing restarts the worker: {}", result.boundary.reason);
+    assert!(result.sim_time_ms < 200_000, "the run ends instead of retrying forever: {}", result.sim_time_ms);
+}
