@@ -53,6 +53,8 @@ pub mod stream {
     pub const BACKGROUND: u64 = 2;
     pub const SAMPLE: u64 = 3;
     pub const FAULTS: u64 = 4;
+    /// The network's latencies (the timed lens).
+    pub const NETWORK: u64 = 5;
 }
 
 /// The rows loaded before the run.

@@ -10,6 +10,8 @@
 #[cfg(madsim)]
 pub mod explore;
 #[cfg(madsim)]
+pub mod net;
+#[cfg(madsim)]
 pub mod node;
 #[cfg(madsim)]
 pub mod regressions;

@@ -1,51 +1,40 @@
-//! One modelled process as a madsim node: its network links, its timers, and the loop that feeds
+//! One modelled process as a madsim node: its connections, its timers, and the loop that feeds
 //! its [`Component`] one input at a time.
 //!
-//! Links are madsim's reliable connections (FIFO, with the simulated latency of madsim's network
-//! configuration), opened by the client side of each protocol: a client connects to a server the
-//! first time it sends to it. A peer that dies closes its links; the messages it sent before are
-//! still delivered, then the component hears `on_connection_lost`. A link accepted from a peer
-//! that already had one means the old one belongs to a dead incarnation: it is declared lost
-//! first, and anything still arriving on it is dropped.
+//! Connections are the run's simulated network ([`crate::net`]), opened by the client side of
+//! each protocol: a client connects to a server the first time it sends to it. A peer that dies
+//! closes its connections; the messages it sent before are still delivered, then the component
+//! hears `on_connection_lost`. A connection accepted from a peer that already had one means the
+//! old one belongs to a dead incarnation: it is declared lost first, and anything still arriving
+//! on it is dropped.
 //!
 //! Clients see the database as the service `postgres`: messages to it go to whichever server is
 //! the primary now, and messages from either server arrive as from `postgres`.
+//!
+//! At one instant the loop takes what has arrived before the timers that are due, each in order.
 
+use crate::net::{Inbound, Polled};
 use crate::runner::Shared;
-use futures::StreamExt;
-use futures::channel::mpsc;
 use handoff_models::component::{Component, Ctx, Outbox, Timer, TimerRequest};
 use handoff_models::ids::Node;
 use handoff_models::protocol::Msg;
 use handoff_models::time::SimTime;
-use madsim::net::{Endpoint, Receiver, Sender};
 use madsim::time::TimeHandle;
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Duration;
 
-/// The port every node listens on.
-const PORT: u16 = 5000;
-
-/// The address of a physical node.
-pub fn address(node: Node) -> SocketAddr {
-    SocketAddr::new(ip(node), PORT)
-}
-
+/// The address madsim gives a physical node (its name in madsim's own logs).
 pub fn ip(node: Node) -> IpAddr {
     let index = Node::PHYSICAL.iter().position(|n| *n == node).expect("a physical node") as u8;
     IpAddr::V4(Ipv4Addr::new(10, 0, 0, index + 1))
 }
 
-fn node_of(ip_address: IpAddr) -> Option<Node> {
-    Node::PHYSICAL.iter().copied().find(|node| ip(*node) == ip_address)
-}
-
-/// Whether `from` opens the link to `to` (it is a client of `to`).
+/// Whether `from` opens the connection to `to` (it is a client of `to`).
 fn initiates(from: Node, to: Node) -> bool {
     match to {
         Node::Pg1 | Node::Pg2 | Node::Kafka => from != to,
@@ -58,37 +47,14 @@ fn is_client_of_database(node: Node) -> bool {
     matches!(node, Node::Connect | Node::App | Node::Operator | Node::Loader)
 }
 
+/// The simulated time now, in microseconds.
+pub fn now_us() -> u64 {
+    TimeHandle::current().elapsed().as_micros() as u64
+}
+
 /// The simulated time now, in milliseconds.
 pub fn now_ms() -> u64 {
-    TimeHandle::current().elapsed().as_millis() as u64
-}
-
-/// What reaches a node's loop.
-pub enum Inbound {
-    Msg {
-        from: Node,
-        generation: u64,
-        msg: Msg,
-    },
-    Lost {
-        peer: Node,
-        generation: u64,
-    },
-    Accepted {
-        peer: Node,
-        sender: Sender,
-        receiver: Receiver,
-    },
-    /// From the harness: delivered as if sent by `from`.
-    Inject {
-        from: Node,
-        msg: Msg,
-    },
-}
-
-struct Link {
-    sender: Sender,
-    generation: u64,
+    now_us() / 1_000
 }
 
 /// The per-node runtime around a component.
@@ -96,36 +62,25 @@ struct NodeLoop<C: Component> {
     node: Node,
     model: Arc<Mutex<C>>,
     shared: Arc<Shared>,
-    endpoint: Endpoint,
-    inbox_tx: mpsc::UnboundedSender<Inbound>,
-    links: BTreeMap<Node, Link>,
-    generations: BTreeMap<Node, u64>,
+    /// The connection this process sends on, per peer.
+    links: BTreeMap<Node, u64>,
+    /// The connection this process takes messages from, per peer (a connection whose sends
+    /// failed stays here until its loss is heard).
+    connections: BTreeMap<Node, u64>,
+    /// Armed timers and when they are due (microseconds).
     timers: BTreeMap<Timer, u64>,
     outbox: Outbox,
 }
 
 /// Runs a component as the node's main task until the node is killed.
 pub async fn run<C: Component + Send + 'static>(node: Node, model: Arc<Mutex<C>>, shared: Arc<Shared>) {
-    let endpoint = Endpoint::bind(address(node)).await.expect("node address is free");
-    let (inbox_tx, mut inbox_rx) = mpsc::unbounded();
-    shared.register_inbox(node, inbox_tx.clone());
-    let accept_endpoint = endpoint.clone();
-    let accept_tx = inbox_tx.clone();
-    madsim::task::spawn_local(async move {
-        while let Ok((sender, receiver, from)) = accept_endpoint.accept1().await {
-            if let Some(peer) = node_of(from.ip()) {
-                let _ = accept_tx.unbounded_send(Inbound::Accepted { peer, sender, receiver });
-            }
-        }
-    });
+    shared.net().bind(node);
     let mut this = NodeLoop {
         node,
         model,
         shared,
-        endpoint,
-        inbox_tx,
         links: BTreeMap::new(),
-        generations: BTreeMap::new(),
+        connections: BTreeMap::new(),
         timers: BTreeMap::new(),
         outbox: Outbox::default(),
     };
@@ -134,37 +89,47 @@ pub async fn run<C: Component + Send + 'static>(node: Node, model: Arc<Mutex<C>>
     // is polled only when the earliest deadline changes; that timer wakes this task when due.
     let mut armed: Option<(u64, Pin<Box<madsim::time::Sleep>>)> = None;
     loop {
-        let next = this.timers.values().min().copied();
+        let next_timer = this.timers.values().min().copied();
         let woke = std::future::poll_fn(|cx| {
-            if let Poll::Ready(inbound) = inbox_rx.poll_next_unpin(cx) {
-                return Poll::Ready(Woke::Inbound(inbound));
+            let now = now_us();
+            let next_arrival = match this.shared.net().poll(node, now, cx.waker()) {
+                Polled::Closed => return Poll::Ready(None),
+                Polled::Ready(inbound) => return Poll::Ready(Some(Woke::Inbound(inbound))),
+                Polled::Pending(next_arrival) => next_arrival,
+            };
+            let next = match (next_arrival, next_timer) {
+                (Some(a), Some(t)) => a.min(t),
+                (a, t) => match a.or(t) {
+                    Some(at) => at,
+                    None => return Poll::Pending,
+                },
+            };
+            if next <= now {
+                return Poll::Ready(Some(Woke::Timers));
             }
-
-            let Some(at) = next else { return Poll::Pending };
-            if now_ms() >= at {
-                return Poll::Ready(Woke::Timers);
-            }
-            if armed.as_ref().is_none_or(|(deadline, _)| *deadline != at) {
-                let mut sleep = Box::pin(madsim::time::sleep(Duration::from_millis(at - now_ms())));
+            if armed.as_ref().is_none_or(|(deadline, _)| *deadline != next) {
+                let mut sleep = Box::pin(madsim::time::sleep(Duration::from_micros(next - now)));
                 if sleep.as_mut().poll(cx).is_ready() {
-                    return Poll::Ready(Woke::Timers);
+                    return Poll::Ready(Some(Woke::Timers));
                 }
-                armed = Some((at, sleep));
+                armed = Some((next, sleep));
             }
             Poll::Pending
         })
         .await;
         match woke {
-            Woke::Timers => this.fire_due_timers().await,
-            Woke::Inbound(None) => return,
-            Woke::Inbound(Some(inbound)) => this.handle(inbound).await,
+            // The process is down; madsim drops this task.
+            None => return,
+            Some(Woke::Timers) => this.fire_due_timers().await,
+            Some(Woke::Inbound(inbound)) => this.handle(inbound).await,
         }
     }
 }
 
 /// What woke a node's loop.
 enum Woke {
-    Inbound(Option<Inbound>),
+    Inbound(Inbound),
+    /// Time passed: a timer may be due (or an arrival, which the next look takes).
     Timers,
 }
 
@@ -176,27 +141,30 @@ impl<C: Component + Send + 'static> NodeLoop<C> {
 
     async fn handle(&mut self, inbound: Inbound) {
         match inbound {
-            Inbound::Msg { from, generation, msg } => {
-                if self.generations.get(&from) != Some(&generation) {
-                    return; // a dead incarnation's link
+            Inbound::Msg { from, connection, msg } => {
+                if self.connections.get(&from) != Some(&connection) {
+                    return; // a dead incarnation's connection
                 }
                 let logical = self.logical(from);
                 self.step(|model, ctx| model.on_message(ctx, logical, msg)).await;
             }
-            Inbound::Lost { peer, generation } => {
-                if self.generations.get(&peer) != Some(&generation) {
+            Inbound::Lost { peer, connection } => {
+                if self.connections.get(&peer) != Some(&connection) {
                     return;
                 }
-                self.generations.remove(&peer);
-                self.links.remove(&peer);
+                self.connections.remove(&peer);
+                if self.links.get(&peer) == Some(&connection) {
+                    self.links.remove(&peer);
+                }
                 let logical = self.logical(peer);
                 self.step(|model, ctx| model.on_connection_lost(ctx, logical)).await;
             }
-            Inbound::Accepted { peer, sender, receiver } => {
-                if let Some(old) = self.generations.get(&peer).copied() {
+            Inbound::Accepted { peer, connection } => {
+                if let Some(old) = self.connections.get(&peer).copied() {
                     self.handle_lost_now(peer, old).await;
                 }
-                self.add_link(peer, sender, receiver);
+                self.connections.insert(peer, connection);
+                self.links.insert(peer, connection);
             }
             Inbound::Inject { from, msg } => {
                 self.step(|model, ctx| model.on_message(ctx, from, msg)).await;
@@ -204,28 +172,12 @@ impl<C: Component + Send + 'static> NodeLoop<C> {
         }
     }
 
-    async fn handle_lost_now(&mut self, peer: Node, generation: u64) {
-        Box::pin(self.handle(Inbound::Lost { peer, generation })).await;
-    }
-
-    fn add_link(&mut self, peer: Node, sender: Sender, mut receiver: Receiver) {
-        let generation = self.shared.next_generation();
-        self.generations.insert(peer, generation);
-        self.links.insert(peer, Link { sender, generation });
-        let inbox = self.inbox_tx.clone();
-        madsim::task::spawn_local(async move {
-            while let Ok(payload) = receiver.recv().await {
-                let Ok(msg) = payload.downcast::<Msg>() else { continue };
-                if inbox.unbounded_send(Inbound::Msg { from: peer, generation, msg: *msg }).is_err() {
-                    return;
-                }
-            }
-            let _ = inbox.unbounded_send(Inbound::Lost { peer, generation });
-        });
+    async fn handle_lost_now(&mut self, peer: Node, connection: u64) {
+        Box::pin(self.handle(Inbound::Lost { peer, connection })).await;
     }
 
     async fn fire_due_timers(&mut self) {
-        let now = now_ms();
+        let now = now_us();
         let mut due: Vec<(u64, Timer)> =
             self.timers.iter().filter(|(_, at)| **at <= now).map(|(timer, at)| (*at, *timer)).collect();
         due.sort();
@@ -251,7 +203,7 @@ impl<C: Component + Send + 'static> NodeLoop<C> {
         for request in &outbox.timers {
             match *request {
                 TimerRequest::Set { timer, after_ms } => {
-                    self.timers.insert(timer, now + after_ms);
+                    self.timers.insert(timer, (now + after_ms) * 1_000);
                 }
                 TimerRequest::Cancel { timer } => {
                     self.timers.remove(&timer);
@@ -265,32 +217,39 @@ impl<C: Component + Send + 'static> NodeLoop<C> {
             futures::future::pending::<()>().await;
         }
         for (to, msg) in outbox.sends {
-            self.send(to, msg).await;
+            self.send(to, msg);
         }
     }
 
-    async fn send(&mut self, to: Node, msg: Msg) {
+    fn send(&mut self, to: Node, msg: Msg) {
         let physical = if to == Node::Postgres { self.shared.primary() } else { to };
-        if !self.links.contains_key(&physical) {
-            if !initiates(self.node, physical) {
-                return; // the client that would read this is gone
-            }
-            match self.endpoint.connect1(address(physical)).await {
-                Ok((sender, receiver)) => self.add_link(physical, sender, receiver),
-                Err(_) => {
-                    // Connection refused: the peer is down.
-                    let generation = self.shared.next_generation();
-                    self.generations.insert(physical, generation);
-                    let _ = self.inbox_tx.unbounded_send(Inbound::Lost { peer: physical, generation });
-                    return;
+        let now = now_us();
+        let mut net = self.shared.net();
+        let connection = match self.links.get(&physical) {
+            Some(connection) => *connection,
+            None => {
+                if !initiates(self.node, physical) {
+                    return; // the client that would read this is gone
+                }
+                match net.connect(self.node, physical, now) {
+                    Some(connection) => {
+                        self.links.insert(physical, connection);
+                        self.connections.insert(physical, connection);
+                        connection
+                    }
+                    None => {
+                        // Connection refused: the peer is down.
+                        let connection = net.refused_connection();
+                        self.connections.insert(physical, connection);
+                        net.lost_now(self.node, physical, connection, now);
+                        return;
+                    }
                 }
             }
-        }
-        let link = self.links.get(&physical).expect("link exists");
-        if link.sender.send(Box::new(msg)).await.is_err() {
-            let generation = link.generation;
+        };
+        if net.send(self.node, physical, connection, msg, now).is_err() {
             self.links.remove(&physical);
-            let _ = self.inbox_tx.unbounded_send(Inbound::Lost { peer: physical, generation });
+            net.lost_now(self.node, physical, connection, now);
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The timed lens: one run of a scenario under madsim.
 //!
-//! Each process is a madsim node ([`crate::node`]) on a simulated network with madsim's default
-//! latency (1–10 ms per message), and the clock runs the models' real defaults
+//! Each process is a madsim node ([`crate::node`]) on the run's simulated network ([`crate::net`]:
+//! 1–10 ms per message, FIFO per connection), and the clock runs the models' real defaults
 //! (`offset.flush.interval.ms`, `poll.interval.ms`, `checkpoint_timeout`, …). The harness — the
 //! supervisor outside the modelled system — starts the nodes, injects the scenario's faults and
 //! scripted transactions when their triggers come (a simulated time, or a model moment the nodes
@@ -9,10 +9,11 @@
 //! source, or has stopped, or has not caught up within `acceptance.timeout_ms`.
 //!
 //! A run is a function of the scenario and the seed: a fresh madsim runtime seeded with it (the
-//! network's latencies), the workload generated from it (ChaCha8), no wall clock, ordered
+//! scheduler's choices), the network's latencies and the workload generated from it (ChaCha8), no wall clock, ordered
 //! collections throughout.
 
-use crate::node::{self, Inbound, now_ms};
+use crate::net::Net;
+use crate::node::{self, now_ms, now_us};
 use futures::StreamExt;
 use futures::channel::mpsc;
 use futures::future::{Either, select};
@@ -39,8 +40,7 @@ use handoff_models::spec::{Fault, FaultAction, Invariant, Moment, Spec, Trigger}
 use handoff_models::time::SimTime;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// How often the harness looks whether the pipeline has caught up.
@@ -108,8 +108,7 @@ impl Recorder {
 pub struct Shared {
     recorder: Mutex<Recorder>,
     primary: Mutex<Node>,
-    inboxes: Mutex<BTreeMap<Node, mpsc::UnboundedSender<Inbound>>>,
-    generation: AtomicU64,
+    net: Mutex<Net>,
     moments: Mutex<MomentState>,
     commands: mpsc::UnboundedSender<Command>,
 }
@@ -120,12 +119,9 @@ struct MomentState {
 }
 
 impl Shared {
-    pub fn register_inbox(&self, node: Node, inbox: mpsc::UnboundedSender<Inbound>) {
-        self.inboxes.lock().expect("inboxes").insert(node, inbox);
-    }
-
-    pub fn next_generation(&self) -> u64 {
-        self.generation.fetch_add(1, Ordering::Relaxed) + 1
+    /// The run's network.
+    pub fn net(&self) -> MutexGuard<'_, Net> {
+        self.net.lock().expect("net")
     }
 
     /// The physical node behind the database service name.
@@ -136,15 +132,7 @@ impl Shared {
     /// Hands a message to a process; returns it if the process has no inbox (it is down, or
     /// restarted and not yet running).
     fn inject(&self, node: Node, from: Node, msg: Msg) -> Option<Msg> {
-        match self.inboxes.lock().expect("inboxes").get(&node) {
-            Some(inbox) => {
-                inbox.unbounded_send(Inbound::Inject { from, msg }).err().map(|error| match error.into_inner() {
-                    Inbound::Inject { msg, .. } => msg,
-                    _ => unreachable!("the message sent was an injection"),
-                })
-            }
-            None => Some(msg),
-        }
+        self.net().inject(node, from, msg, now_us()).err()
     }
 
     fn push(&self, at: SimTime, node: Node, observation: Observation) {
@@ -387,8 +375,7 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
     let shared = Arc::new(Shared {
         recorder: Mutex::new(recorder),
         primary: Mutex::new(Node::Pg1),
-        inboxes: Mutex::new(BTreeMap::new()),
-        generation: AtomicU64::new(0),
+        net: Mutex::new(Net::new(seed)),
         moments: Mutex::new(MomentState { counts: BTreeMap::new(), pending }),
         commands: commands_tx,
     });
@@ -538,25 +525,19 @@ impl Harness<'_> {
 
     /// Clogs (or unclogs) the network between two physical processes, both ways.
     fn clog(&mut self, a: Node, b: Node, clogged: bool) {
-        let (Some(a), Some(b)) = (self.nodes.get(&a), self.nodes.get(&b)) else { return };
-        let net = madsim::net::NetSim::current();
-        for (from, to) in [(a.id(), b.id()), (b.id(), a.id())] {
-            if clogged { net.clog_link(from, to) } else { net.unclog_link(from, to) }
+        if !self.nodes.contains_key(&a) || !self.nodes.contains_key(&b) {
+            return;
         }
+        if clogged { self.shared.net().clog(a, b) } else { self.shared.net().unclog(a, b, now_us()) }
     }
 
     /// Ends the run's processes so that nothing of the run outlives it. madsim drops a killed
-    /// node's tasks when they are next woken; the node loops are woken through their inboxes,
-    /// and their links close with them.
+    /// node's tasks when they are next woken; the network wakes every node loop as it closes.
     async fn tear_down(&mut self) {
         for handle in self.nodes.values() {
             self.handle.kill(handle.id());
         }
-        let inboxes = std::mem::take(&mut *self.shared.inboxes.lock().expect("inboxes"));
-        for inbox in inboxes.values() {
-            inbox.close_channel();
-        }
-        drop(inboxes);
+        self.shared.net().close_all();
         madsim::time::sleep(Duration::from_millis(1)).await;
     }
 
@@ -567,8 +548,9 @@ impl Harness<'_> {
             return;
         }
         self.handle.kill(handle.id());
-        // Its inbox goes with it; the restarted process registers a new one when it runs.
-        self.shared.inboxes.lock().expect("inboxes").remove(&node);
+        // Its connections and what was on its way to it go with it; the restarted process
+        // listens again when it runs.
+        self.shared.net().unbind(node, now_us());
         match node {
             Node::Pg1 => self.models.pg1.lock().expect("pg1").crash(),
             Node::Pg2 => {

@@ -1,0 +1,387 @@
+//! The simulated network of one run: connections between processes, each message delayed by a
+//! latency drawn from the run's seed, FIFO per direction, closed when a process dies.
+//!
+//! What it models is what the processes of a CDC pipeline use: TCP connections (the replication
+//! protocol, the Kafka protocol, REST). A client opens a connection to a server the first time it
+//! sends to it; a server that is down refuses it. Every message takes 1–10 ms (uniform, drawn in
+//! microseconds from the run's seed, stream [`stream::NETWORK`]), and never overtakes an earlier
+//! message in the same direction. When a process dies, what it had already sent still arrives,
+//! then its peers hear that the connection is lost; what was on its way to it is gone, and a peer
+//! that sends on the dead connection hears at once that it is lost. A clog holds every message
+//! between two processes, both ways, until it heals; then they leave in order, each with a fresh
+//! latency (TCP's retransmission back-off is not modelled).
+//!
+//! Delivery is a timed queue per process, read by the process's loop ([`crate::node`]) under
+//! madsim's clock: the loop sleeps until its earliest arrival or timer, and a send wakes it only
+//! when it brings an arrival earlier than the one it sleeps for. (The first version of the timed
+//! lens used madsim's own connections; they cost a relay task, a timer and a dozen hash lookups
+//! per message, about a quarter of a run. docs/performance.md has the numbers.)
+//!
+//! [`stream::NETWORK`]: handoff_models::workload::stream::NETWORK
+
+use handoff_models::ids::Node;
+use handoff_models::protocol::Msg;
+use handoff_models::workload::{Draw, stream};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::task::Waker;
+
+/// The least and the most a message takes, in microseconds (madsim's default `send_latency`).
+pub const LATENCY_MIN_US: u64 = 1_000;
+pub const LATENCY_MAX_US: u64 = 9_999;
+
+/// What reaches a process's loop.
+#[derive(Debug)]
+pub enum Inbound {
+    /// A message on connection `connection`.
+    Msg { from: Node, connection: u64, msg: Msg },
+    /// The connection to `peer` is gone (the peer died, or refused to connect).
+    Lost { peer: Node, connection: u64 },
+    /// A client opened a connection to this process.
+    Accepted { peer: Node, connection: u64 },
+    /// From the harness: delivered at once, as if sent by `from`.
+    Inject { from: Node, msg: Msg },
+}
+
+/// A process's arrivals, in order of arrival time (microseconds), then of sending.
+#[derive(Default)]
+struct Queue {
+    arrivals: BTreeMap<(u64, u64), Inbound>,
+    /// The loop to wake when an arrival comes earlier than the one it sleeps for.
+    waker: Option<Waker>,
+}
+
+/// One direction between two processes.
+#[derive(Default)]
+struct Direction {
+    /// When the last message sent this way arrives: a later one never arrives before it.
+    last_arrival_us: u64,
+    /// What waits for a clog to heal, in order.
+    held: VecDeque<(Node, Inbound)>,
+}
+
+struct Connection {
+    client: Node,
+    server: Node,
+}
+
+/// A send on a connection that is closed.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Closed;
+
+/// What a process's loop finds when it looks at its queue.
+pub enum Polled {
+    /// The process is down: its loop ends.
+    Closed,
+    /// The next arrival, due now.
+    Ready(Inbound),
+    /// Nothing due; the earliest arrival to come, if any (microseconds).
+    Pending(Option<u64>),
+}
+
+/// The network of one run.
+pub struct Net {
+    draw: Draw,
+    /// Orders arrivals at the same microsecond by when they were sent.
+    sequence: u64,
+    next_connection: u64,
+    /// Processes that are up (a process that is down has no queue: connecting to it is refused).
+    queues: BTreeMap<Node, Queue>,
+    /// Open connections.
+    connections: BTreeMap<u64, Connection>,
+    directions: BTreeMap<(Node, Node), Direction>,
+    clogged: BTreeSet<(Node, Node)>,
+}
+
+impl Net {
+    pub fn new(seed: u64) -> Net {
+        Net {
+            draw: Draw::new(seed, stream::NETWORK),
+            sequence: 0,
+            next_connection: 0,
+            queues: BTreeMap::new(),
+            connections: BTreeMap::new(),
+            directions: BTreeMap::new(),
+            clogged: BTreeSet::new(),
+        }
+    }
+
+    /// A process is up and listening.
+    pub fn bind(&mut self, node: Node) {
+        self.queues.insert(node, Queue::default());
+    }
+
+    /// A process died at `now_us`: what was on its way to it is gone, its peers hear that their
+    /// connections to it are lost once what it sent has arrived.
+    pub fn unbind(&mut self, node: Node, now_us: u64) {
+        if let Some(queue) = self.queues.remove(&node) {
+            drop(queue.arrivals);
+            if let Some(waker) = queue.waker {
+                waker.wake();
+            }
+        }
+        let closed: Vec<(u64, Node)> = self
+            .connections
+            .iter()
+            .filter_map(|(id, c)| {
+                if c.client == node {
+                    Some((*id, c.server))
+                } else if c.server == node {
+                    Some((*id, c.client))
+                } else {
+                    None
+                }
+            })
+            .collect();
+        for (connection, peer) in closed {
+            self.connections.remove(&connection);
+            if self.queues.contains_key(&peer) {
+                self.transmit(node, peer, Inbound::Lost { peer: node, connection }, now_us, 0);
+            }
+        }
+    }
+
+    /// Ends every process's loop (the run is over).
+    pub fn close_all(&mut self) {
+        for (_, queue) in std::mem::take(&mut self.queues) {
+            if let Some(waker) = queue.waker {
+                waker.wake();
+            }
+        }
+        self.connections.clear();
+    }
+
+    /// `client` opens a connection to `server`; `None` when `server` is down (refused).
+    pub fn connect(&mut self, client: Node, server: Node, now_us: u64) -> Option<u64> {
+        if !self.queues.contains_key(&server) {
+            return None;
+        }
+        self.next_connection += 1;
+        let connection = self.next_connection;
+        self.connections.insert(connection, Connection { client, server });
+        // Opening takes no time of its own here, but a clog holds it like any message.
+        self.transmit(client, server, Inbound::Accepted { peer: client, connection }, now_us, 0);
+        Some(connection)
+    }
+
+    /// Sends on an open connection; `Err` when the connection is closed (the peer died).
+    pub fn send(&mut self, from: Node, to: Node, connection: u64, msg: Msg, now_us: u64) -> Result<(), Closed> {
+        if !self.connections.contains_key(&connection) {
+            return Err(Closed);
+        }
+        let latency_us = self.draw.between(LATENCY_MIN_US, LATENCY_MAX_US);
+        self.transmit(from, to, Inbound::Msg { from, connection, msg }, now_us, latency_us);
+        Ok(())
+    }
+
+    /// The harness hands a message to a process; returns it when the process is down.
+    pub fn inject(&mut self, node: Node, from: Node, msg: Msg, now_us: u64) -> Result<(), Msg> {
+        if !self.queues.contains_key(&node) {
+            return Err(msg);
+        }
+        self.arrive(node, now_us, Inbound::Inject { from, msg });
+        Ok(())
+    }
+
+    /// A process learns at once that a connection it tried to use is lost.
+    pub fn lost_now(&mut self, node: Node, peer: Node, connection: u64, now_us: u64) {
+        self.arrive(node, now_us, Inbound::Lost { peer, connection });
+    }
+
+    /// A new connection number, for a connection refused before it was ever open.
+    pub fn refused_connection(&mut self) -> u64 {
+        self.next_connection += 1;
+        self.next_connection
+    }
+
+    /// Clogs the network between two processes, both ways.
+    pub fn clog(&mut self, a: Node, b: Node) {
+        self.clogged.insert((a, b));
+        self.clogged.insert((b, a));
+    }
+
+    /// Heals a clog: what it held leaves now, in order, each with a fresh latency.
+    pub fn unclog(&mut self, a: Node, b: Node, now_us: u64) {
+        for (from, to) in [(a, b), (b, a)] {
+            self.clogged.remove(&(from, to));
+            let held = self.directions.get_mut(&(from, to)).map(|d| std::mem::take(&mut d.held)).unwrap_or_default();
+            for (to, inbound) in held {
+                let latency_us = match inbound {
+                    Inbound::Msg { .. } => self.draw.between(LATENCY_MIN_US, LATENCY_MAX_US),
+                    _ => 0,
+                };
+                self.transmit(from, to, inbound, now_us, latency_us);
+            }
+        }
+    }
+
+    /// Puts something on its way from `from` to `to`: held by a clog, or arriving after
+    /// `latency_us` and not before what was sent this way earlier.
+    fn transmit(&mut self, from: Node, to: Node, inbound: Inbound, now_us: u64, latency_us: u64) {
+        let direction = self.directions.entry((from, to)).or_default();
+        if self.clogged.contains(&(from, to)) {
+            direction.held.push_back((to, inbound));
+            return;
+        }
+        let at_us = (now_us + latency_us).max(direction.last_arrival_us);
+        direction.last_arrival_us = at_us;
+        self.arrive(to, at_us, inbound);
+    }
+
+    fn arrive(&mut self, to: Node, at_us: u64, inbound: Inbound) {
+        let Some(queue) = self.queues.get_mut(&to) else { return };
+        self.sequence += 1;
+        let earliest = queue.arrivals.keys().next().is_none_or(|first| (at_us, self.sequence) < *first);
+        queue.arrivals.insert((at_us, self.sequence), inbound);
+        if earliest && let Some(waker) = queue.waker.take() {
+            waker.wake();
+        }
+    }
+
+    /// A process's loop looks at its queue at `now_us`; when nothing is due, it is woken by an
+    /// earlier arrival.
+    pub fn poll(&mut self, node: Node, now_us: u64, waker: &Waker) -> Polled {
+        let Some(queue) = self.queues.get_mut(&node) else { return Polled::Closed };
+        match queue.arrivals.first_entry() {
+            Some(entry) if entry.key().0 <= now_us => Polled::Ready(entry.remove()),
+            next => {
+                let next = next.map(|entry| entry.key().0);
+                if !queue.waker.as_ref().is_some_and(|w| w.will_wake(waker)) {
+                    queue.waker = Some(waker.clone());
+                }
+                Polled::Pending(next)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use handoff_models::protocol::Control;
+    use std::task::Waker;
+
+    fn msg(n: u64) -> Msg {
+        Msg::Control(Control::WalBurst { bytes: n })
+    }
+
+    /// Everything that arrives at `node`, with when, reading the queue as the node's loop does.
+    fn drain(net: &mut Net, node: Node, from_us: u64) -> Vec<(u64, String)> {
+        let mut now = from_us;
+        let mut seen = Vec::new();
+        loop {
+            match net.poll(node, now, Waker::noop()) {
+                Polled::Ready(inbound) => seen.push((now, describe(&inbound))),
+                Polled::Pending(Some(next)) => now = next,
+                Polled::Pending(None) | Polled::Closed => return seen,
+            }
+        }
+    }
+
+    fn describe(inbound: &Inbound) -> String {
+        match inbound {
+            Inbound::Msg { msg: Msg::Control(Control::WalBurst { bytes }), connection, .. } => {
+                format!("msg {bytes} on {connection}")
+            }
+            Inbound::Msg { .. } => "msg".into(),
+            Inbound::Lost { peer, connection } => format!("lost {} on {connection}", peer.name()),
+            Inbound::Accepted { peer, connection } => format!("accepted {} on {connection}", peer.name()),
+            Inbound::Inject { .. } => "inject".into(),
+        }
+    }
+
+    fn up(nodes: &[Node]) -> Net {
+        let mut net = Net::new(7);
+        for node in nodes {
+            net.bind(*node);
+        }
+        net
+    }
+
+    #[test]
+    fn a_process_that_is_down_refuses_a_connection() {
+        let mut net = up(&[Node::Connect]);
+        assert_eq!(net.connect(Node::Connect, Node::Kafka, 0), None);
+        net.bind(Node::Kafka);
+        let connection = net.connect(Node::Connect, Node::Kafka, 0).expect("kafka is up");
+        assert_eq!(drain(&mut net, Node::Kafka, 0), vec![(0, format!("accepted connect on {connection}"))]);
+    }
+
+    #[test]
+    fn messages_take_one_to_ten_milliseconds_and_never_overtake_each_other() {
+        let mut net = up(&[Node::Connect, Node::Kafka]);
+        let connection = net.connect(Node::Connect, Node::Kafka, 0).expect("up");
+        for n in 0..200 {
+            net.send(Node::Connect, Node::Kafka, connection, msg(n), n * 100).expect("open");
+        }
+        let seen = drain(&mut net, Node::Kafka, 0);
+        assert_eq!(seen.len(), 201);
+        let mut latest = 0;
+        for (n, (at, what)) in seen[1..].iter().enumerate() {
+            assert_eq!(*what, format!("msg {n} on {connection}"), "in the order sent");
+            let sent = n as u64 * 100;
+            assert!(*at >= sent + LATENCY_MIN_US, "message {n} sent at {sent} µs arrived at {at}");
+            assert!(*at >= latest, "message {n} overtook an earlier one");
+            latest = *at;
+        }
+        // FIFO pushes some arrivals past their own latency, but not past the one before them.
+        let own_latency_kept =
+            seen[1..].iter().enumerate().filter(|(n, (at, _))| *at <= *n as u64 * 100 + LATENCY_MAX_US);
+        assert!(own_latency_kept.count() > 100);
+    }
+
+    #[test]
+    fn a_dead_process_s_messages_arrive_then_its_peers_hear_the_connection_is_lost() {
+        let mut net = up(&[Node::Connect, Node::Kafka]);
+        let connection = net.connect(Node::Connect, Node::Kafka, 0).expect("up");
+        net.send(Node::Connect, Node::Kafka, connection, msg(1), 0).expect("open");
+        net.send(Node::Kafka, Node::Connect, connection, msg(2), 0).expect("open");
+        net.unbind(Node::Connect, 10);
+        let seen = drain(&mut net, Node::Kafka, 0);
+        let what: Vec<&str> = seen.iter().map(|(_, w)| w.as_str()).collect();
+        assert_eq!(what, vec!["accepted connect on 1", "msg 1 on 1", "lost connect on 1"]);
+        assert!(seen[2].0 >= seen[1].0);
+        // What was on its way to the dead process is gone with it, and the connection is closed.
+        assert!(matches!(net.poll(Node::Connect, u64::MAX, Waker::noop()), Polled::Closed));
+        assert_eq!(net.send(Node::Kafka, Node::Connect, connection, msg(3), 20), Err(Closed));
+        // Restarted, it is a new incarnation: nothing of the old connection reaches it.
+        net.bind(Node::Connect);
+        assert_eq!(drain(&mut net, Node::Connect, 0), vec![]);
+    }
+
+    #[test]
+    fn a_clog_holds_everything_both_ways_until_it_heals_then_it_leaves_in_order() {
+        let mut net = up(&[Node::Connect, Node::Kafka]);
+        let connection = net.connect(Node::Connect, Node::Kafka, 0).expect("up");
+        net.clog(Node::Kafka, Node::Connect);
+        for n in 0..5 {
+            net.send(Node::Connect, Node::Kafka, connection, msg(n), 1_000).expect("open");
+            net.send(Node::Kafka, Node::Connect, connection, msg(10 + n), 1_000).expect("open");
+        }
+        net.unbind(Node::Connect, 2_000);
+        assert_eq!(drain(&mut net, Node::Kafka, 0), vec![(0, "accepted connect on 1".into())]);
+        net.unclog(Node::Connect, Node::Kafka, 50_000);
+        let seen = drain(&mut net, Node::Kafka, 0);
+        let what: Vec<&str> = seen.iter().map(|(_, w)| w.as_str()).collect();
+        assert_eq!(
+            what,
+            vec!["msg 0 on 1", "msg 1 on 1", "msg 2 on 1", "msg 3 on 1", "msg 4 on 1", "lost connect on 1"]
+        );
+        assert!(seen.iter().all(|(at, _)| *at >= 50_000), "{seen:?}");
+    }
+
+    #[test]
+    fn the_same_seed_draws_the_same_latencies() {
+        let arrivals = |seed| {
+            let mut net = Net::new(seed);
+            net.bind(Node::Connect);
+            net.bind(Node::Kafka);
+            let connection = net.connect(Node::Connect, Node::Kafka, 0).expect("up");
+            for n in 0..20 {
+                net.send(Node::Connect, Node::Kafka, connection, msg(n), n * 20_000).expect("open");
+            }
+            drain(&mut net, Node::Kafka, 0)
+        };
+        assert_eq!(arrivals(1), arrivals(1));
+        assert_ne!(arrivals(1), arrivals(2));
+    }
+}
