@@ -415,6 +415,7 @@ impl DebeziumTask {
             (Phase::SnapshotReadingLsn, SqlReply::Lsn(lsn)) => self.begin_snapshot(ctx, SnapshotCase::SlotExisted, lsn),
             (Phase::SnapshotScanning { table_index }, SqlReply::Rows { table, rows, done }) => {
                 let table_index = *table_index;
+                self.queue.reserve(rows.len());
                 for (key, row) in rows {
                     self.emit_snapshot_row(ctx, table, key, row);
                 }

@@ -114,10 +114,8 @@ impl HandoffRecord {
         let mut sink: BTreeMap<Key, Row> = BTreeMap::new();
         for table in &spec.debezium.tables {
             source.extend(inputs.oracle.live(*table));
-            for ((t, key), doc) in &inputs.boundary.sink {
-                if t == table
-                    && let Doc::Live(row) = doc
-                {
+            for ((_, key), doc) in inputs.boundary.sink.table(*table) {
+                if let Doc::Live(row) = doc {
                     sink.insert(*key, *row);
                 }
             }

@@ -133,9 +133,53 @@ impl Docs {
         all
     }
 
-    /// The documents as a map.
-    pub fn to_map(&self) -> BTreeMap<(TableId, Key), Doc> {
-        self.iter().into_iter().collect()
+    /// The documents in document order, as the checkers read them at the boundary.
+    pub fn to_list(&self) -> DocList {
+        DocList(self.iter())
+    }
+}
+
+/// The sink's documents at one instant, in document order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "Vec<((TableId, Key), Doc)>")]
+pub struct DocList(Vec<((TableId, Key), Doc)>);
+
+impl DocList {
+    pub fn get(&self, id: &(TableId, Key)) -> Option<&Doc> {
+        self.0.binary_search_by(|(other, _)| other.cmp(id)).ok().map(|index| &self.0[index].1)
+    }
+
+    /// One table's documents, in key order.
+    pub fn table(&self, table: TableId) -> &[((TableId, Key), Doc)] {
+        let start = self.0.partition_point(|((t, _), _)| *t < table);
+        let end = self.0.partition_point(|((t, _), _)| *t <= table);
+        &self.0[start..end]
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &((TableId, Key), Doc)> + '_ {
+        self.0.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl From<Vec<((TableId, Key), Doc)>> for DocList {
+    fn from(docs: Vec<((TableId, Key), Doc)>) -> DocList {
+        docs.into_iter().collect()
+    }
+}
+
+impl FromIterator<((TableId, Key), Doc)> for DocList {
+    /// From documents in any order (a later one for the same id wins).
+    fn from_iter<I: IntoIterator<Item = ((TableId, Key), Doc)>>(iter: I) -> DocList {
+        let map: BTreeMap<(TableId, Key), Doc> = iter.into_iter().collect();
+        DocList(map.into_iter().collect())
     }
 }
 

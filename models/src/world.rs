@@ -406,7 +406,7 @@ impl World {
             at: SimTime::ZERO,
             reached: true,
             reason: "the pipeline caught up".into(),
-            sink: self.sink.docs.to_map(),
+            sink: self.sink.docs.to_list(),
         });
         checkers.findings().to_vec()
     }

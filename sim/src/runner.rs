@@ -440,7 +440,7 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
         }
     };
     let at = SimTime(now_ms());
-    let sink_docs = models.sink.lock().expect("sink").docs.to_map();
+    let sink_docs = models.sink.lock().expect("sink").docs.to_list();
     let sink_checkpoint = {
         let kafka = models.kafka.lock().expect("kafka");
         kafka

@@ -24,12 +24,12 @@ use crate::event::SourceOffset;
 use crate::ids::{Key, TableId};
 use crate::lsn::Lsn;
 use crate::observe::{Doc, Observation, TraceEvent};
-use crate::oracle::{DocId, Oracle};
+use crate::oracle::Oracle;
+use crate::sink::DocList;
 use crate::spec::Invariant;
 use crate::time::SimTime;
 use published::Published;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::fmt;
 
 /// A violated invariant.
@@ -117,7 +117,7 @@ pub struct Boundary {
     pub reached: bool,
     pub reason: String,
     /// The sink's documents.
-    pub sink: BTreeMap<DocId, Doc>,
+    pub sink: DocList,
 }
 
 /// What every checker can read: the oracle, Kafka's published content, the stored offset.

@@ -12,14 +12,13 @@
 //! closed: the tail it did not deliver is not a gap).
 
 use super::{Boundary, Evidence, Finding, describe_doc};
-use crate::ids::Key;
 use crate::observe::Doc;
 use crate::spec::Invariant;
 
 pub fn check(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Finding>) {
     for table in &evidence.captured {
         // Both sides are in key order: walk them together.
-        let mut sink = boundary.sink.range((*table, Key::MIN)..=(*table, Key::MAX)).peekable();
+        let mut sink = boundary.sink.table(*table).iter().map(|(id, doc)| (id, doc)).peekable();
         for (key, row) in evidence.oracle.live(*table) {
             let id = (*table, key);
             while sink.next_if(|((_, other), _)| *other < key).is_some() {}

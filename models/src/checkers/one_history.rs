@@ -229,7 +229,7 @@ fn phantoms(evidence: &Evidence, found: &mut Vec<Finding>) {
 }
 
 fn sink_phantoms(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Finding>) {
-    for (id, doc) in &boundary.sink {
+    for (id, doc) in boundary.sink.iter() {
         let Doc::Live(row) = doc else { continue };
         if !evidence.captured.contains(&id.0) {
             continue;
