@@ -283,6 +283,7 @@ impl ConnectWorker {
             if task.accumulator.is_empty() {
                 task.accumulator_first_seq = task.next_seq;
             }
+            task.submitted.reserve(records.len());
             for record in &records {
                 task.submitted.push_back(Submitted { seq: task.next_seq, offset: record.offset, acked_at: None });
                 task.next_seq += 1;

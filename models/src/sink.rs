@@ -119,13 +119,11 @@ impl Docs {
 
     /// Every document, in (table, key) order.
     pub fn iter(&self) -> Vec<((TableId, Key), Doc)> {
-        let mut all: Vec<((TableId, Key), Doc)> = self
-            .dense
-            .iter()
-            .flat_map(|(table, docs)| {
-                docs.iter().enumerate().filter_map(move |(key, doc)| doc.map(|doc| ((*table, key as Key), doc)))
-            })
-            .collect();
+        let mut all: Vec<((TableId, Key), Doc)> =
+            Vec::with_capacity(self.dense.values().map(Vec::len).sum::<usize>() + self.sparse.len());
+        all.extend(self.dense.iter().flat_map(|(table, docs)| {
+            docs.iter().enumerate().filter_map(move |(key, doc)| doc.map(|doc| ((*table, key as Key), doc)))
+        }));
         if !self.sparse.is_empty() {
             all.extend(self.sparse.iter().map(|(id, doc)| (*id, *doc)));
             all.sort_by_key(|(id, _)| *id);

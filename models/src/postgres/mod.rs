@@ -161,8 +161,10 @@ impl Postgres {
             .tables
             .iter()
             .map(|spec| {
-                let rows =
-                    initial_rows.iter().filter(|(table, _, _)| *table == spec.id).map(|(_, key, row)| (*key, *row));
+                let mut rows = Vec::with_capacity(initial_rows.len());
+                rows.extend(
+                    initial_rows.iter().filter(|(table, _, _)| *table == spec.id).map(|(_, key, row)| (*key, *row)),
+                );
                 Table::loaded(spec.id, spec.replica_identity, rows)
             })
             .collect();

@@ -140,9 +140,11 @@ impl Table {
 
     /// A table loaded with rows that existed before the run (csn 0), built in one pass.
     pub fn loaded(id: TableId, replica_identity: ReplicaIdentity, rows: impl IntoIterator<Item = (Key, Row)>) -> Table {
-        let rows =
-            rows.into_iter().map(|(key, row)| (key, Versions::new(RowVersion { row, created: 0, deleted: None })));
-        Table { id, replica_identity, rows: rows.collect() }
+        let mut loaded: Vec<(Key, Versions)> = Vec::new();
+        loaded.extend(
+            rows.into_iter().map(|(key, row)| (key, Versions::new(RowVersion { row, created: 0, deleted: None }))),
+        );
+        Table { id, replica_identity, rows: loaded.into_iter().collect() }
     }
 
     /// Loads a row that existed before the run (csn 0).
@@ -163,7 +165,9 @@ impl Table {
 
     /// `SELECT * FROM t ORDER BY id` under a snapshot.
     pub fn scan(&self, snapshot: Csn) -> Vec<(Key, Row)> {
-        self.rows.iter().filter_map(|(key, versions)| versions.visible_at(snapshot).map(|row| (*key, row))).collect()
+        let mut rows = Vec::with_capacity(self.rows.len());
+        rows.extend(self.rows.iter().filter_map(|(key, versions)| versions.visible_at(snapshot).map(|row| (*key, row))));
+        rows
     }
 
     /// Live rows as of the latest commit.
