@@ -205,11 +205,7 @@ impl Oracle {
 
     /// The csn interval `[from, until)` during which a document held exactly `row`, if ever.
     pub fn interval_of(&self, id: DocId, row: Row) -> Option<(Csn, Csn)> {
-        let versions = self.versions(id);
-        versions.iter().enumerate().find(|(_, version)| version.row == Some(row)).map(|(index, version)| {
-            let until = versions.get(index + 1).map_or(Csn::MAX, |next| next.csn);
-            (version.csn, until)
-        })
+        interval_of(self.versions(id), row)
     }
 
     /// The csn intervals during which a document was live.
@@ -246,6 +242,15 @@ impl Oracle {
         }
         lost
     }
+}
+
+/// The csn interval `[from, until)` during which a document with this history held exactly
+/// `row`, if ever.
+pub fn interval_of(versions: &[Version], row: Row) -> Option<(Csn, Csn)> {
+    versions.iter().enumerate().find(|(_, version)| version.row == Some(row)).map(|(index, version)| {
+        let until = versions.get(index + 1).map_or(Csn::MAX, |next| next.csn);
+        (version.csn, until)
+    })
 }
 
 /// The csn intervals `[from, until)` during which a document with this history was live.

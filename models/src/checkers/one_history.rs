@@ -60,12 +60,25 @@ fn handoff_position(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Fi
         return Some(Position { csn, describe: format!("the first stream start {start}") });
     };
     let label = format!("snapshot attempt {} (source.lsn {}, {} rows)", index + 1, attempt.lsn, attempt.rows.len());
-    // Every row pins S to the interval in which the document held it.
+    // Every row pins S to the interval in which the document held it. The snapshot's rows and
+    // the oracle's histories are both in document order: one walk pairs them, and keeps the
+    // histories of the documents the snapshot does not hold for the second step.
     let mut lower: Csn = 0;
     let mut upper: Csn = Csn::MAX;
     let (mut lower_key, mut upper_key) = (None, None);
+    let mut histories = oracle.histories().peekable();
+    let mut absent: Vec<(DocId, &[crate::oracle::Version])> = Vec::new();
+    let mut keep_absent = |id: DocId, versions| {
+        if attempt.tables.contains(&id.0) {
+            absent.push((id, versions));
+        }
+    };
     for (id, row) in &attempt.rows {
-        match oracle.interval_of(*id, *row) {
+        while let Some((other, versions)) = histories.next_if(|(other, _)| other < id) {
+            keep_absent(other, versions);
+        }
+        let versions = histories.next_if(|(other, _)| other == id).map_or(&[][..], |(_, versions)| versions);
+        match crate::oracle::interval_of(versions, *row) {
             None => {
                 found.push(
                     Finding::new(Invariant::I4, Some(id.1), attempt.first_at)
@@ -91,6 +104,9 @@ fn handoff_position(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Fi
             }
         }
     }
+    for (other, versions) in histories {
+        keep_absent(other, versions);
+    }
     if lower >= upper {
         found.push(inconsistent(evidence, &label, attempt.first_at, lower_key, upper_key, lower, upper));
         return None;
@@ -99,9 +115,7 @@ fn handoff_position(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Fi
     let mut csn = lower;
     loop {
         let mut moved = false;
-        let absent =
-            oracle.histories().filter(|(id, _)| attempt.tables.contains(&id.0) && !attempt.rows.contains_key(id));
-        for (id, versions) in absent {
+        for (id, versions) in &absent {
             for (from, until) in crate::oracle::live_intervals(versions) {
                 if from <= csn && csn < until {
                     if until >= upper {

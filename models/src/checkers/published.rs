@@ -91,6 +91,9 @@ pub struct Published {
 
 impl Published {
     pub fn append(&mut self, at: SimTime, records: &[KafkaRecord]) {
+        // Records of one append mostly belong to one attempt and one table: the attempt found
+        // for the previous record is tried first.
+        let mut current: Option<(usize, TableId)> = None;
         for record in records {
             self.seq += 1;
             let Some(event) = record.value else { continue };
@@ -106,10 +109,11 @@ impl Published {
             }
             let Some(row) = event.after else { continue };
             let (origin, lsn) = (event.source.connector, event.source.lsn);
-            let open = self
-                .attempts
-                .iter()
-                .rposition(|attempt| attempt.origin == origin && attempt.lsn == lsn && !attempt.complete);
+            let same = |attempt: &Attempt| attempt.origin == origin && attempt.lsn == lsn && !attempt.complete;
+            let open = match current {
+                Some((index, _)) if same(&self.attempts[index]) => Some(index),
+                _ => self.attempts.iter().rposition(same),
+            };
             let index = match (event.source.snapshot, open) {
                 (SnapshotMarker::First, _) | (_, None) => {
                     self.attempts.push(Attempt {
@@ -127,7 +131,10 @@ impl Published {
             };
             let attempt = &mut self.attempts[index];
             attempt.rows.insert(id, row);
-            attempt.tables.insert(id.0);
+            if current != Some((index, id.0)) {
+                attempt.tables.insert(id.0);
+                current = Some((index, id.0));
+            }
             attempt.last_seq = self.seq;
             if event.source.snapshot.is_last() {
                 attempt.complete = true;

@@ -166,7 +166,9 @@ impl Table {
     /// `SELECT * FROM t ORDER BY id` under a snapshot.
     pub fn scan(&self, snapshot: Csn) -> Vec<(Key, Row)> {
         let mut rows = Vec::with_capacity(self.rows.len());
-        rows.extend(self.rows.iter().filter_map(|(key, versions)| versions.visible_at(snapshot).map(|row| (*key, row))));
+        rows.extend(
+            self.rows.iter().filter_map(|(key, versions)| versions.visible_at(snapshot).map(|row| (*key, row))),
+        );
         rows
     }
 
