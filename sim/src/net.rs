@@ -12,8 +12,10 @@
 //! latency (TCP's retransmission back-off is not modelled).
 //!
 //! Delivery is a timed queue per process, read by the process's loop ([`crate::node`]) under
-//! madsim's clock: the loop sleeps until its earliest arrival or timer, and a send wakes it only
-//! when it brings an arrival earlier than the one it sleeps for. (The first version of the timed
+//! madsim's clock. A process sleeps until its earliest arrival or timer; a send that brings an
+//! earlier arrival sets a madsim timer that wakes the process when the message arrives (not when
+//! it is sent), so a message costs one wake-up. Like every madsim sleep, a wake-up comes at least
+//! 1 ms after it is asked for. (The first version of the timed
 //! lens used madsim's own connections; they cost a relay task, a timer and a dozen hash lookups
 //! per message, about a quarter of a run. docs/performance.md has the numbers.)
 //!
@@ -22,8 +24,12 @@
 use handoff_models::ids::Node;
 use handoff_models::protocol::Msg;
 use handoff_models::workload::{Draw, stream};
+use madsim::time::TimeHandle;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::task::Waker;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Waker};
+use std::time::Duration;
 
 /// The least and the most a message takes, in microseconds (madsim's default `send_latency`).
 pub const LATENCY_MIN_US: u64 = 1_000;
@@ -46,8 +52,10 @@ pub enum Inbound {
 #[derive(Default)]
 struct Queue {
     arrivals: BTreeMap<(u64, u64), Inbound>,
-    /// The loop to wake when an arrival comes earlier than the one it sleeps for.
+    /// The process's loop, to wake when something is due.
     waker: Option<Waker>,
+    /// When a madsim timer will next wake the loop (microseconds).
+    armed_us: Option<u64>,
 }
 
 /// One direction between two processes.
@@ -74,12 +82,16 @@ pub enum Polled {
     Closed,
     /// The next arrival, due now.
     Ready(Inbound),
-    /// Nothing due; the earliest arrival to come, if any (microseconds).
-    Pending(Option<u64>),
+    /// No arrival is due, but a timer is.
+    TimerDue,
+    /// Nothing is due; the loop is woken when something is.
+    Pending,
 }
 
 /// The network of one run.
 pub struct Net {
+    /// madsim's clock; without it (unit tests) a process is woken at once by every arrival.
+    clock: Option<TimeHandle>,
     draw: Draw,
     /// Orders arrivals at the same microsecond by when they were sent.
     sequence: u64,
@@ -93,8 +105,15 @@ pub struct Net {
 }
 
 impl Net {
-    pub fn new(seed: u64) -> Net {
+    /// The network of a run under madsim's clock.
+    pub fn new(seed: u64, clock: TimeHandle) -> Net {
+        Net { clock: Some(clock), ..Net::unclocked(seed) }
+    }
+
+    /// A network without a clock: for reading queues by hand.
+    pub fn unclocked(seed: u64) -> Net {
         Net {
+            clock: None,
             draw: Draw::new(seed, stream::NETWORK),
             sequence: 0,
             next_connection: 0,
@@ -178,19 +197,24 @@ impl Net {
         if !self.queues.contains_key(&node) {
             return Err(msg);
         }
-        self.arrive(node, now_us, Inbound::Inject { from, msg });
+        self.arrive(node, now_us, now_us, Inbound::Inject { from, msg });
         Ok(())
     }
 
     /// A process learns at once that a connection it tried to use is lost.
     pub fn lost_now(&mut self, node: Node, peer: Node, connection: u64, now_us: u64) {
-        self.arrive(node, now_us, Inbound::Lost { peer, connection });
+        self.arrive(node, now_us, now_us, Inbound::Lost { peer, connection });
     }
 
     /// A new connection number, for a connection refused before it was ever open.
     pub fn refused_connection(&mut self) -> u64 {
         self.next_connection += 1;
         self.next_connection
+    }
+
+    /// When the next arrival of a process is due (microseconds).
+    pub fn next_arrival(&self, node: Node) -> Option<u64> {
+        self.queues.get(&node)?.arrivals.keys().next().map(|(at_us, _)| *at_us)
     }
 
     /// Clogs the network between two processes, both ways.
@@ -224,33 +248,65 @@ impl Net {
         }
         let at_us = (now_us + latency_us).max(direction.last_arrival_us);
         direction.last_arrival_us = at_us;
-        self.arrive(to, at_us, inbound);
+        self.arrive(to, now_us, at_us, inbound);
     }
 
-    fn arrive(&mut self, to: Node, at_us: u64, inbound: Inbound) {
+    fn arrive(&mut self, to: Node, now_us: u64, at_us: u64, inbound: Inbound) {
         let Some(queue) = self.queues.get_mut(&to) else { return };
         self.sequence += 1;
-        let earliest = queue.arrivals.keys().next().is_none_or(|first| (at_us, self.sequence) < *first);
         queue.arrivals.insert((at_us, self.sequence), inbound);
-        if earliest && let Some(waker) = queue.waker.take() {
-            waker.wake();
+        // A loop whose wake-up is still to come and no later than this arrival reads it then.
+        if queue.armed_us.is_some_and(|armed| now_us < armed && armed <= at_us) {
+            return;
+        }
+        match (&self.clock, &queue.waker) {
+            (Some(clock), Some(waker)) if at_us > now_us => {
+                arm(clock, waker, now_us, at_us);
+                queue.armed_us = Some(at_us);
+            }
+            _ => {
+                if let Some(waker) = queue.waker.take() {
+                    waker.wake();
+                }
+            }
         }
     }
 
-    /// A process's loop looks at its queue at `now_us`; when nothing is due, it is woken by an
-    /// earlier arrival.
-    pub fn poll(&mut self, node: Node, now_us: u64, waker: &Waker) -> Polled {
+    /// A process's loop looks at its queue at `now_us`, its earliest timer due at `timer_us`:
+    /// the next arrival if it is due; else whether the timer is; else it is woken when
+    /// something is.
+    pub fn poll(&mut self, node: Node, now_us: u64, timer_us: Option<u64>, waker: &Waker) -> Polled {
         let Some(queue) = self.queues.get_mut(&node) else { return Polled::Closed };
-        match queue.arrivals.first_entry() {
-            Some(entry) if entry.key().0 <= now_us => Polled::Ready(entry.remove()),
-            next => {
-                let next = next.map(|entry| entry.key().0);
-                if !queue.waker.as_ref().is_some_and(|w| w.will_wake(waker)) {
-                    queue.waker = Some(waker.clone());
-                }
-                Polled::Pending(next)
-            }
+        let next_arrival = match queue.arrivals.first_entry() {
+            Some(entry) if entry.key().0 <= now_us => return Polled::Ready(entry.remove()),
+            next => next.map(|entry| entry.key().0),
+        };
+        let next = match (next_arrival, timer_us) {
+            (Some(a), Some(t)) => Some(a.min(t)),
+            (a, t) => a.or(t),
+        };
+        if next.is_some_and(|next| next <= now_us) {
+            return Polled::TimerDue;
         }
+        if !queue.waker.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            queue.waker = Some(waker.clone());
+        }
+        if let (Some(next), Some(clock)) = (next, &self.clock)
+            && queue.armed_us.is_none_or(|armed| armed <= now_us || next < armed)
+        {
+            arm(clock, waker, now_us, next);
+            queue.armed_us = Some(next);
+        }
+        Polled::Pending
+    }
+}
+
+/// Sets a madsim timer that wakes `waker` at `at_us` (madsim's clock reads `now_us`).
+fn arm(clock: &TimeHandle, waker: &Waker, now_us: u64, at_us: u64) {
+    let mut sleep = clock.sleep(Duration::from_micros(at_us - now_us));
+    // Polling registers the timer; it fires whether or not the sleep is kept.
+    if Pin::new(&mut sleep).poll(&mut Context::from_waker(waker)).is_ready() {
+        waker.wake_by_ref();
     }
 }
 
@@ -269,10 +325,13 @@ mod tests {
         let mut now = from_us;
         let mut seen = Vec::new();
         loop {
-            match net.poll(node, now, Waker::noop()) {
+            match net.poll(node, now, None, Waker::noop()) {
                 Polled::Ready(inbound) => seen.push((now, describe(&inbound))),
-                Polled::Pending(Some(next)) => now = next,
-                Polled::Pending(None) | Polled::Closed => return seen,
+                Polled::TimerDue => unreachable!("no timers here"),
+                Polled::Pending | Polled::Closed => match net.next_arrival(node) {
+                    Some(next) => now = next,
+                    None => return seen,
+                },
             }
         }
     }
@@ -290,7 +349,7 @@ mod tests {
     }
 
     fn up(nodes: &[Node]) -> Net {
-        let mut net = Net::new(7);
+        let mut net = Net::unclocked(7);
         for node in nodes {
             net.bind(*node);
         }
@@ -341,7 +400,7 @@ mod tests {
         assert_eq!(what, vec!["accepted connect on 1", "msg 1 on 1", "lost connect on 1"]);
         assert!(seen[2].0 >= seen[1].0);
         // What was on its way to the dead process is gone with it, and the connection is closed.
-        assert!(matches!(net.poll(Node::Connect, u64::MAX, Waker::noop()), Polled::Closed));
+        assert!(matches!(net.poll(Node::Connect, u64::MAX, None, Waker::noop()), Polled::Closed));
         assert_eq!(net.send(Node::Kafka, Node::Connect, connection, msg(3), 20), Err(Closed));
         // Restarted, it is a new incarnation: nothing of the old connection reaches it.
         net.bind(Node::Connect);
@@ -372,7 +431,7 @@ mod tests {
     #[test]
     fn the_same_seed_draws_the_same_latencies() {
         let arrivals = |seed| {
-            let mut net = Net::new(seed);
+            let mut net = Net::unclocked(seed);
             net.bind(Node::Connect);
             net.bind(Node::Kafka);
             let connection = net.connect(Node::Connect, Node::Kafka, 0).expect("up");

@@ -21,12 +21,9 @@ use handoff_models::protocol::Msg;
 use handoff_models::time::SimTime;
 use madsim::time::TimeHandle;
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr};
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
-use std::time::Duration;
 
 /// The address madsim gives a physical node (its name in madsim's own logs).
 pub fn ip(node: Node) -> IpAddr {
@@ -70,6 +67,8 @@ struct NodeLoop<C: Component> {
     /// Armed timers and when they are due (microseconds).
     timers: BTreeMap<Timer, u64>,
     outbox: Outbox,
+    /// The simulated clock.
+    time: TimeHandle,
 }
 
 /// Runs a component as the node's main task until the node is killed.
@@ -83,38 +82,21 @@ pub async fn run<C: Component + Send + 'static>(node: Node, model: Arc<Mutex<C>>
         connections: BTreeMap::new(),
         timers: BTreeMap::new(),
         outbox: Outbox::default(),
+        time: TimeHandle::current(),
     };
     this.step(|model, ctx| model.start(ctx)).await;
-    // One madsim timer per deadline: a `Sleep` registers a timer each time it is polled, so it
-    // is polled only when the earliest deadline changes; that timer wakes this task when due.
-    let mut armed: Option<(u64, Pin<Box<madsim::time::Sleep>>)> = None;
+    // The network's queue arms one madsim timer per deadline (arrival or timer), and the
+    // sender of an earlier arrival arms one for it: the loop is polled when something is due.
     loop {
         let next_timer = this.timers.values().min().copied();
         let woke = std::future::poll_fn(|cx| {
-            let now = now_us();
-            let next_arrival = match this.shared.net().poll(node, now, cx.waker()) {
-                Polled::Closed => return Poll::Ready(None),
-                Polled::Ready(inbound) => return Poll::Ready(Some(Woke::Inbound(inbound))),
-                Polled::Pending(next_arrival) => next_arrival,
-            };
-            let next = match (next_arrival, next_timer) {
-                (Some(a), Some(t)) => a.min(t),
-                (a, t) => match a.or(t) {
-                    Some(at) => at,
-                    None => return Poll::Pending,
-                },
-            };
-            if next <= now {
-                return Poll::Ready(Some(Woke::Timers));
+            let now = this.time.elapsed().as_micros() as u64;
+            match this.shared.net().poll(node, now, next_timer, cx.waker()) {
+                Polled::Closed => Poll::Ready(None),
+                Polled::Ready(inbound) => Poll::Ready(Some(Woke::Inbound(inbound))),
+                Polled::TimerDue => Poll::Ready(Some(Woke::Timers)),
+                Polled::Pending => Poll::Pending,
             }
-            if armed.as_ref().is_none_or(|(deadline, _)| *deadline != next) {
-                let mut sleep = Box::pin(madsim::time::sleep(Duration::from_micros(next - now)));
-                if sleep.as_mut().poll(cx).is_ready() {
-                    return Poll::Ready(Some(Woke::Timers));
-                }
-                armed = Some((next, sleep));
-            }
-            Poll::Pending
         })
         .await;
         match woke {
@@ -129,7 +111,7 @@ pub async fn run<C: Component + Send + 'static>(node: Node, model: Arc<Mutex<C>>
 /// What woke a node's loop.
 enum Woke {
     Inbound(Inbound),
-    /// Time passed: a timer may be due (or an arrival, which the next look takes).
+    /// A timer is due.
     Timers,
 }
 
@@ -177,7 +159,7 @@ impl<C: Component + Send + 'static> NodeLoop<C> {
     }
 
     async fn fire_due_timers(&mut self) {
-        let now = now_us();
+        let now = self.time.elapsed().as_micros() as u64;
         let mut due: Vec<(u64, Timer)> =
             self.timers.iter().filter(|(_, at)| **at <= now).map(|(timer, at)| (*at, *timer)).collect();
         due.sort();
@@ -192,7 +174,8 @@ impl<C: Component + Send + 'static> NodeLoop<C> {
 
     /// One step of the component, then everything it asked for.
     async fn step(&mut self, f: impl FnOnce(&mut C, &mut Ctx)) {
-        let now = now_ms();
+        let now_us = self.time.elapsed().as_micros() as u64;
+        let now = now_us / 1_000;
         self.outbox.clear();
         {
             let mut model = self.model.lock().expect("model lock");
@@ -217,13 +200,12 @@ impl<C: Component + Send + 'static> NodeLoop<C> {
             futures::future::pending::<()>().await;
         }
         for (to, msg) in outbox.sends {
-            self.send(to, msg);
+            self.send(to, msg, now_us);
         }
     }
 
-    fn send(&mut self, to: Node, msg: Msg) {
+    fn send(&mut self, to: Node, msg: Msg, now: u64) {
         let physical = if to == Node::Postgres { self.shared.primary() } else { to };
-        let now = now_us();
         let mut net = self.shared.net();
         let connection = match self.links.get(&physical) {
             Some(connection) => *connection,

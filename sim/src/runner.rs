@@ -375,7 +375,7 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
     let shared = Arc::new(Shared {
         recorder: Mutex::new(recorder),
         primary: Mutex::new(Node::Pg1),
-        net: Mutex::new(Net::new(seed)),
+        net: Mutex::new(Net::new(seed, madsim::time::TimeHandle::current())),
         moments: Mutex::new(MomentState { counts: BTreeMap::new(), pending }),
         commands: commands_tx,
     });
