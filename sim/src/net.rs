@@ -54,8 +54,30 @@ struct Queue {
     arrivals: BTreeMap<(u64, u64), Inbound>,
     /// The process's loop, to wake when something is due.
     waker: Option<Waker>,
-    /// When a madsim timer will next wake the loop (microseconds).
-    armed_us: Option<u64>,
+    /// When madsim timers set for the loop fire (microseconds), earliest first.
+    armed_us: BTreeSet<u64>,
+}
+
+impl Queue {
+    /// When the loop is next woken by a timer already set, forgetting those that have fired.
+    fn next_wake(&mut self, now_us: u64) -> Option<u64> {
+        while let Some(first) = self.armed_us.first().copied() {
+            if first > now_us {
+                return Some(first);
+            }
+            self.armed_us.pop_first();
+        }
+        None
+    }
+
+    /// Sets a madsim timer that wakes the loop at `at_us` (unless one is set for then).
+    fn arm(&mut self, clock: &TimeHandle, waker: &Waker, now_us: u64, at_us: u64) {
+        // madsim wakes no sooner than 1 ms after it is asked.
+        let fires_us = at_us.max(now_us + 1_000);
+        if self.armed_us.insert(fires_us) {
+            arm(clock, waker, now_us, fires_us);
+        }
+    }
 }
 
 /// One direction between two processes.
@@ -255,15 +277,12 @@ impl Net {
         let Some(queue) = self.queues.get_mut(&to) else { return };
         self.sequence += 1;
         queue.arrivals.insert((at_us, self.sequence), inbound);
-        // A loop whose wake-up is still to come and no later than this arrival reads it then.
-        if queue.armed_us.is_some_and(|armed| now_us < armed && armed <= at_us) {
+        // A loop woken no later than this arrival reads it then.
+        if queue.next_wake(now_us).is_some_and(|wake| wake <= at_us) {
             return;
         }
-        match (&self.clock, &queue.waker) {
-            (Some(clock), Some(waker)) if at_us > now_us => {
-                arm(clock, waker, now_us, at_us);
-                queue.armed_us = Some(at_us);
-            }
+        match (&self.clock, queue.waker.clone()) {
+            (Some(clock), Some(waker)) if at_us > now_us => queue.arm(clock, &waker, now_us, at_us),
             _ => {
                 if let Some(waker) = queue.waker.take() {
                     waker.wake();
@@ -292,10 +311,9 @@ impl Net {
             queue.waker = Some(waker.clone());
         }
         if let (Some(next), Some(clock)) = (next, &self.clock)
-            && queue.armed_us.is_none_or(|armed| armed <= now_us || next < armed)
+            && queue.next_wake(now_us).is_none_or(|wake| next < wake)
         {
-            arm(clock, waker, now_us, next);
-            queue.armed_us = Some(next);
+            queue.arm(clock, waker, now_us, next);
         }
         Polled::Pending
     }
