@@ -48,10 +48,11 @@ pub enum Inbound {
     Inject { from: Node, msg: Msg },
 }
 
-/// A process's arrivals, in order of arrival time (microseconds), then of sending.
+/// A process's arrivals.
 #[derive(Default)]
 struct Queue {
-    arrivals: BTreeMap<(u64, u64), Inbound>,
+    /// By arrival time (microseconds), then by when they were sent; mostly appended at the end.
+    arrivals: VecDeque<(u64, u64, Inbound)>,
     /// The process's loop, to wake when something is due.
     waker: Option<Waker>,
     /// When madsim timers set for the loop fire (microseconds), earliest first.
@@ -59,6 +60,15 @@ struct Queue {
 }
 
 impl Queue {
+    fn insert(&mut self, at_us: u64, sequence: u64, inbound: Inbound) {
+        let position = self
+            .arrivals
+            .iter()
+            .rposition(|(other_us, other, _)| (*other_us, *other) < (at_us, sequence))
+            .map_or(0, |index| index + 1);
+        self.arrivals.insert(position, (at_us, sequence, inbound));
+    }
+
     /// When the loop is next woken by a timer already set, forgetting those that have fired.
     fn next_wake(&mut self, now_us: u64) -> Option<u64> {
         while let Some(first) = self.armed_us.first().copied() {
@@ -118,12 +128,22 @@ pub struct Net {
     /// Orders arrivals at the same microsecond by when they were sent.
     sequence: u64,
     next_connection: u64,
-    /// Processes that are up (a process that is down has no queue: connecting to it is refused).
-    queues: BTreeMap<Node, Queue>,
+    /// Processes that are up, by node (a process that is down has no queue: connecting to it is
+    /// refused).
+    queues: [Option<Queue>; NODES],
     /// Open connections.
     connections: BTreeMap<u64, Connection>,
-    directions: BTreeMap<(Node, Node), Direction>,
-    clogged: BTreeSet<(Node, Node)>,
+    /// By sending node, then receiving node.
+    directions: [[Direction; NODES]; NODES],
+    clogged: [[bool; NODES]; NODES],
+}
+
+/// How many nodes there are (`Node` as an index).
+const NODES: usize = 9;
+const _: () = assert!(Node::Loader as usize + 1 == NODES, "NODES counts every Node");
+
+fn index(node: Node) -> usize {
+    node as usize
 }
 
 impl Net {
@@ -139,22 +159,22 @@ impl Net {
             draw: Draw::new(seed, stream::NETWORK),
             sequence: 0,
             next_connection: 0,
-            queues: BTreeMap::new(),
+            queues: Default::default(),
             connections: BTreeMap::new(),
-            directions: BTreeMap::new(),
-            clogged: BTreeSet::new(),
+            directions: Default::default(),
+            clogged: [[false; NODES]; NODES],
         }
     }
 
     /// A process is up and listening.
     pub fn bind(&mut self, node: Node) {
-        self.queues.insert(node, Queue::default());
+        self.queues[index(node)] = Some(Queue::default());
     }
 
     /// A process died at `now_us`: what was on its way to it is gone, its peers hear that their
     /// connections to it are lost once what it sent has arrived.
     pub fn unbind(&mut self, node: Node, now_us: u64) {
-        if let Some(queue) = self.queues.remove(&node) {
+        if let Some(queue) = self.queues[index(node)].take() {
             drop(queue.arrivals);
             if let Some(waker) = queue.waker {
                 waker.wake();
@@ -175,7 +195,7 @@ impl Net {
             .collect();
         for (connection, peer) in closed {
             self.connections.remove(&connection);
-            if self.queues.contains_key(&peer) {
+            if self.queues[index(peer)].is_some() {
                 self.transmit(node, peer, Inbound::Lost { peer: node, connection }, now_us, 0);
             }
         }
@@ -183,7 +203,7 @@ impl Net {
 
     /// Ends every process's loop (the run is over).
     pub fn close_all(&mut self) {
-        for (_, queue) in std::mem::take(&mut self.queues) {
+        for queue in self.queues.iter_mut().filter_map(Option::take) {
             if let Some(waker) = queue.waker {
                 waker.wake();
             }
@@ -193,9 +213,7 @@ impl Net {
 
     /// `client` opens a connection to `server`; `None` when `server` is down (refused).
     pub fn connect(&mut self, client: Node, server: Node, now_us: u64) -> Option<u64> {
-        if !self.queues.contains_key(&server) {
-            return None;
-        }
+        self.queues[index(server)].as_ref()?;
         self.next_connection += 1;
         let connection = self.next_connection;
         self.connections.insert(connection, Connection { client, server });
@@ -216,7 +234,7 @@ impl Net {
 
     /// The harness hands a message to a process; returns it when the process is down.
     pub fn inject(&mut self, node: Node, from: Node, msg: Msg, now_us: u64) -> Result<(), Msg> {
-        if !self.queues.contains_key(&node) {
+        if self.queues[index(node)].is_none() {
             return Err(msg);
         }
         self.arrive(node, now_us, now_us, Inbound::Inject { from, msg });
@@ -236,20 +254,20 @@ impl Net {
 
     /// When the next arrival of a process is due (microseconds).
     pub fn next_arrival(&self, node: Node) -> Option<u64> {
-        self.queues.get(&node)?.arrivals.keys().next().map(|(at_us, _)| *at_us)
+        self.queues[index(node)].as_ref()?.arrivals.front().map(|(at_us, _, _)| *at_us)
     }
 
     /// Clogs the network between two processes, both ways.
     pub fn clog(&mut self, a: Node, b: Node) {
-        self.clogged.insert((a, b));
-        self.clogged.insert((b, a));
+        self.clogged[index(a)][index(b)] = true;
+        self.clogged[index(b)][index(a)] = true;
     }
 
     /// Heals a clog: what it held leaves now, in order, each with a fresh latency.
     pub fn unclog(&mut self, a: Node, b: Node, now_us: u64) {
         for (from, to) in [(a, b), (b, a)] {
-            self.clogged.remove(&(from, to));
-            let held = self.directions.get_mut(&(from, to)).map(|d| std::mem::take(&mut d.held)).unwrap_or_default();
+            self.clogged[index(from)][index(to)] = false;
+            let held = std::mem::take(&mut self.directions[index(from)][index(to)].held);
             for (to, inbound) in held {
                 let latency_us = match inbound {
                     Inbound::Msg { .. } => self.draw.between(LATENCY_MIN_US, LATENCY_MAX_US),
@@ -263,8 +281,8 @@ impl Net {
     /// Puts something on its way from `from` to `to`: held by a clog, or arriving after
     /// `latency_us` and not before what was sent this way earlier.
     fn transmit(&mut self, from: Node, to: Node, inbound: Inbound, now_us: u64, latency_us: u64) {
-        let direction = self.directions.entry((from, to)).or_default();
-        if self.clogged.contains(&(from, to)) {
+        let direction = &mut self.directions[index(from)][index(to)];
+        if self.clogged[index(from)][index(to)] {
             direction.held.push_back((to, inbound));
             return;
         }
@@ -274,9 +292,9 @@ impl Net {
     }
 
     fn arrive(&mut self, to: Node, now_us: u64, at_us: u64, inbound: Inbound) {
-        let Some(queue) = self.queues.get_mut(&to) else { return };
+        let Some(queue) = self.queues[index(to)].as_mut() else { return };
         self.sequence += 1;
-        queue.arrivals.insert((at_us, self.sequence), inbound);
+        queue.insert(at_us, self.sequence, inbound);
         // A loop woken no later than this arrival reads it then.
         if queue.next_wake(now_us).is_some_and(|wake| wake <= at_us) {
             return;
@@ -295,10 +313,13 @@ impl Net {
     /// the next arrival if it is due; else whether the timer is; else it is woken when
     /// something is.
     pub fn poll(&mut self, node: Node, now_us: u64, timer_us: Option<u64>, waker: &Waker) -> Polled {
-        let Some(queue) = self.queues.get_mut(&node) else { return Polled::Closed };
-        let next_arrival = match queue.arrivals.first_entry() {
-            Some(entry) if entry.key().0 <= now_us => return Polled::Ready(entry.remove()),
-            next => next.map(|entry| entry.key().0),
+        let Some(queue) = self.queues[index(node)].as_mut() else { return Polled::Closed };
+        let next_arrival = match queue.arrivals.front() {
+            Some((at_us, _, _)) if *at_us <= now_us => {
+                let (_, _, inbound) = queue.arrivals.pop_front().expect("an arrival is due");
+                return Polled::Ready(inbound);
+            }
+            next => next.map(|(at_us, _, _)| *at_us),
         };
         let next = match (next_arrival, timer_us) {
             (Some(a), Some(t)) => Some(a.min(t)),
