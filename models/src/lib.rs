@@ -58,6 +58,7 @@ pub mod event;
 pub mod faults;
 pub mod ids;
 pub mod kafka;
+pub mod keymap;
 pub mod loader;
 pub mod lsn;
 pub mod narrate;

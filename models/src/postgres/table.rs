@@ -9,9 +9,9 @@
 //! not modelled yet.
 
 use crate::ids::{Csn, Key, Row, Status, TableId};
+use crate::keymap::KeyMap;
 use crate::lsn::Lsn;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// `REPLICA IDENTITY`: what an update or delete logs of the old row.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -116,6 +116,9 @@ impl Versions {
 
     /// The newest version visible to a snapshot.
     fn visible_at(&self, snapshot: Csn) -> Option<Row> {
+        if self.later.is_empty() {
+            return self.first.visible_at(snapshot).then_some(self.first.row);
+        }
         self.later
             .iter()
             .rev()
@@ -130,21 +133,19 @@ impl Versions {
 pub struct Table {
     pub id: TableId,
     pub replica_identity: ReplicaIdentity,
-    rows: BTreeMap<Key, Versions>,
+    rows: KeyMap<Versions>,
 }
 
 impl Table {
     pub fn new(id: TableId, replica_identity: ReplicaIdentity) -> Table {
-        Table { id, replica_identity, rows: BTreeMap::new() }
+        Table { id, replica_identity, rows: KeyMap::default() }
     }
 
     /// A table loaded with rows that existed before the run (csn 0), built in one pass.
     pub fn loaded(id: TableId, replica_identity: ReplicaIdentity, rows: impl IntoIterator<Item = (Key, Row)>) -> Table {
-        let mut loaded: Vec<(Key, Versions)> = Vec::new();
-        loaded.extend(
-            rows.into_iter().map(|(key, row)| (key, Versions::new(RowVersion { row, created: 0, deleted: None }))),
-        );
-        Table { id, replica_identity, rows: loaded.into_iter().collect() }
+        let rows =
+            rows.into_iter().map(|(key, row)| (key, Versions::new(RowVersion { row, created: 0, deleted: None })));
+        Table { id, replica_identity, rows: rows.collect() }
     }
 
     /// Loads a row that existed before the run (csn 0).
@@ -154,21 +155,23 @@ impl Table {
 
     /// The live row of `key` as of the latest commit.
     pub fn current(&self, key: Key) -> Option<Row> {
-        let last = self.rows.get(&key)?.last();
+        let last = self.rows.get(key)?.last();
         last.deleted.is_none().then_some(last.row)
     }
 
     /// The row of `key` visible to a snapshot.
     pub fn visible(&self, key: Key, snapshot: Csn) -> Option<Row> {
-        self.rows.get(&key)?.visible_at(snapshot)
+        self.rows.get(key)?.visible_at(snapshot)
     }
 
     /// `SELECT * FROM t ORDER BY id` under a snapshot.
     pub fn scan(&self, snapshot: Csn) -> Vec<(Key, Row)> {
         let mut rows = Vec::with_capacity(self.rows.len());
-        rows.extend(
-            self.rows.iter().filter_map(|(key, versions)| versions.visible_at(snapshot).map(|row| (*key, row))),
-        );
+        self.rows.for_each(|key, versions| {
+            if let Some(row) = versions.visible_at(snapshot) {
+                rows.push((key, row));
+            }
+        });
         rows
     }
 
@@ -176,7 +179,7 @@ impl Table {
     pub fn live_rows(&self) -> impl Iterator<Item = (Key, Row)> + '_ {
         self.rows.iter().filter_map(|(key, versions)| {
             let last = versions.last();
-            last.deleted.is_none().then_some((*key, last.row))
+            last.deleted.is_none().then_some((key, last.row))
         })
     }
 
@@ -190,7 +193,7 @@ impl Table {
         match change {
             ChangeKind::Insert { .. } | ChangeKind::Update { .. } => {
                 let version = RowVersion { row: change.after().expect("a row after"), created: csn, deleted: None };
-                match self.rows.get_mut(&key) {
+                match self.rows.get_mut(key) {
                     Some(versions) => {
                         let last = versions.last_mut();
                         if last.deleted.is_none() {
@@ -204,7 +207,7 @@ impl Table {
                 }
             }
             ChangeKind::Delete { .. } => {
-                if let Some(versions) = self.rows.get_mut(&key) {
+                if let Some(versions) = self.rows.get_mut(key) {
                     versions.last_mut().deleted = Some(csn);
                 }
             }
