@@ -3,8 +3,9 @@
 //! a B-tree. Building it from loaded rows, scanning it in key order and dropping it cost a pass
 //! over a vector instead of a tree.
 //!
-//! The representation is canonical (the vector ends at the largest dense key present), so two
-//! maps with the same entries are equal and hash equal, as state hashing needs.
+//! The representation is canonical (the vector ends at the largest dense key present, also after
+//! a removal), so two maps with the same entries are equal and hash equal, as state hashing
+//! needs. PostgreSQL's tables and the sink's documents use it.
 
 use crate::ids::Key;
 use serde::{Deserialize, Serialize};
@@ -74,6 +75,19 @@ impl<V> KeyMap<V> {
         }
     }
 
+    /// Removes the value of `key`; the vector is trimmed so the map stays canonical.
+    pub fn remove(&mut self, key: Key) -> Option<V> {
+        let Some(index) = dense_index(key) else { return self.sparse.remove(&key) };
+        let removed = self.dense.get_mut(index).and_then(Option::take);
+        if removed.is_some() {
+            self.dense_len -= 1;
+            while self.dense.last().is_some_and(Option::is_none) {
+                self.dense.pop();
+            }
+        }
+        removed
+    }
+
     /// Calls `f` with every entry, in key order (a plain loop, for the hot paths).
     pub fn for_each(&self, mut f: impl FnMut(Key, &V)) {
         if !self.sparse.is_empty() {
@@ -134,6 +148,9 @@ mod tests {
         assert_eq!(map.get(DENSE_KEYS + 3), Some(&3));
         *map.get_mut(-2).expect("present") = 100;
         assert_eq!(map.get(-2), Some(&100));
+        assert_eq!(map.remove(DENSE_KEYS - 1), Some(7));
+        assert_eq!(map.remove(DENSE_KEYS - 1), None);
+        assert_eq!(map.len(), 7);
     }
 
     #[test]
@@ -141,5 +158,8 @@ mod tests {
         let a: KeyMap<u32> = [(3, 1), (1, 2)].into_iter().collect();
         let b: KeyMap<u32> = [(1, 2), (3, 1)].into_iter().collect();
         assert_eq!(a, b);
+        let mut c: KeyMap<u32> = [(1, 2), (3, 1), (9, 4)].into_iter().collect();
+        c.remove(9);
+        assert_eq!(a, c, "a removal leaves no trace");
     }
 }

@@ -24,6 +24,7 @@
 use crate::component::{Component, Ctx, Timer};
 use crate::event::{ChangeEvent, KafkaRecord, Op, TopicPartition};
 use crate::ids::{Key, Node, TableId};
+use crate::keymap::KeyMap;
 use crate::lsn::Lsn;
 use crate::observe::{Apply, Doc, Observation, SinkAction};
 use crate::protocol::{KafkaReply, KafkaRequest, Msg};
@@ -61,57 +62,27 @@ impl ApplyRule {
     }
 }
 
-/// Keys below this (and not negative) are kept in a table's vector.
-const DENSE_KEYS: Key = 1 << 20;
-
-/// The index's documents. Claim IDs are small positive integers, so a table's documents live
-/// in a vector indexed by key (one lookup per record is the sink's hottest path); other keys
-/// live in a map. Equal contents have equal representations: no vector ends in an empty slot
-/// and no table has an empty vector.
+/// The index's documents, per table. Claim IDs are small positive integers, so a table's
+/// documents live in a [`KeyMap`]: a vector indexed by key (one lookup per record is the sink's
+/// hottest path). Equal contents have equal representations: no table has an empty map.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Docs {
-    dense: BTreeMap<TableId, Vec<Option<Doc>>>,
-    sparse: BTreeMap<(TableId, Key), Doc>,
+    tables: BTreeMap<TableId, KeyMap<Doc>>,
 }
 
 impl Docs {
-    fn dense_index(key: Key) -> Option<usize> {
-        if (0..DENSE_KEYS).contains(&key) { usize::try_from(key).ok() } else { None }
-    }
-
     pub fn get(&self, id: (TableId, Key)) -> Option<Doc> {
-        match Self::dense_index(id.1) {
-            Some(index) => self.dense.get(&id.0).and_then(|docs| docs.get(index).copied().flatten()),
-            None => self.sparse.get(&id).copied(),
-        }
+        self.tables.get(&id.0).and_then(|docs| docs.get(id.1)).copied()
     }
 
     pub fn set(&mut self, id: (TableId, Key), doc: Option<Doc>) {
-        let Some(index) = Self::dense_index(id.1) else {
-            match doc {
-                Some(doc) => self.sparse.insert(id, doc),
-                None => self.sparse.remove(&id),
-            };
-            return;
-        };
         match doc {
-            Some(doc) => {
-                let docs = self.dense.entry(id.0).or_default();
-                if docs.len() <= index {
-                    docs.resize(index + 1, None);
-                }
-                docs[index] = Some(doc);
-            }
+            Some(doc) => self.tables.entry(id.0).or_default().insert(id.1, doc),
             None => {
-                let Some(docs) = self.dense.get_mut(&id.0) else { return };
-                if let Some(slot) = docs.get_mut(index) {
-                    *slot = None;
-                }
-                while docs.last().is_some_and(Option::is_none) {
-                    docs.pop();
-                }
+                let Some(docs) = self.tables.get_mut(&id.0) else { return };
+                docs.remove(id.1);
                 if docs.is_empty() {
-                    self.dense.remove(&id.0);
+                    self.tables.remove(&id.0);
                 }
             }
         }
@@ -119,14 +90,9 @@ impl Docs {
 
     /// Every document, in (table, key) order.
     pub fn iter(&self) -> Vec<((TableId, Key), Doc)> {
-        let mut all: Vec<((TableId, Key), Doc)> =
-            Vec::with_capacity(self.dense.values().map(Vec::len).sum::<usize>() + self.sparse.len());
-        all.extend(self.dense.iter().flat_map(|(table, docs)| {
-            docs.iter().enumerate().filter_map(move |(key, doc)| doc.map(|doc| ((*table, key as Key), doc)))
-        }));
-        if !self.sparse.is_empty() {
-            all.extend(self.sparse.iter().map(|(id, doc)| (*id, *doc)));
-            all.sort_by_key(|(id, _)| *id);
+        let mut all = Vec::with_capacity(self.tables.values().map(KeyMap::len).sum());
+        for (table, docs) in &self.tables {
+            docs.for_each(|key, doc| all.push(((*table, key), *doc)));
         }
         all
     }
@@ -501,6 +467,7 @@ mod tests {
     use super::*;
     use crate::event::{Origin, SnapshotMarker, SourceInfo};
     use crate::ids::{Row, Status};
+    use crate::keymap::DENSE_KEYS;
 
     fn row(version: u32) -> Row {
         Row { version, status: Status::Submitted, amount_cents: 1 }
