@@ -203,11 +203,6 @@ impl Oracle {
             .filter_map(|((_, key), versions)| versions.last().and_then(|v| v.row).map(|row| (key, row)))
     }
 
-    /// The csn interval `[from, until)` during which a document held exactly `row`, if ever.
-    pub fn interval_of(&self, id: DocId, row: Row) -> Option<(Csn, Csn)> {
-        interval_of(self.versions(id), row)
-    }
-
     /// The csn intervals during which a document was live.
     pub fn live_intervals(&self, id: DocId) -> impl Iterator<Item = (Csn, Csn)> + '_ {
         live_intervals(self.versions(id))
