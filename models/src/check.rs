@@ -22,6 +22,11 @@ impl HandoffModel {
     }
 }
 
+/// The `sometimes` properties: situations a bound should reach, or it proves nothing about them.
+pub const SOMETIMES: [&str; 2] = [RESTARTED_DURING_SNAPSHOT, ACCEPTANCE_REACHED];
+const RESTARTED_DURING_SNAPSHOT: &str = "a crash hits an incomplete snapshot";
+const ACCEPTANCE_REACHED: &str = "the acceptance boundary is reached";
+
 fn holds(state: &World, invariant: Invariant) -> bool {
     !state.violates(invariant)
 }
@@ -56,8 +61,8 @@ impl Model for HandoffModel {
             Property::always("I4 one history", |_, s| holds(s, Invariant::I4)),
             Property::always("I5 ack <= durable", |_, s| holds(s, Invariant::I5)),
             Property::always("I6 fail closed", |_, s| holds(s, Invariant::I6)),
-            Property::sometimes("a crash hits an incomplete snapshot", |_, s: &World| s.restarted_during_snapshot),
-            Property::sometimes("the acceptance boundary is reached", |_, s: &World| s.at_acceptance_boundary()),
+            Property::sometimes(RESTARTED_DURING_SNAPSHOT, |_, s: &World| s.restarted_during_snapshot),
+            Property::sometimes(ACCEPTANCE_REACHED, |_, s: &World| s.at_acceptance_boundary()),
         ]
     }
 }

@@ -424,6 +424,32 @@ pub struct Spec {
     pub gate: GatePolicy,
     pub acceptance: Acceptance,
     pub prediction: Prediction,
+    /// The bound `handoff check` explores, if the scenario gives one.
+    pub check: Option<CheckBound>,
+}
+
+/// `[check]`: the bound of the exhaustive lens. Time is abstract there (any armed timer may
+/// fire next, a scripted transaction may run at any point), so a bound is counted in rows,
+/// transactions and crashes, not in milliseconds.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CheckBound {
+    /// Rows loaded per table (keys `1..=rows`).
+    pub rows: u32,
+    /// The transactions that may run at any point; empty: the scenario's scripted ones.
+    pub scripts: Vec<ScriptedTxn>,
+    /// Processes that may crash (a crashed process may restart), and how many crashes in all.
+    pub crash: Vec<Node>,
+    pub crashes: u8,
+    /// How many times each periodic timer (offset flush, bgwriter) may fire.
+    pub periodic_fires: u8,
+    /// `sometimes` properties the bound is not expected to reach.
+    pub unreached_ok: Vec<String>,
+}
+
+impl CheckBound {
+    /// The processes a bound may crash, by their scenario names.
+    pub const CRASHABLE: [(&'static str, Node); 4] =
+        [("connect", Node::Connect), ("postgres", Node::Pg1), ("kafka", Node::Kafka), ("sink", Node::Sink)];
 }
 
 impl Spec {
@@ -500,5 +526,6 @@ pub fn claims_minimal(rows: u32, rule: crate::sink::ApplyRule) -> Spec {
         gate: GatePolicy::Off,
         acceptance: Acceptance { timeout_ms: 600_000, sample_size: 20 },
         prediction: Prediction { holds: true, findings: Vec::new(), allow: Vec::new(), why: String::new() },
+        check: None,
     }
 }

@@ -16,8 +16,8 @@ use handoff_models::operator::GatePolicy;
 use handoff_models::postgres::table::{ReplicaIdentity, RowOp};
 use handoff_models::sink::ApplyRule;
 use handoff_models::spec::{
-    Acceptance, Background, Fault, FaultAction, FaultKind, FaultProfile, HandoffMethod, Invariant, Moment, Prediction,
-    ScriptedTxn, Spec, TableSetup, Trigger,
+    Acceptance, Background, CheckBound, Fault, FaultAction, FaultKind, FaultProfile, HandoffMethod, Invariant, Moment,
+    Prediction, ScriptedTxn, Spec, TableSetup, Trigger,
 };
 use std::collections::BTreeMap;
 use std::fmt::Display;
@@ -580,7 +580,7 @@ fn unknown_moment(name: &str) -> String {
 
 fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let known = "name description seed versions postgres table connector connect kafka sink workload fault \
-        fault_profile handoff failover acceptance prediction";
+        fault_profile handoff failover acceptance prediction check";
     root.check_keys(cx, known, "field")?;
     let name = root.req(cx, "name", |field| cx.owned(field))?;
     let description = root.opt("description", String::new(), |field| cx.owned(field))?;
@@ -602,6 +602,10 @@ fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let gate = failover(cx, &root.sub(cx, "failover")?, postgres.standby.is_some())?;
     let acceptance = acceptance(cx, &root.sub(cx, "acceptance")?)?;
     let prediction = prediction(cx, root)?;
+    let check = match root.get("check") {
+        Some(field) => Some(check(cx, &cx.section(&field)?, &tables)?),
+        None => None,
+    };
     let spec = Spec {
         name,
         description,
@@ -628,6 +632,7 @@ fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         gate,
         acceptance,
         prediction,
+        check,
     };
     Ok(Loaded { spec, seed })
 }
@@ -1023,16 +1028,22 @@ fn workload(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<(Option<Backgrou
     let mut scripted = Vec::new();
     if let Some(field) = s.get("script") {
         for item in cx.items(&field, "an array of tables ([[workload.script]])")? {
-            scripted.push(script_entry(cx, &item, tables)?);
+            scripted.push(script_entry(cx, &item, tables, true)?);
         }
     }
     Ok((background, scripted))
 }
 
-fn script_entry(cx: &Cx, item: &Field, tables: &[TableSetup]) -> Res<ScriptedTxn> {
+/// A `[[workload.script]]` entry (`timed`: it has an `at`), or a `[[check.script]]` one (it
+/// may run at any point of the exhaustive lens, so it has none).
+fn script_entry(cx: &Cx, item: &Field, tables: &[TableSetup], timed: bool) -> Res<ScriptedTxn> {
     let s = cx.section(item)?;
-    s.check_keys(cx, "at insert update delete status amount_cents table label", "field")?;
-    let trigger = s.req(cx, "at", |field| cx.trigger(field))?;
+    if timed {
+        s.check_keys(cx, "at insert update delete status amount_cents table label", "field")?;
+    } else {
+        s.check_keys(cx, "insert update delete status amount_cents table label", "field")?;
+    }
+    let trigger = if timed { s.req(cx, "at", |field| cx.trigger(field))? } else { Trigger::At { at_ms: 0 } };
     let ops: Vec<&Entry> =
         s.entries.iter().filter(|entry| ["insert", "update", "delete"].contains(&entry.key.as_str())).collect();
     let op = match ops.as_slice() {
@@ -1285,6 +1296,57 @@ fn acceptance(cx: &Cx, s: &Section) -> Res<Acceptance> {
     })
 }
 
+/// `[check]`: the bound of `handoff check`.
+fn check(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<CheckBound> {
+    s.check_keys(cx, "rows crash crashes periodic_fires script unreached_ok", "field")?;
+    let rows = s.req(cx, "rows", |field| cx.int(field, 1, i64::from(MAX_CHECK_ROWS)))? as u32;
+    let crash = s.opt("crash", Vec::new(), |field| {
+        let mut nodes = Vec::new();
+        for item in cx.items(field, "an array of process names, like [\"connect\", \"postgres\"]")? {
+            let node = cx.choice(&item, &CheckBound::CRASHABLE)?;
+            if nodes.contains(&node) {
+                return cx.fail(&item, "is named twice");
+            }
+            nodes.push(node);
+        }
+        Ok(nodes)
+    })?;
+    let crashes = s.opt("crashes", crash.len() as u8, |field| Ok(cx.int(field, 0, 4)? as u8))?;
+    if crashes > 0
+        && crash.is_empty()
+        && let Some(field) = s.get("crashes")
+    {
+        return cx.fail(&field, "needs crash = [...]: name the processes that may crash");
+    }
+    let periodic_fires = s.opt("periodic_fires", 1, |field| Ok(cx.int(field, 0, 3)? as u8))?;
+    let mut scripts = Vec::new();
+    if let Some(field) = s.get("script") {
+        for item in cx.items(&field, "an array of tables ([[check.script]])")? {
+            let txn = script_entry(cx, &item, tables, false)?;
+            if let Some(RowOp::Update { key, .. } | RowOp::Delete { key, .. }) = txn.ops.first()
+                && *key > i64::from(rows)
+            {
+                let at = cx.section(&item)?;
+                let op = at.get("update").or_else(|| at.get("delete")).expect("an update or a delete");
+                return cx
+                    .fail(&op, format!("the bound loads keys 1 to {rows} (rows = {rows}); {key} is not one of them"));
+            }
+            scripts.push(txn);
+        }
+    }
+    let unreached_ok = s.opt("unreached_ok", Vec::new(), |field| {
+        let names = handoff_models::check::SOMETIMES.map(|name| (name, name));
+        cx.items(field, "an array of `sometimes` property names")?
+            .iter()
+            .map(|item| cx.choice(item, &names).map(str::to_owned))
+            .collect()
+    })?;
+    Ok(CheckBound { rows, scripts, crash, crashes, periodic_fires, unreached_ok })
+}
+
+/// The most rows a bound may load per table (the state space grows fast with rows).
+const MAX_CHECK_ROWS: u32 = 8;
+
 fn prediction(cx: &Cx, root: &Section) -> Res<Prediction> {
     let s = cx.section(&root.need(cx, "prediction", "; add [prediction] with verdict and why")?)?;
     s.check_keys(cx, "verdict findings allow why", "field")?;
@@ -1379,6 +1441,7 @@ pub fn to_toml(spec: &Spec, seed: u64) -> Result<String, String> {
     write_failover(&mut w, spec);
     write_acceptance(&mut w, spec);
     write_prediction(&mut w, spec);
+    write_check(&mut w, spec)?;
     check_read_back(&w.text, spec, seed)?;
     Ok(w.text)
 }
@@ -1573,15 +1636,22 @@ fn write_workload(w: &mut Writer, spec: &Spec) -> Result<(), String> {
         w.field("deletes_per_second", float_text(background.deletes_per_second));
     }
     for (index, txn) in spec.scripted.iter().enumerate() {
-        let whose = format!("workload script entry {index} ({:?})", txn.label);
-        let [op] = txn.ops.as_slice() else {
-            return Err(format!(
-                "{whose} has {} operations; the format has one operation per [[workload.script]]",
-                txn.ops.len()
-            ));
-        };
-        w.entry("workload.script");
+        write_script(w, spec, "workload.script", index, txn)?;
+    }
+    Ok(())
+}
+
+/// One `[[workload.script]]` entry (with its `at`) or `[[check.script]]` one (without).
+fn write_script(w: &mut Writer, spec: &Spec, header: &str, index: usize, txn: &ScriptedTxn) -> Result<(), String> {
+    let whose = format!("{} entry {index} ({:?})", header.replace('.', " "), txn.label);
+    let [op] = txn.ops.as_slice() else {
+        return Err(format!("{whose} has {} operations; the format has one operation per [[{header}]]", txn.ops.len()));
+    };
+    w.entry(header);
+    if header == "workload.script" {
         w.field("at", toml_string(&trigger_text(&txn.trigger)));
+    }
+    {
         let table = match *op {
             RowOp::Insert { table, key, status, amount_cents } => {
                 w.field("insert", key);
@@ -1605,6 +1675,26 @@ fn write_workload(w: &mut Writer, spec: &Spec) -> Result<(), String> {
         if !txn.label.is_empty() {
             w.field("label", toml_string(&txn.label));
         }
+    }
+    Ok(())
+}
+
+fn write_check(w: &mut Writer, spec: &Spec) -> Result<(), String> {
+    let Some(check) = &spec.check else { return Ok(()) };
+    w.table("check");
+    w.field("rows", check.rows);
+    let name = |node: &Node| CheckBound::CRASHABLE.iter().find(|(_, n)| n == node).map(|(name, _)| *name);
+    let crash: Option<Vec<&str>> = check.crash.iter().map(name).collect();
+    let crash =
+        crash.ok_or_else(|| format!("[check] crash names a process a bound cannot crash: {:?}", check.crash))?;
+    w.field("crash", toml_strings(crash.into_iter()));
+    w.field("crashes", check.crashes);
+    w.field("periodic_fires", check.periodic_fires);
+    if !check.unreached_ok.is_empty() {
+        w.field("unreached_ok", toml_strings(check.unreached_ok.iter().map(String::as_str)));
+    }
+    for (index, txn) in check.scripts.iter().enumerate() {
+        write_script(w, spec, "check.script", index, txn)?;
     }
     Ok(())
 }

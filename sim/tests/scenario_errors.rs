@@ -1014,3 +1014,58 @@ proptest! {
         let _ = load_str("fuzz.toml", COMPLETE, &sets[1..]);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// [check]: the bound of the exhaustive lens.
+
+fn with_check(lines: &str) -> String {
+    format!("{MIN}[check]\n{lines}")
+}
+
+#[test]
+fn a_check_bound_reads_into_the_spec() {
+    let text = with_check(
+        "rows = 3\ncrash = [\"connect\", \"postgres\"]\nperiodic_fires = 2\n\
+         unreached_ok = [\"the acceptance boundary is reached\"]\n\
+         [[check.script]]\nupdate = 2\n[[check.script]]\ndelete = 3\nlabel = \"any time\"\n",
+    );
+    let check = ok(&text, &[]).spec.check.expect("a bound");
+    assert_eq!(check.rows, 3);
+    assert_eq!(check.crash, vec![Node::Connect, Node::Pg1]);
+    assert_eq!(check.crashes, 2, "crashes defaults to one per process named");
+    assert_eq!(check.periodic_fires, 2);
+    assert_eq!(check.unreached_ok, vec!["the acceptance boundary is reached".to_owned()]);
+    let ops: Vec<&RowOp> = check.scripts.iter().flat_map(|txn| &txn.ops).collect();
+    assert_eq!(
+        ops,
+        vec![
+            &RowOp::Update { table: TableId(0), key: 2, status: Status::Approved },
+            &RowOp::Delete { table: TableId(0), key: 3 }
+        ]
+    );
+    assert!(ok(MIN, &[]).spec.check.is_none());
+}
+
+#[test]
+fn a_bad_check_bound_is_named() {
+    fails(&with_check("crash = [\"connect\"]\n"), &[], "s.toml:12:", "rows");
+    fails(&with_check("rows = 0\n"), &[], "s.toml:13:", "check.rows");
+    fails(&with_check("rows = 9\n"), &[], "s.toml:13:", "check.rows");
+    fails(&with_check("rows = 3\ncrash = [\"zookeeper\"]\n"), &[], "s.toml:14:", "zookeeper");
+    fails(&with_check("rows = 3\ncrash = [\"connect\", \"connect\"]\n"), &[], "s.toml:14:", "named twice");
+    fails(&with_check("rows = 3\ncrashes = 1\n"), &[], "s.toml:14:", "name the processes that may crash");
+    fails(
+        &with_check("rows = 3\nunreached_ok = [\"never\"]\n"),
+        &[],
+        "s.toml:14:",
+        "the acceptance boundary is reached",
+    );
+    fails(
+        &with_check("rows = 3\n[[check.script]]\ndelete = 42\n"),
+        &[],
+        "s.toml:15:1: check.script[0].delete: ",
+        "the bound loads keys 1 to 3 (rows = 3); 42 is not one of them",
+    );
+    fails(&with_check("rows = 3\n[[check.script]]\nat = \"1s\"\nupdate = 1\n"), &[], "s.toml:15:", "at");
+    fails(&with_check("rows = 3\nseed = 1\n"), &[], "s.toml:14:", "seed");
+}

@@ -10,8 +10,8 @@ use handoff_models::operator::GatePolicy;
 use handoff_models::postgres::table::{ReplicaIdentity, RowOp};
 use handoff_models::sink::ApplyRule;
 use handoff_models::spec::{
-    Acceptance, Background, Fault, FaultAction, FaultKind, FaultProfile, HandoffMethod, Invariant, Moment, Prediction,
-    ScriptedTxn, Spec, TableSetup, Trigger,
+    Acceptance, Background, CheckBound, Fault, FaultAction, FaultKind, FaultProfile, HandoffMethod, Invariant, Moment,
+    Prediction, ScriptedTxn, Spec, TableSetup, Trigger,
 };
 use handoff_sim::scenario::{Loaded, load, load_str, to_toml};
 use proptest::prelude::*;
@@ -192,6 +192,25 @@ fn everything() -> Spec {
             allow: vec![Invariant::I3],
             why: "Several reasons.\nThe second line ends in a quote: \"".into(),
         },
+        check: Some(CheckBound {
+            rows: 3,
+            scripts: vec![
+                ScriptedTxn {
+                    trigger: Trigger::At { at_ms: 0 },
+                    ops: vec![RowOp::Update { table: claims, key: 2, status: Status::Paid }],
+                    label: "any time".into(),
+                },
+                ScriptedTxn {
+                    trigger: Trigger::At { at_ms: 0 },
+                    ops: vec![RowOp::Delete { table: payments, key: 3 }],
+                    label: String::new(),
+                },
+            ],
+            crash: vec![Node::Connect, Node::Pg1],
+            crashes: 2,
+            periodic_fires: 2,
+            unreached_ok: vec!["the acceptance boundary is reached".into()],
+        }),
     }
 }
 
@@ -269,6 +288,10 @@ fn every_feature_writes_the_documented_syntax() {
         "findings = [\"I2\", \"I4\"]\nallow = [\"I3\"]\n",
         "three quotes \\\"\\\"\" and a tab\t.\n\"\"\"\n",
         "ends in a quote: \\\"\"\"\"\n",
+        "[check]\nrows = 3\ncrash = [\"connect\", \"postgres\"]\ncrashes = 2\nperiodic_fires = 2\n",
+        "unreached_ok = [\"the acceptance boundary is reached\"]\n",
+        "[[check.script]]\nupdate = 2\nstatus = \"paid\"\nlabel = \"any time\"\n",
+        "[[check.script]]\ndelete = 3\ntable = \"public.payments\"\n",
     ] {
         assert!(text.contains(line), "expected {line:?} in:\n{text}");
     }
@@ -278,6 +301,7 @@ fn every_feature_writes_the_documented_syntax() {
     expected.extend(["[[workload.script]]"; 4]);
     expected.extend(["[[fault]]"; 14]);
     expected.extend(["[fault_profile]", "[handoff]", "[failover]", "[acceptance]", "[prediction]"]);
+    expected.extend(["[check]", "[[check.script]]", "[[check.script]]"]);
     assert_eq!(headers, expected);
 }
 
