@@ -1,7 +1,7 @@
 //! `handoff`: run CDC snapshot-handoff scenarios in a deterministic simulation.
 
 use clap::{Parser, Subcommand};
-use handoff_sim::scenario;
+use handoff_sim::{check, scenario};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -86,6 +86,33 @@ enum Command {
         #[arg(long, default_value_t = 2000)]
         max_runs: usize,
     },
+    /// Explore a scenario's [check] bound exhaustively (stateright) and report every property.
+    Check {
+        scenario: PathBuf,
+        #[arg(long, value_enum, default_value_t = StrategyArg::Bfs)]
+        strategy: StrategyArg,
+        /// Explore no deeper than this many steps (the report then says the bound was not
+        /// explored completely).
+        #[arg(long, value_name = "D")]
+        max_depth: Option<usize>,
+        /// Threads (default: the machine's cores).
+        #[arg(long, value_name = "T")]
+        threads: Option<usize>,
+        /// For `--strategy random`: the walks' seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Stop after this many seconds (`--strategy random` stops after 10 s unless told).
+        #[arg(long, value_name = "SECONDS")]
+        timeout: Option<u64>,
+        /// Stop after generating this many states (about 1.5 kB each are kept in memory).
+        #[arg(long, value_name = "N", default_value_t = 4_000_000)]
+        max_states: usize,
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        sets: Vec<String>,
+        /// Print one JSON object instead of the text report.
+        #[arg(long)]
+        json: bool,
+    },
     /// Combine the `--json` outputs of several `explore` shards into one summary.
     Merge {
         /// The files written by `handoff explore --json`.
@@ -96,9 +123,53 @@ enum Command {
     },
 }
 
+/// `--strategy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum StrategyArg {
+    Bfs,
+    Dfs,
+    Random,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Check { scenario: path, strategy, max_depth, threads, seed, timeout, max_states, sets, json } => {
+            let loaded = match scenario::load(&path, &sets) {
+                Ok(loaded) => loaded,
+                Err(error) => return bad_input(&error.to_string()),
+            };
+            if threads == Some(0) {
+                return bad_input("--threads 0: at least one thread is needed");
+            }
+            let strategy = match strategy {
+                StrategyArg::Bfs => check::Strategy::Bfs,
+                StrategyArg::Dfs => check::Strategy::Dfs,
+                StrategyArg::Random => check::Strategy::Random { seed },
+            };
+            let timeout = match (timeout, strategy) {
+                (Some(0), _) => return bad_input("--timeout 0: give a number of seconds above 0"),
+                (Some(seconds), _) => Some(std::time::Duration::from_secs(seconds)),
+                (None, check::Strategy::Random { .. }) => Some(std::time::Duration::from_secs(10)),
+                (None, _) => None,
+            };
+            let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            if max_states == 0 {
+                return bad_input("--max-states 0: give a number of states above 0");
+            }
+            let plan = check::CheckPlan { strategy, max_depth, threads, timeout, max_states };
+            match check::check(&loaded.spec, &path.display().to_string(), plan) {
+                Err(error) => bad_input(&format!("{}: {error}", path.display())),
+                Ok(report) => {
+                    if json {
+                        println!("{}", serde_json::to_string(&report).expect("a report serialises"));
+                    } else {
+                        print!("{}", check::text(&report));
+                    }
+                    if report.as_expected() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+                }
+            }
+        }
         Command::Run { scenario: path, seed, sets, json } => {
             let loaded = match scenario::load(&path, &sets) {
                 Ok(loaded) => loaded,

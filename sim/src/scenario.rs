@@ -1687,7 +1687,7 @@ fn write_check(w: &mut Writer, spec: &Spec) -> Result<(), String> {
     let crash: Option<Vec<&str>> = check.crash.iter().map(name).collect();
     let crash =
         crash.ok_or_else(|| format!("[check] crash names a process a bound cannot crash: {:?}", check.crash))?;
-    w.field("crash", toml_strings(crash.into_iter()));
+    w.field("crash", toml_strings(crash));
     w.field("crashes", check.crashes);
     w.field("periodic_fires", check.periodic_fires);
     if !check.unreached_ok.is_empty() {

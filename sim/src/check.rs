@@ -1,0 +1,310 @@
+//! `handoff check`: the exhaustive lens on a scenario's `[check]` bound (DESIGN.md §2.4).
+//!
+//! The bound's world is the scenario's pipeline — its connector, Connect, Kafka and sink
+//! settings — with `rows` rows per table, the bound's transactions free to run at any point,
+//! the named processes free to crash (and restart) up to `crashes` times, and each periodic
+//! timer firing at most `periodic_fires` times. Time is abstract: any armed timer may fire next.
+//! The checkpoint, sink-commit and offset-flush-timeout timers never fire in a bound (their
+//! effects are the timed lens's business), and the background workload, the timed faults and
+//! the fault profile are the timed lens's too.
+//!
+//! stateright explores the bound; the report gives the states generated and unique, the
+//! maximum depth, the time and the rate, and per property: an `always` property holds or has a
+//! counterexample; a `sometimes` property is reached or not — not reached is an error unless
+//! the scenario says so (`unreached_ok`), because a bound that never reaches a situation proves
+//! nothing about it. A counterexample is the shortest BFS finds (stateright keeps the last
+//! discovery of a property, so each violated property is searched again, stopping at its first
+//! discovery), narrated by the simulation's narrator.
+
+use handoff_models::check::HandoffModel;
+use handoff_models::component::Timer;
+use handoff_models::narrate::{self, Names};
+use handoff_models::postgres::table::RowOp;
+use handoff_models::spec::{CheckBound, Invariant, Spec};
+use handoff_models::world::{Action, Bounds, World};
+use serde::Serialize;
+use stateright::{Checker, Expectation, HasDiscoveries, Model};
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+/// How to explore.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    Bfs,
+    Dfs,
+    /// Random walks (stateright's simulation), seeded.
+    Random {
+        seed: u64,
+    },
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct CheckPlan {
+    pub strategy: Strategy,
+    pub max_depth: Option<usize>,
+    pub threads: usize,
+    /// For `Random`: stop after this long (random walks never finish on their own).
+    pub timeout: Option<Duration>,
+    /// Stop after generating this many states (a bound too large for memory stops, and says so).
+    pub max_states: usize,
+}
+
+/// What a property came to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    Holds,
+    Counterexample,
+    Reached,
+    NotReached,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PropertyReport {
+    pub name: &'static str,
+    pub expectation: &'static str,
+    pub outcome: Outcome,
+    /// Whether the outcome is what the scenario expects (its prediction, its `unreached_ok`).
+    pub expected: bool,
+    /// The counterexample's steps, and its narration.
+    pub steps: Vec<String>,
+    #[serde(skip)]
+    pub story: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckReport {
+    pub scenario: String,
+    pub strategy: String,
+    pub states: usize,
+    pub unique_states: usize,
+    pub max_depth: usize,
+    pub seconds: f64,
+    pub unique_states_per_second: f64,
+    /// Whether the whole bound was explored (no depth limit hit, no timeout, not random).
+    pub complete: bool,
+    pub properties: Vec<PropertyReport>,
+}
+
+impl CheckReport {
+    /// Every property came out as the scenario expects.
+    pub fn as_expected(&self) -> bool {
+        self.properties.iter().all(|property| property.expected)
+    }
+}
+
+/// Timers a bound never fires.
+const DISABLED_TIMERS: [Timer; 3] = [Timer::Checkpoint, Timer::SinkCommit, Timer::OffsetFlushTimeout];
+
+/// The world's spec and bounds for a scenario's `[check]`.
+pub fn bound(spec: &Spec) -> Result<(Spec, Bounds), String> {
+    let Some(check) = &spec.check else {
+        return Err(format!(
+            "{} has no [check] section: the exhaustive lens needs a bound, e.g.\n  [check]\n  rows = 3\n  crash = [\"connect\"]",
+            spec.name
+        ));
+    };
+    let mut world = spec.clone();
+    for table in &mut world.tables {
+        table.rows = check.rows;
+    }
+    if !check.scripts.is_empty() {
+        world.scripted.clone_from(&check.scripts);
+    }
+    for (index, txn) in world.scripted.iter().enumerate() {
+        for op in &txn.ops {
+            if let RowOp::Update { key, .. } | RowOp::Delete { key, .. } = op
+                && *key > i64::from(check.rows)
+            {
+                return Err(format!(
+                    "workload.script[{index}] touches key {key}, which the bound does not load (rows = {}); \
+                     give the bound its own transactions with [[check.script]]",
+                    check.rows
+                ));
+            }
+        }
+    }
+    world.background = None;
+    world.faults.clear();
+    world.profile = None;
+    let bounds = Bounds {
+        crashable: check.crash.clone(),
+        crashes: check.crashes,
+        periodic_fires: check.periodic_fires,
+        disabled_timers: DISABLED_TIMERS.to_vec(),
+        reductions: true,
+    };
+    Ok((world, bounds))
+}
+
+/// Explores a scenario's bound.
+pub fn check(spec: &Spec, name: &str, plan: CheckPlan) -> Result<CheckReport, String> {
+    let (world, bounds) = bound(spec)?;
+    let check: &CheckBound = spec.check.as_ref().expect("bound() checked it");
+    let model = HandoffModel::new(world.clone(), bounds.clone());
+    let started = Instant::now();
+    let mut builder = model.clone().checker().threads(plan.threads.max(1));
+    if let Some(depth) = plan.max_depth {
+        builder = builder.target_max_depth(depth);
+    }
+    if let Some(timeout) = plan.timeout {
+        builder = builder.timeout(timeout);
+    }
+    builder = builder.target_state_count(plan.max_states);
+    let explored = match plan.strategy {
+        Strategy::Bfs => Explored::of(builder.spawn_bfs().join()),
+        Strategy::Dfs => Explored::of(builder.spawn_dfs().join()),
+        Strategy::Random { seed } => Explored::of(builder.spawn_simulation(seed, stateright::UniformChooser).join()),
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    let discoveries = &explored.discoveries;
+    let complete = !matches!(plan.strategy, Strategy::Random { .. })
+        && plan.max_depth.is_none_or(|depth| explored.max_depth < depth)
+        && explored.states < plan.max_states
+        && plan.timeout.is_none_or(|timeout| started.elapsed() < timeout);
+    let mut properties = Vec::new();
+    for property in model.properties() {
+        let found = discoveries.contains(property.name);
+        let (expectation, outcome) = match property.expectation {
+            Expectation::Always => ("always", if found { Outcome::Counterexample } else { Outcome::Holds }),
+            Expectation::Sometimes => ("sometimes", if found { Outcome::Reached } else { Outcome::NotReached }),
+            Expectation::Eventually => ("eventually", if found { Outcome::Counterexample } else { Outcome::Holds }),
+        };
+        let expected = match outcome {
+            Outcome::Holds => predicted_to_hold(spec, property.name),
+            Outcome::Counterexample => !predicted_to_hold(spec, property.name),
+            Outcome::Reached => true,
+            Outcome::NotReached => check.unreached_ok.iter().any(|ok| ok == property.name),
+        };
+        let (steps, story) = if outcome == Outcome::Counterexample {
+            shortest(&model, property.name, plan.threads)
+        } else {
+            (Vec::new(), String::new())
+        };
+        properties.push(PropertyReport { name: property.name, expectation, outcome, expected, steps, story });
+    }
+    let unique = explored.unique_states;
+    Ok(CheckReport {
+        scenario: name.to_owned(),
+        strategy: match plan.strategy {
+            Strategy::Bfs => "bfs".into(),
+            Strategy::Dfs => "dfs".into(),
+            Strategy::Random { seed } => format!("random (seed {seed})"),
+        },
+        states: explored.states,
+        unique_states: unique,
+        max_depth: explored.max_depth,
+        seconds,
+        unique_states_per_second: if seconds > 0.0 { unique as f64 / seconds } else { 0.0 },
+        complete,
+        properties,
+    })
+}
+
+/// What an exploration found, whatever strategy made it.
+struct Explored {
+    states: usize,
+    unique_states: usize,
+    max_depth: usize,
+    discoveries: BTreeSet<&'static str>,
+}
+
+impl Explored {
+    fn of(checker: impl Checker<HandoffModel>) -> Explored {
+        Explored {
+            states: checker.state_count(),
+            unique_states: checker.unique_state_count(),
+            max_depth: checker.max_depth(),
+            discoveries: checker.discoveries().keys().copied().collect(),
+        }
+    }
+}
+
+/// Whether the scenario's prediction says the invariant a property checks holds.
+fn predicted_to_hold(spec: &Spec, property: &str) -> bool {
+    let invariant = property.split_whitespace().next().and_then(Invariant::parse);
+    match invariant {
+        Some(invariant) => {
+            let prediction = &spec.prediction;
+            !prediction.findings.contains(&invariant) && !prediction.allow.contains(&invariant)
+        }
+        None => true,
+    }
+}
+
+/// The first (shortest, under BFS) path to a property's discovery: its steps and its story.
+fn shortest(model: &HandoffModel, property: &'static str, threads: usize) -> (Vec<String>, String) {
+    let checker = model
+        .clone()
+        .checker()
+        .threads(threads.max(1))
+        .finish_when(HasDiscoveries::AnyOf(BTreeSet::from([property])))
+        .spawn_bfs()
+        .join();
+    let Some(path) = checker.discovery(property) else { return (Vec::new(), String::new()) };
+    let actions = path.into_actions();
+    let steps = actions.iter().map(Action::to_string).collect();
+    (steps, narrate_path(model, &actions))
+}
+
+/// A path through the bound, step by step, as the simulation's narrator tells it.
+pub fn narrate_path(model: &HandoffModel, actions: &[Action]) -> String {
+    let names = Names {
+        tables: model.spec.tables.iter().map(|table| table.name.clone()).collect(),
+        topic_prefix: model.spec.debezium.topic_prefix.clone(),
+    };
+    let mut out = String::new();
+    for (action, events) in World::replay(&model.spec, &model.bounds, actions) {
+        out.push_str(&format!("> {action}\n"));
+        for event in events {
+            if let Some(text) = narrate::narrate(&event.observation, &names) {
+                out.push_str(&format!("    {:<9} {text}\n", event.node.name()));
+            }
+        }
+    }
+    out
+}
+
+/// The text report.
+pub fn text(report: &CheckReport) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("check     {} ({})\n", report.scenario, report.strategy));
+    out.push_str(&format!(
+        "states    {} generated, {} unique, max depth {}{}\n",
+        report.states,
+        report.unique_states,
+        report.max_depth,
+        if report.complete { "" } else { " (the bound was NOT explored completely)" }
+    ));
+    out.push_str(&format!(
+        "time      {:.2}s: {:.0} unique states/s\n\nproperties\n",
+        report.seconds, report.unique_states_per_second
+    ));
+    for property in &report.properties {
+        let outcome = match property.outcome {
+            Outcome::Holds if report.complete => "holds",
+            Outcome::Holds => "holds so far",
+            Outcome::Counterexample => "COUNTEREXAMPLE",
+            Outcome::Reached => "reached",
+            Outcome::NotReached => "NOT REACHED",
+        };
+        let note = match (&property.outcome, property.expected) {
+            (Outcome::Counterexample, true) => "  predicted",
+            (Outcome::Counterexample, false) => "  NOT PREDICTED",
+            (Outcome::Holds, false) => "  the prediction says it is violated",
+            (Outcome::NotReached, true) => "  expected (unreached_ok)",
+            (Outcome::NotReached, false) => "  the bound proves nothing about it",
+            _ => "",
+        };
+        out.push_str(&format!("  {:<10} {:<40} {outcome}{note}\n", property.expectation, property.name));
+    }
+    for property in report.properties.iter().filter(|p| p.outcome == Outcome::Counterexample) {
+        out.push_str(&format!(
+            "\ncounterexample: {} ({} steps, the shortest BFS finds)\n{}",
+            property.name,
+            property.steps.len(),
+            property.story
+        ));
+    }
+    out
+}
