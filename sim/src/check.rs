@@ -66,9 +66,8 @@ pub struct PropertyReport {
     pub outcome: Outcome,
     /// Whether the outcome is what the scenario expects (its prediction, its `unreached_ok`).
     pub expected: bool,
-    /// The counterexample's steps, and its narration.
+    /// The counterexample's steps, and its narration (empty unless there is a counterexample).
     pub steps: Vec<String>,
-    #[serde(skip)]
     pub story: String,
 }
 

@@ -206,6 +206,13 @@ fn check_reports_json_and_exits_1_when_the_prediction_is_wrong() {
     assert_eq!(i2["outcome"], "holds");
     assert_eq!(i2["expected"], false);
     assert!(properties.iter().all(|p| p["outcome"] != "counterexample"), "{properties:?}");
+    let output = handoff(&["check", &path, "--json", "--threads", "1"]);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    let properties = report["properties"].as_array().expect("properties");
+    let i2 = properties.iter().find(|p| p["name"] == "I2 no resurrection").expect("I2");
+    assert_eq!(i2["outcome"], "counterexample");
+    assert!(i2["steps"].as_array().is_some_and(|steps| steps.iter().any(|s| s == "connect crashes")), "{i2}");
+    assert!(i2["story"].as_str().is_some_and(|story| story.contains("case B, slot already existed")), "{i2}");
 }
 
 #[test]
