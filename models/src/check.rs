@@ -5,6 +5,7 @@
 //! properties show that the bound reaches the situations it is about (a bound that never
 //! reaches a restart during a snapshot proves nothing about one).
 
+use crate::narrate::{self, Names};
 use crate::spec::{Invariant, Spec};
 use crate::world::{Action, Bounds, World};
 use stateright::{Model, Property};
@@ -65,4 +66,22 @@ impl Model for HandoffModel {
             Property::sometimes(ACCEPTANCE_REACHED, |_, s: &World| s.at_acceptance_boundary()),
         ]
     }
+}
+
+/// A path through the bound, step by step, as the simulation's narrator tells it.
+pub fn narrate_path(model: &HandoffModel, actions: &[Action]) -> String {
+    let names = Names {
+        tables: model.spec.tables.iter().map(|table| table.name.clone()).collect(),
+        topic_prefix: model.spec.debezium.topic_prefix.clone(),
+    };
+    let mut out = String::new();
+    for (action, events) in World::replay(&model.spec, &model.bounds, actions) {
+        out.push_str(&format!("> {action}\n"));
+        for event in events {
+            if let Some(text) = narrate::narrate(&event.observation, &names) {
+                out.push_str(&format!("    {:<9} {text}\n", event.node.name()));
+            }
+        }
+    }
+    out
 }

@@ -1,13 +1,12 @@
 //! The exhaustive lens on a tiny bound: 2 claims, an update and a delete that may run at any
 //! point, one crash of the Connect worker (and its restart), one offset flush.
 
-use handoff_models::check::HandoffModel;
+use handoff_models::check::{HandoffModel, narrate_path};
 use handoff_models::component::Timer;
 use handoff_models::ids::Node;
-use handoff_models::narrate::{self, Names};
 use handoff_models::sink::ApplyRule;
 use handoff_models::spec::claims_minimal;
-use handoff_models::world::{Action, Bounds, World};
+use handoff_models::world::{Action, Bounds};
 use stateright::{Checker, HasDiscoveries, Model};
 
 fn bounds() -> Bounds {
@@ -18,20 +17,6 @@ fn bounds() -> Bounds {
         disabled_timers: vec![Timer::Checkpoint, Timer::SinkCommit, Timer::OffsetFlushTimeout],
         reductions: true,
     }
-}
-
-fn narrate(model: &HandoffModel, actions: &[Action]) -> String {
-    let names = Names { tables: vec!["public.claims".into()], topic_prefix: "claims".into() };
-    let mut out = String::new();
-    for (action, events) in World::replay(&model.spec, &model.bounds, actions) {
-        out.push_str(&format!("> {action}\n"));
-        for event in events {
-            if let Some(text) = narrate::narrate(&event.observation, &names) {
-                out.push_str(&format!("    {:<9} {text}\n", event.node.name()));
-            }
-        }
-    }
-    out
 }
 
 #[test]
@@ -50,7 +35,7 @@ fn a_naive_sink_resurrects_a_deleted_claim_after_a_restart_during_the_snapshot()
     let checker = model.clone().checker().finish_when(HasDiscoveries::AnyFailures).spawn_bfs().join();
     let path = checker.discovery("I2 no resurrection").expect("BFS finds a resurrection");
     let actions = path.into_actions();
-    let story = narrate(&model, &actions);
+    let story = narrate_path(&model, &actions);
     println!("{story}");
     // The counterexample is the §4.4 mechanism: the delete commits after the first snapshot read
     // the row, the worker dies before the completion is stored, the second snapshot (case B)

@@ -18,10 +18,9 @@
 
 use handoff_models::check::HandoffModel;
 use handoff_models::component::Timer;
-use handoff_models::narrate::{self, Names};
 use handoff_models::postgres::table::RowOp;
 use handoff_models::spec::{CheckBound, Invariant, Spec};
-use handoff_models::world::{Action, Bounds, World};
+use handoff_models::world::{Action, Bounds};
 use serde::Serialize;
 use stateright::{Checker, Expectation, HasDiscoveries, Model};
 use std::collections::BTreeSet;
@@ -243,25 +242,7 @@ fn shortest(model: &HandoffModel, property: &'static str, threads: usize) -> (Ve
     let Some(path) = checker.discovery(property) else { return (Vec::new(), String::new()) };
     let actions = path.into_actions();
     let steps = actions.iter().map(Action::to_string).collect();
-    (steps, narrate_path(model, &actions))
-}
-
-/// A path through the bound, step by step, as the simulation's narrator tells it.
-pub fn narrate_path(model: &HandoffModel, actions: &[Action]) -> String {
-    let names = Names {
-        tables: model.spec.tables.iter().map(|table| table.name.clone()).collect(),
-        topic_prefix: model.spec.debezium.topic_prefix.clone(),
-    };
-    let mut out = String::new();
-    for (action, events) in World::replay(&model.spec, &model.bounds, actions) {
-        out.push_str(&format!("> {action}\n"));
-        for event in events {
-            if let Some(text) = narrate::narrate(&event.observation, &names) {
-                out.push_str(&format!("    {:<9} {text}\n", event.node.name()));
-            }
-        }
-    }
-    out
+    (steps, handoff_models::check::narrate_path(model, &actions))
 }
 
 /// The text report.
