@@ -13,8 +13,9 @@
 //! counterexample; a `sometimes` property is reached or not — not reached is an error unless
 //! the scenario says so (`unreached_ok`), because a bound that never reaches a situation proves
 //! nothing about it. A counterexample is the shortest BFS finds (stateright keeps the last
-//! discovery of a property, so each violated property is searched again, stopping at its first
-//! discovery), narrated by the simulation's narrator.
+//! discovery of a property, so each violated property is searched again, on one thread so the
+//! same bound always tells the same story, stopping at its first discovery), narrated by the
+//! simulation's narrator.
 
 use handoff_models::check::HandoffModel;
 use handoff_models::component::Timer;
@@ -175,7 +176,7 @@ pub fn check(spec: &Spec, name: &str, plan: CheckPlan) -> Result<CheckReport, St
             Outcome::NotReached => check.unreached_ok.iter().any(|ok| ok == property.name),
         };
         let (steps, story) = if outcome == Outcome::Counterexample {
-            shortest(&model, property.name, plan.threads)
+            shortest(&model, property.name)
         } else {
             (Vec::new(), String::new())
         };
@@ -231,11 +232,12 @@ fn predicted_to_hold(spec: &Spec, property: &str) -> bool {
 }
 
 /// The first (shortest, under BFS) path to a property's discovery: its steps and its story.
-fn shortest(model: &HandoffModel, property: &'static str, threads: usize) -> (Vec<String>, String) {
+/// One thread, so the same bound always tells the same counterexample.
+fn shortest(model: &HandoffModel, property: &'static str) -> (Vec<String>, String) {
     let checker = model
         .clone()
         .checker()
-        .threads(threads.max(1))
+        .threads(1)
         .finish_when(HasDiscoveries::AnyOf(BTreeSet::from([property])))
         .spawn_bfs()
         .join();

@@ -233,3 +233,14 @@ fn check_says_what_it_needs() {
     assert!(text.contains("(the bound was NOT explored completely)"), "{text}");
     assert!(text.contains("holds so far"), "{text}");
 }
+
+#[test]
+fn check_tells_the_same_counterexample_every_time() {
+    let report = || {
+        let output = handoff(&["check", &scenario("claims-restart-during-snapshot"), "--threads", "2"]);
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        // All but the timing line.
+        text.lines().filter(|line| !line.starts_with("time ")).collect::<Vec<_>>().join("\n")
+    };
+    assert_eq!(report(), report());
+}
