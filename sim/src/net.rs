@@ -80,8 +80,10 @@ impl Queue {
         None
     }
 
-    /// Sets a madsim timer that wakes the loop at `at_us` (unless one is set for then).
-    fn arm(&mut self, clock: &TimeHandle, waker: &Waker, now_us: u64, at_us: u64) {
+    /// Sets a madsim timer that wakes the loop at `at_us` (unless one is set for then, or the
+    /// loop has not looked at its queue yet: it will, and arm its own).
+    fn arm(&mut self, clock: &TimeHandle, now_us: u64, at_us: u64) {
+        let Some(waker) = &self.waker else { return };
         // madsim wakes no sooner than 1 ms after it is asked.
         let fires_us = at_us.max(now_us + 1_000);
         if self.armed_us.insert(fires_us) {
@@ -174,11 +176,9 @@ impl Net {
     /// A process died at `now_us`: what was on its way to it is gone, its peers hear that their
     /// connections to it are lost once what it sent has arrived.
     pub fn unbind(&mut self, node: Node, now_us: u64) {
-        if let Some(queue) = self.queues[index(node)].take() {
-            drop(queue.arrivals);
-            if let Some(waker) = queue.waker {
-                waker.wake();
-            }
+        // What was on its way to it goes with its queue.
+        if let Some(waker) = self.queues[index(node)].take().and_then(|queue| queue.waker) {
+            waker.wake();
         }
         let closed: Vec<(u64, Node)> = self
             .connections
@@ -299,8 +299,8 @@ impl Net {
         if queue.next_wake(now_us).is_some_and(|wake| wake <= at_us) {
             return;
         }
-        match (&self.clock, queue.waker.clone()) {
-            (Some(clock), Some(waker)) if at_us > now_us => queue.arm(clock, &waker, now_us, at_us),
+        match &self.clock {
+            Some(clock) if at_us > now_us && queue.waker.is_some() => queue.arm(clock, now_us, at_us),
             _ => {
                 if let Some(waker) = queue.waker.take() {
                     waker.wake();
@@ -334,7 +334,7 @@ impl Net {
         if let (Some(next), Some(clock)) = (next, &self.clock)
             && queue.next_wake(now_us).is_none_or(|wake| next < wake)
         {
-            queue.arm(clock, waker, now_us, next);
+            queue.arm(clock, now_us, next);
         }
         Polled::Pending
     }
