@@ -426,6 +426,18 @@ pub struct Spec {
     pub prediction: Prediction,
     /// The bound `handoff check` explores, if the scenario gives one.
     pub check: Option<CheckBound>,
+    /// A path through the bound that `handoff run` follows step by step (a counterexample
+    /// exported by `handoff check`).
+    pub schedule: Option<Schedule>,
+}
+
+/// `[schedule]`: a path through the `[check]` bound, one step every `step_ms` in the timed lens.
+/// The network delivers each message, and each timer fires, at the step that takes it; what the
+/// path does not take waits until the schedule has ended, and then the run goes on as usual.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Schedule {
+    pub step_ms: u64,
+    pub steps: Vec<crate::world::Action>,
 }
 
 /// `[check]`: the bound of the exhaustive lens. Time is abstract there (any armed timer may
@@ -527,5 +539,6 @@ pub fn claims_minimal(rows: u32, rule: crate::sink::ApplyRule) -> Spec {
         acceptance: Acceptance { timeout_ms: 600_000, sample_size: 20 },
         prediction: Prediction { holds: true, findings: Vec::new(), allow: Vec::new(), why: String::new() },
         check: None,
+        schedule: None,
     }
 }

@@ -105,6 +105,55 @@ pub struct World {
     /// When replaying a path for display: every observation, in order.
     #[serde(skip)]
     recorded: Option<Vec<TraceEvent>>,
+    /// When deriving a schedule's timing: what happens to every message and timer.
+    #[serde(skip)]
+    tally: Option<Tally>,
+}
+
+/// When each message of a path is delivered and each timer fires, by step: what the timed lens
+/// needs to follow the path ([`World::timing`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Timing {
+    /// Per link, for each message (or lost-connection notice) put on it, in order: the step that
+    /// delivers it, or `None` when it is dropped with its receiver or still in flight at the end.
+    pub deliveries: BTreeMap<(Node, Node), Vec<Option<usize>>>,
+    /// Per timer: the steps at which it fires, in order.
+    pub firings: BTreeMap<(Node, Timer), Vec<usize>>,
+    /// Processes down when the path ends.
+    pub down_at_end: Vec<Node>,
+    /// Scripted transactions not run by the path.
+    pub scripts_not_run: Vec<usize>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+struct Tally {
+    timings: Timing,
+    /// The step being taken.
+    step: usize,
+    /// Per link: the numbers of the messages on it, oldest first.
+    in_flight: BTreeMap<(Node, Node), VecDeque<usize>>,
+}
+
+impl Tally {
+    fn enqueued(&mut self, from: Node, to: Node) {
+        let items = self.timings.deliveries.entry((from, to)).or_default();
+        items.push(None);
+        self.in_flight.entry((from, to)).or_default().push_back(items.len() - 1);
+    }
+
+    fn delivered(&mut self, from: Node, to: Node) {
+        if let Some(item) = self.in_flight.get_mut(&(from, to)).and_then(VecDeque::pop_front) {
+            self.timings.deliveries.get_mut(&(from, to)).expect("enqueued")[item] = Some(self.step);
+        }
+    }
+
+    fn dropped_to(&mut self, node: Node) {
+        for ((_, to), items) in &mut self.in_flight {
+            if *to == node {
+                items.clear();
+            }
+        }
+    }
 }
 
 const NODES: [Node; 5] = [Node::Pg1, Node::Connect, Node::Kafka, Node::Sink, Node::App];
@@ -134,6 +183,7 @@ impl World {
             immediate: VecDeque::new(),
             draining_immediate: false,
             recorded: None,
+            tally: None,
         };
         for node in NODES {
             world.with(node, |component, ctx| component.start(ctx));
@@ -176,14 +226,14 @@ impl World {
             let to = if to == Node::Postgres { Node::Pg1 } else { to };
             if self.down.contains(&to) {
                 // Connection refused.
-                self.links.entry((to, node)).or_default().push_back(Wire::Lost);
+                self.enqueue(to, node, Wire::Lost);
                 continue;
             }
             self.connections.insert((node.min(to), node.max(to)));
             if self.immediate_requests && matches!(to, Node::Pg1 | Node::Kafka) && node != to {
                 self.immediate.push_back((node, to, Wire::Msg(msg)));
             } else {
-                self.links.entry((node, to)).or_default().push_back(Wire::Msg(msg));
+                self.enqueue(node, to, Wire::Msg(msg));
             }
         }
         if !self.draining_immediate {
@@ -192,6 +242,13 @@ impl World {
                 self.receive(from, to, wire);
             }
             self.draining_immediate = false;
+        }
+    }
+
+    fn enqueue(&mut self, from: Node, to: Node, wire: Wire) {
+        self.links.entry((from, to)).or_default().push_back(wire);
+        if let Some(tally) = self.tally.as_mut() {
+            tally.enqueued(from, to);
         }
     }
 
@@ -272,6 +329,9 @@ impl World {
         match *action {
             Action::Deliver { from, to } => {
                 let Some(wire) = self.links.get_mut(&(from, to)).and_then(VecDeque::pop_front) else { return };
+                if let Some(tally) = self.tally.as_mut() {
+                    tally.delivered(from, to);
+                }
                 if self.links.get(&(from, to)).is_some_and(VecDeque::is_empty) {
                     self.links.remove(&(from, to));
                 }
@@ -279,6 +339,9 @@ impl World {
             }
             Action::Fire { node, timer } => {
                 if self.timers.remove(&(node, timer)) {
+                    if let Some(tally) = self.tally.as_mut() {
+                        tally.timings.firings.entry((node, timer)).or_default().push(tally.step);
+                    }
                     if is_periodic(timer) {
                         *self.periodic_fired.entry((node, timer)).or_insert(0) += 1;
                     }
@@ -308,6 +371,9 @@ impl World {
                 self.down.insert(node);
                 self.timers.retain(|(owner, _)| *owner != node);
                 self.links.retain(|(_, to), _| *to != node);
+                if let Some(tally) = self.tally.as_mut() {
+                    tally.dropped_to(node);
+                }
                 let peers: Vec<Node> = self
                     .connections
                     .iter()
@@ -326,7 +392,7 @@ impl World {
                     if self.immediate_requests && matches!(peer, Node::Pg1 | Node::Kafka) {
                         self.receive(node, peer, Wire::Lost);
                     } else {
-                        self.links.entry((node, peer)).or_default().push_back(Wire::Lost);
+                        self.enqueue(node, peer, Wire::Lost);
                     }
                 }
                 let action = match node {
@@ -366,6 +432,54 @@ impl World {
             steps.push((action.clone(), world.recorded.take().unwrap_or_default()));
         }
         steps
+    }
+
+    /// Follows a path from the start, checking that each step can be taken where it is, and
+    /// returns when each message is delivered and each timer fires (by step number).
+    pub fn timing(spec: &Spec, bounds: &Bounds, actions: &[Action]) -> Result<Timing, (usize, String)> {
+        let mut world = World::new(spec, bounds);
+        world.tally = Some(Tally::default());
+        // What the start sent is on its links already: count it.
+        let mut tally = Tally::default();
+        for ((from, to), queue) in &world.links {
+            for _ in queue {
+                tally.enqueued(*from, *to);
+            }
+        }
+        world.tally = Some(tally);
+        let mut enabled = Vec::new();
+        for (index, action) in actions.iter().enumerate() {
+            enabled.clear();
+            world.actions(bounds, &mut enabled);
+            if !enabled.contains(action) {
+                let options: Vec<String> = enabled.iter().map(ToString::to_string).collect();
+                return Err((
+                    index,
+                    format!(
+                        "`{action}` cannot be taken at step {index}; the steps possible there are: {}",
+                        if options.is_empty() { "none".to_string() } else { options.join("; ") }
+                    ),
+                ));
+            }
+            world.tally.as_mut().expect("tallying").step = index;
+            world.step(action);
+        }
+        let mut timing = world.tally.take().expect("tallying").timings;
+        timing.down_at_end = world.down.iter().copied().collect();
+        timing.scripts_not_run = world.scripted_pending.iter().copied().collect();
+        Ok(timing)
+    }
+
+    /// The invariants violated in the state a path ends in.
+    pub fn violated_after(spec: &Spec, bounds: &Bounds, actions: &[Action]) -> Vec<Invariant> {
+        let mut world = World::new(spec, bounds);
+        for action in actions {
+            world.step(action);
+        }
+        let mut violated: Vec<Invariant> = world.findings().iter().map(|finding| finding.invariant).collect();
+        violated.sort();
+        violated.dedup();
+        violated
     }
 
     fn last_captured_commit(&self) -> Option<Lsn> {
@@ -416,14 +530,91 @@ impl World {
     }
 }
 
+/// A step as a schedule writes it (`handoff check` prints it, a scenario's `[schedule]` lists
+/// it): `deliver pg1 -> connect`, `fire connect offset-flush`, `fire pg1 scan-batch:connect`,
+/// `run script 1`, `crash connect`, `restart connect`.
 impl std::fmt::Display for Action {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Action::Deliver { from, to } => write!(f, "deliver {from} -> {to}"),
-            Action::Fire { node, timer } => write!(f, "{node}: timer {timer:?} fires"),
-            Action::RunScripted { index } => write!(f, "app runs scripted transaction {index}"),
-            Action::Crash { node } => write!(f, "{node} crashes"),
-            Action::Restart { node } => write!(f, "{node} restarts"),
+            Action::Fire { node, timer } => write!(f, "fire {node} {}", timer_name(*timer)),
+            Action::RunScripted { index } => write!(f, "run script {index}"),
+            Action::Crash { node } => write!(f, "crash {node}"),
+            Action::Restart { node } => write!(f, "restart {node}"),
+        }
+    }
+}
+
+/// A timer's name in a schedule.
+pub fn timer_name(timer: Timer) -> String {
+    match timer {
+        Timer::ScanBatch { client } => format!("scan-batch:{client}"),
+        Timer::BgwriterRunningXacts => "bgwriter-running-xacts".into(),
+        Timer::Checkpoint => "checkpoint".into(),
+        Timer::ShipWal => "ship-wal".into(),
+        Timer::PollReturns => "poll-returns".into(),
+        Timer::OffsetFlush => "offset-flush".into(),
+        Timer::OffsetFlushTimeout => "offset-flush-timeout".into(),
+        Timer::StopTimeout => "stop-timeout".into(),
+        Timer::TaskRestart => "task-restart".into(),
+        Timer::SinkCommit => "sink-commit".into(),
+        Timer::KafkaRetry => "kafka-retry".into(),
+        Timer::Workload => "workload".into(),
+        Timer::LoaderStart => "loader-start".into(),
+        Timer::OperatorRetry => "operator-retry".into(),
+    }
+}
+
+/// The processes of the exhaustive world, by name.
+fn world_node(name: &str) -> Result<Node, String> {
+    NODES.into_iter().find(|node| node.name() == name).ok_or_else(|| {
+        let names: Vec<&str> = NODES.iter().map(|node| node.name()).collect();
+        format!("`{name}` is not a process of the world (one of {})", names.join(", "))
+    })
+}
+
+fn parse_timer(text: &str) -> Result<Timer, String> {
+    const PLAIN: [Timer; 13] = [
+        Timer::BgwriterRunningXacts,
+        Timer::Checkpoint,
+        Timer::ShipWal,
+        Timer::PollReturns,
+        Timer::OffsetFlush,
+        Timer::OffsetFlushTimeout,
+        Timer::StopTimeout,
+        Timer::TaskRestart,
+        Timer::SinkCommit,
+        Timer::KafkaRetry,
+        Timer::Workload,
+        Timer::LoaderStart,
+        Timer::OperatorRetry,
+    ];
+    if let Some(client) = text.strip_prefix("scan-batch:") {
+        return Ok(Timer::ScanBatch { client: world_node(client)? });
+    }
+    PLAIN.into_iter().find(|timer| timer_name(*timer) == text).ok_or_else(|| {
+        let names: Vec<String> = PLAIN.iter().map(|timer| timer_name(*timer)).collect();
+        format!("`{text}` is not a timer (one of {}, scan-batch:CLIENT)", names.join(", "))
+    })
+}
+
+impl std::str::FromStr for Action {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Action, String> {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        match words.as_slice() {
+            ["deliver", from, "->", to] => Ok(Action::Deliver { from: world_node(from)?, to: world_node(to)? }),
+            ["fire", node, timer] => Ok(Action::Fire { node: world_node(node)?, timer: parse_timer(timer)? }),
+            ["run", "script", index] => index
+                .parse()
+                .map(|index| Action::RunScripted { index })
+                .map_err(|_| format!("`{index}` is not a script number")),
+            ["crash", node] => Ok(Action::Crash { node: world_node(node)? }),
+            ["restart", node] => Ok(Action::Restart { node: world_node(node)? }),
+            _ => Err(format!(
+                "`{text}` is not a step: `deliver FROM -> TO`, `fire NODE TIMER`, `run script N`, `crash NODE` or `restart NODE`"
+            )),
         }
     }
 }

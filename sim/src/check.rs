@@ -21,7 +21,7 @@ use handoff_models::check::HandoffModel;
 use handoff_models::component::Timer;
 use handoff_models::postgres::table::RowOp;
 use handoff_models::spec::{CheckBound, Invariant, Spec};
-use handoff_models::world::{Action, Bounds};
+use handoff_models::world::{Action, Bounds, World};
 use serde::Serialize;
 use stateright::{Checker, Expectation, HasDiscoveries, Model};
 use std::collections::BTreeSet;
@@ -69,6 +69,14 @@ pub struct PropertyReport {
     /// The counterexample's steps, and its narration (empty unless there is a counterexample).
     pub steps: Vec<String>,
     pub story: String,
+    /// The invariant an `always` property checks.
+    #[serde(skip)]
+    pub invariant: Option<Invariant>,
+    /// The counterexample's path, and the invariants its last state violates.
+    #[serde(skip)]
+    pub path: Vec<Action>,
+    #[serde(skip)]
+    pub violated_at_end: Vec<Invariant>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -141,6 +149,7 @@ pub fn check(spec: &Spec, name: &str, plan: CheckPlan) -> Result<CheckReport, St
     let (world, bounds) = bound(spec)?;
     let check: &CheckBound = spec.check.as_ref().expect("bound() checked it");
     let model = HandoffModel::new(world.clone(), bounds.clone());
+    let world_spec = world;
     let started = Instant::now();
     let mut builder = model.clone().checker().threads(plan.threads.max(1));
     if let Some(depth) = plan.max_depth {
@@ -175,12 +184,22 @@ pub fn check(spec: &Spec, name: &str, plan: CheckPlan) -> Result<CheckReport, St
             Outcome::Reached => true,
             Outcome::NotReached => check.unreached_ok.iter().any(|ok| ok == property.name),
         };
-        let (steps, story) = if outcome == Outcome::Counterexample {
-            shortest(&model, property.name)
-        } else {
-            (Vec::new(), String::new())
-        };
-        properties.push(PropertyReport { name: property.name, expectation, outcome, expected, steps, story });
+        let path = if outcome == Outcome::Counterexample { shortest(&model, property.name) } else { Vec::new() };
+        let steps = path.iter().map(Action::to_string).collect();
+        let story = if path.is_empty() { String::new() } else { handoff_models::check::narrate_path(&model, &path) };
+        let violated_at_end =
+            if path.is_empty() { Vec::new() } else { World::violated_after(&world_spec, &bounds, &path) };
+        properties.push(PropertyReport {
+            name: property.name,
+            expectation,
+            outcome,
+            expected,
+            steps,
+            story,
+            invariant: invariant_of(property.name),
+            path,
+            violated_at_end,
+        });
     }
     let unique = explored.unique_states;
     Ok(CheckReport {
@@ -219,10 +238,14 @@ impl Explored {
     }
 }
 
+/// The invariant a property checks (`I2 no resurrection` → I2).
+fn invariant_of(property: &str) -> Option<Invariant> {
+    property.split_whitespace().next().and_then(Invariant::parse)
+}
+
 /// Whether the scenario's prediction says the invariant a property checks holds.
 fn predicted_to_hold(spec: &Spec, property: &str) -> bool {
-    let invariant = property.split_whitespace().next().and_then(Invariant::parse);
-    match invariant {
+    match invariant_of(property) {
         Some(invariant) => {
             let prediction = &spec.prediction;
             !prediction.findings.contains(&invariant) && !prediction.allow.contains(&invariant)
@@ -231,9 +254,9 @@ fn predicted_to_hold(spec: &Spec, property: &str) -> bool {
     }
 }
 
-/// The first (shortest, under BFS) path to a property's discovery: its steps and its story.
-/// One thread, so the same bound always tells the same counterexample.
-fn shortest(model: &HandoffModel, property: &'static str) -> (Vec<String>, String) {
+/// The first (shortest, under BFS) path to a property's discovery. One thread, so the same
+/// bound always tells the same counterexample.
+fn shortest(model: &HandoffModel, property: &'static str) -> Vec<Action> {
     let checker = model
         .clone()
         .checker()
@@ -241,10 +264,52 @@ fn shortest(model: &HandoffModel, property: &'static str) -> (Vec<String>, Strin
         .finish_when(HasDiscoveries::AnyOf(BTreeSet::from([property])))
         .spawn_bfs()
         .join();
-    let Some(path) = checker.discovery(property) else { return (Vec::new(), String::new()) };
-    let actions = path.into_actions();
-    let steps = actions.iter().map(Action::to_string).collect();
-    (steps, handoff_models::check::narrate_path(model, &actions))
+    checker.discovery(property).map(|path| path.into_actions()).unwrap_or_default()
+}
+
+/// A counterexample as a scenario that `handoff run` replays: the scenario's pipeline and bound,
+/// the path as its `[schedule]`, and a prediction of the invariants the path's last state
+/// violates (the one the counterexample is about must be violated; the others may be).
+pub fn export(spec: &Spec, property: &PropertyReport) -> Result<Spec, String> {
+    let Some(invariant) = property.invariant else {
+        return Err(format!("`{}` is not an invariant: nothing to export", property.name));
+    };
+    if property.path.is_empty() {
+        return Err(format!("{} has no counterexample to export", property.name));
+    }
+    let mut exported = spec.clone();
+    let check = exported.check.as_mut().ok_or("the scenario has no [check] bound")?;
+    if check.scripts.is_empty() {
+        // The bound runs the scenario's scripted transactions at any point: the schedule says when.
+        check.scripts = std::mem::take(&mut exported.scripted);
+        for txn in &mut check.scripts {
+            txn.trigger = handoff_models::spec::Trigger::At { at_ms: 0 };
+        }
+    }
+    exported.scripted.clear();
+    exported.background = None;
+    exported.faults.clear();
+    exported.profile = None;
+    exported.name = format!("{}-{}-counterexample", spec.name, invariant.to_string().to_lowercase());
+    exported.description = format!(
+        "The shortest counterexample `handoff check` found for {} ({}) in the bound of {}, as a path \
+         `handoff run` follows step by step.\n",
+        invariant,
+        invariant.name(),
+        spec.name
+    );
+    exported.prediction = handoff_models::spec::Prediction {
+        holds: false,
+        findings: vec![invariant],
+        allow: property.violated_at_end.iter().copied().filter(|other| *other != invariant).collect(),
+        why: format!(
+            "handoff check found this path ({} steps); the exhaustive world tells it so:\n\n{}",
+            property.path.len(),
+            property.story.trim_end()
+        ),
+    };
+    exported.schedule = Some(handoff_models::spec::Schedule { step_ms: 10, steps: property.path.clone() });
+    Ok(exported)
 }
 
 /// The text report.

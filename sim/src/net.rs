@@ -21,9 +21,11 @@
 //!
 //! [`stream::NETWORK`]: handoff_models::workload::stream::NETWORK
 
+use handoff_models::component::Timer;
 use handoff_models::ids::Node;
 use handoff_models::protocol::Msg;
 use handoff_models::workload::{Draw, stream};
+use handoff_models::world::Timing;
 use madsim::time::TimeHandle;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::future::Future;
@@ -122,6 +124,107 @@ pub enum Polled {
     Pending,
 }
 
+/// A path the network follows: a scenario's `[schedule]`, step `k` at `(k + 1) × step_ms`.
+///
+/// The exhaustive world's links are FIFO queues, and [`Timing`] says at which step each item
+/// on a link is delivered; here the n-th message (or lost-connection notice) sent from one
+/// process to a client arrives at the time of the step that delivers it in the path, and what
+/// the path never delivers arrives after the schedule has ended. A request to a server
+/// (PostgreSQL, Kafka) is taken at once, as the world takes it. A timer fires at the time of
+/// the step that fires it, and not before the schedule has ended otherwise. Anything the run
+/// does that the path did not (a message the path never sent, a step whose message was sent
+/// too late, a timer that did not fire when the path fired it) is a departure: the report says
+/// the run did not follow its schedule.
+pub struct Following {
+    step_us: u64,
+    end_us: u64,
+    /// Per direction: how many items were sent, and the step delivering each.
+    deliveries: BTreeMap<(Node, Node), (usize, Vec<Option<usize>>)>,
+    /// Per timer: the steps that fire it, the next first.
+    firings: BTreeMap<(Node, Timer), VecDeque<usize>>,
+    departures: Vec<String>,
+}
+
+impl Following {
+    pub fn new(timing: &Timing, step_ms: u64, steps: usize) -> Following {
+        Following {
+            step_us: step_ms * 1_000,
+            end_us: (steps as u64 + 1) * step_ms * 1_000,
+            deliveries: timing.deliveries.iter().map(|(link, items)| (*link, (0, items.clone()))).collect(),
+            firings: timing.firings.iter().map(|(timer, steps)| (*timer, steps.iter().copied().collect())).collect(),
+            departures: Vec::new(),
+        }
+    }
+
+    /// When step `step` is taken (microseconds).
+    pub fn step_us(&self, step: usize) -> u64 {
+        (step as u64 + 1) * self.step_us
+    }
+
+    /// When an item sent now from `from` to `to` arrives, if the path decides it.
+    fn arrival_us(&mut self, from: Node, to: Node, now_us: u64, latency_us: u64) -> Option<u64> {
+        if now_us >= self.end_us {
+            return None;
+        }
+        if matches!(to, Node::Pg1 | Node::Kafka) {
+            return Some(now_us + 1);
+        }
+        let after_end = self.end_us + latency_us;
+        let step_us = self.step_us;
+        let (sent, items) = self.deliveries.entry((from, to)).or_default();
+        let index = *sent;
+        *sent += 1;
+        match items.get(index) {
+            Some(Some(step)) => {
+                let at_us = (*step as u64 + 1) * step_us;
+                if at_us <= now_us {
+                    let step = *step;
+                    self.departures.push(format!(
+                        "step {step} delivers message {} from {from} to {to}, which was sent only at {} ms",
+                        index + 1,
+                        now_us / 1_000
+                    ));
+                    return Some(now_us + latency_us);
+                }
+                Some(at_us)
+            }
+            // Dropped with its receiver, or still in flight when the path ends.
+            Some(None) => Some(after_end),
+            None => {
+                self.departures.push(format!(
+                    "{from} sent {to} message {} at {} ms; the path has {} on that link",
+                    index + 1,
+                    now_us / 1_000,
+                    items.len()
+                ));
+                Some(after_end)
+            }
+        }
+    }
+
+    /// What the run did not do that the path did.
+    pub fn departures(&self) -> Vec<String> {
+        let mut departures = self.departures.clone();
+        for ((from, to), (sent, items)) in &self.deliveries {
+            if let Some((index, Some(step))) = items.iter().enumerate().skip(*sent).find(|(_, step)| step.is_some()) {
+                departures.push(format!(
+                    "step {step} delivers message {} from {from} to {to}, which was never sent",
+                    index + 1
+                ));
+            }
+        }
+        for ((node, timer), steps) in &self.firings {
+            if let Some(step) = steps.front() {
+                departures.push(format!(
+                    "step {step} fires {node}'s timer {}, which did not fire then",
+                    handoff_models::world::timer_name(*timer)
+                ));
+            }
+        }
+        departures
+    }
+}
+
 /// The network of one run.
 pub struct Net {
     /// madsim's clock; without it (unit tests) a process is woken at once by every arrival.
@@ -138,6 +241,8 @@ pub struct Net {
     /// By sending node, then receiving node.
     directions: [[Direction; NODES]; NODES],
     clogged: [[bool; NODES]; NODES],
+    /// The path the run follows, if it has a `[schedule]`.
+    following: Option<Following>,
 }
 
 /// How many nodes there are (`Node` as an index).
@@ -165,6 +270,44 @@ impl Net {
             connections: BTreeMap::new(),
             directions: Default::default(),
             clogged: [[false; NODES]; NODES],
+            following: None,
+        }
+    }
+
+    /// The run follows a path.
+    pub fn follow(&mut self, following: Following) {
+        self.following = Some(following);
+    }
+
+    pub fn following(&self) -> Option<&Following> {
+        self.following.as_ref()
+    }
+
+    /// When a timer armed now for `natural_us` fires: at the next step of the path that fires
+    /// it, else not before the path has ended.
+    pub fn timer_at(&mut self, node: Node, timer: Timer, natural_us: u64, now_us: u64) -> u64 {
+        let Some(following) = self.following.as_mut() else { return natural_us };
+        if now_us >= following.end_us {
+            return natural_us;
+        }
+        match following.firings.get(&(node, timer)).and_then(VecDeque::front) {
+            Some(step) => following.step_us(*step),
+            None => natural_us.max(following.end_us),
+        }
+    }
+
+    /// A timer fires at `now_us`: the path's firing it stands for is done.
+    pub fn timer_fired(&mut self, node: Node, timer: Timer, now_us: u64) {
+        let Some(following) = self.following.as_mut() else { return };
+        if now_us >= following.end_us + following.step_us {
+            return;
+        }
+        // madsim may wake a loop a few microseconds after a deadline.
+        let due = following.firings.get(&(node, timer)).and_then(VecDeque::front).map(|step| following.step_us(*step));
+        if due.is_some_and(|due| due <= now_us)
+            && let Some(steps) = following.firings.get_mut(&(node, timer))
+        {
+            steps.pop_front();
         }
     }
 
@@ -242,8 +385,12 @@ impl Net {
     }
 
     /// A process learns at once that a connection it tried to use is lost.
+    /// (On a path, the notice is the next item from `peer` to `node`, as in the world, where a
+    /// refused connection puts a lost-connection notice on the link from the server.)
     pub fn lost_now(&mut self, node: Node, peer: Node, connection: u64, now_us: u64) {
-        self.arrive(node, now_us, now_us, Inbound::Lost { peer, connection });
+        let at_us =
+            self.following.as_mut().and_then(|following| following.arrival_us(peer, node, now_us, 0)).unwrap_or(now_us);
+        self.arrive(node, now_us, at_us, Inbound::Lost { peer, connection });
     }
 
     /// A new connection number, for a connection refused before it was ever open.
@@ -286,8 +433,16 @@ impl Net {
             direction.held.push_back((to, inbound));
             return;
         }
-        let at_us = (now_us + latency_us).max(direction.last_arrival_us);
-        direction.last_arrival_us = at_us;
+        let scheduled = match (&mut self.following, &inbound) {
+            (Some(following), Inbound::Msg { .. } | Inbound::Lost { .. }) => {
+                following.arrival_us(from, to, now_us, latency_us)
+            }
+            _ => None,
+        };
+        let direction = &mut self.directions[index(from)][index(to)];
+        // A path's deliveries are in order on each link already.
+        let at_us = scheduled.unwrap_or_else(|| (now_us + latency_us).max(direction.last_arrival_us));
+        direction.last_arrival_us = direction.last_arrival_us.max(at_us);
         self.arrive(to, now_us, at_us, inbound);
     }
 
@@ -481,5 +636,45 @@ mod tests {
         };
         assert_eq!(arrivals(1), arrivals(1));
         assert_ne!(arrivals(1), arrivals(2));
+    }
+
+    #[test]
+    fn on_a_path_each_message_arrives_at_its_step_and_what_the_path_lacks_is_a_departure() {
+        use handoff_models::world::Timing;
+        // The path: pg1's first message to connect arrives at step 2, its second is dropped,
+        // connect's offset-flush timer fires at step 3; steps are 10 ms apart, 5 steps.
+        let timing = Timing {
+            deliveries: [((Node::Pg1, Node::Connect), vec![Some(2), None])].into_iter().collect(),
+            firings: [((Node::Connect, Timer::OffsetFlush), vec![3])].into_iter().collect(),
+            ..Timing::default()
+        };
+        let mut net = up(&[Node::Pg1, Node::Connect]);
+        net.follow(Following::new(&timing, 10, 5));
+        let c = net.connect(Node::Connect, Node::Pg1, 0).expect("pg1 is up");
+        net.send(Node::Connect, Node::Pg1, c, msg(1), 1_000).expect("open");
+        net.send(Node::Pg1, Node::Connect, c, msg(2), 2_000).expect("open");
+        net.send(Node::Pg1, Node::Connect, c, msg(3), 2_000).expect("open");
+        net.send(Node::Pg1, Node::Connect, c, msg(4), 2_000).expect("open");
+        // A request to a server is taken at once; a client's arrivals are the path's.
+        assert_eq!(
+            drain(&mut net, Node::Pg1, 0),
+            vec![(0, format!("accepted connect on {c}")), (1_001, format!("msg 1 on {c}"))]
+        );
+        let arrivals = drain(&mut net, Node::Connect, 0);
+        assert_eq!(arrivals[0], (30_000, format!("msg 2 on {c}")), "step 2 is at 30 ms");
+        assert!(arrivals[1].0 > 60_000 && arrivals[2].0 > 60_000, "the rest after the path's end: {arrivals:?}");
+        // Timers: the path's firing, and nothing before the end otherwise.
+        assert_eq!(net.timer_at(Node::Connect, Timer::OffsetFlush, 60_000_000, 2_000), 40_000);
+        assert_eq!(net.timer_at(Node::Connect, Timer::PollReturns, 500, 2_000), 60_000);
+        let departures = net.following().expect("following").departures();
+        assert_eq!(
+            departures,
+            vec![
+                "pg1 sent connect message 3 at 2 ms; the path has 2 on that link".to_string(),
+                "step 3 fires connect's timer offset-flush, which did not fire then".to_string(),
+            ]
+        );
+        net.timer_fired(Node::Connect, Timer::OffsetFlush, 40_003);
+        assert_eq!(net.following().expect("following").departures().len(), 1, "the firing came");
     }
 }

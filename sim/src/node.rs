@@ -69,11 +69,17 @@ struct NodeLoop<C: Component> {
     outbox: Outbox,
     /// The simulated clock.
     time: TimeHandle,
+    /// The run follows a path ([`crate::net::Following`]): its timers fire when the path says.
+    following: bool,
 }
 
 /// Runs a component as the node's main task until the node is killed.
 pub async fn run<C: Component + Send + 'static>(node: Node, model: Arc<Mutex<C>>, shared: Arc<Shared>) {
-    shared.net().bind(node);
+    let following = {
+        let mut net = shared.net();
+        net.bind(node);
+        net.following().is_some()
+    };
     let mut this = NodeLoop {
         node,
         model,
@@ -83,6 +89,7 @@ pub async fn run<C: Component + Send + 'static>(node: Node, model: Arc<Mutex<C>>
         timers: BTreeMap::new(),
         outbox: Outbox::default(),
         time: TimeHandle::current(),
+        following,
     };
     this.step(|model, ctx| model.start(ctx)).await;
     // The network's queue arms one madsim timer per deadline (arrival or timer), and the
@@ -167,6 +174,9 @@ impl<C: Component + Send + 'static> NodeLoop<C> {
             // An earlier timer's step may have re-armed or cancelled this one.
             if self.timers.get(&timer).is_some_and(|at| *at <= now) {
                 self.timers.remove(&timer);
+                if self.following {
+                    self.shared.net().timer_fired(self.node, timer, now);
+                }
                 self.step(|model, ctx| model.on_timer(ctx, timer)).await;
             }
         }
@@ -186,7 +196,11 @@ impl<C: Component + Send + 'static> NodeLoop<C> {
         for request in &outbox.timers {
             match *request {
                 TimerRequest::Set { timer, after_ms } => {
-                    self.timers.insert(timer, (now + after_ms) * 1_000);
+                    let mut at_us = (now + after_ms) * 1_000;
+                    if self.following {
+                        at_us = self.shared.net().timer_at(self.node, timer, at_us, now_us);
+                    }
+                    self.timers.insert(timer, at_us);
                 }
                 TimerRequest::Cancel { timer } => {
                     self.timers.remove(&timer);

@@ -36,7 +36,11 @@ pub fn header(spec: &Spec, scenario: &str, result: &RunResult) -> String {
     if let Some(line) = spec.description.lines().find(|l| !l.trim().is_empty()) {
         let _ = writeln!(out, "          {}", line.trim());
     }
-    let rows: u32 = spec.tables.iter().map(|t| t.rows).sum();
+    // A scheduled run is the bound's world.
+    let rows: u32 = match (&spec.schedule, &spec.check) {
+        (Some(_), Some(check)) => check.rows * spec.tables.len() as u32,
+        _ => spec.tables.iter().map(|t| t.rows).sum(),
+    };
     let _ = writeln!(
         out,
         "seed      {}; PostgreSQL {}, snapshot.mode={}, offset.flush.interval.ms={}, {} partition(s), sink apply={}, {} rows",
@@ -62,6 +66,18 @@ pub fn header(spec: &Spec, scenario: &str, result: &RunResult) -> String {
             handoff_models::time::SimTime(profile.window_ms.0),
             handoff_models::time::SimTime(profile.window_ms.1)
         );
+    }
+    if let (Some(schedule), Some(check)) = (&spec.schedule, &spec.check) {
+        let _ = writeln!(
+            out,
+            "schedule  {} steps through the [check] bound, one every {} ms; then the run goes on as usual",
+            schedule.steps.len(),
+            schedule.step_ms
+        );
+        for (index, txn) in check.scripts.iter().enumerate() {
+            let label = if txn.label.is_empty() { "transaction" } else { &txn.label };
+            let _ = writeln!(out, "script {index}  {label}");
+        }
     }
     for txn in &spec.scripted {
         let _ = writeln!(
@@ -105,6 +121,25 @@ pub fn text(spec: &Spec, scenario: &str, result: &RunResult) -> String {
     }
     for unfired in &result.unfired {
         let _ = writeln!(out, "  note: trigger never fired: {unfired}");
+    }
+    if let Some(schedule) = &spec.schedule {
+        if result.departures.is_empty() {
+            let _ = writeln!(
+                out,
+                "
+schedule  followed step for step ({} steps)",
+                schedule.steps.len()
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "
+schedule  NOT FOLLOWED: the run departed from the path"
+            );
+            for departure in &result.departures {
+                let _ = writeln!(out, "  {departure}");
+            }
+        }
     }
     if let Some(record) = &result.record {
         let _ = writeln!(out, "\nhandoff record");
@@ -194,6 +229,7 @@ pub fn json(spec: &Spec, scenario: &str, result: &RunResult) -> serde_json::Valu
             "sim_time_ms": result.sim_time_ms,
         },
         "unfired_triggers": result.unfired,
+        "schedule_departures": result.departures,
         "timeline": timeline(spec, result),
     })
 }

@@ -12,7 +12,7 @@
 //! scheduler's choices), the network's latencies and the workload generated from it (ChaCha8), no wall clock, ordered
 //! collections throughout.
 
-use crate::net::Net;
+use crate::net::{Following, Net};
 use crate::node::{self, now_ms, now_us};
 use futures::StreamExt;
 use futures::channel::mpsc;
@@ -38,6 +38,7 @@ use handoff_models::setup::{self, Options, System};
 use handoff_models::sink::SearchIndex;
 use handoff_models::spec::{Fault, FaultAction, Invariant, Moment, Spec, Trigger};
 use handoff_models::time::SimTime;
+use handoff_models::world::{Action as WorldAction, World};
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -219,6 +220,8 @@ pub struct RunResult {
     pub coverage: BTreeSet<Mark>,
     /// Triggers that never fired (their moment never came).
     pub unfired: Vec<String>,
+    /// Where the run did not follow its scenario's `[schedule]` (empty when it did, or has none).
+    pub departures: Vec<String>,
     pub prediction_held: bool,
 }
 
@@ -273,10 +276,11 @@ struct Outcome {
     liveness: Option<Finding>,
     sink_checkpoint: BTreeMap<u32, u64>,
     unfired: Vec<String>,
+    departures: Vec<String>,
 }
 
 fn finish(spec: &Spec, seed: u64, options: RunOptions, outcome: Outcome) -> RunResult {
-    let Outcome { mut recorder, schedule, boundary, liveness, sink_checkpoint, unfired } = outcome;
+    let Outcome { mut recorder, schedule, boundary, liveness, sink_checkpoint, unfired, departures } = outcome;
     recorder.checkers.finish(&boundary);
     let mut findings = recorder.checkers.findings().to_vec();
     findings.extend(liveness);
@@ -307,6 +311,7 @@ fn finish(spec: &Spec, seed: u64, options: RunOptions, outcome: Outcome) -> RunR
         trace,
         coverage: recorder.coverage.marks,
         unfired,
+        departures,
     }
 }
 
@@ -332,8 +337,23 @@ async fn sleep_until_ms(at_ms: u64) {
 }
 
 async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
+    // A scenario with a `[schedule]` runs its bound's world (as `handoff check` builds it, from
+    // seed 0 and without the bgwriter's running-xacts records, as the exhaustive lens does) and
+    // follows the path.
+    let (spec, path) = match &spec.schedule {
+        Some(schedule) => {
+            let (world, bounds) = crate::check::bound(&spec).expect("a scheduled scenario has a [check] bound");
+            let timing = World::timing(&world, &bounds, &schedule.steps).expect("the loader checked the path");
+            (world, Some((schedule.clone(), timing)))
+        }
+        None => (spec, None),
+    };
+    let (build_seed, build_options) = match path {
+        Some(_) => (0, Options { bgwriter_running_xacts: false }),
+        None => (seed, Options::default()),
+    };
     let System { pg1, pg2, connect, kafka, sink, app, operator, loader, initial_rows, connect_start_ms } =
-        setup::build(&spec, seed, Options::default());
+        setup::build(&spec, build_seed, build_options);
     let schedule = faults::schedule(&spec, seed);
     let models = Models {
         pg1: Arc::new(Mutex::new(pg1)),
@@ -353,7 +373,8 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
     let triggers = schedule
         .iter()
         .map(|fault| (fault.trigger, Action::Fault(fault.action)))
-        .chain(spec.scripted.iter().enumerate().map(|(index, txn)| (txn.trigger, Action::Scripted(index))));
+        .chain(spec.scripted.iter().enumerate().map(|(index, txn)| (txn.trigger, Action::Scripted(index))))
+        .filter(|_| path.is_none());
     for (trigger, action) in triggers {
         match trigger {
             Trigger::At { at_ms } => {
@@ -372,10 +393,14 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
         checkers: Checkers::new(Oracle::new(&initial_rows), spec.debezium.tables.clone()),
         coverage: Coverage::default(),
     };
+    let mut net = Net::new(seed, madsim::time::TimeHandle::current());
+    if let Some((schedule, timing)) = &path {
+        net.follow(Following::new(timing, schedule.step_ms, schedule.steps.len()));
+    }
     let shared = Arc::new(Shared {
         recorder: Mutex::new(recorder),
         primary: Mutex::new(Node::Pg1),
-        net: Mutex::new(Net::new(seed, madsim::time::TimeHandle::current())),
+        net: Mutex::new(net),
         moments: Mutex::new(MomentState { counts: BTreeMap::new(), pending }),
         commands: commands_tx,
     });
@@ -386,8 +411,12 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
     if let Some(pg2) = &models.pg2 {
         nodes.insert(Node::Pg2, spawn_node(&handle, Node::Pg2, pg2.clone(), shared.clone()));
     }
-    nodes.insert(Node::Sink, spawn_node(&handle, Node::Sink, models.sink.clone(), shared.clone()));
-    nodes.insert(Node::App, spawn_node(&handle, Node::App, models.app.clone(), shared.clone()));
+    // On a path, the clients start a millisecond after the servers, so that none of them finds
+    // a server not yet listening (in the world, every process is there from the start).
+    if path.is_none() {
+        nodes.insert(Node::Sink, spawn_node(&handle, Node::Sink, models.sink.clone(), shared.clone()));
+        nodes.insert(Node::App, spawn_node(&handle, Node::App, models.app.clone(), shared.clone()));
+    }
     nodes.insert(Node::Operator, spawn_node(&handle, Node::Operator, models.operator.clone(), shared.clone()));
     if let Some(loader) = &models.loader {
         nodes.insert(Node::Loader, spawn_node(&handle, Node::Loader, loader.clone(), shared.clone()));
@@ -401,8 +430,35 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
         down: BTreeSet::new(),
         scheduled,
         sequence,
+        following: path.is_some(),
     };
+    // The world starts every process at once.
+    let connect_start_ms = if path.is_some() { 1 } else { connect_start_ms };
     harness.schedule(connect_start_ms, HarnessStep::StartConnect);
+    if let Some((schedule, timing)) = &path {
+        for (index, step) in schedule.steps.iter().enumerate() {
+            let at_ms = (index as u64 + 1) * schedule.step_ms;
+            match *step {
+                WorldAction::RunScripted { index } => {
+                    harness.schedule(at_ms, HarnessStep::Action(Action::Scripted(index)))
+                }
+                WorldAction::Crash { node } => harness.schedule(at_ms, HarnessStep::Crash(node)),
+                WorldAction::Restart { node } => harness.schedule(at_ms, HarnessStep::Restart(node)),
+                // The network and the nodes' timers follow these.
+                WorldAction::Deliver { .. } | WorldAction::Fire { .. } => {}
+            }
+        }
+        // After the path: what it left down comes back, what it did not run runs, and the run
+        // goes on as usual.
+        let end_ms = (schedule.steps.len() as u64 + 1) * schedule.step_ms;
+        harness.schedule(end_ms, HarnessStep::ScheduleEnd);
+        for node in &timing.down_at_end {
+            harness.schedule(end_ms, HarnessStep::Restart(*node));
+        }
+        for index in &timing.scripts_not_run {
+            harness.schedule(end_ms, HarnessStep::Action(Action::Scripted(*index)));
+        }
+    }
 
     let mut last_activity_ms = 0u64;
     let (reached, reason) = loop {
@@ -465,6 +521,7 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
         })
         .collect();
     let liveness = harness.liveness_finding(reached, &reason, at, spec.acceptance.timeout_ms);
+    let departures = shared.net().following().map(Following::departures).unwrap_or_default();
     harness.tear_down().await;
     drop(harness);
     let recorder = {
@@ -487,6 +544,7 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
         liveness,
         sink_checkpoint,
         unfired,
+        departures,
     }
 }
 
@@ -497,8 +555,16 @@ enum HarnessStep {
     Action(Action),
     Restart(Node),
     Promote,
-    Inject { to: Node, from: Node, msg: Msg },
+    Inject {
+        to: Node,
+        from: Node,
+        msg: Msg,
+    },
     Unclog(Node, Node),
+    /// A path's crash (the exhaustive world's `crash NODE`).
+    Crash(Node),
+    /// A path has been followed to its end.
+    ScheduleEnd,
 }
 
 struct Harness<'a> {
@@ -511,6 +577,8 @@ struct Harness<'a> {
     down: std::collections::BTreeSet<Node>,
     scheduled: BTreeMap<(u64, u64), HarnessStep>,
     sequence: u64,
+    /// The run follows a `[schedule]`.
+    following: bool,
 }
 
 impl Harness<'_> {
@@ -559,6 +627,8 @@ impl Harness<'_> {
                 }
             }
             Node::Connect => self.models.connect.lock().expect("connect").crash(),
+            Node::Kafka => self.models.kafka.lock().expect("kafka").crash(),
+            Node::Sink => self.models.sink.lock().expect("sink").crash(),
             _ => {}
         }
     }
@@ -566,6 +636,11 @@ impl Harness<'_> {
     fn run_step(&mut self, step: HarnessStep, now: u64) {
         match step {
             HarnessStep::StartConnect => {
+                if self.following {
+                    let (sink, app) = (self.models.sink.clone(), self.models.app.clone());
+                    self.nodes.insert(Node::Sink, spawn_node(&self.handle, Node::Sink, sink, self.shared.clone()));
+                    self.nodes.insert(Node::App, spawn_node(&self.handle, Node::App, app, self.shared.clone()));
+                }
                 let handle = spawn_node(&self.handle, Node::Connect, self.models.connect.clone(), self.shared.clone());
                 self.nodes.insert(Node::Connect, handle);
             }
@@ -605,6 +680,18 @@ impl Harness<'_> {
                 }
             }
             HarnessStep::Unclog(a, b) => self.clog(a, b, false),
+            HarnessStep::Crash(node) => {
+                if self.nodes.contains_key(&node) && !self.down.contains(&node) {
+                    // The same observation the exhaustive world makes of a crash.
+                    let action = match node {
+                        Node::Connect => FaultAction::KillConnectWorker { restart_after_ms: None },
+                        _ => FaultAction::CrashPostgres { restart_after_ms: 0 },
+                    };
+                    self.observe(node, Observation::Fault { action });
+                    self.kill(node);
+                }
+            }
+            HarnessStep::ScheduleEnd => {}
             HarnessStep::Action(Action::Scripted(index)) => {
                 self.shared.inject(Node::App, Node::App, Msg::Control(Control::RunScripted { index }));
             }

@@ -17,7 +17,7 @@ use handoff_models::postgres::table::{ReplicaIdentity, RowOp};
 use handoff_models::sink::ApplyRule;
 use handoff_models::spec::{
     Acceptance, Background, CheckBound, Fault, FaultAction, FaultKind, FaultProfile, HandoffMethod, Invariant, Moment,
-    Prediction, ScriptedTxn, Spec, TableSetup, Trigger,
+    Prediction, Schedule, ScriptedTxn, Spec, TableSetup, Trigger,
 };
 use std::collections::BTreeMap;
 use std::fmt::Display;
@@ -580,7 +580,7 @@ fn unknown_moment(name: &str) -> String {
 
 fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let known = "name description seed versions postgres table connector connect kafka sink workload fault \
-        fault_profile handoff failover acceptance prediction check";
+        fault_profile handoff failover acceptance prediction check schedule";
     root.check_keys(cx, known, "field")?;
     let name = root.req(cx, "name", |field| cx.owned(field))?;
     let description = root.opt("description", String::new(), |field| cx.owned(field))?;
@@ -604,6 +604,10 @@ fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let prediction = prediction(cx, root)?;
     let check = match root.get("check") {
         Some(field) => Some(check(cx, &cx.section(&field)?, &tables)?),
+        None => None,
+    };
+    let schedule = match root.get("schedule") {
+        Some(field) => Some(schedule(cx, root, &cx.section(&field)?)?),
         None => None,
     };
     let spec = Spec {
@@ -633,7 +637,15 @@ fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         acceptance,
         prediction,
         check,
+        schedule: schedule.as_ref().map(|(schedule, _)| schedule.clone()),
     };
+    if let Some((schedule, items)) = &schedule {
+        // The path must be one the bound can take, step by step.
+        let (world, bounds) = crate::check::bound(&spec).map_err(|problem| cx.err(root.at, "schedule", problem))?;
+        if let Err((index, problem)) = handoff_models::world::World::timing(&world, &bounds, &schedule.steps) {
+            return cx.fail(&items[index.min(items.len() - 1)], problem);
+        }
+    }
     Ok(Loaded { spec, seed })
 }
 
@@ -1344,6 +1356,42 @@ fn check(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<CheckBound> {
     Ok(CheckBound { rows, scripts, crash, crashes, periodic_fires, unreached_ok })
 }
 
+/// `[schedule]`: a path through the `[check]` bound for `handoff run` to follow.
+fn schedule<'t>(cx: &Cx, root: &Section<'t>, s: &Section<'t>) -> Res<(Schedule, Vec<Field<'t>>)> {
+    s.check_keys(cx, "step_ms steps", "field")?;
+    if root.get("check").is_none() {
+        return Err(cx.err(
+            s.at,
+            "schedule",
+            "a schedule is a path through the [check] bound; the scenario has no [check]",
+        ));
+    }
+    // The schedule is the run's whole story: the timed faults and workload would be ignored.
+    for (key, what) in [("fault", "[[fault]]"), ("fault_profile", "[fault_profile]"), ("workload", "[workload]")] {
+        if let Some(field) = root.get(key) {
+            return cx.fail(
+                &field,
+                format!(
+                    "a scenario with a [schedule] takes its crashes and transactions from the schedule and \
+                     [[check.script]]; remove {what}"
+                ),
+            );
+        }
+    }
+    let step_ms = s.opt("step_ms", 10, |field| Ok(cx.int(field, 2, 1_000)? as u64))?;
+    let field = s.need(cx, "steps", ": the path, e.g. steps = [\"deliver pg1 -> connect\", \"crash connect\"]")?;
+    let items = cx.items(&field, "an array of steps, like [\"deliver pg1 -> connect\", \"crash connect\"]")?;
+    if items.is_empty() {
+        return cx.fail(&field, "is empty: a schedule has at least one step");
+    }
+    let mut steps = Vec::with_capacity(items.len());
+    for item in &items {
+        let text = cx.string(item)?;
+        steps.push(text.parse().or_else(|problem: String| cx.fail(item, problem))?);
+    }
+    Ok((Schedule { step_ms, steps }, items))
+}
+
 /// The most rows a bound may load per table (the state space grows fast with rows).
 const MAX_CHECK_ROWS: u32 = 8;
 
@@ -1442,6 +1490,7 @@ pub fn to_toml(spec: &Spec, seed: u64) -> Result<String, String> {
     write_acceptance(&mut w, spec);
     write_prediction(&mut w, spec);
     write_check(&mut w, spec)?;
+    write_schedule(&mut w, spec);
     check_read_back(&w.text, spec, seed)?;
     Ok(w.text)
 }
@@ -1697,6 +1746,17 @@ fn write_check(w: &mut Writer, spec: &Spec) -> Result<(), String> {
         write_script(w, spec, "check.script", index, txn)?;
     }
     Ok(())
+}
+
+fn write_schedule(w: &mut Writer, spec: &Spec) {
+    let Some(schedule) = &spec.schedule else { return };
+    w.table("schedule");
+    w.field("step_ms", schedule.step_ms);
+    w.text.push_str("steps = [\n");
+    for step in &schedule.steps {
+        w.text.push_str(&format!("    {},\n", toml_string(&step.to_string())));
+    }
+    w.text.push_str("]\n");
 }
 
 fn write_faults(w: &mut Writer, spec: &Spec) {

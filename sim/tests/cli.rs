@@ -188,7 +188,7 @@ fn check_explores_the_bound_and_narrates_the_shortest_counterexample() {
     // The §4.4 story: the delete commits after the first snapshot read the row, the worker dies
     // before the completion is stored, the second snapshot (case B) streams past the delete.
     let story = text.split("counterexample: I2 no resurrection").nth(1).expect("a counterexample");
-    for step in ["delete claim 3", "> connect crashes", "case B, slot already existed", "sink      applied"] {
+    for step in ["delete claim 3", "> crash connect", "case B, slot already existed", "sink      applied"] {
         assert!(story.contains(step), "{step:?} missing from:\n{story}");
     }
 }
@@ -211,7 +211,7 @@ fn check_reports_json_and_exits_1_when_the_prediction_is_wrong() {
     let properties = report["properties"].as_array().expect("properties");
     let i2 = properties.iter().find(|p| p["name"] == "I2 no resurrection").expect("I2");
     assert_eq!(i2["outcome"], "counterexample");
-    assert!(i2["steps"].as_array().is_some_and(|steps| steps.iter().any(|s| s == "connect crashes")), "{i2}");
+    assert!(i2["steps"].as_array().is_some_and(|steps| steps.iter().any(|s| s == "crash connect")), "{i2}");
     assert!(i2["story"].as_str().is_some_and(|story| story.contains("case B, slot already existed")), "{i2}");
 }
 
@@ -243,4 +243,32 @@ fn check_tells_the_same_counterexample_every_time() {
         text.lines().filter(|line| !line.starts_with("time ")).collect::<Vec<_>>().join("\n")
     };
     assert_eq!(report(), report());
+}
+
+#[test]
+fn a_counterexample_exported_by_check_replays_step_for_step_in_the_timed_lens() {
+    let dir = std::env::temp_dir().join(format!("handoff-export-{}", std::process::id()));
+    let dir_text = dir.display().to_string();
+    let output = handoff(&["check", &scenario("claims-restart-during-snapshot"), "--export", &dir_text]);
+    assert_eq!(output.status.code(), Some(0));
+    let file = dir.join("claims-restart-during-snapshot-i2-counterexample.toml");
+    let file_text = file.display().to_string();
+    let exported = std::fs::read_to_string(&file).expect("the counterexample was exported");
+    assert!(exported.contains("[schedule]") && exported.contains("\"crash connect\""), "{exported}");
+    // The path is the run's whole story: any seed follows it, to the same finding.
+    for seed in ["1", "2", "99"] {
+        let output = handoff(&["run", &file_text, "--seed", seed]);
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(0), "{text}");
+        assert!(text.contains("schedule  followed step for step (25 steps)"), "{text}");
+        assert!(text.contains("I2 no resurrection, key 3"), "{text}");
+        assert!(text.contains("snapshot started (case B, slot already existed)"), "{text}");
+    }
+    // The same path with the sink that removes what a completed snapshot no longer has: the
+    // replay follows it and the resurrection is gone, so the prediction fails (exit 1).
+    let output = handoff(&["run", &file_text, "--set", "sink.apply=snapshot-epoch"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(text.contains("followed step for step") && text.contains("findings (0)"), "{text}");
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -9,6 +9,7 @@ use handoff_models::sink::ApplyRule;
 use handoff_models::spec::{
     Background, FaultAction, FaultKind, FaultProfile, HandoffMethod, Invariant, Moment, Trigger,
 };
+use handoff_models::world::Action;
 use handoff_sim::scenario::{Loaded, load_str};
 use proptest::prelude::*;
 
@@ -1068,4 +1069,46 @@ fn a_bad_check_bound_is_named() {
     );
     fails(&with_check("rows = 3\n[[check.script]]\nat = \"1s\"\nupdate = 1\n"), &[], "s.toml:15:", "at");
     fails(&with_check("rows = 3\nseed = 1\n"), &[], "s.toml:14:", "seed");
+}
+
+// ---------------------------------------------------------------------------------------------
+// [schedule]: a path through the bound that `handoff run` follows.
+
+fn with_schedule(steps: &str) -> String {
+    with_check(&format!("rows = 1\ncrash = [\"connect\"]\n[schedule]\nsteps = [{steps}]\n"))
+}
+
+#[test]
+fn a_schedule_reads_into_the_spec() {
+    let spec = ok(&with_schedule("\"deliver kafka -> connect\", \"crash connect\", \"restart connect\""), &[]).spec;
+    let schedule = spec.schedule.expect("a schedule");
+    assert_eq!(schedule.step_ms, 10, "one step every 10 ms unless told");
+    assert_eq!(
+        schedule.steps,
+        vec![
+            Action::Deliver { from: Node::Kafka, to: Node::Connect },
+            Action::Crash { node: Node::Connect },
+            Action::Restart { node: Node::Connect },
+        ]
+    );
+}
+
+#[test]
+fn a_bad_schedule_is_named() {
+    fails(&format!("{MIN}[schedule]\nsteps = [\"crash connect\"]\n"), &[], "s.toml:12:", "no [check]");
+    fails(&with_schedule("\"teleport connect\""), &[], "s.toml:16:10: schedule.steps[0]: ", "is not a step");
+    fails(&with_schedule("\"deliver kafka -> zookeeper\""), &[], "s.toml:16:", "not a process of the world");
+    fails(&with_schedule("\"fire connect nap\""), &[], "s.toml:16:", "`nap` is not a timer");
+    fails(&with_schedule(""), &[], "s.toml:16:", "at least one step");
+    // A step the bound cannot take where the path puts it.
+    fails(
+        &with_schedule("\"deliver kafka -> connect\", \"restart connect\""),
+        &[],
+        "s.toml:16:38: schedule.steps[1]: ",
+        "`restart connect` cannot be taken at step 1",
+    );
+    fails(&with_schedule("\"crash postgres\""), &[], "s.toml:16:", "not a process of the world");
+    // The schedule is the whole story: no timed faults beside it.
+    let text = format!("{}[[fault]]\nat = \"1s\"\naction = \"checkpoint\"\n", with_schedule("\"crash connect\""));
+    fails(&text, &[], "s.toml:", "remove [[fault]]");
 }
