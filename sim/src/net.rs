@@ -124,6 +124,9 @@ pub enum Polled {
     Pending,
 }
 
+/// Items sent one way so far, and the path's step delivering each (`None`: never delivered).
+type Sent = (usize, Vec<Option<usize>>);
+
 /// A path the network follows: a scenario's `[schedule]`, step `k` at `(k + 1) × step_ms`.
 ///
 /// The exhaustive world's links are FIFO queues, and [`Timing`] says at which step each item
@@ -139,7 +142,7 @@ pub struct Following {
     step_us: u64,
     end_us: u64,
     /// Per direction: how many items were sent, and the step delivering each.
-    deliveries: BTreeMap<(Node, Node), (usize, Vec<Option<usize>>)>,
+    deliveries: BTreeMap<(Node, Node), Sent>,
     /// Per timer: the steps that fire it, the next first.
     firings: BTreeMap<(Node, Timer), VecDeque<usize>>,
     departures: Vec<String>,
