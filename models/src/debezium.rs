@@ -25,8 +25,16 @@
 //! - §5.7 a lost database connection is retriable: the task restarts in-process after
 //!   `retriable.restart.connector.wait.ms`, re-reading the stored offset.
 //!
+//! - §5.6 `offset.mismatch.strategy`: `trust_slot` and `trust_greater_lsn` skip the §3
+//!   log-position check, so a recreated or hand-advanced slot is trusted. Where the slot is
+//!   ahead of the offset, every strategy ends up streaming from the slot's position (the server
+//!   forwards a request below `confirmed_flush`; `trust_*` ask for it directly), which is what
+//!   the model does. Where the slot is behind, `trust_offset` and `trust_greater_lsn` first
+//!   advance it to the offset; the model streams from the offset without that advance, which
+//!   delivers the same changes (only the slot's `confirmed_flush` moves earlier).
+//!
 //! Left out (another issue makes them exact): heartbeats, `lsn.flush.mode` other than
-//! `connector`, `offset.mismatch.strategy` other than `no_validation`, the 900-attempt slot-info
+//! `connector`, the slot advance of `trust_offset`/`trust_greater_lsn`, the 900-attempt slot-info
 //! loop, `slot.max.retries`, incremental and blocking snapshots, transaction metadata, the
 //! queue's `max.queue.size` back-pressure, the `WalPositionLocator`'s rules for changes that
 //! share an LSN (they never do here: each change has its own record). The locator is reduced to
@@ -66,6 +74,40 @@ impl SnapshotMode {
     }
 }
 
+/// `offset.mismatch.strategy` (3.4, reference §5.6): how the stored offset and the slot's
+/// position are reconciled at start-up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OffsetMismatchStrategy {
+    NoValidation,
+    TrustOffset,
+    TrustSlot,
+    TrustGreaterLsn,
+}
+
+impl OffsetMismatchStrategy {
+    pub const ALL: [OffsetMismatchStrategy; 4] = [
+        OffsetMismatchStrategy::NoValidation,
+        OffsetMismatchStrategy::TrustOffset,
+        OffsetMismatchStrategy::TrustSlot,
+        OffsetMismatchStrategy::TrustGreaterLsn,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OffsetMismatchStrategy::NoValidation => "no_validation",
+            OffsetMismatchStrategy::TrustOffset => "trust_offset",
+            OffsetMismatchStrategy::TrustSlot => "trust_slot",
+            OffsetMismatchStrategy::TrustGreaterLsn => "trust_greater_lsn",
+        }
+    }
+
+    /// `trust_slot` and `trust_greater_lsn` skip the log-position check (§3, §5.6).
+    pub fn checks_log_position(self) -> bool {
+        matches!(self, OffsetMismatchStrategy::NoValidation | OffsetMismatchStrategy::TrustOffset)
+    }
+}
+
 /// The connector properties the model uses, with Debezium's defaults.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct DebeziumConfig {
@@ -97,6 +139,8 @@ pub struct DebeziumConfig {
     pub tombstones_on_delete: bool,
     /// Internal `log.position.check.enable` (default true).
     pub log_position_check_enable: bool,
+    /// `offset.mismatch.strategy` (default `no_validation`).
+    pub offset_mismatch_strategy: OffsetMismatchStrategy,
     /// The captured tables (`table.include.list`), in snapshot order.
     pub tables: Vec<TableId>,
 }
@@ -300,8 +344,9 @@ impl DebeziumTask {
                     .into(),
             );
         }
-        let check =
-            self.config.log_position_check_enable && stored.is_some_and(|offset| !offset.initial_snapshot_running());
+        let check = self.config.log_position_check_enable
+            && self.config.offset_mismatch_strategy.checks_log_position()
+            && stored.is_some_and(|offset| !offset.initial_snapshot_running());
         self.phase = if check { Phase::CheckingLogPosition } else { Phase::ReadingSlot };
         let slot = self.config.slot_name.clone();
         self.sql(ctx, SqlRequest::SlotInfo { slot });
@@ -610,8 +655,9 @@ impl DebeziumTask {
         self.offset.lsn_commit = Some(txn.end_lsn);
     }
 
-    /// `performCommit()` with the offset re-read from the offset store: confirm
-    /// `lsn_commit ?? lsn_proc` to the slot, only while streaming.
+    /// `performCommit()`: confirm `lsn_commit ?? lsn_proc` of the offset Connect hands over (re-read
+    /// from the offset store since 2.7; before, the last one Kafka acknowledged, in memory) to the
+    /// slot, only while streaming.
     pub fn commit_offset(&mut self, ctx: &mut Ctx, stored: Option<SourceOffset>) {
         if !self.is_streaming() || !self.lsn_flushing_allowed {
             return;
@@ -620,7 +666,8 @@ impl DebeziumTask {
         let flush = lsn.max(self.last_flushed);
         if flush > self.last_flushed {
             self.last_flushed = flush;
-            ctx.observe(Observation::LsnFlushed { lsn: flush });
+            let from_offset_store = self.confirms_from_offset_store();
+            ctx.observe(Observation::LsnFlushed { lsn: flush, from_offset_store });
             self.repl(ctx, ReplRequest::StatusUpdate { flush });
         }
     }

@@ -36,6 +36,8 @@
 //!     crashes: 1,
 //!     periodic_fires: 1,
 //!     disabled_timers: vec![Timer::Checkpoint, Timer::SinkCommit, Timer::OffsetFlushTimeout],
+//!     operations: Vec::new(),
+//!     operate_while: Default::default(),
 //!     reductions: true,
 //! };
 //! let model = HandoffModel::new(claims_minimal(2, ApplyRule::NaiveUpsert), bounds);

@@ -183,7 +183,12 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             None => "offset flush: nothing new to store".into(),
         },
         Observation::OffsetFlushFailed { reason } => format!("offset flush failed: {reason}"),
-        Observation::LsnFlushed { lsn } => format!("confirmed {lsn} to the slot (from the offset re-read from Kafka)"),
+        Observation::LsnFlushed { lsn, from_offset_store: true } => {
+            format!("confirmed {lsn} to the slot (from the offset re-read from Kafka)")
+        }
+        Observation::LsnFlushed { lsn, from_offset_store: false } => format!(
+            "confirmed {lsn} to the slot (from the offsets Kafka acknowledged, in memory: before Debezium 2.7, DBZ-7816)"
+        ),
         Observation::TaskFailed { reason } => format!("task FAILED: {reason}"),
         Observation::TaskRestarting { reason, after_ms } => {
             format!("retriable error ({reason}); restarting in {}.{:03}s", after_ms / 1000, after_ms % 1000)

@@ -261,9 +261,12 @@ pub enum Observation {
     OffsetFlushFailed {
         reason: String,
     },
-    /// Debezium confirmed this LSN to the slot (a standby status update).
+    /// Debezium confirmed this LSN to the slot (a standby status update): from the offset
+    /// re-read from the offset store (2.7 and later), or from the offsets Kafka acknowledged, in
+    /// memory (before 2.7, DBZ-7816).
     LsnFlushed {
         lsn: Lsn,
+        from_offset_store: bool,
     },
     TaskFailed {
         reason: String,

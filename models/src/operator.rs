@@ -55,6 +55,8 @@ pub struct Operator {
     next_session: u64,
     /// The request of the current step, sent again if its connection is lost.
     last: Option<(Node, Msg)>,
+    /// The recovery runbook is running (no gate decision: the offsets go, the slot goes).
+    rebuilding: bool,
 }
 
 /// Polling interval for the connector's status while it stops.
@@ -71,6 +73,7 @@ impl Operator {
             slot: None,
             next_session: 1,
             last: None,
+            rebuilding: false,
         }
     }
 
@@ -176,6 +179,12 @@ impl Component for Operator {
                 self.sql(ctx, SqlRequest::CreateSlot { slot, plugin: "pgoutput".into() });
             }
             (Step::RecreateCreating, Msg::SqlReply { .. }) => self.step = Step::Done,
+            (Step::Idle | Step::Done, Msg::Control(Control::Rebuild)) => {
+                self.rebuilding = true;
+                self.step = Step::Stopping;
+                self.action(ctx, "runbook: stop the connector");
+                self.rest(ctx, RestRequest::Stop);
+            }
             (Step::Idle | Step::Done, Msg::Control(Control::FailoverHappened)) => {
                 if self.policy == GatePolicy::Off {
                     return;
@@ -189,7 +198,11 @@ impl Component for Operator {
                 self.rest(ctx, RestRequest::Status);
             }
             (Step::AwaitingStopped, Msg::RestReply { reply: RestReply::Status { state } }) => {
-                if state == "STOPPED" {
+                if state == "STOPPED" && self.rebuilding {
+                    self.step = Step::DeletingOffsets;
+                    self.action(ctx, "runbook: delete the connector's offsets");
+                    self.rest(ctx, RestRequest::DeleteOffsets);
+                } else if state == "STOPPED" {
                     self.step = Step::ReadingOffset;
                     let connector = self.connector.clone();
                     ctx.send(
@@ -218,7 +231,7 @@ impl Component for Operator {
                 self.decide(ctx, timeline, switch_lsn, current_lsn);
             }
             (Step::DeletingOffsets, Msg::RestReply { .. }) => {
-                if self.slot.is_some() {
+                if self.slot.is_some() || self.rebuilding {
                     self.step = Step::DroppingSlot;
                     self.action(ctx, "rebuild: drop the unusable slot");
                     let slot = self.slot_name.clone();
@@ -234,7 +247,10 @@ impl Component for Operator {
                 self.action(ctx, "rebuild: resume the connector (a new snapshot on a new slot)");
                 self.rest(ctx, RestRequest::Resume);
             }
-            (Step::Resuming, Msg::RestReply { .. }) => self.step = Step::Done,
+            (Step::Resuming, Msg::RestReply { .. }) => {
+                self.step = Step::Done;
+                self.rebuilding = false;
+            }
             (_, Msg::SqlReply { session, .. }) => {
                 ctx.send(Node::Postgres, Msg::Sql { session, request: SqlRequest::Close });
             }

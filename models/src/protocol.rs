@@ -235,6 +235,8 @@ pub enum Control {
     FailoverHappened,
     /// The operator drops and creates the connector's slot again.
     RecreateSlot,
+    /// The operator runs the recovery runbook: stop, delete offsets, drop the slot, resume.
+    Rebuild,
     /// The server writes this many bytes of WAL in a database nobody captures.
     WalBurst { bytes: u64 },
     /// `CHECKPOINT`.

@@ -184,6 +184,10 @@ pub enum FaultAction {
     /// `pg_create_logical_replication_slot` — what the Debezium documentation asks for on a
     /// promoted PostgreSQL ≤ 16 ("create the slot on the new primary").
     RecreateSlot,
+    /// The recovery runbook for a slot that cannot be trusted: stop the connector, delete its
+    /// offsets, drop its slot (if it exists) and resume it, so that it snapshots again on a new
+    /// slot (reference `debezium-postgres.md` §4.5, `postgres-slots.md` §12 "Rebuild").
+    RebuildConnector,
     /// The connector's task dies on its own (the worker lives on): no final offset commit; it is
     /// restarted (`POST /connectors/<name>/tasks/0/restart`) `restart_after_ms` later.
     KillConnectorTask { restart_after_ms: Option<u64> },
@@ -220,6 +224,9 @@ impl fmt::Display for FaultAction {
                 write!(f, "fail-over-to-standby (promote after {promote_after_ms} ms)")
             }
             FaultAction::RecreateSlot => write!(f, "recreate-slot (drop it if it exists, create it again by SQL)"),
+            FaultAction::RebuildConnector => {
+                write!(f, "rebuild-connector (stop it, delete its offsets, drop its slot, resume: a new snapshot)")
+            }
             FaultAction::KillConnectorTask { restart_after_ms } => {
                 write!(f, "kill-connector-task")?;
                 if let Some(after) = restart_after_ms {
@@ -251,19 +258,21 @@ pub enum FaultKind {
     CrashPostgres,
     FailOverToStandby,
     RecreateSlot,
+    RebuildConnector,
     Clog,
     WalBurst,
     Checkpoint,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 9] = [
+    pub const ALL: [FaultKind; 10] = [
         FaultKind::KillConnectWorker,
         FaultKind::KillConnectorTask,
         FaultKind::StopConnector,
         FaultKind::CrashPostgres,
         FaultKind::FailOverToStandby,
         FaultKind::RecreateSlot,
+        FaultKind::RebuildConnector,
         FaultKind::Clog,
         FaultKind::WalBurst,
         FaultKind::Checkpoint,
@@ -277,6 +286,7 @@ impl FaultKind {
             FaultKind::CrashPostgres => "crash-postgres",
             FaultKind::FailOverToStandby => "fail-over-to-standby",
             FaultKind::RecreateSlot => "recreate-slot",
+            FaultKind::RebuildConnector => "rebuild-connector",
             FaultKind::Clog => "clog",
             FaultKind::WalBurst => "wal-burst",
             FaultKind::Checkpoint => "checkpoint",
@@ -295,6 +305,7 @@ impl FaultKind {
             FaultAction::CrashPostgres { .. } => FaultKind::CrashPostgres,
             FaultAction::FailOverToStandby { .. } => FaultKind::FailOverToStandby,
             FaultAction::RecreateSlot => FaultKind::RecreateSlot,
+            FaultAction::RebuildConnector => FaultKind::RebuildConnector,
             FaultAction::Clog { .. } => FaultKind::Clog,
             FaultAction::WalBurst { .. } => FaultKind::WalBurst,
             FaultAction::Checkpoint => FaultKind::Checkpoint,
@@ -454,6 +465,9 @@ pub struct CheckBound {
     pub crashes: u8,
     /// How many times each periodic timer (offset flush, bgwriter) may fire.
     pub periodic_fires: u8,
+    /// What the operator may do by hand, each at most once, and when.
+    pub operations: Vec<crate::world::Operation>,
+    pub operate_while: crate::world::OperateWhile,
     /// `sometimes` properties the bound is not expected to reach.
     pub unreached_ok: Vec<String>,
 }
@@ -509,6 +523,7 @@ pub fn claims_minimal(rows: u32, rule: crate::sink::ApplyRule) -> Spec {
             retriable_restart_connector_wait_ms: 10_000,
             tombstones_on_delete: true,
             log_position_check_enable: true,
+            offset_mismatch_strategy: crate::debezium::OffsetMismatchStrategy::NoValidation,
             tables: vec![table],
         },
         connector_properties: BTreeMap::new(),

@@ -22,8 +22,10 @@ use crate::component::{Component, Ctx, Outbox, Timer, TimerRequest};
 use crate::connect::ConnectWorker;
 use crate::ids::Node;
 use crate::kafka::Kafka;
+use crate::loader::Loader;
 use crate::lsn::Lsn;
 use crate::observe::{Observation, TraceEvent};
+use crate::operator::Operator;
 use crate::oracle::Oracle;
 use crate::postgres::Postgres;
 use crate::postgres::wal::WalEntry;
@@ -56,6 +58,63 @@ pub enum Action {
     Crash { node: Node },
     /// A crashed process starts again.
     Restart { node: Node },
+    /// The operator does something by hand (each operation of the bound at most once).
+    Operate { operation: Operation },
+}
+
+/// What an operator may do by hand in a bound (`[check] operations`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Operation {
+    /// Drop the connector's slot and create it again (`pg_drop_replication_slot`,
+    /// `pg_create_logical_replication_slot`), the connector's offsets left as they are.
+    RecreateSlot,
+    /// The recovery runbook: stop the connector, delete its offsets, drop its slot, resume.
+    RebuildConnector,
+}
+
+/// When the operator may act in a bound (`[check] operate_while`): a drill's precondition.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum OperateWhile {
+    /// At any point.
+    #[default]
+    AnyTime,
+    /// Only while the Connect worker is down.
+    ConnectDown,
+    /// Only while the Connect worker is down, once the offsets topic holds a streamed position
+    /// (`lsn_proc`): the connector had been streaming before it went down.
+    ConnectDownAfterStreaming,
+}
+
+impl OperateWhile {
+    pub const ALL: [OperateWhile; 3] =
+        [OperateWhile::AnyTime, OperateWhile::ConnectDown, OperateWhile::ConnectDownAfterStreaming];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OperateWhile::AnyTime => "any-time",
+            OperateWhile::ConnectDown => "connect-down",
+            OperateWhile::ConnectDownAfterStreaming => "connect-down-after-streaming",
+        }
+    }
+}
+
+impl Operation {
+    pub const ALL: [Operation; 2] = [Operation::RecreateSlot, Operation::RebuildConnector];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::RecreateSlot => "recreate-slot",
+            Operation::RebuildConnector => "rebuild-connector",
+        }
+    }
+
+    /// The same action as a timed fault.
+    pub fn fault(self) -> FaultAction {
+        match self {
+            Operation::RecreateSlot => FaultAction::RecreateSlot,
+            Operation::RebuildConnector => FaultAction::RebuildConnector,
+        }
+    }
 }
 
 /// Bounds of an exploration.
@@ -68,6 +127,9 @@ pub struct Bounds {
     pub periodic_fires: u8,
     /// Timers that never fire in this exploration (their behaviour is outside the bound).
     pub disabled_timers: Vec<Timer>,
+    /// What the operator may do by hand, each at most once, and when.
+    pub operations: Vec<Operation>,
+    pub operate_while: OperateWhile,
     /// Reductions that keep the explored outcomes while cutting interleavings (see [`World`]).
     pub reductions: bool,
 }
@@ -84,12 +146,16 @@ pub struct World {
     pub kafka: Kafka,
     pub sink: SearchIndex,
     pub app: App,
+    pub operator: Operator,
+    /// The plain-read bulk loader, when the scenario's handoff is one.
+    pub loader: Option<Loader>,
     pub links: BTreeMap<(Node, Node), VecDeque<Wire>>,
     pub timers: BTreeSet<(Node, Timer)>,
     pub down: BTreeSet<Node>,
     /// Pairs of processes that have talked (a connection exists between them).
     connections: BTreeSet<(Node, Node)>,
     pub scripted_pending: BTreeSet<usize>,
+    pub operations_pending: BTreeSet<Operation>,
     pub crashes_left: u8,
     periodic_fired: BTreeMap<(Node, Timer), u8>,
     pub checkers: Checkers,
@@ -156,7 +222,8 @@ impl Tally {
     }
 }
 
-const NODES: [Node; 5] = [Node::Pg1, Node::Connect, Node::Kafka, Node::Sink, Node::App];
+/// The processes of the world (the loader only when the scenario has one).
+const NODES: [Node; 7] = [Node::Pg1, Node::Connect, Node::Kafka, Node::Sink, Node::App, Node::Operator, Node::Loader];
 
 impl World {
     /// The world of a scenario at its start (the exhaustive lens ignores triggers and timed
@@ -169,11 +236,14 @@ impl World {
             kafka: system.kafka,
             sink: system.sink,
             app: system.app,
+            operator: system.operator,
+            loader: system.loader,
             links: BTreeMap::new(),
             timers: BTreeSet::new(),
             down: BTreeSet::new(),
             connections: BTreeSet::new(),
             scripted_pending: (0..spec.scripted.len()).collect(),
+            operations_pending: bounds.operations.iter().copied().collect(),
             crashes_left: bounds.crashes,
             periodic_fired: BTreeMap::new(),
             checkers: Checkers::new(Oracle::new(&system.initial_rows), spec.debezium.tables.clone()),
@@ -186,7 +256,9 @@ impl World {
             tally: None,
         };
         for node in NODES {
-            world.with(node, |component, ctx| component.start(ctx));
+            if node != Node::Loader || world.loader.is_some() {
+                world.with(node, |component, ctx| component.start(ctx));
+            }
         }
         world
     }
@@ -198,6 +270,8 @@ impl World {
             Node::Kafka => &mut self.kafka,
             Node::Sink => &mut self.sink,
             Node::App => &mut self.app,
+            Node::Operator => &mut self.operator,
+            Node::Loader => self.loader.as_mut().expect("the world has a loader only when its scenario has one"),
             other => panic!("{other} is not part of the exhaustive world"),
         }
     }
@@ -313,6 +387,19 @@ impl World {
                 actions.push(Action::RunScripted { index: *index });
             }
         }
+        let may_operate = match bounds.operate_while {
+            OperateWhile::AnyTime => true,
+            OperateWhile::ConnectDown => self.down.contains(&Node::Connect),
+            OperateWhile::ConnectDownAfterStreaming => {
+                self.down.contains(&Node::Connect)
+                    && self.kafka.source_offsets.values().any(|offset| offset.lsn_proc.is_some())
+            }
+        };
+        if may_operate {
+            for operation in &self.operations_pending {
+                actions.push(Action::Operate { operation: *operation });
+            }
+        }
         if self.crashes_left > 0 {
             for node in &bounds.crashable {
                 if !self.down.contains(node) {
@@ -400,6 +487,21 @@ impl World {
                     _ => FaultAction::CrashPostgres { restart_after_ms: 0 },
                 };
                 self.observe(TraceEvent { at: SimTime::ZERO, node, observation: Observation::Fault { action } });
+            }
+            Action::Operate { operation } => {
+                if self.operations_pending.remove(&operation) {
+                    let action = operation.fault();
+                    self.observe(TraceEvent {
+                        at: SimTime::ZERO,
+                        node: Node::Operator,
+                        observation: Observation::Fault { action },
+                    });
+                    let control = match operation {
+                        Operation::RecreateSlot => Control::RecreateSlot,
+                        Operation::RebuildConnector => Control::Rebuild,
+                    };
+                    self.with(Node::Operator, |c, ctx| c.on_message(ctx, Node::Operator, Msg::Control(control)));
+                }
             }
             Action::Restart { node } => {
                 if self.down.remove(&node) {
@@ -496,6 +598,9 @@ impl World {
         if !self.links.is_empty() || !self.scripted_pending.is_empty() || !self.down.is_empty() {
             return false;
         }
+        if self.loader.as_ref().is_some_and(|loader| !loader.is_done()) {
+            return false;
+        }
         if self.connect.status() != "RUNNING" || !self.connect.is_drained() {
             return false;
         }
@@ -541,6 +646,7 @@ impl std::fmt::Display for Action {
             Action::RunScripted { index } => write!(f, "run script {index}"),
             Action::Crash { node } => write!(f, "crash {node}"),
             Action::Restart { node } => write!(f, "restart {node}"),
+            Action::Operate { operation } => write!(f, "operator {}", operation.name()),
         }
     }
 }
@@ -612,8 +718,13 @@ impl std::str::FromStr for Action {
                 .map_err(|_| format!("`{index}` is not a script number")),
             ["crash", node] => Ok(Action::Crash { node: world_node(node)? }),
             ["restart", node] => Ok(Action::Restart { node: world_node(node)? }),
+            ["operator", name] => Operation::ALL
+                .into_iter()
+                .find(|operation| operation.name() == *name)
+                .map(|operation| Action::Operate { operation })
+                .ok_or_else(|| format!("`{name}` is not an operation (one of recreate-slot, rebuild-connector)")),
             _ => Err(format!(
-                "`{text}` is not a step: `deliver FROM -> TO`, `fire NODE TIMER`, `run script N`, `crash NODE` or `restart NODE`"
+                "`{text}` is not a step: `deliver FROM -> TO`, `fire NODE TIMER`, `run script N`, `crash NODE`, `restart NODE` or `operator OPERATION`"
             )),
         }
     }

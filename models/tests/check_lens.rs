@@ -15,6 +15,8 @@ fn bounds() -> Bounds {
         crashes: 1,
         periodic_fires: 1,
         disabled_timers: vec![Timer::Checkpoint, Timer::SinkCommit, Timer::OffsetFlushTimeout],
+        operations: Vec::new(),
+        operate_while: Default::default(),
         reductions: true,
     }
 }

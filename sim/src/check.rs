@@ -139,6 +139,8 @@ pub fn bound(spec: &Spec) -> Result<(Spec, Bounds), String> {
         crashes: check.crashes,
         periodic_fires: check.periodic_fires,
         disabled_timers: DISABLED_TIMERS.to_vec(),
+        operations: check.operations.clone(),
+        operate_while: check.operate_while,
         reductions: true,
     };
     Ok((world, bounds))
@@ -301,14 +303,28 @@ pub fn export(spec: &Spec, property: &PropertyReport) -> Result<Spec, String> {
     exported.prediction = handoff_models::spec::Prediction {
         holds: false,
         findings: vec![invariant],
-        allow: property.violated_at_end.iter().copied().filter(|other| *other != invariant).collect(),
+        // What else the path's last state violates; and I11, which the exhaustive world does not
+        // check: after the path the run goes on, and a pipeline that can no longer catch up
+        // while its connector says RUNNING shows it.
+        allow: property
+            .violated_at_end
+            .iter()
+            .copied()
+            .chain([Invariant::I11])
+            .filter(|other| *other != invariant)
+            .collect(),
         why: format!(
             "handoff check found this path ({} steps); the exhaustive world tells it so:\n\n{}",
             property.path.len(),
             property.story.trim_end()
         ),
     };
-    exported.schedule = Some(handoff_models::spec::Schedule { step_ms: 10, steps: property.path.clone() });
+    // A step lasts one `poll.interval.ms`: Connect's send loop refreshes the offsets it may
+    // commit once per interval, and in the exhaustive world, where time does not pass, a flush
+    // may store whatever Kafka has acknowledged before it; one interval per step gives the
+    // timed lens the same freedom.
+    let step_ms = spec.debezium.poll_interval_ms.max(10);
+    exported.schedule = Some(handoff_models::spec::Schedule { step_ms, steps: property.path.clone() });
     Ok(exported)
 }
 

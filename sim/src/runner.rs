@@ -444,6 +444,9 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
                 }
                 WorldAction::Crash { node } => harness.schedule(at_ms, HarnessStep::Crash(node)),
                 WorldAction::Restart { node } => harness.schedule(at_ms, HarnessStep::Restart(node)),
+                WorldAction::Operate { operation } => {
+                    harness.schedule(at_ms, HarnessStep::Action(Action::Fault(operation.fault())))
+                }
                 // The network and the nodes' timers follow these.
                 WorldAction::Deliver { .. } | WorldAction::Fire { .. } => {}
             }
@@ -700,7 +703,7 @@ impl Harness<'_> {
                     FaultAction::KillConnectWorker { .. }
                     | FaultAction::StopConnector { .. }
                     | FaultAction::KillConnectorTask { .. } => Node::Connect,
-                    FaultAction::RecreateSlot => Node::Operator,
+                    FaultAction::RecreateSlot | FaultAction::RebuildConnector => Node::Operator,
                     FaultAction::CrashPostgres { .. }
                     | FaultAction::FailOverToStandby { .. }
                     | FaultAction::WalBurst { .. }
@@ -749,6 +752,9 @@ impl Harness<'_> {
                     }
                     FaultAction::RecreateSlot => {
                         self.shared.inject(Node::Operator, Node::Operator, Msg::Control(Control::RecreateSlot));
+                    }
+                    FaultAction::RebuildConnector => {
+                        self.shared.inject(Node::Operator, Node::Operator, Msg::Control(Control::Rebuild));
                     }
                     FaultAction::KillConnectorTask { restart_after_ms } => {
                         self.shared.inject(Node::Connect, Node::Operator, Msg::Control(Control::KillTask));

@@ -10,6 +10,7 @@
 //! `--set ARG: FIELD: PROBLEM`.
 
 use handoff_models::connect::ConnectConfig;
+use handoff_models::debezium::OffsetMismatchStrategy;
 use handoff_models::debezium::{DebeziumConfig, SnapshotMode};
 use handoff_models::ids::{Node, Status, TableId};
 use handoff_models::operator::GatePolicy;
@@ -19,6 +20,7 @@ use handoff_models::spec::{
     Acceptance, Background, CheckBound, Fault, FaultAction, FaultKind, FaultProfile, HandoffMethod, Invariant, Moment,
     Prediction, Schedule, ScriptedTxn, Spec, TableSetup, Trigger,
 };
+use handoff_models::world::{OperateWhile, Operation};
 use std::collections::BTreeMap;
 use std::fmt::Display;
 use std::path::Path;
@@ -904,7 +906,21 @@ fn connector(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<(DebeziumConfig
     let retriable_restart_connector_wait_ms = int("retriable.restart.connector.wait.ms", 10_000, 1)? as u64;
     let tombstones_on_delete = flag("tombstones.on.delete", true)?;
     let tables = include_list(cx, s, tables)?;
-    prop_only(cx, s, "offset.mismatch.strategy", "no_validation")?;
+    let offset_mismatch_strategy = match s.get("offset.mismatch.strategy") {
+        None => OffsetMismatchStrategy::NoValidation,
+        Some(field) => {
+            let text = prop_text(cx, &field)?;
+            match OffsetMismatchStrategy::ALL.into_iter().find(|strategy| strategy.name() == text.trim()) {
+                Some(strategy) => strategy,
+                None => {
+                    return cx.fail(
+                        &field,
+                        unknown_value(&text, OffsetMismatchStrategy::ALL.iter().map(|strategy| strategy.name())),
+                    );
+                }
+            }
+        }
+    };
     prop_only(cx, s, "lsn.flush.mode", "connector")?;
     if let Some(field) = s.get("heartbeat.interval.ms")
         && prop_int(cx, &field, 0, i64::MAX)? != 0
@@ -936,6 +952,7 @@ fn connector(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<(DebeziumConfig
         retriable_restart_connector_wait_ms,
         tombstones_on_delete,
         log_position_check_enable: true,
+        offset_mismatch_strategy,
         tables,
     };
     Ok((debezium, properties))
@@ -1111,7 +1128,7 @@ fn fault_fields(kind: FaultKind) -> &'static [&'static str] {
         FaultKind::FailOverToStandby => &["promote_after_ms"],
         FaultKind::Clog => &["between", "duration_ms"],
         FaultKind::WalBurst => &["bytes"],
-        FaultKind::RecreateSlot | FaultKind::Checkpoint => &[],
+        FaultKind::RecreateSlot | FaultKind::RebuildConnector | FaultKind::Checkpoint => &[],
     }
 }
 
@@ -1148,6 +1165,7 @@ fn fault(cx: &Cx, item: &Field, standby: bool) -> Res<Fault> {
             FaultAction::FailOverToStandby { promote_after_ms: required("promote_after_ms")? }
         }
         FaultKind::RecreateSlot => FaultAction::RecreateSlot,
+        FaultKind::RebuildConnector => FaultAction::RebuildConnector,
         FaultKind::Clog => FaultAction::Clog {
             between: clog_between(cx, &needed("between")?, standby)?,
             duration_ms: needed("duration_ms").and_then(|field| cx.int(&field, 1, i64::MAX))? as u64,
@@ -1310,7 +1328,7 @@ fn acceptance(cx: &Cx, s: &Section) -> Res<Acceptance> {
 
 /// `[check]`: the bound of `handoff check`.
 fn check(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<CheckBound> {
-    s.check_keys(cx, "rows crash crashes periodic_fires script unreached_ok", "field")?;
+    s.check_keys(cx, "rows crash crashes periodic_fires operations operate_while script unreached_ok", "field")?;
     let rows = s.req(cx, "rows", |field| cx.int(field, 1, i64::from(MAX_CHECK_ROWS)))? as u32;
     let crash = s.opt("crash", Vec::new(), |field| {
         let mut nodes = Vec::new();
@@ -1353,7 +1371,29 @@ fn check(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<CheckBound> {
             .map(|item| cx.choice(item, &names).map(str::to_owned))
             .collect()
     })?;
-    Ok(CheckBound { rows, scripts, crash, crashes, periodic_fires, unreached_ok })
+    let operations = s.opt("operations", Vec::new(), |field| {
+        let names = Operation::ALL.map(|operation| (operation.name(), operation));
+        let mut operations = Vec::new();
+        for item in cx.items(field, "an array of operations, like [\"recreate-slot\"]")? {
+            let operation = cx.choice(&item, &names)?;
+            if operations.contains(&operation) {
+                return cx.fail(&item, "is named twice");
+            }
+            operations.push(operation);
+        }
+        Ok(operations)
+    })?;
+    let operate_while = s.opt("operate_while", OperateWhile::AnyTime, |field| {
+        let names = OperateWhile::ALL.map(|when| (when.name(), when));
+        cx.choice(field, &names)
+    })?;
+    if operate_while != OperateWhile::AnyTime
+        && operations.is_empty()
+        && let Some(field) = s.get("operate_while")
+    {
+        return cx.fail(&field, "needs operations = [...]: name what the operator may do");
+    }
+    Ok(CheckBound { rows, scripts, crash, crashes, periodic_fires, operations, operate_while, unreached_ok })
 }
 
 /// `[schedule]`: a path through the `[check]` bound for `handoff run` to follow.
@@ -1378,7 +1418,7 @@ fn schedule<'t>(cx: &Cx, root: &Section<'t>, s: &Section<'t>) -> Res<(Schedule, 
             );
         }
     }
-    let step_ms = s.opt("step_ms", 10, |field| Ok(cx.int(field, 2, 1_000)? as u64))?;
+    let step_ms = s.opt("step_ms", 10, |field| Ok(cx.int(field, 2, 60_000)? as u64))?;
     let field = s.need(cx, "steps", ": the path, e.g. steps = [\"deliver pg1 -> connect\", \"crash connect\"]")?;
     let items = cx.items(&field, "an array of steps, like [\"deliver pg1 -> connect\", \"crash connect\"]")?;
     if items.is_empty() {
@@ -1739,6 +1779,10 @@ fn write_check(w: &mut Writer, spec: &Spec) -> Result<(), String> {
     w.field("crash", toml_strings(crash));
     w.field("crashes", check.crashes);
     w.field("periodic_fires", check.periodic_fires);
+    if !check.operations.is_empty() {
+        w.field("operations", toml_strings(check.operations.iter().map(|operation| operation.name())));
+        w.field("operate_while", toml_string(check.operate_while.name()));
+    }
     if !check.unreached_ok.is_empty() {
         w.field("unreached_ok", toml_strings(check.unreached_ok.iter().map(String::as_str)));
     }
@@ -1783,7 +1827,7 @@ fn write_faults(w: &mut Writer, spec: &Spec) {
                 w.field("duration_ms", duration_ms);
             }
             FaultAction::WalBurst { bytes } => w.field("bytes", toml_string(&size_text(bytes))),
-            FaultAction::RecreateSlot | FaultAction::Checkpoint => {}
+            FaultAction::RecreateSlot | FaultAction::RebuildConnector | FaultAction::Checkpoint => {}
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The scenario loader: a complete file read into the expected `Spec`, and errors that name the
 //! file, the line, the column and the field (or the `--set` argument).
 
-use handoff_models::debezium::SnapshotMode;
+use handoff_models::debezium::{OffsetMismatchStrategy, SnapshotMode};
 use handoff_models::ids::{Node, Status, TableId};
 use handoff_models::operator::GatePolicy;
 use handoff_models::postgres::table::{ReplicaIdentity, RowOp};
@@ -366,7 +366,7 @@ fn missing_plugin_name_explains_decoderbufs() {
 #[test]
 fn unmodelled_connector_properties() {
     let cases = [
-        ("\"offset.mismatch.strategy\" = \"trust_slot\"", "`trust_slot` is not modelled yet; only no_validation"),
+        ("\"offset.mismatch.strategy\" = \"trust_everything\"", "trust_greater_lsn"),
         ("\"lsn.flush.mode\" = \"manual\"", "not modelled yet; only connector"),
         ("\"heartbeat.interval.ms\" = 1000", "heartbeats are not modelled yet"),
         ("\"slot.drop.on.stop\" = true", "true is not modelled yet"),
@@ -377,6 +377,16 @@ fn unmodelled_connector_properties() {
         let text = min_with("\"plugin.name\" = \"pgoutput\"\n", &format!("\"plugin.name\" = \"pgoutput\"\n{line}\n"));
         fails(&text, &[], "s.toml:7:1: connector.", phrase);
     }
+}
+
+#[test]
+fn the_offset_mismatch_strategy_reads_into_the_connector() {
+    for strategy in OffsetMismatchStrategy::ALL {
+        let line = format!("\"plugin.name\" = \"pgoutput\"\n\"offset.mismatch.strategy\" = \"{}\"\n", strategy.name());
+        let spec = ok(&min_with("\"plugin.name\" = \"pgoutput\"\n", &line), &[]).spec;
+        assert_eq!(spec.debezium.offset_mismatch_strategy, strategy);
+    }
+    assert_eq!(ok(MIN, &[]).spec.debezium.offset_mismatch_strategy, OffsetMismatchStrategy::NoValidation);
 }
 
 #[test]

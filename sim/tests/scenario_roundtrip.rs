@@ -13,6 +13,7 @@ use handoff_models::spec::{
     Acceptance, Background, CheckBound, Fault, FaultAction, FaultKind, FaultProfile, HandoffMethod, Invariant, Moment,
     Prediction, ScriptedTxn, Spec, TableSetup, Trigger,
 };
+use handoff_models::world::{OperateWhile, Operation};
 use handoff_sim::scenario::{Loaded, load, load_str, to_toml};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -108,6 +109,7 @@ fn everything() -> Spec {
             retriable_restart_connector_wait_ms: 3_000,
             tombstones_on_delete: false,
             log_position_check_enable: true,
+            offset_mismatch_strategy: handoff_models::debezium::OffsetMismatchStrategy::NoValidation,
             tables: vec![payments, claims],
         },
         connector_properties: properties,
@@ -209,6 +211,8 @@ fn everything() -> Spec {
             crash: vec![Node::Connect, Node::Pg1],
             crashes: 2,
             periodic_fires: 2,
+            operations: vec![Operation::RecreateSlot],
+            operate_while: OperateWhile::ConnectDownAfterStreaming,
             unreached_ok: vec!["the acceptance boundary is reached".into()],
         }),
         // A schedule excludes timed faults and workload: see the exported counterexamples.
