@@ -1,0 +1,90 @@
+//! The bug zoo (`scenarios/zoo/`): each entry is a hazard from the reference, a `[check]` bound
+//! in which `handoff check` finds it, and the counterexample as the entry's `[schedule]`; its
+//! `-fixed` twin is the same bound with the fix, where every invariant holds.
+//!
+//! For each entry: the exhaustive lens explores the bound completely (its size pinned, so that a
+//! change in semantics shows as a number), finds the predicted invariant violated, and its
+//! shortest counterexample is exactly the entry's schedule; the timed lens follows that schedule
+//! step for step and finds the same invariant. For each twin: the bound, explored completely,
+//! holds everything, and the timed run holds its prediction.
+#![cfg(madsim)]
+
+use handoff_models::spec::Invariant;
+use handoff_sim::check::{self, CheckPlan, Outcome, Strategy};
+use handoff_sim::{runner, scenario};
+use std::path::PathBuf;
+
+fn zoo(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/zoo").join(format!("{name}.toml"))
+}
+
+const PLAN: CheckPlan =
+    CheckPlan { strategy: Strategy::Bfs, max_depth: None, threads: 2, timeout: None, max_states: 4_000_000 };
+
+/// Checks an entry and its twin: `(generated, unique)` states of the entry's bound and of the
+/// twin's.
+#[track_caller]
+fn entry(name: &str, invariant: Invariant, sizes: (usize, usize), twin_sizes: (usize, usize)) {
+    let loaded = scenario::load(&zoo(name), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let spec = loaded.spec;
+    let report = check::check(&spec, name, PLAN).expect("a bound");
+    assert!(report.complete, "{name}: the bound is explored completely");
+    assert_eq!((report.states, report.unique_states), sizes, "{name}: the bound's size");
+    assert!(report.as_expected(), "{name}:\n{}", check::text(&report));
+    let found = report
+        .properties
+        .iter()
+        .find(|p| p.invariant == Some(invariant))
+        .unwrap_or_else(|| panic!("{name}: no property checks {invariant}"));
+    assert_eq!(found.outcome, Outcome::Counterexample, "{name}: {invariant}");
+    let schedule = spec.schedule.as_ref().expect("an entry carries its counterexample as its schedule");
+    assert_eq!(
+        found.path, schedule.steps,
+        "{name}: the shortest counterexample changed; its story now:\n{}",
+        found.story
+    );
+    // The timed lens follows the path to the same finding.
+    let run = runner::run(&spec, loaded.seed);
+    assert!(run.departures.is_empty(), "{name}: {:?}", run.departures);
+    assert!(run.violated().contains(&invariant), "{name}: {:?}", run.violated());
+    assert!(run.prediction_held, "{name}: {:?}", run.violated());
+
+    let twin = format!("{name}-fixed");
+    let loaded = scenario::load(&zoo(&twin), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let report = check::check(&loaded.spec, &twin, PLAN).expect("a bound");
+    assert!(report.complete, "{twin}: the bound is explored completely");
+    assert_eq!((report.states, report.unique_states), twin_sizes, "{twin}: the bound's size");
+    assert!(report.as_expected(), "{twin}:\n{}", check::text(&report));
+    assert!(report.properties.iter().all(|p| p.outcome != Outcome::Counterexample), "{twin}");
+    assert!(runner::run(&loaded.spec, loaded.seed).prediction_held, "{twin}: the timed run");
+}
+
+#[test]
+fn dbz_7816_a_slot_confirmed_before_the_offsets_are_stored() {
+    entry("dbz-7816-slot-confirmed-before-offsets-stored", Invariant::I5, (46_828, 19_129), (188_453, 73_151));
+}
+
+#[test]
+fn a_wall_clock_stream_start() {
+    entry("wall-clock-stream-start", Invariant::I1, (145_562, 53_400), (8_619, 3_782));
+}
+
+#[test]
+fn dbz_9688_trust_slot_after_a_recreated_slot() {
+    entry("dbz-9688-trust-slot-after-recreated-slot", Invariant::I6, (200_309, 77_505), (191_115, 74_191));
+}
+
+#[test]
+fn the_missing_log_position_check_after_a_snapshot() {
+    entry("missing-log-position-check-after-snapshot", Invariant::I6, (488_593, 179_257), (559_786, 194_052));
+}
+
+#[test]
+fn the_resurrection_after_an_incomplete_snapshot() {
+    entry("resurrection-after-incomplete-snapshot", Invariant::I2, (95_223, 42_102), (95_223, 42_102));
+}
+
+#[test]
+fn a_naive_sink() {
+    entry("naive-sink", Invariant::I3, (56_919, 24_065), (56_919, 24_065));
+}
