@@ -221,6 +221,32 @@ pub fn check(spec: &Spec, name: &str, plan: CheckPlan) -> Result<CheckReport, St
     })
 }
 
+/// The loopback address `--serve` may bind: an `IP:PORT` on 127.0.0.0/8 or `::1` (the Explorer
+/// lets anyone who reaches it walk the model; it is not meant for a network).
+pub fn serve_address(text: &str) -> Result<std::net::SocketAddr, String> {
+    let address: std::net::SocketAddr = text
+        .parse()
+        .map_err(|_| format!("--serve {text}: not an address; give IP:PORT on loopback, e.g. 127.0.0.1:3000"))?;
+    if !address.ip().is_loopback() {
+        return Err(format!(
+            "--serve {text}: {} is not a loopback address; the Explorer binds loopback only (127.0.0.1, ::1)",
+            address.ip()
+        ));
+    }
+    // stateright's server gives up without a word if it cannot bind: find out first.
+    std::net::TcpListener::bind(address).map_err(|error| format!("--serve {text}: cannot listen there: {error}"))?;
+    Ok(address)
+}
+
+/// stateright's web Explorer on a scenario's bound, for stepping through states by hand
+/// (`GET /` in a browser). It serves until the process is stopped.
+pub fn serve(spec: &Spec, address: std::net::SocketAddr, threads: usize) -> Result<(), String> {
+    let (world, bounds) = bound(spec)?;
+    let model = HandoffModel::new(world, bounds);
+    model.checker().threads(threads.max(1)).serve(address);
+    Ok(())
+}
+
 /// What an exploration found, whatever strategy made it.
 struct Explored {
     states: usize,

@@ -112,6 +112,10 @@ enum Command {
         /// Print one JSON object instead of the text report.
         #[arg(long)]
         json: bool,
+        /// Serve stateright's web Explorer on this loopback address (e.g. 127.0.0.1:3000) instead
+        /// of checking: step through the bound's states by hand in a browser.
+        #[arg(long, value_name = "ADDR")]
+        serve: Option<String>,
         /// Write each counterexample into this directory as a scenario that `handoff run`
         /// replays (`<scenario>-<invariant>-counterexample.toml`).
         #[arg(long, value_name = "DIR")]
@@ -149,6 +153,7 @@ fn main() -> ExitCode {
             sets,
             json,
             export,
+            serve,
         } => {
             let loaded = match scenario::load(&path, &sets) {
                 Ok(loaded) => loaded,
@@ -156,6 +161,20 @@ fn main() -> ExitCode {
             };
             if threads == Some(0) {
                 return bad_input("--threads 0: at least one thread is needed");
+            }
+            if let Some(text) = serve {
+                if let Err(error) = check::bound(&loaded.spec) {
+                    return bad_input(&format!("{}: {error}", path.display()));
+                }
+                let address = match check::serve_address(&text) {
+                    Ok(address) => address,
+                    Err(error) => return bad_input(&error),
+                };
+                eprintln!("explorer  http://{address}/ on the bound of {} (stop with Ctrl-C)", path.display());
+                return match check::serve(&loaded.spec, address, threads.unwrap_or(1)) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(error) => bad_input(&format!("{}: {error}", path.display())),
+                };
             }
             let strategy = match strategy {
                 StrategyArg::Bfs => check::Strategy::Bfs,

@@ -272,3 +272,36 @@ fn a_counterexample_exported_by_check_replays_step_for_step_in_the_timed_lens() 
     assert!(text.contains("followed step for step") && text.contains("findings (0)"), "{text}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn serve_opens_the_explorer_on_loopback_only() {
+    use std::io::{Read, Write};
+    let path = scenario("claims-restart-during-snapshot");
+    for (address, phrase) in [("0.0.0.0:3000", "not a loopback address"), ("nowhere", "not an address")] {
+        let output = handoff(&["check", &path, "--serve", address]);
+        assert_eq!(output.status.code(), Some(2), "{address}");
+        assert!(String::from_utf8_lossy(&output.stderr).contains(phrase), "{address}");
+    }
+    // A free loopback port, then the Explorer on it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("bound").port();
+    let address = format!("127.0.0.1:{port}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_handoff"))
+        .args(["check", &path, "--serve", &address])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the handoff binary runs");
+    let mut status = String::new();
+    for _ in 0..100 {
+        if let Ok(mut stream) = std::net::TcpStream::connect(&address) {
+            let request = format!("GET /.status HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+            stream.write_all(request.as_bytes()).expect("request sent");
+            stream.read_to_string(&mut status).expect("response read");
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    child.kill().ok();
+    child.wait().ok();
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    assert!(status.contains("I2 no resurrection") && status.contains("unique_state_count"), "{status}");
+}
