@@ -36,6 +36,65 @@ use crate::spec::{FaultAction, Invariant, Spec};
 use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::{Arc, OnceLock};
+
+/// A component shared by the states that have not changed it (copy on write: a step clones only
+/// what it touches), with its hash kept once computed. Exploring a bound clones and hashes a whole
+/// world per successor; most of a world is the same as its predecessor's.
+#[derive(Clone, Debug)]
+pub struct Shared<T>(Arc<(T, OnceLock<u64>)>);
+
+impl<T: Clone> Shared<T> {
+    pub fn new(value: T) -> Shared<T> {
+        Shared(Arc::new((value, OnceLock::new())))
+    }
+
+    /// The component to change: this state's own copy, its cached hash forgotten.
+    pub fn get_mut(&mut self) -> &mut T {
+        let inner = Arc::make_mut(&mut self.0);
+        inner.1.take();
+        &mut inner.0
+    }
+}
+
+impl<T> std::ops::Deref for Shared<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0.0
+    }
+}
+
+impl<T: std::hash::Hash> std::hash::Hash for Shared<T> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // aHash with fixed keys (as stateright's own fingerprints): the same component hashes the
+        // same in every run.
+        let hash = self.0.1.get_or_init(|| {
+            ahash::RandomState::with_seeds(0x68616e64, 0x6f6666, 0x776f726c64, 0x7368617265).hash_one(&self.0.0)
+        });
+        state.write_u64(*hash);
+    }
+}
+
+impl<T: PartialEq> PartialEq for Shared<T> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.0 == other.0.0
+    }
+}
+
+impl<T: Eq> Eq for Shared<T> {}
+
+impl<T: Serialize> Serialize for Shared<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.0.serialize(serializer)
+    }
+}
+
+impl<'de, T: Deserialize<'de> + Clone> Deserialize<'de> for Shared<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        T::deserialize(deserializer).map(Shared::new)
+    }
+}
 
 /// What travels on a link.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -123,7 +182,7 @@ pub struct Bounds {
     /// Processes that may crash, and how many crashes in all.
     pub crashable: Vec<Node>,
     pub crashes: u8,
-    /// How many times each periodic timer may fire (its firing changes counters forever).
+    /// How many times each periodic or retry timer may fire (its firing changes counters forever).
     pub periodic_fires: u8,
     /// Timers that never fire in this exploration (their behaviour is outside the bound).
     pub disabled_timers: Vec<Timer>,
@@ -134,21 +193,31 @@ pub struct Bounds {
     pub reductions: bool,
 }
 
-/// Timers that re-arm themselves.
+/// Timers a bound counts: those that re-arm themselves, and the retries a process makes while a
+/// peer is down (each retry opens a new session or request, so an unbounded retry loop would make
+/// the state space infinite: a connector retrying while PostgreSQL is down never repeats a state).
 fn is_periodic(timer: Timer) -> bool {
-    matches!(timer, Timer::OffsetFlush | Timer::Checkpoint | Timer::BgwriterRunningXacts)
+    matches!(
+        timer,
+        Timer::OffsetFlush
+            | Timer::Checkpoint
+            | Timer::BgwriterRunningXacts
+            | Timer::TaskRestart
+            | Timer::KafkaRetry
+            | Timer::OperatorRetry
+    )
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct World {
-    pub pg: Postgres,
-    pub connect: ConnectWorker,
-    pub kafka: Kafka,
-    pub sink: SearchIndex,
-    pub app: App,
-    pub operator: Operator,
+    pub pg: Shared<Postgres>,
+    pub connect: Shared<ConnectWorker>,
+    pub kafka: Shared<Kafka>,
+    pub sink: Shared<SearchIndex>,
+    pub app: Shared<App>,
+    pub operator: Shared<Operator>,
     /// The plain-read bulk loader, when the scenario's handoff is one.
-    pub loader: Option<Loader>,
+    pub loader: Option<Shared<Loader>>,
     pub links: BTreeMap<(Node, Node), VecDeque<Wire>>,
     pub timers: BTreeSet<(Node, Timer)>,
     pub down: BTreeSet<Node>,
@@ -158,7 +227,7 @@ pub struct World {
     pub operations_pending: BTreeSet<Operation>,
     pub crashes_left: u8,
     periodic_fired: BTreeMap<(Node, Timer), u8>,
-    pub checkers: Checkers,
+    pub checkers: Shared<Checkers>,
     /// A crash of the Connect worker hit a snapshot that was not recorded complete.
     pub restarted_during_snapshot: bool,
     /// The captured tables (for the acceptance boundary).
@@ -231,13 +300,13 @@ impl World {
     pub fn new(spec: &Spec, bounds: &Bounds) -> World {
         let system = setup::build(spec, 0, Options { bgwriter_running_xacts: false });
         let mut world = World {
-            pg: system.pg1,
-            connect: system.connect,
-            kafka: system.kafka,
-            sink: system.sink,
-            app: system.app,
-            operator: system.operator,
-            loader: system.loader,
+            pg: Shared::new(system.pg1),
+            connect: Shared::new(system.connect),
+            kafka: Shared::new(system.kafka),
+            sink: Shared::new(system.sink),
+            app: Shared::new(system.app),
+            operator: Shared::new(system.operator),
+            loader: system.loader.map(Shared::new),
             links: BTreeMap::new(),
             timers: BTreeSet::new(),
             down: BTreeSet::new(),
@@ -246,7 +315,7 @@ impl World {
             operations_pending: bounds.operations.iter().copied().collect(),
             crashes_left: bounds.crashes,
             periodic_fired: BTreeMap::new(),
-            checkers: Checkers::new(Oracle::new(&system.initial_rows), spec.debezium.tables.clone()),
+            checkers: Shared::new(Checkers::new(Oracle::new(&system.initial_rows), spec.debezium.tables.clone())),
             restarted_during_snapshot: false,
             captured: spec.debezium.tables.clone(),
             immediate_requests: bounds.reductions,
@@ -265,13 +334,15 @@ impl World {
 
     fn component(&mut self, node: Node) -> &mut dyn Component {
         match node {
-            Node::Pg1 | Node::Postgres => &mut self.pg,
-            Node::Connect => &mut self.connect,
-            Node::Kafka => &mut self.kafka,
-            Node::Sink => &mut self.sink,
-            Node::App => &mut self.app,
-            Node::Operator => &mut self.operator,
-            Node::Loader => self.loader.as_mut().expect("the world has a loader only when its scenario has one"),
+            Node::Pg1 | Node::Postgres => self.pg.get_mut(),
+            Node::Connect => self.connect.get_mut(),
+            Node::Kafka => self.kafka.get_mut(),
+            Node::Sink => self.sink.get_mut(),
+            Node::App => self.app.get_mut(),
+            Node::Operator => self.operator.get_mut(),
+            Node::Loader => {
+                self.loader.as_mut().expect("the world has a loader only when its scenario has one").get_mut()
+            }
             other => panic!("{other} is not part of the exhaustive world"),
         }
     }
@@ -517,7 +588,7 @@ impl World {
     }
 
     fn observe(&mut self, event: TraceEvent) {
-        self.checkers.observe(&event);
+        self.checkers.get_mut().observe(&event);
         if let Some(recorded) = self.recorded.as_mut() {
             recorded.push(event);
         }
@@ -620,7 +691,7 @@ impl World {
         if !self.at_acceptance_boundary() {
             return self.checkers.findings().to_vec();
         }
-        let mut checkers = self.checkers.clone();
+        let mut checkers = Checkers::clone(&self.checkers);
         checkers.finish(&Boundary {
             at: SimTime::ZERO,
             reached: true,

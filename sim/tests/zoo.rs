@@ -76,7 +76,7 @@ fn dbz_9688_trust_slot_after_a_recreated_slot() {
 
 #[test]
 fn the_missing_log_position_check_after_a_snapshot() {
-    entry("missing-log-position-check-after-snapshot", Invariant::I6, (488_593, 179_257), (559_786, 194_052));
+    entry("missing-log-position-check-after-snapshot", Invariant::I6, (452_142, 167_627), (929_199, 334_112));
 }
 
 #[test]
