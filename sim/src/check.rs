@@ -2,8 +2,8 @@
 //!
 //! The bound's world is the scenario's pipeline — its connector, Connect, Kafka and sink
 //! settings — with `rows` rows per table, the bound's transactions free to run at any point,
-//! the named processes free to crash (and restart) up to `crashes` times, and each periodic
-//! timer firing at most `periodic_fires` times. Time is abstract: any armed timer may fire next.
+//! the named processes free to crash (and restart) up to `crashes` times, the operator's
+//! `operations` once each, and each periodic or retry timer firing at most `periodic_fires` times. Time is abstract: any armed timer may fire next.
 //! The checkpoint, sink-commit and offset-flush-timeout timers never fire in a bound (their
 //! effects are the timed lens's business), and the background workload, the timed faults and
 //! the fault profile are the timed lens's too.
