@@ -12,9 +12,11 @@
 //!   server are still every order of the clients' steps, and a request lost with a crashing
 //!   client leaves the same durable state as a crash one step earlier, which is explored too.
 //!   Replies stay asynchronous.
-//! - the sink acts only when nothing else can. It reads append-only partition logs in order and
-//!   nothing else reads its state, so with one partition and no sink crash its applies do not
-//!   depend on when it runs. With several partitions this explores one consumption order only.
+//! - the sink acts only when no other message, timer, transaction or restart is pending (a
+//!   crash or an operator's action may come before or after it). It reads append-only partition
+//!   logs in order and nothing else reads its state, so with one partition and no sink crash
+//!   its applies do not depend on when it runs. With several partitions this explores one
+//!   consumption order only.
 
 use crate::app::App;
 use crate::checkers::{Boundary, Checkers, Finding};
@@ -414,48 +416,38 @@ impl World {
     }
 
     pub fn actions(&self, bounds: &Bounds, actions: &mut Vec<Action>) {
-        self.actions_of(bounds, actions, false);
-        if actions.is_empty() && bounds.reductions {
-            self.actions_of(bounds, actions, true);
-        }
-    }
-
-    fn actions_of(&self, bounds: &Bounds, actions: &mut Vec<Action>, sink_turn: bool) {
-        let deferred = |node: Node| bounds.reductions && node == Node::Sink && !sink_turn;
-        if bounds.reductions && sink_turn {
-            for ((from, to), queue) in &self.links {
-                if !queue.is_empty() && *to == Node::Sink {
-                    actions.push(Action::Deliver { from: *from, to: *to });
-                }
-            }
-            for (node, timer) in &self.timers {
-                if *node == Node::Sink && !bounds.disabled_timers.contains(timer) {
-                    actions.push(Action::Fire { node: *node, timer: *timer });
-                }
-            }
-            return;
-        }
+        let deferred = |node: Node| bounds.reductions && node == Node::Sink;
         for ((from, to), queue) in &self.links {
             if !queue.is_empty() && !deferred(*to) {
                 actions.push(Action::Deliver { from: *from, to: *to });
             }
         }
         for (node, timer) in &self.timers {
-            if deferred(*node) {
-                continue;
-            }
-            if bounds.disabled_timers.contains(timer) {
-                continue;
-            }
-            let exhausted = is_periodic(*timer)
-                && self.periodic_fired.get(&(*node, *timer)).copied().unwrap_or(0) >= bounds.periodic_fires;
-            if !exhausted {
+            if !deferred(*node) && self.may_fire(bounds, *node, *timer) {
                 actions.push(Action::Fire { node: *node, timer: *timer });
             }
         }
         for index in &self.scripted_pending {
             if !self.down.contains(&Node::Pg1) {
                 actions.push(Action::RunScripted { index: *index });
+            }
+        }
+        for node in &self.down {
+            actions.push(Action::Restart { node: *node });
+        }
+        // The sink's turn: when nothing else makes progress. A crash or an operator's action
+        // may still come before or after it, so they do not hold the sink back (a crash that
+        // never comes must not keep the pipeline from catching up).
+        if bounds.reductions && actions.is_empty() {
+            for ((from, to), queue) in &self.links {
+                if !queue.is_empty() && *to == Node::Sink {
+                    actions.push(Action::Deliver { from: *from, to: *to });
+                }
+            }
+            for (node, timer) in &self.timers {
+                if *node == Node::Sink && self.may_fire(bounds, *node, *timer) {
+                    actions.push(Action::Fire { node: *node, timer: *timer });
+                }
             }
         }
         let may_operate = match bounds.operate_while {
@@ -478,9 +470,13 @@ impl World {
                 }
             }
         }
-        for node in &self.down {
-            actions.push(Action::Restart { node: *node });
-        }
+    }
+
+    /// Whether an armed timer may fire within the bound.
+    fn may_fire(&self, bounds: &Bounds, node: Node, timer: Timer) -> bool {
+        !bounds.disabled_timers.contains(&timer)
+            && !(is_periodic(timer)
+                && self.periodic_fired.get(&(node, timer)).copied().unwrap_or(0) >= bounds.periodic_fires)
     }
 
     pub fn step(&mut self, action: &Action) {

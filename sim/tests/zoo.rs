@@ -61,7 +61,7 @@ fn entry(name: &str, invariant: Invariant, sizes: (usize, usize), twin_sizes: (u
 
 #[test]
 fn dbz_7816_a_slot_confirmed_before_the_offsets_are_stored() {
-    entry("dbz-7816-slot-confirmed-before-offsets-stored", Invariant::I5, (46_828, 19_129), (188_453, 73_151));
+    entry("dbz-7816-slot-confirmed-before-offsets-stored", Invariant::I5, (47_250, 19_469), (188_955, 73_499));
 }
 
 #[test]
@@ -71,20 +71,20 @@ fn a_wall_clock_stream_start() {
 
 #[test]
 fn dbz_9688_trust_slot_after_a_recreated_slot() {
-    entry("dbz-9688-trust-slot-after-recreated-slot", Invariant::I6, (200_309, 77_505), (191_115, 74_191));
+    entry("dbz-9688-trust-slot-after-recreated-slot", Invariant::I6, (201_183, 78_093), (191_743, 74_617));
 }
 
 #[test]
 fn the_missing_log_position_check_after_a_snapshot() {
-    entry("missing-log-position-check-after-snapshot", Invariant::I6, (452_142, 167_627), (929_199, 334_112));
+    entry("missing-log-position-check-after-snapshot", Invariant::I6, (458_379, 171_709), (960_351, 352_103));
 }
 
 #[test]
 fn the_resurrection_after_an_incomplete_snapshot() {
-    entry("resurrection-after-incomplete-snapshot", Invariant::I2, (95_223, 42_102), (95_223, 42_102));
+    entry("resurrection-after-incomplete-snapshot", Invariant::I2, (95_931, 42_650), (95_931, 42_650));
 }
 
 #[test]
 fn a_naive_sink() {
-    entry("naive-sink", Invariant::I3, (56_919, 24_065), (56_919, 24_065));
+    entry("naive-sink", Invariant::I3, (57_273, 24_339), (57_273, 24_339));
 }
