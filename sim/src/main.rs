@@ -89,7 +89,9 @@ enum Command {
     /// Explore a scenario's [check] bound exhaustively (stateright) and report every property.
     Check {
         scenario: PathBuf,
-        #[arg(long, value_enum, default_value_t = StrategyArg::Bfs)]
+        /// `dfs` (the default) keeps only its path and the states' fingerprints and is the faster;
+        /// `bfs` keeps every pending state and reports the bound's diameter as its max depth.
+        #[arg(long, value_enum, default_value_t = StrategyArg::Dfs)]
         strategy: StrategyArg,
         /// Explore no deeper than this many steps (the report then says the bound was not
         /// explored completely).

@@ -181,7 +181,7 @@ fn check_explores_the_bound_and_narrates_the_shortest_counterexample() {
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let text = String::from_utf8_lossy(&output.stdout);
     // The bound's size is pinned: a change in the models' semantics shows here as a number.
-    assert!(text.contains("states    95931 generated, 42650 unique, max depth 37\n"), "{text}");
+    assert!(text.contains("states    95931 generated, 42650 unique, max depth 40\n"), "{text}");
     assert!(text.contains("I2 no resurrection                       COUNTEREXAMPLE  predicted"), "{text}");
     assert!(text.contains("I1 no gap                                holds\n"), "{text}");
     assert!(text.contains("a crash hits an incomplete snapshot      reached"), "{text}");
