@@ -71,6 +71,7 @@ pub mod postgres;
 pub mod protocol;
 pub mod record;
 pub mod setup;
+pub mod shared;
 pub mod sink;
 pub mod spec;
 pub mod time;

@@ -124,6 +124,11 @@ impl Oracle {
     }
 
     /// Feeds one observation.
+    /// Whether [`Oracle::observe`] changes anything for this observation.
+    pub fn observes(observation: &Observation) -> bool {
+        matches!(observation, Observation::Committed { .. } | Observation::Promoted { .. })
+    }
+
     pub fn observe(&mut self, at: SimTime, observation: &Observation) {
         match observation {
             Observation::Committed { server, txn } => {

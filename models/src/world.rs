@@ -33,70 +33,12 @@ use crate::postgres::Postgres;
 use crate::postgres::wal::WalEntry;
 use crate::protocol::{Control, Msg};
 use crate::setup::{self, Options};
+use crate::shared::Shared;
 use crate::sink::SearchIndex;
 use crate::spec::{FaultAction, Invariant, Spec};
 use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::{Arc, OnceLock};
-
-/// A component shared by the states that have not changed it (copy on write: a step clones only
-/// what it touches), with its hash kept once computed. Exploring a bound clones and hashes a whole
-/// world per successor; most of a world is the same as its predecessor's.
-#[derive(Clone, Debug)]
-pub struct Shared<T>(Arc<(T, OnceLock<u64>)>);
-
-impl<T: Clone> Shared<T> {
-    pub fn new(value: T) -> Shared<T> {
-        Shared(Arc::new((value, OnceLock::new())))
-    }
-
-    /// The component to change: this state's own copy, its cached hash forgotten.
-    pub fn get_mut(&mut self) -> &mut T {
-        let inner = Arc::make_mut(&mut self.0);
-        inner.1.take();
-        &mut inner.0
-    }
-}
-
-impl<T> std::ops::Deref for Shared<T> {
-    type Target = T;
-
-    fn deref(&self) -> &T {
-        &self.0.0
-    }
-}
-
-impl<T: std::hash::Hash> std::hash::Hash for Shared<T> {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        // aHash with fixed keys (as stateright's own fingerprints): the same component hashes the
-        // same in every run.
-        let hash = self.0.1.get_or_init(|| {
-            ahash::RandomState::with_seeds(0x68616e64, 0x6f6666, 0x776f726c64, 0x7368617265).hash_one(&self.0.0)
-        });
-        state.write_u64(*hash);
-    }
-}
-
-impl<T: PartialEq> PartialEq for Shared<T> {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || self.0.0 == other.0.0
-    }
-}
-
-impl<T: Eq> Eq for Shared<T> {}
-
-impl<T: Serialize> Serialize for Shared<T> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.0.serialize(serializer)
-    }
-}
-
-impl<'de, T: Deserialize<'de> + Clone> Deserialize<'de> for Shared<T> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        T::deserialize(deserializer).map(Shared::new)
-    }
-}
 
 /// What travels on a link.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

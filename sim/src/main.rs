@@ -5,6 +5,11 @@ use handoff_sim::{check, scenario};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// mimalloc: the exhaustive lens allocates and frees component copies at every step, and the
+/// system allocator took about 40 % of its instructions (docs/performance.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "handoff",

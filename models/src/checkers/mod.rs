@@ -25,6 +25,7 @@ use crate::ids::{Key, TableId};
 use crate::lsn::Lsn;
 use crate::observe::{Doc, Observation, TraceEvent};
 use crate::oracle::Oracle;
+use crate::shared::Shared;
 use crate::sink::DocList;
 use crate::spec::Invariant;
 use crate::time::SimTime;
@@ -123,8 +124,10 @@ pub struct Boundary {
 /// What every checker can read: the oracle, Kafka's published content, the stored offset.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Evidence {
-    pub oracle: Oracle,
-    pub published: Published,
+    /// The source's history and what reached Kafka: the bulk of the evidence, shared between
+    /// the exhaustive lens's states until one of them changes it.
+    pub oracle: Shared<Oracle>,
+    pub published: Shared<Published>,
     /// The connector's offset as the offsets topic holds it.
     pub stored_offset: Option<SourceOffset>,
     pub captured: Vec<TableId>,
@@ -149,8 +152,8 @@ impl Checkers {
     pub fn new(oracle: Oracle, captured: Vec<TableId>) -> Checkers {
         Checkers {
             evidence: Evidence {
-                oracle,
-                published: Published::default(),
+                oracle: Shared::new(oracle),
+                published: Shared::new(Published::default()),
                 stored_offset: None,
                 captured,
                 first_stream_start: None,
@@ -179,7 +182,9 @@ impl Checkers {
     pub fn observe(&mut self, event: &TraceEvent) {
         let at = event.at;
         let observation = &event.observation;
-        self.evidence.oracle.observe(at, observation);
+        if Oracle::observes(observation) {
+            self.evidence.oracle.get_mut().observe(at, observation);
+        }
         // Checkers that look at a moment read the evidence as it was just before it.
         let mut found = Vec::new();
         self.ack_durable.observe(&self.evidence, at, observation, &mut found);
@@ -188,7 +193,7 @@ impl Checkers {
         self.no_resurrection.observe(&self.evidence, at, observation, &mut found);
         self.monotonic_apply.observe(at, observation, &mut found);
         match observation {
-            Observation::Appended { records } => self.evidence.published.append(at, records),
+            Observation::Appended { records } => self.evidence.published.get_mut().append(at, records),
             Observation::SourceOffsetStored { offset, .. } => self.evidence.stored_offset = *offset,
             Observation::StreamStarted { client: crate::ids::Node::Connect, start, .. } => {
                 self.evidence.first_stream_start.get_or_insert((at, *start));
