@@ -416,9 +416,9 @@ impl World {
 
     /// Whether an armed timer may fire within the bound.
     fn may_fire(&self, bounds: &Bounds, node: Node, timer: Timer) -> bool {
-        !bounds.disabled_timers.contains(&timer)
-            && !(is_periodic(timer)
-                && self.periodic_fired.get(&(node, timer)).copied().unwrap_or(0) >= bounds.periodic_fires)
+        let exhausted = is_periodic(timer)
+            && self.periodic_fired.get(&(node, timer)).copied().unwrap_or(0) >= bounds.periodic_fires;
+        !bounds.disabled_timers.contains(&timer) && !exhausted
     }
 
     pub fn step(&mut self, action: &Action) {
