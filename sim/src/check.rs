@@ -146,8 +146,18 @@ pub fn bound(spec: &Spec) -> Result<(Spec, Bounds), String> {
     Ok((world, bounds))
 }
 
-/// Explores a scenario's bound.
+/// Explores a scenario's bound, and searches and tells each counterexample.
 pub fn check(spec: &Spec, name: &str, plan: CheckPlan) -> Result<CheckReport, String> {
+    check_with(spec, name, plan, true)
+}
+
+/// Explores a scenario's bound only: the report's counterexamples have no path and no story
+/// (what the `check_throughput` benchmark measures).
+pub fn explore(spec: &Spec, name: &str, plan: CheckPlan) -> Result<CheckReport, String> {
+    check_with(spec, name, plan, false)
+}
+
+fn check_with(spec: &Spec, name: &str, plan: CheckPlan, tell: bool) -> Result<CheckReport, String> {
     let (world, bounds) = bound(spec)?;
     let check: &CheckBound = spec.check.as_ref().expect("bound() checked it");
     let model = HandoffModel::new(world.clone(), bounds.clone());
@@ -186,7 +196,8 @@ pub fn check(spec: &Spec, name: &str, plan: CheckPlan) -> Result<CheckReport, St
             Outcome::Reached => true,
             Outcome::NotReached => check.unreached_ok.iter().any(|ok| ok == property.name),
         };
-        let path = if outcome == Outcome::Counterexample { shortest(&model, property.name) } else { Vec::new() };
+        let path =
+            if tell && outcome == Outcome::Counterexample { shortest(&model, property.name) } else { Vec::new() };
         let steps = path.iter().map(Action::to_string).collect();
         let story = if path.is_empty() { String::new() } else { handoff_models::check::narrate_path(&model, &path) };
         let violated_at_end =
