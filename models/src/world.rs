@@ -162,7 +162,8 @@ pub struct World {
     pub operator: Shared<Operator>,
     /// The plain-read bulk loader, when the scenario's handoff is one.
     pub loader: Option<Shared<Loader>>,
-    pub links: BTreeMap<(Node, Node), VecDeque<Wire>>,
+    /// What is on its way, per link (each queue shared between states until one changes it).
+    pub links: BTreeMap<(Node, Node), Shared<VecDeque<Wire>>>,
     pub timers: BTreeSet<(Node, Timer)>,
     pub down: BTreeSet<Node>,
     /// Pairs of processes that have talked (a connection exists between them).
@@ -335,7 +336,7 @@ impl World {
     }
 
     fn enqueue(&mut self, from: Node, to: Node, wire: Wire) {
-        self.links.entry((from, to)).or_default().push_back(wire);
+        self.links.entry((from, to)).or_insert_with(|| Shared::new(VecDeque::new())).get_mut().push_back(wire);
         if let Some(tally) = self.tally.as_mut() {
             tally.enqueued(from, to);
         }
@@ -424,11 +425,13 @@ impl World {
     pub fn step(&mut self, action: &Action) {
         match *action {
             Action::Deliver { from, to } => {
-                let Some(wire) = self.links.get_mut(&(from, to)).and_then(VecDeque::pop_front) else { return };
+                let Some(wire) = self.links.get_mut(&(from, to)).and_then(|queue| queue.get_mut().pop_front()) else {
+                    return;
+                };
                 if let Some(tally) = self.tally.as_mut() {
                     tally.delivered(from, to);
                 }
-                if self.links.get(&(from, to)).is_some_and(VecDeque::is_empty) {
+                if self.links.get(&(from, to)).is_some_and(|queue| queue.is_empty()) {
                     self.links.remove(&(from, to));
                 }
                 self.receive(from, to, wire);
@@ -553,7 +556,7 @@ impl World {
         // What the start sent is on its links already: count it.
         let mut tally = Tally::default();
         for ((from, to), queue) in &world.links {
-            for _ in queue {
+            for _ in queue.iter() {
                 tally.enqueued(*from, *to);
             }
         }
