@@ -552,7 +552,6 @@ impl World {
     /// returns when each message is delivered and each timer fires (by step number).
     pub fn timing(spec: &Spec, bounds: &Bounds, actions: &[Action]) -> Result<Timing, (usize, String)> {
         let mut world = World::new(spec, bounds);
-        world.tally = Some(Tally::default());
         // What the start sent is on its links already: count it.
         let mut tally = Tally::default();
         for ((from, to), queue) in &world.links {

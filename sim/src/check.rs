@@ -160,8 +160,7 @@ pub fn explore(spec: &Spec, name: &str, plan: CheckPlan) -> Result<CheckReport, 
 fn check_with(spec: &Spec, name: &str, plan: CheckPlan, tell: bool) -> Result<CheckReport, String> {
     let (world, bounds) = bound(spec)?;
     let check: &CheckBound = spec.check.as_ref().expect("bound() checked it");
-    let model = HandoffModel::new(world.clone(), bounds.clone());
-    let world_spec = world;
+    let model = HandoffModel::new(world, bounds);
     let started = Instant::now();
     let mut builder = model.clone().checker().threads(plan.threads.max(1));
     if let Some(depth) = plan.max_depth {
@@ -201,7 +200,7 @@ fn check_with(spec: &Spec, name: &str, plan: CheckPlan, tell: bool) -> Result<Ch
         let steps = path.iter().map(Action::to_string).collect();
         let story = if path.is_empty() { String::new() } else { handoff_models::check::narrate_path(&model, &path) };
         let violated_at_end =
-            if path.is_empty() { Vec::new() } else { World::violated_after(&world_spec, &bounds, &path) };
+            if path.is_empty() { Vec::new() } else { World::violated_after(&model.spec, &model.bounds, &path) };
         properties.push(PropertyReport {
             name: property.name,
             expectation,
