@@ -11,8 +11,8 @@ use crate::ids::Node;
 use crate::observe::Observation;
 use crate::postgres::table::RowOp;
 use crate::protocol::{Control, Msg, SqlReply, SqlRequest};
+use crate::shared::Shared;
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 
 /// One application transaction.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -31,13 +31,13 @@ pub struct Workload {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct App {
-    pub workload: Arc<Workload>,
+    pub workload: Shared<Workload>,
     next_timed: usize,
     next_session: u64,
 }
 
 impl App {
-    pub fn new(workload: Arc<Workload>) -> App {
+    pub fn new(workload: Shared<Workload>) -> App {
         App { workload, next_timed: 0, next_session: 1 }
     }
 

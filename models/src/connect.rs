@@ -28,10 +28,10 @@ use crate::event::{SourceOffset, SourceRecord};
 use crate::ids::Node;
 use crate::observe::Observation;
 use crate::protocol::{Control, KafkaReply, KafkaRequest, Msg, RestReply, RestRequest};
+use crate::shared::Shared;
 use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ConnectConfig {
@@ -123,8 +123,8 @@ struct Volatile {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ConnectWorker {
-    pub config: Arc<ConnectConfig>,
-    pub debezium: Arc<DebeziumConfig>,
+    pub config: Shared<ConnectConfig>,
+    pub debezium: Shared<DebeziumConfig>,
     pub target_state: TargetState,
     /// The task died and waits for a REST restart (the status shows FAILED).
     task_died: bool,
@@ -132,7 +132,11 @@ pub struct ConnectWorker {
 }
 
 impl ConnectWorker {
-    pub fn new(config: Arc<ConnectConfig>, debezium: Arc<DebeziumConfig>, target_state: TargetState) -> ConnectWorker {
+    pub fn new(
+        config: Shared<ConnectConfig>,
+        debezium: Shared<DebeziumConfig>,
+        target_state: TargetState,
+    ) -> ConnectWorker {
         ConnectWorker {
             config,
             debezium,
@@ -315,7 +319,7 @@ impl ConnectWorker {
                 .count(),
             completion_marker: batch.iter().any(|record| record.offset.snapshot_completed),
         };
-        self.request(ctx, purpose, KafkaRequest::Produce { records: Arc::new(batch) });
+        self.request(ctx, purpose, KafkaRequest::Produce { records: Shared::new(batch) });
     }
 
     fn on_produced(&mut self, ctx: &mut Ctx, first_seq: u64, last_seq: u64, changes: usize, completion_marker: bool) {

@@ -13,6 +13,7 @@ use crate::ids::{Node, TableId};
 use crate::lsn::Lsn;
 use crate::observe::Observation;
 use crate::protocol::{KafkaReply, KafkaRequest, Msg, SqlReply, SqlRequest};
+use crate::shared::Shared;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -23,7 +24,7 @@ pub struct Loader {
     lsn: Option<Lsn>,
     rows: Vec<SourceRecord>,
     /// The produce request, kept until acknowledged (sent again after a lost connection).
-    producing: Option<std::sync::Arc<Vec<SourceRecord>>>,
+    producing: Option<Shared<Vec<SourceRecord>>>,
     done: bool,
 }
 
@@ -47,7 +48,7 @@ impl Loader {
         }
         let records = std::mem::take(&mut self.rows);
         ctx.observe(Observation::LoaderRead { rows: records.len(), lsn: self.lsn.unwrap_or_default() });
-        let records = std::sync::Arc::new(records);
+        let records = Shared::new(records);
         self.producing = Some(records.clone());
         ctx.send(Node::Kafka, Msg::Kafka { request_id: 1, request: KafkaRequest::Produce { records } });
     }

@@ -11,10 +11,10 @@ use crate::lsn::Lsn;
 use crate::postgres::Role;
 use crate::postgres::wal::CommittedTxn;
 use crate::protocol::SlotRow;
+use crate::shared::ByContent;
 use crate::spec::{FaultAction, Moment};
 use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 
 /// How a snapshot `SELECT` saw the table.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -134,7 +134,7 @@ pub enum Observation {
     /// A transaction committed (the oracle's input).
     Committed {
         server: Node,
-        txn: Arc<CommittedTxn>,
+        txn: ByContent<CommittedTxn>,
     },
     SlotCreated {
         server: Node,

@@ -11,10 +11,10 @@ use crate::ids::{Csn, Key, Node, Row, TableId};
 use crate::lsn::Lsn;
 use crate::observe::Observation;
 use crate::postgres::wal::CommittedTxn;
+use crate::shared::Shared;
 use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 /// A document: one row of one table.
 pub type DocId = (TableId, Key);
@@ -22,7 +22,7 @@ pub type DocId = (TableId, Key);
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct OracleCommit {
     pub server: Node,
-    pub txn: Arc<CommittedTxn>,
+    pub txn: Shared<CommittedTxn>,
     /// When the commit was observed.
     pub at: SimTime,
     /// Lost in a failover: committed on the old primary, never on the promoted standby.
@@ -98,7 +98,7 @@ impl Oracle {
             doc.changed = false;
         }
         self.last_csn = 0;
-        let surviving: Vec<(Arc<CommittedTxn>, SimTime)> =
+        let surviving: Vec<(Shared<CommittedTxn>, SimTime)> =
             self.commits.iter().filter(|c| !c.lost).map(|c| (c.txn.clone(), c.at)).collect();
         for (txn, at) in surviving {
             self.apply(&txn, at);
@@ -135,7 +135,7 @@ impl Oracle {
                 for change in &txn.changes {
                     self.by_change_lsn.entry(change.lsn).or_default().push(self.commits.len());
                 }
-                self.commits.push(OracleCommit { server: *server, txn: txn.clone(), at, lost: false });
+                self.commits.push(OracleCommit { server: *server, txn: txn.0.clone(), at, lost: false });
                 self.apply(txn, at);
             }
             Observation::Promoted { server, csn, .. } => {

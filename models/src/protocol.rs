@@ -13,6 +13,7 @@ use crate::ids::{Key, Row, TableId, Xid};
 use crate::lsn::Lsn;
 use crate::postgres::table::{Change, RowOp};
 use crate::postgres::wal::WalEntry;
+use crate::shared::Shared;
 use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
 
@@ -177,7 +178,7 @@ pub enum ReplReply {
 pub enum KafkaRequest {
     /// A produce request carrying one batch of records (`acks=all`). Shared, because a client
     /// keeps it to send again until it is acknowledged.
-    Produce { records: std::sync::Arc<Vec<SourceRecord>> },
+    Produce { records: Shared<Vec<SourceRecord>> },
     /// Write (or with `None`, tombstone) the source offset of a connector in the offsets topic.
     WriteSourceOffset { connector: String, offset: Option<SourceOffset> },
     /// Read the offsets topic to its end and return a connector's offset.

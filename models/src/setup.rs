@@ -10,10 +10,10 @@ use crate::loader::Loader;
 use crate::lsn::Lsn;
 use crate::operator::Operator;
 use crate::postgres::{Postgres, PostgresConfig, Role, TableSpec};
+use crate::shared::Shared;
 use crate::sink::{SearchIndex, SinkConfig};
 use crate::spec::{HandoffMethod, Spec};
 use crate::workload;
-use std::sync::Arc;
 
 /// Where the WAL of the modelled cluster continues when a run starts: past `initdb` and the
 /// initial load, as on a fresh PostgreSQL 15 cluster.
@@ -50,7 +50,7 @@ impl Default for Options {
 
 pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
     let initial_rows = workload::initial_rows(spec, seed);
-    let pg_config = Arc::new(PostgresConfig {
+    let pg_config = Shared::new(PostgresConfig {
         major_version: spec.postgres_major_version,
         wal_segment_size: spec.wal_segment_size,
         checkpoint_timeout_ms: spec.checkpoint_timeout_ms,
@@ -67,19 +67,19 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
     });
     let pg1 = Postgres::new(Node::Pg1, Role::Primary, pg_config.clone(), &initial_rows);
     let pg2 = spec.standby.map(|_| Postgres::new(Node::Pg2, Role::Standby, pg_config.clone(), &initial_rows));
-    let debezium = Arc::new(spec.debezium.clone());
-    let connect = ConnectWorker::new(Arc::new(spec.connect.clone()), debezium.clone(), TargetState::Running);
-    let kafka = Kafka::new(Arc::new(KafkaConfig {
+    let debezium = Shared::new(spec.debezium.clone());
+    let connect = ConnectWorker::new(Shared::new(spec.connect.clone()), debezium.clone(), TargetState::Running);
+    let kafka = Kafka::new(Shared::new(KafkaConfig {
         partitions: spec.kafka_partitions,
         topics: spec.tables.iter().map(|t| Topic::Change(t.id)).collect(),
     }));
-    let sink = SearchIndex::new(Arc::new(SinkConfig {
+    let sink = SearchIndex::new(Shared::new(SinkConfig {
         rule: spec.sink_rule,
         group: spec.sink_group.clone(),
         auto_commit_interval_ms: spec.sink_auto_commit_interval_ms,
         max_poll_records: spec.sink_max_poll_records,
     }));
-    let app = App::new(Arc::new(workload::workload(spec, seed)));
+    let app = App::new(Shared::new(workload::workload(spec, seed)));
     let operator = Operator::new(spec.gate, spec.debezium.name.clone(), spec.debezium.slot_name.clone());
     let loader = match spec.handoff {
         HandoffMethod::PlainRead { read_at_ms } => Some(Loader::new(

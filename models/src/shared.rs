@@ -60,3 +60,23 @@ impl<'de, T: Deserialize<'de> + Clone> Deserialize<'de> for Shared<T> {
         T::deserialize(deserializer).map(Shared::new)
     }
 }
+
+/// A shared value that hashes by its content, whatever hasher asks: for what the trace hash
+/// covers (an observation's committed transaction), which must not depend on aHash's output.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ByContent<T: Clone>(pub Shared<T>);
+
+impl<T: Clone> std::ops::Deref for ByContent<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: Clone + std::hash::Hash> std::hash::Hash for ByContent<T> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (*self.0).hash(state);
+    }
+}

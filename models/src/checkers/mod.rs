@@ -130,7 +130,7 @@ pub struct Evidence {
     pub published: Shared<Published>,
     /// The connector's offset as the offsets topic holds it.
     pub stored_offset: Option<SourceOffset>,
-    pub captured: Vec<TableId>,
+    pub captured: Shared<Vec<TableId>>,
     /// The connector's first replication stream: when, and from where decoding emitted.
     pub first_stream_start: Option<(SimTime, Lsn)>,
 }
@@ -155,7 +155,7 @@ impl Checkers {
                 oracle: Shared::new(oracle),
                 published: Shared::new(Published::default()),
                 stored_offset: None,
-                captured,
+                captured: Shared::new(captured),
                 first_stream_start: None,
             },
             no_resurrection: Default::default(),

@@ -16,7 +16,7 @@ use crate::observe::Doc;
 use crate::spec::Invariant;
 
 pub fn check(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Finding>) {
-    for table in &evidence.captured {
+    for table in evidence.captured.iter() {
         // Both sides are in key order: walk them together.
         let mut sink = boundary.sink.table(*table).iter().map(|(id, doc)| (id, doc)).peekable();
         for (key, row) in evidence.oracle.live(*table) {

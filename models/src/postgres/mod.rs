@@ -34,10 +34,10 @@ use crate::ids::{Csn, Key, Node, Row, TableId, Xid};
 use crate::lsn::Lsn;
 use crate::observe::{Observation, ScanSnapshot};
 use crate::protocol::{Control, DecodedTxn, Msg, ReplReply, ReplRequest, SessionId, SlotRow, SqlReply, SqlRequest};
+use crate::shared::Shared;
 use serde::{Deserialize, Serialize};
 use slot::Slot;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use table::{Change, ChangeKind, ReplicaIdentity, RowOp, Table};
 use wal::{CommittedTxn, Wal, WalEntry, record_size};
 
@@ -149,14 +149,19 @@ struct Volatile {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Postgres {
     pub node: Node,
-    pub config: Arc<PostgresConfig>,
+    pub config: Shared<PostgresConfig>,
     pub durable: Durable,
     volatile: Volatile,
 }
 
 impl Postgres {
     /// A server whose tables hold `initial_rows` (committed before the run, csn 0).
-    pub fn new(node: Node, role: Role, config: Arc<PostgresConfig>, initial_rows: &[(TableId, Key, Row)]) -> Postgres {
+    pub fn new(
+        node: Node,
+        role: Role,
+        config: Shared<PostgresConfig>,
+        initial_rows: &[(TableId, Key, Row)],
+    ) -> Postgres {
         let tables: Vec<Table> = config
             .tables
             .iter()
@@ -293,7 +298,7 @@ impl Postgres {
         for change in &changes {
             self.durable.tables[usize::from(change.table.0)].apply(&change.kind, change.key, csn);
         }
-        let txn = Arc::new(CommittedTxn {
+        let txn = Shared::new(CommittedTxn {
             xid,
             csn,
             first_lsn: first_lsn.unwrap_or(commit_lsn),
@@ -304,7 +309,7 @@ impl Postgres {
             changes: changes.clone(),
         });
         self.durable.wal.push(WalEntry::Txn(txn.clone()));
-        ctx.observe(Observation::Committed { server: self.node, txn });
+        ctx.observe(Observation::Committed { server: self.node, txn: crate::shared::ByContent(txn) });
         self.after_wal_append(ctx);
         SqlReply::Committed { xid, commit_lsn, end_lsn, changes }
     }

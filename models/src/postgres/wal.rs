@@ -18,9 +18,9 @@
 use super::table::Change;
 use crate::ids::{Csn, Xid};
 use crate::lsn::Lsn;
+use crate::shared::Shared;
 use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 
 /// `XLOG_BLCKSZ`: WAL page size.
 pub const XLOG_BLCKSZ: u64 = 8192;
@@ -95,7 +95,7 @@ pub struct CommittedTxn {
 /// A decoded WAL entry, in LSN order.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum WalEntry {
-    Txn(Arc<CommittedTxn>),
+    Txn(Shared<CommittedTxn>),
     /// `xl_running_xacts`, written by the background writer, at checkpoints and at slot
     /// creation. Always empty here: transactions are atomic in this model.
     RunningXacts {

@@ -38,7 +38,11 @@ use crate::sink::SearchIndex;
 use crate::spec::{FaultAction, Invariant, Spec};
 use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use sets::{Fired, Indices, Links, Nodes, Pairs, Timers};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, OnceLock};
+
+mod sets;
 
 /// What travels on a link.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -104,6 +108,14 @@ impl OperateWhile {
 impl Operation {
     pub const ALL: [Operation; 2] = [Operation::RecreateSlot, Operation::RebuildConnector];
 
+    /// Its place in `ALL`.
+    fn index(self) -> usize {
+        match self {
+            Operation::RecreateSlot => 0,
+            Operation::RebuildConnector => 1,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Operation::RecreateSlot => "recreate-slot",
@@ -152,7 +164,7 @@ fn is_periodic(timer: Timer) -> bool {
     )
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct World {
     pub pg: Shared<Postgres>,
     pub connect: Shared<ConnectWorker>,
@@ -163,31 +175,48 @@ pub struct World {
     /// The plain-read bulk loader, when the scenario's handoff is one.
     pub loader: Option<Shared<Loader>>,
     /// What is on its way, per link (each queue shared between states until one changes it).
-    pub links: BTreeMap<(Node, Node), Shared<VecDeque<Wire>>>,
-    pub timers: BTreeSet<(Node, Timer)>,
-    pub down: BTreeSet<Node>,
+    links: Links,
+    timers: Timers,
+    down: Nodes,
     /// Pairs of processes that have talked (a connection exists between them).
-    connections: BTreeSet<(Node, Node)>,
-    pub scripted_pending: BTreeSet<usize>,
-    pub operations_pending: BTreeSet<Operation>,
+    connections: Pairs,
+    /// Scripted transactions not run yet, by index.
+    scripted_pending: Indices,
+    /// Operations not done yet, by their place in `Operation::ALL`.
+    operations_pending: Indices,
     pub crashes_left: u8,
-    periodic_fired: BTreeMap<(Node, Timer), u8>,
+    periodic_fired: Fired,
     pub checkers: Shared<Checkers>,
     /// A crash of the Connect worker hit a snapshot that was not recorded complete.
     pub restarted_during_snapshot: bool,
     /// The captured tables (for the acceptance boundary).
-    captured: Vec<crate::ids::TableId>,
+    captured: Arc<Vec<crate::ids::TableId>>,
+    /// Which invariants the state violates, once asked (a property asks for each invariant).
+    verdict: Verdict,
     immediate_requests: bool,
-    #[serde(skip)]
     immediate: VecDeque<(Node, Node, Wire)>,
-    #[serde(skip)]
     draining_immediate: bool,
     /// When replaying a path for display: every observation, in order.
-    #[serde(skip)]
     recorded: Option<Vec<TraceEvent>>,
     /// When deriving a schedule's timing: what happens to every message and timer.
-    #[serde(skip)]
     tally: Option<Tally>,
+}
+
+/// The invariants a state violates, as bits by `Invariant::ALL`, computed at most once per
+/// state. It is a function of the rest of the state, so it takes no part in a state's identity.
+#[derive(Clone, Debug, Default)]
+struct Verdict(OnceLock<u32>);
+
+impl PartialEq for Verdict {
+    fn eq(&self, _: &Verdict) -> bool {
+        true
+    }
+}
+
+impl Eq for Verdict {}
+
+impl std::hash::Hash for Verdict {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
 }
 
 /// When each message of a path is delivered and each timer fires, by step: what the timed lens
@@ -252,17 +281,24 @@ impl World {
             app: Shared::new(system.app),
             operator: Shared::new(system.operator),
             loader: system.loader.map(Shared::new),
-            links: BTreeMap::new(),
-            timers: BTreeSet::new(),
-            down: BTreeSet::new(),
-            connections: BTreeSet::new(),
-            scripted_pending: (0..spec.scripted.len()).collect(),
-            operations_pending: bounds.operations.iter().copied().collect(),
+            links: Links::default(),
+            timers: Timers::default(),
+            down: Nodes::default(),
+            connections: Pairs::default(),
+            scripted_pending: Indices::upto(spec.scripted.len()),
+            operations_pending: {
+                let mut pending = Indices::default();
+                for operation in &bounds.operations {
+                    pending.insert(operation.index());
+                }
+                pending
+            },
             crashes_left: bounds.crashes,
-            periodic_fired: BTreeMap::new(),
+            periodic_fired: Fired::default(),
             checkers: Shared::new(Checkers::new(Oracle::new(&system.initial_rows), spec.debezium.tables.clone())),
             restarted_during_snapshot: false,
-            captured: spec.debezium.tables.clone(),
+            captured: Arc::new(spec.debezium.tables.clone()),
+            verdict: Verdict::default(),
             immediate_requests: bounds.reductions,
             immediate: VecDeque::new(),
             draining_immediate: false,
@@ -301,11 +337,9 @@ impl World {
         }
         for request in outbox.timers {
             match request {
-                TimerRequest::Set { timer, .. } => {
-                    self.timers.insert((node, timer));
-                }
+                TimerRequest::Set { timer, .. } => self.timers.insert(node, timer),
                 TimerRequest::Cancel { timer } => {
-                    self.timers.remove(&(node, timer));
+                    self.timers.remove(node, timer);
                 }
             }
         }
@@ -314,12 +348,12 @@ impl World {
         }
         for (to, msg) in outbox.sends {
             let to = if to == Node::Postgres { Node::Pg1 } else { to };
-            if self.down.contains(&to) {
+            if self.down.contains(to) {
                 // Connection refused.
                 self.enqueue(to, node, Wire::Lost);
                 continue;
             }
-            self.connections.insert((node.min(to), node.max(to)));
+            self.connections.insert(node, to);
             if self.immediate_requests && matches!(to, Node::Pg1 | Node::Kafka) && node != to {
                 self.immediate.push_back((node, to, Wire::Msg(msg)));
             } else {
@@ -336,14 +370,14 @@ impl World {
     }
 
     fn enqueue(&mut self, from: Node, to: Node, wire: Wire) {
-        self.links.entry((from, to)).or_insert_with(|| Shared::new(VecDeque::new())).get_mut().push_back(wire);
+        self.links.push(from, to, wire);
         if let Some(tally) = self.tally.as_mut() {
             tally.enqueued(from, to);
         }
     }
 
     fn receive(&mut self, from: Node, to: Node, wire: Wire) {
-        if self.down.contains(&to) {
+        if self.down.contains(to) {
             return;
         }
         let logical = World::logical(from, to);
@@ -360,55 +394,55 @@ impl World {
 
     pub fn actions(&self, bounds: &Bounds, actions: &mut Vec<Action>) {
         let deferred = |node: Node| bounds.reductions && node == Node::Sink;
-        for ((from, to), queue) in &self.links {
-            if !queue.is_empty() && !deferred(*to) {
-                actions.push(Action::Deliver { from: *from, to: *to });
+        for (from, to, queue) in self.links.iter() {
+            if !queue.is_empty() && !deferred(to) {
+                actions.push(Action::Deliver { from, to });
             }
         }
-        for (node, timer) in &self.timers {
-            if !deferred(*node) && self.may_fire(bounds, *node, *timer) {
-                actions.push(Action::Fire { node: *node, timer: *timer });
+        for (node, timer) in self.timers.iter() {
+            if !deferred(node) && self.may_fire(bounds, node, timer) {
+                actions.push(Action::Fire { node, timer });
             }
         }
-        for index in &self.scripted_pending {
-            if !self.down.contains(&Node::Pg1) {
-                actions.push(Action::RunScripted { index: *index });
+        if !self.down.contains(Node::Pg1) {
+            for index in self.scripted_pending.iter() {
+                actions.push(Action::RunScripted { index });
             }
         }
-        for node in &self.down {
-            actions.push(Action::Restart { node: *node });
+        for node in self.down.iter() {
+            actions.push(Action::Restart { node });
         }
         // The sink's turn: when nothing else makes progress. A crash or an operator's action
         // may still come before or after it, so they do not hold the sink back (a crash that
         // never comes must not keep the pipeline from catching up).
         if bounds.reductions && actions.is_empty() {
-            for ((from, to), queue) in &self.links {
-                if !queue.is_empty() && *to == Node::Sink {
-                    actions.push(Action::Deliver { from: *from, to: *to });
+            for (from, to, queue) in self.links.iter() {
+                if !queue.is_empty() && to == Node::Sink {
+                    actions.push(Action::Deliver { from, to });
                 }
             }
-            for (node, timer) in &self.timers {
-                if *node == Node::Sink && self.may_fire(bounds, *node, *timer) {
-                    actions.push(Action::Fire { node: *node, timer: *timer });
+            for (node, timer) in self.timers.iter() {
+                if node == Node::Sink && self.may_fire(bounds, node, timer) {
+                    actions.push(Action::Fire { node, timer });
                 }
             }
         }
         let may_operate = match bounds.operate_while {
             OperateWhile::AnyTime => true,
-            OperateWhile::ConnectDown => self.down.contains(&Node::Connect),
+            OperateWhile::ConnectDown => self.down.contains(Node::Connect),
             OperateWhile::ConnectDownAfterStreaming => {
-                self.down.contains(&Node::Connect)
+                self.down.contains(Node::Connect)
                     && self.kafka.source_offsets.values().any(|offset| offset.lsn_proc.is_some())
             }
         };
         if may_operate {
-            for operation in &self.operations_pending {
-                actions.push(Action::Operate { operation: *operation });
+            for index in self.operations_pending.iter() {
+                actions.push(Action::Operate { operation: Operation::ALL[index] });
             }
         }
         if self.crashes_left > 0 {
             for node in &bounds.crashable {
-                if !self.down.contains(node) {
+                if !self.down.contains(*node) {
                     actions.push(Action::Crash { node: *node });
                 }
             }
@@ -417,38 +451,35 @@ impl World {
 
     /// Whether an armed timer may fire within the bound.
     fn may_fire(&self, bounds: &Bounds, node: Node, timer: Timer) -> bool {
-        let exhausted = is_periodic(timer)
-            && self.periodic_fired.get(&(node, timer)).copied().unwrap_or(0) >= bounds.periodic_fires;
+        let exhausted = is_periodic(timer) && self.periodic_fired.get(node, timer) >= bounds.periodic_fires;
         !bounds.disabled_timers.contains(&timer) && !exhausted
     }
 
     pub fn step(&mut self, action: &Action) {
+        self.verdict = Verdict::default();
         match *action {
             Action::Deliver { from, to } => {
-                let Some(wire) = self.links.get_mut(&(from, to)).and_then(|queue| queue.get_mut().pop_front()) else {
+                let Some(wire) = self.links.pop(from, to) else {
                     return;
                 };
                 if let Some(tally) = self.tally.as_mut() {
                     tally.delivered(from, to);
                 }
-                if self.links.get(&(from, to)).is_some_and(|queue| queue.is_empty()) {
-                    self.links.remove(&(from, to));
-                }
                 self.receive(from, to, wire);
             }
             Action::Fire { node, timer } => {
-                if self.timers.remove(&(node, timer)) {
+                if self.timers.remove(node, timer) {
                     if let Some(tally) = self.tally.as_mut() {
                         tally.timings.firings.entry((node, timer)).or_default().push(tally.step);
                     }
                     if is_periodic(timer) {
-                        *self.periodic_fired.entry((node, timer)).or_insert(0) += 1;
+                        self.periodic_fired.count(node, timer);
                     }
                     self.with(node, |c, ctx| c.on_timer(ctx, timer));
                 }
             }
             Action::RunScripted { index } => {
-                if self.scripted_pending.remove(&index) {
+                if self.scripted_pending.remove(index) {
                     self.with(Node::App, |c, ctx| {
                         c.on_message(ctx, Node::App, Msg::Control(Control::RunScripted { index }))
                     });
@@ -468,26 +499,13 @@ impl World {
                 }
                 self.component(node).crash();
                 self.down.insert(node);
-                self.timers.retain(|(owner, _)| *owner != node);
-                self.links.retain(|(_, to), _| *to != node);
+                self.timers.clear_node(node);
+                self.links.clear_to(node);
                 if let Some(tally) = self.tally.as_mut() {
                     tally.dropped_to(node);
                 }
-                let peers: Vec<Node> = self
-                    .connections
-                    .iter()
-                    .filter_map(|(a, b)| {
-                        if *a == node {
-                            Some(*b)
-                        } else if *b == node {
-                            Some(*a)
-                        } else {
-                            None
-                        }
-                    })
-                    .collect();
-                for peer in peers {
-                    self.connections.remove(&(node.min(peer), node.max(peer)));
+                for peer in self.connections.peers(node) {
+                    self.connections.remove(node, peer);
                     if self.immediate_requests && matches!(peer, Node::Pg1 | Node::Kafka) {
                         self.receive(node, peer, Wire::Lost);
                     } else {
@@ -501,7 +519,7 @@ impl World {
                 self.observe(TraceEvent { at: SimTime::ZERO, node, observation: Observation::Fault { action } });
             }
             Action::Operate { operation } => {
-                if self.operations_pending.remove(&operation) {
+                if self.operations_pending.remove(operation.index()) {
                     let action = operation.fault();
                     self.observe(TraceEvent {
                         at: SimTime::ZERO,
@@ -516,7 +534,7 @@ impl World {
                 }
             }
             Action::Restart { node } => {
-                if self.down.remove(&node) {
+                if self.down.remove(node) {
                     self.observe(TraceEvent {
                         at: SimTime::ZERO,
                         node,
@@ -554,9 +572,9 @@ impl World {
         let mut world = World::new(spec, bounds);
         // What the start sent is on its links already: count it.
         let mut tally = Tally::default();
-        for ((from, to), queue) in &world.links {
+        for (from, to, queue) in world.links.iter() {
             for _ in queue.iter() {
-                tally.enqueued(*from, *to);
+                tally.enqueued(from, to);
             }
         }
         world.tally = Some(tally);
@@ -578,8 +596,8 @@ impl World {
             world.step(action);
         }
         let mut timing = world.tally.take().expect("tallying").timings;
-        timing.down_at_end = world.down.iter().copied().collect();
-        timing.scripts_not_run = world.scripted_pending.iter().copied().collect();
+        timing.down_at_end = world.down.iter().collect();
+        timing.scripts_not_run = world.scripted_pending.iter().collect();
         Ok(timing)
     }
 
@@ -641,8 +659,16 @@ impl World {
         checkers.findings().to_vec()
     }
 
+    /// A fingerprint of the state (aHash with fixed keys: the same in every run of a build).
+    pub fn fingerprint(&self) -> u64 {
+        ahash::RandomState::with_seeds(0x73686f72, 0x74657374, 0x70617468, 0x62667321).hash_one(self)
+    }
+
     pub fn violates(&self, invariant: Invariant) -> bool {
-        self.findings().iter().any(|finding| finding.invariant == invariant)
+        let violated = *self.verdict.0.get_or_init(|| {
+            self.findings().iter().fold(0, |bits, finding| bits | 1 << invariant_bit(finding.invariant))
+        });
+        violated & (1 << invariant_bit(invariant)) != 0
     }
 }
 
@@ -691,21 +717,7 @@ fn world_node(name: &str) -> Result<Node, String> {
 }
 
 fn parse_timer(text: &str) -> Result<Timer, String> {
-    const PLAIN: [Timer; 13] = [
-        Timer::BgwriterRunningXacts,
-        Timer::Checkpoint,
-        Timer::ShipWal,
-        Timer::PollReturns,
-        Timer::OffsetFlush,
-        Timer::OffsetFlushTimeout,
-        Timer::StopTimeout,
-        Timer::TaskRestart,
-        Timer::SinkCommit,
-        Timer::KafkaRetry,
-        Timer::Workload,
-        Timer::LoaderStart,
-        Timer::OperatorRetry,
-    ];
+    const PLAIN: [Timer; 13] = sets::PLAIN_TIMERS;
     if let Some(client) = text.strip_prefix("scan-batch:") {
         return Ok(Timer::ScanBatch { client: world_node(client)? });
     }
@@ -739,4 +751,9 @@ impl std::str::FromStr for Action {
             )),
         }
     }
+}
+
+/// An invariant's bit in a [`Verdict`].
+fn invariant_bit(invariant: Invariant) -> u32 {
+    invariant as u32
 }
