@@ -23,8 +23,9 @@ use handoff_models::postgres::table::RowOp;
 use handoff_models::spec::{CheckBound, Invariant, Spec};
 use handoff_models::world::{Action, Bounds, World};
 use serde::Serialize;
-use stateright::{Checker, Expectation, HasDiscoveries, Model};
-use std::collections::BTreeSet;
+use stateright::{Checker, Expectation, Model};
+use std::collections::{BTreeSet, HashSet};
+use std::hash::BuildHasherDefault;
 use std::time::{Duration, Instant};
 
 /// How to explore.
@@ -103,6 +104,9 @@ impl CheckReport {
 /// Timers a bound never fires.
 const DISABLED_TIMERS: [Timer; 3] = [Timer::Checkpoint, Timer::SinkCommit, Timer::OffsetFlushTimeout];
 
+/// The most scripted transactions a bound runs (the world keeps the ones not run as bits).
+const MAX_SCRIPTS: usize = 64;
+
 /// The world's spec and bounds for a scenario's `[check]`.
 pub fn bound(spec: &Spec) -> Result<(Spec, Bounds), String> {
     let Some(check) = &spec.check else {
@@ -111,6 +115,13 @@ pub fn bound(spec: &Spec) -> Result<(Spec, Bounds), String> {
             spec.name
         ));
     };
+    if let Some(delay_ms) = spec.standby {
+        return Err(format!(
+            "{} has a standby (standby = {delay_ms}): the exhaustive world holds one PostgreSQL server; \
+             check the bound without the standby, or explore failovers in the timed lens (handoff run / explore)",
+            spec.name
+        ));
+    }
     let mut world = spec.clone();
     for table in &mut world.tables {
         table.rows = check.rows;
@@ -130,6 +141,12 @@ pub fn bound(spec: &Spec) -> Result<(Spec, Bounds), String> {
                 ));
             }
         }
+    }
+    if world.scripted.len() > MAX_SCRIPTS {
+        return Err(format!(
+            "the bound has {} scripted transactions; a bound runs at most {MAX_SCRIPTS}",
+            world.scripted.len()
+        ));
     }
     world.background = None;
     world.faults.clear();
@@ -195,8 +212,11 @@ fn check_with(spec: &Spec, name: &str, plan: CheckPlan, tell: bool) -> Result<Ch
             Outcome::Reached => true,
             Outcome::NotReached => check.unreached_ok.iter().any(|ok| ok == property.name),
         };
-        let path =
-            if tell && outcome == Outcome::Counterexample { shortest(&model, property.name) } else { Vec::new() };
+        let path = if tell && outcome == Outcome::Counterexample {
+            shortest(&model, property.name, plan.threads)
+        } else {
+            Vec::new()
+        };
         let steps = path.iter().map(Action::to_string).collect();
         let story = if path.is_empty() { String::new() } else { handoff_models::check::narrate_path(&model, &path) };
         let violated_at_end =
@@ -292,17 +312,180 @@ fn predicted_to_hold(spec: &Spec, property: &str) -> bool {
     }
 }
 
-/// The first (shortest, under BFS) path to a property's discovery. One thread, so the same
-/// bound always tells the same counterexample.
-fn shortest(model: &HandoffModel, property: &'static str) -> Vec<Action> {
-    let checker = model
-        .clone()
-        .checker()
-        .threads(1)
-        .finish_when(HasDiscoveries::AnyOf(BTreeSet::from([property])))
-        .spawn_bfs()
-        .join();
-    checker.discovery(property).map(|path| path.into_actions()).unwrap_or_default()
+/// The shortest path to a property's discovery: breadth-first, level by level. A level's
+/// states are expanded in chunks, by every thread, and the successors are merged chunk by chunk
+/// in the level's order (parent by parent, action by action), the first to reach a state
+/// keeping it; the first state of the merge that shows the property ends the search. So the
+/// path is the same whatever the number of threads, and it is the first one breadth-first
+/// search meets.
+fn shortest(model: &HandoffModel, property: &'static str, threads: usize) -> Vec<Action> {
+    let Some(found) = model.properties().into_iter().find(|candidate| candidate.name == property) else {
+        return Vec::new();
+    };
+    let discovered = move |state: &World| match found.expectation {
+        Expectation::Sometimes => (found.condition)(model, state),
+        Expectation::Always | Expectation::Eventually => !(found.condition)(model, state),
+    };
+    let mut visited = Fingerprints::default();
+    let mut level = Vec::new();
+    for state in model.init_states() {
+        if discovered(&state) {
+            return Vec::new();
+        }
+        if visited.insert(state.fingerprint()) {
+            level.push(state);
+        }
+    }
+    // Per level after the first: each state's parent (its index in the level before) and the
+    // action that led to it.
+    let mut parents: Vec<Vec<(usize, Action)>> = Vec::new();
+    while !level.is_empty() {
+        let (next, links, hit, new) = search_level(model, level, &visited, threads, &discovered);
+        parents.push(links);
+        visited.extend(new);
+        if let Some(mut index) = hit {
+            // What the search holds is large: let it go on its own time.
+            std::thread::spawn(move || drop((next, visited)));
+            let mut path = Vec::new();
+            for links in parents.iter().rev() {
+                let (parent, action) = &links[index];
+                path.push(action.clone());
+                index = *parent;
+            }
+            path.reverse();
+            return path;
+        }
+        level = next;
+    }
+    Vec::new()
+}
+
+/// A set of fingerprints (they are hashes already).
+type Fingerprints = HashSet<u64, BuildHasherDefault<Identity>>;
+
+/// A successor met while expanding a level.
+struct Successor {
+    parent: usize,
+    action: Action,
+    fingerprint: u64,
+    state: World,
+    discovered: bool,
+}
+
+/// A level's states, expanded chunk by chunk: the next level, its states' parents and actions,
+/// the index of the first state that shows the property (the search stops there), and the
+/// fingerprints the level met first.
+fn search_level(
+    model: &HandoffModel,
+    level: Vec<World>,
+    visited: &Fingerprints,
+    threads: usize,
+    discovered: &(impl Fn(&World) -> bool + Sync),
+) -> (Vec<World>, Vec<(usize, Action)>, Option<usize>, Fingerprints) {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    const CHUNK: usize = 256;
+    let width = level.len();
+    let mut chunks = Vec::new();
+    let mut rest = level.into_iter();
+    for first in (0..width).step_by(CHUNK) {
+        chunks.push(Mutex::new(Some((first, rest.by_ref().take(CHUNK).collect::<Vec<World>>()))));
+    }
+    let results: Vec<Mutex<Option<Vec<Successor>>>> = (0..chunks.len()).map(|_| Mutex::new(None)).collect();
+    let next_chunk = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    // Expands the next chunk nobody has taken; false when none is left.
+    let expand_one = |actions: &mut Vec<Action>| -> bool {
+        let index = next_chunk.fetch_add(1, Ordering::Relaxed);
+        let Some(slot) = chunks.get(index) else { return false };
+        let Some((first, states)) = slot.lock().expect("a chunk's lock").take() else { return true };
+        let mut seen = Fingerprints::default();
+        let mut out = Vec::new();
+        for (offset, state) in states.into_iter().enumerate() {
+            actions.clear();
+            model.actions(&state, actions);
+            for action in actions.drain(..) {
+                let Some(next) = model.next_state(&state, action.clone()) else { continue };
+                let fingerprint = next.fingerprint();
+                if visited.contains(&fingerprint) || !seen.insert(fingerprint) {
+                    continue;
+                }
+                let discovered = discovered(&next);
+                out.push(Successor { parent: first + offset, action, fingerprint, state: next, discovered });
+            }
+        }
+        *results[index].lock().expect("a result's lock") = Some(out);
+        true
+    };
+    let mut next = Vec::with_capacity(width + width / 2);
+    let mut links = Vec::with_capacity(width + width / 2);
+    let mut new = Fingerprints::default();
+    let mut hit = None;
+    let mut leftovers = Vec::new();
+    std::thread::scope(|scope| {
+        for _ in 1..threads.max(1) {
+            scope.spawn(|| {
+                let mut actions = Vec::new();
+                while !stop.load(Ordering::Relaxed) && expand_one(&mut actions) {}
+            });
+        }
+        // This thread merges the chunks in order as they are ready, and expands while the next
+        // one is not.
+        let mut actions = Vec::new();
+        let mut merge_at = 0;
+        while merge_at < results.len() {
+            let Some(successors) = results[merge_at].lock().expect("a result's lock").take() else {
+                if !expand_one(&mut actions) {
+                    std::thread::yield_now();
+                }
+                continue;
+            };
+            merge_at += 1;
+            let mut successors = successors.into_iter();
+            for successor in successors.by_ref() {
+                if new.insert(successor.fingerprint) {
+                    links.push((successor.parent, successor.action));
+                    next.push(successor.state);
+                    if successor.discovered {
+                        hit = Some(next.len() - 1);
+                        break;
+                    }
+                } else {
+                    leftovers.push(successor.state);
+                }
+            }
+            if hit.is_some() {
+                stop.store(true, Ordering::Relaxed);
+                leftovers.extend(successors.map(|successor| successor.state));
+                break;
+            }
+        }
+    });
+    // Duplicates and what a stop left unmerged: dropped on their own time.
+    let unmerged: Vec<_> = results.into_iter().filter_map(|result| result.into_inner().ok().flatten()).collect();
+    let untaken: Vec<_> = chunks.into_iter().filter_map(|chunk| chunk.into_inner().ok().flatten()).collect();
+    std::thread::spawn(move || drop((leftovers, unmerged, untaken)));
+    (next, links, hit, new)
+}
+
+/// A hasher for keys that are hashes already.
+#[derive(Default)]
+struct Identity(u64);
+
+impl std::hash::Hasher for Identity {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*byte);
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
+    }
 }
 
 /// A counterexample as a scenario that `handoff run` replays: the scenario's pipeline and bound,
@@ -406,4 +589,26 @@ pub fn text(report: &CheckReport) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shortest_counterexample_does_not_depend_on_the_threads() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/zoo/naive-sink.toml");
+        let spec = crate::scenario::load(&path, &[]).expect("the zoo's naive sink").spec;
+        let (world, bounds) = bound(&spec).expect("a bound");
+        let model = HandoffModel::new(world, bounds);
+        let one = shortest(&model, "I3 monotonic apply", 1);
+        assert!(!one.is_empty(), "a naive sink applies an older version after a crash");
+        assert_eq!(shortest(&model, "I3 monotonic apply", 2), one);
+        assert_eq!(shortest(&model, "I3 monotonic apply", 3), one);
+        // It is a counterexample: its last state violates I3, and no state before it does.
+        assert!(World::violated_after(&model.spec, &model.bounds, &one).contains(&Invariant::I3));
+        assert!(!World::violated_after(&model.spec, &model.bounds, &one[..one.len() - 1]).contains(&Invariant::I3));
+        // A property nothing violates has no path.
+        assert!(shortest(&model, "I5 ack <= durable", 2).is_empty());
+    }
 }

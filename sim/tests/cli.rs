@@ -221,6 +221,20 @@ fn check_says_what_it_needs() {
     let output = handoff(&["check", &scenario("claims-failover")]);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("has no [check] section"));
+    // A bound over a pipeline with a standby: the exhaustive world has one server.
+    let dir = std::env::temp_dir().join(format!("handoff-check-standby-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let with_standby = dir.join("failover-bound.toml");
+    let text = std::fs::read_to_string(scenario("claims-failover")).expect("the scenario");
+    std::fs::write(&with_standby, format!("{text}\n[check]\nrows = 3\ncrash = [\"connect\"]\n")).expect("written");
+    let output = handoff(&["check", with_standby.to_str().expect("a path")]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(output.status.code(), Some(2), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("has a standby"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let path = scenario("claims-restart-during-snapshot");
     for flags in [&["--threads", "0"][..], &["--max-states", "0"], &["--strategy", "sideways"], &["--timeout", "0"]] {
         let mut args = vec!["check", path.as_str()];
