@@ -8,7 +8,9 @@
 //! effects are the timed lens's business), and the background workload, the timed faults and
 //! the fault profile are the timed lens's too.
 //!
-//! stateright explores the bound; the report gives the states generated and unique, the
+//! The default strategy explores the bound depth-first on every thread with [`crate::dfs`],
+//! which walks the same `stateright::Model` with less shared state between threads; `--strategy
+//! bfs` and `random` are stateright's own checkers. The report gives the states generated and unique, the
 //! maximum depth, the time and the rate, and per property: an `always` property holds or has a
 //! counterexample; a `sometimes` property is reached or not — not reached is an error unless
 //! the scenario says so (`unreached_ok`), because a bound that never reaches a situation proves
@@ -24,8 +26,7 @@ use handoff_models::spec::{CheckBound, Invariant, Spec};
 use handoff_models::world::{Action, Bounds, World};
 use serde::Serialize;
 use stateright::{Checker, Expectation, Model};
-use std::collections::{BTreeSet, HashSet};
-use std::hash::BuildHasherDefault;
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 /// How to explore.
@@ -189,7 +190,17 @@ fn check_with(spec: &Spec, name: &str, plan: CheckPlan, tell: bool) -> Result<Ch
     builder = builder.target_state_count(plan.max_states);
     let explored = match plan.strategy {
         Strategy::Bfs => Explored::of(builder.spawn_bfs().join()),
-        Strategy::Dfs => Explored::of(builder.spawn_dfs().join()),
+        Strategy::Dfs => {
+            let limits =
+                crate::dfs::Limits { max_depth: plan.max_depth, max_states: plan.max_states, timeout: plan.timeout };
+            let explored = crate::dfs::explore(&model, plan.threads, limits);
+            Explored {
+                states: explored.states,
+                unique_states: explored.unique_states,
+                max_depth: explored.max_depth,
+                discoveries: explored.discoveries,
+            }
+        }
         Strategy::Random { seed } => Explored::of(builder.spawn_simulation(seed, stateright::UniformChooser).join()),
     };
     let seconds = started.elapsed().as_secs_f64();
@@ -361,7 +372,7 @@ fn shortest(model: &HandoffModel, property: &'static str, threads: usize) -> Vec
 }
 
 /// A set of fingerprints (they are hashes already).
-type Fingerprints = HashSet<u64, BuildHasherDefault<Identity>>;
+use crate::dfs::Fingerprints;
 
 /// A successor met while expanding a level.
 struct Successor {
@@ -466,26 +477,6 @@ fn search_level(
     let untaken: Vec<_> = chunks.into_iter().filter_map(|chunk| chunk.into_inner().ok().flatten()).collect();
     std::thread::spawn(move || drop((leftovers, unmerged, untaken)));
     (next, links, hit, new)
-}
-
-/// A hasher for keys that are hashes already.
-#[derive(Default)]
-struct Identity(u64);
-
-impl std::hash::Hasher for Identity {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for byte in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*byte);
-        }
-    }
-
-    fn write_u64(&mut self, value: u64) {
-        self.0 = value;
-    }
 }
 
 /// A counterexample as a scenario that `handoff run` replays: the scenario's pipeline and bound,
