@@ -71,16 +71,16 @@ impl std::hash::Hasher for Identity {
 }
 
 /// The fingerprints seen, in parts locked separately (a part is chosen by middle bits of the
-/// fingerprint: the table inside a part uses the low bits and the top ones).
+/// fingerprint).
 struct Visited {
-    parts: Vec<Mutex<Fingerprints>>,
+    parts: Vec<Mutex<Table>>,
 }
 
 impl Visited {
     const PARTS: usize = 64;
 
     fn new() -> Visited {
-        Visited { parts: (0..Visited::PARTS).map(|_| Mutex::new(Fingerprints::default())).collect() }
+        Visited { parts: (0..Visited::PARTS).map(|_| Mutex::new(Table::default())).collect() }
     }
 
     /// Whether the fingerprint is new.
@@ -90,7 +90,51 @@ impl Visited {
     }
 
     fn len(&self) -> usize {
-        self.parts.iter().map(|part| part.lock().expect("a part of the visited set").len()).sum()
+        self.parts.iter().map(|part| part.lock().expect("a part of the visited set").len).sum()
+    }
+}
+
+/// A set of fingerprints in one array, open addressing with linear probing: an insert reads one
+/// place in memory, where a general hash set reads its control bytes and then its entries. Zero
+/// marks a free slot, so the fingerprint 0 is kept as 1 (a collision chance of 2^-64 more).
+#[derive(Default)]
+struct Table {
+    slots: Vec<u64>,
+    len: usize,
+}
+
+impl Table {
+    fn insert(&mut self, fingerprint: u64) -> bool {
+        let key = fingerprint.max(1);
+        if (self.len + 1) * 4 > self.slots.len() * 3 {
+            self.grow();
+        }
+        let mask = self.slots.len() - 1;
+        let mut at = key as usize & mask;
+        loop {
+            match self.slots[at] {
+                0 => {
+                    self.slots[at] = key;
+                    self.len += 1;
+                    return true;
+                }
+                present if present == key => return false,
+                _ => at = (at + 1) & mask,
+            }
+        }
+    }
+
+    fn grow(&mut self) {
+        let size = (self.slots.len() * 2).max(1024);
+        let old = std::mem::replace(&mut self.slots, vec![0; size]);
+        let mask = self.slots.len() - 1;
+        for key in old.into_iter().filter(|key| *key != 0) {
+            let mut at = key as usize & mask;
+            while self.slots[at] != 0 {
+                at = (at + 1) & mask;
+            }
+            self.slots[at] = key;
+        }
     }
 }
 
@@ -311,6 +355,19 @@ mod tests {
                 assert!(ours.max_depth > 10, "{name}: {ours:?}");
             }
         }
+    }
+
+    #[test]
+    fn the_table_keeps_each_fingerprint_once() {
+        let mut table = Table::default();
+        let keys: Vec<u64> = (0..10_000u64).map(|n| n.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
+        assert!(keys.iter().all(|key| table.insert(*key)), "new keys are new");
+        assert!(keys.iter().all(|key| !table.insert(*key)), "and seen once they are in");
+        assert_eq!(table.len, keys.len());
+        // Keys that share their low bits probe past each other.
+        let mut crowded = Table::default();
+        assert!((1..=3000u64).all(|n| crowded.insert(n << 40)));
+        assert!((1..=3000u64).all(|n| !crowded.insert(n << 40)));
     }
 
     #[test]
