@@ -14,6 +14,14 @@ impl<T: Clone> Shared<T> {
         Shared(Arc::new((value, OnceLock::new())))
     }
 
+    /// The value: taken out when this is its only holder, copied otherwise.
+    pub fn into_inner(self) -> T {
+        match Arc::try_unwrap(self.0) {
+            Ok((value, _)) => value,
+            Err(shared) => shared.0.clone(),
+        }
+    }
+
     /// The component to change: this state's own copy, its cached hash forgotten.
     pub fn get_mut(&mut self) -> &mut T {
         let inner = Arc::make_mut(&mut self.0);

@@ -14,10 +14,11 @@
 //! maximum depth, the time and the rate, and per property: an `always` property holds or has a
 //! counterexample; a `sometimes` property is reached or not — not reached is an error unless
 //! the scenario says so (`unreached_ok`), because a bound that never reaches a situation proves
-//! nothing about it. A counterexample is the shortest BFS finds (stateright keeps the last
-//! discovery of a property, so each violated property is searched again, on one thread so the
-//! same bound always tells the same story, stopping at its first discovery), narrated by the
-//! simulation's narrator.
+//! nothing about it. A counterexample is the shortest path breadth-first search meets: each
+//! violated property is searched again, level by level on every thread, with the successors
+//! merged in the level's order so that the same bound always tells the same story whatever the
+//! threads (stateright's own BFS keeps the last discovery of a property, and its threads race);
+//! it is narrated by the simulation's narrator.
 
 use handoff_models::check::HandoffModel;
 use handoff_models::component::Timer;

@@ -265,6 +265,11 @@ impl Tally {
     }
 }
 
+thread_local! {
+    /// Outboxes for [`World::with`] to reuse.
+    static OUTBOXES: std::cell::RefCell<Vec<Outbox>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// The processes of the world (the loader only when the scenario has one).
 const NODES: [Node; 7] = [Node::Pg1, Node::Connect, Node::Kafka, Node::Sink, Node::App, Node::Operator, Node::Loader];
 
@@ -330,12 +335,13 @@ impl World {
 
     /// Runs one step of a component and routes what it asks for.
     fn with(&mut self, node: Node, f: impl FnOnce(&mut dyn Component, &mut Ctx)) {
-        let mut outbox = Outbox::default();
+        // Outboxes are reused (a step's vectors keep their room for the next step's).
+        let mut outbox = OUTBOXES.with(|pool| pool.borrow_mut().pop()).unwrap_or_default();
         {
             let mut ctx = Ctx::new(SimTime::ZERO, node, &mut outbox);
             f(self.component(node), &mut ctx);
         }
-        for request in outbox.timers {
+        for request in outbox.timers.drain(..) {
             match request {
                 TimerRequest::Set { timer, .. } => self.timers.insert(node, timer),
                 TimerRequest::Cancel { timer } => {
@@ -343,10 +349,10 @@ impl World {
                 }
             }
         }
-        for observation in outbox.observations {
+        for observation in outbox.observations.drain(..) {
             self.observe(TraceEvent { at: SimTime::ZERO, node, observation });
         }
-        for (to, msg) in outbox.sends {
+        for (to, msg) in outbox.sends.drain(..) {
             let to = if to == Node::Postgres { Node::Pg1 } else { to };
             if self.down.contains(to) {
                 // Connection refused.
@@ -360,6 +366,7 @@ impl World {
                 self.enqueue(node, to, Wire::Msg(msg));
             }
         }
+        OUTBOXES.with(|pool| pool.borrow_mut().push(outbox));
         if !self.draining_immediate {
             self.draining_immediate = true;
             while let Some((from, to, wire)) = self.immediate.pop_front() {

@@ -251,9 +251,10 @@ impl Fired {
 }
 
 /// What is on its way, per link `from → to` (each queue shared between states until a step
-/// changes it; an empty link has no queue).
+/// changes it; an empty link has no queue). Each message is shared too: a step that pops or
+/// pushes copies the queue's pointers, not its messages, and a message is hashed once.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct Links([[Option<Shared<VecDeque<Wire>>>; SLOTS]; SLOTS]);
+pub(super) struct Links([[Option<Shared<VecDeque<Shared<Wire>>>>; SLOTS]; SLOTS]);
 
 impl std::hash::Hash for Links {
     /// Which links carry something, then their queues.
@@ -273,7 +274,10 @@ impl std::hash::Hash for Links {
 
 impl Links {
     pub fn push(&mut self, from: Node, to: Node, wire: Wire) {
-        self.0[slot(from)][slot(to)].get_or_insert_with(|| Shared::new(VecDeque::new())).get_mut().push_back(wire);
+        self.0[slot(from)][slot(to)]
+            .get_or_insert_with(|| Shared::new(VecDeque::new()))
+            .get_mut()
+            .push_back(Shared::new(wire));
     }
 
     /// The oldest item on a link (the link forgets its queue when it empties).
@@ -283,7 +287,7 @@ impl Links {
         if link.as_ref().is_some_and(|queue| queue.is_empty()) {
             *link = None;
         }
-        wire
+        wire.map(Shared::into_inner)
     }
 
     /// Drops what is on its way to `to`.
@@ -298,7 +302,7 @@ impl Links {
     }
 
     /// The links with something on them, in (from, to) order, with their queues.
-    pub fn iter(&self) -> impl Iterator<Item = (Node, Node, &VecDeque<Wire>)> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = (Node, Node, &VecDeque<Shared<Wire>>)> + '_ {
         self.0.iter().enumerate().flat_map(|(from, row)| {
             row.iter()
                 .enumerate()
