@@ -116,7 +116,7 @@ struct Volatile {
     task: Option<TaskRuntime>,
     /// Kafka requests awaiting a reply: id, purpose, and the request (re-sent after a lost
     /// connection, as the Kafka clients retry).
-    pending: Vec<(u64, Pending, KafkaRequest)>,
+    pending: Vec<(u64, Pending, Shared<KafkaRequest>)>,
     next_request: u64,
     next_session: u64,
 }
@@ -188,7 +188,7 @@ impl ConnectWorker {
     fn request(&mut self, ctx: &mut Ctx, purpose: Pending, request: KafkaRequest) {
         let request_id = self.volatile.next_request;
         self.volatile.next_request += 1;
-        self.volatile.pending.push((request_id, purpose, request.clone()));
+        self.volatile.pending.push((request_id, purpose, Shared::new(request.clone())));
         ctx.send(Node::Kafka, Msg::Kafka { request_id, request });
     }
 
@@ -624,7 +624,7 @@ impl Component for ConnectWorker {
             Timer::PollReturns => self.poll_returns(ctx),
             Timer::KafkaRetry => {
                 for (request_id, _, request) in &self.volatile.pending {
-                    ctx.send(Node::Kafka, Msg::Kafka { request_id: *request_id, request: request.clone() });
+                    ctx.send(Node::Kafka, Msg::Kafka { request_id: *request_id, request: (**request).clone() });
                 }
             }
             Timer::OffsetFlush => self.offset_flush(ctx, false),

@@ -205,9 +205,9 @@ pub struct DebeziumTask {
     /// The offset loaded at start (None: no stored offset, or dropped by `when_needed`).
     stored: Option<SourceOffset>,
     /// The slot row read at start (`startingSlotInfo`).
-    starting_slot: Option<SlotRow>,
+    starting_slot: Option<Shared<SlotRow>>,
     /// `(consistent_point, snapshot_name)` if this start created the slot.
-    slot_created: Option<(Lsn, String)>,
+    slot_created: Option<Shared<(Lsn, String)>>,
     snapshot: Option<SnapshotRun>,
     snapshot_attempts: u32,
     /// The change-event queue `poll()` drains.
@@ -479,7 +479,7 @@ impl DebeziumTask {
 
     fn on_slot_read(&mut self, ctx: &mut Ctx, row: Option<SlotRow>) -> TaskEvent {
         ctx.observe(Observation::SlotRead { row: row.clone() });
-        self.starting_slot = row;
+        self.starting_slot = row.map(Shared::new);
         self.phase = Phase::EnsuringPublication;
         let name = self.config.publication_name.clone();
         self.sql(ctx, SqlRequest::EnsurePublication { name });
@@ -505,7 +505,7 @@ impl DebeziumTask {
         if !snapshot {
             return self.start_streaming(ctx);
         }
-        match &self.slot_created {
+        match self.slot_created.as_deref() {
             Some((consistent_point, _)) => self.begin_snapshot(ctx, SnapshotCase::SlotCreatedNow, *consistent_point),
             None => {
                 self.phase = Phase::SnapshotReadingLsn;
@@ -533,7 +533,7 @@ impl DebeziumTask {
     fn scan_table(&mut self, ctx: &mut Ctx, table_index: usize) {
         self.phase = Phase::SnapshotScanning { table_index };
         let exported_snapshot = match self.snapshot.as_ref().map(|run| run.case) {
-            Some(SnapshotCase::SlotCreatedNow) => self.slot_created.as_ref().map(|(_, name)| name.clone()),
+            Some(SnapshotCase::SlotCreatedNow) => self.slot_created.as_deref().map(|(_, name)| name.clone()),
             _ => None,
         };
         let table = self.config.tables[table_index];
@@ -592,7 +592,7 @@ impl DebeziumTask {
         match (&self.phase, reply) {
             (_, ReplReply::Error(error)) => self.retriable(ctx, format!("org.postgresql.util.PSQLException: {error}")),
             (Phase::CreatingSlot, ReplReply::SlotCreated { consistent_point, snapshot_name }) => {
-                self.slot_created = Some((consistent_point, snapshot_name));
+                self.slot_created = Some(Shared::new((consistent_point, snapshot_name)));
                 self.decide_snapshot(ctx)
             }
             (Phase::StartingStream, ReplReply::StreamingStarted) => {
@@ -741,7 +741,7 @@ mod tests {
         let mut task = task();
         let mut out = Outbox::default();
         let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
-        task.slot_created = Some((Lsn(0x100), "snap".into()));
+        task.slot_created = Some(Shared::new((Lsn(0x100), "snap".into())));
         task.begin_snapshot(&mut ctx, SnapshotCase::SlotCreatedNow, Lsn(0x100));
         let rows = vec![(1, row(1)), (2, row(1)), (3, row(1))];
         task.on_sql_reply(&mut ctx, SqlReply::Rows { table: TableId(0), rows, done: true });

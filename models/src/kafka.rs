@@ -40,12 +40,12 @@ struct PendingFetch {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Kafka {
     pub config: Shared<KafkaConfig>,
-    /// Partition logs.
-    pub logs: BTreeMap<TopicPartition, PartitionLog>,
+    /// Partition logs (shared between states until a produce appends).
+    pub logs: Shared<BTreeMap<TopicPartition, PartitionLog>>,
     /// The offsets topic after compaction: connector → offset.
-    pub source_offsets: BTreeMap<String, SourceOffset>,
+    pub source_offsets: Shared<BTreeMap<String, SourceOffset>>,
     /// Committed consumer-group offsets.
-    pub groups: BTreeMap<String, BTreeMap<TopicPartition, u64>>,
+    pub groups: Shared<BTreeMap<String, BTreeMap<TopicPartition, u64>>>,
     pending_fetches: Vec<PendingFetch>,
 }
 
@@ -193,7 +193,13 @@ impl Kafka {
                 logs.insert(TopicPartition { topic: *topic, partition }, PartitionLog::default());
             }
         }
-        Kafka { config, logs, source_offsets: BTreeMap::new(), groups: BTreeMap::new(), pending_fetches: Vec::new() }
+        Kafka {
+            config,
+            logs: Shared::new(logs),
+            source_offsets: Shared::new(BTreeMap::new()),
+            groups: Shared::new(BTreeMap::new()),
+            pending_fetches: Vec::new(),
+        }
     }
 
     pub fn log_end_offsets(&self) -> Vec<(TopicPartition, u64)> {
@@ -241,7 +247,7 @@ impl Kafka {
                         topic: record.topic,
                         partition: partition_for_key(record.key, self.config.partitions),
                     };
-                    let log = self.logs.entry(tp).or_default();
+                    let log = self.logs.get_mut().entry(tp).or_default();
                     let stored = KafkaRecord { tp, offset: log.len() as u64, key: record.key, value: record.value };
                     log.push(stored);
                     appended.push(stored);
@@ -253,8 +259,8 @@ impl Kafka {
             }
             KafkaRequest::WriteSourceOffset { connector, offset } => {
                 match offset {
-                    Some(value) => self.source_offsets.insert(connector.clone(), value),
-                    None => self.source_offsets.remove(&connector),
+                    Some(value) => self.source_offsets.get_mut().insert(connector.clone(), value),
+                    None => self.source_offsets.get_mut().remove(&connector),
                 };
                 ctx.observe(Observation::SourceOffsetStored { connector, offset });
                 KafkaReply::SourceOffsetWritten
@@ -272,7 +278,7 @@ impl Kafka {
                 KafkaReply::Fetched { records, log_end_offsets: self.log_end_offsets() }
             }
             KafkaRequest::CommitGroup { group, positions } => {
-                let committed = self.groups.entry(group.clone()).or_default();
+                let committed = self.groups.get_mut().entry(group.clone()).or_default();
                 for (tp, position) in &positions {
                     committed.insert(*tp, *position);
                 }

@@ -89,8 +89,9 @@ pub struct Durable {
     pub timeline: u32,
     /// Where this server's timeline branched from the old one (set by promotion).
     pub switch_lsn: Option<Lsn>,
-    pub wal: Wal,
-    pub tables: Vec<Table>,
+    /// Shared between states until a step writes it (most requests only read it).
+    pub wal: Shared<Wal>,
+    pub tables: Shared<Vec<Table>>,
     pub next_xid: Xid,
     /// The last commit's sequence number.
     pub csn: Csn,
@@ -181,8 +182,8 @@ impl Postgres {
                 timeline: 1,
                 switch_lsn: None,
                 last_checkpoint_lsn: wal.write_lsn(),
-                wal,
-                tables,
+                wal: Shared::new(wal),
+                tables: Shared::new(tables),
                 next_xid: 740,
                 csn: 0,
                 slots: BTreeMap::new(),
@@ -288,15 +289,15 @@ impl Postgres {
                     record_size::heap_delete(before.map_or(8, |row| row.tuple_data_bytes()))
                 }
             };
-            let (lsn, _) = self.durable.wal.insert_record(len);
+            let (lsn, _) = self.durable.wal.get_mut().insert_record(len);
             first_lsn.get_or_insert(lsn);
             changes.push(Change { lsn, table, key, kind });
         }
-        let (commit_lsn, end_lsn) = self.durable.wal.insert_record(record_size::COMMIT);
+        let (commit_lsn, end_lsn) = self.durable.wal.get_mut().insert_record(record_size::COMMIT);
         self.durable.csn += 1;
         let csn = self.durable.csn;
         for change in &changes {
-            self.durable.tables[usize::from(change.table.0)].apply(&change.kind, change.key, csn);
+            self.durable.tables.get_mut()[usize::from(change.table.0)].apply(&change.kind, change.key, csn);
         }
         let txn = Shared::new(CommittedTxn {
             xid,
@@ -308,7 +309,7 @@ impl Postgres {
             timeline: self.durable.timeline,
             changes: changes.clone(),
         });
-        self.durable.wal.push(WalEntry::Txn(txn.clone()));
+        self.durable.wal.get_mut().push(WalEntry::Txn(txn.clone()));
         ctx.observe(Observation::Committed { server: self.node, txn: crate::shared::ByContent(txn) });
         self.after_wal_append(ctx);
         SqlReply::Committed { xid, commit_lsn, end_lsn, changes }
@@ -348,8 +349,8 @@ impl Postgres {
     }
 
     fn write_running_xacts(&mut self, ctx: &mut Ctx) {
-        let (start, end) = self.durable.wal.insert_record(record_size::RUNNING_XACTS);
-        self.durable.wal.push(WalEntry::RunningXacts { start, end });
+        let (start, end) = self.durable.wal.get_mut().insert_record(record_size::RUNNING_XACTS);
+        self.durable.wal.get_mut().push(WalEntry::RunningXacts { start, end });
         self.volatile.entries_at_last_running_xacts = self.durable.wal.entries.len();
         self.after_wal_append(ctx);
     }
@@ -368,8 +369,8 @@ impl Postgres {
             return;
         }
         self.write_running_xacts(ctx);
-        let (start, end) = self.durable.wal.insert_record(record_size::CHECKPOINT_ONLINE);
-        self.durable.wal.push(WalEntry::Checkpoint { start, end });
+        let (start, end) = self.durable.wal.get_mut().insert_record(record_size::CHECKPOINT_ONLINE);
+        self.durable.wal.get_mut().push(WalEntry::Checkpoint { start, end });
         self.durable.last_checkpoint_lsn = start;
         for slot in self.durable.slots.values_mut() {
             if slot.dirty {
@@ -400,9 +401,9 @@ impl Postgres {
         // record is logged right there. With no transaction running, the snapshot builder is
         // consistent at that record; confirmed_flush is its end.
         let restart_lsn = self.durable.wal.insert_lsn();
-        let (start, consistent_point) = self.durable.wal.insert_record(record_size::RUNNING_XACTS);
+        let (start, consistent_point) = self.durable.wal.get_mut().insert_record(record_size::RUNNING_XACTS);
         debug_assert_eq!(start, restart_lsn);
-        self.durable.wal.push(WalEntry::RunningXacts { start, end: consistent_point });
+        self.durable.wal.get_mut().push(WalEntry::RunningXacts { start, end: consistent_point });
         self.durable.slots.insert(name.clone(), Slot::new(name.clone(), plugin, restart_lsn, consistent_point));
         self.volatile.exported_snapshots_created += 1;
         let snapshot_name = format!(
@@ -702,12 +703,12 @@ impl Postgres {
             }
             if let WalEntry::Txn(txn) = &entry {
                 for change in &txn.changes {
-                    self.durable.tables[usize::from(change.table.0)].apply(&change.kind, change.key, txn.csn);
+                    self.durable.tables.get_mut()[usize::from(change.table.0)].apply(&change.kind, change.key, txn.csn);
                 }
                 self.durable.csn = txn.csn;
                 self.durable.next_xid = self.durable.next_xid.max(txn.xid + 1);
             }
-            self.durable.wal.replay(entry);
+            self.durable.wal.get_mut().replay(entry);
         }
         let _ = ctx;
     }
@@ -720,8 +721,8 @@ impl Postgres {
         self.durable.role = Role::Primary;
         self.durable.timeline += 1;
         self.durable.switch_lsn = Some(switch_lsn);
-        let (start, end) = self.durable.wal.insert_record(record_size::END_OF_RECOVERY);
-        self.durable.wal.push(WalEntry::EndOfRecovery { start, end, timeline: self.durable.timeline });
+        let (start, end) = self.durable.wal.get_mut().insert_record(record_size::END_OF_RECOVERY);
+        self.durable.wal.get_mut().push(WalEntry::EndOfRecovery { start, end, timeline: self.durable.timeline });
         ctx.observe(Observation::Promoted {
             server: self.node,
             timeline: self.durable.timeline,
@@ -811,8 +812,8 @@ impl Component for Postgres {
             Msg::Control(Control::Promote) => self.promote(ctx),
             Msg::Control(Control::Checkpoint) if self.durable.role == Role::Primary => self.checkpoint(ctx, true),
             Msg::Control(Control::WalBurst { bytes }) if self.durable.role == Role::Primary => {
-                let (start, end) = self.durable.wal.insert_record(bytes);
-                self.durable.wal.push(WalEntry::OtherDatabase { start, end });
+                let (start, end) = self.durable.wal.get_mut().insert_record(bytes);
+                self.durable.wal.get_mut().push(WalEntry::OtherDatabase { start, end });
                 ctx.observe(Observation::WalWritten { server: self.node, bytes, end });
                 self.after_wal_append(ctx);
             }
