@@ -352,9 +352,9 @@ fn shortest(model: &HandoffModel, property: &'static str, threads: usize) -> Vec
     // action that led to it.
     let mut parents: Vec<Vec<(usize, Action)>> = Vec::new();
     while !level.is_empty() {
-        let (next, links, hit, new) = search_level(model, level, &visited, threads, &discovered);
+        let Level { next, links, hit, new } = search_level(model, level, &visited, threads, &discovered);
         parents.push(links);
-        visited.extend(new);
+        visited.extend(&new);
         if let Some(mut index) = hit {
             // What the search holds is large: let it go on its own time.
             std::thread::spawn(move || drop((next, visited)));
@@ -373,7 +373,7 @@ fn shortest(model: &HandoffModel, property: &'static str, threads: usize) -> Vec
 }
 
 /// A set of fingerprints (they are hashes already).
-use crate::dfs::Fingerprints;
+use crate::dfs::Table as Fingerprints;
 
 /// A successor met while expanding a level.
 struct Successor {
@@ -384,16 +384,15 @@ struct Successor {
     discovered: bool,
 }
 
-/// A level's states, expanded chunk by chunk: the next level, its states' parents and actions,
-/// the index of the first state that shows the property (the search stops there), and the
-/// fingerprints the level met first.
+/// A level's states, expanded chunk by chunk (the search stops at the first state that shows the
+/// property).
 fn search_level(
     model: &HandoffModel,
     level: Vec<World>,
     visited: &Fingerprints,
     threads: usize,
     discovered: &(impl Fn(&World) -> bool + Sync),
-) -> (Vec<World>, Vec<(usize, Action)>, Option<usize>, Fingerprints) {
+) -> Level {
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     const CHUNK: usize = 256;
@@ -419,7 +418,7 @@ fn search_level(
             for action in actions.drain(..) {
                 let Some(next) = model.next_state(&state, action.clone()) else { continue };
                 let fingerprint = next.fingerprint();
-                if visited.contains(&fingerprint) || !seen.insert(fingerprint) {
+                if visited.contains(fingerprint) || !seen.insert(fingerprint) {
                     continue;
                 }
                 let discovered = discovered(&next);
@@ -438,7 +437,11 @@ fn search_level(
         for _ in 1..threads.max(1) {
             scope.spawn(|| {
                 let mut actions = Vec::new();
-                while !stop.load(Ordering::Relaxed) && expand_one(&mut actions) {}
+                loop {
+                    if stop.load(Ordering::Relaxed) || !expand_one(&mut actions) {
+                        break;
+                    }
+                }
             });
         }
         // This thread merges the chunks in order as they are ready, and expands while the next
@@ -477,7 +480,19 @@ fn search_level(
     let unmerged: Vec<_> = results.into_iter().filter_map(|result| result.into_inner().ok().flatten()).collect();
     let untaken: Vec<_> = chunks.into_iter().filter_map(|chunk| chunk.into_inner().ok().flatten()).collect();
     std::thread::spawn(move || drop((leftovers, unmerged, untaken)));
-    (next, links, hit, new)
+    Level { next, links, hit, new }
+}
+
+/// What a level of the search comes to.
+struct Level {
+    /// The next level's states.
+    next: Vec<World>,
+    /// Each of them: its parent's index in this level, and the step from it.
+    links: Vec<(usize, Action)>,
+    /// The first of them that shows the property.
+    hit: Option<usize>,
+    /// The fingerprints this level met first.
+    new: Fingerprints,
 }
 
 /// A counterexample as a scenario that `handoff run` replays: the scenario's pipeline and bound,

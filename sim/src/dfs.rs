@@ -19,8 +19,7 @@
 use handoff_models::check::HandoffModel;
 use handoff_models::world::{Action, World};
 use stateright::{Expectation, Model};
-use std::collections::{BTreeSet, HashSet};
-use std::hash::BuildHasherDefault;
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -47,29 +46,6 @@ pub struct Explored {
     pub cut_short: bool,
 }
 
-/// A set of fingerprints (they are hashes already).
-pub type Fingerprints = HashSet<u64, BuildHasherDefault<Identity>>;
-
-/// A hasher for keys that are hashes already.
-#[derive(Default)]
-pub struct Identity(u64);
-
-impl std::hash::Hasher for Identity {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for byte in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*byte);
-        }
-    }
-
-    fn write_u64(&mut self, value: u64) {
-        self.0 = value;
-    }
-}
-
 /// The fingerprints seen, in parts locked separately (a part is chosen by middle bits of the
 /// fingerprint).
 struct Visited {
@@ -90,7 +66,7 @@ impl Visited {
     }
 
     fn len(&self) -> usize {
-        self.parts.iter().map(|part| part.lock().expect("a part of the visited set").len).sum()
+        self.parts.iter().map(|part| part.lock().expect("a part of the visited set").len()).sum()
     }
 }
 
@@ -98,13 +74,40 @@ impl Visited {
 /// place in memory, where a general hash set reads its control bytes and then its entries. Zero
 /// marks a free slot, so the fingerprint 0 is kept as 1 (a collision chance of 2^-64 more).
 #[derive(Default)]
-struct Table {
+pub struct Table {
     slots: Vec<u64>,
     len: usize,
 }
 
 impl Table {
-    fn insert(&mut self, fingerprint: u64) -> bool {
+    /// How many fingerprints it holds.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether it holds the fingerprint.
+    pub fn contains(&self, fingerprint: u64) -> bool {
+        if self.slots.is_empty() {
+            return false;
+        }
+        let key = fingerprint.max(1);
+        let mask = self.slots.len() - 1;
+        let mut at = key as usize & mask;
+        loop {
+            match self.slots[at] {
+                0 => return false,
+                present if present == key => return true,
+                _ => at = (at + 1) & mask,
+            }
+        }
+    }
+
+    /// Whether the fingerprint is new (it is kept).
+    pub fn insert(&mut self, fingerprint: u64) -> bool {
         let key = fingerprint.max(1);
         if (self.len + 1) * 4 > self.slots.len() * 3 {
             self.grow();
@@ -121,6 +124,13 @@ impl Table {
                 present if present == key => return false,
                 _ => at = (at + 1) & mask,
             }
+        }
+    }
+
+    /// Adds every fingerprint of another table.
+    pub fn extend(&mut self, other: &Table) {
+        for key in other.slots.iter().filter(|key| **key != 0) {
+            self.insert(*key);
         }
     }
 
@@ -363,6 +373,7 @@ mod tests {
         let keys: Vec<u64> = (0..10_000u64).map(|n| n.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
         assert!(keys.iter().all(|key| table.insert(*key)), "new keys are new");
         assert!(keys.iter().all(|key| !table.insert(*key)), "and seen once they are in");
+        assert!(keys.iter().all(|key| table.contains(*key)) && !table.contains(3) && !Table::default().contains(3));
         assert_eq!(table.len, keys.len());
         // Keys that share their low bits probe past each other.
         let mut crowded = Table::default();

@@ -254,7 +254,10 @@ impl Fired {
 /// changes it; an empty link has no queue). Each message is shared too: a step that pops or
 /// pushes copies the queue's pointers, not its messages, and a message is hashed once.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct Links([[Option<Shared<VecDeque<Shared<Wire>>>>; SLOTS]; SLOTS]);
+pub(super) struct Links([[Option<Queue>; SLOTS]; SLOTS]);
+
+/// A link's queue.
+type Queue = Shared<VecDeque<Shared<Wire>>>;
 
 impl std::hash::Hash for Links {
     /// Which links carry something, then their queues.
