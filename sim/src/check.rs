@@ -20,6 +20,7 @@
 //! threads (stateright's own BFS keeps the last discovery of a property, and its threads race);
 //! it is narrated by the simulation's narrator.
 
+use crate::dfs::Table as Fingerprints;
 use handoff_models::check::HandoffModel;
 use handoff_models::component::Timer;
 use handoff_models::postgres::table::RowOp;
@@ -371,9 +372,6 @@ fn shortest(model: &HandoffModel, property: &'static str, threads: usize) -> Vec
     }
     Vec::new()
 }
-
-/// A set of fingerprints (they are hashes already).
-use crate::dfs::Table as Fingerprints;
 
 /// A successor met while expanding a level.
 struct Successor {
