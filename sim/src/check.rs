@@ -20,7 +20,7 @@
 //! threads (stateright's own BFS keeps the last discovery of a property, and its threads race);
 //! it is narrated by the simulation's narrator.
 
-use crate::dfs::Table as Fingerprints;
+use crate::dfs::{Explored, Table as Fingerprints};
 use handoff_models::check::HandoffModel;
 use handoff_models::component::Timer;
 use handoff_models::postgres::table::RowOp;
@@ -28,7 +28,6 @@ use handoff_models::spec::{CheckBound, Invariant, Spec};
 use handoff_models::world::{Action, Bounds, World};
 use serde::Serialize;
 use stateright::{Checker, Expectation, Model};
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 /// How to explore.
@@ -195,13 +194,7 @@ fn check_with(spec: &Spec, name: &str, plan: CheckPlan, tell: bool) -> Result<Ch
         Strategy::Dfs => {
             let limits =
                 crate::dfs::Limits { max_depth: plan.max_depth, max_states: plan.max_states, timeout: plan.timeout };
-            let explored = crate::dfs::explore(&model, plan.threads, limits);
-            Explored {
-                states: explored.states,
-                unique_states: explored.unique_states,
-                max_depth: explored.max_depth,
-                discoveries: explored.discoveries,
-            }
+            crate::dfs::explore(&model, plan.threads, limits)
         }
         Strategy::Random { seed } => Explored::of(builder.spawn_simulation(seed, stateright::UniformChooser).join()),
     };
@@ -288,25 +281,6 @@ pub fn serve(spec: &Spec, address: std::net::SocketAddr, threads: usize) -> Resu
     let model = HandoffModel::new(world, bounds);
     model.checker().threads(threads.max(1)).serve(address);
     Ok(())
-}
-
-/// What an exploration found, whatever strategy made it.
-struct Explored {
-    states: usize,
-    unique_states: usize,
-    max_depth: usize,
-    discoveries: BTreeSet<&'static str>,
-}
-
-impl Explored {
-    fn of(checker: impl Checker<HandoffModel>) -> Explored {
-        Explored {
-            states: checker.state_count(),
-            unique_states: checker.unique_state_count(),
-            max_depth: checker.max_depth(),
-            discoveries: checker.discoveries().keys().copied().collect(),
-        }
-    }
 }
 
 /// The invariant a property checks (`I2 no resurrection` → I2).

@@ -34,7 +34,7 @@ pub struct Limits {
     pub timeout: Option<Duration>,
 }
 
-/// What an exploration found.
+/// What an exploration found, whichever explorer made it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Explored {
     pub states: usize,
@@ -42,8 +42,22 @@ pub struct Explored {
     pub max_depth: usize,
     /// The properties discovered, by name.
     pub discoveries: BTreeSet<&'static str>,
-    /// Stopped by `max_states` or the timeout.
+    /// Stopped by `max_states` or the timeout (`false` from stateright's checkers, which do not
+    /// say).
     pub cut_short: bool,
+}
+
+impl Explored {
+    /// What one of stateright's checkers found.
+    pub fn of(checker: impl stateright::Checker<HandoffModel>) -> Explored {
+        Explored {
+            states: checker.state_count(),
+            unique_states: checker.unique_state_count(),
+            max_depth: checker.max_depth(),
+            discoveries: checker.discoveries().keys().copied().collect(),
+            cut_short: false,
+        }
+    }
 }
 
 /// The fingerprints seen, in parts locked separately (a part is chosen by middle bits of the
@@ -351,14 +365,8 @@ mod tests {
     fn it_finds_what_stateright_finds() {
         for name in ["zoo/naive-sink.toml", "zoo/dbz-7816-slot-confirmed-before-offsets-stored.toml"] {
             let model = model(name);
-            let theirs = model.clone().checker().threads(1).spawn_bfs().join();
-            let expected = Explored {
-                states: theirs.state_count(),
-                unique_states: theirs.unique_state_count(),
-                max_depth: 0,
-                discoveries: theirs.discoveries().keys().copied().collect(),
-                cut_short: false,
-            };
+            let expected =
+                Explored { max_depth: 0, ..Explored::of(model.clone().checker().threads(1).spawn_bfs().join()) };
             for threads in [1, 2, 3] {
                 let ours = explore(&model, threads, WHOLE);
                 assert_eq!(Explored { max_depth: 0, ..ours.clone() }, expected, "{name}, {threads} thread(s)");
