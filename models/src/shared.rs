@@ -1,32 +1,48 @@
 //! Copy-on-write sharing of state between the states of an exhaustive exploration.
 
 use serde::{Deserialize, Serialize};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A part of a state shared by the states that have not changed it (copy on write: a step clones only
 /// what it touches), with its hash kept once computed. Exploring a bound clones and hashes a whole
 /// world per successor; most of a world is the same as its predecessor's.
 #[derive(Clone, Debug)]
-pub struct Shared<T>(Arc<(T, OnceLock<u64>)>);
+pub struct Shared<T>(Arc<Inner<T>>);
+
+/// The value and its hash, `0` until computed (a computed `0` is kept as `1`). Two threads may
+/// both compute it; they store the same number.
+#[derive(Debug)]
+struct Inner<T> {
+    value: T,
+    hash: AtomicU64,
+}
+
+impl<T: Clone> Clone for Inner<T> {
+    fn clone(&self) -> Inner<T> {
+        // A copy is made to be changed: its hash is computed again when asked.
+        Inner { value: self.value.clone(), hash: AtomicU64::new(0) }
+    }
+}
 
 impl<T: Clone> Shared<T> {
     pub fn new(value: T) -> Shared<T> {
-        Shared(Arc::new((value, OnceLock::new())))
+        Shared(Arc::new(Inner { value, hash: AtomicU64::new(0) }))
     }
 
     /// The value: taken out when this is its only holder, copied otherwise.
     pub fn into_inner(self) -> T {
         match Arc::try_unwrap(self.0) {
-            Ok((value, _)) => value,
-            Err(shared) => shared.0.clone(),
+            Ok(inner) => inner.value,
+            Err(shared) => shared.value.clone(),
         }
     }
 
     /// The component to change: this state's own copy, its cached hash forgotten.
     pub fn get_mut(&mut self) -> &mut T {
         let inner = Arc::make_mut(&mut self.0);
-        inner.1.take();
-        &mut inner.0
+        *inner.hash.get_mut() = 0;
+        &mut inner.value
     }
 }
 
@@ -34,7 +50,7 @@ impl<T> std::ops::Deref for Shared<T> {
     type Target = T;
 
     fn deref(&self) -> &T {
-        &self.0.0
+        &self.0.value
     }
 }
 
@@ -42,16 +58,20 @@ impl<T: std::hash::Hash> std::hash::Hash for Shared<T> {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         // aHash with fixed keys (as stateright's own fingerprints): the same component hashes the
         // same in every run.
-        let hash = self.0.1.get_or_init(|| {
-            ahash::RandomState::with_seeds(0x68616e64, 0x6f6666, 0x776f726c64, 0x7368617265).hash_one(&self.0.0)
-        });
-        state.write_u64(*hash);
+        let mut hash = self.0.hash.load(Ordering::Relaxed);
+        if hash == 0 {
+            hash = ahash::RandomState::with_seeds(0x68616e64, 0x6f6666, 0x776f726c64, 0x7368617265)
+                .hash_one(&self.0.value)
+                .max(1);
+            self.0.hash.store(hash, Ordering::Relaxed);
+        }
+        state.write_u64(hash);
     }
 }
 
 impl<T: PartialEq> PartialEq for Shared<T> {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || self.0.0 == other.0.0
+        Arc::ptr_eq(&self.0, &other.0) || self.0.value == other.0.value
     }
 }
 
@@ -59,7 +79,7 @@ impl<T: Eq> Eq for Shared<T> {}
 
 impl<T: Serialize> Serialize for Shared<T> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.0.serialize(serializer)
+        self.0.value.serialize(serializer)
     }
 }
 
