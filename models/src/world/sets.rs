@@ -254,7 +254,13 @@ impl Fired {
 /// changes it; an empty link has no queue). Each message is shared too: a step that pops or
 /// pushes copies the queue's pointers, not its messages, and a message is hashed once.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct Links([[Option<Queue>; SLOTS]; SLOTS]);
+pub(super) struct Links {
+    /// Which links carry something, as bits by `from * SLOTS + to`.
+    present: u64,
+    /// Their queues, in the order of those bits (few links carry something at once, so a world
+    /// keeps a short list rather than a queue place for each of the 49 links).
+    queues: Vec<Queue>,
+}
 
 /// A link's queue.
 type Queue = Shared<VecDeque<Shared<Wire>>>;
@@ -262,55 +268,68 @@ type Queue = Shared<VecDeque<Shared<Wire>>>;
 impl std::hash::Hash for Links {
     /// Which links carry something, then their queues.
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        let mut present = 0u64;
-        for (index, link) in self.0.as_flattened().iter().enumerate() {
-            if link.is_some() {
-                present |= 1 << index;
-            }
-        }
-        state.write_u64(present);
-        for queue in self.0.as_flattened().iter().flatten() {
+        state.write_u64(self.present);
+        for queue in &self.queues {
             queue.hash(state);
         }
     }
 }
 
 impl Links {
+    fn bit(from: Node, to: Node) -> u64 {
+        1 << (slot(from) * SLOTS + slot(to))
+    }
+
+    /// Where a link's queue is in `queues` (or would be).
+    fn rank(&self, bit: u64) -> usize {
+        (self.present & (bit - 1)).count_ones() as usize
+    }
+
     pub fn push(&mut self, from: Node, to: Node, wire: Wire) {
-        self.0[slot(from)][slot(to)]
-            .get_or_insert_with(|| Shared::new(VecDeque::new()))
-            .get_mut()
-            .push_back(Shared::new(wire));
+        let bit = Links::bit(from, to);
+        let rank = self.rank(bit);
+        if self.present & bit == 0 {
+            self.present |= bit;
+            self.queues.insert(rank, Shared::new(VecDeque::new()));
+        }
+        self.queues[rank].get_mut().push_back(Shared::new(wire));
     }
 
     /// The oldest item on a link (the link forgets its queue when it empties).
     pub fn pop(&mut self, from: Node, to: Node) -> Option<Wire> {
-        let link = &mut self.0[slot(from)][slot(to)];
-        let wire = link.as_mut()?.get_mut().pop_front();
-        if link.as_ref().is_some_and(|queue| queue.is_empty()) {
-            *link = None;
+        let bit = Links::bit(from, to);
+        if self.present & bit == 0 {
+            return None;
+        }
+        let rank = self.rank(bit);
+        let queue = self.queues[rank].get_mut();
+        let wire = queue.pop_front();
+        if queue.is_empty() {
+            self.queues.remove(rank);
+            self.present &= !bit;
         }
         wire.map(Shared::into_inner)
     }
 
     /// Drops what is on its way to `to`.
     pub fn clear_to(&mut self, to: Node) {
-        for from in &mut self.0 {
-            from[slot(to)] = None;
+        for from in NODES {
+            let bit = Links::bit(from, to);
+            if self.present & bit != 0 {
+                let rank = self.rank(bit);
+                self.queues.remove(rank);
+                self.present &= !bit;
+            }
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.iter().all(|row| row.iter().all(Option::is_none))
+        self.present == 0
     }
 
     /// The links with something on them, in (from, to) order, with their queues.
     pub fn iter(&self) -> impl Iterator<Item = (Node, Node, &VecDeque<Shared<Wire>>)> + '_ {
-        self.0.iter().enumerate().flat_map(|(from, row)| {
-            row.iter()
-                .enumerate()
-                .filter_map(move |(to, queue)| queue.as_ref().map(|queue| (NODES[from], NODES[to], &**queue)))
-        })
+        bits_of(self.present).zip(&self.queues).map(|(bit, queue)| (NODES[bit / SLOTS], NODES[bit % SLOTS], &**queue))
     }
 }
 
