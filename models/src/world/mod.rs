@@ -40,7 +40,8 @@ use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
 use sets::{Fired, Indices, Links, Nodes, Pairs, Timers};
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 mod sets;
 
@@ -164,7 +165,7 @@ fn is_periodic(timer: Timer) -> bool {
     )
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct World {
     pub pg: Shared<Postgres>,
     pub connect: Shared<ConnectWorker>,
@@ -202,10 +203,47 @@ pub struct World {
     tally: Option<Tally>,
 }
 
+impl std::hash::Hash for World {
+    /// What tells states apart. Left out, as the same in every state an exploration compares:
+    /// the captured tables and whether requests are immediate (fixed by the bound), the
+    /// immediate queue (empty between steps), the verdict (a function of the rest), and what
+    /// only a replay keeps (`recorded`, `tally`).
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.pg.hash(state);
+        self.connect.hash(state);
+        self.kafka.hash(state);
+        self.sink.hash(state);
+        self.app.hash(state);
+        self.operator.hash(state);
+        self.loader.hash(state);
+        self.checkers.hash(state);
+        self.links.hash(state);
+        self.timers.hash(state);
+        self.down.hash(state);
+        self.connections.hash(state);
+        self.scripted_pending.hash(state);
+        self.operations_pending.hash(state);
+        self.periodic_fired.hash(state);
+        state.write_u16(u16::from(self.crashes_left) << 1 | u16::from(self.restarted_during_snapshot));
+    }
+}
+
 /// The invariants a state violates, as bits by `Invariant::ALL`, computed at most once per
-/// state. It is a function of the rest of the state, so it takes no part in a state's identity.
-#[derive(Clone, Debug, Default)]
-struct Verdict(OnceLock<u32>);
+/// state (`KNOWN` set once it is). It is a function of the rest of the state, so it takes no
+/// part in a state's identity. Two threads asking at once may both compute it; they store the
+/// same bits.
+#[derive(Debug, Default)]
+struct Verdict(AtomicU64);
+
+impl Verdict {
+    const KNOWN: u64 = 1 << 63;
+}
+
+impl Clone for Verdict {
+    fn clone(&self) -> Verdict {
+        Verdict(AtomicU64::new(self.0.load(Ordering::Relaxed)))
+    }
+}
 
 impl PartialEq for Verdict {
     fn eq(&self, _: &Verdict) -> bool {
@@ -672,9 +710,14 @@ impl World {
     }
 
     pub fn violates(&self, invariant: Invariant) -> bool {
-        let violated = *self.verdict.0.get_or_init(|| {
-            self.findings().iter().fold(0, |bits, finding| bits | 1 << invariant_bit(finding.invariant))
-        });
+        let mut violated = self.verdict.0.load(Ordering::Relaxed);
+        if violated & Verdict::KNOWN == 0 {
+            violated = self
+                .findings()
+                .iter()
+                .fold(Verdict::KNOWN, |bits, finding| bits | 1 << invariant_bit(finding.invariant));
+            self.verdict.0.store(violated, Ordering::Relaxed);
+        }
         violated & (1 << invariant_bit(invariant)) != 0
     }
 }
