@@ -439,8 +439,8 @@ impl World {
 
     pub fn actions(&self, bounds: &Bounds, actions: &mut Vec<Action>) {
         let deferred = |node: Node| bounds.reductions && node == Node::Sink;
-        for (from, to, queue) in self.links.iter() {
-            if !queue.is_empty() && !deferred(to) {
+        for (from, to, _) in self.links.iter() {
+            if !deferred(to) {
                 actions.push(Action::Deliver { from, to });
             }
         }
@@ -461,8 +461,8 @@ impl World {
         // may still come before or after it, so they do not hold the sink back (a crash that
         // never comes must not keep the pipeline from catching up).
         if bounds.reductions && actions.is_empty() {
-            for (from, to, queue) in self.links.iter() {
-                if !queue.is_empty() && to == Node::Sink {
+            for (from, to, _) in self.links.iter() {
+                if to == Node::Sink {
                     actions.push(Action::Deliver { from, to });
                 }
             }
@@ -617,8 +617,8 @@ impl World {
         let mut world = World::new(spec, bounds);
         // What the start sent is on its links already: count it.
         let mut tally = Tally::default();
-        for (from, to, queue) in world.links.iter() {
-            for _ in queue.iter() {
+        for (from, to, count) in world.links.iter() {
+            for _ in 0..count {
                 tally.enqueued(from, to);
             }
         }

@@ -8,7 +8,6 @@ use crate::component::Timer;
 use crate::ids::Node;
 use crate::shared::Shared;
 use crate::world::Wire;
-use std::collections::VecDeque;
 
 /// How many processes the world has (`NODES`, in `Node`'s order).
 pub(super) const SLOTS: usize = NODES.len();
@@ -250,76 +249,60 @@ impl Fired {
     }
 }
 
-/// What is on its way, per link `from → to` (each queue shared between states until a step
-/// changes it; an empty link has no queue). Each message is shared too: a step that pops or
-/// pushes copies the queue's pointers, not its messages, and a message is hashed once.
+/// What is on its way, per link `from → to`: every message in flight in one short list, by
+/// link and, within a link, oldest first. Few messages are in flight at once, so a step that
+/// pops or pushes changes this world's own list in place (a world's clone copies the list's
+/// pointers, not its messages), and each message is shared and hashed once.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct Links {
-    /// Which links carry something, as bits by `from * SLOTS + to`.
+    /// Which links carry something, as bits by link (`from * SLOTS + to`).
     present: u64,
-    /// Their queues, in the order of those bits (few links carry something at once, so a world
-    /// keeps a short list rather than a queue place for each of the 49 links).
-    queues: Vec<Queue>,
+    /// The messages, each with its link.
+    items: Vec<(u8, Shared<Wire>)>,
 }
 
-/// A link's queue.
-type Queue = Shared<VecDeque<Shared<Wire>>>;
-
 impl std::hash::Hash for Links {
-    /// Which links carry something, then their queues.
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         state.write_u64(self.present);
-        for queue in &self.queues {
-            queue.hash(state);
+        for (link, wire) in &self.items {
+            state.write_u8(*link);
+            wire.hash(state);
         }
     }
 }
 
 impl Links {
-    fn bit(from: Node, to: Node) -> u64 {
-        1 << (slot(from) * SLOTS + slot(to))
-    }
-
-    /// Where a link's queue is in `queues` (or would be).
-    fn rank(&self, bit: u64) -> usize {
-        (self.present & (bit - 1)).count_ones() as usize
+    fn link(from: Node, to: Node) -> u8 {
+        (slot(from) * SLOTS + slot(to)) as u8
     }
 
     pub fn push(&mut self, from: Node, to: Node, wire: Wire) {
-        let bit = Links::bit(from, to);
-        let rank = self.rank(bit);
-        if self.present & bit == 0 {
-            self.present |= bit;
-            self.queues.insert(rank, Shared::new(VecDeque::new()));
-        }
-        self.queues[rank].get_mut().push_back(Shared::new(wire));
+        let link = Links::link(from, to);
+        let at = self.items.partition_point(|(other, _)| *other <= link);
+        self.items.insert(at, (link, Shared::new(wire)));
+        self.present |= 1 << link;
     }
 
-    /// The oldest item on a link (the link forgets its queue when it empties).
+    /// The oldest item on a link.
     pub fn pop(&mut self, from: Node, to: Node) -> Option<Wire> {
-        let bit = Links::bit(from, to);
-        if self.present & bit == 0 {
+        let link = Links::link(from, to);
+        if self.present & 1 << link == 0 {
             return None;
         }
-        let rank = self.rank(bit);
-        let queue = self.queues[rank].get_mut();
-        let wire = queue.pop_front();
-        if queue.is_empty() {
-            self.queues.remove(rank);
-            self.present &= !bit;
+        let at = self.items.partition_point(|(other, _)| *other < link);
+        let (_, wire) = self.items.remove(at);
+        if self.items.get(at).is_none_or(|(other, _)| *other != link) {
+            self.present &= !(1 << link);
         }
-        wire.map(Shared::into_inner)
+        Some(wire.into_inner())
     }
 
     /// Drops what is on its way to `to`.
     pub fn clear_to(&mut self, to: Node) {
-        for from in NODES {
-            let bit = Links::bit(from, to);
-            if self.present & bit != 0 {
-                let rank = self.rank(bit);
-                self.queues.remove(rank);
-                self.present &= !bit;
-            }
+        let to = slot(to);
+        self.items.retain(|(link, _)| usize::from(*link) % SLOTS != to);
+        for from in 0..SLOTS {
+            self.present &= !(1 << (from * SLOTS + to));
         }
     }
 
@@ -327,9 +310,16 @@ impl Links {
         self.present == 0
     }
 
-    /// The links with something on them, in (from, to) order, with their queues.
-    pub fn iter(&self) -> impl Iterator<Item = (Node, Node, &VecDeque<Shared<Wire>>)> + '_ {
-        bits_of(self.present).zip(&self.queues).map(|(bit, queue)| (NODES[bit / SLOTS], NODES[bit % SLOTS], &**queue))
+    /// The links with something on them, in (from, to) order, with how many items each carries.
+    pub fn iter(&self) -> impl Iterator<Item = (Node, Node, usize)> + '_ {
+        let mut rest = &self.items[..];
+        std::iter::from_fn(move || {
+            let (link, _) = rest.first()?;
+            let count = rest.partition_point(|(other, _)| other == link);
+            rest = &rest[count..];
+            let link = usize::from(*link);
+            Some((NODES[link / SLOTS], NODES[link % SLOTS], count))
+        })
     }
 }
 
@@ -389,7 +379,7 @@ mod tests {
         links.push(Node::Kafka, Node::Sink, Wire::Lost);
         links.push(Node::Connect, Node::Kafka, Wire::Lost);
         links.push(Node::Connect, Node::Kafka, Wire::Lost);
-        let listed: Vec<_> = links.iter().map(|(from, to, queue)| (from, to, queue.len())).collect();
+        let listed: Vec<_> = links.iter().collect();
         assert_eq!(listed, vec![(Node::Connect, Node::Kafka, 2), (Node::Kafka, Node::Sink, 1)]);
         assert_eq!(links.pop(Node::Kafka, Node::Sink), Some(Wire::Lost));
         assert_eq!(links.pop(Node::Kafka, Node::Sink), None);
