@@ -179,6 +179,25 @@ impl Checkers {
     }
 
     /// Feeds one trace event.
+    /// Whether an observation can change the checkers (the others leave them as they are, so
+    /// the exhaustive lens does not copy them for it). Debug builds check this on every step of
+    /// the exhaustive world.
+    pub fn observes(observation: &Observation) -> bool {
+        use crate::ids::Node;
+        Oracle::observes(observation)
+            || matches!(
+                observation,
+                Observation::SlotConfirmed { by: Node::Connect, .. }
+                    | Observation::SnapshotStarted { .. }
+                    | Observation::StreamStarted { client: Node::Connect, .. }
+                    | Observation::GateChecked { .. }
+                    | Observation::Appended { .. }
+                    | Observation::SourceOffsetStored { .. }
+                    | Observation::SinkApplied { .. }
+                    | Observation::SinkReconciled { .. }
+            )
+    }
+
     pub fn observe(&mut self, event: &TraceEvent) {
         let at = event.at;
         let observation = &event.observation;

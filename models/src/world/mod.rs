@@ -592,7 +592,17 @@ impl World {
     }
 
     fn observe(&mut self, event: TraceEvent) {
-        self.checkers.get_mut().observe(&event);
+        if Checkers::observes(&event.observation) {
+            self.checkers.get_mut().observe(&event);
+        } else if cfg!(debug_assertions) {
+            let mut checkers = (*self.checkers).clone();
+            checkers.observe(&event);
+            assert!(
+                checkers == *self.checkers,
+                "Checkers::observes must list {:?}: the checkers changed on it",
+                event.observation
+            );
+        }
         if let Some(recorded) = self.recorded.as_mut() {
             recorded.push(event);
         }
