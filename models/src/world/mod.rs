@@ -197,10 +197,13 @@ pub struct World {
     immediate_requests: bool,
     immediate: VecDeque<(Node, Node, Wire)>,
     draining_immediate: bool,
-    /// When replaying a path for display: every observation, in order.
-    recorded: Option<Vec<TraceEvent>>,
+    /// When replaying a path for display: every observation, in order. Boxed, as `tally` is:
+    /// only a replay has them, and an exploration moves each state several times a step, so
+    /// every byte of a world is copied millions of times.
+    #[allow(clippy::box_collection)]
+    recorded: Option<Box<Vec<TraceEvent>>>,
     /// When deriving a schedule's timing: what happens to every message and timer.
-    tally: Option<Tally>,
+    tally: Option<Box<Tally>>,
 }
 
 impl std::hash::Hash for World {
@@ -614,9 +617,9 @@ impl World {
         let mut world = World::new(spec, bounds);
         let mut steps = Vec::new();
         for action in actions {
-            world.recorded = Some(Vec::new());
+            world.recorded = Some(Box::default());
             world.step(action);
-            steps.push((action.clone(), world.recorded.take().unwrap_or_default()));
+            steps.push((action.clone(), world.recorded.take().map(|recorded| *recorded).unwrap_or_default()));
         }
         steps
     }
@@ -632,7 +635,7 @@ impl World {
                 tally.enqueued(from, to);
             }
         }
-        world.tally = Some(tally);
+        world.tally = Some(Box::new(tally));
         let mut enabled = Vec::new();
         for (index, action) in actions.iter().enumerate() {
             enabled.clear();
