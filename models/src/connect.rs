@@ -89,7 +89,7 @@ enum TaskState {
 struct TaskRuntime {
     state: TaskState,
     debezium: DebeziumTask,
-    submitted: VecDeque<Submitted>,
+    submitted: Shared<VecDeque<Submitted>>,
     next_seq: u64,
     /// The committable snapshot (refreshed at each poll).
     committable: Option<SourceOffset>,
@@ -197,7 +197,7 @@ impl ConnectWorker {
         self.volatile.task = Some(TaskRuntime {
             state: TaskState::Starting,
             debezium,
-            submitted: VecDeque::new(),
+            submitted: Shared::new(VecDeque::new()),
             next_seq: 0,
             committable: None,
             writer_data: None,
@@ -287,9 +287,10 @@ impl ConnectWorker {
             if task.accumulator.is_empty() {
                 task.accumulator_first_seq = task.next_seq;
             }
-            task.submitted.reserve(records.len());
+            let submitted = task.submitted.get_mut();
+            submitted.reserve(records.len());
             for record in &records {
-                task.submitted.push_back(Submitted { seq: task.next_seq, offset: record.offset, acked_at: None });
+                submitted.push_back(Submitted { seq: task.next_seq, offset: record.offset, acked_at: None });
                 task.next_seq += 1;
             }
             if task.accumulator.is_empty() {
@@ -327,7 +328,7 @@ impl ConnectWorker {
         task.produce_in_flight = false;
         // Sequences in `submitted` are consecutive: the batch is one range of it.
         let skip = task.submitted.front().map_or(0, |front| first_seq.saturating_sub(front.seq) as usize);
-        for submitted in task.submitted.iter_mut().skip(skip) {
+        for submitted in task.submitted.get_mut().iter_mut().skip(skip) {
             if submitted.seq > last_seq {
                 break;
             }
@@ -583,7 +584,7 @@ fn last_poll_start(task: &TaskRuntime, now: SimTime, poll_interval_ms: u64) -> S
 /// acknowledged by then, keep its last offset.
 fn refresh_committable(task: &mut TaskRuntime, upto: SimTime) {
     while task.submitted.front().is_some_and(|record| record.acked_at.is_some_and(|at| at <= upto)) {
-        let record = task.submitted.pop_front().expect("front exists");
+        let record = task.submitted.get_mut().pop_front().expect("front exists");
         task.committable = Some(record.offset);
     }
 }

@@ -211,7 +211,7 @@ pub struct DebeziumTask {
     snapshot: Option<SnapshotRun>,
     snapshot_attempts: u32,
     /// The change-event queue `poll()` drains.
-    pub queue: Vec<SourceRecord>,
+    pub queue: Shared<Vec<SourceRecord>>,
     jdbc: Option<SessionId>,
     replication: Option<SessionId>,
     next_session: SessionId,
@@ -236,7 +236,7 @@ impl DebeziumTask {
             slot_created: None,
             snapshot: None,
             snapshot_attempts: 0,
-            queue: Vec::new(),
+            queue: Shared::new(Vec::new()),
             jdbc: None,
             replication: None,
             next_session: first_session,
@@ -328,7 +328,7 @@ impl DebeziumTask {
         self.starting_slot = None;
         self.slot_created = None;
         self.snapshot = None;
-        self.queue.clear();
+        self.clear_queue();
         self.skip_upto = None;
         self.lsn_flushing_allowed = false;
         self.last_flushed = Lsn::INVALID;
@@ -355,7 +355,7 @@ impl DebeziumTask {
 
     fn fail(&mut self, ctx: &mut Ctx, reason: String) -> TaskEvent {
         self.close_sessions(ctx);
-        self.queue.clear();
+        self.clear_queue();
         ctx.observe(Observation::TaskFailed { reason: reason.clone() });
         self.phase = Phase::Failed { reason };
         TaskEvent::Failed
@@ -364,7 +364,7 @@ impl DebeziumTask {
     /// A retriable error: stop, and start again after `retriable.restart.connector.wait.ms`.
     fn retriable(&mut self, ctx: &mut Ctx, reason: String) -> TaskEvent {
         self.close_sessions(ctx);
-        self.queue.clear();
+        self.clear_queue();
         let after_ms = self.config.retriable_restart_connector_wait_ms;
         ctx.observe(Observation::TaskRestarting { reason, after_ms });
         self.phase = Phase::AwaitingRestart;
@@ -375,7 +375,7 @@ impl DebeziumTask {
     /// `slot.drop.on.stop=false`).
     pub fn stop(&mut self, ctx: &mut Ctx) {
         self.close_sessions(ctx);
-        self.queue.clear();
+        self.clear_queue();
         self.phase = Phase::Idle;
     }
 
@@ -460,7 +460,7 @@ impl DebeziumTask {
             (Phase::SnapshotReadingLsn, SqlReply::Lsn(lsn)) => self.begin_snapshot(ctx, SnapshotCase::SlotExisted, lsn),
             (Phase::SnapshotScanning { table_index }, SqlReply::Rows { table, rows, done }) => {
                 let table_index = *table_index;
-                self.queue.reserve(rows.len());
+                self.queue.get_mut().reserve(rows.len());
                 for (key, row) in rows {
                     self.emit_snapshot_row(ctx, table, key, row);
                 }
@@ -552,7 +552,7 @@ impl DebeziumTask {
             offset: self.offset,
         };
         if let Some(previous) = run.buffered.replace(record) {
-            self.queue.push(previous);
+            self.queue.get_mut().push(previous);
         }
     }
 
@@ -565,7 +565,7 @@ impl DebeziumTask {
                 value.source.snapshot = SnapshotMarker::Last;
             }
             last.offset = self.offset;
-            self.queue.push(last);
+            self.queue.get_mut().push(last);
         }
         ctx.observe(Observation::SnapshotCompleted { attempt: run.attempt, rows: run.rows, lsn: run.lsn });
         self.start_streaming(ctx);
@@ -643,9 +643,9 @@ impl DebeziumTask {
                 },
             };
             let topic = Topic::Change(change.table);
-            self.queue.push(SourceRecord { topic, key: change.key, value: Some(value), offset: self.offset });
+            self.queue.get_mut().push(SourceRecord { topic, key: change.key, value: Some(value), offset: self.offset });
             if op == Op::Delete && self.config.tombstones_on_delete {
-                self.queue.push(SourceRecord { topic, key: change.key, value: None, offset: self.offset });
+                self.queue.get_mut().push(SourceRecord { topic, key: change.key, value: None, offset: self.offset });
             }
         }
         // COMMIT: lsn_commit = lsn_proc = the commit's end.
@@ -672,6 +672,12 @@ impl DebeziumTask {
         }
     }
 
+    fn clear_queue(&mut self) {
+        if !self.queue.is_empty() {
+            self.queue.get_mut().clear();
+        }
+    }
+
     /// Records waiting in the queue.
     pub fn queued(&self) -> usize {
         self.queue.len()
@@ -691,9 +697,9 @@ impl DebeziumTask {
         if count == self.queue.len() {
             // The usual case: the whole queue, handed over without a copy; the next batch is
             // likely as large.
-            return std::mem::replace(&mut self.queue, Vec::with_capacity(count));
+            return std::mem::replace(&mut self.queue, Shared::new(Vec::with_capacity(count))).into_inner();
         }
-        self.queue.drain(..count).collect()
+        self.queue.get_mut().drain(..count).collect()
     }
 }
 
