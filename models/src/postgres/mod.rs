@@ -95,9 +95,9 @@ pub struct Durable {
     pub next_xid: Xid,
     /// The last commit's sequence number.
     pub csn: Csn,
-    pub slots: BTreeMap<String, Slot>,
+    pub slots: Shared<BTreeMap<String, Slot>>,
     /// Publications: name → `None` for `FOR ALL TABLES`, or the table list.
-    pub publications: BTreeMap<String, Option<BTreeSet<TableId>>>,
+    pub publications: Shared<BTreeMap<String, Option<BTreeSet<TableId>>>>,
     /// Checkpoint bookkeeping: the WAL position of the last checkpoint record.
     pub last_checkpoint_lsn: Lsn,
 }
@@ -105,7 +105,7 @@ pub struct Durable {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 struct Scan {
     table: TableId,
-    rows: Vec<(Key, Row)>,
+    rows: Shared<Vec<(Key, Row)>>,
     position: usize,
     fetch_size: u32,
 }
@@ -136,7 +136,8 @@ enum Session {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 struct Volatile {
     up: bool,
-    sessions: BTreeMap<(Node, SessionId), Session>,
+    /// Each session shared between states until a step changes it.
+    sessions: BTreeMap<(Node, SessionId), Shared<Session>>,
     /// WAL entries already shipped to the standby.
     shipped_entries: usize,
     /// A delayed shipment to the standby is pending.
@@ -186,8 +187,8 @@ impl Postgres {
                 tables: Shared::new(tables),
                 next_xid: 740,
                 csn: 0,
-                slots: BTreeMap::new(),
-                publications: BTreeMap::new(),
+                slots: Shared::new(BTreeMap::new()),
+                publications: Shared::new(BTreeMap::new()),
             },
             config,
             volatile: Volatile::default(),
@@ -321,7 +322,7 @@ impl Postgres {
             .volatile
             .sessions
             .iter()
-            .filter(|(_, session)| matches!(session, Session::Replication { walsender: Some(_), .. }))
+            .filter(|(_, session)| matches!(***session, Session::Replication { walsender: Some(_), .. }))
             .map(|(id, _)| *id)
             .collect();
         for (client, session) in sessions {
@@ -372,9 +373,11 @@ impl Postgres {
         let (start, end) = self.durable.wal.get_mut().insert_record(record_size::CHECKPOINT_ONLINE);
         self.durable.wal.get_mut().push(WalEntry::Checkpoint { start, end });
         self.durable.last_checkpoint_lsn = start;
-        for slot in self.durable.slots.values_mut() {
-            if slot.dirty {
-                slot.save();
+        if self.durable.slots.values().any(|slot| slot.dirty) {
+            for slot in self.durable.slots.get_mut().values_mut() {
+                if slot.dirty {
+                    slot.save();
+                }
             }
         }
         ctx.observe(Observation::Checkpoint { server: self.node, lsn: start });
@@ -404,7 +407,10 @@ impl Postgres {
         let (start, consistent_point) = self.durable.wal.get_mut().insert_record(record_size::RUNNING_XACTS);
         debug_assert_eq!(start, restart_lsn);
         self.durable.wal.get_mut().push(WalEntry::RunningXacts { start, end: consistent_point });
-        self.durable.slots.insert(name.clone(), Slot::new(name.clone(), plugin, restart_lsn, consistent_point));
+        self.durable
+            .slots
+            .get_mut()
+            .insert(name.clone(), Slot::new(name.clone(), plugin, restart_lsn, consistent_point));
         self.volatile.exported_snapshots_created += 1;
         let snapshot_name = format!(
             "{:08X}-{:08X}-{}",
@@ -412,7 +418,8 @@ impl Postgres {
             self.durable.csn + 2,
             self.volatile.exported_snapshots_created
         );
-        if let Some(Session::Replication { exported_snapshot, .. }) = self.volatile.sessions.get_mut(&(client, session))
+        if let Some(Session::Replication { exported_snapshot, .. }) =
+            self.volatile.sessions.get_mut(&(client, session)).map(Shared::get_mut)
         {
             *exported_snapshot = Some((snapshot_name.clone(), self.durable.csn));
         }
@@ -442,7 +449,7 @@ impl Postgres {
         if !self.durable.publications.contains_key(&publication) {
             return Some(ReplReply::Error(format!("ERROR: publication \"{publication}\" does not exist")));
         }
-        let Some(slot) = self.durable.slots.get_mut(&slot_name) else {
+        let Some(slot) = self.durable.slots.get_mut().get_mut(&slot_name) else {
             return Some(ReplReply::Error(format!("ERROR: replication slot \"{slot_name}\" does not exist")));
         };
         if let Some((holder, _)) = slot.active
@@ -467,7 +474,7 @@ impl Postgres {
         // Decoding always reads from restart_lsn.
         let next_entry = self.durable.wal.first_entry_at_or_after(restart_lsn);
         if let Some(Session::Replication { exported_snapshot, walsender }) =
-            self.volatile.sessions.get_mut(&(client, session))
+            self.volatile.sessions.get_mut(&(client, session)).map(Shared::get_mut)
         {
             // The exported snapshot dies with the session's next command.
             *exported_snapshot = None;
@@ -480,16 +487,20 @@ impl Postgres {
 
     /// Decodes WAL for one walsender up to the flush pointer and sends what it emits.
     fn pump_walsender(&mut self, ctx: &mut Ctx, client: Node, session: SessionId) {
-        let Some(Session::Replication { walsender: Some(walsender), .. }) =
-            self.volatile.sessions.get_mut(&(client, session))
-        else {
+        let entries = self.durable.wal.entries.len();
+        let Some(shared) = self.volatile.sessions.get_mut(&(client, session)) else { return };
+        if !matches!(&**shared, Session::Replication { walsender: Some(walsender), .. } if walsender.next_entry < entries)
+        {
+            return;
+        }
+        let Session::Replication { walsender: Some(walsender), .. } = shared.get_mut() else {
             return;
         };
         let entries = &self.durable.wal.entries;
         let published = &self.durable.publications;
-        let Some(slot) = self.durable.slots.get_mut(&walsender.slot) else {
+        if !self.durable.slots.contains_key(&walsender.slot) {
             return;
-        };
+        }
         while walsender.next_entry < entries.len() {
             match &entries[walsender.next_entry] {
                 WalEntry::Txn(txn) if txn.commit_lsn >= walsender.start => {
@@ -518,6 +529,7 @@ impl Postgres {
                     }
                 }
                 WalEntry::RunningXacts { start, .. } => {
+                    let slot = self.durable.slots.get_mut().get_mut(&walsender.slot).expect("the slot exists");
                     let result = slot.process_running_xacts(*start);
                     observe_restart_advance(ctx, self.node, slot, result);
                 }
@@ -529,11 +541,11 @@ impl Postgres {
 
     fn status_update(&mut self, ctx: &mut Ctx, client: Node, session: SessionId, flush: Lsn) {
         let Some(Session::Replication { walsender: Some(walsender), .. }) =
-            self.volatile.sessions.get(&(client, session))
+            self.volatile.sessions.get(&(client, session)).map(|session| &**session)
         else {
             return;
         };
-        let Some(slot) = self.durable.slots.get_mut(&walsender.slot) else {
+        let Some(slot) = self.durable.slots.get_mut().get_mut(&walsender.slot) else {
             return;
         };
         let result = slot.confirm(flush);
@@ -551,11 +563,12 @@ impl Postgres {
 
     fn close_session(&mut self, ctx: &mut Ctx, client: Node, session: SessionId) {
         if let Some(removed) = self.volatile.sessions.remove(&(client, session)) {
-            match removed {
+            match *removed {
                 Session::Sql { scan: Some(_) } => ctx.cancel_timer(Timer::ScanBatch { client }),
                 Session::Replication { walsender: Some(_), .. } => {
-                    for slot in self.durable.slots.values_mut() {
-                        if slot.active == Some((client, session)) {
+                    let released = |slot: &Slot| slot.active == Some((client, session));
+                    if self.durable.slots.values().any(released) {
+                        for slot in self.durable.slots.get_mut().values_mut().filter(|slot| released(slot)) {
                             slot.active = None;
                         }
                     }
@@ -571,7 +584,7 @@ impl Postgres {
         // A one-statement transaction keeps nothing in its session (autocommit); other requests
         // open one.
         if !matches!(request, SqlRequest::Transaction { .. }) {
-            self.volatile.sessions.entry((client, session)).or_insert(Session::Sql { scan: None });
+            self.volatile.sessions.entry((client, session)).or_insert_with(|| Shared::new(Session::Sql { scan: None }));
         }
         Some(match request {
             SqlRequest::Transaction { ops } => self.execute(ctx, &ops),
@@ -587,7 +600,9 @@ impl Postgres {
                 if self.durable.role == Role::Standby {
                     SqlReply::Error("ERROR: cannot execute CREATE PUBLICATION in a read-only transaction".into())
                 } else {
-                    self.durable.publications.entry(name).or_insert(None);
+                    if !self.durable.publications.contains_key(&name) {
+                        self.durable.publications.get_mut().insert(name, None);
+                    }
                     SqlReply::Ok
                 }
             }
@@ -597,7 +612,7 @@ impl Postgres {
                     SqlReply::Error(format!("ERROR: replication slot \"{slot}\" is active"))
                 }
                 Some(_) => {
-                    self.durable.slots.remove(&slot);
+                    self.durable.slots.get_mut().remove(&slot);
                     ctx.observe(Observation::SlotDropped { server: self.node, slot });
                     SqlReply::Ok
                 }
@@ -634,7 +649,7 @@ impl Postgres {
     ) -> Option<SqlReply> {
         let (snapshot_csn, snapshot) = match exported {
             Some(name) => {
-                let found = self.volatile.sessions.iter().find_map(|((owner, _), other)| match other {
+                let found = self.volatile.sessions.iter().find_map(|((owner, _), other)| match &**other {
                     Session::Replication { exported_snapshot: Some((exported, csn)), .. }
                         if *owner == client && *exported == name =>
                     {
@@ -659,9 +674,9 @@ impl Postgres {
             wal_lsn: self.current_wal_lsn(),
             rows: rows.len(),
         });
-        let scan = Scan { table, rows, position: 0, fetch_size: fetch_size.max(1) };
+        let scan = Scan { table, rows: Shared::new(rows), position: 0, fetch_size: fetch_size.max(1) };
         let delay = self.batch_time_ms(&scan);
-        self.volatile.sessions.insert((client, session), Session::Sql { scan: Some(scan) });
+        self.volatile.sessions.insert((client, session), Shared::new(Session::Sql { scan: Some(scan) }));
         ctx.set_timer(Timer::ScanBatch { client }, delay);
         None
     }
@@ -671,8 +686,11 @@ impl Postgres {
     }
 
     fn next_scan_batch(&mut self, ctx: &mut Ctx, client: Node) {
-        let found = self.volatile.sessions.iter_mut().find_map(|((owner, session), state)| match state {
-            Session::Sql { scan: Some(scan) } if *owner == client => Some((*session, scan)),
+        let found = self.volatile.sessions.iter_mut().find_map(|((owner, session), state)| match &**state {
+            Session::Sql { scan: Some(_) } if *owner == client => match state.get_mut() {
+                Session::Sql { scan: Some(scan) } => Some((*session, scan)),
+                _ => None,
+            },
             _ => None,
         });
         let Some((session, scan)) = found else { return };
@@ -683,7 +701,7 @@ impl Postgres {
         let table = scan.table;
         if done {
             // The cursor is exhausted; the session stays open.
-            self.volatile.sessions.insert((client, session), Session::Sql { scan: None });
+            self.volatile.sessions.insert((client, session), Shared::new(Session::Sql { scan: None }));
         } else {
             ctx.set_timer(Timer::ScanBatch { client }, batch_time_ms(scan, self.config.scan_rows_per_second));
         }
@@ -787,7 +805,7 @@ impl Component for Postgres {
                 self.volatile
                     .sessions
                     .entry((from, session))
-                    .or_insert(Session::Replication { exported_snapshot: None, walsender: None });
+                    .or_insert_with(|| Shared::new(Session::Replication { exported_snapshot: None, walsender: None }));
                 let reply = match request {
                     ReplRequest::CreateSlot { slot, plugin } => {
                         Some(self.create_slot(ctx, from, session, slot, plugin))
@@ -851,7 +869,7 @@ impl Component for Postgres {
     }
 
     fn crash(&mut self) {
-        for slot in self.durable.slots.values_mut() {
+        for slot in self.durable.slots.get_mut().values_mut() {
             slot.crash();
         }
         self.volatile = Volatile::default();
