@@ -704,8 +704,14 @@ impl World {
 
     /// Findings so far, and at the boundary the boundary checks too.
     pub fn findings(&self) -> Vec<Finding> {
+        self.with_findings(<[Finding]>::to_vec)
+    }
+
+    /// Reads the findings without copying them (only at the boundary are the checkers copied,
+    /// to make the boundary checks).
+    fn with_findings<R>(&self, read: impl FnOnce(&[Finding]) -> R) -> R {
         if !self.at_acceptance_boundary() {
-            return self.checkers.findings().to_vec();
+            return read(self.checkers.findings());
         }
         let mut checkers = Checkers::clone(&self.checkers);
         checkers.finish(&Boundary {
@@ -714,7 +720,7 @@ impl World {
             reason: "the pipeline caught up".into(),
             sink: self.sink.docs.to_list(),
         });
-        checkers.findings().to_vec()
+        read(checkers.findings())
     }
 
     /// A fingerprint of the state (aHash with fixed keys: the same in every run of a build).
@@ -725,10 +731,9 @@ impl World {
     pub fn violates(&self, invariant: Invariant) -> bool {
         let mut violated = self.verdict.0.load(Ordering::Relaxed);
         if violated & Verdict::KNOWN == 0 {
-            violated = self
-                .findings()
-                .iter()
-                .fold(Verdict::KNOWN, |bits, finding| bits | 1 << invariant_bit(finding.invariant));
+            violated = self.with_findings(|findings| {
+                findings.iter().fold(Verdict::KNOWN, |bits, finding| bits | 1 << invariant_bit(finding.invariant))
+            });
             self.verdict.0.store(violated, Ordering::Relaxed);
         }
         violated & (1 << invariant_bit(invariant)) != 0

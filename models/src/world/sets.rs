@@ -253,12 +253,21 @@ impl Fired {
 /// link and, within a link, oldest first. Few messages are in flight at once, so a step that
 /// pops or pushes changes this world's own list in place (a world's clone copies the list's
 /// pointers, not its messages), and each message is shared and hashed once.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub(super) struct Links {
     /// Which links carry something, as bits by link (`from * SLOTS + to`).
     present: u64,
     /// The messages, each with its link.
     items: Vec<(u8, Shared<Wire>)>,
+}
+
+impl Clone for Links {
+    /// A copy with room for two more messages: a successor state usually sends one.
+    fn clone(&self) -> Links {
+        let mut items = Vec::with_capacity(self.items.len() + 2);
+        items.extend_from_slice(&self.items);
+        Links { present: self.present, items }
+    }
 }
 
 impl std::hash::Hash for Links {
