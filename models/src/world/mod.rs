@@ -195,7 +195,7 @@ pub struct World {
     /// Which invariants the state violates, once asked (a property asks for each invariant).
     verdict: Verdict,
     immediate_requests: bool,
-    immediate: VecDeque<(Node, Node, Wire)>,
+    immediate: Immediate,
     draining_immediate: bool,
     /// When replaying a path for display: every observation, in order. Boxed, as `tally` is:
     /// only a replay has them, and an exploration moves each state several times a step, so
@@ -228,6 +228,18 @@ impl std::hash::Hash for World {
         self.operations_pending.hash(state);
         self.periodic_fired.hash(state);
         state.write_u16(u16::from(self.crashes_left) << 1 | u16::from(self.restarted_during_snapshot));
+    }
+}
+
+/// Requests handled as they are sent, during a step (see [`Bounds::reductions`]). Empty between
+/// steps, so a copy of a state starts with an empty one (without the work of copying a queue).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Immediate(VecDeque<(Node, Node, Wire)>);
+
+impl Clone for Immediate {
+    fn clone(&self) -> Immediate {
+        debug_assert!(self.0.is_empty(), "a state is copied between steps");
+        Immediate::default()
     }
 }
 
@@ -346,7 +358,7 @@ impl World {
             captured: Arc::new(spec.debezium.tables.clone()),
             verdict: Verdict::default(),
             immediate_requests: bounds.reductions,
-            immediate: VecDeque::new(),
+            immediate: Immediate::default(),
             draining_immediate: false,
             recorded: None,
             tally: None,
@@ -402,7 +414,7 @@ impl World {
             }
             self.connections.insert(node, to);
             if self.immediate_requests && matches!(to, Node::Pg1 | Node::Kafka) && node != to {
-                self.immediate.push_back((node, to, Wire::Msg(msg)));
+                self.immediate.0.push_back((node, to, Wire::Msg(msg)));
             } else {
                 self.enqueue(node, to, Wire::Msg(msg));
             }
@@ -410,7 +422,7 @@ impl World {
         OUTBOXES.with(|pool| pool.borrow_mut().push(outbox));
         if !self.draining_immediate {
             self.draining_immediate = true;
-            while let Some((from, to, wire)) = self.immediate.pop_front() {
+            while let Some((from, to, wire)) = self.immediate.0.pop_front() {
                 self.receive(from, to, wire);
             }
             self.draining_immediate = false;
