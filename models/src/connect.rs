@@ -88,7 +88,8 @@ enum TaskState {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 struct TaskRuntime {
     state: TaskState,
-    debezium: DebeziumTask,
+    /// Shared between states until a step changes the task (many Connect steps only read it).
+    debezium: Shared<DebeziumTask>,
     submitted: Shared<VecDeque<Submitted>>,
     next_seq: u64,
     /// The committable snapshot (refreshed at each poll).
@@ -193,7 +194,7 @@ impl ConnectWorker {
     }
 
     fn start_task(&mut self, ctx: &mut Ctx) {
-        let debezium = DebeziumTask::new(self.debezium.clone(), self.volatile.next_session);
+        let debezium = Shared::new(DebeziumTask::new(self.debezium.clone(), self.volatile.next_session));
         self.volatile.task = Some(TaskRuntime {
             state: TaskState::Starting,
             debezium,
@@ -281,7 +282,7 @@ impl ConnectWorker {
         let Some(task) = self.volatile.task.as_mut() else { return };
         task.poll_blocked = false;
         task.poll_started_at = ctx.now;
-        let records = task.debezium.drain();
+        let records = if task.debezium.queued() > 0 { task.debezium.get_mut().drain() } else { Vec::new() };
         if !records.is_empty() {
             ctx.observe(Observation::Polled { summary: crate::observe::PollSummary::of(&records) });
             if task.accumulator.is_empty() {
@@ -334,7 +335,9 @@ impl ConnectWorker {
             }
             if submitted.seq >= first_seq {
                 submitted.acked_at = Some(ctx.now);
-                task.debezium.commit_record(submitted.offset);
+                if !task.debezium.confirms_from_offset_store() {
+                    task.debezium.get_mut().commit_record(submitted.offset);
+                }
             }
         }
         ctx.observe(Observation::ProduceAcked {
@@ -396,7 +399,9 @@ impl ConnectWorker {
         } else {
             // Before 2.7, commit() confirms the last acknowledged offset at once.
             let acked = task.debezium.last_acked();
-            task.debezium.commit_offset(ctx, acked);
+            if task.debezium.commit_moves(acked).is_some() {
+                task.debezium.get_mut().commit_offset(ctx, acked);
+            }
         }
         if final_commit {
             self.finish_stop(ctx);
@@ -443,7 +448,7 @@ impl ConnectWorker {
             }
             TaskState::Starting | TaskState::Failed => {
                 let mut task = self.volatile.task.take().expect("task present");
-                task.debezium.stop(ctx);
+                task.debezium.get_mut().stop(ctx);
                 ctx.cancel_timer(Timer::OffsetFlush);
                 ctx.cancel_timer(Timer::PollReturns);
                 ctx.cancel_timer(Timer::TaskRestart);
@@ -481,17 +486,19 @@ impl ConnectWorker {
                 if task.state == TaskState::Starting || task.state == TaskState::Running {
                     task.state = TaskState::Running;
                     task.poll_started_at = ctx.now;
-                    let event = task.debezium.start(ctx, stored);
+                    let event = task.debezium.get_mut().start(ctx, stored);
                     self.volatile.next_session = task.debezium.next_session();
                     self.handle_task_event(ctx, event);
                 }
             }
             (Pending::CommitOffsets { then_stop }, KafkaReply::SourceOffset(stored)) => {
                 let Some(task) = self.volatile.task.as_mut() else { return };
-                task.debezium.commit_offset(ctx, stored);
+                if task.debezium.commit_moves(stored).is_some() {
+                    task.debezium.get_mut().commit_offset(ctx, stored);
+                }
                 if then_stop {
                     let mut task = self.volatile.task.take().expect("task present");
-                    task.debezium.stop(ctx);
+                    task.debezium.get_mut().stop(ctx);
                     ctx.observe(Observation::TaskStopped { graceful: true });
                     // A resume that came while the task was stopping: the herder starts the task
                     // anew once the old one has stopped.
@@ -519,7 +526,7 @@ impl ConnectWorker {
     /// The task dies: no final offset commit, no `stop()` commit; its connections close with it.
     fn kill_task(&mut self, ctx: &mut Ctx) {
         let Some(mut task) = self.volatile.task.take() else { return };
-        task.debezium.stop(ctx);
+        task.debezium.get_mut().stop(ctx);
         self.volatile.pending.clear();
         for timer in
             [Timer::PollReturns, Timer::OffsetFlush, Timer::OffsetFlushTimeout, Timer::StopTimeout, Timer::TaskRestart]
@@ -612,7 +619,7 @@ impl Component for ConnectWorker {
             Msg::SqlReply { .. } | Msg::ReplReply { .. } => {
                 let Some(task) = self.volatile.task.as_mut() else { return };
                 if task.state == TaskState::Running {
-                    let event = task.debezium.on_message(ctx, msg);
+                    let event = task.debezium.get_mut().on_message(ctx, msg);
                     self.handle_task_event(ctx, event);
                 }
             }
@@ -663,7 +670,7 @@ impl Component for ConnectWorker {
             && let Some(task) = self.volatile.task.as_mut()
             && task.state == TaskState::Running
         {
-            let event = task.debezium.on_database_connection_lost(ctx);
+            let event = task.debezium.get_mut().on_database_connection_lost(ctx);
             self.handle_task_event(ctx, event);
         }
     }

@@ -659,17 +659,21 @@ impl DebeziumTask {
     /// from the offset store since 2.7; before, the last one Kafka acknowledged, in memory) to the
     /// slot, only while streaming.
     pub fn commit_offset(&mut self, ctx: &mut Ctx, stored: Option<SourceOffset>) {
-        if !self.is_streaming() || !self.lsn_flushing_allowed {
-            return;
-        }
-        let Some(lsn) = stored.and_then(|offset| offset.lsn_to_confirm()) else { return };
-        let flush = lsn.max(self.last_flushed);
-        if flush > self.last_flushed {
+        if let Some(flush) = self.commit_moves(stored) {
             self.last_flushed = flush;
             let from_offset_store = self.confirms_from_offset_store();
             ctx.observe(Observation::LsnFlushed { lsn: flush, from_offset_store });
             self.repl(ctx, ReplRequest::StatusUpdate { flush });
         }
+    }
+
+    /// Where `commit_offset` would confirm the slot to, if it would send a confirmation at all.
+    pub fn commit_moves(&self, stored: Option<SourceOffset>) -> Option<Lsn> {
+        if !self.is_streaming() || !self.lsn_flushing_allowed {
+            return None;
+        }
+        let lsn = stored.and_then(|offset| offset.lsn_to_confirm())?;
+        Some(lsn).filter(|lsn| *lsn > self.last_flushed)
     }
 
     fn clear_queue(&mut self) {
