@@ -63,19 +63,24 @@ impl Explored {
 /// The fingerprints seen, in parts locked separately (a part is chosen by middle bits of the
 /// fingerprint).
 struct Visited {
-    parts: Vec<Mutex<Table>>,
+    parts: Vec<Part>,
     /// Per part, where its slots are and their mask, as last published under its lock: read
     /// without the lock only to prefetch (a stale pair names a wrong place, which a prefetch
     /// ignores).
     hints: Vec<(AtomicUsize, AtomicUsize)>,
 }
 
+/// A part of the visited set on cache lines of its own (two threads inserting into neighbouring
+/// parts would otherwise take turns owning the line that holds both locks).
+#[repr(align(128))]
+struct Part(Mutex<Table>);
+
 impl Visited {
     const PARTS: usize = 64;
 
     fn new() -> Visited {
         Visited {
-            parts: (0..Visited::PARTS).map(|_| Mutex::new(Table::default())).collect(),
+            parts: (0..Visited::PARTS).map(|_| Part(Mutex::new(Table::default()))).collect(),
             hints: (0..Visited::PARTS).map(|_| (AtomicUsize::new(0), AtomicUsize::new(0))).collect(),
         }
     }
@@ -87,7 +92,7 @@ impl Visited {
     /// Whether the fingerprint is new.
     fn insert(&self, fingerprint: u64) -> bool {
         let part = Visited::part(fingerprint);
-        let mut table = self.parts[part].lock().expect("a part of the visited set");
+        let mut table = self.parts[part].0.lock().expect("a part of the visited set");
         let new = table.insert(fingerprint);
         let (base, mask) = &self.hints[part];
         if base.load(Ordering::Relaxed) != table.slots.as_ptr() as usize {
@@ -119,7 +124,7 @@ impl Visited {
     }
 
     fn len(&self) -> usize {
-        self.parts.iter().map(|part| part.lock().expect("a part of the visited set").len()).sum()
+        self.parts.iter().map(|part| part.0.lock().expect("a part of the visited set").len()).sum()
     }
 }
 
@@ -345,24 +350,27 @@ fn work(shared: &Shared) {
         }
         actions.clear();
         model.actions(&state, &mut actions);
-        // Each successor's fingerprint is inserted after the next successor is built, so that
-        // its place in the table is fetched meanwhile (the order of the stack is unchanged).
-        let mut waiting: Option<(u64, World)> = None;
+        // Each successor goes on the stack at once, and its fingerprint is inserted after the
+        // next successor is built, so that its place in the table is fetched meanwhile; a
+        // successor seen before comes off the top of the stack again (the order of the stack is
+        // that of inserting at once).
+        let mut waiting: Option<u64> = None;
         for action in actions.drain(..) {
             let Some(next) = model.next_state(&state, action) else { continue };
             generated += 1;
             let fingerprint = next.fingerprint();
             shared.visited.prefetch(fingerprint);
-            if let Some((fingerprint, built)) = waiting.replace((fingerprint, next))
-                && shared.visited.insert(fingerprint)
+            if let Some(previous) = waiting.replace(fingerprint)
+                && !shared.visited.insert(previous)
             {
-                stack.push((built, depth + 1));
+                stack.pop();
             }
+            stack.push((next, depth + 1));
         }
-        if let Some((fingerprint, built)) = waiting
-            && shared.visited.insert(fingerprint)
+        if let Some(previous) = waiting
+            && !shared.visited.insert(previous)
         {
-            stack.push((built, depth + 1));
+            stack.pop();
         }
         since_check += 1;
         if since_check >= 256 {
