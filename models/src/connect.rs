@@ -399,9 +399,7 @@ impl ConnectWorker {
         } else {
             // Before 2.7, commit() confirms the last acknowledged offset at once.
             let acked = task.debezium.last_acked();
-            if task.debezium.commit_moves(acked).is_some() {
-                task.debezium.get_mut().commit_offset(ctx, acked);
-            }
+            task.commit_offset(ctx, acked);
         }
         if final_commit {
             self.finish_stop(ctx);
@@ -493,9 +491,7 @@ impl ConnectWorker {
             }
             (Pending::CommitOffsets { then_stop }, KafkaReply::SourceOffset(stored)) => {
                 let Some(task) = self.volatile.task.as_mut() else { return };
-                if task.debezium.commit_moves(stored).is_some() {
-                    task.debezium.get_mut().commit_offset(ctx, stored);
-                }
+                task.commit_offset(ctx, stored);
                 if then_stop {
                     let mut task = self.volatile.task.take().expect("task present");
                     task.debezium.get_mut().stop(ctx);
@@ -585,6 +581,15 @@ fn last_poll_start(task: &TaskRuntime, now: SimTime, poll_interval_ms: u64) -> S
     let interval = poll_interval_ms.max(1);
     let elapsed = now.since(task.poll_started_at);
     task.poll_started_at.plus_ms(elapsed / interval * interval)
+}
+
+impl TaskRuntime {
+    /// Debezium's `performCommit()` with `stored`; the task is copied only when it confirms.
+    fn commit_offset(&mut self, ctx: &mut Ctx, stored: Option<SourceOffset>) {
+        if self.debezium.commit_moves(stored).is_some() {
+            self.debezium.get_mut().commit_offset(ctx, stored);
+        }
+    }
 }
 
 /// `SubmittedRecords.committableOffsets` as of a send-loop iteration at `upto`: pop the prefix

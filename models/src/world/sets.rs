@@ -255,9 +255,7 @@ impl Fired {
 /// pointers, not its messages), and each message is shared and hashed once.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(super) struct Links {
-    /// Which links carry something, as bits by link (`from * SLOTS + to`).
-    present: u64,
-    /// The messages, each with its link.
+    /// The messages, each with its link (`from * SLOTS + to`).
     items: Vec<(u8, Shared<Wire>)>,
 }
 
@@ -266,13 +264,13 @@ impl Clone for Links {
     fn clone(&self) -> Links {
         let mut items = Vec::with_capacity(self.items.len() + 2);
         items.extend_from_slice(&self.items);
-        Links { present: self.present, items }
+        Links { items }
     }
 }
 
 impl std::hash::Hash for Links {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write_u64(self.present);
+        state.write_usize(self.items.len());
         for (link, wire) in &self.items {
             state.write_u8(*link);
             wire.hash(state);
@@ -289,34 +287,26 @@ impl Links {
         let link = Links::link(from, to);
         let at = self.items.partition_point(|(other, _)| *other <= link);
         self.items.insert(at, (link, Shared::new(wire)));
-        self.present |= 1 << link;
     }
 
     /// The oldest item on a link.
     pub fn pop(&mut self, from: Node, to: Node) -> Option<Wire> {
         let link = Links::link(from, to);
-        if self.present & 1 << link == 0 {
+        let at = self.items.partition_point(|(other, _)| *other < link);
+        if self.items.get(at).is_none_or(|(other, _)| *other != link) {
             return None;
         }
-        let at = self.items.partition_point(|(other, _)| *other < link);
-        let (_, wire) = self.items.remove(at);
-        if self.items.get(at).is_none_or(|(other, _)| *other != link) {
-            self.present &= !(1 << link);
-        }
-        Some(wire.into_inner())
+        Some(self.items.remove(at).1.into_inner())
     }
 
     /// Drops what is on its way to `to`.
     pub fn clear_to(&mut self, to: Node) {
         let to = slot(to);
         self.items.retain(|(link, _)| usize::from(*link) % SLOTS != to);
-        for from in 0..SLOTS {
-            self.present &= !(1 << (from * SLOTS + to));
-        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.present == 0
+        self.items.is_empty()
     }
 
     /// The links with something on them, in (from, to) order, with how many items each carries.
