@@ -28,7 +28,7 @@ use crate::event::{SourceOffset, SourceRecord};
 use crate::ids::Node;
 use crate::observe::Observation;
 use crate::protocol::{Control, KafkaReply, KafkaRequest, Msg, RestReply, RestRequest};
-use crate::shared::Shared;
+use crate::shared::{Fixed, Shared};
 use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -124,8 +124,8 @@ struct Volatile {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ConnectWorker {
-    pub config: Shared<ConnectConfig>,
-    pub debezium: Shared<DebeziumConfig>,
+    pub config: Fixed<ConnectConfig>,
+    pub debezium: Fixed<DebeziumConfig>,
     pub target_state: TargetState,
     /// The task died and waits for a REST restart (the status shows FAILED).
     task_died: bool,
@@ -134,8 +134,8 @@ pub struct ConnectWorker {
 
 impl ConnectWorker {
     pub fn new(
-        config: Shared<ConnectConfig>,
-        debezium: Shared<DebeziumConfig>,
+        config: Fixed<ConnectConfig>,
+        debezium: Fixed<DebeziumConfig>,
         target_state: TargetState,
     ) -> ConnectWorker {
         ConnectWorker {
@@ -194,7 +194,7 @@ impl ConnectWorker {
     }
 
     fn start_task(&mut self, ctx: &mut Ctx) {
-        let debezium = Shared::new(DebeziumTask::new(self.debezium.clone(), self.volatile.next_session));
+        let debezium = Shared::new(DebeziumTask::new(self.debezium, self.volatile.next_session));
         self.volatile.task = Some(TaskRuntime {
             state: TaskState::Starting,
             debezium,

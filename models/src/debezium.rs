@@ -50,7 +50,7 @@ use crate::lsn::Lsn;
 use crate::observe::{Observation, SnapshotCase};
 use crate::postgres::table::ChangeKind;
 use crate::protocol::{DecodedTxn, Msg, ReplReply, ReplRequest, SessionId, SlotRow, SqlReply, SqlRequest};
-use crate::shared::Shared;
+use crate::shared::{Fixed, Shared};
 use serde::{Deserialize, Serialize};
 
 /// `snapshot.mode`.
@@ -198,7 +198,7 @@ pub enum TaskEvent {
 /// The Debezium PostgreSQL source task. Owned by the Connect worker that runs it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct DebeziumTask {
-    pub config: Shared<DebeziumConfig>,
+    pub config: Fixed<DebeziumConfig>,
     pub phase: Phase,
     /// The in-memory offset context.
     offset: SourceOffset,
@@ -226,7 +226,7 @@ pub struct DebeziumTask {
 }
 
 impl DebeziumTask {
-    pub fn new(config: Shared<DebeziumConfig>, first_session: SessionId) -> DebeziumTask {
+    pub fn new(config: Fixed<DebeziumConfig>, first_session: SessionId) -> DebeziumTask {
         DebeziumTask {
             config,
             phase: Phase::Idle,
@@ -717,7 +717,7 @@ mod tests {
 
     fn task() -> DebeziumTask {
         let spec = crate::spec::claims_minimal(3, crate::sink::ApplyRule::VersionGuard);
-        DebeziumTask::new(Shared::new(spec.debezium), 1)
+        DebeziumTask::new(Fixed::new(spec.debezium), 1)
     }
 
     fn row(version: u32) -> Row {

@@ -17,7 +17,7 @@ use crate::event::{KafkaRecord, SourceOffset, Topic, TopicPartition};
 use crate::ids::{Key, Node};
 use crate::observe::Observation;
 use crate::protocol::{KafkaReply, KafkaRequest, Msg};
-use crate::shared::Shared;
+use crate::shared::{Fixed, Shared};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -39,7 +39,7 @@ struct PendingFetch {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Kafka {
-    pub config: Shared<KafkaConfig>,
+    pub config: Fixed<KafkaConfig>,
     /// Partition logs (shared between states until a produce appends).
     pub logs: Shared<BTreeMap<TopicPartition, PartitionLog>>,
     /// The offsets topic after compaction: connector → offset.
@@ -186,7 +186,7 @@ fn murmur2_partition(key: Key, partitions: u32) -> u32 {
 }
 
 impl Kafka {
-    pub fn new(config: Shared<KafkaConfig>) -> Kafka {
+    pub fn new(config: Fixed<KafkaConfig>) -> Kafka {
         let mut logs = BTreeMap::new();
         for topic in &config.topics {
             for partition in 0..config.partitions {

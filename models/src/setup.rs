@@ -10,7 +10,7 @@ use crate::loader::Loader;
 use crate::lsn::Lsn;
 use crate::operator::Operator;
 use crate::postgres::{Postgres, PostgresConfig, Role, TableSpec};
-use crate::shared::Shared;
+use crate::shared::{Fixed, Shared};
 use crate::sink::{SearchIndex, SinkConfig};
 use crate::spec::{HandoffMethod, Spec};
 use crate::workload;
@@ -50,7 +50,7 @@ impl Default for Options {
 
 pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
     let initial_rows = workload::initial_rows(spec, seed);
-    let pg_config = Shared::new(PostgresConfig {
+    let pg_config = Fixed::new(PostgresConfig {
         major_version: spec.postgres_major_version,
         wal_segment_size: spec.wal_segment_size,
         checkpoint_timeout_ms: spec.checkpoint_timeout_ms,
@@ -65,15 +65,15 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
             .map(|t| TableSpec { id: t.id, name: t.name.clone(), replica_identity: t.replica_identity })
             .collect(),
     });
-    let pg1 = Postgres::new(Node::Pg1, Role::Primary, pg_config.clone(), &initial_rows);
-    let pg2 = spec.standby.map(|_| Postgres::new(Node::Pg2, Role::Standby, pg_config.clone(), &initial_rows));
-    let debezium = Shared::new(spec.debezium.clone());
-    let connect = ConnectWorker::new(Shared::new(spec.connect.clone()), debezium.clone(), TargetState::Running);
-    let kafka = Kafka::new(Shared::new(KafkaConfig {
+    let pg1 = Postgres::new(Node::Pg1, Role::Primary, pg_config, &initial_rows);
+    let pg2 = spec.standby.map(|_| Postgres::new(Node::Pg2, Role::Standby, pg_config, &initial_rows));
+    let debezium = Fixed::new(spec.debezium.clone());
+    let connect = ConnectWorker::new(Fixed::new(spec.connect.clone()), debezium, TargetState::Running);
+    let kafka = Kafka::new(Fixed::new(KafkaConfig {
         partitions: spec.kafka_partitions,
         topics: spec.tables.iter().map(|t| Topic::Change(t.id)).collect(),
     }));
-    let sink = SearchIndex::new(Shared::new(SinkConfig {
+    let sink = SearchIndex::new(Fixed::new(SinkConfig {
         rule: spec.sink_rule,
         group: spec.sink_group.clone(),
         auto_commit_interval_ms: spec.sink_auto_commit_interval_ms,

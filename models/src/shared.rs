@@ -108,3 +108,112 @@ impl<T: Clone + std::hash::Hash> std::hash::Hash for ByContent<T> {
         (*self.0).hash(state);
     }
 }
+
+/// A value fixed when a run is set up and never changed by it (a component's configuration, the
+/// workload, the captured tables), held by a plain reference: copying a component that holds
+/// one touches no reference count. With two threads exploring, every state's components share
+/// the same configurations, and the counts of a shared `Arc` move its cache line between the
+/// cores on every copy and every drop.
+///
+/// Values are interned: the first of each distinct value lives until the process ends and every
+/// equal value is that one, so a process that sets up the same scenario many times keeps one copy,
+/// and equality is identity.
+pub struct Fixed<T: 'static>(&'static FixedInner<T>);
+
+struct FixedInner<T> {
+    value: T,
+    /// The content's hash (aHash with fixed keys, as `Shared`), computed once.
+    hash: u64,
+}
+
+type Interned = std::collections::BTreeMap<(std::any::TypeId, u64), Vec<&'static (dyn std::any::Any + Send + Sync)>>;
+
+static INTERNED: std::sync::Mutex<Interned> = std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+impl<T: std::hash::Hash + Eq + Send + Sync + 'static> Fixed<T> {
+    pub fn new(value: T) -> Fixed<T> {
+        let hash = ahash::RandomState::with_seeds(0x68616e64, 0x6f6666, 0x6669786564, 0x76616c7565).hash_one(&value);
+        // A poisoned lock only means another thread panicked while interning; the table itself is
+        // never left half-changed (one push).
+        let mut interned = INTERNED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let same = interned.entry((std::any::TypeId::of::<T>(), hash)).or_default();
+        for candidate in same.iter() {
+            if let Some(inner) = candidate.downcast_ref::<FixedInner<T>>()
+                && inner.value == value
+            {
+                return Fixed(inner);
+            }
+        }
+        let inner: &'static FixedInner<T> = Box::leak(Box::new(FixedInner { value, hash }));
+        same.push(inner);
+        Fixed(inner)
+    }
+}
+
+impl<T> Clone for Fixed<T> {
+    fn clone(&self) -> Fixed<T> {
+        *self
+    }
+}
+
+impl<T> Copy for Fixed<T> {}
+
+impl<T> std::ops::Deref for Fixed<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0.value
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for Fixed<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.value.fmt(f)
+    }
+}
+
+impl<T> std::hash::Hash for Fixed<T> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.0.hash);
+    }
+}
+
+impl<T> PartialEq for Fixed<T> {
+    /// Interned: equal values are the same value.
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl<T> Eq for Fixed<T> {}
+
+impl<T: Serialize> Serialize for Fixed<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.value.serialize(serializer)
+    }
+}
+
+impl<'de, T: Deserialize<'de> + std::hash::Hash + Eq + Send + Sync + 'static> Deserialize<'de> for Fixed<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        T::deserialize(deserializer).map(Fixed::new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Fixed;
+
+    #[test]
+    fn fixed_values_are_interned_by_content() {
+        let a = Fixed::new(vec![1u32, 2, 3]);
+        let b = Fixed::new(vec![1u32, 2, 3]);
+        let c = Fixed::new(vec![1u32, 2, 4]);
+        assert!(std::ptr::eq(&*a, &*b), "equal values share one copy");
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(*c, vec![1, 2, 4]);
+        // The same content of another type is another value.
+        let d = Fixed::new(vec![1u64, 2, 3]);
+        assert_eq!(*d, vec![1u64, 2, 3]);
+    }
+}

@@ -28,7 +28,7 @@ use crate::keymap::KeyMap;
 use crate::lsn::Lsn;
 use crate::observe::{Apply, Doc, Observation, SinkAction};
 use crate::protocol::{KafkaReply, KafkaRequest, Msg};
-use crate::shared::Shared;
+use crate::shared::Fixed;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -181,7 +181,7 @@ struct Volatile {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SearchIndex {
-    pub config: Shared<SinkConfig>,
+    pub config: Fixed<SinkConfig>,
     /// The index: durable.
     pub docs: Docs,
     /// Open snapshot epochs by snapshot LSN (durable with the index).
@@ -194,7 +194,7 @@ pub struct SearchIndex {
 }
 
 impl SearchIndex {
-    pub fn new(config: Shared<SinkConfig>) -> SearchIndex {
+    pub fn new(config: Fixed<SinkConfig>) -> SearchIndex {
         SearchIndex {
             config,
             docs: Docs::default(),
@@ -536,7 +536,7 @@ mod tests {
             auto_commit_interval_ms: 5000,
             max_poll_records: 500,
         };
-        let mut sink = SearchIndex::new(Shared::new(config));
+        let mut sink = SearchIndex::new(Fixed::new(config));
         let mut records = snapshot(10, &[1, 2, 4], 0);
         records.extend(snapshot(20, &[1, 2, 3], 3));
         let tp = records[0].tp;

@@ -25,7 +25,7 @@ use crate::ids::{Key, TableId};
 use crate::lsn::Lsn;
 use crate::observe::{Doc, Observation, TraceEvent};
 use crate::oracle::Oracle;
-use crate::shared::Shared;
+use crate::shared::{Fixed, Shared};
 use crate::sink::DocList;
 use crate::spec::Invariant;
 use crate::time::SimTime;
@@ -130,7 +130,7 @@ pub struct Evidence {
     pub published: Shared<Published>,
     /// The connector's offset as the offsets topic holds it.
     pub stored_offset: Option<SourceOffset>,
-    pub captured: Shared<Vec<TableId>>,
+    pub captured: Fixed<Vec<TableId>>,
     /// The connector's first replication stream: when, and from where decoding emitted.
     pub first_stream_start: Option<(SimTime, Lsn)>,
 }
@@ -155,7 +155,7 @@ impl Checkers {
                 oracle: Shared::new(oracle),
                 published: Shared::new(Published::default()),
                 stored_offset: None,
-                captured: Shared::new(captured),
+                captured: Fixed::new(captured),
                 first_stream_start: None,
             },
             no_resurrection: Default::default(),

@@ -34,7 +34,7 @@ use crate::ids::{Csn, Key, Node, Row, TableId, Xid};
 use crate::lsn::Lsn;
 use crate::observe::{Observation, ScanSnapshot};
 use crate::protocol::{Control, DecodedTxn, Msg, ReplReply, ReplRequest, SessionId, SlotRow, SqlReply, SqlRequest};
-use crate::shared::Shared;
+use crate::shared::{Fixed, Shared};
 use serde::{Deserialize, Serialize};
 use slot::Slot;
 use std::collections::{BTreeMap, BTreeSet};
@@ -151,7 +151,7 @@ struct Volatile {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Postgres {
     pub node: Node,
-    pub config: Shared<PostgresConfig>,
+    pub config: Fixed<PostgresConfig>,
     pub durable: Durable,
     volatile: Volatile,
 }
@@ -161,7 +161,7 @@ impl Postgres {
     pub fn new(
         node: Node,
         role: Role,
-        config: Shared<PostgresConfig>,
+        config: Fixed<PostgresConfig>,
         initial_rows: &[(TableId, Key, Row)],
     ) -> Postgres {
         let tables: Vec<Table> = config

@@ -33,14 +33,13 @@ use crate::postgres::Postgres;
 use crate::postgres::wal::WalEntry;
 use crate::protocol::{Control, Msg};
 use crate::setup::{self, Options};
-use crate::shared::Shared;
+use crate::shared::{Fixed, Shared};
 use crate::sink::SearchIndex;
 use crate::spec::{FaultAction, Invariant, Spec};
 use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
 use sets::{Fired, Indices, Links, Nodes, Pairs, Timers};
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 mod sets;
@@ -191,7 +190,7 @@ pub struct World {
     /// A crash of the Connect worker hit a snapshot that was not recorded complete.
     pub restarted_during_snapshot: bool,
     /// The captured tables (for the acceptance boundary).
-    captured: Arc<Vec<crate::ids::TableId>>,
+    captured: Fixed<Vec<crate::ids::TableId>>,
     /// Which invariants the state violates, once asked (a property asks for each invariant).
     verdict: Verdict,
     immediate_requests: bool,
@@ -355,7 +354,7 @@ impl World {
             periodic_fired: Fired::default(),
             checkers: Shared::new(Checkers::new(Oracle::new(&system.initial_rows), spec.debezium.tables.clone())),
             restarted_during_snapshot: false,
-            captured: Arc::new(spec.debezium.tables.clone()),
+            captured: Fixed::new(spec.debezium.tables.clone()),
             verdict: Verdict::default(),
             immediate_requests: bounds.reductions,
             immediate: Immediate::default(),
