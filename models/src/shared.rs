@@ -46,6 +46,34 @@ impl<T: Clone> Shared<T> {
     }
 }
 
+/// Copies of shared parts, by the part they copy, so that parts shared before stay shared after
+/// (see [`Shared::rehome`]).
+/// The parts copied are kept with their copies, so that no address is reused while copying.
+#[allow(clippy::type_complexity)]
+pub struct Copies<T>(std::collections::BTreeMap<usize, (Shared<T>, Shared<T>)>);
+
+impl<T> Default for Copies<T> {
+    fn default() -> Self {
+        Copies(std::collections::BTreeMap::new())
+    }
+}
+
+impl<T: Clone> Shared<T> {
+    /// Replaces this part by a copy of its own, the same copy for every part in `copies` that
+    /// shared it before. A thread that takes states over from another rehomes them: the states it
+    /// goes on to generate then share parts whose reference counts only it touches, instead of
+    /// moving the counts' cache line between the cores on every copy and drop of a state.
+    pub fn rehome(&mut self, copies: &mut Copies<T>) {
+        let key = Arc::as_ptr(&self.0) as usize;
+        let (_, copy) = copies.0.entry(key).or_insert_with(|| {
+            // The same content: its hash, if known, stays.
+            let hash = AtomicU64::new(self.0.hash.load(Ordering::Relaxed));
+            (self.clone(), Shared(Arc::new(Inner { value: self.0.value.clone(), hash })))
+        });
+        *self = copy.clone();
+    }
+}
+
 impl<T> std::ops::Deref for Shared<T> {
     type Target = T;
 
@@ -201,7 +229,31 @@ impl<'de, T: Deserialize<'de> + std::hash::Hash + Eq + Send + Sync + 'static> De
 
 #[cfg(test)]
 mod tests {
-    use super::Fixed;
+    use super::{Copies, Fixed, Shared};
+    use std::hash::BuildHasher;
+
+    #[test]
+    fn rehomed_parts_stay_shared_among_themselves_and_equal_to_what_they_copied() {
+        let original = Shared::new(vec![1u32, 2, 3]);
+        let other = Shared::new(vec![4u32]);
+        let hasher = std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
+        let hash_before = hasher.hash_one(&original);
+        let (mut a, mut b, mut c) = (original.clone(), original.clone(), other.clone());
+        let mut copies = Copies::default();
+        a.rehome(&mut copies);
+        b.rehome(&mut copies);
+        c.rehome(&mut copies);
+        assert!(std::ptr::eq(&*a, &*b), "parts shared before are shared after");
+        assert!(!std::ptr::eq(&*a, &*original), "the copy is a part of its own");
+        assert!(!std::ptr::eq(&*c, &*a));
+        assert_eq!(a, original);
+        assert_eq!(c, other);
+        assert_eq!(hasher.hash_one(&a), hash_before, "the same content hashes the same");
+        // A change to the copy leaves the original alone.
+        a.get_mut().push(4);
+        assert_eq!(*original, vec![1, 2, 3]);
+        assert_eq!(*b, vec![1, 2, 3]);
+    }
 
     #[test]
     fn fixed_values_are_interned_by_content() {

@@ -17,7 +17,7 @@
 //! evaluated again in a thread once that thread has discovered it.
 
 use handoff_models::check::HandoffModel;
-use handoff_models::world::{Action, World};
+use handoff_models::world::{Action, Copies, World};
 use stateright::{Expectation, Model};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -327,7 +327,13 @@ fn work(shared: &Shared) {
     loop {
         let Some((state, depth)) = stack.pop() else {
             match shared.take() {
-                Some(job) => {
+                Some(mut job) => {
+                    // States taken over from another thread get parts of their own, so that
+                    // the two threads do not share reference counts from here on.
+                    let mut copies = Copies::default();
+                    for (state, _) in &mut job {
+                        state.rehome(&mut copies);
+                    }
                     stack = job;
                     continue;
                 }

@@ -33,7 +33,7 @@ use crate::postgres::Postgres;
 use crate::postgres::wal::WalEntry;
 use crate::protocol::{Control, Msg};
 use crate::setup::{self, Options};
-use crate::shared::{Fixed, Shared};
+use crate::shared::{self, Fixed, Shared};
 use crate::sink::SearchIndex;
 use crate::spec::{FaultAction, Invariant, Spec};
 use crate::time::SimTime;
@@ -205,6 +205,20 @@ pub struct World {
     tally: Option<Box<Tally>>,
 }
 
+/// The copies made while rehoming states (see [`World::rehome`]).
+#[derive(Default)]
+pub struct Copies {
+    pg: shared::Copies<Postgres>,
+    connect: shared::Copies<ConnectWorker>,
+    kafka: shared::Copies<Kafka>,
+    sink: shared::Copies<SearchIndex>,
+    app: shared::Copies<App>,
+    operator: shared::Copies<Operator>,
+    loader: shared::Copies<Loader>,
+    checkers: shared::Copies<Checkers>,
+    wires: shared::Copies<Wire>,
+}
+
 impl std::hash::Hash for World {
     /// What tells states apart. Left out, as the same in every state an exploration compares:
     /// the captured tables and whether requests are immediate (fixed by the bound), the
@@ -368,6 +382,22 @@ impl World {
             }
         }
         world
+    }
+
+    /// Gives this state parts of its own (see [`Shared::rehome`]), shared with the other states
+    /// rehomed with the same `copies`.
+    pub fn rehome(&mut self, copies: &mut Copies) {
+        self.pg.rehome(&mut copies.pg);
+        self.connect.rehome(&mut copies.connect);
+        self.kafka.rehome(&mut copies.kafka);
+        self.sink.rehome(&mut copies.sink);
+        self.app.rehome(&mut copies.app);
+        self.operator.rehome(&mut copies.operator);
+        if let Some(loader) = &mut self.loader {
+            loader.rehome(&mut copies.loader);
+        }
+        self.checkers.rehome(&mut copies.checkers);
+        self.links.rehome(&mut copies.wires);
     }
 
     fn component(&mut self, node: Node) -> &mut dyn Component {

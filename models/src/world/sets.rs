@@ -279,6 +279,13 @@ impl std::hash::Hash for Links {
 }
 
 impl Links {
+    /// Gives the messages in flight copies of their own (see [`Shared::rehome`]).
+    pub fn rehome(&mut self, copies: &mut crate::shared::Copies<Wire>) {
+        for (_, wire) in &mut self.items {
+            wire.rehome(copies);
+        }
+    }
+
     fn link(from: Node, to: Node) -> u8 {
         (slot(from) * SLOTS + slot(to)) as u8
     }
