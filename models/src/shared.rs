@@ -47,8 +47,8 @@ impl<T: Clone> Shared<T> {
 }
 
 /// Copies of shared parts, by the part they copy, so that parts shared before stay shared after
-/// (see [`Shared::rehome`]).
-/// The parts copied are kept with their copies, so that no address is reused while copying.
+/// (see [`Shared::rehome`]). Each part copied is kept beside its copy, so that no address is
+/// freed and reused as a key while copying.
 #[allow(clippy::type_complexity)]
 pub struct Copies<T>(std::collections::BTreeMap<usize, (Shared<T>, Shared<T>)>);
 
@@ -138,7 +138,7 @@ impl<T: Clone + std::hash::Hash> std::hash::Hash for ByContent<T> {
 }
 
 /// A value fixed when a run is set up and never changed by it (a component's configuration, the
-/// workload, the captured tables), held by a plain reference: copying a component that holds
+/// captured tables; not the workload, which differs per seed), held by a plain reference: copying a component that holds
 /// one touches no reference count. With two threads exploring, every state's components share
 /// the same configurations, and the counts of a shared `Arc` move its cache line between the
 /// cores on every copy and every drop.
