@@ -25,6 +25,7 @@
 //! get/peek, long-running transactions (slot creation waiting for them), several databases,
 //! PostgreSQL 17+ failover slots, keepalive messages.
 
+pub mod retention;
 pub mod slot;
 pub mod table;
 pub mod wal;

@@ -49,6 +49,10 @@ pub struct Slot {
     pub active: Option<(Node, SessionId)>,
     /// Marked dirty by SQL get/advance; saved at the next checkpoint.
     pub dirty: bool,
+    /// PostgreSQL 15's `invalidated_at`: the `restart_lsn` the slot had when a checkpoint
+    /// invalidated it for exceeding `max_slot_wal_keep_size` (§7.2). Permanent; saved.
+    #[serde(default)]
+    pub invalidated_at: Option<Lsn>,
 }
 
 /// What a confirmation did.
@@ -65,7 +69,16 @@ impl Slot {
     /// saved at creation.
     pub fn new(name: String, plugin: String, restart_lsn: Lsn, consistent_point: Lsn) -> Slot {
         let positions = SlotPositions { restart_lsn, confirmed_flush: consistent_point };
-        Slot { name, plugin, saved: positions, current: positions, candidate: None, active: None, dirty: false }
+        Slot {
+            name,
+            plugin,
+            saved: positions,
+            current: positions,
+            candidate: None,
+            active: None,
+            dirty: false,
+            invalidated_at: None,
+        }
     }
 
     /// `LogicalConfirmReceivedLocation(lsn)`.
@@ -106,6 +119,20 @@ impl Slot {
         Confirmed::default()
     }
 
+    /// Invalidated (`wal_status` `lost`): every use fails, and it holds no WAL.
+    pub fn is_invalidated(&self) -> bool {
+        self.invalidated_at.is_some()
+    }
+
+    /// `InvalidateObsoleteReplicationSlots` on this slot: `restart_lsn` becomes invalid,
+    /// `confirmed_flush` stays, and the slot is saved (§7.2).
+    pub fn invalidate(&mut self) {
+        self.invalidated_at = Some(self.current.restart_lsn);
+        self.current.restart_lsn = Lsn::INVALID;
+        self.candidate = None;
+        self.save();
+    }
+
     /// `SaveSlotToPath`.
     pub fn save(&mut self) {
         self.saved = self.current;
@@ -115,6 +142,9 @@ impl Slot {
     /// The server crashed: the slot comes back from its file.
     pub fn crash(&mut self) {
         self.current = self.saved;
+        if self.invalidated_at.is_some() {
+            self.current.restart_lsn = Lsn::INVALID;
+        }
         self.candidate = None;
         self.active = None;
         self.dirty = false;

@@ -224,6 +224,20 @@ impl Wal {
         (start, end)
     }
 
+    /// `pg_switch_wal()`: an `XLOG_SWITCH` record (a bare header), after which the rest of the
+    /// segment counts as used and the write pointer is the next segment's start (reference §1).
+    /// Nothing is written when the insert position is already at a segment's start. Returns the
+    /// switch record's start and end when it switched.
+    pub fn switch_segment(&mut self) -> Option<(Lsn, Lsn)> {
+        let usable = self.usable_bytes_in_segment();
+        if self.current_byte_pos.is_multiple_of(usable) {
+            return None;
+        }
+        let (start, _) = self.insert_record(record_size::HEADER);
+        self.current_byte_pos = self.current_byte_pos.div_ceil(usable) * usable;
+        Some((start, self.write_lsn()))
+    }
+
     /// `pg_current_wal_insert_lsn()`: where the next record will start.
     pub fn insert_lsn(&self) -> Lsn {
         self.byte_pos_to_rec_ptr(self.current_byte_pos)
@@ -289,6 +303,17 @@ mod tests {
         assert_eq!(end, Lsn(SEGMENT_16MB + XLOG_BLCKSZ));
         assert_eq!(wal.write_lsn(), end);
         assert_eq!(wal.insert_lsn(), Lsn(SEGMENT_16MB + XLOG_BLCKSZ + 24));
+    }
+
+    #[test]
+    fn a_switch_ends_the_segment_and_a_second_switch_does_nothing() {
+        let mut wal = Wal::new(SEGMENT_16MB, Lsn(SEGMENT_16MB + 0x1234));
+        let (start, end) = wal.switch_segment().expect("a switch");
+        assert_eq!(start, Lsn(SEGMENT_16MB + 0x1234));
+        assert_eq!(end, Lsn(2 * SEGMENT_16MB));
+        assert_eq!(wal.write_lsn(), Lsn(2 * SEGMENT_16MB));
+        assert_eq!(wal.switch_segment(), None);
+        assert_eq!(wal.insert_lsn(), Lsn(2 * SEGMENT_16MB + 40));
     }
 
     proptest! {
