@@ -8,6 +8,7 @@
 //! scenario loader is built, and the `handoff` binary says what is missing.
 
 pub mod check;
+pub mod conform;
 pub mod dfs;
 #[cfg(madsim)]
 pub mod explore;

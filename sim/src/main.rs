@@ -128,6 +128,26 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         export: Option<PathBuf>,
     },
+    /// Run a workload of PostgreSQL server steps (slots, WAL, checkpoints) on the model and,
+    /// with --against, on a real PostgreSQL 15 server too; report every step where they differ.
+    Conform {
+        /// The workload file (TOML; see docs/conform-format.md).
+        workload: PathBuf,
+        /// The server to compare with: postgres://user[:password]@host[:port]/dbname, or a unix
+        /// socket directory as host (`postgres://user@%2Ftmp:5432/postgres`). Use a throwaway
+        /// server: the run creates databases, a table and a publication, and sets
+        /// max_wal_size, max_slot_wal_keep_size, wal_keep_size and checkpoint_timeout (reset at
+        /// the end).
+        #[arg(long, value_name = "URL")]
+        against: Option<String>,
+        /// The server's data directory, for workloads with `restart` steps (restarted with
+        /// pg_ctl, run as the directory's owner).
+        #[arg(long, value_name = "DIR", requires = "against")]
+        pgdata: Option<PathBuf>,
+        /// Print one JSON object instead of the text report.
+        #[arg(long)]
+        json: bool,
+    },
     /// Combine the `--json` outputs of several `explore` shards into one summary.
     Merge {
         /// The files written by `handoff explore --json`.
@@ -277,6 +297,7 @@ fn main() -> ExitCode {
             };
             commands::shrink(&loaded.spec, seed, invariant, out, max_runs)
         }
+        Command::Conform { workload, against, pgdata, json } => conform(&workload, against, pgdata, json),
         Command::Merge { files, json } => {
             let mut inputs = Vec::new();
             for file in &files {
@@ -286,6 +307,51 @@ fn main() -> ExitCode {
                 }
             }
             commands::merge(inputs, json)
+        }
+    }
+}
+
+/// `handoff conform`.
+fn conform(path: &std::path::Path, against: Option<String>, pgdata: Option<PathBuf>, json: bool) -> ExitCode {
+    use handoff_models::conform::workload::Workload;
+    use handoff_sim::conform::{self, Against, pgserver::PgCtl, pgwire::Target, real::RestartWith};
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) => return bad_input(&format!("{}: cannot read: {error}", path.display())),
+    };
+    let workload = match Workload::parse(&text, &path.display().to_string()) {
+        Ok(workload) => workload,
+        Err(error) => return bad_input(&error),
+    };
+    let against = match against {
+        None => None,
+        Some(url) => {
+            let target = match Target::parse(&url) {
+                Ok(target) => target,
+                Err(error) => return bad_input(&format!("--against: {error}")),
+            };
+            let restart = match pgdata {
+                None => None,
+                Some(data_dir) => match PgCtl::find() {
+                    Ok(pg_ctl) => Some(RestartWith { data_dir, pg_ctl }),
+                    Err(error) => return bad_input(&format!("--pgdata: {error}")),
+                },
+            };
+            Some(Against { target, restart })
+        }
+    };
+    match conform::run(&workload, against) {
+        Ok(report) => {
+            if json {
+                println!("{}", serde_json::to_string(&report).expect("a report serialises"));
+            } else {
+                print!("{}", conform::render_text(&report));
+            }
+            if report.disagreements == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) }
+        }
+        Err(error) => {
+            eprintln!("error: {}: {error}", path.display());
+            ExitCode::from(2)
         }
     }
 }
