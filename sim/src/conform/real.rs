@@ -94,7 +94,7 @@ impl RealServer {
                         conform can restart the server with pg_ctl"
                 .to_string());
         }
-        let mut admin = Connection::connect(&target, false).map_err(|e| format!("cannot connect to {target}: {e}"))?;
+        let mut admin = Connection::connect(&target, false).map_err(io)?;
         let show = |connection: &mut Connection, name: &str| -> Result<String, String> {
             connection.query_one(&format!("SHOW {name}")).map_err(io)?.ok_or_else(|| format!("SHOW {name} gave NULL"))
         };
