@@ -102,6 +102,20 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             format!("slot \"{slot}\" saved to disk: restart_lsn {restart_lsn}, confirmed_flush {confirmed_flush}")
         }
         Observation::Checkpoint { lsn, .. } => format!("checkpoint at {lsn}"),
+        Observation::SlotInvalidated { slot, restart_lsn, oldest_kept, walsender_terminated, .. } => {
+            let mut text = format!(
+                "invalidating slot \"{slot}\" because its restart_lsn {restart_lsn} exceeds max_slot_wal_keep_size \
+                 (WAL kept from {oldest_kept}); wal_status lost"
+            );
+            if *walsender_terminated {
+                text.push_str("; its walsender was terminated first");
+            }
+            text
+        }
+        Observation::SlotInfoRetry { attempt } => format!(
+            "slot info attempt {attempt} of 900: restart_lsn is NULL (\"concurrent tx probably blocks taking snapshot\"); \
+             trying again in 2 s, the task still RUNNING"
+        ),
         Observation::WalWritten { bytes, end, .. } => {
             format!("{} MB of WAL written in another database, up to {end}", bytes >> 20)
         }

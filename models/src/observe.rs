@@ -186,6 +186,20 @@ pub enum Observation {
         server: Node,
         lsn: Lsn,
     },
+    /// A checkpoint invalidated a slot whose `restart_lsn` fell behind the oldest segment it
+    /// keeps (`max_slot_wal_keep_size`), terminating its walsender first if it was active.
+    SlotInvalidated {
+        server: Node,
+        slot: String,
+        restart_lsn: Lsn,
+        oldest_kept: Lsn,
+        walsender_terminated: bool,
+    },
+    /// Debezium's slot reader found the slot's `restart_lsn` NULL and waits 2 s to read it again
+    /// (attempt `attempt` of 900), while the task reports RUNNING.
+    SlotInfoRetry {
+        attempt: u32,
+    },
     /// WAL written in a database nobody captures.
     WalWritten {
         server: Node,

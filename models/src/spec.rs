@@ -410,6 +410,10 @@ pub struct Spec {
     pub postgres_major_version: u32,
     pub wal_segment_size: u64,
     pub checkpoint_timeout_ms: u64,
+    /// `max_wal_size`, `max_slot_wal_keep_size` (`None`: -1) and `wal_keep_size`, in MB.
+    pub max_wal_size_mb: u64,
+    pub max_slot_wal_keep_size_mb: Option<u64>,
+    pub wal_keep_size_mb: u64,
     pub scan_rows_per_second: u64,
     /// `Some(replication_delay_ms)` when there is a standby.
     pub standby: Option<u64>,
@@ -501,6 +505,9 @@ pub fn claims_minimal(rows: u32, rule: crate::sink::ApplyRule) -> Spec {
         postgres_major_version: 15,
         wal_segment_size: 16 << 20,
         checkpoint_timeout_ms: 300_000,
+        max_wal_size_mb: 1024,
+        max_slot_wal_keep_size_mb: None,
+        wal_keep_size_mb: 0,
         scan_rows_per_second: 1000,
         standby: None,
         tables: vec![TableSetup {

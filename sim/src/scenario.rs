@@ -618,6 +618,9 @@ fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         postgres_major_version: postgres.version,
         wal_segment_size: postgres.wal_segment_size,
         checkpoint_timeout_ms: postgres.checkpoint_timeout_ms,
+        max_wal_size_mb: postgres.max_wal_size_mb,
+        max_slot_wal_keep_size_mb: postgres.max_slot_wal_keep_size_mb,
+        wal_keep_size_mb: postgres.wal_keep_size_mb,
         scan_rows_per_second: postgres.scan_rows_per_second,
         standby: postgres.standby,
         tables,
@@ -676,12 +679,20 @@ struct Postgres {
     version: u32,
     wal_segment_size: u64,
     checkpoint_timeout_ms: u64,
+    max_wal_size_mb: u64,
+    max_slot_wal_keep_size_mb: Option<u64>,
+    wal_keep_size_mb: u64,
     scan_rows_per_second: u64,
     standby: Option<u64>,
 }
 
 fn postgres(cx: &Cx, s: &Section) -> Res<Postgres> {
-    s.check_keys(cx, "version wal_segment_size checkpoint_timeout scan_rows_per_second standby", "field")?;
+    s.check_keys(
+        cx,
+        "version wal_segment_size checkpoint_timeout max_wal_size max_slot_wal_keep_size wal_keep_size \
+         scan_rows_per_second standby",
+        "field",
+    )?;
     let version = s.opt("version", 15, |field| match cx.int(field, 15, 18)? {
         17 | 18 => cx.fail(
             field,
@@ -716,6 +727,24 @@ fn postgres(cx: &Cx, s: &Section) -> Res<Postgres> {
         }
         Ok(ms)
     })?;
+    // Sizes in whole megabytes, as PostgreSQL keeps them (`GUC_UNIT_MB`).
+    let megabytes = |field: &Field, minimum_bytes: u64| -> Res<u64> {
+        let text = cx.string(field)?;
+        match with_unit(text, &SIZES) {
+            Some(bytes) if bytes % (1 << 20) == 0 && bytes >= minimum_bytes => Ok(bytes >> 20),
+            Some(_) => cx.fail(
+                field,
+                format!("`{text}` must be whole megabytes, at least {}", size_text(minimum_bytes.max(1 << 20))),
+            ),
+            None => cx.fail(field, format!("`{text}` is not a size like \"4MB\" or \"1GB\"")),
+        }
+    };
+    let max_wal_size_mb = s.opt("max_wal_size", 1024, |field| megabytes(field, 2 * wal_segment_size))?;
+    let max_slot_wal_keep_size_mb = s.opt("max_slot_wal_keep_size", None, |field| {
+        if cx.string(field)? == "-1" { Ok(None) } else { megabytes(field, 0).map(Some) }
+    })?;
+    let wal_keep_size_mb =
+        s.opt("wal_keep_size", 0, |field| if cx.string(field)? == "0" { Ok(0) } else { megabytes(field, 0) })?;
     let scan_rows_per_second = s.opt("scan_rows_per_second", 20_000, |field| cx.int(field, 1, i64::MAX))? as u64;
     let standby = match s.get("standby") {
         None => None,
@@ -725,7 +754,16 @@ fn postgres(cx: &Cx, s: &Section) -> Res<Postgres> {
             Some(standby.opt("replication_delay_ms", 0, |field| cx.u64(field))?)
         }
     };
-    Ok(Postgres { version, wal_segment_size, checkpoint_timeout_ms, scan_rows_per_second, standby })
+    Ok(Postgres {
+        version,
+        wal_segment_size,
+        checkpoint_timeout_ms,
+        max_wal_size_mb,
+        max_slot_wal_keep_size_mb,
+        wal_keep_size_mb,
+        scan_rows_per_second,
+        standby,
+    })
 }
 
 fn tables(cx: &Cx, root: &Section) -> Res<Vec<TableSetup>> {
@@ -1585,6 +1623,15 @@ fn write_postgres(w: &mut Writer, spec: &Spec) {
     w.field("version", spec.postgres_major_version);
     w.field("wal_segment_size", toml_string(&size_text(spec.wal_segment_size)));
     w.field("checkpoint_timeout", toml_string(&duration_text(spec.checkpoint_timeout_ms)));
+    if spec.max_wal_size_mb != 1024 {
+        w.field("max_wal_size", toml_string(&size_text(spec.max_wal_size_mb << 20)));
+    }
+    if let Some(cap_mb) = spec.max_slot_wal_keep_size_mb {
+        w.field("max_slot_wal_keep_size", toml_string(&size_text(cap_mb << 20)));
+    }
+    if spec.wal_keep_size_mb != 0 {
+        w.field("wal_keep_size", toml_string(&size_text(spec.wal_keep_size_mb << 20)));
+    }
     w.field("scan_rows_per_second", spec.scan_rows_per_second);
     if let Some(replication_delay_ms) = spec.standby {
         w.table("postgres.standby");

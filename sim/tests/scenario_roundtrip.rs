@@ -79,6 +79,9 @@ fn everything() -> Spec {
         postgres_major_version: 16,
         wal_segment_size: 64 << 20,
         checkpoint_timeout_ms: 90_000,
+        max_wal_size_mb: 512,
+        max_slot_wal_keep_size_mb: Some(2048),
+        wal_keep_size_mb: 128,
         scan_rows_per_second: 5_000,
         standby: Some(250),
         tables: vec![
@@ -528,6 +531,8 @@ prop_compose! {
         background in background(),
         (version, wal_segment_size, checkpoint_timeout_ms) in
             ((1..=3u32, 0..=9u32), (20..=30u32).prop_map(|shift| 1u64 << shift), 30_000..=86_400_000u64),
+        (max_wal_segments, cap_mb, wal_keep_size_mb) in
+            (2..=64u64, proptest::option::of(0..=65_536u64), 0..=65_536u64),
         (rows, batch, seed, plain_read) in (any::<u32>(), 1..=20_000u32, toml_int(), proptest::option::of(toml_int())),
         holds in any::<bool>(),
     ) -> (Spec, u64) {
@@ -545,6 +550,9 @@ prop_compose! {
         spec.debezium.version = version.min((3, 7));
         spec.wal_segment_size = wal_segment_size;
         spec.checkpoint_timeout_ms = checkpoint_timeout_ms;
+        spec.max_wal_size_mb = max_wal_segments * (wal_segment_size >> 20);
+        spec.max_slot_wal_keep_size_mb = cap_mb;
+        spec.wal_keep_size_mb = wal_keep_size_mb;
         spec.tables[0].rows = rows;
         spec.debezium.max_batch_size = batch;
         spec.connector_properties.insert("max.batch.size".into(), batch.to_string());

@@ -20,10 +20,21 @@
 //! late, and replays it with the primary's positions. On PostgreSQL ≤ 16 it has no logical slots; promotion ends
 //! recovery on a new timeline (§12 "Position of the promoted standby's slot").
 //!
-//! Left out (another issue makes them exact): WAL removal, `max_slot_wal_keep_size`,
-//! `wal_status` other than "reserved", invalidation, `pg_replication_slot_advance`, SQL
-//! get/peek, long-running transactions (slot creation waiting for them), several databases,
-//! PostgreSQL 17+ failover slots, keepalive messages.
+//! - §7.1–7.3, §8 WAL retention ([`retention`]): every checkpoint keeps WAL from `KeepLogSeg`
+//!   (the slots' minimum `restart_lsn`, capped by `max_slot_wal_keep_size`, raised to
+//!   `wal_keep_size`) and invalidates every slot behind that, terminating an active slot's
+//!   walsender first; an invalidated slot shows `wal_status` `lost` and `restart_lsn` NULL, and
+//!   `START_REPLICATION` on it fails. Finishing a segment `max_wal_size / 1.9` segments past the
+//!   last redo runs a checkpoint at once (PostgreSQL requests it and the checkpointer starts
+//!   it moments later). `wal_status` and these rules are calibrated against a real PostgreSQL
+//!   15 by `handoff conform` (`conform/`), whose model side shares [`retention`], [`slot`] and
+//!   [`wal`] with this server.
+//!
+//! Left out (another issue makes them exact): `pg_replication_slot_advance` and SQL get/peek
+//! here (the conformance model has them), long-running transactions (slot creation waiting for
+//! them, RXs listing running transactions), keep-alive messages to a streaming client,
+//! PostgreSQL 17+ failover slots and the 17 shutdown save of `confirmed_flush`,
+//! `idle_replication_slot_timeout` (18).
 
 pub mod retention;
 pub mod slot;
@@ -36,6 +47,7 @@ use crate::lsn::Lsn;
 use crate::observe::{Observation, ScanSnapshot};
 use crate::protocol::{Control, DecodedTxn, Msg, ReplReply, ReplRequest, SessionId, SlotRow, SqlReply, SqlRequest};
 use crate::shared::{Fixed, Shared};
+use retention::{Retention, WalAvailability};
 use serde::{Deserialize, Serialize};
 use slot::Slot;
 use std::collections::{BTreeMap, BTreeSet};
@@ -54,6 +66,13 @@ pub struct PostgresConfig {
     pub wal_segment_size: u64,
     /// `checkpoint_timeout`.
     pub checkpoint_timeout_ms: u64,
+    /// `max_wal_size` (MB): the WAL volume between checkpoints and the view's
+    /// reserved/extended boundary.
+    pub max_wal_size_mb: u64,
+    /// `max_slot_wal_keep_size` (MB); `None` is -1, no cap.
+    pub max_slot_wal_keep_size_mb: Option<u64>,
+    /// `wal_keep_size` (MB).
+    pub wal_keep_size_mb: u64,
     /// Whether the background writer logs running-xacts records (`LOG_SNAPSHOT_INTERVAL_MS`).
     /// The exhaustive lens turns it off to keep the state space small.
     pub bgwriter_running_xacts: bool,
@@ -101,6 +120,8 @@ pub struct Durable {
     pub publications: Shared<BTreeMap<String, Option<BTreeSet<TableId>>>>,
     /// Checkpoint bookkeeping: the WAL position of the last checkpoint record.
     pub last_checkpoint_lsn: Lsn,
+    /// The last checkpoint's redo pointer (WAL-volume checkpoints count segments from it).
+    pub last_checkpoint_redo: Lsn,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -146,6 +167,8 @@ struct Volatile {
     /// `wal.entries.len()` when the last running-xacts record was written by the bgwriter.
     entries_at_last_running_xacts: usize,
     exported_snapshots_created: u32,
+    /// `XLogGetLastRemovedSegno()`: 0 until a checkpoint removes WAL after a start.
+    last_removed_segment: u64,
 }
 
 /// A PostgreSQL server (`Pg1` or `Pg2`).
@@ -184,6 +207,7 @@ impl Postgres {
                 timeline: 1,
                 switch_lsn: None,
                 last_checkpoint_lsn: wal.write_lsn(),
+                last_checkpoint_redo: wal.write_lsn(),
                 wal: Shared::new(wal),
                 tables: Shared::new(tables),
                 next_xid: 740,
@@ -217,14 +241,51 @@ impl Postgres {
         self.durable.wal.write_lsn()
     }
 
+    /// `max_wal_size`, `max_slot_wal_keep_size`, `wal_keep_size` and the segment size.
+    fn retention(&self) -> Retention {
+        Retention {
+            wal_segment_size_bytes: self.config.wal_segment_size,
+            max_wal_size_mb: self.config.max_wal_size_mb,
+            max_slot_wal_keep_size_mb: self.config.max_slot_wal_keep_size_mb,
+            wal_keep_size_mb: self.config.wal_keep_size_mb,
+            checkpoint_completion_target_permille: 900,
+        }
+    }
+
+    /// The minimum `restart_lsn` over valid slots (`XLogGetReplicationSlotMinimumLSN`).
+    fn slots_minimum(&self) -> Option<Lsn> {
+        self.durable
+            .slots
+            .values()
+            .filter(|slot| !slot.is_invalidated() && slot.current.restart_lsn.is_valid())
+            .map(|slot| slot.current.restart_lsn)
+            .min()
+    }
+
+    /// A row of `pg_replication_slots`, `wal_status` as the view computes it (reference §8).
     fn slot_row(&self, slot: &Slot) -> SlotRow {
+        let state = if slot.is_invalidated() {
+            WalAvailability::Removed
+        } else {
+            self.retention().wal_availability(
+                slot.current.restart_lsn,
+                self.current_wal_lsn(),
+                self.slots_minimum(),
+                self.volatile.last_removed_segment,
+            )
+        };
+        let state = if state == WalAvailability::Removed && !slot.is_invalidated() && slot.active.is_some() {
+            WalAvailability::Unreserved
+        } else {
+            state
+        };
         SlotRow {
             slot_name: slot.name.clone(),
             plugin: slot.plugin.clone(),
             active: slot.active.is_some(),
-            restart_lsn: Some(slot.current.restart_lsn),
+            restart_lsn: (!slot.is_invalidated()).then_some(slot.current.restart_lsn),
             confirmed_flush_lsn: Some(slot.current.confirmed_flush),
-            wal_status: Some("reserved".into()),
+            wal_status: Some(state.as_str().into()),
         }
     }
 
@@ -279,6 +340,7 @@ impl Postgres {
         let xid = self.durable.next_xid;
         self.durable.next_xid += 1;
         let mut changes = Vec::with_capacity(pending.len());
+        let write_before = self.durable.wal.write_lsn();
         let mut first_lsn = None;
         for (table, key, kind) in pending {
             let len = match kind {
@@ -314,6 +376,7 @@ impl Postgres {
         self.durable.wal.get_mut().push(WalEntry::Txn(txn.clone()));
         ctx.observe(Observation::Committed { server: self.node, txn: crate::shared::ByContent(txn) });
         self.after_wal_append(ctx);
+        self.after_segments_written(ctx, write_before);
         SqlReply::Committed { xid, commit_lsn, end_lsn, changes }
     }
 
@@ -364,16 +427,21 @@ impl Postgres {
 
     /// `CreateCheckPoint`: a timed one is skipped when no important WAL was written since the
     /// last one, a forced one (`CHECKPOINT`, end of recovery) always runs; then a running-xacts
-    /// record, the checkpoint record, and the save of every dirty slot.
+    /// record, the checkpoint record, the save of every dirty slot, and WAL retention: the
+    /// oldest segment to keep (`KeepLogSeg`), the invalidation of every slot behind it (the
+    /// walsender of an active one terminated first) and the removal of older segments
+    /// (reference §7.1–7.2).
     fn checkpoint(&mut self, ctx: &mut Ctx, forced: bool) {
         let since = self.durable.wal.first_entry_at_or_after(self.durable.last_checkpoint_lsn);
         if !forced && !self.important_wal_since(since) {
             return;
         }
+        let redo = self.durable.wal.insert_lsn();
         self.write_running_xacts(ctx);
         let (start, end) = self.durable.wal.get_mut().insert_record(record_size::CHECKPOINT_ONLINE);
         self.durable.wal.get_mut().push(WalEntry::Checkpoint { start, end });
         self.durable.last_checkpoint_lsn = start;
+        self.durable.last_checkpoint_redo = redo;
         if self.durable.slots.values().any(|slot| slot.dirty) {
             for slot in self.durable.slots.get_mut().values_mut() {
                 if slot.dirty {
@@ -382,7 +450,66 @@ impl Postgres {
             }
         }
         ctx.observe(Observation::Checkpoint { server: self.node, lsn: start });
+        let retention = self.retention();
+        let redo_segment = retention.segment_of(redo);
+        let mut keep = retention.keep_log_seg(end, self.slots_minimum(), redo_segment);
+        if self.invalidate_obsolete_slots(ctx, keep) {
+            keep = retention.keep_log_seg(end, self.slots_minimum(), redo_segment);
+        }
+        if keep > 0 {
+            self.volatile.last_removed_segment = self.volatile.last_removed_segment.max(keep - 1);
+        }
         self.after_wal_append(ctx);
+    }
+
+    /// `InvalidateObsoleteReplicationSlots(oldest_segment)` (§7.2): every valid slot whose
+    /// `restart_lsn` is before the segment is invalidated; an active one's walsender is
+    /// terminated first (`FATAL: terminating connection due to administrator command`).
+    fn invalidate_obsolete_slots(&mut self, ctx: &mut Ctx, oldest_segment: u64) -> bool {
+        let oldest = self.retention().segment_start(oldest_segment);
+        let obsolete: Vec<String> = self
+            .durable
+            .slots
+            .values()
+            .filter(|slot| !slot.is_invalidated() && slot.current.restart_lsn < oldest)
+            .map(|slot| slot.name.clone())
+            .collect();
+        for name in &obsolete {
+            let active = self.durable.slots.get(name).and_then(|slot| slot.active);
+            if let Some((client, session)) = active {
+                self.close_session(ctx, client, session);
+                ctx.send(
+                    client,
+                    Msg::ReplReply {
+                        session,
+                        reply: ReplReply::Error("FATAL: terminating connection due to administrator command".into()),
+                    },
+                );
+            }
+            let slot = self.durable.slots.get_mut().get_mut(name).expect("listed");
+            let restart_lsn = slot.current.restart_lsn;
+            slot.invalidate();
+            ctx.observe(Observation::SlotInvalidated {
+                server: self.node,
+                slot: name.clone(),
+                restart_lsn,
+                oldest_kept: oldest,
+                walsender_terminated: active.is_some(),
+            });
+        }
+        !obsolete.is_empty()
+    }
+
+    /// `XLogWrite` finishing segments: one far enough past the last checkpoint's redo requests
+    /// a checkpoint (`CHECKPOINT_CAUSE_XLOG`, §7.3). The model runs it at once.
+    fn after_segments_written(&mut self, ctx: &mut Ctx, write_before: Lsn) {
+        let retention = self.retention();
+        let finished = retention.segment_of(self.durable.wal.write_lsn());
+        if finished > retention.segment_of(write_before)
+            && retention.checkpoint_needed(self.durable.last_checkpoint_redo, finished - 1)
+        {
+            self.checkpoint(ctx, false);
+        }
     }
 
     // ----- replication -----
@@ -458,6 +585,12 @@ impl Postgres {
         {
             return Some(ReplReply::Error(format!(
                 "ERROR: replication slot \"{slot_name}\" is active for PID of {holder}"
+            )));
+        }
+        if slot.is_invalidated() {
+            return Some(ReplReply::Error(format!(
+                "ERROR: cannot read from logical replication slot \"{slot_name}\" DETAIL: This slot has been \
+                 invalidated because it exceeded the maximum reserved size."
             )));
         }
         slot.active = Some((client, session));
@@ -831,10 +964,12 @@ impl Component for Postgres {
             Msg::Control(Control::Promote) => self.promote(ctx),
             Msg::Control(Control::Checkpoint) if self.durable.role == Role::Primary => self.checkpoint(ctx, true),
             Msg::Control(Control::WalBurst { bytes }) if self.durable.role == Role::Primary => {
+                let before = self.durable.wal.write_lsn();
                 let (start, end) = self.durable.wal.get_mut().insert_record(bytes);
                 self.durable.wal.get_mut().push(WalEntry::OtherDatabase { start, end });
                 ctx.observe(Observation::WalWritten { server: self.node, bytes, end });
                 self.after_wal_append(ctx);
+                self.after_segments_written(ctx, before);
             }
             _ => {}
         }
@@ -874,5 +1009,93 @@ impl Component for Postgres {
             slot.crash();
         }
         self.volatile = Volatile::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::component::Outbox;
+    use crate::time::SimTime;
+
+    fn server(cap_mb: Option<u64>) -> Postgres {
+        let config = PostgresConfig {
+            major_version: 15,
+            wal_segment_size: 16 << 20,
+            checkpoint_timeout_ms: 300_000,
+            max_wal_size_mb: 1024,
+            max_slot_wal_keep_size_mb: cap_mb,
+            wal_keep_size_mb: 0,
+            bgwriter_running_xacts: false,
+            scan_rows_per_second: 1000,
+            replication_delay_ms: 0,
+            has_standby: false,
+            initial_wal_lsn: Lsn(0x16B_3748),
+            tables: Vec::new(),
+        };
+        let mut pg = Postgres::new(Node::Pg1, Role::Primary, Fixed::new(config), &[]);
+        let mut out = Outbox::default();
+        pg.start(&mut Ctx::new(SimTime(0), Node::Pg1, &mut out));
+        pg
+    }
+
+    fn send(pg: &mut Postgres, msg: Msg) -> Outbox {
+        let mut out = Outbox::default();
+        pg.on_message(&mut Ctx::new(SimTime(1), Node::Pg1, &mut out), Node::Connect, msg);
+        out
+    }
+
+    fn stream(pg: &mut Postgres, session: SessionId) -> Outbox {
+        let repl = |request| Msg::Repl { session, request };
+        send(pg, Msg::Sql { session: 100, request: SqlRequest::EnsurePublication { name: "p".into() } });
+        send(pg, repl(ReplRequest::StartReplication { slot: "s".into(), start: Lsn::INVALID, publication: "p".into() }))
+    }
+
+    /// Reference §7.2–7.3: a burst past `max_wal_size` runs a checkpoint; the cap invalidates
+    /// the active slot behind it, its walsender terminated first; it is lost for good.
+    #[test]
+    fn a_burst_past_the_cap_invalidates_an_active_slot_at_its_checkpoint() {
+        let mut pg = server(Some(1024));
+        send(
+            &mut pg,
+            Msg::Repl { session: 1, request: ReplRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into() } },
+        );
+        stream(&mut pg, 1);
+        let row = pg.slot_row(pg.slot("s").expect("slot"));
+        assert_eq!((row.wal_status.as_deref(), row.active), (Some("reserved"), true));
+
+        let out = send(&mut pg, Msg::Control(Control::WalBurst { bytes: 1 << 30 }));
+        assert!(out.observations.iter().all(|o| !matches!(o, Observation::SlotInvalidated { .. })), "within the cap");
+        let out = send(&mut pg, Msg::Control(Control::WalBurst { bytes: 1 << 30 }));
+        assert!(out.observations.iter().any(|o| matches!(o, Observation::Checkpoint { .. })), "a volume checkpoint");
+        assert!(out.observations.iter().any(
+            |o| matches!(o, Observation::SlotInvalidated { walsender_terminated: true, slot, .. } if slot == "s")
+        ));
+        assert!(out.sends.iter().any(|(to, msg)| *to == Node::Connect
+            && matches!(msg, Msg::ReplReply { reply: ReplReply::Error(text), .. } if text.contains("administrator command"))));
+        let row = pg.slot_row(pg.slot("s").expect("an invalidated slot stays"));
+        assert_eq!((row.wal_status.as_deref(), row.restart_lsn, row.active), (Some("lost"), None, false));
+
+        let out = stream(&mut pg, 2);
+        assert!(out.sends.iter().any(|(_, msg)| matches!(msg,
+            Msg::ReplReply { reply: ReplReply::Error(text), .. } if text.contains("cannot read from logical replication slot"))));
+        pg.crash();
+        let mut out = Outbox::default();
+        pg.start(&mut Ctx::new(SimTime(2), Node::Pg1, &mut out));
+        assert_eq!(pg.slot_row(pg.slot("s").expect("slot")).wal_status.as_deref(), Some("lost"), "permanent");
+    }
+
+    #[test]
+    fn without_a_cap_a_slot_holds_any_amount_of_wal() {
+        let mut pg = server(None);
+        send(
+            &mut pg,
+            Msg::Repl { session: 1, request: ReplRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into() } },
+        );
+        let out = send(&mut pg, Msg::Control(Control::WalBurst { bytes: 4 << 30 }));
+        assert!(out.observations.iter().any(|o| matches!(o, Observation::Checkpoint { .. })));
+        let row = pg.slot_row(pg.slot("s").expect("slot"));
+        assert_eq!(row.wal_status.as_deref(), Some("extended"), "4GB behind, more than max_wal_size + 1 segment");
+        assert!(row.restart_lsn.is_some());
     }
 }
