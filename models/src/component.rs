@@ -38,6 +38,8 @@ pub enum Timer {
     StopTimeout,
     /// Debezium: restart after a retriable error (`retriable.restart.connector.wait.ms`).
     TaskRestart,
+    /// Debezium: read the slot row again (its `restart_lsn` was NULL; 900 attempts, 2 s apart).
+    SlotInfoRetry,
     /// Sink: commit consumed positions (`auto.commit.interval.ms`).
     SinkCommit,
     /// A Kafka client sends its unanswered requests again after a lost connection.

@@ -221,6 +221,7 @@ impl ConnectWorker {
         match event {
             TaskEvent::None => {}
             TaskEvent::RestartAfter(after_ms) => ctx.set_timer(Timer::TaskRestart, after_ms),
+            TaskEvent::ReadSlotAgainAfter(after_ms) => ctx.set_timer(Timer::SlotInfoRetry, after_ms),
             TaskEvent::Failed => {
                 if let Some(task) = self.volatile.task.as_mut() {
                     task.state = TaskState::Failed;
@@ -439,6 +440,7 @@ impl ConnectWorker {
                 ctx.cancel_timer(Timer::PollReturns);
                 ctx.cancel_timer(Timer::OffsetFlush);
                 ctx.cancel_timer(Timer::TaskRestart);
+                ctx.cancel_timer(Timer::SlotInfoRetry);
                 task.poll_armed = false;
                 // The send loop exits; in-flight records are awaited.
                 ctx.set_timer(Timer::StopTimeout, self.config.offset_flush_timeout_ms);
@@ -450,6 +452,7 @@ impl ConnectWorker {
                 ctx.cancel_timer(Timer::OffsetFlush);
                 ctx.cancel_timer(Timer::PollReturns);
                 ctx.cancel_timer(Timer::TaskRestart);
+                ctx.cancel_timer(Timer::SlotInfoRetry);
                 ctx.observe(Observation::TaskStopped { graceful: true });
             }
             TaskState::Stopping => {}
@@ -524,9 +527,14 @@ impl ConnectWorker {
         let Some(mut task) = self.volatile.task.take() else { return };
         task.debezium.get_mut().stop(ctx);
         self.volatile.pending.clear();
-        for timer in
-            [Timer::PollReturns, Timer::OffsetFlush, Timer::OffsetFlushTimeout, Timer::StopTimeout, Timer::TaskRestart]
-        {
+        for timer in [
+            Timer::PollReturns,
+            Timer::OffsetFlush,
+            Timer::OffsetFlushTimeout,
+            Timer::StopTimeout,
+            Timer::TaskRestart,
+            Timer::SlotInfoRetry,
+        ] {
             ctx.cancel_timer(timer);
         }
         self.task_died = true;
@@ -649,6 +657,14 @@ impl Component for ConnectWorker {
                     self.volatile.pending.retain(|(_, purpose, _)| !matches!(purpose, Pending::Produce { .. }));
                 }
                 self.continue_stop_if_drained(ctx);
+            }
+            Timer::SlotInfoRetry => {
+                if let Some(task) = self.volatile.task.as_mut()
+                    && task.state == TaskState::Running
+                {
+                    let event = task.debezium.get_mut().on_slot_info_retry(ctx);
+                    self.handle_task_event(ctx, event);
+                }
             }
             Timer::TaskRestart => {
                 if let Some(task) = self.volatile.task.as_mut()

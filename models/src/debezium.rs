@@ -33,9 +33,14 @@
 //!   advance it to the offset; the model streams from the offset without that advance, which
 //!   delivers the same changes (only the slot's `confirmed_flush` moves earlier).
 //!
+//! - §4.5, §5.8 the slot reader (`fetchReplicationSlotInfo`): a slot row whose `restart_lsn` is
+//!   NULL (an invalidated slot) is "not yet valid" and read again every 2 s, up to 900 times,
+//!   while the task reports RUNNING, then the task fails; so `when_needed` never drops or
+//!   recreates an invalidated slot. A walsender terminated under the task (its slot invalidated
+//!   at a checkpoint) is a retriable error.
+//!
 //! Left out (another issue makes them exact): heartbeats, `lsn.flush.mode` other than
-//! `connector`, the slot advance of `trust_offset`/`trust_greater_lsn`, the 900-attempt slot-info
-//! loop, `slot.max.retries`, incremental and blocking snapshots, transaction metadata, the
+//! `connector`, the slot advance of `trust_offset`/`trust_greater_lsn`, `slot.max.retries`, incremental and blocking snapshots, transaction metadata, the
 //! queue's `max.queue.size` back-pressure, the `WalPositionLocator`'s rules for changes that
 //! share an LSN (they never do here: each change has its own record). The locator is reduced to
 //! "drop replayed changes at or before the stored `lsn_proc`", which is exact while transactions
@@ -52,6 +57,11 @@ use crate::postgres::table::ChangeKind;
 use crate::protocol::{DecodedTxn, Msg, ReplReply, ReplRequest, SessionId, SlotRow, SqlReply, SqlRequest};
 use crate::shared::{Fixed, Shared};
 use serde::{Deserialize, Serialize};
+
+/// `MAX_ATTEMPTS_FOR_OBTAINING_REPLICATION_SLOT` (`PostgresConnection`).
+pub const MAX_ATTEMPTS_FOR_OBTAINING_REPLICATION_SLOT: u32 = 900;
+/// `PAUSE_BETWEEN_REPLICATION_SLOT_RETRIEVAL_ATTEMPTS`: 2 s.
+pub const PAUSE_BETWEEN_REPLICATION_SLOT_RETRIEVAL_ATTEMPTS_MS: u64 = 2_000;
 
 /// `snapshot.mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -191,6 +201,8 @@ pub enum TaskEvent {
     None,
     /// Restart in-process after this many ms (a retriable error).
     RestartAfter(u64),
+    /// Read the slot row again after this many ms (the 900-attempt loop, reference §5.8).
+    ReadSlotAgainAfter(u64),
     /// The task failed with a non-retriable error.
     Failed,
 }
@@ -223,6 +235,8 @@ pub struct DebeziumTask {
     last_flushed: Lsn,
     /// Before 2.7: the offset of the last record Kafka acknowledged (`commitRecord`).
     last_acked: Option<SourceOffset>,
+    /// Reads of the slot row so far in this start (`fetchReplicationSlotInfo`).
+    slot_info_attempts: u32,
 }
 
 impl DebeziumTask {
@@ -244,6 +258,7 @@ impl DebeziumTask {
             lsn_flushing_allowed: false,
             last_flushed: Lsn::INVALID,
             last_acked: None,
+            slot_info_attempts: 0,
         }
     }
 
@@ -332,6 +347,7 @@ impl DebeziumTask {
         self.skip_upto = None;
         self.lsn_flushing_allowed = false;
         self.last_flushed = Lsn::INVALID;
+        self.slot_info_attempts = 0;
         ctx.observe(Observation::TaskStarted { offset: stored });
         if let Some(offset) = stored
             && offset.initial_snapshot_running()
@@ -408,6 +424,11 @@ impl DebeziumTask {
         if let SqlReply::Error(error) = &reply {
             return self.retriable(ctx, format!("org.postgresql.util.PSQLException: {error}"));
         }
+        if let (Phase::CheckingLogPosition | Phase::ReadingSlot, SqlReply::Slot(Some(row))) = (&self.phase, &reply)
+            && (row.restart_lsn.is_none() || row.confirmed_flush_lsn.is_none())
+        {
+            return self.slot_info_not_valid(ctx);
+        }
         match (&self.phase, reply) {
             (Phase::CheckingLogPosition, SqlReply::Slot(row)) => {
                 let stored = self.stored.unwrap_or_default();
@@ -475,6 +496,37 @@ impl DebeziumTask {
             }
             _ => TaskEvent::None,
         }
+    }
+
+    /// `fetchReplicationSlotInfo` (reference §4.5, §5.8): a slot row whose `restart_lsn` (or
+    /// flush position) is NULL — an invalidated slot's — is "not yet valid": read it again in
+    /// 2 s, up to 900 times (about 30 minutes, whatever `slot.max.retries` says), while the task
+    /// reports RUNNING; then fail.
+    fn slot_info_not_valid(&mut self, ctx: &mut Ctx) -> TaskEvent {
+        self.slot_info_attempts += 1;
+        if self.slot_info_attempts >= MAX_ATTEMPTS_FOR_OBTAINING_REPLICATION_SLOT {
+            return self.fail(
+                ctx,
+                "org.apache.kafka.connect.errors.ConnectException: Unable to obtain valid replication slot. Make sure \
+                 there are no long-running transactions running in parallel as they may hinder the allocation of the \
+                 replication slot when starting this connector"
+                    .into(),
+            );
+        }
+        // Narrated at the first attempt and every 100th, not all 900.
+        if self.slot_info_attempts == 1 || self.slot_info_attempts.is_multiple_of(100) {
+            ctx.observe(Observation::SlotInfoRetry { attempt: self.slot_info_attempts });
+        }
+        TaskEvent::ReadSlotAgainAfter(PAUSE_BETWEEN_REPLICATION_SLOT_RETRIEVAL_ATTEMPTS_MS)
+    }
+
+    /// The pause of the 900-attempt loop ended: read the slot row again.
+    pub fn on_slot_info_retry(&mut self, ctx: &mut Ctx) -> TaskEvent {
+        if matches!(self.phase, Phase::CheckingLogPosition | Phase::ReadingSlot) {
+            let slot = self.config.slot_name.clone();
+            self.sql(ctx, SqlRequest::SlotInfo { slot });
+        }
+        TaskEvent::None
     }
 
     fn on_slot_read(&mut self, ctx: &mut Ctx, row: Option<SlotRow>) -> TaskEvent {
@@ -818,5 +870,44 @@ mod tests {
             out.sends.as_slice(),
             [(Node::Postgres, Msg::Repl { request: ReplRequest::StatusUpdate { flush: Lsn(400) }, .. })]
         ));
+    }
+
+    /// Reference §5.8: a slot row with `restart_lsn` NULL is read again every 2 s, 900 times in
+    /// all, and only then does the task fail; a row that becomes valid meanwhile is taken.
+    #[test]
+    fn an_invalidated_slot_keeps_the_task_in_the_900_attempt_loop() {
+        let lost = SlotRow {
+            slot_name: "debezium".into(),
+            plugin: "pgoutput".into(),
+            active: false,
+            restart_lsn: None,
+            confirmed_flush_lsn: Some(Lsn(0x200)),
+            wal_status: Some("lost".into()),
+        };
+        let mut task = task();
+        let mut out = Outbox::default();
+        let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
+        task.phase = Phase::ReadingSlot;
+        for attempt in 1..MAX_ATTEMPTS_FOR_OBTAINING_REPLICATION_SLOT {
+            let event = task.on_sql_reply(&mut ctx, SqlReply::Slot(Some(lost.clone())));
+            assert_eq!(event, TaskEvent::ReadSlotAgainAfter(2_000), "attempt {attempt}");
+            assert_eq!(task.phase, Phase::ReadingSlot, "still starting, the task RUNNING");
+            task.on_slot_info_retry(&mut ctx);
+        }
+        let event = task.on_sql_reply(&mut ctx, SqlReply::Slot(Some(lost.clone())));
+        assert_eq!(event, TaskEvent::Failed);
+        assert!(
+            matches!(&task.phase, Phase::Failed { reason } if reason.contains("Unable to obtain valid replication slot"))
+        );
+
+        let mut task = self::task();
+        task.phase = Phase::ReadingSlot;
+        assert_eq!(
+            task.on_sql_reply(&mut ctx, SqlReply::Slot(Some(lost.clone()))),
+            TaskEvent::ReadSlotAgainAfter(2_000)
+        );
+        let valid = SlotRow { restart_lsn: Some(Lsn(0x100)), wal_status: Some("reserved".into()), ..lost };
+        assert_eq!(task.on_sql_reply(&mut ctx, SqlReply::Slot(Some(valid))), TaskEvent::None);
+        assert_eq!(task.phase, Phase::EnsuringPublication);
     }
 }

@@ -159,6 +159,7 @@ fn is_periodic(timer: Timer) -> bool {
             | Timer::Checkpoint
             | Timer::BgwriterRunningXacts
             | Timer::TaskRestart
+            | Timer::SlotInfoRetry
             | Timer::KafkaRetry
             | Timer::OperatorRetry
     )
@@ -809,6 +810,7 @@ pub fn timer_name(timer: Timer) -> String {
         Timer::OffsetFlushTimeout => "offset-flush-timeout".into(),
         Timer::StopTimeout => "stop-timeout".into(),
         Timer::TaskRestart => "task-restart".into(),
+        Timer::SlotInfoRetry => "slot-info-retry".into(),
         Timer::SinkCommit => "sink-commit".into(),
         Timer::KafkaRetry => "kafka-retry".into(),
         Timer::Workload => "workload".into(),
@@ -826,7 +828,7 @@ fn world_node(name: &str) -> Result<Node, String> {
 }
 
 fn parse_timer(text: &str) -> Result<Timer, String> {
-    const PLAIN: [Timer; 13] = sets::PLAIN_TIMERS;
+    const PLAIN: [Timer; 14] = sets::PLAIN_TIMERS;
     if let Some(client) = text.strip_prefix("scan-batch:") {
         return Ok(Timer::ScanBatch { client: world_node(client)? });
     }

@@ -27,7 +27,7 @@ pub(super) fn slot(node: Node) -> usize {
 }
 
 /// The timers without a client, in `Timer`'s order (after every `ScanBatch`).
-pub(super) const PLAIN_TIMERS: [Timer; 13] = [
+pub(super) const PLAIN_TIMERS: [Timer; 14] = [
     Timer::BgwriterRunningXacts,
     Timer::Checkpoint,
     Timer::ShipWal,
@@ -36,6 +36,7 @@ pub(super) const PLAIN_TIMERS: [Timer; 13] = [
     Timer::OffsetFlushTimeout,
     Timer::StopTimeout,
     Timer::TaskRestart,
+    Timer::SlotInfoRetry,
     Timer::SinkCommit,
     Timer::KafkaRetry,
     Timer::Workload,
@@ -57,11 +58,12 @@ fn timer_index(timer: Timer) -> usize {
         Timer::OffsetFlushTimeout => SLOTS + 5,
         Timer::StopTimeout => SLOTS + 6,
         Timer::TaskRestart => SLOTS + 7,
-        Timer::SinkCommit => SLOTS + 8,
-        Timer::KafkaRetry => SLOTS + 9,
-        Timer::Workload => SLOTS + 10,
-        Timer::LoaderStart => SLOTS + 11,
-        Timer::OperatorRetry => SLOTS + 12,
+        Timer::SlotInfoRetry => SLOTS + 8,
+        Timer::SinkCommit => SLOTS + 9,
+        Timer::KafkaRetry => SLOTS + 10,
+        Timer::Workload => SLOTS + 11,
+        Timer::LoaderStart => SLOTS + 12,
+        Timer::OperatorRetry => SLOTS + 13,
     }
 }
 
@@ -223,11 +225,12 @@ impl std::hash::Hash for Fired {
 }
 
 /// The timers a bound counts (see `is_periodic`).
-pub(super) const PERIODIC: [Timer; 6] = [
+pub(super) const PERIODIC: [Timer; 7] = [
     Timer::BgwriterRunningXacts,
     Timer::Checkpoint,
     Timer::OffsetFlush,
     Timer::TaskRestart,
+    Timer::SlotInfoRetry,
     Timer::KafkaRetry,
     Timer::OperatorRetry,
 ];
