@@ -77,6 +77,12 @@ impl Operator {
         }
     }
 
+    /// Whether a procedure (the gate, the runbook, a slot recreation) is under way: the
+    /// connector it stopped is about to be resumed.
+    pub fn is_busy(&self) -> bool {
+        !matches!(self.step, Step::Idle | Step::Done)
+    }
+
     fn send(&mut self, ctx: &mut Ctx, to: Node, msg: Msg) {
         self.last = Some((to, msg.clone()));
         ctx.send(to, msg);

@@ -809,6 +809,10 @@ impl Harness<'_> {
 
     /// `Some((reached, reason))` when the run can end.
     fn acceptance(&self) -> Option<(bool, String)> {
+        // An operator's procedure stops the connector on its way to resuming it.
+        if self.models.operator.lock().expect("operator").is_busy() {
+            return None;
+        }
         let connect = self.models.connect.lock().expect("connect");
         let status = connect.status();
         if status == "FAILED" {
