@@ -47,3 +47,18 @@ fn claims_failover() {
 fn claims_failover_right_after_snapshot() {
     check("claims-failover-right-after-snapshot");
 }
+
+#[test]
+fn claims_slot_cap_stopped_connector() {
+    check("claims-slot-cap-stopped-connector");
+}
+
+#[test]
+fn claims_slot_cap_running_connector() {
+    check("claims-slot-cap-running-connector");
+}
+
+#[test]
+fn claims_slot_cap_recovery_runbook() {
+    check("claims-slot-cap-recovery-runbook");
+}
