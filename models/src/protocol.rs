@@ -170,6 +170,10 @@ pub enum ReplReply {
     /// `CopyBothResponse`: streaming has begun.
     StreamingStarted,
     XLogData(DecodedTxn),
+    /// A primary keep-alive message: `walEnd` is the end of the WAL the walsender has read.
+    Keepalive {
+        wal_end: Lsn,
+    },
     Error(String),
 }
 

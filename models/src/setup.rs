@@ -40,11 +40,13 @@ pub struct System {
 pub struct Options {
     /// The background writer's running-xacts records (the exhaustive lens turns them off).
     pub bgwriter_running_xacts: bool,
+    /// Walsenders' keep-alive messages to a caught-up client (off in the exhaustive lens too).
+    pub walsender_keepalives: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { bgwriter_running_xacts: true }
+        Options { bgwriter_running_xacts: true, walsender_keepalives: true }
     }
 }
 
@@ -58,6 +60,10 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
         max_slot_wal_keep_size_mb: spec.max_slot_wal_keep_size_mb,
         wal_keep_size_mb: spec.wal_keep_size_mb,
         bgwriter_running_xacts: options.bgwriter_running_xacts,
+        // Keep-alives are sent where a consumer acts on them: Debezium's `connector` and
+        // `manual` modes ignore them, and runs where nobody reads them stay as they were.
+        walsender_keepalives: options.walsender_keepalives
+            && spec.debezium.lsn_flush_mode == crate::debezium::LsnFlushMode::ConnectorAndDriver,
         scan_rows_per_second: spec.scan_rows_per_second,
         replication_delay_ms: spec.standby.unwrap_or(0),
         has_standby: spec.standby.is_some(),
@@ -74,7 +80,12 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
     let connect = ConnectWorker::new(Fixed::new(spec.connect.clone()), debezium, TargetState::Running);
     let kafka = Kafka::new(Fixed::new(KafkaConfig {
         partitions: spec.kafka_partitions,
-        topics: spec.tables.iter().map(|t| Topic::Change(t.id)).collect(),
+        topics: spec
+            .tables
+            .iter()
+            .map(|t| Topic::Change(t.id))
+            .chain((spec.debezium.effective_heartbeat_interval_ms() > 0).then_some(Topic::Heartbeat))
+            .collect(),
     }));
     let sink = SearchIndex::new(Fixed::new(SinkConfig {
         rule: spec.sink_rule,

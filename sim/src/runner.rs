@@ -349,7 +349,7 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
         None => (spec, None),
     };
     let (build_seed, build_options) = match path {
-        Some(_) => (0, Options { bgwriter_running_xacts: false }),
+        Some(_) => (0, Options { bgwriter_running_xacts: false, walsender_keepalives: false }),
         None => (seed, Options::default()),
     };
     let System { pg1, pg2, connect, kafka, sink, app, operator, loader, initial_rows, connect_start_ms } =

@@ -76,6 +76,9 @@ pub struct PostgresConfig {
     /// Whether the background writer logs running-xacts records (`LOG_SNAPSHOT_INTERVAL_MS`).
     /// The exhaustive lens turns it off to keep the state space small.
     pub bgwriter_running_xacts: bool,
+    /// Whether walsenders send keep-alive messages (`WalSndKeepalive`) when caught up. The
+    /// exhaustive lens turns them off.
+    pub walsender_keepalives: bool,
     /// Testbed knob, not a PostgreSQL setting: how fast a snapshot `SELECT` returns rows.
     pub scan_rows_per_second: u64,
     /// Testbed knob: how late the primary's WAL reaches the standby (asynchronous replication).
@@ -146,6 +149,10 @@ struct Walsender {
     publication: String,
     /// Next WAL entry to decode.
     next_entry: usize,
+    /// The flush position the client last reported (`MyWalSnd->flush`).
+    client_flush: Lsn,
+    /// The `walEnd` of the last keep-alive sent.
+    keepalive_sent: Lsn,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -612,7 +619,14 @@ impl Postgres {
         {
             // The exported snapshot dies with the session's next command.
             *exported_snapshot = None;
-            *walsender = Some(Walsender { slot: slot_name, start, publication, next_entry });
+            *walsender = Some(Walsender {
+                slot: slot_name,
+                start,
+                publication,
+                next_entry,
+                client_flush: Lsn::INVALID,
+                keepalive_sent: Lsn::INVALID,
+            });
         }
         ctx.send(client, Msg::ReplReply { session, reply: ReplReply::StreamingStarted });
         self.pump_walsender(ctx, client, session);
@@ -671,14 +685,25 @@ impl Postgres {
             }
             walsender.next_entry += 1;
         }
+        // Caught up (`WalSndWaitForWal`): while the client's reported flush is behind what was
+        // sent, a keep-alive carries `sentPtr`, the end of the WAL read, other databases' WAL
+        // included (reference §5.1). One per position here.
+        let sent = self.durable.wal.write_lsn();
+        if self.config.walsender_keepalives && walsender.client_flush < sent && walsender.keepalive_sent < sent {
+            walsender.keepalive_sent = sent;
+            ctx.send(client, Msg::ReplReply { session, reply: ReplReply::Keepalive { wal_end: sent } });
+        }
     }
 
     fn status_update(&mut self, ctx: &mut Ctx, client: Node, session: SessionId, flush: Lsn) {
-        let Some(Session::Replication { walsender: Some(walsender), .. }) =
-            self.volatile.sessions.get(&(client, session)).map(|session| &**session)
-        else {
-            return;
-        };
+        let Some(shared) = self.volatile.sessions.get_mut(&(client, session)) else { return };
+        let Session::Replication { walsender: Some(walsender), .. } = &**shared else { return };
+        if walsender.client_flush != flush
+            && let Session::Replication { walsender: Some(walsender), .. } = shared.get_mut()
+        {
+            walsender.client_flush = flush;
+        }
+        let Session::Replication { walsender: Some(walsender), .. } = &**shared else { return };
         let Some(slot) = self.durable.slots.get_mut().get_mut(&walsender.slot) else {
             return;
         };
@@ -1027,6 +1052,7 @@ mod tests {
             max_slot_wal_keep_size_mb: cap_mb,
             wal_keep_size_mb: 0,
             bgwriter_running_xacts: false,
+            walsender_keepalives: true,
             scan_rows_per_second: 1000,
             replication_delay_ms: 0,
             has_standby: false,

@@ -160,6 +160,7 @@ fn is_periodic(timer: Timer) -> bool {
             | Timer::BgwriterRunningXacts
             | Timer::TaskRestart
             | Timer::SlotInfoRetry
+            | Timer::Heartbeat
             | Timer::KafkaRetry
             | Timer::OperatorRetry
     )
@@ -344,7 +345,7 @@ impl World {
     /// The world of a scenario at its start (the exhaustive lens ignores triggers and timed
     /// workload: scripted transactions may run at any point).
     pub fn new(spec: &Spec, bounds: &Bounds) -> World {
-        let system = setup::build(spec, 0, Options { bgwriter_running_xacts: false });
+        let system = setup::build(spec, 0, Options { bgwriter_running_xacts: false, walsender_keepalives: false });
         let mut world = World {
             pg: Shared::new(system.pg1),
             connect: Shared::new(system.connect),
@@ -811,6 +812,7 @@ pub fn timer_name(timer: Timer) -> String {
         Timer::StopTimeout => "stop-timeout".into(),
         Timer::TaskRestart => "task-restart".into(),
         Timer::SlotInfoRetry => "slot-info-retry".into(),
+        Timer::Heartbeat => "heartbeat".into(),
         Timer::SinkCommit => "sink-commit".into(),
         Timer::KafkaRetry => "kafka-retry".into(),
         Timer::Workload => "workload".into(),
@@ -828,7 +830,7 @@ fn world_node(name: &str) -> Result<Node, String> {
 }
 
 fn parse_timer(text: &str) -> Result<Timer, String> {
-    const PLAIN: [Timer; 14] = sets::PLAIN_TIMERS;
+    const PLAIN: [Timer; 15] = sets::PLAIN_TIMERS;
     if let Some(client) = text.strip_prefix("scan-batch:") {
         return Ok(Timer::ScanBatch { client: world_node(client)? });
     }
