@@ -40,6 +40,8 @@ pub enum Timer {
     TaskRestart,
     /// Debezium: read the slot row again (its `restart_lsn` was NULL; 900 attempts, 2 s apart).
     SlotInfoRetry,
+    /// Debezium: the next heartbeat (`heartbeat.interval.ms`).
+    Heartbeat,
     /// Sink: commit consumed positions (`auto.commit.interval.ms`).
     SinkCommit,
     /// A Kafka client sends its unanswered requests again after a lost connection.

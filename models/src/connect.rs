@@ -222,6 +222,7 @@ impl ConnectWorker {
             TaskEvent::None => {}
             TaskEvent::RestartAfter(after_ms) => ctx.set_timer(Timer::TaskRestart, after_ms),
             TaskEvent::ReadSlotAgainAfter(after_ms) => ctx.set_timer(Timer::SlotInfoRetry, after_ms),
+            TaskEvent::HeartbeatEvery(interval_ms) => ctx.set_timer(Timer::Heartbeat, interval_ms),
             TaskEvent::Failed => {
                 if let Some(task) = self.volatile.task.as_mut() {
                     task.state = TaskState::Failed;
@@ -441,6 +442,7 @@ impl ConnectWorker {
                 ctx.cancel_timer(Timer::OffsetFlush);
                 ctx.cancel_timer(Timer::TaskRestart);
                 ctx.cancel_timer(Timer::SlotInfoRetry);
+                ctx.cancel_timer(Timer::Heartbeat);
                 task.poll_armed = false;
                 // The send loop exits; in-flight records are awaited.
                 ctx.set_timer(Timer::StopTimeout, self.config.offset_flush_timeout_ms);
@@ -453,6 +455,7 @@ impl ConnectWorker {
                 ctx.cancel_timer(Timer::PollReturns);
                 ctx.cancel_timer(Timer::TaskRestart);
                 ctx.cancel_timer(Timer::SlotInfoRetry);
+                ctx.cancel_timer(Timer::Heartbeat);
                 ctx.observe(Observation::TaskStopped { graceful: true });
             }
             TaskState::Stopping => {}
@@ -657,6 +660,15 @@ impl Component for ConnectWorker {
                     self.volatile.pending.retain(|(_, purpose, _)| !matches!(purpose, Pending::Produce { .. }));
                 }
                 self.continue_stop_if_drained(ctx);
+            }
+            Timer::Heartbeat => {
+                if let Some(task) = self.volatile.task.as_mut()
+                    && task.state == TaskState::Running
+                    && task.debezium.get_mut().on_heartbeat(ctx)
+                {
+                    ctx.set_timer(Timer::Heartbeat, self.debezium.effective_heartbeat_interval_ms());
+                    self.arm_poll(ctx);
+                }
             }
             Timer::SlotInfoRetry => {
                 if let Some(task) = self.volatile.task.as_mut()

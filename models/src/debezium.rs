@@ -39,8 +39,17 @@
 //!   recreates an invalidated slot. A walsender terminated under the task (its slot invalidated
 //!   at a checkpoint) is a retriable error.
 //!
-//! Left out (another issue makes them exact): heartbeats, `lsn.flush.mode` other than
-//! `connector`, the slot advance of `trust_offset`/`trust_greater_lsn`, `slot.max.retries`, incremental and blocking snapshots, transaction metadata, the
+//! - §5.4 heartbeats: every `heartbeat.interval.ms` while streaming, a record on the heartbeat
+//!   topic with the current offset (so Connect stores an offset no change record carried), and
+//!   the `heartbeat.action.query`, modelled as an update of a heartbeat table's row on a
+//!   connection of its own.
+//! - §5.5 `lsn.flush.mode`: `connector`, `manual` (never confirms), `connector_and_driver`
+//!   (pgjdbc confirms a keep-alive LSN once everything received was confirmed explicitly; with
+//!   `heartbeat.interval.ms=0` Debezium forces heartbeats every 600 000 ms).
+//!
+//! Left out (another issue makes them exact): the slot advance of
+//! `trust_offset`/`trust_greater_lsn`, `slot.max.retries`, heartbeats emitted right after a
+//! commit or a change (here only on the interval's timer), incremental and blocking snapshots, transaction metadata, the
 //! queue's `max.queue.size` back-pressure, the `WalPositionLocator`'s rules for changes that
 //! share an LSN (they never do here: each change has its own record). The locator is reduced to
 //! "drop replayed changes at or before the stored `lsn_proc`", which is exact while transactions
@@ -53,7 +62,7 @@ use crate::event::{
 use crate::ids::{Key, Node, Row, TableId};
 use crate::lsn::Lsn;
 use crate::observe::{Observation, SnapshotCase};
-use crate::postgres::table::ChangeKind;
+use crate::postgres::table::{ChangeKind, RowOp};
 use crate::protocol::{DecodedTxn, Msg, ReplReply, ReplRequest, SessionId, SlotRow, SqlReply, SqlRequest};
 use crate::shared::{Fixed, Shared};
 use serde::{Deserialize, Serialize};
@@ -118,6 +127,47 @@ impl OffsetMismatchStrategy {
     }
 }
 
+/// `lsn.flush.mode` (3.4, reference §5.5): who confirms positions to the slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LsnFlushMode {
+    /// Debezium confirms its stored offsets; the driver's keep-alive confirmation is off.
+    Connector,
+    /// Nothing confirms: the slot moves only when something outside advances it.
+    Manual,
+    /// Debezium confirms its stored offsets, and pgjdbc confirms keep-alive LSNs by its rule.
+    ConnectorAndDriver,
+}
+
+/// Debezium's fallback for `connector_and_driver` without heartbeats
+/// (`applyLsnFlushModeHeartbeatFallback`): 10 minutes.
+pub const LSN_FLUSH_MODE_HEARTBEAT_FALLBACK_MS: u64 = 600_000;
+
+impl DebeziumConfig {
+    /// The heartbeat interval in effect: `connector_and_driver` with `heartbeat.interval.ms=0`
+    /// forces 600 000 ms (reference §5.5).
+    pub fn effective_heartbeat_interval_ms(&self) -> u64 {
+        if self.heartbeat_interval_ms == 0 && self.lsn_flush_mode == LsnFlushMode::ConnectorAndDriver {
+            LSN_FLUSH_MODE_HEARTBEAT_FALLBACK_MS
+        } else {
+            self.heartbeat_interval_ms
+        }
+    }
+}
+
+impl LsnFlushMode {
+    pub const ALL: [LsnFlushMode; 3] =
+        [LsnFlushMode::Connector, LsnFlushMode::Manual, LsnFlushMode::ConnectorAndDriver];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LsnFlushMode::Connector => "connector",
+            LsnFlushMode::Manual => "manual",
+            LsnFlushMode::ConnectorAndDriver => "connector_and_driver",
+        }
+    }
+}
+
 /// The connector properties the model uses, with Debezium's defaults.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct DebeziumConfig {
@@ -151,6 +201,13 @@ pub struct DebeziumConfig {
     pub log_position_check_enable: bool,
     /// `offset.mismatch.strategy` (default `no_validation`).
     pub offset_mismatch_strategy: OffsetMismatchStrategy,
+    /// `lsn.flush.mode` (default `connector`).
+    pub lsn_flush_mode: LsnFlushMode,
+    /// `heartbeat.interval.ms` (default 0: off).
+    pub heartbeat_interval_ms: u64,
+    /// `heartbeat.action.query`, modelled as an update of row 1 of this table (an upsert into a
+    /// heartbeat table in the publication).
+    pub heartbeat_action_table: Option<TableId>,
     /// The captured tables (`table.include.list`), in snapshot order.
     pub tables: Vec<TableId>,
 }
@@ -203,6 +260,8 @@ pub enum TaskEvent {
     RestartAfter(u64),
     /// Read the slot row again after this many ms (the 900-attempt loop, reference §5.8).
     ReadSlotAgainAfter(u64),
+    /// Streaming began: heartbeats start, one every this many ms.
+    HeartbeatEvery(u64),
     /// The task failed with a non-retriable error.
     Failed,
 }
@@ -237,6 +296,12 @@ pub struct DebeziumTask {
     last_acked: Option<SourceOffset>,
     /// Reads of the slot row so far in this start (`fetchReplicationSlotInfo`).
     slot_info_attempts: u32,
+    /// pgjdbc's state for its keep-alive rule: the start of the last data message received
+    /// (a COMMIT is stamped with the commit's end) and the flush position the driver reports.
+    last_data_start: Lsn,
+    driver_flushed: Lsn,
+    /// The heartbeat action query's own connection.
+    heartbeat_session: Option<SessionId>,
 }
 
 impl DebeziumTask {
@@ -259,6 +324,9 @@ impl DebeziumTask {
             last_flushed: Lsn::INVALID,
             last_acked: None,
             slot_info_attempts: 0,
+            last_data_start: Lsn::INVALID,
+            driver_flushed: Lsn::INVALID,
+            heartbeat_session: None,
         }
     }
 
@@ -334,6 +402,9 @@ impl DebeziumTask {
         if let Some(session) = self.replication.take() {
             ctx.send(Node::Postgres, Msg::Repl { session, request: ReplRequest::Close });
         }
+        if let Some(session) = self.heartbeat_session.take() {
+            ctx.send(Node::Postgres, Msg::Sql { session, request: SqlRequest::Close });
+        }
     }
 
     /// `PostgresConnectorTask.start()` with the offset Connect loaded.
@@ -348,6 +419,8 @@ impl DebeziumTask {
         self.lsn_flushing_allowed = false;
         self.last_flushed = Lsn::INVALID;
         self.slot_info_attempts = 0;
+        self.last_data_start = Lsn::INVALID;
+        self.driver_flushed = Lsn::INVALID;
         ctx.observe(Observation::TaskStarted { offset: stored });
         if let Some(offset) = stored
             && offset.initial_snapshot_running()
@@ -403,6 +476,7 @@ impl DebeziumTask {
         // The sessions are gone with the connection.
         self.jdbc = None;
         self.replication = None;
+        self.heartbeat_session = None;
         if matches!(self.phase, Phase::Idle | Phase::Failed { .. } | Phase::AwaitingRestart) {
             return TaskEvent::None;
         }
@@ -649,14 +723,67 @@ impl DebeziumTask {
             }
             (Phase::StartingStream, ReplReply::StreamingStarted) => {
                 self.phase = Phase::Streaming;
-                TaskEvent::None
+                match self.config.effective_heartbeat_interval_ms() {
+                    0 => TaskEvent::None,
+                    interval_ms => TaskEvent::HeartbeatEvery(interval_ms),
+                }
             }
             (Phase::Streaming, ReplReply::XLogData(txn)) => {
                 self.lsn_flushing_allowed = true;
+                self.last_data_start = txn.end_lsn;
                 self.process_transaction(txn);
                 TaskEvent::None
             }
+            (Phase::Streaming, ReplReply::Keepalive { wal_end }) => {
+                self.on_keepalive(ctx, wal_end);
+                TaskEvent::None
+            }
             _ => TaskEvent::None,
+        }
+    }
+
+    /// A heartbeat (reference §5.4): a record on the heartbeat topic carrying the current offset,
+    /// so that Connect stores it (and the slot is confirmed to it) though no change record was
+    /// produced; and the `heartbeat.action.query`, on a connection of its own, whose write in a
+    /// published table gives a quiet database a commit to process.
+    pub fn on_heartbeat(&mut self, ctx: &mut Ctx) -> bool {
+        if !self.is_streaming() {
+            return false;
+        }
+        if self.offset.lsn_to_confirm().is_some() {
+            let record = SourceRecord { topic: Topic::Heartbeat, key: 0, value: None, offset: self.offset };
+            self.queue.get_mut().push(record);
+        }
+        if let Some(table) = self.config.heartbeat_action_table {
+            let session = match self.heartbeat_session {
+                Some(session) => session,
+                None => {
+                    let session = self.new_session();
+                    self.heartbeat_session = Some(session);
+                    session
+                }
+            };
+            let ops = vec![RowOp::Update { table, key: 1, status: crate::ids::Status::Assessed }];
+            ctx.send(Node::Postgres, Msg::Sql { session, request: SqlRequest::Transaction { ops } });
+        }
+        let lsn = self.offset.lsn_to_confirm();
+        ctx.observe(Observation::Heartbeat { lsn, action_query: self.config.heartbeat_action_table.is_some() });
+        true
+    }
+
+    /// pgjdbc's keep-alive rule (`V3PGReplicationStream.processKeepAliveMessage`, reference
+    /// §5.5), on with `lsn.flush.mode=connector_and_driver`: when the last LSN Debezium confirmed
+    /// explicitly is at or past the start of the last data message, a keep-alive LSN beyond both
+    /// the explicit and the driver's flush position is confirmed. It moves the slot past
+    /// Debezium's stored offset: Debezium never stores the keep-alive LSN.
+    fn on_keepalive(&mut self, ctx: &mut Ctx, wal_end: Lsn) {
+        if self.config.lsn_flush_mode != LsnFlushMode::ConnectorAndDriver {
+            return;
+        }
+        if self.last_flushed >= self.last_data_start && wal_end > self.last_flushed && wal_end > self.driver_flushed {
+            self.driver_flushed = wal_end;
+            ctx.observe(Observation::KeepaliveConfirmed { lsn: wal_end });
+            self.repl(ctx, ReplRequest::StatusUpdate { flush: wal_end });
         }
     }
 
@@ -721,7 +848,7 @@ impl DebeziumTask {
 
     /// Where `commit_offset` would confirm the slot to, if it would send a confirmation at all.
     pub fn commit_moves(&self, stored: Option<SourceOffset>) -> Option<Lsn> {
-        if !self.is_streaming() || !self.lsn_flushing_allowed {
+        if !self.is_streaming() || !self.lsn_flushing_allowed || self.config.lsn_flush_mode == LsnFlushMode::Manual {
             return None;
         }
         let lsn = stored.and_then(|offset| offset.lsn_to_confirm())?;
@@ -909,5 +1036,41 @@ mod tests {
         let valid = SlotRow { restart_lsn: Some(Lsn(0x100)), wal_status: Some("reserved".into()), ..lost };
         assert_eq!(task.on_sql_reply(&mut ctx, SqlReply::Slot(Some(valid))), TaskEvent::None);
         assert_eq!(task.phase, Phase::EnsuringPublication);
+    }
+
+    /// Reference §5.5: pgjdbc confirms a keep-alive only with `connector_and_driver`, and only
+    /// once everything received has been confirmed explicitly.
+    #[test]
+    fn the_driver_confirms_keepalives_only_when_nothing_received_is_unconfirmed() {
+        let keepalive = |task: &mut DebeziumTask, lsn: u64| {
+            let mut out = Outbox::default();
+            let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
+            task.on_repl_reply(&mut ctx, ReplReply::Keepalive { wal_end: Lsn(lsn) });
+            out.sends
+                .iter()
+                .filter_map(|(_, msg)| match msg {
+                    Msg::Repl { request: ReplRequest::StatusUpdate { flush }, .. } => Some(flush.0),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut connector = task();
+        connector.phase = Phase::Streaming;
+        assert!(keepalive(&mut connector, 5000).is_empty(), "lsn.flush.mode=connector ignores keep-alives");
+
+        let mut config = (*task().config).clone();
+        config.lsn_flush_mode = LsnFlushMode::ConnectorAndDriver;
+        let mut driver = DebeziumTask::new(Fixed::new(config), 1);
+        driver.phase = Phase::Streaming;
+        let mut out = Outbox::default();
+        driver.on_repl_reply(
+            &mut Ctx::new(SimTime(0), Node::Connect, &mut out),
+            ReplReply::XLogData(txn(10, 1000, &[1])),
+        );
+        assert!(keepalive(&mut driver, 5000).is_empty(), "the transaction received is not confirmed yet");
+        driver.last_flushed = Lsn(1140);
+        assert_eq!(keepalive(&mut driver, 5000), [5000], "everything received confirmed: the keep-alive is");
+        assert!(keepalive(&mut driver, 5000).is_empty(), "once");
+        assert_eq!(keepalive(&mut driver, 6000), [6000]);
     }
 }

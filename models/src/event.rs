@@ -126,6 +126,9 @@ impl ChangeEvent {
 pub enum Topic {
     /// `<topic.prefix>.<schema>.<table>`: the change topic of a captured table.
     Change(TableId),
+    /// `__debezium-heartbeat.<topic.prefix>`: heartbeat records, which carry the connector's
+    /// current offset so that Connect stores it (reference `debezium-postgres.md` §5.4).
+    Heartbeat,
 }
 
 /// `snapshot` offset key: which kind of snapshot is in progress.

@@ -25,6 +25,7 @@ impl Names {
     pub fn topic(&self, topic: Topic) -> String {
         match topic {
             Topic::Change(table) => format!("{}.{}", self.topic_prefix, self.table(table)),
+            Topic::Heartbeat => format!("__debezium-heartbeat.{}", self.topic_prefix),
         }
     }
 }
@@ -112,6 +113,19 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             }
             text
         }
+        Observation::Heartbeat { lsn, action_query } => {
+            let mut text = match lsn {
+                Some(lsn) => format!("heartbeat record with the current offset ({lsn})"),
+                None => "heartbeat (no offset yet, no record)".to_string(),
+            };
+            if *action_query {
+                text.push_str("; heartbeat.action.query run");
+            }
+            text
+        }
+        Observation::KeepaliveConfirmed { lsn } => format!(
+            "the driver confirmed keep-alive {lsn} to the slot (lsn.flush.mode=connector_and_driver; not in the stored offset)"
+        ),
         Observation::SlotInfoRetry { attempt } => format!(
             "slot info attempt {attempt} of 900: restart_lsn is NULL (\"concurrent tx probably blocks taking snapshot\"); \
              trying again in 2 s, the task still RUNNING"

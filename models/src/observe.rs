@@ -200,6 +200,16 @@ pub enum Observation {
     SlotInfoRetry {
         attempt: u32,
     },
+    /// The JDBC driver confirmed a keep-alive's LSN to the slot (`lsn.flush.mode=connector_and_driver`).
+    KeepaliveConfirmed {
+        lsn: Lsn,
+    },
+    /// Debezium's heartbeat: a record with the current offset (its position `lsn`, if any) and,
+    /// with `heartbeat.action.query`, the query.
+    Heartbeat {
+        lsn: Option<Lsn>,
+        action_query: bool,
+    },
     /// WAL written in a database nobody captures.
     WalWritten {
         server: Node,

@@ -327,6 +327,11 @@ impl SearchIndex {
     fn on_fetched(&mut self, ctx: &mut Ctx, records: Vec<KafkaRecord>, log_end_offsets: Vec<(TopicPartition, u64)>) {
         let mut applies = Vec::with_capacity(records.len());
         for record in &records {
+            if record.tp.topic == crate::event::Topic::Heartbeat {
+                // The index's consumer reads only change topics' documents.
+                self.volatile.positions.insert(record.tp, record.offset + 1);
+                continue;
+            }
             let (action, before, after) = self.apply(record);
             applies.push(Apply { record: *record, action, before, after });
             self.volatile.positions.insert(record.tp, record.offset + 1);

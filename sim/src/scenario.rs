@@ -10,8 +10,8 @@
 //! `--set ARG: FIELD: PROBLEM`.
 
 use handoff_models::connect::ConnectConfig;
-use handoff_models::debezium::OffsetMismatchStrategy;
 use handoff_models::debezium::{DebeziumConfig, SnapshotMode};
+use handoff_models::debezium::{LsnFlushMode, OffsetMismatchStrategy};
 use handoff_models::ids::{Node, Status, TableId};
 use handoff_models::operator::GatePolicy;
 use handoff_models::postgres::table::{ReplicaIdentity, RowOp};
@@ -820,7 +820,7 @@ fn table_id(cx: &Cx, field: &Field, name: &str, tables: &[TableSetup]) -> Res<Ta
 const MODELLED: &str = "name connector.class topic.prefix plugin.name slot.name publication.name \
     publication.autocreate.mode snapshot.mode snapshot.fetch.size max.batch.size max.queue.size poll.interval.ms \
     retriable.restart.connector.wait.ms tombstones.on.delete table.include.list offset.mismatch.strategy \
-    lsn.flush.mode heartbeat.interval.ms slot.drop.on.stop provide.transaction.metadata";
+    lsn.flush.mode heartbeat.interval.ms heartbeat.action.query slot.drop.on.stop provide.transaction.metadata";
 
 /// Accepted and shown in the handoff record, with no effect on the model.
 const ACCEPTED: &str = "database.hostname database.port database.user database.password database.dbname \
@@ -943,6 +943,7 @@ fn connector(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<(DebeziumConfig
     let poll_interval_ms = int("poll.interval.ms", 500, 1)? as u64;
     let retriable_restart_connector_wait_ms = int("retriable.restart.connector.wait.ms", 10_000, 1)? as u64;
     let tombstones_on_delete = flag("tombstones.on.delete", true)?;
+    let all_tables = tables;
     let tables = include_list(cx, s, tables)?;
     let offset_mismatch_strategy = match s.get("offset.mismatch.strategy") {
         None => OffsetMismatchStrategy::NoValidation,
@@ -959,11 +960,44 @@ fn connector(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<(DebeziumConfig
             }
         }
     };
-    prop_only(cx, s, "lsn.flush.mode", "connector")?;
-    if let Some(field) = s.get("heartbeat.interval.ms")
-        && prop_int(cx, &field, 0, i64::MAX)? != 0
-    {
-        return cx.fail(&field, "heartbeats are not modelled yet; only 0");
+    let lsn_flush_mode = match s.get("lsn.flush.mode") {
+        None => LsnFlushMode::Connector,
+        Some(field) => {
+            let text = prop_text(cx, &field)?;
+            match LsnFlushMode::ALL.into_iter().find(|mode| mode.name() == text.trim()) {
+                Some(mode) => mode,
+                None => return cx.fail(&field, unknown_value(&text, LsnFlushMode::ALL.iter().map(|mode| mode.name()))),
+            }
+        }
+    };
+    let heartbeat_interval_ms = int("heartbeat.interval.ms", 0, 0)? as u64;
+    // The action query is modelled as an upsert into a table of the scenario: the query must
+    // name one (`INSERT INTO public.heartbeat … ON CONFLICT … DO UPDATE …`).
+    let heartbeat_action_table = match s.get("heartbeat.action.query") {
+        None => None,
+        Some(field) => {
+            let query = prop_text(cx, &field)?;
+            let named: Vec<&TableSetup> =
+                all_tables.iter().filter(|table| query.contains(table.name.as_str())).collect();
+            match named.as_slice() {
+                [table] if table.rows >= 1 => Some(table.id),
+                [table] => {
+                    return cx
+                        .fail(&field, format!("the heartbeat table {} needs its row: give it rows = 1", table.name));
+                }
+                _ => {
+                    return cx.fail(
+                        &field,
+                        "the model runs the heartbeat query as an upsert of row 1 of a table of the scenario: name \
+                         exactly one [[table]] in it, e.g. INSERT INTO public.heartbeat ...",
+                    );
+                }
+            }
+        }
+    };
+    if heartbeat_action_table.is_some() && heartbeat_interval_ms == 0 {
+        let field = s.get("heartbeat.action.query").expect("present");
+        return cx.fail(&field, "heartbeat.action.query runs only with heartbeat.interval.ms above 0");
     }
     for key in ["slot.drop.on.stop", "provide.transaction.metadata"] {
         if let Some(field) = s.get(key)
@@ -991,6 +1025,9 @@ fn connector(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<(DebeziumConfig
         tombstones_on_delete,
         log_position_check_enable: true,
         offset_mismatch_strategy,
+        lsn_flush_mode,
+        heartbeat_interval_ms,
+        heartbeat_action_table,
         tables,
     };
     Ok((debezium, properties))

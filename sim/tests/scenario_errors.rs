@@ -367,8 +367,8 @@ fn missing_plugin_name_explains_decoderbufs() {
 fn unmodelled_connector_properties() {
     let cases = [
         ("\"offset.mismatch.strategy\" = \"trust_everything\"", "trust_greater_lsn"),
-        ("\"lsn.flush.mode\" = \"manual\"", "not modelled yet; only connector"),
-        ("\"heartbeat.interval.ms\" = 1000", "heartbeats are not modelled yet"),
+        ("\"lsn.flush.mode\" = \"driver\"", "connector_and_driver"),
+        ("\"heartbeat.action.query\" = \"SELECT 1\"", "name exactly one [[table]]"),
         ("\"slot.drop.on.stop\" = true", "true is not modelled yet"),
         ("\"provide.transaction.metadata\" = \"true\"", "true is not modelled yet"),
         ("\"publication.autocreate.mode\" = \"filtered\"", "not modelled yet; only all_tables"),

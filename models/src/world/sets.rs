@@ -27,7 +27,7 @@ pub(super) fn slot(node: Node) -> usize {
 }
 
 /// The timers without a client, in `Timer`'s order (after every `ScanBatch`).
-pub(super) const PLAIN_TIMERS: [Timer; 14] = [
+pub(super) const PLAIN_TIMERS: [Timer; 15] = [
     Timer::BgwriterRunningXacts,
     Timer::Checkpoint,
     Timer::ShipWal,
@@ -37,6 +37,7 @@ pub(super) const PLAIN_TIMERS: [Timer; 14] = [
     Timer::StopTimeout,
     Timer::TaskRestart,
     Timer::SlotInfoRetry,
+    Timer::Heartbeat,
     Timer::SinkCommit,
     Timer::KafkaRetry,
     Timer::Workload,
@@ -59,11 +60,12 @@ fn timer_index(timer: Timer) -> usize {
         Timer::StopTimeout => SLOTS + 6,
         Timer::TaskRestart => SLOTS + 7,
         Timer::SlotInfoRetry => SLOTS + 8,
-        Timer::SinkCommit => SLOTS + 9,
-        Timer::KafkaRetry => SLOTS + 10,
-        Timer::Workload => SLOTS + 11,
-        Timer::LoaderStart => SLOTS + 12,
-        Timer::OperatorRetry => SLOTS + 13,
+        Timer::Heartbeat => SLOTS + 9,
+        Timer::SinkCommit => SLOTS + 10,
+        Timer::KafkaRetry => SLOTS + 11,
+        Timer::Workload => SLOTS + 12,
+        Timer::LoaderStart => SLOTS + 13,
+        Timer::OperatorRetry => SLOTS + 14,
     }
 }
 
@@ -225,12 +227,13 @@ impl std::hash::Hash for Fired {
 }
 
 /// The timers a bound counts (see `is_periodic`).
-pub(super) const PERIODIC: [Timer; 7] = [
+pub(super) const PERIODIC: [Timer; 8] = [
     Timer::BgwriterRunningXacts,
     Timer::Checkpoint,
     Timer::OffsetFlush,
     Timer::TaskRestart,
     Timer::SlotInfoRetry,
+    Timer::Heartbeat,
     Timer::KafkaRetry,
     Timer::OperatorRetry,
 ];
