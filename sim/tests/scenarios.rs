@@ -62,3 +62,18 @@ fn claims_slot_cap_running_connector() {
 fn claims_slot_cap_recovery_runbook() {
     check("claims-slot-cap-recovery-runbook");
 }
+
+#[test]
+fn claims_quiet_database() {
+    check("claims-quiet-database");
+}
+
+#[test]
+fn claims_quiet_database_heartbeat_fix() {
+    check("claims-quiet-database-heartbeat-fix");
+}
+
+#[test]
+fn claims_quiet_database_keepalive_fix() {
+    check("claims-quiet-database-keepalive-fix");
+}
