@@ -945,31 +945,16 @@ fn connector(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<(DebeziumConfig
     let tombstones_on_delete = flag("tombstones.on.delete", true)?;
     let all_tables = tables;
     let tables = include_list(cx, s, tables)?;
-    let offset_mismatch_strategy = match s.get("offset.mismatch.strategy") {
-        None => OffsetMismatchStrategy::NoValidation,
-        Some(field) => {
-            let text = prop_text(cx, &field)?;
-            match OffsetMismatchStrategy::ALL.into_iter().find(|strategy| strategy.name() == text.trim()) {
-                Some(strategy) => strategy,
-                None => {
-                    return cx.fail(
-                        &field,
-                        unknown_value(&text, OffsetMismatchStrategy::ALL.iter().map(|strategy| strategy.name())),
-                    );
-                }
-            }
-        }
-    };
-    let lsn_flush_mode = match s.get("lsn.flush.mode") {
-        None => LsnFlushMode::Connector,
-        Some(field) => {
-            let text = prop_text(cx, &field)?;
-            match LsnFlushMode::ALL.into_iter().find(|mode| mode.name() == text.trim()) {
-                Some(mode) => mode,
-                None => return cx.fail(&field, unknown_value(&text, LsnFlushMode::ALL.iter().map(|mode| mode.name()))),
-            }
-        }
-    };
+    let offset_mismatch_strategy = choose(
+        cx,
+        s,
+        "offset.mismatch.strategy",
+        &OffsetMismatchStrategy::ALL,
+        OffsetMismatchStrategy::name,
+        OffsetMismatchStrategy::NoValidation,
+    )?;
+    let lsn_flush_mode =
+        choose(cx, s, "lsn.flush.mode", &LsnFlushMode::ALL, LsnFlushMode::name, LsnFlushMode::Connector)?;
     let heartbeat_interval_ms = int("heartbeat.interval.ms", 0, 0)? as u64;
     // The action query is modelled as an upsert into a table of the scenario: the query must
     // name one (`INSERT INTO public.heartbeat … ON CONFLICT … DO UPDATE …`).
@@ -1031,6 +1016,17 @@ fn connector(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<(DebeziumConfig
         tables,
     };
     Ok((debezium, properties))
+}
+
+/// An enumerated connector property: one of `all`, by its Debezium name.
+fn choose<T: Copy>(cx: &Cx, s: &Section, key: &str, all: &[T], name: fn(T) -> &'static str, default: T) -> Res<T> {
+    s.opt(key, default, |field| {
+        let text = prop_text(cx, field)?;
+        match all.iter().copied().find(|value| name(*value) == text.trim()) {
+            Some(value) => Ok(value),
+            None => cx.fail(field, unknown_value(&text, all.iter().map(|value| name(*value)))),
+        }
+    })
 }
 
 fn snapshot_mode(cx: &Cx, field: &Field) -> Res<SnapshotMode> {

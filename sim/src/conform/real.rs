@@ -62,7 +62,6 @@ struct StreamResult {
 pub struct RealServer {
     target: Target,
     restart: Option<RestartWith>,
-    segment_size: u64,
     connections: BTreeMap<String, Connection>,
     /// Transaction ids by workload name.
     names: Arc<Mutex<BTreeMap<u32, String>>>,
@@ -147,7 +146,6 @@ impl RealServer {
         let mut server = RealServer {
             target,
             restart,
-            segment_size: workload.server.wal_segment_size_bytes,
             connections: BTreeMap::new(),
             names: Arc::new(Mutex::new(BTreeMap::new())),
             next_id: BTreeMap::new(),
@@ -513,10 +511,9 @@ impl RealServer {
 
     /// Stops streams, drops the slots this run created, resets the settings it changed.
     pub fn finish(mut self) -> Result<(), String> {
-        for (slot, handle) in std::mem::take(&mut self.streams) {
+        for handle in std::mem::take(&mut self.streams).into_values() {
             handle.stop.store(true, Ordering::SeqCst);
             let _ = handle.thread.join();
-            let _ = slot;
         }
         let created = std::mem::take(&mut self.created_slots);
         for slot in created {
@@ -528,11 +525,6 @@ impl RealServer {
         }
         self.admin()?.simple_query("SELECT pg_reload_conf()").map_err(io)?;
         Ok(())
-    }
-
-    /// The segment size the server runs with.
-    pub fn segment_size(&self) -> u64 {
-        self.segment_size
     }
 }
 
@@ -625,9 +617,9 @@ fn consume(
                         if confirm != Confirm::None {
                             explicit_flush = end_lsn;
                             flush = flush.max(end_lsn);
-                            if let Err(error) = stream.send_status(written, flush, flush, false) {
+                            if stream.send_status(written, flush, flush, false).is_err() {
+                                // The server closed the stream under us.
                                 result.ended_by_server = true;
-                                let _ = error;
                                 return result;
                             }
                         }
@@ -653,9 +645,8 @@ fn consume(
                     flush = wal_end;
                     send = true;
                 }
-                if send && let Err(error) = stream.send_status(written.max(flush), flush, flush, false) {
+                if send && stream.send_status(written.max(flush), flush, flush, false).is_err() {
                     result.ended_by_server = true;
-                    let _ = error;
                     return result;
                 }
             }
