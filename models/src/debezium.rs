@@ -205,6 +205,8 @@ pub struct DebeziumConfig {
     pub lsn_flush_mode: LsnFlushMode,
     /// `heartbeat.interval.ms` (default 0: off).
     pub heartbeat_interval_ms: u64,
+    /// `slot.failover` (PostgreSQL 17+, default false): create the slot as a failover slot.
+    pub slot_failover: bool,
     /// `heartbeat.action.query`, modelled as an update of row 1 of this table (an upsert into a
     /// heartbeat table in the publication).
     pub heartbeat_action_table: Option<TableId>,
@@ -546,7 +548,8 @@ impl DebeziumTask {
                 if self.starting_slot.is_none() {
                     self.phase = Phase::CreatingSlot;
                     let (slot, plugin) = (self.config.slot_name.clone(), self.config.plugin_name.clone());
-                    self.repl(ctx, ReplRequest::CreateSlot { slot, plugin });
+                    let failover = self.config.slot_failover;
+                    self.repl(ctx, ReplRequest::CreateSlot { slot, plugin, failover });
                     TaskEvent::None
                 } else {
                     self.decide_snapshot(ctx)

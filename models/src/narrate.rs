@@ -126,6 +126,9 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
         Observation::KeepaliveConfirmed { lsn } => format!(
             "the driver confirmed keep-alive {lsn} to the slot (lsn.flush.mode=connector_and_driver; not in the stored offset)"
         ),
+        Observation::SlotSynced { slot, restart_lsn, confirmed_flush, .. } => {
+            format!("slotsync: synced slot \"{slot}\" at restart_lsn {restart_lsn}, confirmed_flush {confirmed_flush}")
+        }
         Observation::SlotInfoRetry { attempt } => format!(
             "slot info attempt {attempt} of 900: restart_lsn is NULL (\"concurrent tx probably blocks taking snapshot\"); \
              trying again in 2 s, the task still RUNNING"

@@ -195,6 +195,13 @@ pub enum Observation {
         oldest_kept: Lsn,
         walsender_terminated: bool,
     },
+    /// PostgreSQL 17+: the standby's slotsync worker created or moved its copy of a failover slot.
+    SlotSynced {
+        server: Node,
+        slot: String,
+        restart_lsn: Lsn,
+        confirmed_flush: Lsn,
+    },
     /// Debezium's slot reader found the slot's `restart_lsn` NULL and waits 2 s to read it again
     /// (attempt `attempt` of 900), while the task reports RUNNING.
     SlotInfoRetry {

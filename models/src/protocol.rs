@@ -42,6 +42,16 @@ pub enum Msg {
     WalShip {
         entries: Vec<WalEntry>,
     },
+    /// PostgreSQL 17+: the positions of the primary's failover slots, as the standby's slotsync
+    /// worker reads them (`pg_replication_slots` on the primary).
+    SlotSync {
+        slots: Vec<FailoverSlot>,
+    },
+    /// The standby's feedback: it has flushed the WAL up to `lsn` (its physical slot's position,
+    /// which `synchronized_standby_slots` waits for).
+    StandbyFlushed {
+        lsn: Lsn,
+    },
     Kafka {
         request_id: u64,
         request: KafkaRequest,
@@ -134,6 +144,8 @@ pub enum ReplRequest {
     CreateSlot {
         slot: String,
         plugin: String,
+        /// PostgreSQL 17+ `(FAILOVER)`: the slot is synchronized to standbys.
+        failover: bool,
     },
     /// `START_REPLICATION SLOT "<slot>" LOGICAL <start> (proto_version '1', publication_names
     /// '<publication>')`.
@@ -175,6 +187,16 @@ pub enum ReplReply {
         wal_end: Lsn,
     },
     Error(String),
+}
+
+/// A failover slot's positions on the primary, for the standby's slotsync worker.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FailoverSlot {
+    pub name: String,
+    pub plugin: String,
+    pub restart_lsn: Lsn,
+    pub confirmed_flush: Lsn,
+    pub invalidated: bool,
 }
 
 /// The Kafka protocol, reduced to what the models need.

@@ -67,6 +67,8 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
         scan_rows_per_second: spec.scan_rows_per_second,
         replication_delay_ms: spec.standby.unwrap_or(0),
         has_standby: spec.standby.is_some(),
+        sync_replication_slots: spec.sync_replication_slots,
+        synchronized_standby_slots: spec.synchronized_standby_slots,
         initial_wal_lsn: INITIAL_WAL_LSN,
         tables: spec
             .tables

@@ -417,6 +417,10 @@ pub struct Spec {
     pub scan_rows_per_second: u64,
     /// `Some(replication_delay_ms)` when there is a standby.
     pub standby: Option<u64>,
+    /// PostgreSQL 17+: the standby's `sync_replication_slots`, and whether the primary's
+    /// `synchronized_standby_slots` lists the standby's physical slot.
+    pub sync_replication_slots: bool,
+    pub synchronized_standby_slots: bool,
     pub tables: Vec<TableSetup>,
     pub debezium: DebeziumConfig,
     /// The connector properties as the scenario gave them (for the handoff record).
@@ -510,6 +514,8 @@ pub fn claims_minimal(rows: u32, rule: crate::sink::ApplyRule) -> Spec {
         wal_keep_size_mb: 0,
         scan_rows_per_second: 1000,
         standby: None,
+        sync_replication_slots: false,
+        synchronized_standby_slots: false,
         tables: vec![TableSetup {
             id: table,
             name: "public.claims".into(),
@@ -533,6 +539,7 @@ pub fn claims_minimal(rows: u32, rule: crate::sink::ApplyRule) -> Spec {
             offset_mismatch_strategy: crate::debezium::OffsetMismatchStrategy::NoValidation,
             lsn_flush_mode: crate::debezium::LsnFlushMode::Connector,
             heartbeat_interval_ms: 0,
+            slot_failover: false,
             heartbeat_action_table: None,
             tables: vec![table],
         },

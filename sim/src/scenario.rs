@@ -590,6 +590,12 @@ fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let postgres = postgres(cx, &root.sub(cx, "postgres")?)?;
     let tables = tables(cx, root)?;
     let (mut debezium, connector_properties) = connector(cx, &root.sub(cx, "connector")?, &tables)?;
+    if debezium.slot_failover
+        && postgres.version < 17
+        && let Some(field) = root.sub(cx, "connector")?.get("slot.failover")
+    {
+        return cx.fail(&field, "slot.failover needs PostgreSQL 17 or later ([postgres] version = 17)");
+    }
     debezium.version = versions(cx, &root.sub(cx, "versions")?)?;
     let (connect, connector_start_ms) = connect(cx, &root.sub(cx, "connect")?)?;
     let kafka_partitions = kafka(cx, &root.sub(cx, "kafka")?)?;
@@ -623,6 +629,8 @@ fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         wal_keep_size_mb: postgres.wal_keep_size_mb,
         scan_rows_per_second: postgres.scan_rows_per_second,
         standby: postgres.standby,
+        sync_replication_slots: postgres.sync_replication_slots,
+        synchronized_standby_slots: postgres.synchronized_standby_slots,
         tables,
         debezium,
         connector_properties,
@@ -684,20 +692,22 @@ struct Postgres {
     wal_keep_size_mb: u64,
     scan_rows_per_second: u64,
     standby: Option<u64>,
+    sync_replication_slots: bool,
+    synchronized_standby_slots: bool,
 }
 
 fn postgres(cx: &Cx, s: &Section) -> Res<Postgres> {
     s.check_keys(
         cx,
         "version wal_segment_size checkpoint_timeout max_wal_size max_slot_wal_keep_size wal_keep_size \
-         scan_rows_per_second standby",
+         synchronized_standby_slots scan_rows_per_second standby",
         "field",
     )?;
     let version = s.opt("version", 15, |field| match cx.int(field, 15, 18)? {
-        17 | 18 => cx.fail(
+        18 => cx.fail(
             field,
-            "PostgreSQL 17 and 18 are not modelled yet (their failover slots and the shutdown flush of logical \
-             slots' confirmed position are not modelled); use 15 or 16",
+            "PostgreSQL 18 is not modelled yet (idle_replication_slot_timeout, its view and error changes); use 15, 16 \
+             or 17",
         ),
         version => Ok(version as u32),
     })?;
@@ -746,12 +756,33 @@ fn postgres(cx: &Cx, s: &Section) -> Res<Postgres> {
     let wal_keep_size_mb =
         s.opt("wal_keep_size", 0, |field| if cx.string(field)? == "0" { Ok(0) } else { megabytes(field, 0) })?;
     let scan_rows_per_second = s.opt("scan_rows_per_second", 20_000, |field| cx.int(field, 1, i64::MAX))? as u64;
+    let mut sync_replication_slots = false;
     let standby = match s.get("standby") {
         None => None,
         Some(field) => {
             let standby = cx.section(&field)?;
-            standby.check_keys(cx, "replication_delay_ms", "field")?;
+            standby.check_keys(cx, "replication_delay_ms sync_replication_slots", "field")?;
+            if let Some(field) = standby.get("sync_replication_slots") {
+                sync_replication_slots = prop_bool(cx, &field)?;
+                if sync_replication_slots && version < 17 {
+                    return cx.fail(&field, "sync_replication_slots needs PostgreSQL 17 or later (version = 17)");
+                }
+            }
             Some(standby.opt("replication_delay_ms", 0, |field| cx.u64(field))?)
+        }
+    };
+    // The primary's `synchronized_standby_slots`: the standby's physical slot, by name.
+    let synchronized_standby_slots = match s.get("synchronized_standby_slots") {
+        None => false,
+        Some(field) => {
+            let names = cx.string(&field)?.trim();
+            if version < 17 {
+                return cx.fail(&field, "synchronized_standby_slots needs PostgreSQL 17 or later (version = 17)");
+            }
+            if standby.is_none() {
+                return cx.fail(&field, "synchronized_standby_slots names a standby's slot: add [postgres.standby]");
+            }
+            !names.is_empty()
         }
     };
     Ok(Postgres {
@@ -763,6 +794,8 @@ fn postgres(cx: &Cx, s: &Section) -> Res<Postgres> {
         wal_keep_size_mb,
         scan_rows_per_second,
         standby,
+        sync_replication_slots,
+        synchronized_standby_slots,
     })
 }
 
@@ -820,7 +853,8 @@ fn table_id(cx: &Cx, field: &Field, name: &str, tables: &[TableSetup]) -> Res<Ta
 const MODELLED: &str = "name connector.class topic.prefix plugin.name slot.name publication.name \
     publication.autocreate.mode snapshot.mode snapshot.fetch.size max.batch.size max.queue.size poll.interval.ms \
     retriable.restart.connector.wait.ms tombstones.on.delete table.include.list offset.mismatch.strategy \
-    lsn.flush.mode heartbeat.interval.ms heartbeat.action.query slot.drop.on.stop provide.transaction.metadata";
+    lsn.flush.mode heartbeat.interval.ms heartbeat.action.query slot.failover slot.drop.on.stop \
+    provide.transaction.metadata";
 
 /// Accepted and shown in the handoff record, with no effect on the model.
 const ACCEPTED: &str = "database.hostname database.port database.user database.password database.dbname \
@@ -956,6 +990,7 @@ fn connector(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<(DebeziumConfig
     let lsn_flush_mode =
         choose(cx, s, "lsn.flush.mode", &LsnFlushMode::ALL, LsnFlushMode::name, LsnFlushMode::Connector)?;
     let heartbeat_interval_ms = int("heartbeat.interval.ms", 0, 0)? as u64;
+    let slot_failover = flag("slot.failover", false)?;
     // The action query is modelled as an upsert into a table of the scenario: the query must
     // name one (`INSERT INTO public.heartbeat … ON CONFLICT … DO UPDATE …`).
     let heartbeat_action_table = match s.get("heartbeat.action.query") {
@@ -1013,6 +1048,7 @@ fn connector(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<(DebeziumConfig
         lsn_flush_mode,
         heartbeat_interval_ms,
         heartbeat_action_table,
+        slot_failover,
         tables,
     };
     Ok((debezium, properties))
@@ -1665,10 +1701,16 @@ fn write_postgres(w: &mut Writer, spec: &Spec) {
     if spec.wal_keep_size_mb != 0 {
         w.field("wal_keep_size", toml_string(&size_text(spec.wal_keep_size_mb << 20)));
     }
+    if spec.synchronized_standby_slots {
+        w.field("synchronized_standby_slots", toml_string("standby_slot"));
+    }
     w.field("scan_rows_per_second", spec.scan_rows_per_second);
     if let Some(replication_delay_ms) = spec.standby {
         w.table("postgres.standby");
         w.field("replication_delay_ms", replication_delay_ms);
+        if spec.sync_replication_slots {
+            w.field("sync_replication_slots", true);
+        }
     }
 }
 

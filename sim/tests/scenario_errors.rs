@@ -411,9 +411,12 @@ fn partitions_out_of_range() {
 
 #[test]
 fn postgres_version() {
-    let text = format!("{MIN}[postgres]\nversion = 17\n");
-    fails(&text, &[], "s.toml:13:1: postgres.version: ", "failover slots");
-    fails(&text, &[], "s.toml:13:1: postgres.version: ", "shutdown flush");
+    let text = format!("{MIN}[postgres]\nversion = 18\n");
+    fails(&text, &[], "s.toml:13:1: postgres.version: ", "idle_replication_slot_timeout");
+    let text = format!("{MIN}[postgres]\nversion = 16\n[postgres.standby]\nsync_replication_slots = true\n");
+    fails(&text, &[], "s.toml:15:1: postgres.standby.sync_replication_slots: ", "needs PostgreSQL 17");
+    let text = format!("{MIN}[postgres]\nversion = 17\nsynchronized_standby_slots = \"s\"\n");
+    fails(&text, &[], "s.toml:14:1: postgres.synchronized_standby_slots: ", "add [postgres.standby]");
     fails(&format!("{MIN}[postgres]\nversion = 14\n"), &[], "s.toml:13:1: postgres.version: ", "expected 15 to 18");
 }
 

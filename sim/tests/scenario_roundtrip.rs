@@ -87,6 +87,8 @@ fn everything() -> Spec {
         wal_keep_size_mb: 128,
         scan_rows_per_second: 5_000,
         standby: Some(250),
+        sync_replication_slots: false,
+        synchronized_standby_slots: false,
         tables: vec![
             TableSetup {
                 id: claims,
@@ -119,6 +121,7 @@ fn everything() -> Spec {
             lsn_flush_mode: handoff_models::debezium::LsnFlushMode::ConnectorAndDriver,
             heartbeat_interval_ms: 5_000,
             heartbeat_action_table: Some(payments),
+            slot_failover: false,
             tables: vec![payments, claims],
         },
         connector_properties: properties,

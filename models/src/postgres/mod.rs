@@ -17,7 +17,7 @@
 //!   background writer's running-xacts record every 15 s while important WAL is written.
 //!
 //! A standby receives the primary's WAL over a link, in batches at most `replication_delay_ms`
-//! late, and replays it with the primary's positions. On PostgreSQL ≤ 16 it has no logical slots; promotion ends
+//! late, and replays it with the primary's positions. On PostgreSQL ≤ 16 it has no logical slots (17+: see failover slots below); promotion ends
 //! recovery on a new timeline (§12 "Position of the promoted standby's slot").
 //!
 //! - §7.1–7.3, §8 WAL retention ([`retention`]): every checkpoint keeps WAL from `KeepLogSeg`
@@ -30,11 +30,21 @@
 //!   15 by `handoff conform` (`conform/`), whose model side shares [`retention`], [`slot`] and
 //!   [`wal`] with this server.
 //!
+//! - §5.1 keep-alives: a caught-up walsender sends one carrying the end of the WAL read, while
+//!   the client's reported flush is behind it (sent only where the consumer acts on them:
+//!   Debezium's `connector_and_driver`).
+//! - §12 PostgreSQL 17 failover slots: a slot created with `failover`; the standby's slotsync
+//!   worker (`sync_replication_slots`) copies the primary's failover slots with every WAL
+//!   shipment, forward only and only to positions the standby has flushed, an invalidation
+//!   included; the copies (`synced`) are usable once the standby is promoted. With
+//!   `synchronized_standby_slots` the original primary's walsender for a failover slot sends
+//!   nothing the standby has not reported flushed (the standby's feedback).
+//!
 //! Left out (another issue makes them exact): `pg_replication_slot_advance` and SQL get/peek
 //! here (the conformance model has them), long-running transactions (slot creation waiting for
-//! them, RXs listing running transactions), keep-alive messages to a streaming client,
-//! PostgreSQL 17+ failover slots and the 17 shutdown save of `confirmed_flush`,
-//! `idle_replication_slot_timeout` (18).
+//! them, RXs listing running transactions), the slotsync worker's own polling interval (200 ms
+//! to 30 s) and its "sync-ready" wait, the 17 shutdown save of `confirmed_flush` (the model's
+//! only restart is an immediate one), `idle_replication_slot_timeout` (18).
 
 pub mod retention;
 pub mod slot;
@@ -45,7 +55,9 @@ use crate::component::{Component, Ctx, Timer};
 use crate::ids::{Csn, Key, Node, Row, TableId, Xid};
 use crate::lsn::Lsn;
 use crate::observe::{Observation, ScanSnapshot};
-use crate::protocol::{Control, DecodedTxn, Msg, ReplReply, ReplRequest, SessionId, SlotRow, SqlReply, SqlRequest};
+use crate::protocol::{
+    Control, DecodedTxn, FailoverSlot, Msg, ReplReply, ReplRequest, SessionId, SlotRow, SqlReply, SqlRequest,
+};
 use crate::shared::{Fixed, Shared};
 use retention::{Retention, WalAvailability};
 use serde::{Deserialize, Serialize};
@@ -85,6 +97,12 @@ pub struct PostgresConfig {
     pub replication_delay_ms: u64,
     /// Whether this server streams WAL to a standby (`Pg2`).
     pub has_standby: bool,
+    /// PostgreSQL 17+, the standby's `sync_replication_slots = on`: its slotsync worker copies
+    /// the primary's failover slots.
+    pub sync_replication_slots: bool,
+    /// PostgreSQL 17+, the primary's `synchronized_standby_slots` lists the standby's physical
+    /// slot: a failover slot's walsender sends nothing the standby has not flushed.
+    pub synchronized_standby_slots: bool,
     /// Where the WAL of a fresh cluster continues (the position after `initdb` and the load).
     pub initial_wal_lsn: Lsn,
     pub tables: Vec<TableSpec>,
@@ -176,6 +194,8 @@ struct Volatile {
     exported_snapshots_created: u32,
     /// `XLogGetLastRemovedSegno()`: 0 until a checkpoint removes WAL after a start.
     last_removed_segment: u64,
+    /// The standby's reported flush position (its physical slot's `restart_lsn`).
+    standby_flushed: Lsn,
 }
 
 /// A PostgreSQL server (`Pg1` or `Pg2`).
@@ -389,16 +409,7 @@ impl Postgres {
 
     /// New WAL exists: walsenders decode it and the standby is sent it.
     fn after_wal_append(&mut self, ctx: &mut Ctx) {
-        let sessions: Vec<(Node, SessionId)> = self
-            .volatile
-            .sessions
-            .iter()
-            .filter(|(_, session)| matches!(***session, Session::Replication { walsender: Some(_), .. }))
-            .map(|(id, _)| *id)
-            .collect();
-        for (client, session) in sessions {
-            self.pump_walsender(ctx, client, session);
-        }
+        self.pump_walsenders(ctx);
         if self.config.has_standby && self.durable.role == Role::Primary {
             if self.config.replication_delay_ms == 0 {
                 self.ship_wal(ctx);
@@ -411,12 +422,89 @@ impl Postgres {
         }
     }
 
+    /// Every walsender decodes what it may.
+    fn pump_walsenders(&mut self, ctx: &mut Ctx) {
+        let sessions: Vec<(Node, SessionId)> = self
+            .volatile
+            .sessions
+            .iter()
+            .filter(|(_, session)| matches!(***session, Session::Replication { walsender: Some(_), .. }))
+            .map(|(id, _)| *id)
+            .collect();
+        for (client, session) in sessions {
+            self.pump_walsender(ctx, client, session);
+        }
+    }
+
     fn ship_wal(&mut self, ctx: &mut Ctx) {
         let entries = &self.durable.wal.entries;
         if self.volatile.shipped_entries < entries.len() {
             let batch = entries[self.volatile.shipped_entries..].to_vec();
             self.volatile.shipped_entries = entries.len();
             ctx.send(Node::Pg2, Msg::WalShip { entries: batch });
+            // The standby's slotsync worker reads the failover slots' positions; the model lets
+            // it read them with every shipment (the real worker polls every 200 ms to 30 s).
+            let slots: Vec<FailoverSlot> = self
+                .durable
+                .slots
+                .values()
+                .filter(|slot| slot.failover)
+                .map(|slot| FailoverSlot {
+                    name: slot.name.clone(),
+                    plugin: slot.plugin.clone(),
+                    restart_lsn: slot.current.restart_lsn,
+                    confirmed_flush: slot.current.confirmed_flush,
+                    invalidated: slot.is_invalidated(),
+                })
+                .collect();
+            if !slots.is_empty() {
+                ctx.send(Node::Pg2, Msg::SlotSync { slots });
+            }
+        }
+    }
+
+    /// The slotsync worker (PostgreSQL 17+, reference §12): a remote failover slot whose
+    /// `confirmed_flush` this standby has flushed is created here (`synced`) or moved forward to
+    /// the remote positions; one ahead of the standby's WAL is skipped; an invalidation is copied.
+    fn sync_slots(&mut self, ctx: &mut Ctx, remote: Vec<FailoverSlot>) {
+        if self.durable.role != Role::Standby || !self.config.sync_replication_slots {
+            return;
+        }
+        let flushed = self.durable.wal.write_lsn();
+        for remote in remote {
+            let local = self.durable.slots.get(&remote.name);
+            if remote.invalidated {
+                if local.is_some_and(|slot| !slot.is_invalidated()) {
+                    self.durable.slots.get_mut().get_mut(&remote.name).expect("present").invalidate();
+                }
+                continue;
+            }
+            if remote.confirmed_flush > flushed {
+                continue; // "skipping slot synchronization": the standby is behind
+            }
+            let moves = local.is_none_or(|slot| {
+                remote.confirmed_flush > slot.current.confirmed_flush || remote.restart_lsn > slot.current.restart_lsn
+            });
+            if !moves {
+                continue;
+            }
+            let slots = self.durable.slots.get_mut();
+            let slot = slots.entry(remote.name.clone()).or_insert_with(|| {
+                let mut slot =
+                    Slot::new(remote.name.clone(), remote.plugin.clone(), remote.restart_lsn, remote.confirmed_flush);
+                slot.failover = true;
+                slot.synced = true;
+                slot
+            });
+            slot.current.restart_lsn = slot.current.restart_lsn.max(remote.restart_lsn);
+            slot.current.confirmed_flush = slot.current.confirmed_flush.max(remote.confirmed_flush);
+            slot.save();
+            ctx.observe(Observation::SlotSynced {
+                server: self.node,
+                slot: remote.name,
+                restart_lsn: slot.current.restart_lsn,
+                confirmed_flush: slot.current.confirmed_flush,
+            });
         }
     }
 
@@ -646,10 +734,16 @@ impl Postgres {
         };
         let entries = &self.durable.wal.entries;
         let published = &self.durable.publications;
-        if !self.durable.slots.contains_key(&walsender.slot) {
+        let Some(slot) = self.durable.slots.get(&walsender.slot) else {
             return;
-        }
+        };
+        // `synchronized_standby_slots` (§12): a failover slot's walsender waits for the standby
+        // to flush what it would send. Only the original primary lists a standby.
+        let wait_for_standby = self.config.synchronized_standby_slots && slot.failover && self.node == Node::Pg1;
         while walsender.next_entry < entries.len() {
+            if wait_for_standby && entries[walsender.next_entry].end() > self.volatile.standby_flushed {
+                return;
+            }
             match &entries[walsender.next_entry] {
                 WalEntry::Txn(txn) if txn.commit_lsn >= walsender.start => {
                     let publication = published.get(&walsender.publication).cloned().flatten();
@@ -887,7 +981,11 @@ impl Postgres {
             }
             self.durable.wal.get_mut().replay(entry);
         }
-        let _ = ctx;
+        // The walreceiver's feedback: flushed up to here. Sent where the primary waits for it
+        // (`synchronized_standby_slots`); runs without failover slots stay as they were.
+        if self.config.synchronized_standby_slots {
+            ctx.send(Node::Pg1, Msg::StandbyFlushed { lsn: self.durable.wal.write_lsn() });
+        }
     }
 
     fn promote(&mut self, ctx: &mut Ctx) {
@@ -966,8 +1064,15 @@ impl Component for Postgres {
                     .entry((from, session))
                     .or_insert_with(|| Shared::new(Session::Replication { exported_snapshot: None, walsender: None }));
                 let reply = match request {
-                    ReplRequest::CreateSlot { slot, plugin } => {
-                        Some(self.create_slot(ctx, from, session, slot, plugin))
+                    ReplRequest::CreateSlot { slot, plugin, failover } => {
+                        let reply = self.create_slot(ctx, from, session, slot.clone(), plugin);
+                        if failover
+                            && self.config.major_version >= 17
+                            && let Some(created) = self.durable.slots.get_mut().get_mut(&slot)
+                        {
+                            created.failover = true;
+                        }
+                        Some(reply)
                     }
                     ReplRequest::StartReplication { slot, start, publication } => {
                         self.start_replication(ctx, from, session, slot, start, publication)
@@ -986,6 +1091,13 @@ impl Component for Postgres {
                 }
             }
             Msg::WalShip { entries } => self.receive_wal(ctx, entries),
+            Msg::SlotSync { slots } => self.sync_slots(ctx, slots),
+            Msg::StandbyFlushed { lsn }
+                if self.durable.role == Role::Primary && lsn > self.volatile.standby_flushed =>
+            {
+                self.volatile.standby_flushed = lsn;
+                self.pump_walsenders(ctx);
+            }
             Msg::Control(Control::Promote) => self.promote(ctx),
             Msg::Control(Control::Checkpoint) if self.durable.role == Role::Primary => self.checkpoint(ctx, true),
             Msg::Control(Control::WalBurst { bytes }) if self.durable.role == Role::Primary => {
@@ -1056,6 +1168,8 @@ mod tests {
             scan_rows_per_second: 1000,
             replication_delay_ms: 0,
             has_standby: false,
+            sync_replication_slots: false,
+            synchronized_standby_slots: false,
             initial_wal_lsn: Lsn(0x16B_3748),
             tables: Vec::new(),
         };
@@ -1084,7 +1198,10 @@ mod tests {
         let mut pg = server(Some(1024));
         send(
             &mut pg,
-            Msg::Repl { session: 1, request: ReplRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into() } },
+            Msg::Repl {
+                session: 1,
+                request: ReplRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into(), failover: false },
+            },
         );
         stream(&mut pg, 1);
         let row = pg.slot_row(pg.slot("s").expect("slot"));
@@ -1116,12 +1233,52 @@ mod tests {
         let mut pg = server(None);
         send(
             &mut pg,
-            Msg::Repl { session: 1, request: ReplRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into() } },
+            Msg::Repl {
+                session: 1,
+                request: ReplRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into(), failover: false },
+            },
         );
         let out = send(&mut pg, Msg::Control(Control::WalBurst { bytes: 4 << 30 }));
         assert!(out.observations.iter().any(|o| matches!(o, Observation::Checkpoint { .. })));
         let row = pg.slot_row(pg.slot("s").expect("slot"));
         assert_eq!(row.wal_status.as_deref(), Some("extended"), "4GB behind, more than max_wal_size + 1 segment");
         assert!(row.restart_lsn.is_some());
+    }
+
+    /// Reference §12: with `synchronized_standby_slots`, a failover slot's walsender sends a
+    /// transaction only once the standby has flushed it.
+    #[test]
+    fn a_failover_slot_waits_for_the_standby_with_synchronized_standby_slots() {
+        let config = PostgresConfig {
+            major_version: 17,
+            has_standby: true,
+            replication_delay_ms: 5_000,
+            synchronized_standby_slots: true,
+            tables: vec![TableSpec {
+                id: TableId(0),
+                name: "public.claims".into(),
+                replica_identity: ReplicaIdentity::Full,
+            }],
+            ..(*server(None).config).clone()
+        };
+        let mut pg = Postgres::new(Node::Pg1, Role::Primary, Fixed::new(config), &[]);
+        let mut out = Outbox::default();
+        pg.start(&mut Ctx::new(SimTime(0), Node::Pg1, &mut out));
+        let create = ReplRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into(), failover: true };
+        send(&mut pg, Msg::Repl { session: 1, request: create });
+        assert!(pg.slot("s").expect("slot").failover);
+        stream(&mut pg, 1);
+        let insert =
+            RowOp::Insert { table: TableId(0), key: 7, status: crate::ids::Status::Submitted, amount_cents: 1 };
+        let out = send(&mut pg, Msg::Sql { session: 2, request: SqlRequest::Transaction { ops: vec![insert] } });
+        let streamed = |out: &Outbox| {
+            out.sends.iter().any(|(to, msg)| {
+                *to == Node::Connect && matches!(msg, Msg::ReplReply { reply: ReplReply::XLogData(_), .. })
+            })
+        };
+        assert!(!streamed(&out), "the standby has not flushed it yet");
+        let flushed = pg.current_wal_lsn();
+        let out = send(&mut pg, Msg::StandbyFlushed { lsn: flushed });
+        assert!(streamed(&out), "sent once the standby has it");
     }
 }

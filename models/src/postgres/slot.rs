@@ -53,6 +53,12 @@ pub struct Slot {
     /// invalidated it for exceeding `max_slot_wal_keep_size` (§7.2). Permanent; saved.
     #[serde(default)]
     pub invalidated_at: Option<Lsn>,
+    /// PostgreSQL 17+: synchronized to standbys (`failover`), and, on a standby, a copy made by
+    /// the slotsync worker (`synced`; it stays true after promotion, as a provenance flag).
+    #[serde(default)]
+    pub failover: bool,
+    #[serde(default)]
+    pub synced: bool,
 }
 
 /// What a confirmation did.
@@ -78,6 +84,8 @@ impl Slot {
             active: None,
             dirty: false,
             invalidated_at: None,
+            failover: false,
+            synced: false,
         }
     }
 
