@@ -77,3 +77,13 @@ fn claims_quiet_database_heartbeat_fix() {
 fn claims_quiet_database_keepalive_fix() {
     check("claims-quiet-database-keepalive-fix");
 }
+
+#[test]
+fn claims_failover_pg17_synchronized() {
+    check("claims-failover-pg17-synchronized");
+}
+
+#[test]
+fn claims_failover_pg17_unsynchronized() {
+    check("claims-failover-pg17-unsynchronized");
+}
