@@ -792,7 +792,9 @@ impl Postgres {
     fn status_update(&mut self, ctx: &mut Ctx, client: Node, session: SessionId, flush: Lsn) {
         let Some(shared) = self.volatile.sessions.get_mut(&(client, session)) else { return };
         let Session::Replication { walsender: Some(walsender), .. } = &**shared else { return };
-        if walsender.client_flush != flush
+        // Tracked only for keep-alives: writing it copies the session, on every status update.
+        if self.config.walsender_keepalives
+            && walsender.client_flush != flush
             && let Session::Replication { walsender: Some(walsender), .. } = shared.get_mut()
         {
             walsender.client_flush = flush;
