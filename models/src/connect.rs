@@ -537,6 +537,7 @@ impl ConnectWorker {
             Timer::StopTimeout,
             Timer::TaskRestart,
             Timer::SlotInfoRetry,
+            Timer::Heartbeat,
         ] {
             ctx.cancel_timer(timer);
         }

@@ -172,8 +172,7 @@ impl RealServer {
         let deadline = Instant::now() + Duration::from_secs(10);
         for (name, value) in settings(workload) {
             loop {
-                let fresh = Connection::connect(&server.target, false).map_err(io)?;
-                let mut fresh = fresh;
+                let mut fresh = Connection::connect(&server.target, false).map_err(io)?;
                 let shown = show(&mut fresh, name)?;
                 if same_setting(&shown, &value) {
                     break;
