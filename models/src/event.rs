@@ -170,11 +170,23 @@ impl SourceOffset {
     }
 
     /// The LSN Debezium confirms to the slot from this offset: `lsn_commit ?? lsn_proc`.
+    ///
+    /// Out of line on purpose, as is [`SourceOffset::resume_lsn`]: a miscompilation guard (see
+    /// docs/miscompilation.md). Inlined into `stored.and_then(|offset| offset.lsn_to_confirm())`
+    /// on an `Option<SourceOffset>`, rustc 1.95 (LLVM 22) reads `lsn_commit`'s discriminant before
+    /// it has tested that the offset is `Some`, and uses it as an index to choose between the two
+    /// fields' addresses (llvm/llvm-project#208611, rust-lang/rust#159035). A `None` offset leaves
+    /// those bytes uninitialised, so the address is wild: `handoff run` crashed with SIGSEGV. A
+    /// call is never executed speculatively, so here the discriminant is read only from a
+    /// `SourceOffset` that exists; `cargo xtask ir-scan` checks every build for the pattern.
+    #[inline(never)]
     pub fn lsn_to_confirm(&self) -> Option<Lsn> {
         self.lsn_commit.or(self.lsn_proc)
     }
 
-    /// Where streaming resumes: `lsn_proc` if stored, else `lsn`.
+    /// Where streaming resumes: `lsn_proc` if stored, else `lsn`. Out of line for the reason
+    /// [`SourceOffset::lsn_to_confirm`] gives.
+    #[inline(never)]
     pub fn resume_lsn(&self) -> Option<Lsn> {
         self.lsn_proc.or(self.lsn)
     }

@@ -1,0 +1,123 @@
+//! The release build, as users run it: the segmentation faults of issue 15 (docs/miscompilation.md).
+//!
+//! A debug build never crashed on these inputs; the release build did, in most runs, because LLVM
+//! miscompiled `AckDurable::observe`. So these tests build `target/release/handoff` (cargo does
+//! nothing when it is up to date) and run the reproducers many times: every run must end with the
+//! exit code its findings give (never a signal), and with the same trace hash.
+#![cfg(madsim)]
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// Builds the release binary once per test process and returns its path.
+fn release_binary() -> &'static PathBuf {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .current_dir(&root)
+            .args(["build", "--release", "--quiet", "--package", "handoff-sim", "--bin", "handoff"])
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "cargo build --release failed: {status}");
+        let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+        target.join("release/handoff")
+    })
+}
+
+fn release(args: &[&str]) -> Output {
+    Command::new(release_binary()).args(args).output().expect("the release binary runs")
+}
+
+fn scenario(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios").join(name).display().to_string()
+}
+
+/// Runs `args` (a `run ... --json`) `times` times; every run must exit with a code, the same one,
+/// and report the same trace hash. Returns the code.
+fn same_every_time(args: &[&str], times: usize) -> i32 {
+    let mut seen: Option<(i32, String)> = None;
+    for attempt in 0..times {
+        let output = release(args);
+        if let Some(signal) = output.status.signal() {
+            panic!("run {attempt} of {args:?} was killed by signal {signal}");
+        }
+        let code = output.status.code().expect("an exit code");
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|error| panic!("run {attempt}: not one JSON object ({error}), exit {code}"));
+        let hash = report["trace_hash"].as_str().expect("trace_hash").to_owned();
+        match &seen {
+            None => seen = Some((code, hash)),
+            Some(first) => assert_eq!(first, &(code, hash), "run {attempt} of {args:?} differs from run 0"),
+        }
+    }
+    seen.expect("at least one run").0
+}
+
+const MOST_KINDS: &str = r#"fault_profile.kinds=["kill-connect-worker","kill-connector-task","stop-connector","crash-postgres","clog","checkpoint","wal-burst","recreate-slot","rebuild-connector"]"#;
+
+/// The issue's reproducer: exited 139 (SIGSEGV) in most runs of the release build, 1 in others.
+#[test]
+fn the_seed_41_reproducer_never_crashes() {
+    let path = scenario("claims-restart-during-snapshot.toml");
+    let args = ["run", &path, "--seed", "41", "--set", MOST_KINDS, "--set", "fault_profile.max_faults=6", "--json"];
+    // Its faults (a worker kill at the completion marker, a rebuild, a recreated slot) give
+    // findings the file does not predict, so the prediction does not hold: 1, every time.
+    assert_eq!(same_every_time(&args, 25), 1);
+}
+
+/// The issue's second reproducer: a valid setting on the keep-alive drill.
+#[test]
+fn the_keepalive_fix_with_a_larger_fetch_size_never_crashes() {
+    let path = scenario("claims-quiet-database-keepalive-fix.toml");
+    let args = ["run", &path, "--set", r#"connector."snapshot.fetch.size"=10240"#, "--json"];
+    let code = same_every_time(&args, 10);
+    assert!(code == 0 || code == 1, "exit {code}");
+}
+
+/// The sweeps that died: every bundled scenario with `rebuild-connector` among all the fault
+/// kinds its system can take, 150 seeds each, in the release build. A crash kills `explore`
+/// (or, since it isolates runs, is reported as a crashed run); either way the test fails.
+#[test]
+fn release_sweeps_with_every_fault_kind_never_crash() {
+    let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let mut scenarios: Vec<PathBuf> = std::fs::read_dir(&folder)
+        .expect("scenarios/")
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|extension| extension == "toml"))
+        .collect();
+    scenarios.sort();
+    assert!(scenarios.len() >= 12);
+    for path in &scenarios {
+        let text = std::fs::read_to_string(path).expect("readable");
+        let standby = text.contains("[postgres.standby]");
+        let kinds = if standby {
+            MOST_KINDS.replace("\"clog\"", "\"clog\",\"fail-over-to-standby\"")
+        } else {
+            MOST_KINDS.to_owned()
+        };
+        let path = path.display().to_string();
+        let output = release(&[
+            "explore",
+            &path,
+            "--seeds",
+            "150",
+            "--json",
+            "--set",
+            &kinds,
+            "--set",
+            "fault_profile.max_faults=6",
+        ]);
+        assert_eq!(output.status.signal(), None, "{path}: explore was killed by a signal");
+        let code = output.status.code().expect("an exit code");
+        assert!(code == 0 || code == 1, "{path}: exit {code}: {}", String::from_utf8_lossy(&output.stderr));
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let summary: serde_json::Value =
+            serde_json::from_str(stdout.lines().last().expect("a summary line")).expect("JSON");
+        assert_eq!(summary["summary"]["runs"], 150, "{path}: {summary}");
+    }
+}
