@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// mimalloc: the exhaustive lens allocates and frees component copies at every step, and the
-/// system allocator took about 40 % of its instructions (docs/performance.md).
+/// system allocator took about 40 % of its instructions (docs/performance.md). The
+/// `system-allocator` feature leaves it out, for valgrind (docs/memory-safety.md).
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
