@@ -3,12 +3,44 @@
 //! temporary directory, a unix socket only, `wal_level=logical`), and must show no
 //! disagreement. The servers are stopped and their directories removed however the test ends.
 //!
-//! These tests need the Debian package `postgresql-15` (`.ci/run` installs it). Without it they
-//! fail, saying so: they are never skipped.
+//! These tests need the Debian package `postgresql-15`. When its programs are missing they
+//! install it with `apt-get` (as root, or through `sudo -n`); where that is impossible they fail,
+//! saying so: they are never skipped.
 
-use handoff_sim::conform::pgserver::{Options, TempServer};
+use handoff_sim::conform::pgserver::{Options, PgCtl, TempServer};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
+
+/// Finds PostgreSQL 15's programs, installing the Debian package first if they are missing (once
+/// per test process). An error says what is missing and what was tried.
+fn postgres_15() -> Result<(), String> {
+    static FOUND: OnceLock<Result<(), String>> = OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            let Err(missing) = PgCtl::find() else { return Ok(()) };
+            let root = Command::new("id").arg("-u").output().is_ok_and(|out| out.stdout.starts_with(b"0\n"));
+            let apt = |args: &[&str]| {
+                let mut command = if root { Command::new("apt-get") } else { Command::new("sudo") };
+                if !root {
+                    command.args(["-n", "apt-get"]);
+                }
+                command.args(args).env("DEBIAN_FRONTEND", "noninteractive").output()
+            };
+            eprintln!("conform_pg15: {missing}; installing the Debian package postgresql-15");
+            let installed = apt(&["update", "-qq"])
+                .and_then(|_| apt(&["install", "-y", "-qq", "postgresql-15"]))
+                .map_err(|error| format!("{missing}; and apt-get could not run: {error}"))?;
+            if !installed.status.success() {
+                return Err(format!(
+                    "{missing}; and `apt-get install postgresql-15` failed: {}",
+                    String::from_utf8_lossy(&installed.stderr).trim()
+                ));
+            }
+            PgCtl::find().map(|_| ())
+        })
+        .clone()
+}
 
 fn workloads() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../conform");
@@ -26,6 +58,7 @@ type Conformed = Result<(u64, String), String>;
 
 /// Runs one workload against a fresh server.
 fn conform(workload: &Path) -> Conformed {
+    postgres_15()?;
     let server = TempServer::start(&Options { wal_segment_size_mb: 1, settings: Vec::new() })?;
     let output = Command::new(env!("CARGO_BIN_EXE_handoff"))
         .arg("conform")
