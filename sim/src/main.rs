@@ -315,9 +315,9 @@ fn main() -> ExitCode {
 fn conform(path: &std::path::Path, against: Option<String>, pgdata: Option<PathBuf>, json: bool) -> ExitCode {
     use handoff_models::conform::workload::Workload;
     use handoff_sim::conform::{self, Against, pgserver::PgCtl, pgwire::Target, real::RestartWith};
-    let text = match std::fs::read_to_string(path) {
+    let text = match scenario::read_text(path) {
         Ok(text) => text,
-        Err(error) => return bad_input(&format!("{}: cannot read: {error}", path.display())),
+        Err(error) => return bad_input(&error),
     };
     let workload = match Workload::parse(&text, &path.display().to_string()) {
         Ok(workload) => workload,
