@@ -435,11 +435,7 @@ mod commands {
                 Err(error) => return bad_input(&error),
             }
         }
-        if summary.nondeterministic_seed.is_some() || summary.unexpected_runs > 0 {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
-        }
+        if summary.failed() { ExitCode::from(1) } else { ExitCode::SUCCESS }
     }
 
     pub fn shrink(
@@ -486,11 +482,7 @@ mod commands {
         } else {
             print!("{}", summary.render(&spec));
         }
-        if summary.nondeterministic_seed.is_some() || summary.unexpected_runs > 0 {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
-        }
+        if summary.failed() { ExitCode::from(1) } else { ExitCode::SUCCESS }
     }
 }
 
