@@ -6,6 +6,10 @@
 //! process restarts, a stopped connector resumes, a clog clears, a failover promotes — so after
 //! the fault phase the pipeline has every chance to catch up, and one that does not is a liveness
 //! finding (I11), not an artefact of the schedule.
+//!
+//! A generated fault stays within the run's horizon: its time, its delay after a moment and its
+//! healing delay are drawn as always and then held to the horizon, so that a profile never
+//! asks for what the loader refuses in a `[[fault]]` (docs/scenario-format.md, "Limits").
 
 use crate::ids::Node;
 use crate::spec::{Fault, FaultAction, FaultKind, FaultProfile, Moment, Spec, Trigger};
@@ -19,13 +23,13 @@ const CLOGGABLE: [(Node, Node); 4] =
 pub fn schedule(spec: &Spec, seed: u64) -> Vec<Fault> {
     let mut faults = spec.faults.clone();
     if let Some(profile) = &spec.profile {
-        faults.extend(generate(profile, spec.standby.is_some(), seed));
+        faults.extend(generate(profile, spec.standby.is_some(), spec.acceptance.horizon_ms, seed));
     }
     faults
 }
 
-/// Draws a schedule from a profile.
-pub fn generate(profile: &FaultProfile, standby: bool, seed: u64) -> Vec<Fault> {
+/// Draws a schedule from a profile, every time and delay at most `horizon_ms`.
+pub fn generate(profile: &FaultProfile, standby: bool, horizon_ms: u64, seed: u64) -> Vec<Fault> {
     let mut draw = Draw::new(seed, stream::FAULTS);
     let allowed: Vec<FaultKind> =
         profile.kinds.iter().copied().filter(|kind| standby || !matches!(kind, FaultKind::FailOverToStandby)).collect();
@@ -51,30 +55,32 @@ pub fn generate(profile: &FaultProfile, standby: bool, seed: u64) -> Vec<Fault> 
         let trigger = if !profile.moments.is_empty() && draw.below(2) == 1 {
             let moment: Moment = profile.moments[draw.below(profile.moments.len() as u64) as usize];
             let plus_ms = if draw.below(2) == 1 { 0 } else { draw.between(1, 2_000) };
-            Trigger::After { moment, occurrence: 1, plus_ms }
+            Trigger::After { moment, occurrence: 1, plus_ms: plus_ms.min(horizon_ms) }
         } else {
             let (start, end) = profile.window_ms;
-            Trigger::At { at_ms: draw.between(start, end.max(start)) }
+            Trigger::At { at_ms: delay(&mut draw, start, end.max(start), horizon_ms) }
         };
         let action = match kind {
             FaultKind::KillConnectWorker => {
-                FaultAction::KillConnectWorker { restart_after_ms: Some(draw.between(1_000, 30_000)) }
+                FaultAction::KillConnectWorker { restart_after_ms: Some(delay(&mut draw, 1_000, 30_000, horizon_ms)) }
             }
             FaultKind::KillConnectorTask => {
-                FaultAction::KillConnectorTask { restart_after_ms: Some(draw.between(1_000, 30_000)) }
+                FaultAction::KillConnectorTask { restart_after_ms: Some(delay(&mut draw, 1_000, 30_000, horizon_ms)) }
             }
             FaultKind::StopConnector => {
-                FaultAction::StopConnector { resume_after_ms: Some(draw.between(1_000, 30_000)) }
+                FaultAction::StopConnector { resume_after_ms: Some(delay(&mut draw, 1_000, 30_000, horizon_ms)) }
             }
-            FaultKind::CrashPostgres => FaultAction::CrashPostgres { restart_after_ms: draw.between(1_000, 20_000) },
+            FaultKind::CrashPostgres => {
+                FaultAction::CrashPostgres { restart_after_ms: delay(&mut draw, 1_000, 20_000, horizon_ms) }
+            }
             FaultKind::FailOverToStandby => {
-                FaultAction::FailOverToStandby { promote_after_ms: draw.between(1_000, 10_000) }
+                FaultAction::FailOverToStandby { promote_after_ms: delay(&mut draw, 1_000, 10_000, horizon_ms) }
             }
             FaultKind::RecreateSlot => FaultAction::RecreateSlot,
             FaultKind::RebuildConnector => FaultAction::RebuildConnector,
             FaultKind::Clog => FaultAction::Clog {
                 between: CLOGGABLE[draw.below(CLOGGABLE.len() as u64) as usize],
-                duration_ms: draw.between(100, 20_000),
+                duration_ms: delay(&mut draw, 100, 20_000, horizon_ms),
             },
             FaultKind::WalBurst => FaultAction::WalBurst { bytes: draw.between(1, 64) << 20 },
             FaultKind::Checkpoint => FaultAction::Checkpoint,
@@ -84,9 +90,17 @@ pub fn generate(profile: &FaultProfile, standby: bool, seed: u64) -> Vec<Fault> 
     faults
 }
 
+/// A time or delay uniform in `low..=high`, held to the horizon (drawn first, so that the
+/// horizon changes no other draw).
+fn delay(draw: &mut Draw, low: u64, high: u64, horizon_ms: u64) -> u64 {
+    draw.between(low, high).min(horizon_ms)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const HORIZON_MS: u64 = crate::limits::DEFAULT_HORIZON_MS;
 
     fn profile() -> FaultProfile {
         FaultProfile {
@@ -99,10 +113,12 @@ mod tests {
 
     #[test]
     fn the_same_seed_draws_the_same_schedule_and_seeds_differ() {
-        assert_eq!(generate(&profile(), true, 7), generate(&profile(), true, 7));
+        assert_eq!(generate(&profile(), true, HORIZON_MS, 7), generate(&profile(), true, HORIZON_MS, 7));
         // A fifth of the seeds draw no fault at all; every other schedule is one of a kind.
-        let drawn: Vec<Vec<Fault>> =
-            (0..50).map(|seed| generate(&profile(), true, seed)).filter(|faults| !faults.is_empty()).collect();
+        let drawn: Vec<Vec<Fault>> = (0..50)
+            .map(|seed| generate(&profile(), true, HORIZON_MS, seed))
+            .filter(|faults| !faults.is_empty())
+            .collect();
         let distinct: std::collections::BTreeSet<String> = drawn.iter().map(|faults| format!("{faults:?}")).collect();
         assert!(drawn.len() > 30, "{}", drawn.len());
         assert_eq!(distinct.len(), drawn.len());
@@ -111,7 +127,7 @@ mod tests {
     #[test]
     fn schedules_respect_the_profile() {
         for seed in 0..500 {
-            let faults = generate(&profile(), false, seed);
+            let faults = generate(&profile(), false, HORIZON_MS, seed);
             assert!(faults.len() <= 4);
             for fault in &faults {
                 assert!(!matches!(fault.action, FaultAction::FailOverToStandby { .. }), "no standby, no failover");
@@ -120,16 +136,48 @@ mod tests {
                 }
             }
         }
-        let with_standby = (0..500).flat_map(|seed| generate(&profile(), true, seed));
+        let with_standby = (0..500).flat_map(|seed| generate(&profile(), true, HORIZON_MS, seed));
         let failovers = with_standby.filter(|f| matches!(f.action, FaultAction::FailOverToStandby { .. })).count();
         assert!(failovers > 0);
+    }
+
+    #[test]
+    fn generated_faults_stay_within_a_short_horizon() {
+        // A 5 s horizon: the window, the moments' delays and the healing delays (drawn up to
+        // 30 s) are all held to it, and the draw is otherwise the same.
+        let profile = FaultProfile { window_ms: (0, 5_000), ..profile() };
+        let mut held = 0;
+        for seed in 0..300 {
+            let short = generate(&profile, true, 5_000, seed);
+            let long = generate(&profile, true, HORIZON_MS, seed);
+            assert_eq!(short.len(), long.len());
+            for (fault, unheld) in short.iter().zip(&long) {
+                assert_eq!(FaultKind::of(&fault.action), FaultKind::of(&unheld.action));
+                let times = match fault.trigger {
+                    Trigger::At { at_ms } => vec![at_ms],
+                    Trigger::After { plus_ms, .. } => vec![plus_ms],
+                };
+                let delays = match fault.action {
+                    FaultAction::KillConnectWorker { restart_after_ms: Some(ms) }
+                    | FaultAction::KillConnectorTask { restart_after_ms: Some(ms) }
+                    | FaultAction::StopConnector { resume_after_ms: Some(ms) }
+                    | FaultAction::CrashPostgres { restart_after_ms: ms }
+                    | FaultAction::FailOverToStandby { promote_after_ms: ms }
+                    | FaultAction::Clog { duration_ms: ms, .. } => vec![ms],
+                    _ => Vec::new(),
+                };
+                assert!(times.iter().chain(&delays).all(|ms| *ms <= 5_000), "{fault:?}");
+                held += usize::from(fault != unheld);
+            }
+        }
+        assert!(held > 0, "some delays were drawn above 5 s and held to the horizon");
     }
 
     #[test]
     fn swarm_testing_turns_kinds_off() {
         // Over many seeds, some schedules use a single kind although several are allowed.
         let single_kind = (0..300)
-            .map(|seed| generate(&profile(), true, seed))
+            .map(|seed| generate(&profile(), true, HORIZON_MS, seed))
             .filter(|faults| faults.len() >= 3)
             .filter(|faults| faults.iter().all(|f| FaultKind::of(&f.action) == FaultKind::of(&faults[0].action)))
             .count();

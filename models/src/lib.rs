@@ -62,6 +62,7 @@ pub mod faults;
 pub mod ids;
 pub mod kafka;
 pub mod keymap;
+pub mod limits;
 pub mod loader;
 pub mod lsn;
 pub mod narrate;

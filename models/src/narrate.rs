@@ -30,10 +30,11 @@ impl Names {
     }
 }
 
-/// `t=12.345s  connect   text`, or `None` for observations not narrated one by one.
+/// `t=12.345s  connect   text`, or `None` for observations not narrated one by one. (A time of
+/// 1000 s or more widens its column by a character or two.)
 pub fn line(event: &TraceEvent, names: &Names) -> Option<String> {
     let text = narrate(&event.observation, names)?;
-    Some(format!("{:<11}{:<9} {}", event.at.to_string(), event.node.name(), text))
+    Some(format!("{:<10} {:<9} {}", event.at.to_string(), event.node.name(), text))
 }
 
 fn change_text(kind: &ChangeKind, key: i64) -> String {

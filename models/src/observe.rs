@@ -386,6 +386,25 @@ pub struct TraceEvent {
 }
 
 impl Observation {
+    /// How much of the run this observation stands for, in trace items: one, plus one per row
+    /// change, Kafka record, sink apply, removed document or position it carries. A run's models
+    /// hold what came through its trace (Kafka's logs are the appended records, the sink's
+    /// documents the applies, the WAL and the oracle the committed changes), so a run's memory
+    /// grows with the sum; the runner bounds it ([`crate::limits::MAX_TRACE_ITEMS`]).
+    pub fn trace_items(&self) -> u64 {
+        let carried = match self {
+            Observation::Committed { txn, .. } => txn.changes.len(),
+            Observation::Appended { records } => records.len(),
+            Observation::SinkApplied { applies } => applies.len(),
+            Observation::SinkReconciled { removed, .. } => removed.len(),
+            Observation::GroupCommitted { positions, .. } | Observation::SinkStarted { positions } => positions.len(),
+            Observation::ServerStarted { slots, .. } => slots.len(),
+            Observation::Promoted { slots, .. } => slots.len(),
+            _ => 0,
+        };
+        1 + carried as u64
+    }
+
     /// The model moment this observation is, if any (what triggers wait for).
     pub fn moment(&self) -> Option<Moment> {
         match self {

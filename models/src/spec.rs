@@ -360,6 +360,21 @@ impl std::hash::Hash for Background {
 
 impl Eq for Background {}
 
+impl Background {
+    /// How many inserts, updates and deletes the generator draws: each rate times the window's
+    /// length, rounded (a count too large for a `u64` saturates).
+    pub fn transaction_counts(&self) -> [u64; 3] {
+        let seconds = self.end_ms.saturating_sub(self.start_ms) as f64 / 1000.0;
+        [self.inserts_per_second, self.updates_per_second, self.deletes_per_second]
+            .map(|rate| (rate * seconds).round() as u64)
+    }
+
+    /// All the transactions the generator draws.
+    pub fn transactions(&self) -> u64 {
+        self.transaction_counts().iter().fold(0, |sum, count| sum.saturating_add(*count))
+    }
+}
+
 /// A scripted transaction.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ScriptedTxn {
@@ -400,6 +415,9 @@ pub struct Acceptance {
     pub timeout_ms: u64,
     /// Keys sampled for content hashes.
     pub sample_size: u32,
+    /// The run's horizon: it ends at this simulated time at the latest, and says so if it has
+    /// not reached its boundary by then ([`crate::limits`]).
+    pub horizon_ms: u64,
 }
 
 /// A whole scenario, validated.
@@ -568,7 +586,7 @@ pub fn claims_minimal(rows: u32, rule: crate::sink::ApplyRule) -> Spec {
         profile: None,
         handoff: HandoffMethod::ConnectorSnapshot,
         gate: GatePolicy::Off,
-        acceptance: Acceptance { timeout_ms: 600_000, sample_size: 20 },
+        acceptance: Acceptance { timeout_ms: 600_000, sample_size: 20, horizon_ms: crate::limits::DEFAULT_HORIZON_MS },
         prediction: Prediction { holds: true, findings: Vec::new(), allow: Vec::new(), why: String::new() },
         check: None,
         schedule: None,

@@ -79,14 +79,8 @@ pub fn workload(spec: &Spec, seed: u64) -> Workload {
     {
         let mut draw = Draw::new(seed, stream::BACKGROUND);
         let span = background.end_ms.saturating_sub(background.start_ms);
-        let seconds = span as f64 / 1000.0;
         let mut events: Vec<(u64, u8)> = Vec::new();
-        for (kind, rate) in [
-            (0u8, background.inserts_per_second),
-            (1, background.updates_per_second),
-            (2, background.deletes_per_second),
-        ] {
-            let count = (rate * seconds).round() as u64;
+        for (kind, count) in (0u8..).zip(background.transaction_counts()) {
             for _ in 0..count {
                 events.push((background.start_ms + draw.below(span.max(1)), kind));
             }

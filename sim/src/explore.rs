@@ -53,6 +53,9 @@ pub struct SeedRun {
     pub faults: usize,
     pub events: usize,
     pub sim_time_ms: u64,
+    /// The limit the run reached before its boundary (its horizon, its trace budget), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
 }
 
 impl SeedRun {
@@ -75,6 +78,7 @@ impl SeedRun {
             faults: result.schedule.len(),
             events: result.events,
             sim_time_ms: result.sim_time_ms,
+            limit: result.limit.map(|limit| limit.to_string()),
         }
     }
 }
@@ -93,6 +97,9 @@ pub struct Summary {
     pub findings: BTreeMap<Invariant, (u64, u64)>,
     /// Runs with a finding the prediction does not cover.
     pub unexpected_runs: u64,
+    /// Runs cut by a limit before their boundary (undecided), and the first such seed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limited: Option<(u64, u64)>,
     /// Mark → runs that reached it.
     pub coverage: BTreeMap<Mark, u64>,
     /// The first seed whose two runs differed, with `--check-determinism`.
@@ -110,6 +117,7 @@ impl Summary {
             runs_per_second: 0.0,
             findings: BTreeMap::new(),
             unexpected_runs: 0,
+            limited: None,
             coverage: Mark::ALL.iter().map(|mark| (*mark, 0)).collect(),
             nondeterministic_seed: None,
         }
@@ -124,6 +132,11 @@ impl Summary {
         }
         if !run.unexpected.is_empty() {
             self.unexpected_runs += 1;
+        }
+        if run.limit.is_some() {
+            let (runs, first) = self.limited.get_or_insert((0, run.seed));
+            *runs += 1;
+            *first = (*first).min(run.seed);
         }
         for mark in &run.coverage {
             *self.coverage.entry(*mark).or_insert(0) += 1;
@@ -174,7 +187,21 @@ impl Summary {
             "\n{} run(s) with a finding the prediction does not cover",
             if self.unexpected_runs == 0 { "no".to_string() } else { self.unexpected_runs.to_string() }
         );
+        if let Some((runs, first)) = self.limited {
+            let _ = writeln!(
+                out,
+                "{runs} run(s) UNDECIDED: cut by a limit (the horizon or the trace budget) before their boundary; \
+                 first seed {first}\n      {}",
+                self.replay_command(first)
+            );
+        }
         out
+    }
+
+    /// Whether the sweep found what it should not have: a finding the prediction does not
+    /// cover, a run it could not decide, or two runs of one seed that differ.
+    pub fn failed(&self) -> bool {
+        self.nondeterministic_seed.is_some() || self.unexpected_runs > 0 || self.limited.is_some()
     }
 }
 
@@ -328,6 +355,7 @@ pub fn merge<R: std::io::BufRead>(inputs: Vec<(String, R)>) -> Result<Summary, S
         summary.runs = runs.runs;
         summary.findings = runs.findings;
         summary.unexpected_runs = runs.unexpected_runs;
+        summary.limited = runs.limited;
         summary.coverage = runs.coverage;
     }
     summary.shard = shards.join(" + ");

@@ -317,9 +317,9 @@ fn main() -> ExitCode {
 fn conform(path: &std::path::Path, against: Option<String>, pgdata: Option<PathBuf>, json: bool) -> ExitCode {
     use handoff_models::conform::workload::Workload;
     use handoff_sim::conform::{self, Against, pgserver::PgCtl, pgwire::Target, real::RestartWith};
-    let text = match std::fs::read_to_string(path) {
+    let text = match scenario::read_text(path) {
         Ok(text) => text,
-        Err(error) => return bad_input(&format!("{}: cannot read: {error}", path.display())),
+        Err(error) => return bad_input(&error),
     };
     let workload = match Workload::parse(&text, &path.display().to_string()) {
         Ok(workload) => workload,
@@ -437,11 +437,7 @@ mod commands {
                 Err(error) => return bad_input(&error),
             }
         }
-        if summary.nondeterministic_seed.is_some() || summary.unexpected_runs > 0 {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
-        }
+        if summary.failed() { ExitCode::from(1) } else { ExitCode::SUCCESS }
     }
 
     pub fn shrink(
@@ -488,11 +484,7 @@ mod commands {
         } else {
             print!("{}", summary.render(&spec));
         }
-        if summary.nondeterministic_seed.is_some() || summary.unexpected_runs > 0 {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
-        }
+        if summary.failed() { ExitCode::from(1) } else { ExitCode::SUCCESS }
     }
 }
 

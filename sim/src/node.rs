@@ -196,7 +196,9 @@ impl<C: Component + Send + 'static> NodeLoop<C> {
         for request in &outbox.timers {
             match *request {
                 TimerRequest::Set { timer, after_ms } => {
-                    let mut at_us = (now + after_ms) * 1_000;
+                    // Saturating: a timer past the end of time never fires (settings are at most a
+                    // day, so none is, in a loaded scenario).
+                    let mut at_us = now.saturating_add(after_ms).saturating_mul(1_000);
                     if self.following {
                         at_us = self.shared.net().timer_at(self.node, timer, at_us, now_us);
                     }

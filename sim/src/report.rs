@@ -1,7 +1,7 @@
 //! What `handoff run` prints: a narrated timeline, the findings, the handoff record, whether the
 //! prediction held, the trace hash — as text, or as one JSON object.
 
-use crate::runner::RunResult;
+use crate::runner::{RunLimit, RunResult};
 use handoff_models::checkers::Finding;
 use handoff_models::narrate::{self, Names};
 use handoff_models::spec::{Invariant, Spec, Trigger};
@@ -15,10 +15,32 @@ pub fn names(spec: &Spec) -> Names {
     }
 }
 
-/// The narrated timeline, one line per event worth reading.
+/// The narrated timeline, one line per event worth reading; a run cut by a limit ends with a
+/// line that says so.
 pub fn timeline(spec: &Spec, result: &RunResult) -> Vec<String> {
     let names = names(spec);
-    result.trace.iter().filter_map(|event| narrate::line(event, &names)).collect()
+    let mut lines: Vec<String> = result.trace.iter().filter_map(|event| narrate::line(event, &names)).collect();
+    if let Some(limit) = result.limit {
+        let at = handoff_models::time::SimTime(result.sim_time_ms).to_string();
+        lines.push(format!(
+            "{at:<10} {:<9} RUN ENDED: it reached {limit} before its acceptance boundary, undecided",
+            "harness"
+        ));
+    }
+    lines
+}
+
+/// What to do about a limit the run reached.
+fn limit_advice(limit: &RunLimit) -> String {
+    match limit {
+        RunLimit::Horizon { .. } => format!(
+            "raise acceptance.horizon_ms (at most {}) to let it run longer",
+            handoff_models::limits::MAX_HORIZON_MS
+        ),
+        RunLimit::TraceBudget { .. } => {
+            "it grew past what a run may hold in memory: give it fewer rows, transactions or faults".into()
+        }
+    }
 }
 
 fn invariants(list: &[Invariant]) -> String {
@@ -155,10 +177,10 @@ schedule  NOT FOLLOWED: the run departed from the path"
         } else {
             format!(" (may also: {})", invariants(&prediction.allow))
         },
-        if result.prediction_held {
-            "HELD".to_string()
-        } else {
-            format!("NOT HELD: the run violated {}", invariants(&result.violated()))
+        match (&result.limit, result.prediction_held) {
+            (Some(limit), _) => format!("UNDECIDED: the run reached {limit} first; {}", limit_advice(limit)),
+            (None, true) => "HELD".to_string(),
+            (None, false) => format!("NOT HELD: the run violated {}", invariants(&result.violated())),
         }
     );
     for line in prediction.why.lines().filter(|l| !l.trim().is_empty()) {
@@ -227,7 +249,15 @@ pub fn json(spec: &Spec, scenario: &str, result: &RunResult) -> serde_json::Valu
         "stats": {
             "events": result.events,
             "sim_time_ms": result.sim_time_ms,
+            "trace_items": result.trace_items,
+            "horizon_ms": spec.acceptance.horizon_ms,
         },
+        "limit": result.limit.map(|limit| match limit {
+            RunLimit::Horizon { horizon_ms } => serde_json::json!({ "kind": "horizon", "horizon_ms": horizon_ms }),
+            RunLimit::TraceBudget { items, budget } => {
+                serde_json::json!({ "kind": "trace-budget", "trace_items": items, "budget": budget })
+            }
+        }),
         "unfired_triggers": result.unfired,
         "schedule_departures": result.departures,
         "timeline": timeline(spec, result),

@@ -8,6 +8,12 @@
 //! report), and ends the run at the acceptance boundary: when the pipeline has caught up with the
 //! source, or has stopped, or has not caught up within `acceptance.timeout_ms`.
 //!
+//! Every run also has two limits ([`handoff_models::limits`]): its horizon, a simulated time it
+//! never passes (`acceptance.horizon_ms`), and its trace budget (trace items, which measure what
+//! the run holds in memory). A run that reaches one before its boundary ends there, undecided,
+//! and says so: the boundary's reason, a last line of the timeline, [`RunResult::limit`]. Times
+//! are added with saturation: a time past the horizon is simply never reached.
+//!
 //! A run is a function of the scenario and the seed: a fresh madsim runtime seeded with it (the
 //! scheduler's choices), the network's latencies and the workload generated from it (ChaCha8), no wall clock, ordered
 //! collections throughout.
@@ -25,6 +31,7 @@ use handoff_models::coverage::{Coverage, Mark};
 use handoff_models::faults;
 use handoff_models::ids::{Fnv, Node};
 use handoff_models::kafka::Kafka;
+use handoff_models::limits;
 use handoff_models::loader::Loader;
 use handoff_models::lsn::Lsn;
 use handoff_models::observe::{Observation, TraceEvent};
@@ -69,6 +76,8 @@ struct PendingTrigger {
 enum Command {
     /// A moment trigger fired at `at_ms`: run the action then.
     Run { at_ms: u64, action: Action },
+    /// The trace has just passed the run's budget: end the run now.
+    OverBudget,
 }
 
 /// The models of one run, shared between their nodes and the harness.
@@ -89,19 +98,30 @@ struct Recorder {
     trace: Option<Vec<TraceEvent>>,
     hasher: Fnv,
     events: usize,
+    /// Trace items so far ([`Observation::trace_items`]), and the run's budget of them.
+    items: u64,
+    max_items: u64,
     checkers: Checkers,
     coverage: Coverage,
 }
 
 impl Recorder {
-    fn record(&mut self, event: TraceEvent) {
+    fn new(trace: Option<Vec<TraceEvent>>, checkers: Checkers, max_items: u64) -> Recorder {
+        Recorder { trace, hasher: Fnv::new(), events: 0, items: 0, max_items, checkers, coverage: Coverage::default() }
+    }
+
+    /// Records an event; returns whether this event took the trace past its budget.
+    fn record(&mut self, event: TraceEvent) -> bool {
         event.hash(&mut self.hasher);
         self.events += 1;
+        let before = self.items;
+        self.items = before.saturating_add(event.observation.trace_items());
         self.checkers.observe(&event);
         self.coverage.observe(&event);
         if let Some(trace) = self.trace.as_mut() {
             trace.push(event);
         }
+        before <= self.max_items && self.items > self.max_items
     }
 }
 
@@ -137,7 +157,10 @@ impl Shared {
     }
 
     fn push(&self, at: SimTime, node: Node, observation: Observation) {
-        self.recorder.lock().expect("recorder").record(TraceEvent { at, node, observation });
+        let over_budget = self.recorder.lock().expect("recorder").record(TraceEvent { at, node, observation });
+        if over_budget {
+            let _ = self.commands.unbounded_send(Command::OverBudget);
+        }
     }
 
     /// Records a step's observations; fires moment triggers. Returns whether a fault takes the
@@ -167,9 +190,8 @@ impl Shared {
                 if trigger.plus_ms == 0 && takes_down(&trigger.action, node) {
                     halt = true;
                 }
-                let _ = self
-                    .commands
-                    .unbounded_send(Command::Run { at_ms: at.ms() + trigger.plus_ms, action: trigger.action });
+                let at_ms = at.plus_ms(trigger.plus_ms).ms();
+                let _ = self.commands.unbounded_send(Command::Run { at_ms, action: trigger.action });
             }
         }
         halt
@@ -192,13 +214,42 @@ pub struct RunOptions {
     pub keep_trace: bool,
     /// Build the handoff record.
     pub build_record: bool,
+    /// The trace budget: the run ends when its trace passes this many items
+    /// ([`limits::MAX_TRACE_ITEMS`]; tests lower it).
+    pub max_trace_items: u64,
 }
 
 impl RunOptions {
     /// Everything, for `handoff run`.
-    pub const FULL: RunOptions = RunOptions { keep_trace: true, build_record: true };
+    pub const FULL: RunOptions =
+        RunOptions { keep_trace: true, build_record: true, max_trace_items: limits::MAX_TRACE_ITEMS };
     /// Findings, coverage and the trace hash only, for sweeps.
-    pub const SWEEP: RunOptions = RunOptions { keep_trace: false, build_record: false };
+    pub const SWEEP: RunOptions =
+        RunOptions { keep_trace: false, build_record: false, max_trace_items: limits::MAX_TRACE_ITEMS };
+}
+
+/// A limit a run reached before its acceptance boundary; it ended there, undecided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunLimit {
+    /// Its horizon, `acceptance.horizon_ms`.
+    Horizon { horizon_ms: u64 },
+    /// Its trace budget: the trace had `items` trace items, more than `budget`.
+    TraceBudget { items: u64, budget: u64 },
+}
+
+impl std::fmt::Display for RunLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunLimit::Horizon { horizon_ms } => {
+                write!(f, "its horizon ({}, acceptance.horizon_ms = {horizon_ms})", SimTime(*horizon_ms))
+            }
+            RunLimit::TraceBudget { items, budget } => write!(
+                f,
+                "its trace budget ({items} trace items, events and the records they carry, past the {budget} a run \
+                 may hold)"
+            ),
+        }
+    }
 }
 
 /// The result of one run.
@@ -222,6 +273,11 @@ pub struct RunResult {
     pub unfired: Vec<String>,
     /// Where the run did not follow its scenario's `[schedule]` (empty when it did, or has none).
     pub departures: Vec<String>,
+    /// The trace's size in trace items ([`Observation::trace_items`]): what the run held.
+    pub trace_items: u64,
+    /// The limit the run reached before its boundary, if any: it ended there, undecided.
+    pub limit: Option<RunLimit>,
+    /// Whether the findings are what the prediction says (never, for a run cut by a limit).
     pub prediction_held: bool,
 }
 
@@ -272,6 +328,7 @@ struct Outcome {
     recorder: Recorder,
     schedule: Vec<Fault>,
     boundary: Boundary,
+    limit: Option<RunLimit>,
     /// Set when the pipeline said it was running and did not catch up (I11).
     liveness: Option<Finding>,
     sink_checkpoint: BTreeMap<u32, u64>,
@@ -280,7 +337,7 @@ struct Outcome {
 }
 
 fn finish(spec: &Spec, seed: u64, options: RunOptions, outcome: Outcome) -> RunResult {
-    let Outcome { mut recorder, schedule, boundary, liveness, sink_checkpoint, unfired, departures } = outcome;
+    let Outcome { mut recorder, schedule, boundary, limit, liveness, sink_checkpoint, unfired, departures } = outcome;
     recorder.checkers.finish(&boundary);
     let mut findings = recorder.checkers.findings().to_vec();
     findings.extend(liveness);
@@ -304,7 +361,9 @@ fn finish(spec: &Spec, seed: u64, options: RunOptions, outcome: Outcome) -> RunR
         trace_hash: recorder.hasher.finish(),
         events: recorder.events,
         sim_time_ms: boundary.at.ms(),
-        prediction_held: prediction_held(spec, &findings),
+        prediction_held: limit.is_none() && prediction_held(spec, &findings),
+        trace_items: recorder.items,
+        limit,
         findings,
         record,
         boundary,
@@ -333,6 +392,30 @@ async fn sleep_until_ms(at_ms: u64) {
     let now = now_ms();
     if at_ms > now {
         madsim::time::sleep(Duration::from_millis(at_ms - now)).await;
+    }
+}
+
+/// What a harness step is, for people (a step left when the run ended).
+fn describe_step(spec: &Spec, step: &HarnessStep) -> String {
+    match step {
+        HarnessStep::StartConnect => "the Connect worker's start".into(),
+        HarnessStep::Action(action) => describe_action(spec, action),
+        HarnessStep::Restart(node) => format!("the restart of {node}"),
+        HarnessStep::Promote => "the standby's promotion".into(),
+        HarnessStep::Inject { to, .. } => format!("a request to {to}"),
+        HarnessStep::Unclog(a, b) => format!("the end of the clog {a} <-> {b}"),
+        HarnessStep::Crash(node) => format!("crash {node}"),
+        HarnessStep::ScheduleEnd => "the end of the schedule".into(),
+    }
+}
+
+fn describe_action(spec: &Spec, action: &Action) -> String {
+    match action {
+        Action::Fault(fault) => fault.to_string(),
+        Action::Scripted(index) => match spec.scripted.get(*index).map(|txn| txn.label.as_str()) {
+            Some(label) if !label.is_empty() => format!("scripted transaction {index} ({label})"),
+            _ => format!("scripted transaction {index}"),
+        },
     }
 }
 
@@ -386,13 +469,11 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
             }
         }
     }
-    let recorder = Recorder {
-        trace: options.keep_trace.then(|| Vec::with_capacity(4096)),
-        hasher: Fnv::new(),
-        events: 0,
-        checkers: Checkers::new(Oracle::new(&initial_rows), spec.debezium.tables.clone()),
-        coverage: Coverage::default(),
-    };
+    let recorder = Recorder::new(
+        options.keep_trace.then(|| Vec::with_capacity(4096)),
+        Checkers::new(Oracle::new(&initial_rows), spec.debezium.tables.clone()),
+        options.max_trace_items,
+    );
     let mut net = Net::new(seed, madsim::time::TimeHandle::current());
     if let Some((schedule, timing)) = &path {
         net.follow(Following::new(timing, schedule.step_ms, schedule.steps.len()));
@@ -437,7 +518,7 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
     harness.schedule(connect_start_ms, HarnessStep::StartConnect);
     if let Some((schedule, timing)) = &path {
         for (index, step) in schedule.steps.iter().enumerate() {
-            let at_ms = (index as u64 + 1) * schedule.step_ms;
+            let at_ms = (index as u64 + 1).saturating_mul(schedule.step_ms);
             match *step {
                 WorldAction::RunScripted { index } => {
                     harness.schedule(at_ms, HarnessStep::Action(Action::Scripted(index)))
@@ -453,7 +534,7 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
         }
         // After the path: what it left down comes back, what it did not run runs, and the run
         // goes on as usual.
-        let end_ms = (schedule.steps.len() as u64 + 1) * schedule.step_ms;
+        let end_ms = (schedule.steps.len() as u64 + 1).saturating_mul(schedule.step_ms);
         harness.schedule(end_ms, HarnessStep::ScheduleEnd);
         for node in &timing.down_at_end {
             harness.schedule(end_ms, HarnessStep::Restart(*node));
@@ -463,8 +544,9 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
         }
     }
 
+    let horizon_ms = spec.acceptance.horizon_ms;
     let mut last_activity_ms = 0u64;
-    let (reached, reason) = loop {
+    let (reached, reason, limit) = loop {
         // Run what is due.
         let now = now_ms();
         while let Some((&(at_ms, seq), _)) = harness.scheduled.iter().next() {
@@ -479,23 +561,36 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
             && models.loader.as_ref().is_none_or(|loader| loader.lock().expect("loader").is_done());
         // The processes act on what the harness just did before anything is judged.
         if workload_done && harness.scheduled.is_empty() && now > last_activity_ms {
-            if let Some(verdict) = harness.acceptance() {
-                break verdict;
+            if let Some((reached, reason)) = harness.acceptance() {
+                break (reached, reason, None);
             }
             if now.saturating_sub(last_activity_ms) > spec.acceptance.timeout_ms {
-                break (false, harness.stuck_reason(spec.acceptance.timeout_ms, last_activity_ms));
+                break (false, harness.stuck_reason(spec.acceptance.timeout_ms, last_activity_ms), None);
             }
         } else {
             last_activity_ms = last_activity_ms.max(now);
         }
-        // Wait for the next scheduled step, a command from a node, or the next check.
-        let next_check = now + ACCEPTANCE_CHECK_INTERVAL_MS;
+        if now >= horizon_ms {
+            let limit = RunLimit::Horizon { horizon_ms };
+            break (false, harness.limit_reason(limit), Some(limit));
+        }
+        // Wait for the next scheduled step, a command from a node, the next check, or the horizon.
+        let next_check = now.saturating_add(ACCEPTANCE_CHECK_INTERVAL_MS).min(horizon_ms);
         let wake_at = harness.scheduled.keys().next().map_or(next_check, |(at, _)| (*at).min(next_check));
         let sleep = sleep_until_ms(wake_at);
         futures::pin_mut!(sleep);
-        if let Either::Left((Some(Command::Run { at_ms, action }), _)) = select(commands_rx.next(), sleep).await {
-            harness.sequence += 1;
-            harness.scheduled.insert((at_ms, harness.sequence), HarnessStep::Action(action));
+        match select(commands_rx.next(), sleep).await {
+            Either::Left((Some(Command::Run { at_ms, action }), _)) => {
+                harness.sequence += 1;
+                harness.scheduled.insert((at_ms, harness.sequence), HarnessStep::Action(action));
+            }
+            Either::Left((Some(Command::OverBudget), _)) => {
+                let recorder = shared.recorder.lock().expect("recorder");
+                let limit = RunLimit::TraceBudget { items: recorder.items, budget: recorder.max_items };
+                drop(recorder);
+                break (false, harness.limit_reason(limit), Some(limit));
+            }
+            Either::Left((None, _)) | Either::Right(_) => {}
         }
     };
     let at = SimTime(now_ms());
@@ -516,34 +611,33 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
         .iter()
         .map(|trigger| {
             format!(
-                "{:?} waiting for {}{}",
-                trigger.action,
+                "{} waiting for {}{}",
+                describe_action(&spec, &trigger.action),
                 trigger.moment.name(),
                 if trigger.occurrence > 1 { format!("#{}", trigger.occurrence) } else { String::new() }
             )
         })
+        .chain(harness.scheduled.iter().map(|((at_ms, _), step)| {
+            format!("{} due at {}, after the run ended", describe_step(&spec, step), SimTime(*at_ms))
+        }))
         .collect();
-    let liveness = harness.liveness_finding(reached, &reason, at, spec.acceptance.timeout_ms);
+    // A run cut by a limit is undecided: a pipeline still at work then is no liveness finding.
+    let liveness = match limit {
+        Some(_) => None,
+        None => harness.liveness_finding(reached, &reason, at, spec.acceptance.timeout_ms),
+    };
     let departures = shared.net().following().map(Following::departures).unwrap_or_default();
     harness.tear_down().await;
     drop(harness);
     let recorder = {
         let mut recorder = shared.recorder.lock().expect("recorder");
-        std::mem::replace(
-            &mut *recorder,
-            Recorder {
-                trace: None,
-                hasher: Fnv::new(),
-                events: 0,
-                checkers: Checkers::new(Oracle::new(&[]), Vec::new()),
-                coverage: Coverage::default(),
-            },
-        )
+        std::mem::replace(&mut *recorder, Recorder::new(None, Checkers::new(Oracle::new(&[]), Vec::new()), 0))
     };
     Outcome {
         recorder,
         schedule,
         boundary: Boundary { at, reached, reason, sink: sink_docs },
+        limit,
         liveness,
         sink_checkpoint,
         unfired,
@@ -679,7 +773,7 @@ impl Harness<'_> {
                 if let Some(msg) = refused
                     && coming_back
                 {
-                    self.schedule(now + REQUEST_RETRY_MS, HarnessStep::Inject { to, from, msg });
+                    self.schedule(now.saturating_add(REQUEST_RETRY_MS), HarnessStep::Inject { to, from, msg });
                 }
             }
             HarnessStep::Unclog(a, b) => self.clog(a, b, false),
@@ -729,7 +823,7 @@ impl Harness<'_> {
                         if self.nodes.contains_key(&Node::Connect) {
                             self.kill(Node::Connect);
                             if let Some(after) = restart_after_ms {
-                                self.schedule(now + after, HarnessStep::Restart(Node::Connect));
+                                self.schedule(now.saturating_add(after), HarnessStep::Restart(Node::Connect));
                             }
                         }
                     }
@@ -737,7 +831,7 @@ impl Harness<'_> {
                         self.shared.inject(Node::Connect, Node::Operator, Msg::Rest { request: RestRequest::Stop });
                         if let Some(after) = resume_after_ms {
                             self.schedule(
-                                now + after,
+                                now.saturating_add(after),
                                 HarnessStep::Inject {
                                     to: Node::Connect,
                                     from: Node::Operator,
@@ -748,7 +842,7 @@ impl Harness<'_> {
                     }
                     FaultAction::CrashPostgres { restart_after_ms } => {
                         self.kill(target);
-                        self.schedule(now + restart_after_ms, HarnessStep::Restart(target));
+                        self.schedule(now.saturating_add(restart_after_ms), HarnessStep::Restart(target));
                     }
                     FaultAction::RecreateSlot => {
                         self.shared.inject(Node::Operator, Node::Operator, Msg::Control(Control::RecreateSlot));
@@ -760,7 +854,7 @@ impl Harness<'_> {
                         self.shared.inject(Node::Connect, Node::Operator, Msg::Control(Control::KillTask));
                         if let Some(after) = restart_after_ms {
                             self.schedule(
-                                now + after,
+                                now.saturating_add(after),
                                 HarnessStep::Inject {
                                     to: Node::Connect,
                                     from: Node::Operator,
@@ -779,12 +873,12 @@ impl Harness<'_> {
                         let physical = |node: Node| if node == Node::Postgres { self.shared.primary() } else { node };
                         let (a, b) = (physical(a), physical(b));
                         self.clog(a, b, true);
-                        self.schedule(now + duration_ms, HarnessStep::Unclog(a, b));
+                        self.schedule(now.saturating_add(duration_ms), HarnessStep::Unclog(a, b));
                     }
                     FaultAction::FailOverToStandby { promote_after_ms } => {
                         if target == Node::Pg1 && self.models.pg2.is_some() {
                             self.kill(Node::Pg1);
-                            self.schedule(now + promote_after_ms, HarnessStep::Promote);
+                            self.schedule(now.saturating_add(promote_after_ms), HarnessStep::Promote);
                         }
                     }
                 }
@@ -840,6 +934,15 @@ impl Harness<'_> {
             .iter()
             .all(|(tp, end)| sink.positions().get(tp).is_some_and(|position| position >= end));
         (caught_up && !sink.has_closing_epochs()).then(|| (true, "the pipeline caught up with the source".into()))
+    }
+
+    /// Why the run ended at a limit, in the words of the boundary's reason.
+    fn limit_reason(&self, limit: RunLimit) -> String {
+        let status = self.models.connect.lock().expect("connect").status();
+        format!(
+            "the run reached {limit} before its acceptance boundary (connector {status}); the boundary's checks \
+             were not made"
+        )
     }
 
     fn stuck_reason(&self, timeout_ms: u64, last_activity_ms: u64) -> String {

@@ -8,11 +8,17 @@
 //! that tree, and then one function per section reads it into the [`Spec`]. An error about a
 //! value is reported where the value came from: `FILE:LINE:COL: FIELD: PROBLEM`, or
 //! `--set ARG: FIELD: PROBLEM`.
+//!
+//! Every value is held to what a run can honour ([`handoff_models::limits`], the "Limits" of the
+//! format): times within the run's horizon, settings within a day, rows, transactions and
+//! heartbeats within what a run holds in memory. A value out of range is reported with both
+//! ends of its range.
 
 use handoff_models::connect::ConnectConfig;
 use handoff_models::debezium::{DebeziumConfig, SnapshotMode};
 use handoff_models::debezium::{LsnFlushMode, OffsetMismatchStrategy};
 use handoff_models::ids::{Node, Status, TableId};
+use handoff_models::limits;
 use handoff_models::operator::GatePolicy;
 use handoff_models::postgres::table::{ReplicaIdentity, RowOp};
 use handoff_models::sink::ApplyRule;
@@ -20,6 +26,7 @@ use handoff_models::spec::{
     Acceptance, Background, CheckBound, Fault, FaultAction, FaultKind, FaultProfile, HandoffMethod, Invariant, Moment,
     Prediction, Schedule, ScriptedTxn, Spec, TableSetup, Trigger,
 };
+use handoff_models::time::SimTime;
 use handoff_models::world::{OperateWhile, Operation};
 use std::collections::BTreeMap;
 use std::fmt::Display;
@@ -52,9 +59,25 @@ impl std::error::Error for ScenarioError {}
 
 /// Reads, overrides (`--set PATH=VALUE` arguments) and validates a scenario file.
 pub fn load(path: &Path, sets: &[String]) -> Result<Loaded, ScenarioError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| ScenarioError { message: format!("{}: cannot read: {error}", path.display()) })?;
+    let text = read_text(path).map_err(|message| ScenarioError { message })?;
     load_str(&path.display().to_string(), &text, sets)
+}
+
+/// Reads a text file (a scenario, a conformance workload): UTF-8, or an error naming the line,
+/// the column and the byte offset (from 0) of the first byte that is not.
+pub fn read_text(path: &Path) -> Result<String, String> {
+    let bytes = std::fs::read(path).map_err(|error| format!("{}: cannot read: {error}", path.display()))?;
+    String::from_utf8(bytes).map_err(|error| {
+        let offset = error.utf8_error().valid_up_to();
+        let bytes = error.as_bytes();
+        let valid = String::from_utf8_lossy(&bytes[..offset]);
+        let (line, column) = line_col(&valid, offset);
+        format!(
+            "{}:{line}:{column}: invalid UTF-8 at byte offset {offset} (0x{:02X}); the file must be UTF-8 text",
+            path.display(),
+            bytes[offset]
+        )
+    })
 }
 
 /// As [`load`], from text; `file` names it in messages.
@@ -358,15 +381,38 @@ impl Cx<'_> {
         self.int(field, i64::from(low), i64::from(u32::MAX)).map(|value| value as u32)
     }
 
-    /// A rate: a finite number ≥ 0 (integers are accepted).
+    /// A time of the run in milliseconds, from `low` to the run's horizon.
+    fn time_ms(&self, field: &Field, low: u64, horizon: &Horizon) -> Res<u64> {
+        match field.item.val {
+            Val::Int(Some(value)) if u64::try_from(value).is_ok_and(|value| (low..=horizon.ms).contains(&value)) => {
+                Ok(value as u64)
+            }
+            Val::Int(value) => self
+                .fail(field, format!("{}, {}", out_of_range(value, low as i64, horizon.ms as i64), horizon.describe())),
+            _ => self.wrong(field, "an integer"),
+        }
+    }
+
+    /// A timer setting in milliseconds, from `low` to a day: a longer timer would never fire
+    /// within the longest horizon.
+    fn setting_ms(&self, field: &Field, low: u64) -> Res<u64> {
+        let high = limits::MAX_SETTING_MS as i64;
+        match field.item.val {
+            Val::Int(Some(value)) if (low as i64..=high).contains(&value) => Ok(value as u64),
+            Val::Int(value) => self.fail(field, setting_out_of_range(value, low)),
+            _ => self.wrong(field, "an integer"),
+        }
+    }
+
+    /// A rate per second: a finite number from 0 to [`MAX_RATE`] (integers are accepted).
     fn rate(&self, field: &Field) -> Res<f64> {
         let value = match field.item.val {
             Val::Float(value, _) => value,
             Val::Int(Some(value)) => value as f64,
             _ => return self.wrong(field, "a number"),
         };
-        if !value.is_finite() || value < 0.0 {
-            return self.fail(field, format!("{value} is out of range; expected a finite number ≥ 0"));
+        if !(0.0..=MAX_RATE).contains(&value) {
+            return self.fail(field, format!("{value} is out of range; expected 0 to {MAX_RATE} per second"));
         }
         Ok(value)
     }
@@ -394,9 +440,59 @@ impl Cx<'_> {
         }
     }
 
-    fn trigger(&self, field: &Field) -> Res<Trigger> {
-        parse_trigger(self.string(field)?).or_else(|problem| self.fail(field, problem))
+    /// A trigger whose time, or delay after its moment, is within the run's horizon.
+    fn trigger(&self, field: &Field, horizon: &Horizon) -> Res<Trigger> {
+        let text = self.string(field)?;
+        let trigger = parse_trigger(text).or_else(|problem| self.fail(field, problem))?;
+        let (what, ms) = match trigger {
+            Trigger::At { at_ms } => (format!("`{}`", text.trim()), at_ms),
+            Trigger::After { plus_ms, .. } => {
+                let delay = text.split_once('+').map_or("", |(_, delay)| delay).trim();
+                (format!("the delay `+ {delay}`"), plus_ms)
+            }
+        };
+        if ms > horizon.ms {
+            return self.fail(
+                field,
+                format!("{what} is out of range; expected 0s to {}, {}", duration_text(horizon.ms), horizon.describe()),
+            );
+        }
+        Ok(trigger)
     }
+}
+
+/// The highest rate of the background workload: the transaction budget in one millisecond.
+const MAX_RATE: f64 = (limits::MAX_TRANSACTIONS * 1_000) as f64;
+
+/// The run's horizon, for the fields held to it.
+#[derive(Clone, Copy, Debug)]
+struct Horizon {
+    ms: u64,
+    /// Whether the scenario gives it (`[acceptance] horizon_ms`).
+    given: bool,
+}
+
+impl Horizon {
+    /// What the bound is and where it comes from, for messages.
+    fn describe(&self) -> String {
+        if self.given {
+            format!("the run's horizon (acceptance.horizon_ms = {})", self.ms)
+        } else {
+            format!(
+                "the run's horizon (the default; acceptance.horizon_ms may raise it to {}, {})",
+                limits::MAX_HORIZON_MS,
+                duration_text(limits::MAX_HORIZON_MS)
+            )
+        }
+    }
+}
+
+fn setting_out_of_range(value: Option<i64>, low: u64) -> String {
+    format!(
+        "{} ({}, the longest horizon: a longer timer never fires)",
+        out_of_range(value, low as i64, limits::MAX_SETTING_MS as i64),
+        duration_text(limits::MAX_SETTING_MS)
+    )
 }
 
 impl<'t> Section<'t> {
@@ -462,13 +558,10 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (before.matches('\n').count() + 1, column)
 }
 
+/// `5000000 is out of range; expected 0 to 3600000`: both ends, always.
 fn out_of_range(value: Option<i64>, low: i64, high: i64) -> String {
     let value = value.map_or_else(|| "the value".to_owned(), |value| value.to_string());
-    if high == i64::MAX {
-        format!("{value} is out of range; expected at least {low}")
-    } else {
-        format!("{value} is out of range; expected {low} to {high}")
-    }
+    format!("{value} is out of range; expected {low} to {high}")
 }
 
 fn unknown_value<'a>(text: &str, names: impl Iterator<Item = &'a str>) -> String {
@@ -510,11 +603,15 @@ fn edit_distance(a: &[char], b: &[char]) -> usize {
 // ---------------------------------------------------------------------------------------------
 // Units and triggers.
 
-/// A whole number and what follows it: `16MB` → (16, "MB").
+/// A whole number and what follows it: `16MB` → (16, "MB"). A number too large for a `u64`
+/// reads as `u64::MAX`, out of every range.
 fn number_unit(text: &str) -> Option<(u64, &str)> {
     let text = text.trim();
     let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-    let number = text[..digits].parse().ok()?;
+    if digits == 0 {
+        return None;
+    }
+    let number = text[..digits].parse().unwrap_or(u64::MAX);
     Some((number, text[digits..].trim_start()))
 }
 
@@ -522,10 +619,11 @@ fn number_unit(text: &str) -> Option<(u64, &str)> {
 const DURATIONS: [(&str, u64); 5] = [("ms", 1), ("s", 1_000), ("min", 60_000), ("h", 3_600_000), ("d", 86_400_000)];
 const SIZES: [(&str, u64); 5] = [("B", 1), ("kB", 1 << 10), ("MB", 1 << 20), ("GB", 1 << 30), ("TB", 1 << 40)];
 
-/// `5min` → 300 000 (ms); `16MB` → 16 777 216 (bytes).
+/// `5min` → 300 000 (ms); `16MB` → 16 777 216 (bytes). A value too large for a `u64` reads as
+/// `u64::MAX`, out of every range (so that the message gives the range, not a syntax).
 fn with_unit(text: &str, units: &[(&str, u64)]) -> Option<u64> {
     let (number, unit) = number_unit(text)?;
-    units.iter().find(|(name, _)| *name == unit).and_then(|(_, scale)| number.checked_mul(*scale))
+    units.iter().find(|(name, _)| *name == unit).map(|(_, scale)| number.saturating_mul(*scale))
 }
 
 fn duration_ms(text: &str) -> Option<u64> {
@@ -587,9 +685,11 @@ fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let name = root.req(cx, "name", |field| cx.owned(field))?;
     let description = root.opt("description", String::new(), |field| cx.owned(field))?;
     let seed = root.opt("seed", 1, |field| cx.u64(field))?;
+    // The horizon first: the times of every other section are held to it.
+    let (acceptance, horizon) = acceptance(cx, &root.sub(cx, "acceptance")?)?;
     let postgres = postgres(cx, &root.sub(cx, "postgres")?)?;
     let tables = tables(cx, root)?;
-    let (mut debezium, connector_properties) = connector(cx, &root.sub(cx, "connector")?, &tables)?;
+    let (mut debezium, connector_properties) = connector(cx, &root.sub(cx, "connector")?, &tables, &horizon)?;
     if debezium.slot_failover
         && postgres.version < 17
         && let Some(field) = root.sub(cx, "connector")?.get("slot.failover")
@@ -597,25 +697,24 @@ fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         return cx.fail(&field, "slot.failover needs PostgreSQL 17 or later ([postgres] version = 17)");
     }
     debezium.version = versions(cx, &root.sub(cx, "versions")?)?;
-    let (connect, connector_start_ms) = connect(cx, &root.sub(cx, "connect")?)?;
+    let (connect, connector_start_ms) = connect(cx, &root.sub(cx, "connect")?, &horizon)?;
     let kafka_partitions = kafka(cx, &root.sub(cx, "kafka")?)?;
     let sink = sink(cx, &root.sub(cx, "sink")?)?;
-    let (background, scripted) = workload(cx, &root.sub(cx, "workload")?, &tables)?;
-    let faults = faults(cx, root, postgres.standby.is_some())?;
+    let (background, scripted) = workload(cx, &root.sub(cx, "workload")?, &tables, &horizon)?;
+    let faults = faults(cx, root, postgres.standby.is_some(), &horizon)?;
     let profile = match root.get("fault_profile") {
-        Some(field) => Some(fault_profile(cx, &cx.section(&field)?, postgres.standby.is_some())?),
+        Some(field) => Some(fault_profile(cx, &cx.section(&field)?, postgres.standby.is_some(), &horizon)?),
         None => None,
     };
-    let handoff = handoff(cx, &root.sub(cx, "handoff")?)?;
+    let handoff = handoff(cx, &root.sub(cx, "handoff")?, &horizon)?;
     let gate = failover(cx, &root.sub(cx, "failover")?, postgres.standby.is_some())?;
-    let acceptance = acceptance(cx, &root.sub(cx, "acceptance")?)?;
     let prediction = prediction(cx, root)?;
     let check = match root.get("check") {
         Some(field) => Some(check(cx, &cx.section(&field)?, &tables)?),
         None => None,
     };
     let schedule = match root.get("schedule") {
-        Some(field) => Some(schedule(cx, root, &cx.section(&field)?)?),
+        Some(field) => Some(schedule(cx, root, &cx.section(&field)?, &horizon)?),
         None => None,
     };
     let spec = Spec {
@@ -737,15 +836,16 @@ fn postgres(cx: &Cx, s: &Section) -> Res<Postgres> {
         }
         Ok(ms)
     })?;
-    // Sizes in whole megabytes, as PostgreSQL keeps them (`GUC_UNIT_MB`).
+    // Sizes in whole megabytes, as PostgreSQL keeps them (`GUC_UNIT_MB`), up to its own maximum.
     let megabytes = |field: &Field, minimum_bytes: u64| -> Res<u64> {
         let text = cx.string(field)?;
+        let range = format!("{} to {}", size_text(minimum_bytes), size_text(MAX_SETTING_MB << 20));
         match with_unit(text, &SIZES) {
-            Some(bytes) if bytes % (1 << 20) == 0 && bytes >= minimum_bytes => Ok(bytes >> 20),
-            Some(_) => cx.fail(
-                field,
-                format!("`{text}` must be whole megabytes, at least {}", size_text(minimum_bytes.max(1 << 20))),
-            ),
+            Some(bytes) if !(minimum_bytes..=MAX_SETTING_MB << 20).contains(&bytes) => {
+                cx.fail(field, format!("`{text}` is out of range; expected {range}"))
+            }
+            Some(bytes) if bytes % (1 << 20) == 0 => Ok(bytes >> 20),
+            Some(_) => cx.fail(field, format!("`{text}` must be whole megabytes, {range}")),
             None => cx.fail(field, format!("`{text}` is not a size like \"4MB\" or \"1GB\"")),
         }
     };
@@ -755,7 +855,8 @@ fn postgres(cx: &Cx, s: &Section) -> Res<Postgres> {
     })?;
     let wal_keep_size_mb =
         s.opt("wal_keep_size", 0, |field| if cx.string(field)? == "0" { Ok(0) } else { megabytes(field, 0) })?;
-    let scan_rows_per_second = s.opt("scan_rows_per_second", 20_000, |field| cx.int(field, 1, i64::MAX))? as u64;
+    let scan_rows_per_second =
+        s.opt("scan_rows_per_second", 20_000, |field| cx.int(field, 1, MAX_SCAN_ROWS_PER_SECOND))? as u64;
     let mut sync_replication_slots = false;
     let standby = match s.get("standby") {
         None => None,
@@ -768,7 +869,7 @@ fn postgres(cx: &Cx, s: &Section) -> Res<Postgres> {
                     return cx.fail(&field, "sync_replication_slots needs PostgreSQL 17 or later (version = 17)");
                 }
             }
-            Some(standby.opt("replication_delay_ms", 0, |field| cx.u64(field))?)
+            Some(standby.opt("replication_delay_ms", 0, |field| cx.setting_ms(field, 0))?)
         }
     };
     // The primary's `synchronized_standby_slots`: the standby's physical slot, by name.
@@ -799,13 +900,25 @@ fn postgres(cx: &Cx, s: &Section) -> Res<Postgres> {
     })
 }
 
+/// The largest `max_wal_size`, `max_slot_wal_keep_size` and `wal_keep_size`: PostgreSQL's own
+/// maximum for a size in megabytes (`MAX_KILOBYTES`, `INT_MAX`).
+const MAX_SETTING_MB: u64 = i32::MAX as u64;
+
+/// The fastest snapshot `SELECT`: a billion rows a second, a million-row table in a millisecond.
+const MAX_SCAN_ROWS_PER_SECOND: i64 = 1_000_000_000;
+
 fn tables(cx: &Cx, root: &Section) -> Res<Vec<TableSetup>> {
     let field = root.need(cx, "table", "; add at least one [[table]]")?;
     let items = cx.items(&field, "an array of tables ([[table]])")?;
     if items.is_empty() {
         return cx.fail(&field, "at least one [[table]] is required");
     }
+    if let Some(item) = items.get(limits::MAX_TABLES) {
+        let problem = format!("too many tables: {}; expected 1 to {}", items.len(), limits::MAX_TABLES);
+        return cx.fail(item, problem);
+    }
     let mut tables: Vec<TableSetup> = Vec::new();
+    let mut all_rows = 0;
     for (index, item) in items.iter().enumerate() {
         let s = cx.section(item)?;
         s.check_keys(cx, "name rows replica_identity", "field")?;
@@ -814,10 +927,23 @@ fn tables(cx: &Cx, root: &Section) -> Res<Vec<TableSetup>> {
         if let Some(previous) = tables.iter().position(|table| table.name == name) {
             return cx.fail(&name_field, format!("`{name}` is already table[{previous}]"));
         }
-        let Ok(id) = u16::try_from(index).map(TableId) else {
-            return cx.fail(item, format!("too many tables; at most {}", u32::from(u16::MAX) + 1));
-        };
-        let rows = s.opt("rows", 0, |field| cx.u32(field, 0))?;
+        let id = TableId(index as u16);
+        // All tables together hold at most `MAX_ROWS` rows.
+        let left = limits::MAX_ROWS - all_rows;
+        let rows = s.opt("rows", 0, |field| match field.item.val {
+            Val::Int(Some(value)) if (0..=left as i64).contains(&value) => Ok(value as u32),
+            Val::Int(value) => {
+                let before =
+                    if all_rows > 0 { format!(", {all_rows} of them in the tables before") } else { String::new() };
+                let limit = limits::MAX_ROWS;
+                cx.fail(
+                    field,
+                    format!("{}: at most {limit} rows in all tables{before}", out_of_range(value, 0, left as i64)),
+                )
+            }
+            _ => cx.wrong(field, "an integer"),
+        })?;
+        all_rows += u64::from(rows);
         let identities = [("default", ReplicaIdentity::Default), ("full", ReplicaIdentity::Full)];
         let replica_identity =
             s.opt("replica_identity", ReplicaIdentity::Default, |field| cx.choice(field, &identities))?;
@@ -876,19 +1002,42 @@ fn prop_text(cx: &Cx, field: &Field) -> Res<String> {
     }
 }
 
-/// An integer property: `60000` or `"60000"`.
+/// An integer property's value: `60000` or `"60000"` (`None`: an integer too large for an
+/// `i64`).
+fn prop_value(cx: &Cx, field: &Field) -> Res<Option<i64>> {
+    match &field.item.val {
+        Val::Int(value) => Ok(*value),
+        Val::Str(text) => {
+            let text = text.trim();
+            match text.parse() {
+                Ok(value) => Ok(Some(value)),
+                Err(_) if is_integer(text) => Ok(None),
+                Err(_) => cx.fail(field, format!("expected an integer, found `{text}`")),
+            }
+        }
+        _ => cx.wrong(field, "an integer"),
+    }
+}
+
+/// Whether `text` is a whole number (of any size): digits, after a minus sign or not.
+fn is_integer(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit())
+}
+
+/// An integer property from `low` to `high`.
 fn prop_int(cx: &Cx, field: &Field, low: i64, high: i64) -> Res<i64> {
-    let value = match &field.item.val {
-        Val::Int(value) => *value,
-        Val::Str(text) => match text.trim().parse() {
-            Ok(value) => Some(value),
-            Err(_) => return cx.fail(field, format!("expected an integer, found `{text}`")),
-        },
-        _ => return cx.wrong(field, "an integer"),
-    };
-    match value {
+    match prop_value(cx, field)? {
         Some(value) if (low..=high).contains(&value) => Ok(value),
-        _ => cx.fail(field, out_of_range(value, low, high)),
+        value => cx.fail(field, out_of_range(value, low, high)),
+    }
+}
+
+/// A timer property in milliseconds, from `low` to a day (as [`Cx::setting_ms`]).
+fn prop_setting_ms(cx: &Cx, field: &Field, low: u64) -> Res<u64> {
+    match prop_value(cx, field)? {
+        Some(value) if (low as i64..=limits::MAX_SETTING_MS as i64).contains(&value) => Ok(value as u64),
+        value => cx.fail(field, setting_out_of_range(value, low)),
     }
 }
 
@@ -914,10 +1063,15 @@ fn prop_only(cx: &Cx, s: &Section, key: &str, only: &str) -> Res<()> {
     }
 }
 
-fn connector(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<(DebeziumConfig, BTreeMap<String, String>)> {
+fn connector(
+    cx: &Cx,
+    s: &Section,
+    tables: &[TableSetup],
+    horizon: &Horizon,
+) -> Res<(DebeziumConfig, BTreeMap<String, String>)> {
     s.check_keys(cx, &format!("{MODELLED} {ACCEPTED}"), "connector property")?;
     let text = |key: &str, default: &str| s.opt(key, default.to_owned(), |field| prop_text(cx, field));
-    let int = |key: &str, default: i64, low: i64| s.opt(key, default, |field| prop_int(cx, field, low, i64::MAX));
+    let milliseconds = |key: &str, default: u64, low: u64| s.opt(key, default, |field| prop_setting_ms(cx, field, low));
     let small = |key: &str, default: i64| {
         s.opt(key, default, |field| prop_int(cx, field, 1, i64::from(u32::MAX))).map(|value| value as u32)
     };
@@ -974,8 +1128,8 @@ fn connector(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<(DebeziumConfig
             format!("max.queue.size ({max_queue_size}) must be larger than max.batch.size ({max_batch_size})"),
         );
     }
-    let poll_interval_ms = int("poll.interval.ms", 500, 1)? as u64;
-    let retriable_restart_connector_wait_ms = int("retriable.restart.connector.wait.ms", 10_000, 1)? as u64;
+    let poll_interval_ms = milliseconds("poll.interval.ms", 500, 1)?;
+    let retriable_restart_connector_wait_ms = milliseconds("retriable.restart.connector.wait.ms", 10_000, 1)?;
     let tombstones_on_delete = flag("tombstones.on.delete", true)?;
     let all_tables = tables;
     let tables = include_list(cx, s, tables)?;
@@ -989,7 +1143,27 @@ fn connector(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<(DebeziumConfig
     )?;
     let lsn_flush_mode =
         choose(cx, s, "lsn.flush.mode", &LsnFlushMode::ALL, LsnFlushMode::name, LsnFlushMode::Connector)?;
-    let heartbeat_interval_ms = int("heartbeat.interval.ms", 0, 0)? as u64;
+    let heartbeat_interval_ms = milliseconds("heartbeat.interval.ms", 0, 0)?;
+    // Every heartbeat is a record in Kafka and an event of the trace: at most `MAX_HEARTBEATS`
+    // over the horizon.
+    if let Some(field) = s.get("heartbeat.interval.ms")
+        && heartbeat_interval_ms > 0
+        && horizon.ms / heartbeat_interval_ms > limits::MAX_HEARTBEATS
+    {
+        let shortest = horizon.ms.div_ceil(limits::MAX_HEARTBEATS);
+        return cx.fail(
+            &field,
+            format!(
+                "{heartbeat_interval_ms} ms makes {} heartbeats within {}, {}; expected 0 (off) or {shortest} to {}: at \
+                 most {} heartbeats in a run",
+                horizon.ms / heartbeat_interval_ms,
+                duration_text(horizon.ms),
+                horizon.describe(),
+                limits::MAX_SETTING_MS,
+                limits::MAX_HEARTBEATS
+            ),
+        );
+    }
     let slot_failover = flag("slot.failover", false)?;
     // The action query is modelled as an upsert into a table of the scenario: the query must
     // name one (`INSERT INTO public.heartbeat … ON CONFLICT … DO UPDATE …`).
@@ -1103,14 +1277,14 @@ fn include_list(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<Vec<TableId>
     Ok(ids)
 }
 
-fn connect(cx: &Cx, s: &Section) -> Res<(ConnectConfig, u64)> {
+fn connect(cx: &Cx, s: &Section, horizon: &Horizon) -> Res<(ConnectConfig, u64)> {
     s.check_keys(cx, "offset.flush.interval.ms offset.flush.timeout.ms start_at_ms", "field")?;
-    let positive = |key: &str, default: i64| s.opt(key, default, |field| cx.int(field, 1, i64::MAX)).map(|v| v as u64);
+    let setting = |key: &str, default: u64| s.opt(key, default, |field| cx.setting_ms(field, 1));
     let config = ConnectConfig {
-        offset_flush_interval_ms: positive("offset.flush.interval.ms", 60_000)?,
-        offset_flush_timeout_ms: positive("offset.flush.timeout.ms", 5_000)?,
+        offset_flush_interval_ms: setting("offset.flush.interval.ms", 60_000)?,
+        offset_flush_timeout_ms: setting("offset.flush.timeout.ms", 5_000)?,
     };
-    let start_at_ms = s.opt("start_at_ms", 0, |field| cx.u64(field))?;
+    let start_at_ms = s.opt("start_at_ms", 0, |field| cx.time_ms(field, 0, horizon))?;
     Ok((config, start_at_ms))
 }
 
@@ -1135,16 +1309,21 @@ fn sink(cx: &Cx, s: &Section) -> Res<Sink> {
         "" => cx.fail(field, "must not be empty"),
         group => Ok(group.to_owned()),
     })?;
-    let auto_commit_interval_ms = s.opt("auto.commit.interval.ms", 5_000, |field| cx.int(field, 1, i64::MAX))? as u64;
+    let auto_commit_interval_ms = s.opt("auto.commit.interval.ms", 5_000, |field| cx.setting_ms(field, 1))?;
     let max_poll_records = s.opt("max.poll.records", 500, |field| cx.u32(field, 1))?;
     Ok(Sink { rule, group, auto_commit_interval_ms, max_poll_records })
 }
 
-fn workload(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<(Option<Background>, Vec<ScriptedTxn>)> {
+fn workload(
+    cx: &Cx,
+    s: &Section,
+    tables: &[TableSetup],
+    horizon: &Horizon,
+) -> Res<(Option<Background>, Vec<ScriptedTxn>)> {
     let known = "start_ms end_ms inserts_per_second updates_per_second deletes_per_second script";
     s.check_keys(cx, known, "field")?;
-    let start_ms = s.opt("start_ms", 0, |field| cx.u64(field))?;
-    let end_ms = s.opt("end_ms", 0, |field| cx.u64(field))?;
+    let start_ms = s.opt("start_ms", 0, |field| cx.time_ms(field, 0, horizon))?;
+    let end_ms = s.opt("end_ms", 0, |field| cx.time_ms(field, 0, horizon))?;
     let rate = |key: &str| s.opt(key, 0.0, |field| cx.rate(field));
     let (inserts_per_second, updates_per_second, deletes_per_second) =
         (rate("inserts_per_second")?, rate("updates_per_second")?, rate("deletes_per_second")?);
@@ -1163,23 +1342,66 @@ fn workload(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<(Option<Backgrou
         busy.then_some(Background { start_ms, end_ms, inserts_per_second, updates_per_second, deletes_per_second });
     let mut scripted = Vec::new();
     if let Some(field) = s.get("script") {
-        for item in cx.items(&field, "an array of tables ([[workload.script]])")? {
-            scripted.push(script_entry(cx, &item, tables, true)?);
+        let items = cx.items(&field, "an array of tables ([[workload.script]])")?;
+        if let Some(item) = items.get(limits::MAX_TRANSACTIONS as usize) {
+            let problem = format!(
+                "too many scripted transactions: {}; expected 0 to {} transactions in a run",
+                items.len(),
+                limits::MAX_TRANSACTIONS
+            );
+            return cx.fail(item, problem);
+        }
+        for item in items {
+            scripted.push(script_entry(cx, &item, tables, Some(horizon))?);
+        }
+    }
+    // The background's transactions and the scripted ones: at most `MAX_TRANSACTIONS`.
+    if let Some(background) = &background {
+        let total = background.transactions().saturating_add(scripted.len() as u64);
+        if total > limits::MAX_TRANSACTIONS {
+            // Blame the rate that makes the most.
+            let rates = [
+                ("inserts_per_second", inserts_per_second),
+                ("updates_per_second", updates_per_second),
+                ("deletes_per_second", deletes_per_second),
+            ];
+            let ((key, rate), count) = rates
+                .into_iter()
+                .zip(background.transaction_counts())
+                .max_by_key(|(_, count)| *count)
+                .expect("three rates");
+            let field = s.get(key).expect("the rate that makes transactions is given");
+            let others = total - count;
+            let seconds = (end_ms - start_ms) as f64 / 1000.0;
+            let most = ((limits::MAX_TRANSACTIONS - others.min(limits::MAX_TRANSACTIONS)) as f64 / seconds).floor();
+            let problem = format!(
+                "{rate} per second makes {count} transactions in the window of {} (start_ms = {start_ms} to end_ms = \
+                 {end_ms}){}; expected 0 to {} transactions in a run, background and scripted together: at most \
+                 {most} per second here",
+                duration_text(end_ms - start_ms),
+                if others > 0 { format!(", {total} with the other rates and the script") } else { String::new() },
+                limits::MAX_TRANSACTIONS,
+            );
+            return cx.fail(&field, problem);
         }
     }
     Ok((background, scripted))
 }
 
-/// A `[[workload.script]]` entry (`timed`: it has an `at`), or a `[[check.script]]` one (it
-/// may run at any point of the exhaustive lens, so it has none).
-fn script_entry(cx: &Cx, item: &Field, tables: &[TableSetup], timed: bool) -> Res<ScriptedTxn> {
+/// A `[[workload.script]]` entry (`timed`: it has an `at`, within the horizon), or a
+/// `[[check.script]]` one (it may run at any point of the exhaustive lens, so it has none).
+fn script_entry(cx: &Cx, item: &Field, tables: &[TableSetup], timed: Option<&Horizon>) -> Res<ScriptedTxn> {
     let s = cx.section(item)?;
-    if timed {
-        s.check_keys(cx, "at insert update delete status amount_cents table label", "field")?;
-    } else {
-        s.check_keys(cx, "insert update delete status amount_cents table label", "field")?;
-    }
-    let trigger = if timed { s.req(cx, "at", |field| cx.trigger(field))? } else { Trigger::At { at_ms: 0 } };
+    let trigger = match timed {
+        Some(horizon) => {
+            s.check_keys(cx, "at insert update delete status amount_cents table label", "field")?;
+            s.req(cx, "at", |field| cx.trigger(field, horizon))?
+        }
+        None => {
+            s.check_keys(cx, "insert update delete status amount_cents table label", "field")?;
+            Trigger::At { at_ms: 0 }
+        }
+    };
     let ops: Vec<&Entry> =
         s.entries.iter().filter(|entry| ["insert", "update", "delete"].contains(&entry.key.as_str())).collect();
     let op = match ops.as_slice() {
@@ -1218,9 +1440,9 @@ fn script_entry(cx: &Cx, item: &Field, tables: &[TableSetup], timed: bool) -> Re
     Ok(ScriptedTxn { trigger, ops: vec![row_op], label })
 }
 
-fn faults(cx: &Cx, root: &Section, standby: bool) -> Res<Vec<Fault>> {
+fn faults(cx: &Cx, root: &Section, standby: bool, horizon: &Horizon) -> Res<Vec<Fault>> {
     let Some(field) = root.get("fault") else { return Ok(Vec::new()) };
-    cx.items(&field, "an array of tables ([[fault]])")?.iter().map(|item| fault(cx, item, standby)).collect()
+    cx.items(&field, "an array of tables ([[fault]])")?.iter().map(|item| fault(cx, item, standby, horizon)).collect()
 }
 
 /// The fields of `[[fault]]` besides `at` and `action`.
@@ -1239,10 +1461,10 @@ fn fault_fields(kind: FaultKind) -> &'static [&'static str] {
     }
 }
 
-fn fault(cx: &Cx, item: &Field, standby: bool) -> Res<Fault> {
+fn fault(cx: &Cx, item: &Field, standby: bool, horizon: &Horizon) -> Res<Fault> {
     let s = cx.section(item)?;
     s.check_keys(cx, &format!("at action {}", FAULT_FIELDS.join(" ")), "field")?;
-    let trigger = s.req(cx, "at", |field| cx.trigger(field))?;
+    let trigger = s.req(cx, "at", |field| cx.trigger(field, horizon))?;
     let action_field = s.need(cx, "action", "")?;
     let kind = cx.choice(&action_field, &FaultKind::ALL.map(|kind| (kind.name(), kind)))?;
     let action = kind.name();
@@ -1257,8 +1479,9 @@ fn fault(cx: &Cx, item: &Field, standby: bool) -> Res<Fault> {
         return cx.fail(&action_field, "fail-over-to-standby needs a standby: add [postgres.standby]");
     }
     let needed = |key: &str| s.need(cx, key, &format!(" (required by action {action})"));
-    let optional = |key: &str| s.get(key).map(|field| cx.u64(&field)).transpose();
-    let required = |key: &str| needed(key).and_then(|field| cx.u64(&field));
+    // Delays are times of the run: within its horizon.
+    let optional = |key: &str| s.get(key).map(|field| cx.time_ms(&field, 0, horizon)).transpose();
+    let required = |key: &str| needed(key).and_then(|field| cx.time_ms(&field, 0, horizon));
     let action = match kind {
         FaultKind::KillConnectWorker => {
             FaultAction::KillConnectWorker { restart_after_ms: optional("restart_after_ms")? }
@@ -1275,7 +1498,7 @@ fn fault(cx: &Cx, item: &Field, standby: bool) -> Res<Fault> {
         FaultKind::RebuildConnector => FaultAction::RebuildConnector,
         FaultKind::Clog => FaultAction::Clog {
             between: clog_between(cx, &needed("between")?, standby)?,
-            duration_ms: needed("duration_ms").and_then(|field| cx.int(&field, 1, i64::MAX))? as u64,
+            duration_ms: needed("duration_ms").and_then(|field| cx.time_ms(&field, 1, horizon))?,
         },
         FaultKind::WalBurst => FaultAction::WalBurst { bytes: wal_burst_bytes(cx, &needed("bytes")?)? },
         FaultKind::Checkpoint => FaultAction::Checkpoint,
@@ -1333,7 +1556,7 @@ fn wal_burst_bytes(cx: &Cx, field: &Field) -> Res<u64> {
 }
 
 /// `[fault_profile]`: faults generated per seed (swarm testing).
-fn fault_profile(cx: &Cx, s: &Section, standby: bool) -> Res<FaultProfile> {
+fn fault_profile(cx: &Cx, s: &Section, standby: bool, horizon: &Horizon) -> Res<FaultProfile> {
     s.check_keys(cx, "kinds max_faults window moments", "field")?;
     let kinds_field = s.need(cx, "kinds", "; name the fault actions the seed may draw, like [\"clog\"]")?;
     let kinds = listed_once(cx, &kinds_field, "an array of fault actions, like [\"clog\"]", |item| {
@@ -1347,7 +1570,8 @@ fn fault_profile(cx: &Cx, s: &Section, standby: bool) -> Res<FaultProfile> {
         return cx.fail(&kinds_field, "must name at least one fault action");
     }
     let max_faults = s.opt("max_faults", 3, |field| cx.int(field, 0, 20).map(|value| value as u32))?;
-    let window_ms = s.opt("window", (0, 60_000), |field| window(cx, field))?;
+    // The default window is the first minute, or the whole run if its horizon is shorter.
+    let window_ms = s.opt("window", (0, horizon.ms.min(60_000)), |field| window(cx, field, horizon))?;
     let moments = s.opt("moments", Vec::new(), |field| {
         listed_once(cx, field, "an array of moments, like [\"snapshot-completed\"]", |item| {
             let text = cx.string(item)?;
@@ -1373,8 +1597,8 @@ fn listed_once<T: PartialEq>(cx: &Cx, field: &Field, expected: &str, read: impl 
     Ok(values)
 }
 
-/// `window = ["0s", "60s"]`: two times, the start not after the end.
-fn window(cx: &Cx, field: &Field) -> Res<(u64, u64)> {
+/// `window = ["0s", "60s"]`: two times within the horizon, the start not after the end.
+fn window(cx: &Cx, field: &Field, horizon: &Horizon) -> Res<(u64, u64)> {
     let items = cx.items(field, "an array of two times, like [\"0s\", \"60s\"]")?;
     let [start, end] = items.as_slice() else {
         return cx.fail(field, format!("expected two times, found {}; like [\"0s\", \"60s\"]", items.len()));
@@ -1382,7 +1606,15 @@ fn window(cx: &Cx, field: &Field) -> Res<(u64, u64)> {
     let time = |item: &Field| {
         let text = cx.string(item)?;
         match duration_ms(text) {
-            Some(ms) => Ok(ms),
+            Some(ms) if ms <= horizon.ms => Ok(ms),
+            Some(_) => cx.fail(
+                item,
+                format!(
+                    "`{text}` is out of range; expected 0s to {}, {}",
+                    duration_text(horizon.ms),
+                    horizon.describe()
+                ),
+            ),
             None => cx.fail(item, format!("`{text}` is not a time; expected a number and a unit ({DURATION_UNITS})")),
         }
     };
@@ -1394,13 +1626,13 @@ fn window(cx: &Cx, field: &Field) -> Res<(u64, u64)> {
     Ok((start_ms, end_ms))
 }
 
-fn handoff(cx: &Cx, s: &Section) -> Res<HandoffMethod> {
+fn handoff(cx: &Cx, s: &Section, horizon: &Horizon) -> Res<HandoffMethod> {
     s.check_keys(cx, "method read_at_ms", "field")?;
     let methods = [("connector-snapshot", false), ("plain-read", true)];
     let method = s.get("method");
     let plain = method.as_ref().map_or(Ok(false), |field| cx.choice(field, &methods))?;
     match (plain, s.get("read_at_ms"), method) {
-        (true, Some(field), _) => Ok(HandoffMethod::PlainRead { read_at_ms: cx.u64(&field)? }),
+        (true, Some(field), _) => Ok(HandoffMethod::PlainRead { read_at_ms: cx.time_ms(&field, 0, horizon)? }),
         (true, None, Some(method)) => {
             Err(cx.err(method.at, &s.field_path("read_at_ms"), "required with method = \"plain-read\""))
         }
@@ -1425,12 +1657,28 @@ fn failover(cx: &Cx, s: &Section, standby: bool) -> Res<GatePolicy> {
     Ok(gate)
 }
 
-fn acceptance(cx: &Cx, s: &Section) -> Res<Acceptance> {
-    s.check_keys(cx, "timeout_ms sample_size", "field")?;
-    Ok(Acceptance {
-        timeout_ms: s.opt("timeout_ms", 600_000, |field| cx.u64(field))?,
+fn acceptance(cx: &Cx, s: &Section) -> Res<(Acceptance, Horizon)> {
+    s.check_keys(cx, "timeout_ms sample_size horizon_ms", "field")?;
+    let (low, high) = (limits::MIN_HORIZON_MS as i64, limits::MAX_HORIZON_MS as i64);
+    let horizon_ms = s.opt("horizon_ms", limits::DEFAULT_HORIZON_MS, |field| match field.item.val {
+        Val::Int(Some(value)) if (low..=high).contains(&value) => Ok(value as u64),
+        Val::Int(value) => cx.fail(
+            field,
+            format!(
+                "{} ({} to {})",
+                out_of_range(value, low, high),
+                duration_text(low as u64),
+                duration_text(high as u64)
+            ),
+        ),
+        _ => cx.wrong(field, "an integer"),
+    })?;
+    let acceptance = Acceptance {
+        timeout_ms: s.opt("timeout_ms", 600_000, |field| cx.int(field, 0, high).map(|value| value as u64))?,
         sample_size: s.opt("sample_size", 20, |field| cx.u32(field, 0))?,
-    })
+        horizon_ms,
+    };
+    Ok((acceptance, Horizon { ms: horizon_ms, given: s.get("horizon_ms").is_some() }))
 }
 
 /// `[check]`: the bound of `handoff check`.
@@ -1459,7 +1707,7 @@ fn check(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<CheckBound> {
     let mut scripts = Vec::new();
     if let Some(field) = s.get("script") {
         for item in cx.items(&field, "an array of tables ([[check.script]])")? {
-            let txn = script_entry(cx, &item, tables, false)?;
+            let txn = script_entry(cx, &item, tables, None)?;
             if let Some(RowOp::Update { key, .. } | RowOp::Delete { key, .. }) = txn.ops.first()
                 && *key > i64::from(rows)
             {
@@ -1504,7 +1752,7 @@ fn check(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<CheckBound> {
 }
 
 /// `[schedule]`: a path through the `[check]` bound for `handoff run` to follow.
-fn schedule<'t>(cx: &Cx, root: &Section<'t>, s: &Section<'t>) -> Res<(Schedule, Vec<Field<'t>>)> {
+fn schedule<'t>(cx: &Cx, root: &Section<'t>, s: &Section<'t>, horizon: &Horizon) -> Res<(Schedule, Vec<Field<'t>>)> {
     s.check_keys(cx, "step_ms steps", "field")?;
     if root.get("check").is_none() {
         return Err(cx.err(
@@ -1530,6 +1778,25 @@ fn schedule<'t>(cx: &Cx, root: &Section<'t>, s: &Section<'t>) -> Res<(Schedule, 
     let items = cx.items(&field, "an array of steps, like [\"deliver pg1 -> connect\", \"crash connect\"]")?;
     if items.is_empty() {
         return cx.fail(&field, "is empty: a schedule has at least one step");
+    }
+    // Step k is taken at (k + 1) × step_ms, and the schedule ends a step after the last one.
+    let end_ms = (items.len() as u64 + 1).saturating_mul(step_ms);
+    if end_ms > horizon.ms {
+        let most = (horizon.ms / step_ms).saturating_sub(1);
+        let expected = if most == 0 {
+            format!("no step of {step_ms} ms fits: lower step_ms")
+        } else {
+            format!("expected 1 to {most} steps")
+        };
+        return cx.fail(
+            &field,
+            format!(
+                "{} steps of {step_ms} ms end at {}, past {}; {expected}",
+                items.len(),
+                SimTime(end_ms),
+                horizon.describe()
+            ),
+        );
     }
     let mut steps = Vec::with_capacity(items.len());
     for item in &items {
@@ -1986,6 +2253,7 @@ fn write_acceptance(w: &mut Writer, spec: &Spec) {
     w.table("acceptance");
     w.field("timeout_ms", spec.acceptance.timeout_ms);
     w.field("sample_size", spec.acceptance.sample_size);
+    w.field("horizon_ms", spec.acceptance.horizon_ms);
 }
 
 fn write_prediction(w: &mut Writer, spec: &Spec) {

@@ -532,9 +532,14 @@ fn background_window() {
     let text = format!("{MIN}[workload]\ninserts_per_second = 1.0\n");
     fails(&text, &[], "s.toml:12:1: workload.end_ms: ", "end_ms > start_ms");
     let text = format!("{MIN}[workload]\nend_ms = 100\ndeletes_per_second = -1.0\n");
-    fails(&text, &[], "s.toml:14:1: workload.deletes_per_second: ", "finite number");
+    fails(
+        &text,
+        &[],
+        "s.toml:14:1: workload.deletes_per_second: ",
+        "-1 is out of range; expected 0 to 1000000000 per second",
+    );
     let text = format!("{MIN}[workload]\nend_ms = 100\nupdates_per_second = nan\n");
-    fails(&text, &[], "s.toml:14:1: workload.updates_per_second: ", "finite number");
+    fails(&text, &[], "s.toml:14:1: workload.updates_per_second: ", "NaN is out of range; expected 0 to 1000000000");
 }
 
 #[test]
@@ -678,7 +683,12 @@ fn clog_needs_a_duration() {
     let text = with_fault("action = \"clog\"\nduration_ms = 5\n");
     fails(&text, &[], "s.toml:12:1: fault[0].between: ", "required field is missing (required by action clog)");
     let text = with_fault("action = \"clog\"\nbetween = [\"sink\", \"kafka\"]\nduration_ms = 0\n");
-    fails(&text, &[], "s.toml:16:1: fault[0].duration_ms: ", "0 is out of range; expected at least 1");
+    fails(
+        &text,
+        &[],
+        "s.toml:16:1: fault[0].duration_ms: ",
+        "0 is out of range; expected 1 to 3600000, the run's horizon",
+    );
 }
 
 #[test]

@@ -6,6 +6,7 @@
 use handoff_models::connect::ConnectConfig;
 use handoff_models::debezium::{DebeziumConfig, SnapshotMode};
 use handoff_models::ids::{Node, Status, TableId};
+use handoff_models::limits;
 use handoff_models::operator::GatePolicy;
 use handoff_models::postgres::table::{ReplicaIdentity, RowOp};
 use handoff_models::sink::ApplyRule;
@@ -199,7 +200,7 @@ fn everything() -> Spec {
         }),
         handoff: HandoffMethod::PlainRead { read_at_ms: 2_500 },
         gate: GatePolicy::FailClosed,
-        acceptance: Acceptance { timeout_ms: 300_000, sample_size: 5 },
+        acceptance: Acceptance { timeout_ms: 300_000, sample_size: 5, horizon_ms: 7_200_000 },
         prediction: Prediction {
             holds: false,
             findings: vec![Invariant::I2, Invariant::I4],
@@ -404,6 +405,13 @@ fn values_the_loader_rejects_or_reads_differently_are_refused() {
         ("unchecked invariant", |spec| spec.prediction.allow = vec![Invariant::I12]),
         ("table id not its index", |spec| spec.tables[1].id = TableId(5)),
         ("huge timeout", |spec| spec.acceptance.timeout_ms = u64::MAX),
+        ("a fault past the horizon", |spec| {
+            spec.faults[0].trigger = Trigger::At { at_ms: spec.acceptance.horizon_ms + 1 }
+        }),
+        ("a delay past the horizon", |spec| {
+            spec.faults[0].action = FaultAction::CrashPostgres { restart_after_ms: spec.acceptance.horizon_ms + 1 }
+        }),
+        ("too many rows", |spec| spec.tables[0].rows = limits::MAX_ROWS as u32),
         ("occurrence 0", |spec| {
             spec.faults[2].trigger = Trigger::After { moment: Moment::Promoted, occurrence: 0, plus_ms: 0 }
         }),
@@ -427,8 +435,12 @@ fn text() -> impl Strategy<Value = String> {
     proptest::collection::vec(c, 0..24).prop_map(|chars| chars.into_iter().collect())
 }
 
+/// The horizon of [`everything`]: the generated times lie within it, as the loader requires.
+const HORIZON_MS: u64 = 7_200_000;
+
+/// A time of the run: within the horizon, its ends included.
 fn ms() -> impl Strategy<Value = u64> {
-    prop_oneof![0..100_000u64, (0..1_000u64).prop_map(|n| n * 60_000), any::<u64>()]
+    prop_oneof![0..100_000u64, (0..=HORIZON_MS / 60_000).prop_map(|n| n * 60_000), 0..=HORIZON_MS, Just(HORIZON_MS)]
 }
 
 /// Up to `i64::MAX`: what a TOML integer holds.
@@ -473,15 +485,13 @@ fn fault_action() -> impl Strategy<Value = FaultAction> {
     ];
     let pair = proptest::sample::subsequence(nodes, 2).prop_shuffle().prop_map(|pair| (pair[0], pair[1]));
     prop_oneof![
-        proptest::option::of(toml_int())
-            .prop_map(|restart_after_ms| FaultAction::KillConnectWorker { restart_after_ms }),
-        proptest::option::of(toml_int())
-            .prop_map(|restart_after_ms| FaultAction::KillConnectorTask { restart_after_ms }),
-        proptest::option::of(toml_int()).prop_map(|resume_after_ms| FaultAction::StopConnector { resume_after_ms }),
-        toml_int().prop_map(|restart_after_ms| FaultAction::CrashPostgres { restart_after_ms }),
-        toml_int().prop_map(|promote_after_ms| FaultAction::FailOverToStandby { promote_after_ms }),
+        proptest::option::of(ms()).prop_map(|restart_after_ms| FaultAction::KillConnectWorker { restart_after_ms }),
+        proptest::option::of(ms()).prop_map(|restart_after_ms| FaultAction::KillConnectorTask { restart_after_ms }),
+        proptest::option::of(ms()).prop_map(|resume_after_ms| FaultAction::StopConnector { resume_after_ms }),
+        ms().prop_map(|restart_after_ms| FaultAction::CrashPostgres { restart_after_ms }),
+        ms().prop_map(|promote_after_ms| FaultAction::FailOverToStandby { promote_after_ms }),
         Just(FaultAction::RecreateSlot),
-        (pair, 1..=i64::MAX as u64).prop_map(|(between, duration_ms)| FaultAction::Clog { between, duration_ms }),
+        (pair, 1..=HORIZON_MS).prop_map(|(between, duration_ms)| FaultAction::Clog { between, duration_ms }),
         prop_oneof![1..=(64u64 << 30), (1..=64u64).prop_map(|mb| mb << 20)]
             .prop_map(|bytes| FaultAction::WalBurst { bytes }),
         Just(FaultAction::Checkpoint),
@@ -512,15 +522,31 @@ fn rate() -> impl Strategy<Value = f64> {
     ]
 }
 
+/// A background workload within the horizon and the transaction budget (less the scripted
+/// transactions `spec()` may add): rates that would make too many are scaled down.
 fn background() -> impl Strategy<Value = Option<Background>> {
-    let busy = (toml_int(), 1..1_000_000u64, rate(), rate(), rate(), 1..=1_000u32);
-    proptest::option::of(busy.prop_map(|(start_ms, length, inserts, updates, deletes, floor)| Background {
-        start_ms: start_ms.min(i64::MAX as u64 - length),
-        end_ms: start_ms.min(i64::MAX as u64 - length) + length,
-        // At least one rate above 0, or the loader reads no background.
-        inserts_per_second: inserts.max(f64::from(floor) / 1_000.0),
-        updates_per_second: updates,
-        deletes_per_second: deletes,
+    let busy = (ms(), 1..1_000_000u64, rate(), rate(), rate(), 1..=1_000u32);
+    proptest::option::of(busy.prop_map(|(start_ms, length, inserts, updates, deletes, floor)| {
+        let start_ms = start_ms.min(HORIZON_MS - length);
+        let mut background = Background {
+            start_ms,
+            end_ms: start_ms + length,
+            // At least one rate above 0, or the loader reads no background.
+            inserts_per_second: inserts.max(f64::from(floor) / 1_000.0),
+            updates_per_second: updates,
+            deletes_per_second: deletes,
+        };
+        let budget = (limits::MAX_TRANSACTIONS - 6) as f64;
+        while background.transactions() as f64 > budget {
+            for rate in [
+                &mut background.inserts_per_second,
+                &mut background.updates_per_second,
+                &mut background.deletes_per_second,
+            ] {
+                *rate /= 2.0;
+            }
+        }
+        background
     }))
 }
 
@@ -542,7 +568,8 @@ prop_compose! {
             ((1..=3u32, 0..=9u32), (20..=30u32).prop_map(|shift| 1u64 << shift), 30_000..=86_400_000u64),
         (max_wal_segments, cap_mb, wal_keep_size_mb) in
             (2..=64u64, proptest::option::of(0..=65_536u64), 0..=65_536u64),
-        (rows, batch, seed, plain_read) in (any::<u32>(), 1..=20_000u32, toml_int(), proptest::option::of(toml_int())),
+        (rows, batch, seed, plain_read) in
+            (0..=(limits::MAX_ROWS - 10) as u32, 1..=20_000u32, toml_int(), proptest::option::of(ms())),
         holds in any::<bool>(),
     ) -> (Spec, u64) {
         let mut spec = everything();

@@ -18,8 +18,10 @@
 //!
 //! The format is described in full in `docs/conform-format.md`. Sizes and times are written the
 //! way `postgresql.conf` writes them (`"4MB"`, `"1d"`); every mistake is reported with the
-//! field, the step number and what would be accepted.
+//! field, the step number and what would be accepted. A workload's transactions are held to what
+//! the model holds in memory ([`crate::limits`]).
 
+use crate::limits;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -417,6 +419,7 @@ impl Workload {
             Ok(name)
         };
         let mut steps = Vec::new();
+        let mut all_changes = 0u64;
         for (index, step) in file.steps.into_iter().enumerate() {
             let number = index + 1;
             let step = match step {
@@ -433,9 +436,25 @@ impl Workload {
                 }
                 FileStep::Transaction { name, database: db, inserts, updates, deletes } => {
                     check_identifier(&format!("step {number}: transaction name"), &name)?;
-                    if inserts + updates + deletes == 0 {
+                    let changes = u64::from(inserts) + u64::from(updates) + u64::from(deletes);
+                    if changes == 0 {
                         return Err(format!(
                             "step {number}: transaction {name} changes nothing (give inserts, updates or deletes)"
+                        ));
+                    }
+                    let most = limits::MAX_CONFORM_TRANSACTION_CHANGES;
+                    if changes > most {
+                        return Err(format!(
+                            "step {number}: transaction {name}: inserts + updates + deletes = {changes} is out of range; \
+                             expected 1 to {most} changes in a transaction"
+                        ));
+                    }
+                    all_changes += changes;
+                    let most = limits::MAX_CONFORM_WORKLOAD_CHANGES;
+                    if all_changes > most {
+                        return Err(format!(
+                            "step {number}: transaction {name} brings the workload to {all_changes} changes; expected 1 \
+                             to {most} changes in all its transactions"
                         ));
                     }
                     Step::Transaction { name, database: database(number, db)?, inserts, updates, deletes }
@@ -549,6 +568,34 @@ mod tests {
         assert!(unknown.contains("vacuum"), "{unknown}");
         let confirm = error("name = \"w\"\n[[step]]\nstream = { slot = \"s\", seconds = 1, confirm = \"always\" }\n");
         assert!(confirm.contains("always"), "{confirm}");
+    }
+
+    #[test]
+    fn transactions_are_held_to_what_the_model_holds() {
+        let error = |text: &str| Workload::parse(text, "w.toml").unwrap_err();
+        let transaction = |name: &str, inserts: u64| {
+            format!("[[step]]\ntransaction = {{ name = \"{name}\", inserts = {inserts} }}\n")
+        };
+        let huge = error(&format!("name = \"w\"\n{}", transaction("t", u64::from(u32::MAX))));
+        assert!(
+            huge.contains("step 1: transaction t: inserts + updates + deletes = 4294967295 is out of range"),
+            "{huge}"
+        );
+        assert!(huge.contains("expected 1 to 100000 changes in a transaction"), "{huge}");
+        // Three counts near u32::MAX add up without wrapping around.
+        let sum = error(
+            "name = \"w\"\n[[step]]\ntransaction = { name = \"t\", inserts = 4294967295, updates = 4294967295, \
+                         deletes = 2 }\n",
+        );
+        assert!(sum.contains("= 8589934592 is out of range"), "{sum}");
+        let steps: String = (0..11).map(|n| transaction(&format!("t{n}"), 100_000)).collect();
+        let all = error(&format!("name = \"w\"\n{steps}"));
+        assert!(
+            all.contains("step 11: transaction t10 brings the workload to 1100000 changes; expected 1 to 1000000"),
+            "{all}"
+        );
+        let most: String = (0..10).map(|n| transaction(&format!("t{n}"), 100_000)).collect();
+        assert!(Workload::parse(&format!("name = \"w\"\n{most}"), "w.toml").is_ok());
     }
 
     #[test]
