@@ -253,7 +253,7 @@ fn check_says_what_it_needs() {
     // Limits that cannot be kept.
     for (flags, phrase) in [
         (&["--max-memory", "8gb"][..], "expected a size like 512MB"),
-        (&["--max-memory", "1MB"], "at least 64MB"),
+        (&["--max-memory", "100MB"], "at least 128MB"),
         (&["--max-memory", "1000TB"], "more than the"),
         (&["--timeout", "99999999999"], "at most 31536000 seconds"),
     ] {
