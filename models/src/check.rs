@@ -9,17 +9,28 @@ use crate::narrate::{self, Names};
 use crate::spec::{Invariant, Spec};
 use crate::world::{Action, Bounds, World};
 use stateright::{Model, Property};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A scenario's world under bounds.
 #[derive(Clone, Debug)]
 pub struct HandoffModel {
     pub spec: Spec,
     pub bounds: Bounds,
+    /// Once raised, no state offers a step: how a command stops stateright's checkers, which
+    /// take no stop signal of their own, when it reaches one of its limits (`handoff check`'s
+    /// memory budget). `None` for a model that is never stopped.
+    pub halt: Option<Arc<AtomicBool>>,
 }
 
 impl HandoffModel {
     pub fn new(spec: Spec, bounds: Bounds) -> HandoffModel {
-        HandoffModel { spec, bounds }
+        HandoffModel { spec, bounds, halt: None }
+    }
+
+    /// The same model, stopped when `halt` is raised.
+    pub fn halted_by(self, halt: Arc<AtomicBool>) -> HandoffModel {
+        HandoffModel { halt: Some(halt), ..self }
     }
 }
 
@@ -41,6 +52,9 @@ impl Model for HandoffModel {
     }
 
     fn actions(&self, state: &World, actions: &mut Vec<Action>) {
+        if self.halt.as_ref().is_some_and(|halt| halt.load(Ordering::Relaxed)) {
+            return;
+        }
         state.actions(&self.bounds, actions);
     }
 

@@ -41,7 +41,17 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let plan = check::CheckPlan { strategy, max_depth: None, threads, timeout: None, max_states: usize::MAX };
+    // The memory budget `handoff check` keeps by default, so that its watchdog runs as it does
+    // in the command.
+    let max_memory_bytes = handoff_sim::budget::default_max_memory();
+    let plan = check::CheckPlan {
+        strategy,
+        max_depth: None,
+        threads,
+        timeout: None,
+        max_states: usize::MAX,
+        max_memory_bytes,
+    };
     let mut rates = Vec::new();
     let mut seconds = Vec::new();
     let mut size = (0, 0);

@@ -19,7 +19,14 @@
 //! merged in the level's order so that the same bound always tells the same story whatever the
 //! threads (stateright's own BFS keeps the last discovery of a property, and its threads race);
 //! it is narrated by the simulation's narrator.
+//!
+//! The command's limits — `--timeout`, `--max-states`, `--max-memory` ([`crate::budget`]) — hold
+//! for all of it: the exploration and the searches for the shortest counterexamples share one
+//! deadline, one count of states and one memory budget. A search cut short by one of them falls
+//! back on the path the exploration found (real, but not the shortest) and the report says so
+//! and why.
 
+use crate::budget::{Budget, Limit, size_text};
 use crate::dfs::{Explored, Table as Fingerprints};
 use handoff_models::check::HandoffModel;
 use handoff_models::component::Timer;
@@ -46,10 +53,14 @@ pub struct CheckPlan {
     pub strategy: Strategy,
     pub max_depth: Option<usize>,
     pub threads: usize,
-    /// For `Random`: stop after this long (random walks never finish on their own).
+    /// Stop the whole command after this long (random walks, which never finish on their own,
+    /// need one).
     pub timeout: Option<Duration>,
-    /// Stop after generating this many states (a bound too large for memory stops, and says so).
+    /// Stop after generating this many states, over the exploration and the counterexamples'
+    /// searches (a bound too large for memory stops, and says so).
     pub max_states: usize,
+    /// Stop before the process holds this much memory (`None`: no budget).
+    pub max_memory_bytes: Option<u64>,
 }
 
 /// What a property came to.
@@ -72,6 +83,9 @@ pub struct PropertyReport {
     /// The counterexample's steps, and its narration (empty unless there is a counterexample).
     pub steps: Vec<String>,
     pub story: String,
+    /// Why the search for the shortest counterexample stopped before its end, if it did: then
+    /// the steps are the path the exploration found, real but not the shortest.
+    pub search_cut_short_by: Option<Limit>,
     /// The invariant an `always` property checks.
     #[serde(skip)]
     pub invariant: Option<Invariant>,
@@ -91,9 +105,60 @@ pub struct CheckReport {
     pub max_depth: usize,
     pub seconds: f64,
     pub unique_states_per_second: f64,
-    /// Whether the whole bound was explored (no depth limit hit, no timeout, not random).
+    /// Whether the whole bound was explored (no limit reached, not random).
     pub complete: bool,
+    /// Why it was not.
+    pub cut_short_by: Option<Limit>,
+    /// The seconds the searches for the shortest counterexamples took, and the states they
+    /// generated.
+    pub search_seconds: f64,
+    pub search_states: usize,
+    /// The command's limits: `--timeout` (seconds), `--max-states`, `--max-memory` (bytes).
+    pub timeout_seconds: Option<f64>,
+    pub max_states: usize,
+    pub max_memory_bytes: Option<u64>,
+    /// The process's peak resident memory, where the system says it.
+    pub peak_memory_bytes: Option<u64>,
+    /// What the exit status says: every property as predicted, some not, or not known because
+    /// the bound was not explored completely.
+    pub verdict: Verdict,
     pub properties: Vec<PropertyReport>,
+}
+
+/// What a check comes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// The whole bound explored, every property as predicted (exit status 0).
+    AsPredicted,
+    /// Some property not as predicted (exit status 1): after a whole bound any difference; after
+    /// a bound cut short, a counterexample the prediction does not name.
+    NotAsPredicted,
+    /// The bound cut short, and nothing found so far contradicts the prediction (exit status 3).
+    Inconclusive,
+}
+
+impl Verdict {
+    /// The exit status that says it.
+    pub fn exit_status(self) -> u8 {
+        match self {
+            Verdict::AsPredicted => 0,
+            Verdict::NotAsPredicted => 1,
+            Verdict::Inconclusive => 3,
+        }
+    }
+
+    fn of(complete: bool, properties: &[PropertyReport]) -> Verdict {
+        // What a bound cut short found is found; what it did not find may lie past the cut.
+        let refuted = properties.iter().any(|property| {
+            !property.expected && (complete || matches!(property.outcome, Outcome::Counterexample | Outcome::Reached))
+        });
+        match (refuted, complete) {
+            (true, _) => Verdict::NotAsPredicted,
+            (false, true) => Verdict::AsPredicted,
+            (false, false) => Verdict::Inconclusive,
+        }
+    }
 }
 
 impl CheckReport {
@@ -178,35 +243,61 @@ pub fn explore(spec: &Spec, name: &str, plan: CheckPlan) -> Result<CheckReport, 
 
 fn check_with(spec: &Spec, name: &str, plan: CheckPlan, tell: bool) -> Result<CheckReport, String> {
     let (world, bounds) = bound(spec)?;
+    let budget = Budget::new(plan.timeout, plan.max_states, plan.max_memory_bytes);
+    Ok(budget.watching(|| check_within(spec, name, plan, tell, HandoffModel::new(world, bounds), &budget)))
+}
+
+fn check_within(
+    spec: &Spec,
+    name: &str,
+    plan: CheckPlan,
+    tell: bool,
+    model: HandoffModel,
+    budget: &Budget,
+) -> CheckReport {
     let check: &CheckBound = spec.check.as_ref().expect("bound() checked it");
-    let model = HandoffModel::new(world, bounds);
     let started = Instant::now();
-    let mut builder = model.clone().checker().threads(plan.threads.max(1));
-    if let Some(depth) = plan.max_depth {
-        builder = builder.target_max_depth(depth);
-    }
-    if let Some(timeout) = plan.timeout {
-        builder = builder.timeout(timeout);
-    }
-    builder = builder.target_state_count(plan.max_states);
-    let explored = match plan.strategy {
-        Strategy::Bfs => Explored::of(builder.spawn_bfs().join()),
-        Strategy::Dfs => {
-            let limits =
-                crate::dfs::Limits { max_depth: plan.max_depth, max_states: plan.max_states, timeout: plan.timeout };
-            crate::dfs::explore(&model, plan.threads, limits)
+    let stateright = || {
+        // stateright's checkers stop at their own timeout and state count, and at the budget's
+        // halt (the model offers no more steps once it is raised).
+        let mut builder = model.clone().halted_by(budget.halt()).checker().threads(plan.threads.max(1));
+        if let Some(depth) = plan.max_depth {
+            builder = builder.target_max_depth(depth);
         }
-        Strategy::Random { seed } => Explored::of(builder.spawn_simulation(seed, stateright::UniformChooser).join()),
+        if let Some(remaining) = budget.remaining() {
+            builder = builder.timeout(remaining);
+        }
+        builder.target_state_count(plan.max_states)
+    };
+    let mut explored = match plan.strategy {
+        Strategy::Bfs => joined(stateright().spawn_bfs().join(), budget),
+        Strategy::Dfs => {
+            crate::dfs::explore(&model, plan.threads, crate::dfs::Limits { max_depth: plan.max_depth, budget })
+        }
+        Strategy::Random { seed } => {
+            joined(stateright().spawn_simulation(seed, stateright::UniformChooser).join(), budget)
+        }
     };
     let seconds = started.elapsed().as_secs_f64();
-    let discoveries = &explored.discoveries;
-    let complete = !matches!(plan.strategy, Strategy::Random { .. })
-        && plan.max_depth.is_none_or(|depth| explored.max_depth < depth)
-        && explored.states < plan.max_states
-        && plan.timeout.is_none_or(|timeout| started.elapsed() < timeout);
+    if plan.strategy != Strategy::Dfs {
+        budget.spend(explored.states);
+        budget.exhausted();
+    }
+    let cut_short_by = match plan.strategy {
+        // The depth-first explorer stops only at the budget; stateright's checkers stop at their
+        // own timeout and count too (the budget has just counted their states, and checked the
+        // deadline), or at the halt.
+        Strategy::Dfs if !explored.cut_short => None,
+        Strategy::Dfs | Strategy::Bfs => budget.reached(),
+        Strategy::Random { .. } => Some(budget.reached().unwrap_or(Limit::Sampled)),
+    }
+    .or_else(|| plan.max_depth.filter(|depth| explored.max_depth >= *depth).map(|_| Limit::MaxDepth));
+    let complete = cut_short_by.is_none();
+    let search_started = Instant::now();
+    let searched_before = budget.spent();
     let mut properties = Vec::new();
     for property in model.properties() {
-        let found = discoveries.contains(property.name);
+        let found = explored.discoveries.contains_key(property.name);
         let (expectation, outcome) = match property.expectation {
             Expectation::Always => ("always", if found { Outcome::Counterexample } else { Outcome::Holds }),
             Expectation::Sometimes => ("sometimes", if found { Outcome::Reached } else { Outcome::NotReached }),
@@ -218,10 +309,19 @@ fn check_with(spec: &Spec, name: &str, plan: CheckPlan, tell: bool) -> Result<Ch
             Outcome::Reached => true,
             Outcome::NotReached => check.unreached_ok.iter().any(|ok| ok == property.name),
         };
-        let path = if tell && outcome == Outcome::Counterexample {
-            shortest(&model, property.name, plan.threads)
+        let (path, search_cut_short_by) = if tell && outcome == Outcome::Counterexample {
+            let explored_path = explored.discoveries.remove(property.name).unwrap_or_default();
+            match budget
+                .exhausted()
+                .map_or_else(|| shortest(&model, property.name, plan.threads, budget), Search::CutShort)
+            {
+                Search::Found(path) => (path, None),
+                Search::CutShort(limit) => (explored_path, Some(limit)),
+                // Breadth-first search meets every state the exploration met.
+                Search::Missing => (explored_path, None),
+            }
         } else {
-            Vec::new()
+            (Vec::new(), None)
         };
         let steps = path.iter().map(Action::to_string).collect();
         let story = if path.is_empty() { String::new() } else { handoff_models::check::narrate_path(&model, &path) };
@@ -234,13 +334,14 @@ fn check_with(spec: &Spec, name: &str, plan: CheckPlan, tell: bool) -> Result<Ch
             expected,
             steps,
             story,
+            search_cut_short_by,
             invariant: invariant_of(property.name),
             path,
             violated_at_end,
         });
     }
     let unique = explored.unique_states;
-    Ok(CheckReport {
+    CheckReport {
         scenario: name.to_owned(),
         strategy: match plan.strategy {
             Strategy::Bfs => "bfs".into(),
@@ -253,8 +354,23 @@ fn check_with(spec: &Spec, name: &str, plan: CheckPlan, tell: bool) -> Result<Ch
         seconds,
         unique_states_per_second: if seconds > 0.0 { unique as f64 / seconds } else { 0.0 },
         complete,
+        cut_short_by,
+        search_seconds: search_started.elapsed().as_secs_f64(),
+        search_states: budget.spent().saturating_sub(searched_before),
+        timeout_seconds: plan.timeout.map(|timeout| timeout.as_secs_f64()),
+        max_states: plan.max_states,
+        max_memory_bytes: plan.max_memory_bytes,
+        peak_memory_bytes: budget.peak_bytes(),
+        verdict: Verdict::of(complete, &properties),
         properties,
-    })
+    }
+}
+
+/// What a stateright checker that has stopped found. It rebuilds the paths it found through the
+/// model's steps, which the budget's halt withholds: the halt is lifted first.
+fn joined(checker: impl Checker<HandoffModel>, budget: &Budget) -> Explored {
+    budget.lift_halt();
+    Explored::of(checker)
 }
 
 /// The loopback address `--serve` may bind: an `IP:PORT` on 127.0.0.0/8 or `::1` (the Explorer
@@ -299,15 +415,26 @@ fn predicted_to_hold(spec: &Spec, property: &str) -> bool {
     }
 }
 
+/// What a search for the shortest path to a property's discovery came to.
+#[derive(Debug, PartialEq, Eq)]
+enum Search {
+    Found(Vec<Action>),
+    /// The whole bound searched, and no state shows the property.
+    Missing,
+    /// A limit of the command stopped the search.
+    CutShort(Limit),
+}
+
 /// The shortest path to a property's discovery: breadth-first, level by level. A level's
 /// states are expanded in chunks, by every thread, and the successors are merged chunk by chunk
 /// in the level's order (parent by parent, action by action), the first to reach a state
 /// keeping it; the first state of the merge that shows the property ends the search. So the
 /// path is the same whatever the number of threads, and it is the first one breadth-first
-/// search meets.
-fn shortest(model: &HandoffModel, property: &'static str, threads: usize) -> Vec<Action> {
+/// search meets. The search counts the states it generates into the command's budget and asks
+/// it after every chunk: a limit reached stops it.
+fn shortest(model: &HandoffModel, property: &'static str, threads: usize, budget: &Budget) -> Search {
     let Some(found) = model.properties().into_iter().find(|candidate| candidate.name == property) else {
-        return Vec::new();
+        return Search::Missing;
     };
     let discovered = move |state: &World| match found.expectation {
         Expectation::Sometimes => (found.condition)(model, state),
@@ -317,7 +444,7 @@ fn shortest(model: &HandoffModel, property: &'static str, threads: usize) -> Vec
     let mut level = Vec::new();
     for state in model.init_states() {
         if discovered(&state) {
-            return Vec::new();
+            return Search::Found(Vec::new());
         }
         if visited.insert(state.fingerprint()) {
             level.push(state);
@@ -326,13 +453,17 @@ fn shortest(model: &HandoffModel, property: &'static str, threads: usize) -> Vec
     // Per level after the first: each state's parent (its index in the level before) and the
     // action that led to it.
     let mut parents: Vec<Vec<(usize, Action)>> = Vec::new();
+    let mut outcome = Search::Missing;
     while !level.is_empty() {
-        let Level { next, links, hit, new } = search_level(model, level, &visited, threads, &discovered);
+        let Level { next, links, hit, new, cut } = search_level(model, level, &visited, threads, &discovered, budget);
+        if let Some(limit) = cut {
+            outcome = Search::CutShort(limit);
+            level = next;
+            break;
+        }
         parents.push(links);
         visited.extend(&new);
         if let Some(mut index) = hit {
-            // What the search holds is large: let it go on its own time.
-            std::thread::spawn(move || drop((next, visited)));
             let mut path = Vec::new();
             for links in parents.iter().rev() {
                 let (parent, action) = &links[index];
@@ -340,11 +471,15 @@ fn shortest(model: &HandoffModel, property: &'static str, threads: usize) -> Vec
                 index = *parent;
             }
             path.reverse();
-            return path;
+            outcome = Search::Found(path);
+            level = next;
+            break;
         }
         level = next;
     }
-    Vec::new()
+    // What the search holds is large: let it go on its own time.
+    std::thread::spawn(move || drop((level, visited, parents)));
+    outcome
 }
 
 /// A successor met while expanding a level.
@@ -357,13 +492,14 @@ struct Successor {
 }
 
 /// A level's states, expanded chunk by chunk (the search stops at the first state that shows the
-/// property).
+/// property, or at a limit of the budget).
 fn search_level(
     model: &HandoffModel,
     level: Vec<World>,
     visited: &Fingerprints,
     threads: usize,
     discovered: &(impl Fn(&World) -> bool + Sync),
+    budget: &Budget,
 ) -> Level {
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -377,18 +513,23 @@ fn search_level(
     let results: Vec<Mutex<Option<Vec<Successor>>>> = (0..chunks.len()).map(|_| Mutex::new(None)).collect();
     let next_chunk = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
-    // Expands the next chunk nobody has taken; false when none is left.
+    // Expands the next chunk nobody has taken; false when none is left, or the budget is spent.
     let expand_one = |actions: &mut Vec<Action>| -> bool {
+        if budget.exhausted().is_some() {
+            return false;
+        }
         let index = next_chunk.fetch_add(1, Ordering::Relaxed);
         let Some(slot) = chunks.get(index) else { return false };
         let Some((first, states)) = slot.lock().expect("a chunk's lock").take() else { return true };
         let mut seen = Fingerprints::default();
         let mut out = Vec::new();
+        let mut generated = 0;
         for (offset, state) in states.into_iter().enumerate() {
             actions.clear();
             model.actions(&state, actions);
             for action in actions.drain(..) {
                 let Some(next) = model.next_state(&state, action.clone()) else { continue };
+                generated += 1;
                 let fingerprint = next.fingerprint();
                 if visited.contains(fingerprint) || !seen.insert(fingerprint) {
                     continue;
@@ -397,6 +538,7 @@ fn search_level(
                 out.push(Successor { parent: first + offset, action, fingerprint, state: next, discovered });
             }
         }
+        budget.spend(generated);
         *results[index].lock().expect("a result's lock") = Some(out);
         true
     };
@@ -404,6 +546,7 @@ fn search_level(
     let mut links = Vec::with_capacity(width + width / 2);
     let mut new = Fingerprints::default();
     let mut hit = None;
+    let mut cut = None;
     let mut leftovers = Vec::new();
     std::thread::scope(|scope| {
         for _ in 1..threads.max(1) {
@@ -421,6 +564,11 @@ fn search_level(
         let mut actions = Vec::new();
         let mut merge_at = 0;
         while merge_at < results.len() {
+            if let Some(limit) = budget.exhausted() {
+                cut = Some(limit);
+                stop.store(true, Ordering::Relaxed);
+                break;
+            }
             let Some(successors) = results[merge_at].lock().expect("a result's lock").take() else {
                 if !expand_one(&mut actions) {
                     std::thread::yield_now();
@@ -452,7 +600,7 @@ fn search_level(
     let unmerged: Vec<_> = results.into_iter().filter_map(|result| result.into_inner().ok().flatten()).collect();
     let untaken: Vec<_> = chunks.into_iter().filter_map(|chunk| chunk.into_inner().ok().flatten()).collect();
     std::thread::spawn(move || drop((leftovers, unmerged, untaken)));
-    Level { next, links, hit, new }
+    Level { next, links, hit, new, cut }
 }
 
 /// What a level of the search comes to.
@@ -465,6 +613,8 @@ struct Level {
     hit: Option<usize>,
     /// The fingerprints this level met first.
     new: Fingerprints,
+    /// The limit that stopped the level before its end.
+    cut: Option<Limit>,
 }
 
 /// A counterexample as a scenario that `handoff run` replays: the scenario's pipeline and bound,
@@ -491,9 +641,14 @@ pub fn export(spec: &Spec, property: &PropertyReport) -> Result<Spec, String> {
     exported.faults.clear();
     exported.profile = None;
     exported.name = format!("{}-{}-counterexample", spec.name, invariant.to_string().to_lowercase());
+    let which = match property.search_cut_short_by {
+        None => "The shortest counterexample `handoff check` found".to_owned(),
+        Some(_) => "A counterexample `handoff check`'s exploration found (not the shortest: the search for \
+                    that was cut short by a limit of the command)"
+            .to_owned(),
+    };
     exported.description = format!(
-        "The shortest counterexample `handoff check` found for {} ({}) in the bound of {}, as a path \
-         `handoff run` follows step by step.\n",
+        "{which} for {} ({}) in the bound of {}, as a path `handoff run` follows step by step.\n",
         invariant,
         invariant.name(),
         spec.name
@@ -537,10 +692,24 @@ pub fn text(report: &CheckReport) -> String {
         report.max_depth,
         if report.complete { "" } else { " (the bound was NOT explored completely)" }
     ));
-    out.push_str(&format!(
-        "time      {:.2}s: {:.0} unique states/s\n\nproperties\n",
-        report.seconds, report.unique_states_per_second
-    ));
+    if let Some(limit) = report.cut_short_by {
+        out.push_str(&format!("cut short by {}\n", limit_text(report, limit)));
+    }
+    out.push_str(&format!("time      {:.2}s: {:.0} unique states/s", report.seconds, report.unique_states_per_second));
+    if report.search_states > 0 {
+        out.push_str(&format!("; {:.2}s more for the counterexamples", report.search_seconds));
+    }
+    out.push('\n');
+    match (report.peak_memory_bytes, report.max_memory_bytes) {
+        (Some(peak), Some(budget)) => out.push_str(&format!(
+            "memory    {} at the peak, of {} (--max-memory)\n",
+            size_text(peak),
+            size_text(budget)
+        )),
+        (Some(peak), None) => out.push_str(&format!("memory    {} at the peak\n", size_text(peak))),
+        (None, _) => {}
+    }
+    out.push_str("\nproperties\n");
     for property in &report.properties {
         let outcome = match property.outcome {
             Outcome::Holds if report.complete => "holds",
@@ -552,6 +721,9 @@ pub fn text(report: &CheckReport) -> String {
         let note = match (&property.outcome, property.expected) {
             (Outcome::Counterexample, true) => "  predicted",
             (Outcome::Counterexample, false) => "  NOT PREDICTED",
+            (Outcome::Holds, false) if !report.complete => {
+                "  the prediction says it is violated; not found before the cut"
+            }
             (Outcome::Holds, false) => "  the prediction says it is violated",
             (Outcome::NotReached, true) => "  expected (unreached_ok)",
             (Outcome::NotReached, false) => "  the bound proves nothing about it",
@@ -560,14 +732,42 @@ pub fn text(report: &CheckReport) -> String {
         out.push_str(&format!("  {:<10} {:<40} {outcome}{note}\n", property.expectation, property.name));
     }
     for property in report.properties.iter().filter(|p| p.outcome == Outcome::Counterexample) {
+        let which = match property.search_cut_short_by {
+            None => "the shortest BFS finds".to_owned(),
+            Some(limit) => format!(
+                "as the exploration found it, NOT the shortest: the search for that was cut short by {}",
+                limit_text(report, limit)
+            ),
+        };
         out.push_str(&format!(
-            "\ncounterexample: {} ({} steps, the shortest BFS finds)\n{}",
+            "\ncounterexample: {} ({} steps, {which})\n{}",
             property.name,
             property.steps.len(),
             property.story
         ));
     }
     out
+}
+
+/// A limit, as the report names it.
+fn limit_text(report: &CheckReport, limit: Limit) -> String {
+    match limit {
+        Limit::Timeout => match report.timeout_seconds {
+            Some(seconds) => format!("the timeout (--timeout {seconds})"),
+            None => "the timeout".to_owned(),
+        },
+        Limit::MaxStates => format!("the state limit (--max-states {})", report.max_states),
+        Limit::MaxMemory => match report.max_memory_bytes {
+            Some(bytes) => format!(
+                "the memory budget (--max-memory {}; the command stops at {} % of it)",
+                size_text(bytes),
+                crate::budget::STOP_PERCENT
+            ),
+            None => "the memory budget".to_owned(),
+        },
+        Limit::MaxDepth => "the depth limit (--max-depth): paths end there".to_owned(),
+        Limit::Sampled => "random walks, which sample the bound and never explore it completely".to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -580,14 +780,67 @@ mod tests {
         let spec = crate::scenario::load(&path, &[]).expect("the zoo's naive sink").spec;
         let (world, bounds) = bound(&spec).expect("a bound");
         let model = HandoffModel::new(world, bounds);
-        let one = shortest(&model, "I3 monotonic apply", 1);
-        assert!(!one.is_empty(), "a naive sink applies an older version after a crash");
-        assert_eq!(shortest(&model, "I3 monotonic apply", 2), one);
-        assert_eq!(shortest(&model, "I3 monotonic apply", 3), one);
+        let search = |threads| shortest(&model, "I3 monotonic apply", threads, &Budget::unlimited());
+        let Search::Found(one) = search(1) else { panic!("a naive sink applies an older version after a crash") };
+        assert!(!one.is_empty());
+        assert_eq!(search(2), Search::Found(one.clone()));
+        assert_eq!(search(3), Search::Found(one.clone()));
         // It is a counterexample: its last state violates I3, and no state before it does.
         assert!(World::violated_after(&model.spec, &model.bounds, &one).contains(&Invariant::I3));
         assert!(!World::violated_after(&model.spec, &model.bounds, &one[..one.len() - 1]).contains(&Invariant::I3));
         // A property nothing violates has no path.
-        assert!(shortest(&model, "I5 ack <= durable", 2).is_empty());
+        assert_eq!(shortest(&model, "I5 ack <= durable", 2, &Budget::unlimited()), Search::Missing);
+    }
+
+    #[test]
+    fn the_search_stops_at_the_commands_limits() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/zoo/naive-sink.toml");
+        let spec = crate::scenario::load(&path, &[]).expect("the zoo's naive sink").spec;
+        let (world, bounds) = bound(&spec).expect("a bound");
+        let model = HandoffModel::new(world, bounds);
+        // The search counts its states into the budget, and stops at its limit.
+        let budget = Budget::new(None, 1_000, None);
+        assert_eq!(shortest(&model, "I3 monotonic apply", 2, &budget), Search::CutShort(Limit::MaxStates));
+        assert!(budget.spent() >= 1_000 && budget.spent() < 10_000, "{}", budget.spent());
+        let budget = Budget::new(Some(Duration::from_millis(1)), usize::MAX, None);
+        std::thread::sleep(Duration::from_millis(2));
+        assert_eq!(shortest(&model, "I3 monotonic apply", 2, &budget), Search::CutShort(Limit::Timeout));
+        // A limit another part of the command reached (the memory watchdog) stops it too.
+        let budget = Budget::unlimited();
+        budget.stop(Limit::MaxMemory);
+        assert_eq!(shortest(&model, "I3 monotonic apply", 1, &budget), Search::CutShort(Limit::MaxMemory));
+    }
+
+    #[test]
+    fn a_search_cut_short_falls_back_on_the_explorations_path() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/zoo/naive-sink.toml");
+        let spec = crate::scenario::load(&path, &[]).expect("the zoo's naive sink").spec;
+        let plan = |max_states| CheckPlan {
+            strategy: Strategy::Dfs,
+            max_depth: None,
+            threads: 2,
+            timeout: None,
+            max_states,
+            max_memory_bytes: None,
+        };
+        let whole = check(&spec, "naive-sink", plan(usize::MAX)).expect("a bound");
+        let generated = whole.states;
+        // Room for the exploration, not for the search.
+        let report = check(&spec, "naive-sink", plan(generated + 100)).expect("a bound");
+        assert!(report.complete && report.cut_short_by.is_none(), "the exploration ends before the limit");
+        assert_eq!(report.verdict, Verdict::AsPredicted, "{}", text(&report));
+        let i3 = report.properties.iter().find(|p| p.name == "I3 monotonic apply").expect("I3");
+        assert_eq!(i3.search_cut_short_by, Some(Limit::MaxStates));
+        let shortest = whole.properties.iter().find(|p| p.name == "I3 monotonic apply").expect("I3");
+        assert!(i3.path.len() >= shortest.path.len() && !i3.story.is_empty(), "{}", text(&report));
+        assert!(
+            World::violated_after(&spec_world(&spec), &bound(&spec).expect("a bound").1, &i3.path)
+                .contains(&Invariant::I3)
+        );
+        assert!(text(&report).contains("NOT the shortest: the search for that was cut short by the state limit"));
+    }
+
+    fn spec_world(spec: &Spec) -> Spec {
+        bound(spec).expect("a bound").0
     }
 }

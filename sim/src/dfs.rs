@@ -13,25 +13,31 @@
 //! What it reports means what stateright's reports mean: states generated (every successor
 //! built, and the initial states), unique states (fingerprints seen), the maximum depth (the
 //! initial states are at depth 1), and which properties were discovered: an `always` property
-//! that some state breaks, a `sometimes` property that some state shows. A property is not
-//! evaluated again in a thread once that thread has discovered it.
+//! that some state breaks, a `sometimes` property that some state shows, each with the path to
+//! the first state a thread found it in (real, not the shortest). A property is not evaluated
+//! again in a thread once that thread has discovered it.
+//!
+//! The path to the state being expanded is each thread's trail: the index of the initial state
+//! and of each action taken, one a depth. A state on a stack carries its depth and the index of
+//! the action that led to it, and its parent is the trail's state one depth up (a depth-first
+//! stack holds only children of the states on the trail), so the trail costs a truncate and a
+//! push a state; a thread handing states to another hands the trail above them along.
 
+use crate::budget::Budget;
 use handoff_models::check::HandoffModel;
 use handoff_models::world::{Action, Copies, World};
 use stateright::{Expectation, Model};
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
-use std::time::{Duration, Instant};
 
 /// When to stop short of the whole bound.
-#[derive(Clone, Copy, Debug)]
-pub struct Limits {
+#[derive(Clone, Copy)]
+pub struct Limits<'a> {
     /// States at this depth are not expanded.
     pub max_depth: Option<usize>,
-    /// Stop once this many states are generated.
-    pub max_states: usize,
-    pub timeout: Option<Duration>,
+    /// The command's deadline, states and memory: the exploration stops once one is reached.
+    pub budget: &'a Budget,
 }
 
 /// What an exploration found, whichever explorer made it.
@@ -40,10 +46,9 @@ pub struct Explored {
     pub states: usize,
     pub unique_states: usize,
     pub max_depth: usize,
-    /// The properties discovered, by name.
-    pub discoveries: BTreeSet<&'static str>,
-    /// Stopped by `max_states` or the timeout (`false` from stateright's checkers, which do not
-    /// say).
+    /// The properties discovered, by name, each with a path to a state that shows it.
+    pub discoveries: BTreeMap<&'static str, Vec<Action>>,
+    /// Stopped by the budget (`false` from stateright's checkers, which do not say).
     pub cut_short: bool,
 }
 
@@ -54,7 +59,7 @@ impl Explored {
             states: checker.state_count(),
             unique_states: checker.unique_state_count(),
             max_depth: checker.max_depth(),
-            discoveries: checker.discoveries().keys().copied().collect(),
+            discoveries: checker.discoveries().into_iter().map(|(name, path)| (name, path.into_actions())).collect(),
             cut_short: false,
         }
     }
@@ -206,12 +211,16 @@ impl Table {
     }
 }
 
-/// A state waiting to be expanded, with its depth.
-type Job = (World, usize);
+/// A state waiting to be expanded: its depth (the initial states are at 1), and the index of the
+/// action that led to it among its parent's actions (of the initial state, for one).
+type Job = (World, u32, u32);
 
-/// Work handed between threads.
+/// A thread's path to the state it expands: the index of the initial state, then of each action.
+type Trail = Vec<u32>;
+
+/// Work handed between threads: states, and the trail their parents are on.
 struct Pool {
-    jobs: Vec<Vec<Job>>,
+    jobs: Vec<(Vec<Job>, Trail)>,
     /// Threads waiting for work.
     idle: usize,
     done: bool,
@@ -220,8 +229,7 @@ struct Pool {
 struct Shared<'a> {
     model: &'a HandoffModel,
     threads: usize,
-    limits: Limits,
-    started: Instant,
+    limits: Limits<'a>,
     visited: Visited,
     states: AtomicUsize,
     max_depth: AtomicUsize,
@@ -232,12 +240,13 @@ struct Shared<'a> {
     cut_short: AtomicBool,
     pool: Mutex<Pool>,
     wake: Condvar,
-    discoveries: Mutex<BTreeSet<&'static str>>,
+    /// Each property discovered, with the shortest trail to it any thread found.
+    discoveries: Mutex<BTreeMap<&'static str, Trail>>,
 }
 
 impl Shared<'_> {
     /// Work for a thread that has none; `None` when the exploration is over.
-    fn take(&self) -> Option<Vec<Job>> {
+    fn take(&self) -> Option<(Vec<Job>, Trail)> {
         let mut pool = self.pool.lock().expect("the pool");
         pool.idle += 1;
         self.hungry.fetch_add(1, Ordering::Relaxed);
@@ -262,11 +271,14 @@ impl Shared<'_> {
     }
 
     /// Hands the older half of a stack (the states nearest the start, with the most below them)
-    /// to a thread that has no work.
-    fn share(&self, stack: &mut Vec<Job>) {
+    /// to a thread that has no work, with the part of the trail their parents are on (a stack's
+    /// depths only grow from bottom to top, and a state's parent is on the trail one depth up).
+    fn share(&self, stack: &mut Vec<Job>, trail: &[u32]) {
         let half: Vec<Job> = stack.drain(..stack.len() / 2).collect();
+        let deepest = half.last().map_or(1, |(_, depth, _)| *depth as usize);
+        let above = trail[..deepest - 1].to_vec();
         self.offered.fetch_add(1, Ordering::Relaxed);
-        self.pool.lock().expect("the pool").jobs.push(half);
+        self.pool.lock().expect("the pool").jobs.push((half, above));
         self.wake.notify_one();
     }
 }
@@ -278,7 +290,6 @@ pub fn explore(model: &HandoffModel, threads: usize, limits: Limits) -> Explored
         model,
         threads,
         limits,
-        started: Instant::now(),
         visited: Visited::new(),
         states: AtomicUsize::new(0),
         max_depth: AtomicUsize::new(0),
@@ -288,16 +299,17 @@ pub fn explore(model: &HandoffModel, threads: usize, limits: Limits) -> Explored
         cut_short: AtomicBool::new(false),
         pool: Mutex::new(Pool { jobs: Vec::new(), idle: 0, done: false }),
         wake: Condvar::new(),
-        discoveries: Mutex::new(BTreeSet::new()),
+        discoveries: Mutex::new(BTreeMap::new()),
     };
     let mut first = Vec::new();
-    for state in model.init_states() {
+    for (index, state) in model.init_states().into_iter().enumerate() {
         shared.states.fetch_add(1, Ordering::Relaxed);
         if shared.visited.insert(state.fingerprint()) {
-            first.push((state, 1));
+            first.push((state, 1, index as u32));
         }
     }
-    shared.pool.lock().expect("the pool").jobs.push(first);
+    limits.budget.spend(shared.states.load(Ordering::Relaxed));
+    shared.pool.lock().expect("the pool").jobs.push((first, Trail::new()));
     std::thread::scope(|scope| {
         for _ in 1..threads {
             scope.spawn(|| work(&shared));
@@ -305,6 +317,7 @@ pub fn explore(model: &HandoffModel, threads: usize, limits: Limits) -> Explored
         work(&shared);
     });
     let discoveries = shared.discoveries.into_inner().expect("the discoveries");
+    let discoveries = discoveries.into_iter().map(|(name, trail)| (name, path_of(model, &trail))).collect();
     Explored {
         states: shared.states.into_inner(),
         unique_states: shared.visited.len(),
@@ -314,32 +327,56 @@ pub fn explore(model: &HandoffModel, threads: usize, limits: Limits) -> Explored
     }
 }
 
+/// The actions a trail takes.
+fn path_of(model: &HandoffModel, trail: &[u32]) -> Vec<Action> {
+    let Some((first, choices)) = trail.split_first() else { return Vec::new() };
+    let Some(mut state) = model.init_states().into_iter().nth(*first as usize) else { return Vec::new() };
+    let mut actions = Vec::new();
+    let mut path = Vec::with_capacity(choices.len());
+    for choice in choices {
+        actions.clear();
+        model.actions(&state, &mut actions);
+        let Some(action) = actions.get(*choice as usize) else { break };
+        let Some(next) = model.next_state(&state, action.clone()) else { break };
+        path.push(action.clone());
+        state = next;
+    }
+    path
+}
+
 /// One thread's share of the exploration.
 fn work(shared: &Shared) {
     let model = shared.model;
     let properties = model.properties();
     let mut found = vec![false; properties.len()];
+    let mut trails: Vec<Option<Trail>> = vec![None; properties.len()];
     let mut stack: Vec<Job> = Vec::new();
+    let mut trail = Trail::new();
     let mut actions: Vec<Action> = Vec::new();
     let mut generated = 0usize;
     let mut deepest = 0usize;
     let mut since_check = 0usize;
     loop {
-        let Some((state, depth)) = stack.pop() else {
+        let Some((state, depth, choice)) = stack.pop() else {
             match shared.take() {
-                Some(mut job) => {
+                Some((mut job, above)) => {
                     // States taken over from another thread get parts of their own, so that
                     // the two threads do not share reference counts from here on.
                     let mut copies = Copies::default();
-                    for (state, _) in &mut job {
+                    for (state, _, _) in &mut job {
                         state.rehome(&mut copies);
                     }
                     stack = job;
+                    trail = above;
                     continue;
                 }
                 None => break,
             }
         };
+        // Its parent is the trail's state one depth up.
+        let depth = depth as usize;
+        trail.truncate(depth - 1);
+        trail.push(choice);
         deepest = deepest.max(depth);
         if shared.limits.max_depth.is_some_and(|limit| depth >= limit) {
             continue;
@@ -353,6 +390,9 @@ fn work(shared: &Shared) {
                 Expectation::Sometimes => holds,
                 Expectation::Always | Expectation::Eventually => !holds,
             };
+            if found[index] {
+                trails[index] = Some(trail.clone());
+            }
         }
         actions.clear();
         model.actions(&state, &mut actions);
@@ -361,7 +401,8 @@ fn work(shared: &Shared) {
         // successor seen before comes off the top of the stack again (the order of the stack is
         // that of inserting at once).
         let mut waiting: Option<u64> = None;
-        for action in actions.drain(..) {
+        let below = depth as u32 + 1;
+        for (index, action) in actions.drain(..).enumerate() {
             let Some(next) = model.next_state(&state, action) else { continue };
             generated += 1;
             let fingerprint = next.fingerprint();
@@ -371,7 +412,7 @@ fn work(shared: &Shared) {
             {
                 stack.pop();
             }
-            stack.push((next, depth + 1));
+            stack.push((next, below, index as u32));
         }
         if let Some(previous) = waiting
             && !shared.visited.insert(previous)
@@ -381,10 +422,10 @@ fn work(shared: &Shared) {
         since_check += 1;
         if since_check >= 256 {
             since_check = 0;
-            let total = shared.states.fetch_add(generated, Ordering::Relaxed) + generated;
+            shared.states.fetch_add(generated, Ordering::Relaxed);
+            let reached = shared.limits.budget.spend(generated);
             generated = 0;
-            let timed_out = shared.limits.timeout.is_some_and(|timeout| shared.started.elapsed() >= timeout);
-            if total >= shared.limits.max_states || timed_out {
+            if reached.is_some() {
                 shared.cut_short.store(true, Ordering::Relaxed);
                 shared.stop.store(true, Ordering::Relaxed);
             }
@@ -393,7 +434,7 @@ fn work(shared: &Shared) {
             }
         }
         if stack.len() >= 2 && shared.hungry.load(Ordering::Relaxed) > shared.offered.load(Ordering::Relaxed) {
-            shared.share(&mut stack);
+            shared.share(&mut stack, &trail);
         }
     }
     // Stopping: let the others know, and leave the rest.
@@ -403,11 +444,16 @@ fn work(shared: &Shared) {
         shared.wake.notify_all();
     }
     shared.states.fetch_add(generated, Ordering::Relaxed);
+    shared.limits.budget.spend(generated);
     shared.max_depth.fetch_max(deepest, Ordering::Relaxed);
     let mut discoveries = shared.discoveries.lock().expect("the discoveries");
-    for (property, found) in properties.iter().zip(found) {
-        if found {
-            discoveries.insert(property.name);
+    for (property, trail) in properties.iter().zip(trails) {
+        let Some(trail) = trail else { continue };
+        // The shortest trail any thread found, the first in order among equals: the same
+        // threads' findings always give the same path.
+        let better = |kept: &Trail| (trail.len(), &trail) < (kept.len(), kept);
+        if discoveries.get(property.name).is_none_or(better) {
+            discoveries.insert(property.name, trail);
         }
     }
 }
@@ -424,20 +470,56 @@ mod tests {
         HandoffModel::new(world, bounds)
     }
 
-    const WHOLE: Limits = Limits { max_depth: None, max_states: usize::MAX, timeout: None };
+    fn whole(budget: &Budget) -> Limits<'_> {
+        Limits { max_depth: None, budget }
+    }
+
+    /// What an exploration found, but where: the counts and the names of the properties.
+    fn counts(explored: &Explored) -> (usize, usize, Vec<&'static str>, bool) {
+        (explored.states, explored.unique_states, explored.discoveries.keys().copied().collect(), explored.cut_short)
+    }
 
     #[test]
     fn it_finds_what_stateright_finds() {
         for name in ["zoo/naive-sink.toml", "zoo/dbz-7816-slot-confirmed-before-offsets-stored.toml"] {
             let model = model(name);
-            let expected =
-                Explored { max_depth: 0, ..Explored::of(model.clone().checker().threads(1).spawn_bfs().join()) };
+            let expected = counts(&Explored::of(model.clone().checker().threads(1).spawn_bfs().join()));
             for threads in [1, 2, 3] {
-                let ours = explore(&model, threads, WHOLE);
-                assert_eq!(Explored { max_depth: 0, ..ours.clone() }, expected, "{name}, {threads} thread(s)");
+                let ours = explore(&model, threads, whole(&Budget::unlimited()));
+                assert_eq!(counts(&ours), expected, "{name}, {threads} thread(s)");
                 assert!(ours.max_depth > 10, "{name}: {ours:?}");
             }
         }
+    }
+
+    #[test]
+    fn each_discovery_comes_with_a_real_path_to_it() {
+        let model = model("zoo/naive-sink.toml");
+        let properties = model.properties();
+        for threads in [1, 2, 3] {
+            let explored = explore(&model, threads, whole(&Budget::unlimited()));
+            assert!(explored.discoveries.contains_key("I3 monotonic apply"), "{explored:?}");
+            for (name, path) in &explored.discoveries {
+                // Replayed from the start, the path ends in a state that shows the property
+                // (breaks an `always`, or shows a `sometimes`), and every step is one the state
+                // before it offers.
+                let property = properties.iter().find(|p| p.name == *name).expect("a property of the model");
+                let mut state = model.init_states().remove(0);
+                let mut actions = Vec::new();
+                for action in path {
+                    actions.clear();
+                    model.actions(&state, &mut actions);
+                    assert!(actions.contains(action), "{name}, {threads} thread(s): {action} is not offered");
+                    state = model.next_state(&state, action.clone()).expect("a step");
+                }
+                let holds = (property.condition)(&model, &state);
+                let shows = if property.expectation == Expectation::Sometimes { holds } else { !holds };
+                assert!(shows, "{name}, {threads} thread(s): the path's last state does not show it");
+            }
+        }
+        // One thread explores in one order: the same path every time.
+        let once = explore(&model, 1, whole(&Budget::unlimited())).discoveries;
+        assert_eq!(explore(&model, 1, whole(&Budget::unlimited())).discoveries, once);
     }
 
     #[test]
@@ -457,9 +539,17 @@ mod tests {
     #[test]
     fn it_stops_where_it_is_told() {
         let model = model("zoo/naive-sink.toml");
-        let cut = explore(&model, 2, Limits { max_states: 1_000, ..WHOLE });
-        assert!(cut.cut_short && cut.states >= 1_000 && cut.states < 57_273, "{cut:?}");
-        let shallow = explore(&model, 2, Limits { max_depth: Some(5), ..WHOLE });
+        let budget = Budget::new(None, 1_000, None);
+        let cut = explore(&model, 2, whole(&budget));
+        assert!(cut.cut_short && cut.states >= 1_000 && cut.states < 57_273, "{}", cut.states);
+        assert_eq!(budget.reached(), Some(crate::budget::Limit::MaxStates));
+        assert_eq!(budget.spent(), cut.states, "the budget counts what the exploration generated");
+        let budget = Budget::new(Some(std::time::Duration::from_millis(1)), usize::MAX, None);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let late = explore(&model, 2, whole(&budget));
+        assert!(late.cut_short && late.states < 57_273, "{}", late.states);
+        assert_eq!(budget.reached(), Some(crate::budget::Limit::Timeout));
+        let shallow = explore(&model, 2, Limits { max_depth: Some(5), budget: &Budget::unlimited() });
         assert!(!shallow.cut_short && shallow.max_depth == 5, "{shallow:?}");
         assert!(shallow.unique_states < 1_000, "{shallow:?}");
     }

@@ -7,6 +7,7 @@
 //! with `--cfg madsim` (set for the workspace in `.cargo/config.toml`). Without it, only the
 //! scenario loader is built, and the `handoff` binary says what is missing.
 
+pub mod budget;
 pub mod check;
 pub mod conform;
 pub mod dfs;

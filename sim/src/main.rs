@@ -1,7 +1,7 @@
 //! `handoff`: run CDC snapshot-handoff scenarios in a deterministic simulation.
 
 use clap::{Parser, Subcommand};
-use handoff_sim::{check, scenario};
+use handoff_sim::{budget, check, scenario};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -94,6 +94,11 @@ enum Command {
         max_runs: usize,
     },
     /// Explore a scenario's [check] bound exhaustively (stateright) and report every property.
+    #[command(after_help = "Exit status: 0 when the whole bound was explored and every property is as \
+        predicted; 1 when some property is not (or, in a bound cut short, a counterexample the \
+        prediction does not name was found); 2 for bad input; 3 when the bound was NOT explored \
+        completely (a limit was reached, or --strategy random) and nothing found so far contradicts \
+        the prediction.")]
     Check {
         scenario: PathBuf,
         /// `dfs` (the default) keeps only its path and the states' fingerprints and is the faster;
@@ -110,12 +115,19 @@ enum Command {
         /// For `--strategy random`: the walks' seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// Stop after this many seconds (`--strategy random` stops after 10 s unless told).
+        /// Stop the whole command — the exploration and the searches for the shortest
+        /// counterexamples — after this many seconds; it returns within a second of it
+        /// (`--strategy random` stops after 10 s unless told).
         #[arg(long, value_name = "SECONDS")]
         timeout: Option<u64>,
-        /// Stop after generating this many states (about 1.5 kB each are kept in memory).
+        /// Stop after generating this many states, the exploration's and the searches' together.
         #[arg(long, value_name = "N", default_value_t = 4_000_000)]
         max_states: usize,
+        /// The most memory the command may hold (`512MB`, `8GB`: B, kB, MB, GB, TB; or bytes).
+        /// It stops at 90 % of it, and says so. Default: half of the machine's memory, or of its
+        /// cgroup's limit if that is lower.
+        #[arg(long, value_name = "SIZE")]
+        max_memory: Option<String>,
         #[arg(long = "set", value_name = "PATH=VALUE")]
         sets: Vec<String>,
         /// Print one JSON object instead of the text report.
@@ -179,6 +191,7 @@ fn main() -> ExitCode {
             seed,
             timeout,
             max_states,
+            max_memory,
             sets,
             json,
             export,
@@ -212,6 +225,12 @@ fn main() -> ExitCode {
             };
             let timeout = match (timeout, strategy) {
                 (Some(0), _) => return bad_input("--timeout 0: give a number of seconds above 0"),
+                (Some(seconds), _) if seconds > budget::MAX_TIMEOUT_SECONDS => {
+                    return bad_input(&format!(
+                        "--timeout {seconds}: at most {} seconds (a year)",
+                        budget::MAX_TIMEOUT_SECONDS
+                    ));
+                }
                 (Some(seconds), _) => Some(std::time::Duration::from_secs(seconds)),
                 (None, check::Strategy::Random { .. }) => Some(std::time::Duration::from_secs(10)),
                 (None, _) => None,
@@ -220,7 +239,11 @@ fn main() -> ExitCode {
             if max_states == 0 {
                 return bad_input("--max-states 0: give a number of states above 0");
             }
-            let plan = check::CheckPlan { strategy, max_depth, threads, timeout, max_states };
+            let max_memory_bytes = match max_memory_budget(max_memory.as_deref()) {
+                Ok(bytes) => bytes,
+                Err(error) => return bad_input(&error),
+            };
+            let plan = check::CheckPlan { strategy, max_depth, threads, timeout, max_states, max_memory_bytes };
             match check::check(&loaded.spec, &path.display().to_string(), plan) {
                 Err(error) => bad_input(&format!("{}: {error}", path.display())),
                 Ok(report) => {
@@ -250,7 +273,7 @@ fn main() -> ExitCode {
                             }
                         }
                     }
-                    if report.as_expected() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+                    ExitCode::from(report.verdict.exit_status())
                 }
             }
         }
@@ -356,6 +379,31 @@ fn conform(path: &std::path::Path, against: Option<String>, pgdata: Option<PathB
             ExitCode::from(2)
         }
     }
+}
+
+/// `--max-memory`, or its default: half of what the machine gives the process (`None` where
+/// the system does not show the process's memory, and none was asked for).
+fn max_memory_budget(asked: Option<&str>) -> Result<Option<u64>, String> {
+    let machine = budget::machine_memory_bytes();
+    let Some(text) = asked else {
+        return Ok(if budget::can_measure_memory() { budget::default_max_memory() } else { None });
+    };
+    let bytes = budget::parse_memory(text)?;
+    if bytes < budget::MIN_MEMORY_BYTES {
+        return Err(format!("--max-memory {text}: at least {}", budget::size_text(budget::MIN_MEMORY_BYTES)));
+    }
+    if let Some(machine) = machine.filter(|machine| bytes > *machine) {
+        return Err(format!(
+            "--max-memory {text}: more than the {} this machine gives the process (its memory, or its cgroup's limit)",
+            budget::size_text(machine)
+        ));
+    }
+    if !budget::can_measure_memory() {
+        return Err(format!(
+            "--max-memory {text}: this system does not show the process's memory (/proc/self/statm), so no budget can be kept"
+        ));
+    }
+    Ok(Some(bytes))
 }
 
 fn bad_input(message: &str) -> ExitCode {

@@ -250,6 +250,143 @@ fn check_says_what_it_needs() {
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.contains("(the bound was NOT explored completely)"), "{text}");
     assert!(text.contains("holds so far"), "{text}");
+    // Limits that cannot be kept.
+    for (flags, phrase) in [
+        (&["--max-memory", "8gb"][..], "expected a size like 512MB"),
+        (&["--max-memory", "100MB"], "at least 128MB"),
+        (&["--max-memory", "1000TB"], "more than the"),
+        (&["--timeout", "99999999999"], "at most 31536000 seconds"),
+    ] {
+        let mut args = vec!["check", path.as_str()];
+        args.extend_from_slice(flags);
+        let output = handoff(&args);
+        assert_eq!(output.status.code(), Some(2), "{flags:?}");
+        let error = String::from_utf8_lossy(&output.stderr);
+        assert!(error.contains(flags[0]) && error.contains(phrase), "{flags:?}: {error}");
+    }
+}
+
+/// The README's bound with a PostgreSQL restart: 10.6 M generated states, about 20 s and 3 GB
+/// in a release build when nothing stops it (far longer in the test profile).
+const LARGER_BOUND: [&str; 6] =
+    ["--set", "check.crash=[\"connect\", \"postgres\"]", "--set", "check.crashes=2", "--max-states", "400000000"];
+
+#[test]
+fn a_bound_cut_short_exits_3_and_says_why() {
+    let path = scenario("claims-restart-during-snapshot");
+    let output = handoff(&["check", &path, "--max-states", "2000", "--threads", "1"]);
+    assert_eq!(output.status.code(), Some(3), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("cut short by the state limit (--max-states 2000)"), "{text}");
+    // I2 is predicted and not met yet: that is not known to be wrong.
+    assert!(text.contains("I2 no resurrection                       holds so far  the prediction says it is violated; not found before the cut"), "{text}");
+    let output = handoff(&["check", &path, "--max-states", "2000", "--threads", "1", "--json"]);
+    assert_eq!(output.status.code(), Some(3));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    assert_eq!(report["complete"], false);
+    assert_eq!(report["cut_short_by"], "max-states");
+    assert_eq!(report["verdict"], "inconclusive");
+    assert!(report["states"].as_u64().is_some_and(|states| (2000..3000).contains(&states)), "{report}");
+    // A cut bound that has already met a counterexample the prediction does not name is
+    // refuted, cut or not: exit 1.
+    let naive = common::scenario_path("zoo/naive-sink").display().to_string();
+    let args = ["check", &naive, "--set", "prediction.findings=[\"I1\"]", "--max-states", "20000", "--threads", "1"];
+    let output = handoff(&args);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(text.contains("I3 monotonic apply                       COUNTEREXAMPLE  NOT PREDICTED"), "{text}");
+    // The whole bound, as predicted: 0 (check_explores_the_bound_and_narrates_the_shortest_counterexample).
+}
+
+#[test]
+fn a_counterexample_search_cut_short_prints_the_path_the_exploration_found() {
+    // Room for the bound's 95,931 states, not for the search after them.
+    let path = scenario("claims-restart-during-snapshot");
+    let dir = std::env::temp_dir().join(format!("handoff-cut-search-{}", std::process::id()));
+    let dir_text = dir.display().to_string();
+    let output = handoff(&["check", &path, "--max-states", "100000", "--export", &dir_text]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    // The bound itself was explored completely, and everything is as predicted.
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(text.contains("states    95931 generated, 42650 unique") && !text.contains("NOT explored"), "{text}");
+    let header = text.lines().find(|line| line.starts_with("counterexample: I2")).expect("the counterexample");
+    assert!(
+        header.ends_with(
+            "steps, as the exploration found it, NOT the shortest: the search for that was cut short by the state limit (--max-states 100000))"
+        ),
+        "{header}"
+    );
+    // It is a real path to the resurrection, at least as long as the shortest (25 steps).
+    let steps: usize = header["counterexample: I2 no resurrection (".len()..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("a step count");
+    assert!(steps >= 25, "{header}");
+    let story = text.split("counterexample: I2 no resurrection").nth(1).expect("a story");
+    for step in ["delete claim 3", "> crash connect", "case B, slot already existed"] {
+        assert!(story.contains(step), "{step:?} missing from:\n{story}");
+    }
+    // And the timed lens follows it to the same finding.
+    let file = dir.join("claims-restart-during-snapshot-i2-counterexample.toml");
+    let exported = std::fs::read_to_string(&file).expect("the counterexample was exported");
+    assert!(exported.contains("not the shortest"), "{exported}");
+    let output = handoff(&["run", &file.display().to_string()]);
+    let replay = String::from_utf8_lossy(&output.stdout);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(output.status.code(), Some(0), "{replay}");
+    assert!(replay.contains(&format!("schedule  followed step for step ({steps} steps)")), "{replay}");
+    assert!(replay.contains("I2 no resurrection, key 3"), "{replay}");
+}
+
+#[test]
+fn check_returns_at_its_timeout() {
+    // Unstopped, this bound takes minutes in the test profile; with --timeout 1 the command
+    // (exploration, counterexample search, report) returns within the documented margin of it.
+    // The wall clock checked here allows 4 s in all past the timeout, for a loaded machine and
+    // the process's start.
+    let path = scenario("claims-restart-during-snapshot");
+    let mut args = vec!["check", path.as_str(), "--timeout", "1", "--json"];
+    args.extend_from_slice(&LARGER_BOUND);
+    let started = std::time::Instant::now();
+    let output = handoff(&args);
+    let elapsed = started.elapsed();
+    assert!(elapsed < std::time::Duration::from_secs(5), "took {elapsed:?}");
+    assert_eq!(output.status.code(), Some(3), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    assert_eq!(report["cut_short_by"], "timeout");
+    assert_eq!(report["verdict"], "inconclusive");
+    let seconds = report["seconds"].as_f64().expect("seconds") + report["search_seconds"].as_f64().expect("seconds");
+    let margin = handoff_sim::budget::TIMEOUT_MARGIN_MS as f64 / 1000.0;
+    assert!((0.9..1.0 + margin).contains(&seconds), "{seconds} s");
+}
+
+#[test]
+fn check_stops_at_its_memory_budget() {
+    // A bound whose shortest counterexample's search holds about 430 MB: a budget of 200MB stops
+    // it (at 90 %), and the exploration's own path is printed instead.
+    let path = scenario("claims-restart-during-snapshot");
+    let args = ["check", &path, "--set", "check.crash=[\"connect\", \"postgres\"]", "--max-memory", "200MB", "--json"];
+    let output = handoff(&args);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    assert_eq!(report["max_memory_bytes"], 200u64 << 20);
+    let peak = report["peak_memory_bytes"].as_u64().expect("the peak is measured");
+    assert!(peak < 200 << 20, "{peak} bytes at the peak");
+    let i2 = report["properties"].as_array().and_then(|p| p.iter().find(|p| p["name"] == "I2 no resurrection"));
+    let i2 = i2.expect("I2");
+    assert_eq!(i2["outcome"], "counterexample");
+    assert_eq!(i2["search_cut_short_by"], "max-memory", "{i2}");
+    assert!(i2["steps"].as_array().is_some_and(|steps| steps.len() >= 25), "{i2}");
+    // The exploration held less than that and ran to the end: the verdict stands.
+    assert_eq!(report["complete"], true, "{report}");
+    assert_eq!(output.status.code(), Some(0));
+    let output =
+        handoff(&["check", &path, "--set", "check.crash=[\"connect\", \"postgres\"]", "--max-memory", "200MB"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("cut short by the memory budget (--max-memory 200MB; the command stops at 90 % of it)"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -257,8 +394,11 @@ fn check_tells_the_same_counterexample_every_time() {
     let report = || {
         let output = handoff(&["check", &scenario("claims-restart-during-snapshot"), "--threads", "2"]);
         let text = String::from_utf8_lossy(&output.stdout).into_owned();
-        // All but the timing line.
-        text.lines().filter(|line| !line.starts_with("time ")).collect::<Vec<_>>().join("\n")
+        // All but the timing and memory lines.
+        text.lines()
+            .filter(|line| !line.starts_with("time ") && !line.starts_with("memory "))
+            .collect::<Vec<_>>()
+            .join("\n")
     };
     assert_eq!(report(), report());
 }

@@ -18,8 +18,14 @@ fn zoo(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/zoo").join(format!("{name}.toml"))
 }
 
-const PLAN: CheckPlan =
-    CheckPlan { strategy: Strategy::Bfs, max_depth: None, threads: 2, timeout: None, max_states: 4_000_000 };
+const PLAN: CheckPlan = CheckPlan {
+    strategy: Strategy::Bfs,
+    max_depth: None,
+    threads: 2,
+    timeout: None,
+    max_states: 4_000_000,
+    max_memory_bytes: None,
+};
 
 /// Checks an entry and its twin: `(generated, unique)` states of the entry's bound and of the
 /// twin's.
