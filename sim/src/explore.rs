@@ -491,7 +491,10 @@ fn drive<J: RunSeed>(
                 let repeats = if plan.check_determinism { 2 } else { 1 };
                 let mut in_flight: std::collections::VecDeque<u64> = std::collections::VecDeque::new();
                 loop {
-                    while in_flight.len() < job.in_flight() && !stop.load(Ordering::Relaxed) {
+                    // Near the end, no job holds more than its share of the seeds left.
+                    let left = count.saturating_sub(next.load(Ordering::Relaxed)).div_ceil(jobs);
+                    let ahead = job.in_flight().min(usize::try_from(left).unwrap_or(usize::MAX).max(2));
+                    while in_flight.len() < ahead && !stop.load(Ordering::Relaxed) {
                         // The next index, never past the last (nor wrapping round at u64::MAX).
                         let Ok(index) = next.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |index| {
                             (index < count).then_some(index + 1)

@@ -200,15 +200,19 @@ impl Pace {
     fn in_flight(&self) -> usize {
         match self.run_time() {
             Some(run) if run < BATCH_WINDOW => {
-                (4.0 * BATCH_WINDOW.as_secs_f64() / run.as_secs_f64().max(1e-6)).ceil().min(62.0) as usize + 2
+                (4.0 * BATCH_WINDOW.as_secs_f64() / run.as_secs_f64().max(1e-6)).ceil().min(126.0) as usize + 2
             }
             _ => 2,
         }
     }
 
-    /// Whether to sleep through a window before waiting for an answer.
-    fn batch(&self) -> Option<Duration> {
-        self.run_time().filter(|run| *run < BATCH_WINDOW).map(|_| BATCH_WINDOW)
+    /// Whether to sleep through a window before waiting for an answer, with `asked` requests not
+    /// answered: only when runs are short and enough are asked to last two windows (so neither the
+    /// worker runs dry nor, at the end of a sweep, the last answers wait out a window).
+    fn batch(&self, asked: usize) -> Option<Duration> {
+        self.run_time()
+            .filter(|run| *run < BATCH_WINDOW && *run * u32::try_from(asked).unwrap_or(u32::MAX) >= 2 * BATCH_WINDOW)
+            .map(|_| BATCH_WINDOW)
     }
 }
 
@@ -279,7 +283,7 @@ impl<'a> Job<'a> {
     /// new worker is then asked the requests after it.
     fn answer(&mut self, is_answer: fn(&str) -> bool) -> Result<(u64, Answer), String> {
         let more = self.asked.len() > 1;
-        let batch = if more { self.pace.batch() } else { None };
+        let batch = self.pace.batch(self.asked.len());
         let answer = match &mut self.worker {
             Some(worker) => worker.answer(is_answer, more, batch)?,
             None => return Err("a worker process was asked for an answer it was never asked".to_string()),
