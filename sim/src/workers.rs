@@ -176,10 +176,11 @@ pub(crate) struct Job<'a> {
 /// How fast a job's runs answer, to ask far enough ahead and read answers in batches.
 ///
 /// A worker's answer wakes a supervisor thread that waits for it, and that wake-up (a switch away
-/// from a worker, on a machine whose cores all run workers) costs about as much as a few percent
-/// of a short run. When runs are shorter than [`BATCH_WINDOW`], the job keeps a window's worth of
-/// seeds asked and sleeps through the window before it reads, so that the answers of a window
-/// are read at one wake-up; the worker, with seeds queued, never waits.
+/// from a worker, on a machine whose cores all run workers) costs a few percent of a short run.
+/// When runs are shorter than [`BATCH_WINDOW`], the job keeps several windows' worth of seeds
+/// asked and sleeps through a window before it reads, so that the answers of a window are read at
+/// one wake-up; the worker, with seeds queued, never waits (docs/performance.md has the numbers).
+/// The times are wall-clock times of the supervisor, outside every simulated run.
 #[derive(Default)]
 struct Pace {
     started: Option<Instant>,
