@@ -4,8 +4,9 @@
 //! (SCENARIO: a bundled scenario's name, or a path ending in `.toml`)
 //!
 //! Each sample sweeps `SEEDS` consecutive seeds on `JOBS` threads (default: the machine's
-//! cores) exactly as `handoff explore` does; the report gives the median, minimum and maximum
-//! seeds per second of the samples, and the process's peak resident memory.
+//! cores) as `handoff explore` does, but in this process (`explore::sweep`; the command runs the
+//! same seeds in worker processes, see docs/performance.md); the report gives the median, minimum
+//! and maximum seeds per second of the samples, and the process's peak resident memory.
 
 #[cfg(not(madsim))]
 fn main() {

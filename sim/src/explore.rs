@@ -1,21 +1,26 @@
 //! Seed sweeps: `handoff explore`, `handoff merge`.
 //!
-//! A sweep runs a range of seeds of one scenario, each in its own fresh madsim runtime on one of
-//! `--jobs` threads. A run's trace is never kept; its findings, coverage marks and trace hash are
-//! counted into the summary and handed on (a `--json` line) in seed order, then dropped, so memory
-//! does not grow with the sweep. The report (but for its timing) does not depend on the number of
-//! threads.
+//! A sweep runs a range of seeds of one scenario, each in its own fresh madsim runtime, on `--jobs`
+//! jobs. A run's trace is never kept; its findings, coverage marks and trace hash are counted into
+//! the summary and handed on (a `--json` line) in seed order, then dropped, so memory does not grow
+//! with the sweep. The seeds themselves are computed as they are needed, never listed. The report
+//! (but for its timing) does not depend on the number of jobs, nor on where the runs ran: in this
+//! process ([`sweep`], for tests and benchmarks) or in worker processes ([`sweep_in_workers`], what
+//! `handoff explore` does), where a run that kills its process is reported as a [`Crash`] and the
+//! sweep goes on (see [`crate::workers`]).
 //! `--shard K/N` takes every N-th seed of the range, starting with the K-th, so N machines of any
 //! batch system can share a sweep; `handoff merge` combines their `--json` outputs.
 
 use crate::runner::{self, RunOptions, RunResult};
+use crate::workers::{self, Workers};
 use handoff_models::coverage::Mark;
 use handoff_models::spec::{Invariant, Spec};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::ops::ControlFlow;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// What to sweep.
 #[derive(Clone, Debug)]
@@ -32,10 +37,54 @@ pub struct Sweep {
 }
 
 impl Sweep {
-    /// The seeds of this shard, in order.
-    pub fn seeds(&self) -> Vec<u64> {
+    /// Refuses a sweep that would run no seed, or whose range passes the largest seed, naming the
+    /// flag at fault (`handoff explore` checks its plan with this before it runs anything).
+    pub fn check(&self) -> Result<(), String> {
         let (k, n) = self.shard;
-        (self.start..self.start.saturating_add(self.seeds)).filter(|seed| (seed - self.start) % n == k - 1).collect()
+        if k == 0 || n == 0 || k > n {
+            return Err(format!("--shard {k}/{n}: expected 1 <= K <= N"));
+        }
+        if self.jobs == 0 {
+            return Err("--jobs 0: at least one job is needed".to_string());
+        }
+        if self.seeds == 0 {
+            return Err("--seeds 0: a sweep needs at least one seed".to_string());
+        }
+        if self.start.checked_add(self.seeds - 1).is_none() {
+            return Err(format!(
+                "--start {} --seeds {}: the range would end past the largest seed, {}; from this start, --seeds \
+                 can be at most {}",
+                self.start,
+                self.seeds,
+                u64::MAX,
+                u64::MAX - self.start + 1
+            ));
+        }
+        if self.seeds < k {
+            return Err(format!(
+                "--shard {k}/{n} --seeds {}: shard {k} has no seed (its first would be seed number {k} of the \
+                 range); sweep at least {k} seeds, or split the range into at most {} shards",
+                self.seeds, self.seeds
+            ));
+        }
+        Ok(())
+    }
+
+    /// How many seeds this shard runs.
+    pub fn count(&self) -> u64 {
+        let (k, n) = self.shard;
+        if k == 0 || n == 0 || self.seeds < k { 0 } else { (self.seeds - k) / n + 1 }
+    }
+
+    /// The shard's `index`-th seed (`index < self.count()`, in a plan [`Sweep::check`] accepts).
+    pub fn seed(&self, index: u64) -> u64 {
+        let (k, n) = self.shard;
+        self.start + (k - 1) + index * n
+    }
+
+    /// The seeds of this shard, in order, computed as they are needed.
+    pub fn seeds(&self) -> impl Iterator<Item = u64> + '_ {
+        (0..self.count()).map(|index| self.seed(index))
     }
 }
 
@@ -59,7 +108,7 @@ pub struct SeedRun {
 }
 
 impl SeedRun {
-    fn from(spec: &Spec, result: &RunResult) -> SeedRun {
+    pub fn from(spec: &Spec, result: &RunResult) -> SeedRun {
         let findings = result.violated();
         let unexpected = findings
             .iter()
@@ -83,13 +132,85 @@ impl SeedRun {
     }
 }
 
+/// A seed that gave no run: the worker process running it died, or ran past `--run-timeout`.
+/// Its `--json` line is `{"crashed": {...}}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Crash {
+    pub seed: u64,
+    #[serde(flatten)]
+    pub cause: CrashCause,
+    /// The command that runs the seed again, on its own.
+    pub replay: String,
+}
+
+/// How a worker process ended without answering.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "cause", rename_all = "kebab-case")]
+pub enum CrashCause {
+    /// Killed by a signal: a segmentation fault is SIGSEGV (11 on Linux), an abort SIGABRT (6).
+    Signal { signal: i32, signal_name: String },
+    /// Exited before answering (a Rust panic exits with 101).
+    Exit { exit_code: i32 },
+    /// Still running after `--run-timeout` seconds: killed.
+    TimedOut { timeout_s: u64 },
+}
+
+impl std::fmt::Display for CrashCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CrashCause::Signal { signal, signal_name } => write!(f, "killed by {signal_name} (signal {signal})"),
+            CrashCause::Exit { exit_code } => write!(f, "exited with status {exit_code} before answering"),
+            CrashCause::TimedOut { timeout_s } => {
+                write!(f, "still running after {timeout_s} s (--run-timeout): killed")
+            }
+        }
+    }
+}
+
+/// What became of one seed of a sweep.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SeedOutcome {
+    Ran(SeedRun),
+    Crashed(Crash),
+}
+
+impl SeedOutcome {
+    pub fn seed(&self) -> u64 {
+        match self {
+            SeedOutcome::Ran(run) => run.seed,
+            SeedOutcome::Crashed(crash) => crash.seed,
+        }
+    }
+
+    /// The `--json` line: a run as it is, a crash as `{"crashed": {...}}`.
+    pub fn json_line(&self) -> String {
+        match self {
+            SeedOutcome::Ran(run) => serde_json::to_string(run).expect("a run serialises"),
+            SeedOutcome::Crashed(crash) => {
+                #[derive(Serialize)]
+                struct Line<'a> {
+                    crashed: &'a Crash,
+                }
+                serde_json::to_string(&Line { crashed: crash }).expect("a crash serialises")
+            }
+        }
+    }
+}
+
+/// The summary lists at most this many crashed seeds, the lowest (every one has its `--json` line).
+pub const CRASHES_LISTED: usize = 100;
+
 /// A sweep's summary, also the last `--json` line.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub scenario: String,
     /// The `--set` arguments of the sweep (replay commands repeat them).
     pub sets: Vec<String>,
+    /// The range swept, before sharding: `--start` and `--seeds`.
+    pub start: u64,
+    pub seeds: u64,
     pub shard: String,
+    /// Runs that ended (crashed seeds are not among them).
     pub runs: u64,
     pub seconds: f64,
     pub runs_per_second: f64,
@@ -104,6 +225,10 @@ pub struct Summary {
     pub coverage: BTreeMap<Mark, u64>,
     /// The first seed whose two runs differed, with `--check-determinism`.
     pub nondeterministic_seed: Option<u64>,
+    /// Seeds whose worker process died (or timed out) before answering.
+    pub crashed_runs: u64,
+    /// The lowest [`CRASHES_LISTED`] of them, in seed order.
+    pub crashed: Vec<Crash>,
 }
 
 impl Summary {
@@ -111,6 +236,8 @@ impl Summary {
         Summary {
             scenario: scenario.to_string(),
             sets: sets.to_vec(),
+            start: 0,
+            seeds: 0,
             shard: format!("{}/{}", shard.0, shard.1),
             runs: 0,
             seconds: 0.0,
@@ -120,6 +247,8 @@ impl Summary {
             limited: None,
             coverage: Mark::ALL.iter().map(|mark| (*mark, 0)).collect(),
             nondeterministic_seed: None,
+            crashed_runs: 0,
+            crashed: Vec::new(),
         }
     }
 
@@ -143,13 +272,36 @@ impl Summary {
         }
     }
 
+    pub fn add_crash(&mut self, crash: &Crash) {
+        self.crashed_runs += 1;
+        let at = self.crashed.partition_point(|listed| listed.seed < crash.seed);
+        if at < CRASHES_LISTED {
+            self.crashed.insert(at, crash.clone());
+            self.crashed.truncate(CRASHES_LISTED);
+        }
+    }
+
+    pub fn add_outcome(&mut self, outcome: &SeedOutcome) {
+        match outcome {
+            SeedOutcome::Ran(run) => self.add(run),
+            SeedOutcome::Crashed(crash) => self.add_crash(crash),
+        }
+    }
+
+    /// Every run ended, within its limits, as predicted, and deterministically: what `explore`
+    /// and `merge` exit 0 on. A finding the prediction does not cover, a run cut short by its
+    /// horizon or trace budget (undecided), a crashed seed or two runs of one seed that differ
+    /// make it false.
+    pub fn as_expected(&self) -> bool {
+        self.nondeterministic_seed.is_none()
+            && self.unexpected_runs == 0
+            && self.limited.is_none()
+            && self.crashed_runs == 0
+    }
+
     /// The command that replays one seed of this sweep.
     pub fn replay_command(&self, seed: u64) -> String {
-        let mut command = format!("handoff run {} --seed {seed}", self.scenario);
-        for set in &self.sets {
-            command.push_str(&format!(" --set '{set}'"));
-        }
-        command
+        replay_command(&self.scenario, &self.sets, seed)
     }
 
     pub fn render(&self, spec: &Spec) -> String {
@@ -158,6 +310,23 @@ impl Summary {
         let _ = writeln!(out, "runs      {} in {:.1}s: {:.0} runs/s", self.runs, self.seconds, self.runs_per_second);
         if let Some(seed) = self.nondeterministic_seed {
             let _ = writeln!(out, "DETERMINISM BROKEN: seed {seed} gave two different traces");
+        }
+        if self.crashed_runs > 0 {
+            let _ = writeln!(
+                out,
+                "CRASHED   {} seed(s): the process running them died, so they have no run (replay each on its own)",
+                self.crashed_runs
+            );
+            for crash in &self.crashed {
+                let _ = writeln!(out, "  seed {:<8} {}\n      {}", crash.seed, crash.cause, crash.replay);
+            }
+            if self.crashed_runs > self.crashed.len() as u64 {
+                let _ = writeln!(
+                    out,
+                    "  and {} more (the lowest {CRASHES_LISTED} are listed; --json has a line for every one)",
+                    self.crashed_runs - self.crashed.len() as u64
+                );
+            }
         }
         let _ = writeln!(out, "\nfindings by invariant (runs; first seed; replay)");
         if self.findings.is_empty() {
@@ -197,82 +366,49 @@ impl Summary {
         }
         out
     }
-
-    /// Whether the sweep found what it should not have: a finding the prediction does not
-    /// cover, a run it could not decide, or two runs of one seed that differ.
-    pub fn failed(&self) -> bool {
-        self.nondeterministic_seed.is_some() || self.unexpected_runs > 0 || self.limited.is_some()
-    }
 }
 
-/// Runs a sweep. `each` sees every run in seed order as soon as the runs before it are done (to
-/// print `--json` lines as the sweep goes); nothing of a run is kept once it has been counted and
-/// handed to `each`, so memory stays flat however many seeds are swept.
-pub fn sweep(spec: &Spec, scenario: &str, sets: &[String], plan: &Sweep, each: impl FnMut(&SeedRun) + Send) -> Summary {
-    let seeds = plan.seeds();
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    let nondeterministic: Mutex<Option<u64>> = Mutex::new(None);
-    let ordered = Mutex::new(InOrder {
-        next: 0,
-        waiting: BTreeMap::new(),
-        summary: Summary::new(scenario, sets, plan.shard),
-        each,
-    });
-    let bar = plan.progress.then(|| {
-        let bar = indicatif::ProgressBar::new(seeds.len() as u64);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} seeds  {per_sec}  eta {eta}  {msg}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        bar
-    });
-    // Timing a whole sweep is outside every simulated run.
-    let started = std::time::Instant::now();
-    std::thread::scope(|scope| {
-        for _ in 0..plan.jobs.max(1) {
-            scope.spawn(|| {
-                loop {
-                    if stop.load(Ordering::Relaxed) {
-                        return;
-                    }
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&seed) = seeds.get(index) else { return };
-                    let result = runner::run_with(spec, seed, RunOptions::SWEEP);
-                    if plan.check_determinism {
-                        let again = runner::run_with(spec, seed, RunOptions::SWEEP);
-                        if again.trace_hash != result.trace_hash {
-                            let mut first = nondeterministic.lock().expect("lock");
-                            *first = Some(first.map_or(seed, |other: u64| other.min(seed)));
-                            stop.store(true, Ordering::Relaxed);
-                        }
-                    }
-                    let run = SeedRun::from(spec, &result);
-                    drop(result);
-                    if let Some(bar) = &bar {
-                        bar.inc(1);
-                        if !run.findings.is_empty() {
-                            bar.set_message(format!("last finding: seed {seed}"));
-                        }
-                    }
-                    ordered.lock().expect("lock").arrived(index, run);
-                }
-            });
-        }
-    });
-    if let Some(bar) = &bar {
-        bar.finish_and_clear();
+/// The command that replays one seed of a sweep of `scenario` with `sets`.
+pub fn replay_command(scenario: &str, sets: &[String], seed: u64) -> String {
+    let mut command = format!("handoff run {scenario} --seed {seed}");
+    for set in sets {
+        command.push_str(&format!(" --set '{set}'"));
     }
-    let seconds = started.elapsed().as_secs_f64();
-    let InOrder { mut summary, waiting, .. } = ordered.into_inner().expect("lock");
-    // Only a determinism stop leaves runs waiting behind a seed that never ran; they count too.
-    for run in waiting.values() {
-        summary.add(run);
+    command
+}
+
+/// Runs a sweep in this process. `each` sees every run in seed order as soon as the runs before it
+/// are done (to print `--json` lines as the sweep goes); nothing of a run is kept once it has been
+/// counted and handed to `each`, so memory stays flat however many seeds are swept. A run that
+/// crashes takes the process with it: [`sweep_in_workers`] survives that.
+///
+/// The plan must be one that [`Sweep::check`] accepts.
+pub fn sweep(
+    spec: &Spec,
+    scenario: &str,
+    sets: &[String],
+    plan: &Sweep,
+    mut each: impl FnMut(&SeedRun) + Send,
+) -> Summary {
+    if let Err(error) = plan.check() {
+        panic!("explore::sweep needs a plan that Sweep::check accepts: {error}");
     }
-    summary.seconds = seconds;
-    summary.runs_per_second = summary.runs as f64 / seconds.max(1e-9);
-    summary.nondeterministic_seed = nondeterministic.into_inner().expect("lock");
-    summary
+    let outcome = drive(
+        scenario,
+        sets,
+        plan,
+        || Ok::<_, String>(InProcess { spec, asked: std::collections::VecDeque::new() }),
+        |outcome| {
+            if let SeedOutcome::Ran(run) = outcome {
+                each(run);
+            }
+            ControlFlow::Continue(())
+        },
+    );
+    match outcome {
+        Ok(summary) => summary,
+        Err(error) => unreachable!("a sweep in this process has no worker to lose: {error}"),
+    }
 }
 
 /// Runs a sweep and keeps every run, in seed order (for tests and small sweeps).
@@ -282,85 +418,410 @@ pub fn sweep_collect(spec: &Spec, scenario: &str, sets: &[String], plan: &Sweep)
     (summary, runs)
 }
 
-/// Runs finished out of order wait here until the runs before them are done: at most about as
-/// many as there are threads.
-struct InOrder<F> {
-    next: usize,
-    waiting: BTreeMap<usize, SeedRun>,
-    summary: Summary,
-    each: F,
+/// Runs a sweep with every seed in a worker process (`handoff explore-worker`, see
+/// [`crate::workers`]), one per job, each started once and handed seed after seed. A seed whose
+/// worker dies (a signal, an exit) or runs past `workers.run_timeout` is reported as a [`Crash`], and
+/// a new worker takes the rest. `each` sees every outcome in seed order; when it breaks, the sweep
+/// stops taking seeds and returns once the runs under way have ended. The summary is the same as
+/// [`sweep`]'s (but for timing) when no seed crashes.
+///
+/// Errors: a plan [`Sweep::check`] refuses, a worker that cannot start or that loaded another
+/// scenario than `spec` (the file changed during the sweep), a worker that answers out of protocol.
+pub fn sweep_in_workers(
+    spec: &Spec,
+    scenario: &str,
+    sets: &[String],
+    plan: &Sweep,
+    workers: &Workers,
+    each: impl FnMut(&SeedOutcome) -> ControlFlow<()> + Send,
+) -> Result<Summary, String> {
+    plan.check()?;
+    let fingerprint = workers::fingerprint(spec);
+    drive(scenario, sets, plan, || workers::Job::start(workers, scenario, sets, &fingerprint), each)
 }
 
-impl<F: FnMut(&SeedRun)> InOrder<F> {
-    fn arrived(&mut self, index: usize, run: SeedRun) {
-        self.waiting.insert(index, run);
-        while let Some(run) = self.waiting.remove(&self.next) {
-            self.summary.add(&run);
-            (self.each)(&run);
-            self.next += 1;
-        }
+/// Runs seeds on one job, in the order asked. An error stops the sweep (the job cannot run seeds
+/// at all).
+pub(crate) trait RunSeed {
+    /// Asks for a run of `seed`; a worker process starts on it as soon as it is free.
+    fn ask(&mut self, seed: u64) -> Result<(), String>;
+    /// The outcome of the oldest run asked and not yet answered.
+    fn outcome(&mut self) -> Result<SeedOutcome, String>;
+    /// How many seeds to keep asked ahead of their outcomes.
+    fn in_flight(&self) -> usize;
+}
+
+/// A job that runs its seeds on its own thread of this process, when their outcome is wanted.
+struct InProcess<'a> {
+    spec: &'a Spec,
+    asked: std::collections::VecDeque<u64>,
+}
+
+impl RunSeed for InProcess<'_> {
+    fn ask(&mut self, seed: u64) -> Result<(), String> {
+        self.asked.push_back(seed);
+        Ok(())
+    }
+
+    fn outcome(&mut self) -> Result<SeedOutcome, String> {
+        let seed = self.asked.pop_front().ok_or("an outcome of a run that was never asked")?;
+        let result = runner::run_with(self.spec, seed, RunOptions::SWEEP);
+        Ok(SeedOutcome::Ran(SeedRun::from(self.spec, &result)))
+    }
+
+    fn in_flight(&self) -> usize {
+        1
     }
 }
 
-/// `handoff merge`: combines the `--json` outputs of several shards (or sweeps of one scenario),
-/// read line by line; a seed found in two inputs counts once.
+/// The sweep itself, whatever runs the seeds: `plan.jobs` threads (no more than there are seeds)
+/// take the next seeds in turn, each with its own job, and the outcomes are counted and handed to
+/// `each` in seed order.
+fn drive<J: RunSeed>(
+    scenario: &str,
+    sets: &[String],
+    plan: &Sweep,
+    start_job: impl Fn() -> Result<J, String> + Sync,
+    each: impl FnMut(&SeedOutcome) -> ControlFlow<()> + Send,
+) -> Result<Summary, String> {
+    let count = plan.count();
+    let next = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let nondeterministic: Mutex<Option<u64>> = Mutex::new(None);
+    let failure: Mutex<Option<String>> = Mutex::new(None);
+    let mut summary = Summary::new(scenario, sets, plan.shard);
+    summary.start = plan.start;
+    summary.seeds = plan.seeds;
+    let ordered = Mutex::new(InOrder { next: 0, waiting: BTreeMap::new(), summary, each, closed: false });
+    let bar = plan.progress.then(|| {
+        let bar = indicatif::ProgressBar::new(count);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} seeds  {per_sec}  eta {eta}  {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let jobs = u64::try_from(plan.jobs.max(1)).unwrap_or(u64::MAX).min(count);
+    // Timing a whole sweep is outside every simulated run.
+    let started = std::time::Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| {
+                let fail = |error: String| {
+                    failure.lock().expect("lock").get_or_insert(error);
+                    stop.store(true, Ordering::Relaxed);
+                };
+                let mut job = match start_job() {
+                    Ok(job) => job,
+                    Err(error) => return fail(error),
+                };
+                let repeats = if plan.check_determinism { 2 } else { 1 };
+                let mut in_flight: std::collections::VecDeque<u64> = std::collections::VecDeque::new();
+                loop {
+                    // Near the end, no job holds more than its share of the seeds left.
+                    let left = count.saturating_sub(next.load(Ordering::Relaxed)).div_ceil(jobs);
+                    let ahead = job.in_flight().min(usize::try_from(left).unwrap_or(usize::MAX).max(2));
+                    while in_flight.len() < ahead && !stop.load(Ordering::Relaxed) {
+                        // The next index, never past the last (nor wrapping round at u64::MAX).
+                        let Ok(index) = next.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |index| {
+                            (index < count).then_some(index + 1)
+                        }) else {
+                            break;
+                        };
+                        for _ in 0..repeats {
+                            if let Err(error) = job.ask(plan.seed(index)) {
+                                return fail(error);
+                            }
+                        }
+                        in_flight.push_back(index);
+                    }
+                    // Once stopped, the seeds already asked still end and are counted.
+                    let Some(index) = in_flight.pop_front() else { return };
+                    let seed = plan.seed(index);
+                    let mut outcome = match job.outcome() {
+                        Ok(outcome) => outcome,
+                        Err(error) => return fail(error),
+                    };
+                    if plan.check_determinism {
+                        match (job.outcome(), &outcome) {
+                            (Err(error), _) => return fail(error),
+                            (Ok(SeedOutcome::Ran(again)), SeedOutcome::Ran(first)) => {
+                                if again.trace_hash != first.trace_hash {
+                                    let mut lowest = nondeterministic.lock().expect("lock");
+                                    *lowest = Some(lowest.map_or(seed, |other: u64| other.min(seed)));
+                                    stop.store(true, Ordering::Relaxed);
+                                }
+                            }
+                            // The second run crashed: that is the seed's outcome.
+                            (Ok(crashed @ SeedOutcome::Crashed(_)), SeedOutcome::Ran(_)) => outcome = crashed,
+                            // The first crashed: the seed's outcome is that crash.
+                            (Ok(_), SeedOutcome::Crashed(_)) => {}
+                        }
+                    }
+                    if let Some(bar) = &bar {
+                        bar.inc(1);
+                        match &outcome {
+                            SeedOutcome::Crashed(crash) => {
+                                bar.println(format!("seed {seed} crashed: {}; replay: {}", crash.cause, crash.replay))
+                            }
+                            SeedOutcome::Ran(run) if !run.findings.is_empty() => {
+                                bar.set_message(format!("last finding: seed {seed}"))
+                            }
+                            SeedOutcome::Ran(_) => {}
+                        }
+                    }
+                    if ordered.lock().expect("lock").arrived(index, outcome).is_break() {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    if let Some(error) = failure.into_inner().expect("lock") {
+        return Err(error);
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let InOrder { mut summary, waiting, .. } = ordered.into_inner().expect("lock");
+    // Seeds are taken in order and every job ends the seed it took, so none waits behind a gap.
+    debug_assert!(waiting.is_empty(), "runs waiting behind a seed that never ran");
+    summary.seconds = seconds;
+    summary.runs_per_second = summary.runs as f64 / seconds.max(1e-9);
+    summary.nondeterministic_seed = nondeterministic.into_inner().expect("lock");
+    Ok(summary)
+}
+
+/// Outcomes that arrive out of order wait here until the seeds before them are done: at most about
+/// as many as there are jobs.
+struct InOrder<F> {
+    next: u64,
+    waiting: BTreeMap<u64, SeedOutcome>,
+    summary: Summary,
+    each: F,
+    /// `each` said it wants no more (its output was closed): outcomes are still counted.
+    closed: bool,
+}
+
+impl<F: FnMut(&SeedOutcome) -> ControlFlow<()>> InOrder<F> {
+    fn arrived(&mut self, index: u64, outcome: SeedOutcome) -> ControlFlow<()> {
+        self.waiting.insert(index, outcome);
+        while let Some(outcome) = self.waiting.remove(&self.next) {
+            self.summary.add_outcome(&outcome);
+            if !self.closed && (self.each)(&outcome).is_break() {
+                self.closed = true;
+            }
+            self.next += 1;
+        }
+        if self.closed { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+    }
+}
+
+/// `handoff merge`: combines the `--json` outputs of the shards of one sweep, read line by line.
+///
+/// Each input is one whole `explore --json` output: its runs (and crashed seeds) in seed order, then
+/// its summary line. The inputs must agree on the scenario, the `--set`s, the range (`--start`,
+/// `--seeds`) and the number of shards N; each shard may be given once (so no seed is counted twice);
+/// a shard that is missing is named in the merged summary's `shard`. Every input's lines must be
+/// exactly its shard's seeds (all of them, unless a `--check-determinism` stop ended it early) and
+/// agree with its summary's counts. Memory does not grow with the runs.
 pub fn merge<R: std::io::BufRead>(inputs: Vec<(String, R)>) -> Result<Summary, String> {
-    let mut seen: std::collections::BTreeSet<u64> = std::collections::BTreeSet::new();
-    let mut base: Option<Summary> = None;
-    let mut merged: Option<Summary> = None;
+    let mut first: Option<(String, Summary, Sweep)> = None;
+    let mut shards: BTreeMap<u64, String> = BTreeMap::new();
+    let mut merged = Summary::new("", &[], (1, 1));
     let (mut seconds, mut nondeterministic) = (0.0f64, None::<u64>);
-    let mut shards = Vec::new();
     for (file, reader) in inputs {
-        for (number, line) in reader.lines().enumerate() {
-            let line = line.map_err(|error| format!("{file}:{}: cannot read: {error}", number + 1))?;
+        let mut lines = SeedLines::default();
+        let mut summary_line: Option<(usize, Summary)> = None;
+        for (index, line) in reader.lines().enumerate() {
+            let number = index + 1;
+            let line = line.map_err(|error| format!("{file}:{number}: cannot read: {error}"))?;
             if line.trim().is_empty() {
                 continue;
             }
-            let value: serde_json::Value = serde_json::from_str(&line)
-                .map_err(|error| format!("{file}:{}: not a JSON line: {error}", number + 1))?;
+            if let Some((at, _)) = &summary_line {
+                return Err(format!(
+                    "{file}:{number}: a line after the summary line (line {at}): a file holds one sweep, its runs \
+                     then its summary"
+                ));
+            }
+            let value: serde_json::Value =
+                serde_json::from_str(&line).map_err(|error| format!("{file}:{number}: not a JSON line: {error}"))?;
             if let Some(summary) = value.get("summary") {
                 let summary: Summary = serde_json::from_value(summary.clone())
-                    .map_err(|error| format!("{file}:{}: not a sweep summary: {error}", number + 1))?;
-                if let Some(first) = &base
-                    && (first.scenario != summary.scenario || first.sets != summary.sets)
-                {
-                    return Err(format!(
-                        "{file}:{}: a sweep of {} {:?}, not of {} {:?}: only sweeps of one scenario merge",
-                        number + 1,
-                        summary.scenario,
-                        summary.sets,
-                        first.scenario,
-                        first.sets
-                    ));
-                }
-                seconds = seconds.max(summary.seconds);
-                nondeterministic = match (nondeterministic, summary.nondeterministic_seed) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
-                shards.push(summary.shard.clone());
-                base.get_or_insert(summary);
+                    .map_err(|error| format!("{file}:{number}: not a sweep summary: {error}"))?;
+                summary_line = Some((number, summary));
+            } else if let Some(crash) = value.get("crashed") {
+                let crash: Crash = serde_json::from_value(crash.clone())
+                    .map_err(|error| format!("{file}:{number}: not a crashed seed: {error}"))?;
+                lines.saw(crash.seed, &file, number)?;
+                merged.add_crash(&crash);
             } else {
                 let run: SeedRun = serde_json::from_value(value)
-                    .map_err(|error| format!("{file}:{}: not a sweep run: {error}", number + 1))?;
-                if seen.insert(run.seed) {
-                    merged.get_or_insert_with(|| Summary::new("", &[], (1, 1))).add(&run);
+                    .map_err(|error| format!("{file}:{number}: not a sweep run: {error}"))?;
+                lines.saw(run.seed, &file, number)?;
+                merged.add(&run);
+            }
+        }
+        let (at, summary) = summary_line.ok_or_else(|| {
+            format!(
+                "{file}: no summary line at the end: the sweep did not finish or the file was cut short (merge takes \
+                 whole `handoff explore --json` outputs)"
+            )
+        })?;
+        let shard = parse_shard(&summary.shard).ok_or_else(|| {
+            format!(
+                "{file}:{at}: shard \"{}\" is not K/N (a merged summary cannot be merged again: merge the shards' own \
+                 files)",
+                summary.shard
+            )
+        })?;
+        let plan = Sweep {
+            start: summary.start,
+            seeds: summary.seeds,
+            jobs: 1,
+            shard,
+            check_determinism: false,
+            progress: false,
+        };
+        plan.check().map_err(|error| format!("{file}:{at}: the summary's range is not a sweep: {error}"))?;
+        match &first {
+            None => first = Some((file.clone(), summary.clone(), plan.clone())),
+            Some((first_file, base, base_plan)) => {
+                if base.scenario != summary.scenario || base.sets != summary.sets {
+                    return Err(format!(
+                        "{file}:{at}: a sweep of {} {}, but {first_file} is a sweep of {} {}: only sweeps of one \
+                         scenario merge",
+                        summary.scenario,
+                        sets_text(&summary.sets),
+                        base.scenario,
+                        sets_text(&base.sets)
+                    ));
+                }
+                if (base_plan.start, base_plan.seeds, base_plan.shard.1) != (plan.start, plan.seeds, plan.shard.1) {
+                    return Err(format!(
+                        "{file}:{at}: shard {} of {}, but {first_file} is shard {} of {}: merge the shards of one \
+                         sweep (the same --start, --seeds and number of shards N)",
+                        summary.shard,
+                        range_text(&plan),
+                        base.shard,
+                        range_text(base_plan)
+                    ));
                 }
             }
         }
+        if let Some(other) = shards.insert(shard.0, file.clone()) {
+            return Err(format!(
+                "{file}: shard {} is also {other}: give each shard once (its seeds would count twice)",
+                summary.shard
+            ));
+        }
+        lines.check(&file, &summary, &plan)?;
+        seconds = seconds.max(summary.seconds);
+        nondeterministic = match (nondeterministic, summary.nondeterministic_seed) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
     }
-    let base = base.ok_or("no sweep summary line in the inputs (were they written with --json?)")?;
-    let mut summary = Summary::new(&base.scenario, &base.sets, (1, 1));
-    if let Some(runs) = merged {
-        summary.runs = runs.runs;
-        summary.findings = runs.findings;
-        summary.unexpected_runs = runs.unexpected_runs;
-        summary.limited = runs.limited;
-        summary.coverage = runs.coverage;
+    let (_, base, plan) = first.ok_or("no input to merge")?;
+    let mut label = shards.keys().map(|k| format!("{k}/{}", plan.shard.1)).collect::<Vec<_>>().join(" + ");
+    let missing = plan.shard.1 - shards.len() as u64;
+    if missing > 0 && missing <= 8 {
+        let names: Vec<String> =
+            (1..=plan.shard.1).filter(|k| !shards.contains_key(k)).map(|k| format!("{k}/{}", plan.shard.1)).collect();
+        label.push_str(&format!(" (missing: {})", names.join(", ")));
+    } else if missing > 8 {
+        label.push_str(&format!(" (missing: {missing} of the {} shards)", plan.shard.1));
     }
-    summary.shard = shards.join(" + ");
-    summary.seconds = seconds;
-    summary.runs_per_second = summary.runs as f64 / seconds.max(1e-9);
-    summary.nondeterministic_seed = nondeterministic;
-    Ok(summary)
+    merged.scenario = base.scenario;
+    merged.sets = base.sets;
+    merged.start = plan.start;
+    merged.seeds = plan.seeds;
+    merged.shard = label;
+    merged.seconds = seconds;
+    merged.runs_per_second = merged.runs as f64 / seconds.max(1e-9);
+    merged.nondeterministic_seed = nondeterministic;
+    Ok(merged)
+}
+
+/// The seeds of one input's lines, checked as they come without keeping them: strictly rising by
+/// one step, so that at the summary they can be compared with the shard's seeds.
+#[derive(Default)]
+struct SeedLines {
+    count: u64,
+    first: Option<u64>,
+    last: u64,
+    step: Option<u64>,
+}
+
+impl SeedLines {
+    fn saw(&mut self, seed: u64, file: &str, number: usize) -> Result<(), String> {
+        if self.first.is_some() {
+            let step = seed.checked_sub(self.last).filter(|step| *step > 0).ok_or_else(|| {
+                format!(
+                    "{file}:{number}: seed {seed} after seed {}: a sweep writes its seeds in rising order, once each",
+                    self.last
+                )
+            })?;
+            if *self.step.get_or_insert(step) != step {
+                return Err(format!(
+                    "{file}:{number}: seed {seed} after seed {}: the seeds of a shard are evenly spaced, and these \
+                     lines skip one",
+                    self.last
+                ));
+            }
+        }
+        self.first.get_or_insert(seed);
+        self.last = seed;
+        self.count += 1;
+        Ok(())
+    }
+
+    fn check(&self, file: &str, summary: &Summary, plan: &Sweep) -> Result<(), String> {
+        let shard = format!("shard {} of {}", summary.shard, range_text(plan));
+        if let Some(first) = self.first
+            && (first != plan.seed(0) || self.step.is_some_and(|step| step != plan.shard.1))
+        {
+            return Err(format!(
+                "{file}: the lines' seeds ({first}, then every {}) are not those of {shard} ({}, then every {})",
+                self.step.unwrap_or(plan.shard.1),
+                plan.seed(0),
+                plan.shard.1
+            ));
+        }
+        let complete = summary.nondeterministic_seed.is_none();
+        if self.count > plan.count() || (complete && self.count < plan.count()) {
+            return Err(format!(
+                "{file}: {} seed line(s), but {shard} has {} seeds: the file was cut short or added to",
+                self.count,
+                plan.count()
+            ));
+        }
+        if summary.runs + summary.crashed_runs != self.count {
+            return Err(format!(
+                "{file}: the summary counts {} run(s) and {} crashed seed(s), but the file has {} seed line(s)",
+                summary.runs, summary.crashed_runs, self.count
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Parses a summary's `K/N`.
+fn parse_shard(text: &str) -> Option<(u64, u64)> {
+    let (k, n) = text.split_once('/')?;
+    Some((k.parse().ok()?, n.parse().ok()?))
+}
+
+fn range_text(plan: &Sweep) -> String {
+    format!("--start {} --seeds {}", plan.start, plan.seeds)
+}
+
+fn sets_text(sets: &[String]) -> String {
+    if sets.is_empty() {
+        "with no --set".to_string()
+    } else {
+        sets.iter().map(|set| format!("--set '{set}'")).collect::<Vec<_>>().join(" ")
+    }
 }

@@ -26,3 +26,5 @@ pub mod runner;
 pub mod scenario;
 #[cfg(madsim)]
 pub mod shrink;
+#[cfg(madsim)]
+pub mod workers;

@@ -5,6 +5,17 @@ use handoff_sim::{budget, check, scenario};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// Writes text to standard output, or returns from the function with the exit code to end on. A
+/// closed pipe (`handoff explore --json | head -1`) is the end of the output: the command stops
+/// quietly with exit 0. Any other failure to write is an error (exit 2).
+macro_rules! out {
+    ($text:expr) => {
+        if let Err(code) = crate::print_out(&$text) {
+            return code;
+        }
+    };
+}
+
 /// mimalloc: the exhaustive lens allocates and frees component copies at every step, and the
 /// system allocator took about 40 % of its instructions (docs/performance.md). The
 /// `system-allocator` feature leaves it out, for valgrind (docs/memory-safety.md).
@@ -47,16 +58,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Run many seeds of a scenario, in parallel, and summarise findings and coverage.
+    /// Run many seeds of a scenario in parallel worker processes, and summarise findings, coverage
+    /// and the seeds whose run crashed.
     Explore {
         scenario: PathBuf,
-        /// How many seeds.
+        /// How many seeds (at least 1; computed as the sweep goes, never listed).
         #[arg(long, default_value_t = 1000)]
         seeds: u64,
-        /// The first seed.
+        /// The first seed (the range may end at 18446744073709551615, not past it).
         #[arg(long, default_value_t = 0)]
         start: u64,
-        /// Threads (default: the machine's cores).
+        /// Worker processes, each running one seed at a time (default: the machine's cores; at
+        /// most 4 per core).
         #[arg(long)]
         jobs: Option<usize>,
         /// Take shard K of N of the seed range (every N-th seed, from the K-th).
@@ -64,7 +77,7 @@ enum Command {
         shard: Option<String>,
         #[arg(long = "set", value_name = "PATH=VALUE")]
         sets: Vec<String>,
-        /// One JSON line per run, then a summary line.
+        /// One JSON line per run (or crashed seed), in seed order, then a summary line.
         #[arg(long)]
         json: bool,
         /// Save the first failing seed of each violated invariant as a scenario file here.
@@ -73,6 +86,20 @@ enum Command {
         /// Run each seed twice and stop at the first whose trace hashes differ.
         #[arg(long)]
         check_determinism: bool,
+        /// Kill a run's worker process after this many seconds without an answer and report the
+        /// seed as timed out (a last defence against a run that never ends).
+        #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+        run_timeout: u64,
+    },
+    /// A worker process of `explore` (internal): loads the scenario, then runs each seed it reads
+    /// on standard input and writes the run as a JSON line on standard output.
+    #[command(hide = true, name = "explore-worker")]
+    ExploreWorker {
+        scenario: PathBuf,
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        sets: Vec<String>,
+        #[arg(long, value_name = "DIR")]
+        save: Option<PathBuf>,
     },
     /// Shrink a failing seed to a smaller scenario with the same finding, and write it.
     Shrink {
@@ -109,7 +136,7 @@ enum Command {
         /// explored completely).
         #[arg(long, value_name = "D")]
         max_depth: Option<usize>,
-        /// Threads (default: the machine's cores).
+        /// Threads (default: the machine's cores; at most 4 per core).
         #[arg(long, value_name = "T")]
         threads: Option<usize>,
         /// For `--strategy random`: the walks' seed.
@@ -162,9 +189,10 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Combine the `--json` outputs of several `explore` shards into one summary.
+    /// Combine the `--json` outputs of the shards of one `explore` sweep into one summary.
     Merge {
-        /// The files written by `handoff explore --json`.
+        /// The files written by `handoff explore --json --shard K/N`: one per shard, each whole,
+        /// all of the same scenario, `--set`s, `--start`, `--seeds` and N.
         #[arg(required = true)]
         files: Vec<PathBuf>,
         #[arg(long)]
@@ -204,6 +232,7 @@ fn main() -> ExitCode {
             if threads == Some(0) {
                 return bad_input("--threads 0: at least one thread is needed");
             }
+            let threads = threads.map(|threads| capped("--threads", threads));
             if let Some(text) = serve {
                 if let Err(error) = check::bound(&loaded.spec) {
                     return bad_input(&format!("{}: {error}", path.display()));
@@ -248,9 +277,9 @@ fn main() -> ExitCode {
                 Err(error) => bad_input(&format!("{}: {error}", path.display())),
                 Ok(report) => {
                     if json {
-                        println!("{}", serde_json::to_string(&report).expect("a report serialises"));
+                        out!(format!("{}\n", serde_json::to_string(&report).expect("a report serialises")));
                     } else {
-                        print!("{}", check::text(&report));
+                        out!(check::text(&report));
                     }
                     if let Some(dir) = export {
                         for property in report.properties.iter().filter(|p| !p.path.is_empty()) {
@@ -292,7 +321,18 @@ fn main() -> ExitCode {
             };
             commands::run(&loaded.spec, &file.display().to_string(), loaded.seed, json)
         }
-        Command::Explore { scenario: path, seeds, start, jobs, shard, sets, json, save, check_determinism } => {
+        Command::Explore {
+            scenario: path,
+            seeds,
+            start,
+            jobs,
+            shard,
+            sets,
+            json,
+            save,
+            check_determinism,
+            run_timeout,
+        } => {
             let loaded = match scenario::load(&path, &sets) {
                 Ok(loaded) => loaded,
                 Err(error) => return bad_input(&error.to_string()),
@@ -302,11 +342,23 @@ fn main() -> ExitCode {
                 Err(error) => return bad_input(&error),
             };
             if jobs == Some(0) {
-                return bad_input("--jobs 0: at least one thread is needed");
+                return bad_input("--jobs 0: at least one job is needed");
             }
-            let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-            let plan = Plan { seeds, start, jobs, shard, json, save, check_determinism };
-            commands::explore(&loaded.spec, &path.display().to_string(), &sets, plan)
+            if run_timeout == 0 {
+                return bad_input("--run-timeout 0: give a number of seconds above 0");
+            }
+            let jobs =
+                capped("--jobs", jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())));
+            let run_timeout = std::time::Duration::from_secs(run_timeout);
+            let plan = Plan { seeds, start, jobs, shard, json, save, check_determinism, run_timeout };
+            commands::explore(&loaded.spec, &path, &sets, plan)
+        }
+        Command::ExploreWorker { scenario: path, sets, save } => {
+            let loaded = match scenario::load(&path, &sets) {
+                Ok(loaded) => loaded,
+                Err(error) => return bad_input(&error.to_string()),
+            };
+            commands::explore_worker(&loaded.spec, &path.display().to_string(), save.as_deref())
         }
         Command::Shrink { scenario: path, seed, sets, out, invariant, max_runs } => {
             let loaded = match scenario::load(&path, &sets) {
@@ -368,9 +420,9 @@ fn conform(path: &std::path::Path, against: Option<String>, pgdata: Option<PathB
     match conform::run(&workload, against) {
         Ok(report) => {
             if json {
-                println!("{}", serde_json::to_string(&report).expect("a report serialises"));
+                out!(format!("{}\n", serde_json::to_string(&report).expect("a report serialises")));
             } else {
-                print!("{}", conform::render_text(&report));
+                out!(conform::render_text(&report));
             }
             if report.disagreements == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) }
         }
@@ -407,8 +459,39 @@ fn max_memory_budget(asked: Option<&str>) -> Result<Option<u64>, String> {
 }
 
 fn bad_input(message: &str) -> ExitCode {
-    eprintln!("error: {message}");
+    use std::io::Write;
+    // Standard error may be a closed pipe too: the exit code still says it.
+    let _ = writeln!(std::io::stderr(), "error: {message}");
     ExitCode::from(2)
+}
+
+/// Writes to standard output (see [`out!`]): `Err` holds the code the command ends with.
+fn print_out(text: &str) -> Result<(), ExitCode> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Err(ExitCode::SUCCESS),
+        Err(error) => Err(bad_input(&format!("cannot write the output: {error}"))),
+    }
+}
+
+/// Jobs (or threads) beyond this many per core add memory and switching, not speed.
+const PARALLELISM_PER_CORE_MAX: usize = 4;
+
+/// `requested` jobs or threads, capped at [`PARALLELISM_PER_CORE_MAX`] per core (saying so).
+fn capped(flag: &str, requested: usize) -> usize {
+    use std::io::Write;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let most = cores.saturating_mul(PARALLELISM_PER_CORE_MAX);
+    if requested <= most {
+        return requested;
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "note: {flag} {requested} capped at {most}: {PARALLELISM_PER_CORE_MAX} per core, and this machine has {cores}"
+    );
+    most
 }
 
 /// Parses `K/N`.
@@ -433,29 +516,33 @@ pub struct Plan {
     pub json: bool,
     pub save: Option<std::path::PathBuf>,
     pub check_determinism: bool,
+    pub run_timeout: std::time::Duration,
 }
 
 #[cfg(madsim)]
 mod commands {
     use super::{Plan, bad_input};
     use handoff_models::spec::Spec;
-    use handoff_sim::explore::{self, Sweep};
+    use handoff_sim::explore::{self, Summary, Sweep};
+    use handoff_sim::workers::{self, Workers};
     use handoff_sim::{report, runner};
     use std::io::IsTerminal;
-    use std::path::PathBuf;
+    use std::ops::ControlFlow;
+    use std::path::{Path, PathBuf};
     use std::process::ExitCode;
 
     pub fn run(spec: &Spec, name: &str, seed: u64, json: bool) -> ExitCode {
         let result = runner::run(spec, seed);
         if json {
-            println!("{}", report::json(spec, name, &result));
+            out!(format!("{}\n", report::json(spec, name, &result)));
         } else {
-            print!("{}", report::text(spec, name, &result));
+            out!(report::text(spec, name, &result));
         }
         if result.prediction_held && result.departures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
     }
 
-    pub fn explore(spec: &Spec, name: &str, sets: &[String], plan: Plan) -> ExitCode {
+    pub fn explore(spec: &Spec, path: &Path, sets: &[String], plan: Plan) -> ExitCode {
+        let name = path.display().to_string();
         let sweep = Sweep {
             start: plan.start,
             seeds: plan.seeds,
@@ -464,28 +551,68 @@ mod commands {
             check_determinism: plan.check_determinism,
             progress: !plan.json && std::io::stderr().is_terminal(),
         };
+        if let Err(error) = sweep.check() {
+            return bad_input(&error);
+        }
+        let program = match worker_program() {
+            Ok(program) => program,
+            Err(error) => return bad_input(&error),
+        };
+        let workers = Workers { program, scenario: path.to_path_buf(), run_timeout: plan.run_timeout };
         let json = plan.json;
-        let summary = explore::sweep(spec, name, sets, &sweep, |run| {
-            if json {
-                println!("{}", serde_json::to_string(run).expect("a run serialises"));
+        let mut closed = None;
+        let swept = explore::sweep_in_workers(spec, &name, sets, &sweep, &workers, |outcome| {
+            if json && let Err(code) = super::print_out(&format!("{}\n", outcome.json_line())) {
+                closed = Some(code);
+                return ControlFlow::Break(());
             }
+            ControlFlow::Continue(())
         });
-        if plan.json {
-            println!("{}", serde_json::json!({ "summary": summary }));
+        if let Some(code) = closed {
+            return code;
+        }
+        let summary = match swept {
+            Ok(summary) => summary,
+            Err(error) => return bad_input(&error),
+        };
+        if json {
+            out!(format!("{}\n", serde_json::json!({ "summary": summary })));
         } else {
-            print!("{}", summary.render(spec));
+            out!(summary.render(spec));
         }
         if let Some(dir) = &plan.save {
-            match handoff_sim::regressions::save_first_failures(spec, name, &summary, dir) {
-                Ok(saved) => {
-                    for path in saved {
-                        eprintln!("saved {}", path.display());
-                    }
-                }
-                Err(error) => return bad_input(&error),
+            let saved = workers::save_first_failures(&workers, spec, &name, sets, &summary, dir, |path| {
+                use std::io::Write;
+                let _ = writeln!(std::io::stderr(), "saved {}", path.display());
+            });
+            if let Err(error) = saved {
+                return bad_input(&error);
             }
         }
-        if summary.failed() { ExitCode::from(1) } else { ExitCode::SUCCESS }
+        exit_code(&summary)
+    }
+
+    /// The binary a worker process runs: this one. On Linux, `/proc/self/exe` names the running
+    /// image even when the file has been rebuilt or removed since the sweep began.
+    fn worker_program() -> Result<PathBuf, String> {
+        let this = PathBuf::from("/proc/self/exe");
+        if cfg!(target_os = "linux") && this.exists() {
+            return Ok(this);
+        }
+        std::env::current_exe()
+            .map_err(|error| format!("cannot find the handoff binary to start worker processes with: {error}"))
+    }
+
+    pub fn explore_worker(spec: &Spec, name: &str, save: Option<&Path>) -> ExitCode {
+        match workers::serve(spec, name, save, std::io::stdin().lock(), std::io::stdout().lock()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => bad_input(&error),
+        }
+    }
+
+    /// 1 when a run had a finding the prediction does not cover, a seed crashed, or determinism broke.
+    fn exit_code(summary: &Summary) -> ExitCode {
+        if summary.as_expected() { ExitCode::SUCCESS } else { ExitCode::from(1) }
     }
 
     pub fn shrink(
@@ -509,12 +636,15 @@ mod commands {
         if let Err(error) = handoff_sim::regressions::write(&shrunk.spec, seed, &path) {
             return bad_input(&error);
         }
-        println!("finding   {}", shrunk.signature);
-        println!("before    {}", shrunk.before);
-        println!("after     {}", shrunk.after);
-        println!("runs      {}", shrunk.runs);
-        println!("wrote     {}", path.display());
-        println!("replay    handoff replay {}", path.display());
+        out!(format!(
+            "finding   {}\nbefore    {}\nafter     {}\nruns      {}\nwrote     {}\nreplay    handoff replay {}\n",
+            shrunk.signature,
+            shrunk.before,
+            shrunk.after,
+            shrunk.runs,
+            path.display(),
+            path.display()
+        ));
         ExitCode::SUCCESS
     }
 
@@ -528,11 +658,11 @@ mod commands {
             Err(error) => return bad_input(&format!("the merged sweep's scenario: {error}")),
         };
         if json {
-            println!("{}", serde_json::json!({ "summary": summary }));
+            out!(format!("{}\n", serde_json::json!({ "summary": summary })));
         } else {
-            print!("{}", summary.render(&spec));
+            out!(summary.render(&spec));
         }
-        if summary.failed() { ExitCode::from(1) } else { ExitCode::SUCCESS }
+        exit_code(&summary)
     }
 }
 
@@ -556,7 +686,11 @@ mod commands {
         no_simulation()
     }
 
-    pub fn explore(_spec: &Spec, _name: &str, _sets: &[String], _plan: Plan) -> ExitCode {
+    pub fn explore(_spec: &Spec, _path: &std::path::Path, _sets: &[String], _plan: Plan) -> ExitCode {
+        no_simulation()
+    }
+
+    pub fn explore_worker(_spec: &Spec, _name: &str, _save: Option<&std::path::Path>) -> ExitCode {
         no_simulation()
     }
 

@@ -47,18 +47,24 @@ pub fn write(spec: &Spec, seed: u64, path: &Path) -> Result<(), String> {
 
 /// `explore --save DIR`: the first failing seed of each violated invariant, pinned.
 pub fn save_first_failures(spec: &Spec, scenario: &str, summary: &Summary, dir: &Path) -> Result<Vec<PathBuf>, String> {
-    std::fs::create_dir_all(dir).map_err(|error| format!("{}: cannot create: {error}", dir.display()))?;
+    first_failure_seeds(summary).into_iter().map(|seed| save_seed(spec, scenario, seed, dir)).collect()
+}
+
+/// The seeds `--save` keeps: the first failing seed of each violated invariant, each once, in order.
+pub fn first_failure_seeds(summary: &Summary) -> Vec<u64> {
     let mut seeds: Vec<u64> = summary.findings.values().map(|(_, first)| *first).collect();
     seeds.sort_unstable();
     seeds.dedup();
-    let mut saved = Vec::new();
-    let origin = format!("`handoff explore {scenario}`");
-    for seed in seeds {
-        let result = runner::run(spec, seed);
-        let pinned = pin(spec, &result, &origin);
-        let path = dir.join(file_name(spec, seed));
-        write(&pinned, seed, &path)?;
-        saved.push(path);
-    }
-    Ok(saved)
+    seeds
+}
+
+/// Runs one seed of a sweep of `scenario` again, whole, and writes it pinned into `dir` (created
+/// if need be) as [`file_name`].
+pub fn save_seed(spec: &Spec, scenario: &str, seed: u64, dir: &Path) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(dir).map_err(|error| format!("{}: cannot create: {error}", dir.display()))?;
+    let result = runner::run(spec, seed);
+    let pinned = pin(spec, &result, &format!("`handoff explore {scenario}`"));
+    let path = dir.join(file_name(spec, seed));
+    write(&pinned, seed, &path)?;
+    Ok(path)
 }

@@ -463,3 +463,317 @@ fn serve_opens_the_explorer_on_loopback_only() {
     assert!(status.starts_with("HTTP/1.1 200"), "{status}");
     assert!(status.contains("I2 no resurrection") && status.contains("unique_state_count"), "{status}");
 }
+
+fn handoff_with(env: &[(&str, &str)], args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_handoff"));
+    command.args(args);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.output().expect("the handoff binary runs")
+}
+
+fn json_lines(output: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect()
+}
+
+#[test]
+fn explore_survives_a_crashing_seed_and_reports_it_with_its_signal_and_replay_command() {
+    let scenario = scenario("claims-restart-during-snapshot");
+    let args = ["explore", &scenario, "--seeds", "10", "--jobs", "2", "--set", "sink.apply=naive-upsert", "--json"];
+    let crashed = handoff_with(&[("HANDOFF_TEST_CRASH_SEED", "5")], &args);
+    assert_eq!(crashed.status.code(), Some(1), "{}", String::from_utf8_lossy(&crashed.stderr));
+    let lines = json_lines(&crashed);
+    assert_eq!(lines.len(), 11, "one line per seed, in seed order, then the summary");
+    let seeds: Vec<u64> =
+        lines[..10].iter().map(|line| line.get("crashed").unwrap_or(line)["seed"].as_u64().expect("a seed")).collect();
+    assert_eq!(seeds, (0..10).collect::<Vec<u64>>());
+    let crash = &lines[5]["crashed"];
+    assert_eq!(crash["cause"], "signal");
+    assert_eq!(crash["signal"], 11);
+    assert_eq!(crash["signal_name"], "SIGSEGV");
+    assert_eq!(
+        crash["replay"].as_str(),
+        Some(format!("handoff run {scenario} --seed 5 --set 'sink.apply=naive-upsert'").as_str())
+    );
+    // The other nine ran, in a new worker after the crash too, exactly as in a sweep without it.
+    let clean = handoff(&args);
+    assert_eq!(clean.status.code(), Some(0), "{}", String::from_utf8_lossy(&clean.stderr));
+    let clean_lines = json_lines(&clean);
+    for seed in (0..10).filter(|seed| *seed != 5) {
+        assert!(lines[seed].get("trace_hash").is_some(), "seed {seed} ran: {}", lines[seed]);
+        assert_eq!(lines[seed], clean_lines[seed], "seed {seed}");
+    }
+    let summary = &lines[10]["summary"];
+    assert_eq!(summary["runs"], 9);
+    assert_eq!(summary["crashed_runs"], 1);
+    assert_eq!(summary["crashed"][0]["seed"], 5);
+    assert_eq!(clean_lines[10]["summary"]["crashed_runs"], 0);
+    // One job: the first seed, two in a row (the next seed was already asked of the worker that
+    // died) and the last.
+    let mut one_job = args.to_vec();
+    one_job[5] = "1";
+    let crashed = handoff_with(&[("HANDOFF_TEST_CRASH_SEED", "0,5,6,9")], &one_job);
+    assert_eq!(crashed.status.code(), Some(1));
+    let lines = json_lines(&crashed);
+    for seed in 0..10 {
+        if [0, 5, 6, 9].contains(&seed) {
+            assert_eq!(lines[seed]["crashed"]["seed"], seed, "{}", lines[seed]);
+            assert_eq!(lines[seed]["crashed"]["signal_name"], "SIGSEGV");
+        } else {
+            assert_eq!(lines[seed], clean_lines[seed], "seed {seed}");
+        }
+    }
+    assert_eq!(lines[10]["summary"]["crashed_runs"], 4);
+    // The text report lists it too.
+    let text_output = handoff_with(&[("HANDOFF_TEST_CRASH_SEED", "5")], &args[..args.len() - 1]);
+    assert_eq!(text_output.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&text_output.stdout);
+    assert!(text.contains("runs      9 in"), "{text}");
+    assert!(text.contains("CRASHED   1 seed(s)"), "{text}");
+    assert!(text.contains("seed 5        killed by SIGSEGV (signal 11)"), "{text}");
+    assert!(
+        text.contains(&format!("      handoff run {scenario} --seed 5 --set 'sink.apply=naive-upsert'\n")),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_run_past_the_run_timeout_is_killed_and_reported_as_timed_out() {
+    let scenario = scenario("claims-restart-during-snapshot");
+    let started = std::time::Instant::now();
+    let args = ["explore", &scenario, "--seeds", "4", "--jobs", "2", "--run-timeout", "1", "--json"];
+    let output = handoff_with(&[("HANDOFF_TEST_HANG_SEED", "2")], &args);
+    assert!(started.elapsed() < std::time::Duration::from_secs(60), "the watchdog ended the hung run");
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+    let lines = json_lines(&output);
+    assert_eq!(lines.len(), 5);
+    assert_eq!(lines[2]["crashed"]["cause"], "timed-out", "{}", lines[2]);
+    assert_eq!(lines[2]["crashed"]["timeout_s"], 1);
+    assert!([0, 1, 3].iter().all(|seed| lines[*seed]["trace_hash"].is_string()));
+    assert_eq!(lines[4]["summary"]["crashed_runs"], 1);
+    assert_eq!(lines[4]["summary"]["runs"], 3);
+}
+
+#[test]
+fn save_and_the_determinism_check_work_through_worker_processes() {
+    let dir = std::env::temp_dir().join(format!("handoff-save-{}", std::process::id()));
+    let dir_text = dir.display().to_string();
+    let scenario = scenario("claims-restart-during-snapshot");
+    let args = [
+        "explore",
+        &scenario,
+        "--start",
+        "520",
+        "--seeds",
+        "6",
+        "--jobs",
+        "2",
+        "--set",
+        "sink.apply=naive-upsert",
+        "--check-determinism",
+        "--save",
+        &dir_text,
+    ];
+    // Seed 523 crashes: it is reported, and the others are still checked and saved.
+    let output = handoff_with(&[("HANDOFF_TEST_CRASH_SEED", "523")], &args);
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(!text.contains("DETERMINISM BROKEN"), "{text}");
+    assert!(text.contains("runs      5 in") && text.contains("seed 523"), "{text}");
+    let errors = String::from_utf8_lossy(&output.stderr);
+    // I2 first fails at 520, I3 at 525 (a replay moves a claim back).
+    for seed in ["520", "525"] {
+        let file = dir.join(format!("claims-restart-during-snapshot-seed-{seed}.toml"));
+        assert!(errors.contains(&format!("saved {}", file.display())), "{errors}");
+        let replayed = handoff(&["replay", file.to_str().expect("a path")]);
+        assert_eq!(replayed.status.code(), Some(0), "{}", String::from_utf8_lossy(&replayed.stdout));
+    }
+    assert_eq!(std::fs::read_dir(&dir).expect("the directory").count(), 2);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_sweep_that_would_run_no_seed_or_pass_the_largest_seed_is_refused() {
+    let scenario = scenario("claims-restart-during-snapshot");
+    for (flags, phrase) in [
+        (&["--seeds", "0"][..], "--seeds 0: a sweep needs at least one seed"),
+        (&["--shard", "5/10", "--seeds", "3"], "--shard 5/10 --seeds 3: shard 5 has no seed"),
+        (&["--start", "18446744073709551615"], "--start 18446744073709551615 --seeds 1000: the range would end past"),
+        (&["--start", "18446744073709551610", "--seeds", "10"], "--seeds can be at most 6"),
+        (&["--run-timeout", "0"], "--run-timeout 0"),
+    ] {
+        let output = handoff(&[&["explore", &scenario][..], flags].concat());
+        assert_eq!(output.status.code(), Some(2), "{flags:?}");
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains(phrase),
+            "{flags:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(output.stdout.is_empty(), "{flags:?} ran nothing");
+    }
+    // The last seed itself is a range of one.
+    let output = handoff(&["explore", &scenario, "--start", "18446744073709551615", "--seeds", "1", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let lines = json_lines(&output);
+    assert_eq!(lines[0]["seed"], u64::MAX);
+    assert_eq!(lines[1]["summary"]["runs"], 1);
+}
+
+/// Starts `handoff` with its standard output a pipe whose reading end is closed at once.
+fn into_a_closed_pipe(args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_handoff"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the handoff binary runs");
+    drop(child.stdout.take());
+    child.wait_with_output().expect("it ends")
+}
+
+#[test]
+fn a_closed_output_pipe_ends_every_command_quietly() {
+    let scenario = scenario("claims-restart-during-snapshot");
+    let dir = std::env::temp_dir().join(format!("handoff-pipe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let shard = dir.join("shard.jsonl");
+    let written = handoff(&["explore", &scenario, "--seeds", "2", "--json"]);
+    std::fs::write(&shard, &written.stdout).expect("write");
+    let shard = shard.display().to_string();
+    let workload = format!("{}/../conform/heartbeats.toml", env!("CARGO_MANIFEST_DIR"));
+    let out = dir.join("shrunk.toml").display().to_string();
+    let commands: [&[&str]; 9] = [
+        &["run", &scenario],
+        &["run", &scenario, "--json"],
+        &["replay", &scenario],
+        &["explore", &scenario, "--seeds", "4"],
+        // Streamed seeds: the closed pipe ends the sweep (it would take ages to run them all).
+        &["explore", &scenario, "--seeds", "18446744073709551615", "--json"],
+        &["merge", &shard],
+        &["check", &scenario, "--max-states", "2000"],
+        &["conform", &workload],
+        &["shrink", &scenario, "--seed", "525", "--set", "sink.apply=naive-upsert", "--max-runs", "5", "--out", &out],
+    ];
+    for args in commands {
+        let output = into_a_closed_pipe(args);
+        let errors = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {errors}");
+        assert!(!errors.contains("panicked") && !errors.contains("Broken pipe"), "{args:?}: {errors}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn explore_streams_its_seeds_instead_of_listing_them() {
+    // The largest range there is: a list of its seeds would not fit in any memory.
+    let scenario = scenario("claims-restart-during-snapshot");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_handoff"))
+        .args(["explore", &scenario, "--seeds", "18446744073709551615", "--jobs", "1", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the handoff binary runs");
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().expect("piped")), &mut first)
+        .expect("a line");
+    let status = child.wait().expect("it ends");
+    let run: serde_json::Value = serde_json::from_str(&first).expect("JSON");
+    assert_eq!(run["seed"], 0);
+    assert_eq!(status.code(), Some(0), "a closed pipe is the end of the output");
+}
+
+#[test]
+fn jobs_and_threads_beyond_four_per_core_are_capped_and_it_says_so() {
+    let scenario = scenario("claims-restart-during-snapshot");
+    let output = handoff(&["explore", &scenario, "--seeds", "3", "--jobs", "100000", "--json"]);
+    assert_eq!(output.status.code(), Some(0));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let errors = String::from_utf8_lossy(&output.stderr);
+    assert!(errors.contains(&format!("note: --jobs 100000 capped at {}", 4 * cores)), "{errors}");
+    assert_eq!(json_lines(&output)[3]["summary"]["runs"], 3);
+    let output = handoff(&["check", &scenario, "--threads", "100000", "--max-states", "2000"]);
+    let errors = String::from_utf8_lossy(&output.stderr);
+    assert!(errors.contains(&format!("note: --threads 100000 capped at {}", 4 * cores)), "{errors}");
+    let output = handoff(&["explore", &scenario, "--seeds", "3", "--jobs", &(4 * cores).to_string()]);
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("capped"));
+}
+
+#[test]
+fn merge_refuses_files_that_are_not_whole_shards_of_one_sweep_and_carries_crashed_seeds() {
+    let dir = std::env::temp_dir().join(format!("handoff-merge-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let scenario = scenario("claims-restart-during-snapshot");
+    let sweep = |shard: &str, env: &[(&str, &str)]| {
+        let output =
+            handoff_with(env, &["explore", &scenario, "--seeds", "6", "--shard", shard, "--jobs", "1", "--json"]);
+        let path = dir.join(format!("shard-{}.jsonl", shard.replace('/', "-of-")));
+        std::fs::write(&path, &output.stdout).expect("write");
+        path.display().to_string()
+    };
+    let one = sweep("1/2", &[("HANDOFF_TEST_CRASH_SEED", "2")]);
+    let two = sweep("2/2", &[]);
+    let merged = handoff(&["merge", &one, &two, "--json"]);
+    assert_eq!(merged.status.code(), Some(1), "a crashed seed fails the merged sweep too");
+    let summary = &json_lines(&merged)[0]["summary"];
+    assert_eq!(summary["runs"], 5);
+    assert_eq!(summary["crashed_runs"], 1);
+    assert_eq!(summary["crashed"][0]["seed"], 2);
+    assert_eq!(summary["shard"], "1/2 + 2/2");
+    // A file without its summary line (cut short).
+    let text = std::fs::read_to_string(&one).expect("read");
+    let cut = dir.join("cut.jsonl");
+    std::fs::write(&cut, text.lines().take(2).collect::<Vec<_>>().join("\n")).expect("write");
+    let output = handoff(&["merge", cut.to_str().expect("a path"), &two]);
+    assert_eq!(output.status.code(), Some(2));
+    let errors = String::from_utf8_lossy(&output.stderr);
+    assert!(errors.contains("cut.jsonl: no summary line"), "{errors}");
+    // Shards of 3 and of 4 of the range.
+    let a_third = sweep("1/3", &[]);
+    let a_quarter = sweep("2/4", &[]);
+    let output = handoff(&["merge", &a_third, &a_quarter]);
+    assert_eq!(output.status.code(), Some(2));
+    let errors = String::from_utf8_lossy(&output.stderr);
+    assert!(errors.contains("shard-2-of-4.jsonl:3: shard 2/4 of --start 0 --seeds 6, but"), "{errors}");
+    assert!(errors.contains("shard-1-of-3.jsonl is shard 1/3"), "{errors}");
+    // One shard twice.
+    let output = handoff(&["merge", &two, &two]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("give each shard once"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn short_runs_answered_in_batches_keep_every_seed_in_order_through_crashes() {
+    // Runs of a few milliseconds: the supervisor asks a window's worth of seeds ahead and reads
+    // their answers in batches; a crash must still cost exactly its seed.
+    let dir = std::env::temp_dir().join(format!("handoff-batches-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let small = dir.join("small.toml");
+    let text = std::fs::read_to_string(scenario("claims-restart-during-snapshot"))
+        .expect("scenario")
+        .replace("\nrows = 1000\n", "\nrows = 20\n")
+        .replace("\nend_ms = 60000\n", "\nend_ms = 2000\n");
+    std::fs::write(&small, text).expect("write");
+    let small = small.display().to_string();
+    let args = ["explore", &small, "--seeds", "300", "--jobs", "2", "--json"];
+    let clean = handoff(&args);
+    assert_eq!(clean.status.code(), Some(0), "{}", String::from_utf8_lossy(&clean.stderr));
+    let clean_lines = json_lines(&clean);
+    let crashed = handoff_with(&[("HANDOFF_TEST_CRASH_SEED", "100,101,102,250,299")], &args);
+    assert_eq!(crashed.status.code(), Some(1));
+    let lines = json_lines(&crashed);
+    assert_eq!(lines.len(), 301);
+    for seed in 0..300 {
+        if [100, 101, 102, 250, 299].contains(&seed) {
+            assert_eq!(lines[seed]["crashed"]["seed"], seed, "{}", lines[seed]);
+        } else {
+            assert_eq!(lines[seed], clean_lines[seed], "seed {seed}");
+        }
+    }
+    assert_eq!(lines[300]["summary"]["crashed_runs"], 5);
+    assert_eq!(lines[300]["summary"]["runs"], 295);
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -6,6 +6,7 @@ mod common;
 use handoff_models::spec::Invariant::{I2, I3};
 use handoff_sim::explore::{self, Sweep};
 use handoff_sim::{runner, shrink};
+use std::ops::ControlFlow;
 
 fn plan(start: u64, seeds: u64, jobs: usize, shard: (u64, u64)) -> Sweep {
     Sweep { start, seeds, jobs, shard, check_determinism: false, progress: false }
@@ -25,6 +26,22 @@ fn a_sweep_reports_the_same_runs_whatever_the_number_of_threads_and_checks_deter
     assert!(two.findings.contains_key(&I2));
 }
 
+/// A shard's `--json` output, as `handoff explore` writes it.
+fn shard_text(runs: &[explore::SeedRun], summary: &explore::Summary) -> String {
+    let mut text = String::new();
+    for run in runs {
+        text.push_str(&serde_json::to_string(run).expect("json"));
+        text.push('\n');
+    }
+    text.push_str(&serde_json::json!({ "summary": summary }).to_string());
+    text.push('\n');
+    text
+}
+
+fn merged(texts: &[(String, String)]) -> Result<explore::Summary, String> {
+    explore::merge(texts.iter().map(|(file, text)| (file.clone(), text.as_bytes())).collect())
+}
+
 #[test]
 fn shards_merge_into_the_whole_sweep() {
     let (spec, _) = common::load("claims-restart-during-snapshot", &["sink.apply=naive-upsert"]);
@@ -33,37 +50,154 @@ fn shards_merge_into_the_whole_sweep() {
     for k in 1..=3 {
         let (summary, runs) = explore::sweep_collect(&spec, "scenario.toml", &[], &plan(10, 60, 1, (k, 3)));
         assert_eq!(summary.runs, 20);
-        let mut text = String::new();
-        for run in &runs {
-            text.push_str(&serde_json::to_string(run).expect("json"));
-            text.push('\n');
-        }
-        text.push_str(&serde_json::json!({ "summary": summary }).to_string());
-        texts.push((format!("shard-{k}.jsonl"), text));
+        texts.push((format!("shard-{k}.jsonl"), shard_text(&runs, &summary)));
     }
-    // The first shard given twice counts once.
-    texts.push(texts[0].clone());
-    let inputs = texts.iter().map(|(file, text)| (file.clone(), text.as_bytes())).collect();
-    let merged = explore::merge(inputs).expect("merge");
-    assert_eq!(merged.runs, 60);
-    assert_eq!(merged.runs, whole.runs);
-    assert_eq!(merged.findings, whole.findings);
-    assert_eq!(merged.coverage, whole.coverage);
-    assert_eq!(merged.shard, "1/3 + 2/3 + 3/3 + 1/3");
+    let merged_whole = merged(&texts).expect("merge");
+    assert_eq!(merged_whole.runs, 60);
+    assert_eq!(merged_whole.runs, whole.runs);
+    assert_eq!(merged_whole.findings, whole.findings);
+    assert_eq!(merged_whole.coverage, whole.coverage);
+    assert_eq!((merged_whole.start, merged_whole.seeds), (10, 60));
+    assert_eq!(merged_whole.shard, "1/3 + 2/3 + 3/3");
+    // A missing shard is named; a shard given twice would count its seeds twice.
+    assert_eq!(merged(&texts[..2]).expect("merge").shard, "1/3 + 2/3 (missing: 3/3)");
+    let twice = [texts[0].clone(), texts[1].clone(), texts[0].clone()];
+    let error = merged(&twice).expect_err("shard 1/3 twice");
+    assert!(error.contains("shard-1.jsonl: shard 1/3 is also shard-1.jsonl: give each shard once"), "{error}");
 }
 
 #[test]
-fn merge_refuses_sweeps_of_different_scenarios() {
-    let line = |scenario: &str| {
-        let summary = explore::Summary::new(scenario, &[], (1, 1));
-        (format!("{scenario}.jsonl"), serde_json::json!({ "summary": summary }).to_string())
+fn merge_refuses_inputs_that_are_not_whole_shards_of_one_sweep() {
+    let (spec, _) = common::load("claims-restart-during-snapshot", &[]);
+    let sweep = |scenario: &str, start: u64, seeds: u64, shard: (u64, u64)| {
+        let (summary, runs) = explore::sweep_collect(&spec, scenario, &[], &plan(start, seeds, 1, shard));
+        (runs, summary)
     };
-    let inputs = |texts: &[(String, String)]| -> Vec<(String, std::io::Cursor<String>)> {
-        texts.iter().map(|(file, text)| (file.clone(), std::io::Cursor::new(text.clone()))).collect()
+    let (runs, summary) = sweep("a.toml", 0, 6, (1, 2));
+    let one = ("one.jsonl".to_string(), shard_text(&runs, &summary));
+    let (runs_two, summary_two) = sweep("a.toml", 0, 6, (2, 2));
+    let two = ("two.jsonl".to_string(), shard_text(&runs_two, &summary_two));
+    assert_eq!(merged(&[one.clone(), two.clone()]).expect("merge").runs, 6);
+    let error_of = |texts: &[(String, String)]| merged(texts).expect_err("refused");
+    // Another scenario, another range, another number of shards.
+    let (runs, summary) = sweep("b.toml", 0, 6, (2, 2));
+    let error = error_of(&[one.clone(), ("b.jsonl".into(), shard_text(&runs, &summary))]);
+    assert!(
+        error.starts_with("b.jsonl:4: a sweep of b.toml with no --set, but one.jsonl is a sweep of a.toml"),
+        "{error}"
+    );
+    let (runs, summary) = sweep("a.toml", 1, 6, (2, 2));
+    let error = error_of(&[one.clone(), ("later.jsonl".into(), shard_text(&runs, &summary))]);
+    assert!(
+        error.contains("later.jsonl:4: shard 2/2 of --start 1 --seeds 6, but one.jsonl is shard 1/2 of --start 0"),
+        "{error}"
+    );
+    let (runs, summary) = sweep("a.toml", 0, 6, (2, 3));
+    let error = error_of(&[one.clone(), ("thirds.jsonl".into(), shard_text(&runs, &summary))]);
+    assert!(error.contains("thirds.jsonl:3: shard 2/3 of --start 0 --seeds 6, but one.jsonl is shard 1/2"), "{error}");
+    // A file without its summary (cut short), with a line after it, with lines left out or moved.
+    let lines: Vec<&str> = one.1.lines().collect();
+    let error = error_of(&[("cut.jsonl".into(), lines[..3].join("\n"))]);
+    assert!(error.starts_with("cut.jsonl: no summary line at the end"), "{error}");
+    let error = error_of(&[("after.jsonl".into(), format!("{}{}\n", one.1, lines[0]))]);
+    assert!(error.starts_with("after.jsonl:5: a line after the summary line (line 4)"), "{error}");
+    let error = error_of(&[("short.jsonl".into(), [lines[0], lines[1], lines[3]].join("\n"))]);
+    assert!(
+        error.starts_with("short.jsonl: 2 seed line(s), but shard 1/2 of --start 0 --seeds 6 has 3 seeds"),
+        "{error}"
+    );
+    let error = error_of(&[("gap.jsonl".into(), [lines[0], lines[2], lines[3]].join("\n"))]);
+    assert!(error.starts_with("gap.jsonl: the lines' seeds (0, then every 4) are not those of shard 1/2"), "{error}");
+    let error = error_of(&[("order.jsonl".into(), [lines[1], lines[0], lines[2], lines[3]].join("\n"))]);
+    assert!(error.starts_with("order.jsonl:2: seed 0 after seed 2"), "{error}");
+    let foreign = serde_json::to_string(&runs_two[2]).expect("json");
+    let error = error_of(&[("mixed.jsonl".into(), [lines[0], lines[1], &foreign, lines[3]].join("\n"))]);
+    assert!(error.starts_with("mixed.jsonl:3: seed 5 after seed 2: the seeds of a shard are evenly spaced"), "{error}");
+    // A merged summary is not a shard.
+    let merged_line = serde_json::json!({ "summary": merged(&[one.clone(), two.clone()]).expect("merge") }).to_string();
+    let error = error_of(&[("merged.jsonl".into(), merged_line)]);
+    assert!(error.contains("merged.jsonl:1: shard \"1/2 + 2/2\" is not K/N"), "{error}");
+    assert!(merged(&[("x".into(), "not json".into())]).expect_err("bad line").starts_with("x:1:"));
+}
+
+#[test]
+fn a_sweep_plan_is_streamed_and_checked() {
+    let whole = plan(0, u64::MAX, 2, (1, 1));
+    assert_eq!(whole.check(), Ok(()));
+    assert_eq!(whole.count(), u64::MAX);
+    assert_eq!(whole.seed(u64::MAX - 1), u64::MAX - 1);
+    assert_eq!(whole.seeds().take(3).collect::<Vec<_>>(), [0, 1, 2]);
+    let shard = plan(100, 25, 1, (3, 10));
+    assert_eq!(shard.seeds().collect::<Vec<_>>(), [102, 112, 122]);
+    assert_eq!(plan(u64::MAX, 1, 1, (1, 1)).seeds().collect::<Vec<_>>(), [u64::MAX]);
+    assert_eq!(plan(u64::MAX - 9, 10, 1, (10, 10)).seeds().collect::<Vec<_>>(), [u64::MAX]);
+    for (refused, phrase) in [
+        (plan(0, 0, 1, (1, 1)), "--seeds 0"),
+        (plan(0, 3, 1, (5, 10)), "--shard 5/10 --seeds 3: shard 5 has no seed"),
+        (plan(u64::MAX, 1000, 1, (1, 1)), "from this start, --seeds can be at most 1"),
+        (plan(u64::MAX - 9, 11, 1, (1, 1)), "from this start, --seeds can be at most 10"),
+        (plan(0, 10, 0, (1, 1)), "--jobs 0"),
+    ] {
+        let error = refused.check().expect_err("refused");
+        assert!(error.contains(phrase), "{error}");
+    }
+}
+
+#[test]
+fn a_sweep_in_worker_processes_reports_what_a_sweep_in_this_process_does() {
+    let sets = vec!["sink.apply=naive-upsert".to_string()];
+    let path = common::scenario_path("claims-restart-during-snapshot");
+    let spec = handoff_sim::scenario::load(&path, &sets).expect("loads").spec;
+    let name = path.display().to_string();
+    let workers = handoff_sim::workers::Workers {
+        program: env!("CARGO_BIN_EXE_handoff").into(),
+        scenario: path.clone(),
+        run_timeout: std::time::Duration::from_secs(600),
     };
-    let error = explore::merge(inputs(&[line("a.toml"), line("b.toml")])).expect_err("different scenarios");
-    assert!(error.contains("only sweeps of one scenario merge"), "{error}");
-    assert!(explore::merge(inputs(&[("x".into(), "not json".into())])).expect_err("bad line").starts_with("x:1:"));
+    let mut checked = plan(515, 40, 2, (1, 1));
+    checked.check_determinism = true;
+    let mut outcomes = Vec::new();
+    let isolated = explore::sweep_in_workers(&spec, &name, &sets, &checked, &workers, |outcome| {
+        outcomes.push(outcome.clone());
+        ControlFlow::Continue(())
+    })
+    .expect("the workers start");
+    let (in_process, runs) = explore::sweep_collect(&spec, &name, &sets, &plan(515, 40, 1, (1, 1)));
+    let isolated_runs: Vec<explore::SeedRun> = outcomes
+        .into_iter()
+        .filter_map(|outcome| match outcome {
+            explore::SeedOutcome::Ran(run) => Some(run),
+            explore::SeedOutcome::Crashed(_) => None,
+        })
+        .collect();
+    assert_eq!(isolated_runs, runs, "the same runs, hashes included, in the same order, and no crash");
+    let timeless = |summary: &explore::Summary| {
+        let mut summary = summary.clone();
+        (summary.seconds, summary.runs_per_second) = (0.0, 0.0);
+        summary
+    };
+    assert_eq!(timeless(&isolated), timeless(&in_process));
+    assert!(isolated.findings.contains_key(&I3), "seed 525 is among them");
+    // Breaking off (a closed output): the sweep stops taking seeds.
+    let mut seen = 0;
+    let everything = plan(0, u64::MAX, 2, (1, 1));
+    let stopped = explore::sweep_in_workers(&spec, &name, &sets, &everything, &workers, |_| {
+        seen += 1;
+        if seen == 3 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+    })
+    .expect("the workers start");
+    assert_eq!(seen, 3);
+    assert!(stopped.runs >= 3 && stopped.runs < 100, "{}", stopped.runs);
+    // A worker that cannot start stops the sweep with an error, before any seed.
+    let missing = handoff_sim::workers::Workers { program: "/nonexistent/handoff".into(), ..workers };
+    let mut ran = 0;
+    let error = explore::sweep_in_workers(&spec, &name, &sets, &plan(0, 4, 2, (1, 1)), &missing, |_| {
+        ran += 1;
+        ControlFlow::Continue(())
+    })
+    .expect_err("no worker");
+    assert_eq!(ran, 0);
+    assert!(error.contains("cannot start a worker process (/nonexistent/handoff)"), "{error}");
 }
 
 #[test]
