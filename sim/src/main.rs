@@ -592,15 +592,21 @@ mod commands {
         exit_code(&summary)
     }
 
-    /// The binary a worker process runs: this one. On Linux, `/proc/self/exe` names the running
-    /// image even when the file has been rebuilt or removed since the sweep began.
+    /// The binary a worker process runs: this one, by its path (`std::env::current_exe`). Not
+    /// `/proc/self/exe` itself: under valgrind (`cargo xtask valgrind-sweep`) that names
+    /// valgrind's own tool, while the path is the client's. A binary rebuilt during the sweep
+    /// cannot mix in: Linux refuses to overwrite a running executable, and a replaced one leaves
+    /// this path ending in " (deleted)", which is refused here.
     fn worker_program() -> Result<PathBuf, String> {
-        let this = PathBuf::from("/proc/self/exe");
-        if cfg!(target_os = "linux") && this.exists() {
-            return Ok(this);
+        let this = std::env::current_exe()
+            .map_err(|error| format!("cannot find the handoff binary to start worker processes with: {error}"))?;
+        if !this.is_file() {
+            return Err(format!(
+                "{}: the handoff binary was replaced or removed since this command started; run it again",
+                this.display()
+            ));
         }
-        std::env::current_exe()
-            .map_err(|error| format!("cannot find the handoff binary to start worker processes with: {error}"))
+        Ok(this)
     }
 
     pub fn explore_worker(spec: &Spec, name: &str, save: Option<&Path>) -> ExitCode {
