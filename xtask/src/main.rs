@@ -9,6 +9,15 @@
 //! - `cargo xtask valgrind-sweep`: runs sweeps of the bundled scenarios with every fault kind on
 //!   under valgrind's memcheck and requires zero errors.
 
+/// `println!` that ends quietly on a closed output (`cargo xtask ir-scan | head`) instead of
+/// panicking.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 mod ir_scan;
 mod valgrind;
 
@@ -30,7 +39,7 @@ fn main() -> ExitCode {
         Some("miscompile-repro") if args.len() == 1 => repro_command(),
         Some("valgrind-sweep") => valgrind::command(&args[1..]),
         Some("-h" | "--help" | "help") => {
-            println!("{USAGE}");
+            say!("{USAGE}");
             Ok(true)
         }
         _ => Err(format!("{USAGE}\n")),
@@ -39,7 +48,10 @@ fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(error) => {
-            eprintln!("xtask: {error}");
+            {
+                use std::io::Write as _;
+                let _ = writeln!(std::io::stderr(), "xtask: {error}");
+            }
             ExitCode::from(2)
         }
     }
@@ -88,28 +100,28 @@ fn ir_scan_command() -> Result<bool, String> {
         for site in scan.hazards() {
             if own {
                 own_hazards += 1;
-                println!("MISCOMPILED SHAPE in {name}: {}", site.function);
+                say!("MISCOMPILED SHAPE in {name}: {}", site.function);
             } else {
                 dependency_hazards += 1;
-                println!("in dependency {name}: {}", site.function);
+                say!("in dependency {name}: {}", site.function);
             }
-            println!("    {}:{}\n    select:    {}", path.display(), site.line, site.select);
-            println!("    condition: {}\n    from:      {}", site.condition, site.source);
+            say!("    {}:{}\n    select:    {}", path.display(), site.line, site.select);
+            say!("    condition: {}\n    from:      {}", site.condition, site.source);
         }
     }
-    println!(
+    say!(
         "ir-scan: {} crates, {functions} functions, {selects} selects of two loads; {guarded} on a \
          `trunc nuw` of values read where the program reads them (!noundef), {own_hazards} in this workspace \
          and {dependency_hazards} in dependencies on values that may be uninitialised",
         files.len()
     );
     if own_hazards > 0 {
-        println!(
+        say!(
             "ir-scan: FAILED: LLVM 22's x86 selector may turn these into loads from wild addresses \
              (docs/miscompilation.md says how to keep the read out of line)"
         );
     } else {
-        println!("ir-scan: ok, none in this workspace's crates");
+        say!("ir-scan: ok, none in this workspace's crates");
     }
     Ok(own_hazards == 0)
 }
@@ -151,7 +163,7 @@ fn repro_command() -> Result<bool, String> {
     let version = Command::new(&rustc).arg("-vV").output().map_err(|error| format!("cannot run rustc: {error}"))?;
     let version = String::from_utf8_lossy(&version.stdout);
     let describe = |prefix: &str| version.lines().find_map(|line| line.strip_prefix(prefix)).unwrap_or("?").to_owned();
-    println!(
+    say!(
         "toolchain: rustc {} (LLVM {}), host {}",
         describe("release: "),
         describe("LLVM version: "),
@@ -161,13 +173,13 @@ fn repro_command() -> Result<bool, String> {
     let output = Command::new(&binary).output().map_err(|error| format!("cannot run {}: {error}", binary.display()))?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     if output.status.success() && stdout.trim() == "1" {
-        println!(
+        say!(
             "miscompile-repro: not reproduced: the reproducer printed 1, as the source says it must. This \
              toolchain has the fix (llvm/llvm-project#208683) or does not make the shape; the out-of-line \
              accessors of docs/miscompilation.md can stay (they cost nothing measurable)"
         );
     } else {
-        println!(
+        say!(
             "miscompile-repro: REPRODUCED: safe Rust that must print 1 ended with {} (stdout {:?}). This \
              toolchain miscompiles the shape; `cargo xtask ir-scan` guards this workspace against it",
             describe_status(output.status),

@@ -92,7 +92,7 @@ pub fn command(args: &[String]) -> Result<bool, String> {
     let logs = root.join("target/valgrind-logs");
     let _ = std::fs::remove_dir_all(&logs);
     std::fs::create_dir_all(&logs).map_err(|error| format!("cannot create {}: {error}", logs.display()))?;
-    println!(
+    say!(
         "valgrind-sweep: {} scenario(s) x {} seed(s) from {}, every fault kind, {} allocator, logs in {}",
         scenarios.len(),
         options.seeds,
@@ -105,7 +105,7 @@ pub fn command(args: &[String]) -> Result<bool, String> {
         let outcome = sweep_one(&root, &binary, scenario, &options, &logs.join(format!("{index:02}")))?;
         runs += outcome.runs;
         errors += outcome.errors;
-        println!(
+        say!(
             "  {:<70} {:>5} runs  {:>3} memcheck error(s){}",
             scenario.display(),
             outcome.runs,
@@ -116,11 +116,11 @@ pub fn command(args: &[String]) -> Result<bool, String> {
             failed.push(scenario.display().to_string());
         }
     }
-    println!("valgrind-sweep: {runs} runs, {errors} memcheck error(s)");
+    say!("valgrind-sweep: {runs} runs, {errors} memcheck error(s)");
     if failed.is_empty() {
-        println!("valgrind-sweep: ok");
+        say!("valgrind-sweep: ok");
     } else {
-        println!("valgrind-sweep: FAILED in {}; read the logs named above", failed.join(", "));
+        say!("valgrind-sweep: FAILED in {}; read the logs named above", failed.join(", "));
     }
     Ok(failed.is_empty())
 }
