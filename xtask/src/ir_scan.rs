@@ -9,13 +9,15 @@
 //! LLVM hoists the read above the test that would have skipped it, and the selector then uses
 //! the raw word as an index (`shl $4; mov 0x30(%rax,%rsi)`): a wild address.
 //!
-//! Flagged: a `select i1 %c` between two loads whose condition is `trunc nuw` of a loaded value
-//! that carries no `!noundef` (so it may have been read from bytes no variant wrote). A load with
-//! `!noundef` was read where the program itself reads it, which makes a poison condition
-//! undefined behaviour of the program, not of the compiler; those are counted, not flagged.
+//! Flagged: a `select i1 %c` between two loads of one object (fields at offsets from the same
+//! base pointer) whose condition is `trunc nuw` of a loaded value that carries no `!noundef` (so
+//! it may have been read from bytes no variant wrote). A load with `!noundef` was read where the
+//! program itself reads it, which makes a poison condition undefined behaviour of the program, not
+//! of the compiler; those are counted, not flagged.
 //!
-//! Not flagged: conditions made by `icmp` (the selector lowers them with `setcc`, so the address
-//! stays one of the two real ones), selects of values that are not both loads (nothing to fold).
+//! Counted, not flagged: the same condition choosing between loads of two objects (the selector
+//! can only pick one of two real addresses with a conditional move), conditions made by `icmp`
+//! (lowered with `setcc`, so the index is 0 or 1), selects of values that are not both loads.
 
 use std::collections::BTreeMap;
 
@@ -29,6 +31,10 @@ pub struct Site {
     pub source: String,
     /// The condition's loaded value carries `!noundef`.
     pub noundef: bool,
+    /// The two loads read one object (the same base pointer, at offsets): only then can the
+    /// selector turn the condition into an index and the address go wild; loads of two objects
+    /// are chosen with a conditional move between two real addresses.
+    pub same_object: bool,
 }
 
 /// What one IR file holds of the shape.
@@ -40,8 +46,9 @@ pub struct Scan {
 }
 
 impl Scan {
+    /// The sites LLVM can compile into a load from a wild address.
     pub fn hazards(&self) -> impl Iterator<Item = &Site> {
-        self.sites.iter().filter(|site| !site.noundef)
+        self.sites.iter().filter(|site| !site.noundef && site.same_object)
     }
 }
 
@@ -98,6 +105,12 @@ fn scan_function(scan: &mut Scan, function: &str, lines: &[&str], start: usize, 
         if loads.is_empty() {
             continue;
         }
+        let object = |operand: &str| {
+            definitions
+                .get(value(operand).as_str())
+                .and_then(|load| loaded_pointer(load))
+                .map(|p| root(&definitions, p))
+        };
         scan.sites.push(Site {
             function: function.to_owned(),
             line: index + 1,
@@ -105,8 +118,26 @@ fn scan_function(scan: &mut Scan, function: &str, lines: &[&str], start: usize, 
             condition: format!("{} = {}", condition.trim(), strip_metadata(truncation)),
             source: format!("{source} = {}", strip_metadata(defined)),
             noundef: loads.iter().all(|load| load.contains("!noundef")),
+            same_object: object(first).is_some_and(|a| Some(a) == object(second)),
         });
     }
+}
+
+/// The pointer a `load T, ptr %p, ...` reads.
+fn loaded_pointer(load: &str) -> Option<&str> {
+    let operands = split_operands(load.strip_prefix("load ")?);
+    operands.get(1)?.strip_prefix("ptr ").map(str::trim)
+}
+
+/// The object a pointer points into: through `getelementptr`s to their base (a few levels).
+fn root<'a>(definitions: &BTreeMap<&'a str, &'a str>, pointer: &'a str) -> &'a str {
+    let mut pointer = pointer;
+    for _ in 0..8 {
+        let Some(gep) = definitions.get(pointer).and_then(|d| d.strip_prefix("getelementptr ")) else { break };
+        let Some(base) = split_operands(gep).get(1).and_then(|operand| operand.strip_prefix("ptr ")) else { break };
+        pointer = base.trim();
+    }
+    pointer
 }
 
 /// `  %x = rest` → (`%x`, `rest`).
@@ -236,7 +267,9 @@ mod tests {
     const CRASHED: &str = r#"
 define void @_ZN14handoff_models8checkers8Checkers7observe17hc85e47378174a16bE(ptr %self) {
 bb2.i:
-  %_10.sroa.0.0.copyload.i = load i64, ptr %12, align 8, !dbg !113776
+  %a = getelementptr inbounds nuw i8, ptr %self, i64 56
+  %b = getelementptr inbounds nuw i8, ptr %self, i64 64
+  %c = getelementptr inbounds nuw i8, ptr %self, i64 48
   %_10.sroa.6.0.copyload.i = load i64, ptr %a, align 8, !dbg !113776, !alias.scope !113756
   %_10.sroa.7.0.copyload.i = load i64, ptr %b, align 8, !dbg !113776
   %_10.sroa.5.0.copyload.i = load i64, ptr %c, align 8, !dbg !113782
@@ -255,6 +288,9 @@ define void @safe(ptr %p) {
   %t = select i1 %5, i64 %a, i64 %b
   %6 = trunc nuw i64 %x to i1
   %u = select i1 %6, i64 %a, i64 7
+  %y = load i64, ptr %p, align 8
+  %7 = trunc nuw i64 %y to i1
+  %v = select i1 %7, i64 %a, i64 %b
   ret void
 }
 "#;
@@ -263,15 +299,18 @@ define void @safe(ptr %p) {
     fn flags_the_crash_site_and_only_it() {
         let scan = scan(CRASHED);
         assert_eq!(scan.functions, 2);
-        assert_eq!(scan.selects_of_loads, 3);
+        assert_eq!(scan.selects_of_loads, 4);
         let hazards: Vec<&Site> = scan.hazards().collect();
         assert_eq!(hazards.len(), 1, "{hazards:#?}");
         assert_eq!(hazards[0].function, "handoff_models::checkers::Checkers::observe");
-        assert_eq!(hazards[0].line, 9);
+        assert_eq!(hazards[0].line, 11);
         assert!(hazards[0].condition.starts_with("%13 = trunc nuw i64 %_10.sroa.6.0.copyload.i to i1"));
-        // The `!noundef` load is counted, not flagged.
-        assert_eq!(scan.sites.len(), 2);
-        assert!(scan.sites[1].noundef);
+        assert!(hazards[0].same_object);
+        // Counted, not flagged: a condition read where the program reads it (`!noundef`), and one
+        // that may be unwritten choosing between loads of two objects.
+        assert_eq!(scan.sites.len(), 3);
+        assert!(scan.sites[1].noundef && !scan.sites[1].same_object);
+        assert!(!scan.sites[2].noundef && !scan.sites[2].same_object);
     }
 
     #[test]

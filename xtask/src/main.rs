@@ -27,7 +27,8 @@ use std::process::{Command, ExitCode};
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ir-scan            build the release binary keeping its LLVM IR; fail on the miscompiled shape
+  ir-scan [FILE.ll]  build the release binary keeping its LLVM IR (or read FILE.ll); fail on the
+                     miscompiled shape
   miscompile-repro   build and run the stand-alone reproducer with this toolchain
   valgrind-sweep     sweeps of every bundled scenario, all fault kinds, under valgrind
                      [--seeds N (default 100)] [--jobs J] [--scenario FILE]... [--build]";
@@ -35,7 +36,7 @@ commands:
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("ir-scan") if args.len() == 1 => ir_scan_command(),
+        Some("ir-scan") => ir_scan_command(&args[1..]),
         Some("miscompile-repro") if args.len() == 1 => repro_command(),
         Some("valgrind-sweep") => valgrind::command(&args[1..]),
         Some("-h" | "--help" | "help") => {
@@ -74,7 +75,14 @@ fn run(command: &mut Command) -> Result<(), String> {
 /// The crates of this workspace, as their IR files are named.
 const OWN_CRATES: [&str; 3] = ["handoff_models", "handoff_sim", "handoff"];
 
-fn ir_scan_command() -> Result<bool, String> {
+/// `ir-scan`: builds and scans; `ir-scan FILE.ll...`: scans those files only, each as one of this
+/// workspace's crates (to read another build's IR).
+fn ir_scan_command(files: &[String]) -> Result<bool, String> {
+    if !files.is_empty() {
+        let files: Vec<(String, PathBuf)> =
+            files.iter().map(|file| (OWN_CRATES[0].to_owned(), PathBuf::from(file))).collect();
+        return report_scan(&files);
+    }
     let root = root();
     let target = root.join("target/ir-scan");
     // The release profile as users build it (`--cfg madsim` is what .cargo/config.toml sets;
@@ -89,13 +97,20 @@ fn ir_scan_command() -> Result<bool, String> {
     if !OWN_CRATES.iter().all(|own| files.iter().any(|(name, _)| name == own)) {
         return Err(format!("the build left no IR of this workspace's crates in {}", deps.display()));
     }
-    let (mut own_hazards, mut dependency_hazards, mut functions, mut selects, mut guarded) = (0, 0, 0, 0, 0);
-    for (name, path) in &files {
+    report_scan(&files)
+}
+
+/// Scans IR files, prints every hazard and a summary; whether this workspace's crates have none.
+fn report_scan(files: &[(String, PathBuf)]) -> Result<bool, String> {
+    let (mut own_hazards, mut dependency_hazards, mut functions, mut selects) = (0, 0, 0, 0);
+    let (mut guarded, mut two_objects) = (0, 0);
+    for (name, path) in files {
         let text = std::fs::read_to_string(path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
         let scan = ir_scan::scan(&text);
         functions += scan.functions;
         selects += scan.selects_of_loads;
         guarded += scan.sites.iter().filter(|site| site.noundef).count();
+        two_objects += scan.sites.iter().filter(|site| !site.noundef && !site.same_object).count();
         let own = OWN_CRATES.contains(&name.as_str());
         for site in scan.hazards() {
             if own {
@@ -110,9 +125,10 @@ fn ir_scan_command() -> Result<bool, String> {
         }
     }
     say!(
-        "ir-scan: {} crates, {functions} functions, {selects} selects of two loads; {guarded} on a \
-         `trunc nuw` of values read where the program reads them (!noundef), {own_hazards} in this workspace \
-         and {dependency_hazards} in dependencies on values that may be uninitialised",
+        "ir-scan: {} crates, {functions} functions, {selects} selects of two loads; on a `trunc nuw` condition: \
+         {guarded} read where the program reads it (!noundef), {two_objects} possibly unwritten but choosing \
+         between two objects (a conditional move at worst), and possibly unwritten choosing between fields of one \
+         object: {own_hazards} in this workspace, {dependency_hazards} in dependencies",
         files.len()
     );
     if own_hazards > 0 {
