@@ -150,6 +150,16 @@ pub enum Trigger {
     After { moment: Moment, occurrence: u32, plus_ms: u64 },
 }
 
+impl Trigger {
+    /// Its time: the simulated time, or the delay after the moment.
+    pub fn ms(&self) -> u64 {
+        match *self {
+            Trigger::At { at_ms } => at_ms,
+            Trigger::After { plus_ms, .. } => plus_ms,
+        }
+    }
+}
+
 impl fmt::Display for Trigger {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -198,6 +208,22 @@ pub enum FaultAction {
     WalBurst { bytes: u64 },
     /// `CHECKPOINT` on the primary.
     Checkpoint,
+}
+
+impl FaultAction {
+    /// How long after it the fault heals itself (a restart, a resume, a promotion, the end of a
+    /// clog), if it does.
+    pub fn delay_ms(&self) -> Option<u64> {
+        match *self {
+            FaultAction::KillConnectWorker { restart_after_ms: Some(ms) }
+            | FaultAction::KillConnectorTask { restart_after_ms: Some(ms) }
+            | FaultAction::StopConnector { resume_after_ms: Some(ms) }
+            | FaultAction::CrashPostgres { restart_after_ms: ms }
+            | FaultAction::FailOverToStandby { promote_after_ms: ms }
+            | FaultAction::Clog { duration_ms: ms, .. } => Some(ms),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for FaultAction {

@@ -774,12 +774,17 @@ fn limit_text(report: &CheckReport, limit: Limit) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_shortest_counterexample_does_not_depend_on_the_threads() {
+    /// The zoo's naive sink, whose bound has an I3 counterexample.
+    fn naive_sink() -> HandoffModel {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/zoo/naive-sink.toml");
         let spec = crate::scenario::load(&path, &[]).expect("the zoo's naive sink").spec;
         let (world, bounds) = bound(&spec).expect("a bound");
-        let model = HandoffModel::new(world, bounds);
+        HandoffModel::new(world, bounds)
+    }
+
+    #[test]
+    fn the_shortest_counterexample_does_not_depend_on_the_threads() {
+        let model = naive_sink();
         let search = |threads| shortest(&model, "I3 monotonic apply", threads, &Budget::unlimited());
         let Search::Found(one) = search(1) else { panic!("a naive sink applies an older version after a crash") };
         assert!(!one.is_empty());
@@ -794,10 +799,7 @@ mod tests {
 
     #[test]
     fn the_search_stops_at_the_commands_limits() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/zoo/naive-sink.toml");
-        let spec = crate::scenario::load(&path, &[]).expect("the zoo's naive sink").spec;
-        let (world, bounds) = bound(&spec).expect("a bound");
-        let model = HandoffModel::new(world, bounds);
+        let model = naive_sink();
         // The search counts its states into the budget, and stops at its limit.
         let budget = Budget::new(None, 1_000, None);
         assert_eq!(shortest(&model, "I3 monotonic apply", 2, &budget), Search::CutShort(Limit::MaxStates));

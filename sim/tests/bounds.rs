@@ -13,7 +13,7 @@
 mod common;
 
 use handoff_models::limits;
-use handoff_models::spec::{FaultAction, Invariant, Trigger};
+use handoff_models::spec::Invariant;
 use handoff_sim::runner::{self, RunLimit, RunOptions, RunResult};
 use handoff_sim::scenario::{self, load_str};
 use proptest::prelude::*;
@@ -399,19 +399,8 @@ proptest! {
         assert_budget_kept(&result, TEST_BUDGET);
         // The generated faults stay within the horizon as the explicit ones must.
         for fault in &result.schedule {
-            let time = match fault.trigger {
-                Trigger::At { at_ms } => at_ms,
-                Trigger::After { plus_ms, .. } => plus_ms,
-            };
-            let delay = match fault.action {
-                FaultAction::KillConnectWorker { restart_after_ms: Some(ms) }
-                | FaultAction::KillConnectorTask { restart_after_ms: Some(ms) }
-                | FaultAction::StopConnector { resume_after_ms: Some(ms) }
-                | FaultAction::CrashPostgres { restart_after_ms: ms }
-                | FaultAction::FailOverToStandby { promote_after_ms: ms }
-                | FaultAction::Clog { duration_ms: ms, .. } => ms,
-                _ => 0,
-            };
+            let time = fault.trigger.ms();
+            let delay = fault.action.delay_ms().unwrap_or(0);
             prop_assert!(time <= horizon_ms && delay <= horizon_ms, "{fault:?} past {horizon_ms}");
         }
         // A run that saved as a scenario loads again, within the limits.

@@ -15,22 +15,7 @@ use crate::{cargo, root, run};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Every fault kind (`FaultKind::ALL`, in its order).
-const ALL_KINDS: [&str; 10] = [
-    "kill-connect-worker",
-    "kill-connector-task",
-    "stop-connector",
-    "crash-postgres",
-    "fail-over-to-standby",
-    "recreate-slot",
-    "rebuild-connector",
-    "clog",
-    "wal-burst",
-    "checkpoint",
-];
-
-/// What needs a standby (the loader refuses it otherwise).
-const NEEDS_STANDBY: &str = "fail-over-to-standby";
+use handoff_models::spec::FaultKind;
 
 struct Options {
     seeds: u64,
@@ -156,10 +141,11 @@ fn profile_sets(scenario_text: &str) -> Vec<String> {
     if has("[schedule]") {
         return Vec::new();
     }
-    let kinds: Vec<String> = ALL_KINDS
+    // A failover needs a standby (the loader refuses it otherwise).
+    let kinds: Vec<String> = FaultKind::ALL
         .iter()
-        .filter(|kind| has("[postgres.standby]") || **kind != NEEDS_STANDBY)
-        .map(|kind| format!("\"{kind}\""))
+        .filter(|kind| has("[postgres.standby]") || **kind != FaultKind::FailOverToStandby)
+        .map(|kind| format!("\"{}\"", kind.name()))
         .collect();
     vec![format!("fault_profile.kinds=[{}]", kinds.join(", ")), "fault_profile.max_faults=6".into()]
 }
