@@ -57,7 +57,7 @@
 
 use crate::component::Ctx;
 use crate::event::{
-    ChangeEvent, Op, Origin, SnapshotKind, SnapshotMarker, SourceInfo, SourceOffset, SourceRecord, Topic,
+    ChangeEvent, MessageType, Op, Origin, SnapshotKind, SnapshotMarker, SourceInfo, SourceOffset, SourceRecord, Topic,
 };
 use crate::ids::{Key, Node, Row, TableId};
 use crate::lsn::Lsn;
@@ -703,8 +703,13 @@ impl DebeziumTask {
     fn start_streaming(&mut self, ctx: &mut Ctx) -> TaskEvent {
         // Requested start: lsn_proc if stored, else lsn, else the slot's own position (0/0).
         let start = self.offset.resume_lsn().unwrap_or(Lsn::INVALID);
-        // The search for already-processed events runs only when lsn_proc is stored.
-        self.skip_upto = self.offset.lsn_proc;
+        // The search for already-processed events runs only when lsn_proc is stored, and finds
+        // nothing to skip when the stored event is a COMMIT: PostgreSQL sends only transactions
+        // committing at or after the start, all of them new. Their first change may sit at the
+        // stored commit's end LSN (the next WAL record starts where the commit record ends); the
+        // locator resumes at the first LSN received then (`WalPositionLocator.resumeFromLsn`,
+        // debezium-connector-postgres#76), it does not take the change for the stored event.
+        self.skip_upto = self.offset.lsn_proc.filter(|_| self.offset.message_type != Some(MessageType::Commit));
         // Streaming offsets carry no snapshot keys.
         self.offset.snapshot = None;
         self.offset.last_snapshot_record = false;
@@ -803,6 +808,11 @@ impl DebeziumTask {
             self.offset.lsn = Some(change.lsn);
             self.offset.lsn_proc = Some(change.lsn);
             self.offset.ts_usec = txn.commit_time.ms() * 1000;
+            self.offset.message_type = Some(match change.kind {
+                ChangeKind::Insert { .. } => MessageType::Insert,
+                ChangeKind::Update { .. } => MessageType::Update,
+                ChangeKind::Delete { .. } => MessageType::Delete,
+            });
             if !self.config.tables.contains(&change.table) {
                 continue; // a filtered table moves the offset but emits nothing
             }
@@ -835,6 +845,7 @@ impl DebeziumTask {
         self.offset.lsn = Some(txn.end_lsn);
         self.offset.lsn_proc = Some(txn.end_lsn);
         self.offset.lsn_commit = Some(txn.end_lsn);
+        self.offset.message_type = Some(MessageType::Commit);
     }
 
     /// `performCommit()`: confirm `lsn_commit ?? lsn_proc` of the offset Connect hands over (re-read
@@ -971,6 +982,40 @@ mod tests {
         assert_eq!(keys, vec![3]);
         task.process_transaction(txn(12, 3000, &[4]));
         assert_eq!(task.queue.len(), 2, "later transactions are not filtered");
+    }
+
+    #[test]
+    fn a_change_at_the_stored_commits_end_is_new_after_a_commit_but_a_replay_after_a_dml() {
+        // The first transaction ends at 2240; the next one's first change sits at 2240, where the
+        // commit record ended (the seed-134 false alarm of the heartbeat fix: a heartbeat stored
+        // the COMMIT's offset, and the restart dropped the next insert as already processed).
+        let resume = |message_type| {
+            let mut task = task();
+            let mut out = Outbox::default();
+            task.offset = SourceOffset {
+                lsn: Some(Lsn(2240)),
+                lsn_proc: Some(Lsn(2240)),
+                lsn_commit: Some(Lsn(if message_type == MessageType::Commit { 2240 } else { 1140 })),
+                message_type: Some(message_type),
+                ..Default::default()
+            };
+            task.start_streaming(&mut Ctx::new(SimTime(0), Node::Connect, &mut out));
+            task.phase = Phase::Streaming;
+            task.process_transaction(txn(12, 2240, &[4, 5]));
+            task.queue.iter().map(|r| r.key).collect::<Vec<i64>>()
+        };
+        assert_eq!(resume(MessageType::Commit), vec![4, 5], "after a stored COMMIT nothing is a replay");
+        assert_eq!(resume(MessageType::Update), vec![5], "the stored change itself is skipped");
+    }
+
+    #[test]
+    fn the_offset_names_the_last_message_processed() {
+        let mut task = task();
+        task.phase = Phase::Streaming;
+        task.process_transaction(txn(11, 2000, &[2, 3]));
+        let records: Vec<SourceRecord> = task.queue.to_vec();
+        assert_eq!(records[0].offset.message_type, Some(MessageType::Update));
+        assert_eq!(task.offset.message_type, Some(MessageType::Commit), "the COMMIT, as a heartbeat stores it");
     }
 
     #[test]

@@ -140,6 +140,19 @@ pub enum SnapshotKind {
     Incremental,
 }
 
+/// `messageType` offset key: the kind of the last message processed. The restart search compares
+/// it with what arrives at the stored LSN (`WalPositionLocator.resumeFromLsn`, the PG17 false-match
+/// guard of debezium/debezium-connector-postgres#76): a DML arriving at the LSN of a stored COMMIT
+/// is a new transaction's first change, not a replay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum MessageType {
+    Insert,
+    Update,
+    Delete,
+    Commit,
+}
+
 /// Debezium PostgreSQL's source offset (reference `debezium-postgres.md` §2.2): the value Kafka
 /// Connect stores in the offsets topic under the partition `{"server": <topic.prefix>}`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -153,6 +166,9 @@ pub struct SourceOffset {
     #[serde(rename = "txId")]
     pub tx_id: Option<Xid>,
     pub ts_usec: u64,
+    /// The last message processed (streaming records only).
+    #[serde(rename = "messageType")]
+    pub message_type: Option<MessageType>,
     pub snapshot: Option<SnapshotKind>,
     pub last_snapshot_record: bool,
     pub snapshot_completed: bool,
