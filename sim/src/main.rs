@@ -90,6 +90,11 @@ enum Command {
         /// seed as timed out (a last defence against a run that never ends).
         #[arg(long, value_name = "SECONDS", default_value_t = 600)]
         run_timeout: u64,
+        /// Let every seed draw from every fault kind the scenario's system can take (the
+        /// standing no-false-alarm sweep): the same as a `--set fault_profile.kinds=[...]`
+        /// listing them, which the summary's replay commands then carry.
+        #[arg(long)]
+        all_faults: bool,
     },
     /// A worker process of `explore` (internal): loads the scenario, then runs each seed it reads
     /// on standard input and writes the run as a JSON line on standard output.
@@ -332,7 +337,15 @@ fn main() -> ExitCode {
             save,
             check_determinism,
             run_timeout,
+            all_faults,
         } => {
+            let mut sets = sets;
+            if all_faults {
+                match scenario::load(&path, &sets) {
+                    Ok(loaded) => sets.push(scenario::every_fault_kind(&loaded.spec)),
+                    Err(error) => return bad_input(&error.to_string()),
+                }
+            }
             let loaded = match scenario::load(&path, &sets) {
                 Ok(loaded) => loaded,
                 Err(error) => return bad_input(&error.to_string()),

@@ -2387,3 +2387,14 @@ fn push_escaped(out: &mut String, c: char) {
         c => out.push(c),
     }
 }
+
+/// The `--set` that lets a profile draw every fault kind the scenario's system can take
+/// (`explore --all-faults`): all of them, less `fail-over-to-standby` without a standby.
+pub fn every_fault_kind(spec: &Spec) -> String {
+    let kinds: Vec<String> = handoff_models::spec::FaultKind::ALL
+        .iter()
+        .filter(|kind| spec.standby.is_some() || **kind != handoff_models::spec::FaultKind::FailOverToStandby)
+        .map(|kind| format!("\"{}\"", kind.name()))
+        .collect();
+    format!("fault_profile.kinds=[{}]", kinds.join(", "))
+}
