@@ -4,7 +4,8 @@
 use crate::runner::{RunLimit, RunResult};
 use handoff_models::checkers::Finding;
 use handoff_models::narrate::{self, Names};
-use handoff_models::spec::{Invariant, Spec, Trigger};
+use handoff_models::spec::{Invariant, Prediction, PredictionOrigin, Spec, Trigger, Verdict};
+use handoff_models::verdict::{Judgement, Outcome};
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -43,6 +44,173 @@ fn limit_advice(limit: &RunLimit) -> String {
     }
 }
 
+/// What a prediction says, in a line: `violated: I2 no resurrection (may also be violated: I3
+/// monotonic apply)`.
+pub fn predicted(prediction: &Prediction) -> String {
+    let mut text = match prediction.verdict {
+        Verdict::Holds => "holds: no invariant violated, and the pipeline catches up".to_string(),
+        Verdict::Violated => format!("violated: {}", invariants(&prediction.findings)),
+        Verdict::FailsClosed => {
+            "fails closed: the pipeline stops safely short of its acceptance boundary, no invariant violated"
+                .to_string()
+        }
+    };
+    if !prediction.allow.is_empty() {
+        text.push_str(&format!(" (may also be violated: {})", invariants(&prediction.allow)));
+    }
+    text
+}
+
+/// Where the prediction comes from, for the header: `the scenario's [prediction]`, `variant
+/// snapshot-epoch`, `--expect I2`, or that there is none.
+pub fn origin(prediction: &Prediction) -> String {
+    match &prediction.origin {
+        PredictionOrigin::File => "the scenario's [prediction]".to_string(),
+        PredictionOrigin::Variant { name } => format!("the scenario's variant `{name}`"),
+        PredictionOrigin::Expect { text } => format!("--expect {text}"),
+        PredictionOrigin::Unpredicted { sets } => format!(
+            "NO PREDICTION for this changed design ({}): judged against holds; pass --expect or --variant",
+            sets.join(" ")
+        ),
+    }
+}
+
+/// The header's prediction line.
+fn prediction_line(prediction: &Prediction) -> String {
+    match &prediction.origin {
+        PredictionOrigin::Unpredicted { .. } => format!("predicted {}", origin(prediction)),
+        _ => format!("predicted {}; from {}", predicted(prediction), origin(prediction)),
+    }
+}
+
+/// Who saw what, in the words of a verdict: one run, a sweep's runs, a bound's states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lens {
+    Run,
+    Sweep,
+    Check,
+    /// A bound cut short: what it has explored so far.
+    CheckSoFar,
+}
+
+impl Lens {
+    fn never(self) -> &'static str {
+        match self {
+            Lens::Run => "the run did not violate it",
+            Lens::Sweep => "no run violated it",
+            Lens::Check => "no state of the bound violates it",
+            Lens::CheckSoFar => "no state explored before the cut violates it",
+        }
+    }
+}
+
+fn joined(names: &[String]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+fn named(invariant: Invariant) -> String {
+    format!("{invariant} {}", invariant.name())
+}
+
+/// The verdict: `prediction held: I2 no resurrection was violated, as predicted`, or `prediction
+/// NOT held: ` and each thing that is not as predicted, then what was allowed. `failed_closed` is
+/// how the lens tells that the pipeline failed closed (a run: when, why and what the sink then
+/// held; a sweep: how many runs).
+pub fn verdict_lines(prediction: &Prediction, judgement: &Judgement, lens: Lens, failed_closed: &str) -> Vec<String> {
+    let of = |outcome: Outcome| judgement.with(outcome).map(named).collect::<Vec<_>>();
+    let mut lines = Vec::new();
+    if judgement.held() {
+        let seen = of(Outcome::ViolatedAsPredicted);
+        let plural = if seen.len() == 1 { "was" } else { "were" };
+        lines.push(match (prediction.verdict, judgement.failing_closed) {
+            (Verdict::FailsClosed, Some(_)) => format!(
+                "prediction held: {failed_closed}; no invariant was violated{}, as predicted",
+                if of(Outcome::AllowedAndViolated).is_empty() { "" } else { " but those allowed" }
+            ),
+            (Verdict::Violated, _) => format!("prediction held: {} {plural} violated, as predicted", joined(&seen)),
+            (_, _) => format!(
+                "prediction held: no invariant was violated{}{}, as predicted",
+                if of(Outcome::AllowedAndViolated).is_empty() { "" } else { " but those allowed" },
+                match lens {
+                    Lens::Run => " and the pipeline caught up",
+                    Lens::Sweep => " and every run caught up",
+                    Lens::Check | Lens::CheckSoFar => "",
+                }
+            ),
+        });
+        if prediction.verdict == Verdict::Violated && judgement.failing_closed.is_some() {
+            lines.push(format!("then {failed_closed} (a violated design may stop short)"));
+        }
+    } else {
+        let mut problems: Vec<String> = Vec::new();
+        for invariant in judgement.with(Outcome::PredictedButNeverSeen) {
+            problems.push(format!("predicted {} to be violated, but {}", named(invariant), lens.never()));
+        }
+        let unexpected = of(Outcome::Unexpected);
+        if !unexpected.is_empty() {
+            problems.push(format!(
+                "{} {} violated, which the prediction neither requires nor allows",
+                joined(&unexpected),
+                if unexpected.len() == 1 { "was" } else { "were" }
+            ));
+        }
+        match judgement.failing_closed {
+            Some(Outcome::Unexpected) => problems.push(format!(
+                "{failed_closed}{}; the prediction says the pipeline catches up",
+                if judgement.invariants.iter().any(|judged| judged.outcome.seen()) {
+                    ""
+                } else {
+                    "; no invariant was violated"
+                }
+            )),
+            Some(Outcome::PredictedButNeverSeen) => problems.push(match lens {
+                Lens::Sweep => "predicted the pipeline to fail closed, but every run caught up".to_string(),
+                _ => "predicted the pipeline to fail closed, but it caught up with the source".to_string(),
+            }),
+            _ => {}
+        }
+        lines.push(format!("prediction NOT held: {}", problems.join("; ")));
+    }
+    let allowed: Vec<String> = judgement
+        .invariants
+        .iter()
+        .filter_map(|judged| match judged.outcome {
+            Outcome::AllowedAndViolated => Some(format!("{} (violated)", named(judged.invariant))),
+            Outcome::AllowedNotViolated => Some(format!("{} (not violated)", named(judged.invariant))),
+            _ => None,
+        })
+        .collect();
+    if !allowed.is_empty() {
+        lines.push(format!("allowed to be violated: {}", allowed.join(", ")));
+    }
+    lines
+}
+
+/// How a run failed closed, for its verdict: when, why, and what the sink held then.
+fn failed_closed_text(result: &RunResult) -> String {
+    let Some(stopped) = &result.failed_closed else { return String::new() };
+    let sink = match &result.record {
+        Some(record)
+            if record.keys_missing.is_empty() && record.keys_differing.is_empty() && record.keys_extra.is_empty() =>
+        {
+            "the sink matched the source where the run ended".to_string()
+        }
+        Some(record) => format!(
+            "the sink is {} key(s) missing / {} differing / {} extra where the run ended, short of its acceptance \
+             boundary",
+            record.keys_missing.len(),
+            record.keys_differing.len(),
+            record.keys_extra.len()
+        ),
+        None => "the run ended short of its acceptance boundary".to_string(),
+    };
+    format!("the pipeline failed closed at {} ({}) and {sink}", stopped.at, stopped.reason)
+}
+
 fn invariants(list: &[Invariant]) -> String {
     if list.is_empty() {
         "none".into()
@@ -58,6 +226,7 @@ pub fn header(spec: &Spec, scenario: &str, result: &RunResult) -> String {
     if let Some(line) = spec.description.lines().find(|l| !l.trim().is_empty()) {
         let _ = writeln!(out, "          {}", line.trim());
     }
+    let _ = writeln!(out, "{}", prediction_line(&spec.prediction));
     // A scheduled run is the bound's world.
     let rows: u32 = match (&spec.schedule, &spec.check) {
         (Some(_), Some(check)) => check.rows * spec.tables.len() as u32,
@@ -141,6 +310,16 @@ pub fn text(spec: &Spec, scenario: &str, result: &RunResult) -> String {
     for finding in &result.findings {
         let _ = writeln!(out, "  {finding}");
     }
+    if let Some(stopped) = &result.failed_closed {
+        let _ = writeln!(
+            out,
+            "  the pipeline FAILED CLOSED at {}: {} (the connector {} instead of going on; the boundary's checks were \
+             not made)",
+            stopped.at,
+            stopped.reason,
+            if stopped.status == "FAILED" { "failed" } else { "stopped" }
+        );
+    }
     for unfired in &result.unfired {
         let _ = writeln!(out, "  note: trigger never fired: {unfired}");
     }
@@ -168,21 +347,16 @@ schedule  NOT FOLLOWED: the run departed from the path"
         out.push_str(&record.render());
     }
     let prediction = &spec.prediction;
-    let _ = writeln!(
-        out,
-        "\nprediction  {}{} -> {}",
-        if prediction.holds { "holds".to_string() } else { format!("violated: {}", invariants(&prediction.findings)) },
-        if prediction.allow.is_empty() {
-            String::new()
-        } else {
-            format!(" (may also: {})", invariants(&prediction.allow))
-        },
-        match (&result.limit, result.prediction_held) {
-            (Some(limit), _) => format!("UNDECIDED: the run reached {limit} first; {}", limit_advice(limit)),
-            (None, true) => "HELD".to_string(),
-            (None, false) => format!("NOT HELD: the run violated {}", invariants(&result.violated())),
-        }
-    );
+    let _ = writeln!(out);
+    let verdict = match &result.limit {
+        Some(limit) => vec![format!("prediction UNDECIDED: the run reached {limit} first; {}", limit_advice(limit))],
+        None => verdict_lines(prediction, &result.judgement, Lens::Run, &failed_closed_text(result)),
+    };
+    for line in verdict {
+        let _ = writeln!(out, "{line}");
+    }
+    let _ = writeln!(out, "predicted   {}", predicted(prediction));
+    let _ = writeln!(out, "from        {}", origin(prediction));
     for line in prediction.why.lines().filter(|l| !l.trim().is_empty()) {
         let _ = writeln!(out, "            {}", line.trim());
     }
@@ -238,13 +412,22 @@ pub fn json(spec: &Spec, scenario: &str, result: &RunResult) -> serde_json::Valu
         "findings": findings,
         "prediction": {
             "expected": {
-                "verdict": if spec.prediction.holds { "holds" } else { "violated" },
+                "verdict": spec.prediction.verdict.name(),
                 "findings": names(&spec.prediction.findings),
                 "allow": names(&spec.prediction.allow),
                 "why": spec.prediction.why,
+                "origin": spec.prediction.origin,
             },
             "held": result.prediction_held,
+            "undecided": result.limit.is_some(),
+            "invariants": result.judgement.invariants,
+            "failing_closed": result.judgement.failing_closed,
         },
+        "failed_closed": result.failed_closed.as_ref().map(|stopped| serde_json::json!({
+            "at_ms": stopped.at.ms(),
+            "status": stopped.status,
+            "reason": stopped.reason,
+        })),
         "handoff_record": result.record,
         "stats": {
             "events": result.events,
