@@ -473,13 +473,14 @@ pub enum PredictionOrigin {
     /// the prediction still applies: the fault profile, the `[check]` bound, the horizon).
     #[default]
     File,
-    /// The `[variants.NAME.prediction]` of the variant whose settings are the run's.
-    Variant { name: String },
-    /// `--expect` on the command line, as given.
-    Expect { text: String },
-    /// The design was changed (`--set`) and no variant has exactly these settings: the run is
-    /// judged against "holds", and says so.
-    Unpredicted { sets: Vec<String> },
+    /// The `[variants.NAME.prediction]` of the variant whose settings are the run's; `chosen`:
+    /// named by `--variant` (else the `--set`s gave exactly its settings).
+    Variant { name: String, chosen: bool },
+    /// `--expect` on the command line, as given (on the variant `--variant` named, if any).
+    Expect { text: String, variant: Option<String> },
+    /// The design was changed (`--variant` with more `--set`s, or `--set`s alone) and no variant
+    /// has exactly these settings: the run is judged against "holds", and says so.
+    Unpredicted { variant: Option<String>, sets: Vec<String> },
 }
 
 /// The acceptance boundary.

@@ -461,9 +461,20 @@ impl Summary {
 pub fn choice_args(prediction: &Prediction, sets: &[String]) -> Vec<String> {
     let mut args = Vec::new();
     match &prediction.origin {
-        PredictionOrigin::Variant { name } => args.extend(["--variant".to_string(), name.clone()]),
-        PredictionOrigin::Expect { text } => args.extend(["--expect".to_string(), text.clone()]),
-        PredictionOrigin::File | PredictionOrigin::Unpredicted { .. } => {}
+        PredictionOrigin::Variant { name, chosen: true }
+        | PredictionOrigin::Unpredicted { variant: Some(name), .. } => {
+            args.extend(["--variant".to_string(), name.clone()]);
+        }
+        PredictionOrigin::Expect { text, variant } => {
+            if let Some(name) = variant {
+                args.extend(["--variant".to_string(), name.clone()]);
+            }
+            args.extend(["--expect".to_string(), text.clone()]);
+        }
+        // The `--set`s give a variant they match, and the scenario's own prediction, again.
+        PredictionOrigin::Variant { chosen: false, .. }
+        | PredictionOrigin::File
+        | PredictionOrigin::Unpredicted { variant: None, .. } => {}
     }
     for set in sets {
         args.extend(["--set".to_string(), set.clone()]);
@@ -476,11 +487,8 @@ pub fn choice_args(prediction: &Prediction, sets: &[String]) -> Vec<String> {
 pub fn replay_command(scenario: &str, args: &[String], seed: u64) -> String {
     let mut command = format!("handoff run {scenario} --seed {seed}");
     for arg in args {
-        if arg.starts_with("--") {
-            command.push_str(&format!(" {arg}"));
-        } else {
-            command.push_str(&format!(" '{arg}'"));
-        }
+        let plain = arg.chars().all(|c| c.is_ascii_alphanumeric() || "-_.,/".contains(c));
+        if plain { command.push_str(&format!(" {arg}")) } else { command.push_str(&format!(" '{arg}'")) }
     }
     command
 }

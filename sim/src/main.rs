@@ -693,11 +693,13 @@ mod commands {
         let choice = handoff_sim::scenario::Choice {
             sets: summary.sets.clone(),
             variant: match &summary.prediction.origin {
-                handoff_models::spec::PredictionOrigin::Variant { name } => Some(name.clone()),
+                handoff_models::spec::PredictionOrigin::Variant { name, chosen: true }
+                | handoff_models::spec::PredictionOrigin::Expect { variant: Some(name), .. }
+                | handoff_models::spec::PredictionOrigin::Unpredicted { variant: Some(name), .. } => Some(name.clone()),
                 _ => None,
             },
             expect: match &summary.prediction.origin {
-                handoff_models::spec::PredictionOrigin::Expect { text } => Some(text.clone()),
+                handoff_models::spec::PredictionOrigin::Expect { text, .. } => Some(text.clone()),
                 _ => None,
             },
         };

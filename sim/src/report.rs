@@ -66,11 +66,20 @@ pub fn predicted(prediction: &Prediction) -> String {
 pub fn origin(prediction: &Prediction) -> String {
     match &prediction.origin {
         PredictionOrigin::File => "the scenario's [prediction]".to_string(),
-        PredictionOrigin::Variant { name } => format!("the scenario's variant `{name}`"),
-        PredictionOrigin::Expect { text } => format!("--expect {text}"),
-        PredictionOrigin::Unpredicted { sets } => format!(
+        PredictionOrigin::Variant { name, chosen: true } => format!("the scenario's variant `{name}` (--variant)"),
+        PredictionOrigin::Variant { name, chosen: false } => {
+            format!("the scenario's variant `{name}`, whose settings the --set arguments give")
+        }
+        PredictionOrigin::Expect { text, variant: None } => format!("--expect {text}"),
+        PredictionOrigin::Expect { text, variant: Some(name) } => format!("--expect {text} (on --variant {name})"),
+        PredictionOrigin::Unpredicted { variant, sets } => format!(
             "NO PREDICTION for this changed design ({}): judged against holds; pass --expect or --variant",
-            sets.join(" ")
+            variant
+                .iter()
+                .map(|name| format!("--variant {name}"))
+                .chain(sets.iter().cloned())
+                .collect::<Vec<_>>()
+                .join(" ")
         ),
     }
 }

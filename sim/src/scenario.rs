@@ -159,7 +159,7 @@ pub fn load_str_with(file: &str, text: &str, choice: &Choice) -> Result<Loaded, 
             }
         })?),
     };
-    let expected = choice.expect.as_deref().map(parse_expect).transpose()?;
+    let expected = choice.expect.as_deref().map(|text| parse_expect(text, choice.variant.clone())).transpose()?;
     // The chosen variant's settings first, then the command line's on top.
     let mut changes: Vec<(Vec<Step>, Item)> = Vec::new();
     if let Some(variant) = chosen {
@@ -171,7 +171,20 @@ pub fn load_str_with(file: &str, text: &str, choice: &Choice) -> Result<Loaded, 
     let mut edits_prediction = false;
     for (index, arg) in sets.iter().enumerate() {
         let (steps, value) = apply_set(&cx, &mut root, index, arg)?;
-        edits_prediction |= matches!(steps.first(), Some(Step::Key(key)) if key == "prediction");
+        if matches!(steps.first(), Some(Step::Key(key)) if key == "prediction") {
+            if let Some(variant) = chosen {
+                return Err(cx.err(
+                    At::Set(index),
+                    "prediction",
+                    format!(
+                        "edits the scenario's own prediction, not variant `{}`'s; give the run's prediction with \
+                         --expect",
+                        variant.name
+                    ),
+                ));
+            }
+            edits_prediction = true;
+        }
         if !keeps_the_design(&steps) {
             changes.retain(|(other, _)| *other != steps);
             changes.push((steps, value));
@@ -189,8 +202,10 @@ pub fn load_str_with(file: &str, text: &str, choice: &Choice) -> Result<Loaded, 
         // The file's prediction (as edited) applies.
     } else if let Some(variant) = matching() {
         loaded.spec.prediction = variant.prediction.clone();
+        loaded.spec.prediction.origin =
+            PredictionOrigin::Variant { name: variant.name.clone(), chosen: chosen.is_some() };
     } else {
-        let mut changed: Vec<String> = chosen.iter().map(|variant| format!("--variant {}", variant.name)).collect();
+        let mut changed: Vec<String> = Vec::new();
         for (index, arg) in sets.iter().enumerate() {
             if let Ok(steps) = parse_path(arg.split_once('=').map_or(arg.as_str(), |(path, _)| path).trim())
                 && !keeps_the_design(&steps)
@@ -199,7 +214,12 @@ pub fn load_str_with(file: &str, text: &str, choice: &Choice) -> Result<Loaded, 
                 changed.push(format!("--set {arg}"));
             }
         }
-        let listed = changed.join(" ");
+        let listed = chosen
+            .map(|variant| format!("--variant {}", variant.name))
+            .into_iter()
+            .chain(changed.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(" ");
         loaded.spec.prediction = Prediction {
             verdict: Verdict::Holds,
             findings: Vec::new(),
@@ -209,7 +229,10 @@ pub fn load_str_with(file: &str, text: &str, choice: &Choice) -> Result<Loaded, 
                  and no variant of it has exactly these settings, so the run is judged against \"holds\". Pass \
                  --expect (holds, fails-closed, or the invariants, like I2,I4) or add a variant with its own prediction."
             ),
-            origin: PredictionOrigin::Unpredicted { sets: changed },
+            origin: PredictionOrigin::Unpredicted {
+                variant: chosen.map(|variant| variant.name.clone()),
+                sets: changed,
+            },
         };
     }
     Ok(loaded)
@@ -262,7 +285,7 @@ fn same_value(a: &Val, b: &Val) -> bool {
 
 /// `--expect`: `holds`, `fails-closed`, or the invariants that must be violated (`I2,I4`); an
 /// invariant with a `?` may be violated (`I2,I3?`, `holds,I11?`).
-fn parse_expect(text: &str) -> Result<Prediction, ScenarioError> {
+fn parse_expect(text: &str, variant: Option<String>) -> Result<Prediction, ScenarioError> {
     let fail = |problem: String| ScenarioError { message: format!("--expect {text}: {problem}") };
     let forms = "expected holds, fails-closed, or the invariants that must be violated, like I2,I4 (with a `?` for \
                  one that may be: I2,I3?)";
@@ -309,7 +332,7 @@ fn parse_expect(text: &str) -> Result<Prediction, ScenarioError> {
         findings,
         allow,
         why: format!("Given on the command line: --expect {text}."),
-        origin: PredictionOrigin::Expect { text: text.to_string() },
+        origin: PredictionOrigin::Expect { text: text.to_string(), variant },
     })
 }
 
@@ -356,7 +379,7 @@ fn variants(cx: &Cx, root: &Section) -> Res<Vec<Variant>> {
             return cx.fail(&set, format!("the same settings as variant `{}`: which prediction applies?", twin.name));
         }
         let prediction = Prediction {
-            origin: PredictionOrigin::Variant { name: entry.key.clone() },
+            origin: PredictionOrigin::Variant { name: entry.key.clone(), chosen: false },
             ..prediction_table(
                 cx,
                 &cx.section(&s.need(cx, "prediction", "; add [variants.NAME.prediction] with verdict and why")?)?,
