@@ -767,16 +767,16 @@ pub fn text(report: &CheckReport) -> String {
             "prediction UNDECIDED: the bound was NOT explored completely, and nothing found so far contradicts it\n",
         ),
         _ => {
-            let lens = if report.complete { crate::report::Lens::Check } else { crate::report::Lens::CheckSoFar };
-            for line in crate::report::verdict_lines(&report.prediction, &report.judgement, lens, "") {
+            let lens = if report.complete { crate::verdict::Lens::Check } else { crate::verdict::Lens::CheckSoFar };
+            for line in crate::verdict::verdict_lines(&report.prediction, &report.judgement, lens, "") {
                 out.push_str(&format!("{line}\n"));
             }
         }
     }
     out.push_str(&format!(
         "predicted   {}\nfrom        {}\n",
-        crate::report::predicted(&report.prediction),
-        crate::report::origin(&report.prediction)
+        crate::verdict::predicted(&report.prediction),
+        crate::verdict::origin(&report.prediction)
     ));
     for property in report.properties.iter().filter(|p| p.outcome == Outcome::Counterexample) {
         let which = match property.search_cut_short_by {

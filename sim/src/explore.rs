@@ -446,12 +446,12 @@ impl Summary {
         };
         let _ = writeln!(out);
         for line in
-            crate::report::verdict_lines(&self.prediction, &judgement, crate::report::Lens::Sweep, &failed_closed)
+            crate::verdict::verdict_lines(&self.prediction, &judgement, crate::verdict::Lens::Sweep, &failed_closed)
         {
             let _ = writeln!(out, "{line}");
         }
-        let _ = writeln!(out, "predicted   {}", crate::report::predicted(&self.prediction));
-        let _ = writeln!(out, "from        {}", crate::report::origin(&self.prediction));
+        let _ = writeln!(out, "predicted   {}", crate::verdict::predicted(&self.prediction));
+        let _ = writeln!(out, "from        {}", crate::verdict::origin(&self.prediction));
         out
     }
 }
@@ -835,10 +835,10 @@ pub fn merge<R: std::io::BufRead>(inputs: Vec<(String, R)>) -> Result<Summary, S
                     return Err(format!(
                         "{file}:{at}: this sweep was judged against another prediction than {first_file}'s ({} from {}, \
                          against {} from {}): merge the shards of one sweep (the same --variant and --expect)",
-                        crate::report::predicted(&summary.prediction),
-                        crate::report::origin(&summary.prediction),
-                        crate::report::predicted(&base.prediction),
-                        crate::report::origin(&base.prediction)
+                        crate::verdict::predicted(&summary.prediction),
+                        crate::verdict::origin(&summary.prediction),
+                        crate::verdict::predicted(&base.prediction),
+                        crate::verdict::origin(&base.prediction)
                     ));
                 }
                 if (base_plan.start, base_plan.seeds, base_plan.shard.1) != (plan.start, plan.seeds, plan.shard.1) {
