@@ -71,22 +71,6 @@ impl Choice {
     pub fn sets(sets: &[String]) -> Choice {
         Choice { sets: sets.to_vec(), variant: None, expect: None }
     }
-
-    /// The command-line arguments that make the same choice again, as separate arguments
-    /// (`--variant`, `--expect` before the `--set`s).
-    pub fn args(&self) -> Vec<String> {
-        let mut args = Vec::new();
-        if let Some(variant) = &self.variant {
-            args.extend(["--variant".to_string(), variant.clone()]);
-        }
-        if let Some(expect) = &self.expect {
-            args.extend(["--expect".to_string(), expect.clone()]);
-        }
-        for set in &self.sets {
-            args.extend(["--set".to_string(), set.clone()]);
-        }
-        args
-    }
 }
 
 /// Reads, overrides (`--set PATH=VALUE` arguments) and validates a scenario file.

@@ -206,6 +206,9 @@ fn the_correct_design_shows_no_finding_and_the_naive_one_its_failure_modes() {
     let (epoch, _) = common::load("claims-restart-during-snapshot", &["sink.apply=snapshot-epoch"]);
     let (summary, _) = explore::sweep_collect(&epoch, "x", &[], &plan(0, 200, 2, (1, 1)));
     assert!(summary.findings.is_empty(), "{:?}", summary.findings);
+    // Judged against its variant's "holds": no run failed closed either.
+    assert_eq!(summary.failed_closed, None);
+    assert!(summary.as_expected());
     let (naive, _) = common::load("claims-restart-during-snapshot", &["sink.apply=naive-upsert"]);
     // Seeds 520..540 include 525, where a replay moves a claim back (I3).
     let (summary, _) = explore::sweep_collect(&naive, "x", &[], &plan(520, 20, 2, (1, 1)));
