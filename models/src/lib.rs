@@ -77,5 +77,6 @@ pub mod shared;
 pub mod sink;
 pub mod spec;
 pub mod time;
+pub mod verdict;
 pub mod workload;
 pub mod world;

@@ -421,16 +421,66 @@ pub enum HandoffMethod {
 }
 
 /// What the author expects.
+///
+/// Whether a lens's observations bear it out is decided in one place, for every lens:
+/// [`crate::verdict::judge`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Prediction {
-    /// Whether the run should end with no finding.
-    pub holds: bool,
-    /// Invariants that must be violated.
+    /// What the run comes to: no finding and caught up, some findings, or stopped safely short.
+    pub verdict: Verdict,
+    /// Invariants that must be violated (empty unless the verdict is `Violated`).
     pub findings: Vec<Invariant>,
-    /// Invariants that may be violated too (seed-dependent side effects).
+    /// Invariants that may be violated, or not (seed-dependent side effects), whatever the verdict.
     pub allow: Vec<Invariant>,
     /// Why, in the author's words.
     pub why: String,
+    /// Where the prediction comes from (the scenario's `[prediction]`, a variant, `--expect`), or
+    /// that the design was changed and no prediction applies.
+    pub origin: PredictionOrigin,
+}
+
+/// A prediction's verdict (`verdict = "holds" | "violated" | "fails-closed"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// No invariant violated (but those allowed), and the pipeline catches up with the source.
+    Holds,
+    /// The invariants in `findings` are violated.
+    Violated,
+    /// No invariant violated (but those allowed), and the pipeline stops safely short of the
+    /// acceptance boundary: the connector fails (or is stopped) instead of going on wrong.
+    FailsClosed,
+}
+
+impl Verdict {
+    pub const ALL: [Verdict; 3] = [Verdict::Holds, Verdict::Violated, Verdict::FailsClosed];
+
+    /// Its name in a scenario file and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Holds => "holds",
+            Verdict::Violated => "violated",
+            Verdict::FailsClosed => "fails-closed",
+        }
+    }
+}
+
+/// Where the prediction a run is judged against comes from.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "from", rename_all = "kebab-case")]
+pub enum PredictionOrigin {
+    /// The scenario's own `[prediction]` (the design as the file gives it, or changed only where
+    /// the prediction still applies: the fault profile, the `[check]` bound, the horizon).
+    #[default]
+    File,
+    /// The `[variants.NAME.prediction]` of the variant whose settings are the run's; `chosen`:
+    /// named by `--variant` (else the `--set`s gave exactly its settings).
+    Variant { name: String, chosen: bool },
+    /// `--expect` on the command line, as given (on the variant `--variant` named, if any).
+    Expect { text: String, variant: Option<String> },
+    /// The design was changed (`--variant` with more `--set`s, or `--set`s alone) and no variant
+    /// has exactly these settings: the run is judged against "holds", and says so.
+    Unpredicted { variant: Option<String>, sets: Vec<String> },
 }
 
 /// The acceptance boundary.
@@ -613,7 +663,13 @@ pub fn claims_minimal(rows: u32, rule: crate::sink::ApplyRule) -> Spec {
         handoff: HandoffMethod::ConnectorSnapshot,
         gate: GatePolicy::Off,
         acceptance: Acceptance { timeout_ms: 600_000, sample_size: 20, horizon_ms: crate::limits::DEFAULT_HORIZON_MS },
-        prediction: Prediction { holds: true, findings: Vec::new(), allow: Vec::new(), why: String::new() },
+        prediction: Prediction {
+            verdict: Verdict::Holds,
+            findings: Vec::new(),
+            allow: Vec::new(),
+            why: String::new(),
+            origin: PredictionOrigin::File,
+        },
         check: None,
         schedule: None,
     }

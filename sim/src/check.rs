@@ -31,7 +31,8 @@ use crate::dfs::{Explored, Table as Fingerprints};
 use handoff_models::check::HandoffModel;
 use handoff_models::component::Timer;
 use handoff_models::postgres::table::RowOp;
-use handoff_models::spec::{CheckBound, Invariant, Spec};
+use handoff_models::spec::{CheckBound, Invariant, Prediction, Spec};
+use handoff_models::verdict::{self, Judgement, Outcome as Judged};
 use handoff_models::world::{Action, Bounds, World};
 use serde::Serialize;
 use stateright::{Checker, Expectation, Model};
@@ -122,7 +123,15 @@ pub struct CheckReport {
     /// What the exit status says: every property as predicted, some not, or not known because
     /// the bound was not explored completely.
     pub verdict: Verdict,
+    /// The prediction set against the invariants the bound violates ([`verdict::judge`], as in
+    /// every lens), for the invariants this lens has a property for.
+    pub judgement: Judgement,
+    /// Invariants the prediction names that this lens does not check (it has no property for
+    /// them: I8 and I11 need the timed lens).
+    pub not_checked: Vec<Invariant>,
     pub properties: Vec<PropertyReport>,
+    #[serde(skip)]
+    pub prediction: Prediction,
 }
 
 /// What a check comes to.
@@ -296,6 +305,26 @@ fn check_within(
     let search_started = Instant::now();
     let searched_before = budget.spent();
     let mut properties = Vec::new();
+    // The prediction set against what the bound violates, over the invariants it has a property for.
+    let checked: Vec<Invariant> =
+        model.properties().iter().filter_map(|property| invariant_of(property.name)).collect();
+    let violated: Vec<Invariant> = model
+        .properties()
+        .iter()
+        .filter(|property| property.expectation != Expectation::Sometimes)
+        .filter(|property| explored.discoveries.contains_key(property.name))
+        .filter_map(|property| invariant_of(property.name))
+        .collect();
+    let mut judgement = verdict::judge(&spec.prediction, &violated, None);
+    judgement.invariants.retain(|judged| checked.contains(&judged.invariant));
+    let not_checked: Vec<Invariant> = spec
+        .prediction
+        .findings
+        .iter()
+        .chain(&spec.prediction.allow)
+        .copied()
+        .filter(|invariant| !checked.contains(invariant))
+        .collect();
     for property in model.properties() {
         let found = explored.discoveries.contains_key(property.name);
         let (expectation, outcome) = match property.expectation {
@@ -304,8 +333,10 @@ fn check_within(
             Expectation::Eventually => ("eventually", if found { Outcome::Counterexample } else { Outcome::Holds }),
         };
         let expected = match outcome {
-            Outcome::Holds => predicted_to_hold(spec, property.name),
-            Outcome::Counterexample => !predicted_to_hold(spec, property.name),
+            // An invariant the prediction does not name must hold; one it names is judged.
+            Outcome::Holds | Outcome::Counterexample => invariant_of(property.name)
+                .and_then(|invariant| judgement.of(invariant))
+                .is_none_or(Judged::as_predicted),
             Outcome::Reached => true,
             Outcome::NotReached => check.unreached_ok.iter().any(|ok| ok == property.name),
         };
@@ -362,7 +393,10 @@ fn check_within(
         max_memory_bytes: plan.max_memory_bytes,
         peak_memory_bytes: budget.peak_bytes(),
         verdict: Verdict::of(complete, &properties),
+        judgement,
+        not_checked,
         properties,
+        prediction: spec.prediction.clone(),
     }
 }
 
@@ -402,17 +436,6 @@ pub fn serve(spec: &Spec, address: std::net::SocketAddr, threads: usize) -> Resu
 /// The invariant a property checks (`I2 no resurrection` → I2).
 fn invariant_of(property: &str) -> Option<Invariant> {
     property.split_whitespace().next().and_then(Invariant::parse)
-}
-
-/// Whether the scenario's prediction says the invariant a property checks holds.
-fn predicted_to_hold(spec: &Spec, property: &str) -> bool {
-    match invariant_of(property) {
-        Some(invariant) => {
-            let prediction = &spec.prediction;
-            !prediction.findings.contains(&invariant) && !prediction.allow.contains(&invariant)
-        }
-        None => true,
-    }
 }
 
 /// What a search for the shortest path to a property's discovery came to.
@@ -654,7 +677,8 @@ pub fn export(spec: &Spec, property: &PropertyReport) -> Result<Spec, String> {
         spec.name
     );
     exported.prediction = handoff_models::spec::Prediction {
-        holds: false,
+        verdict: handoff_models::spec::Verdict::Violated,
+        origin: handoff_models::spec::PredictionOrigin::File,
         findings: vec![invariant],
         // What else the path's last state violates; and I11, which the exhaustive world does not
         // check: after the path the run goes on, and a pipeline that can no longer catch up
@@ -718,19 +742,42 @@ pub fn text(report: &CheckReport) -> String {
             Outcome::Reached => "reached",
             Outcome::NotReached => "NOT REACHED",
         };
-        let note = match (&property.outcome, property.expected) {
-            (Outcome::Counterexample, true) => "  predicted",
-            (Outcome::Counterexample, false) => "  NOT PREDICTED",
-            (Outcome::Holds, false) if !report.complete => {
-                "  the prediction says it is violated; not found before the cut"
+        let judged = property.invariant.and_then(|invariant| report.judgement.of(invariant));
+        let note = match (&property.outcome, judged) {
+            (Outcome::Holds, Some(Judged::PredictedButNeverSeen)) if !report.complete => {
+                "  PREDICTED BUT NOT FOUND before the cut (it may lie past it)".to_string()
             }
-            (Outcome::Holds, false) => "  the prediction says it is violated",
-            (Outcome::NotReached, true) => "  expected (unreached_ok)",
-            (Outcome::NotReached, false) => "  the bound proves nothing about it",
-            _ => "",
+            (Outcome::Holds | Outcome::Counterexample, Some(judged)) => format!("  {}", judged.label()),
+            (Outcome::NotReached, _) if property.expected => "  expected (unreached_ok)".to_string(),
+            (Outcome::NotReached, _) => "  the bound proves nothing about it".to_string(),
+            _ => String::new(),
         };
         out.push_str(&format!("  {:<10} {:<40} {outcome}{note}\n", property.expectation, property.name));
     }
+    for invariant in &report.not_checked {
+        out.push_str(&format!(
+            "  {:<10} {:<40} not checked by this lens (the prediction names it; run or explore checks it)\n",
+            "",
+            format!("{invariant} {}", invariant.name())
+        ));
+    }
+    out.push('\n');
+    match report.verdict {
+        Verdict::Inconclusive => out.push_str(
+            "prediction UNDECIDED: the bound was NOT explored completely, and nothing found so far contradicts it\n",
+        ),
+        _ => {
+            let lens = if report.complete { crate::verdict::Lens::Check } else { crate::verdict::Lens::CheckSoFar };
+            for line in crate::verdict::verdict_lines(&report.prediction, &report.judgement, lens, "") {
+                out.push_str(&format!("{line}\n"));
+            }
+        }
+    }
+    out.push_str(&format!(
+        "predicted   {}\nfrom        {}\n",
+        crate::verdict::predicted(&report.prediction),
+        crate::verdict::origin(&report.prediction)
+    ));
     for property in report.properties.iter().filter(|p| p.outcome == Outcome::Counterexample) {
         let which = match property.search_cut_short_by {
             None => "the shortest BFS finds".to_owned(),

@@ -14,7 +14,8 @@
 use crate::runner::{self, RunOptions, RunResult};
 use crate::workers::{self, Workers};
 use handoff_models::coverage::Mark;
-use handoff_models::spec::{Invariant, Spec};
+use handoff_models::spec::{Invariant, Prediction, PredictionOrigin, Spec};
+use handoff_models::verdict::{self, Judgement, Outcome};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -105,19 +106,21 @@ pub struct SeedRun {
     /// The limit the run reached before its boundary (its horizon, its trace budget), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<String>,
+    /// The pipeline failed closed: it stopped short of its boundary with the connector not running.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub failed_closed: bool,
+    /// Failing closed is something the prediction does not cover (it says the design holds).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub failed_closed_unexpected: bool,
 }
 
 impl SeedRun {
-    pub fn from(spec: &Spec, result: &RunResult) -> SeedRun {
+    pub fn from(_spec: &Spec, result: &RunResult) -> SeedRun {
         let findings = result.violated();
-        let unexpected = findings
-            .iter()
-            .copied()
-            .filter(|invariant| {
-                !spec.prediction.findings.contains(invariant) && !spec.prediction.allow.contains(invariant)
-            })
-            .collect();
+        let unexpected = result.judgement.with(Outcome::Unexpected).collect();
         SeedRun {
+            failed_closed: result.failed_closed.is_some(),
+            failed_closed_unexpected: result.judgement.failing_closed == Some(Outcome::Unexpected),
             seed: result.seed,
             trace_hash: format!("{:016x}", result.trace_hash),
             findings,
@@ -216,8 +219,17 @@ pub struct Summary {
     pub runs_per_second: f64,
     /// Invariant → (runs that violated it, first such seed).
     pub findings: BTreeMap<Invariant, (u64, u64)>,
-    /// Runs with a finding the prediction does not cover.
+    /// Runs with a finding the prediction does not cover (or that failed closed, when it says the
+    /// design holds).
     pub unexpected_runs: u64,
+    /// Runs that failed closed, and the first such seed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_closed: Option<(u64, u64)>,
+    /// The prediction the sweep is judged against (the same in every run).
+    pub prediction: Prediction,
+    /// The prediction set against the sweep (filled in when the sweep or the merge ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<SweepVerdict>,
     /// Runs cut by a limit before their boundary (undecided), and the first such seed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limited: Option<(u64, u64)>,
@@ -231,10 +243,22 @@ pub struct Summary {
     pub crashed: Vec<Crash>,
 }
 
+/// A sweep's verdict, as its `--json` summary gives it: whether the prediction held, and each
+/// invariant's outcome (a predicted one no run violated is `predicted-but-never-seen`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepVerdict {
+    pub held: bool,
+    #[serde(flatten)]
+    pub judgement: Judgement,
+}
+
 impl Summary {
-    pub fn new(scenario: &str, sets: &[String], shard: (u64, u64)) -> Summary {
+    pub fn new(scenario: &str, sets: &[String], shard: (u64, u64), prediction: &Prediction) -> Summary {
         Summary {
             scenario: scenario.to_string(),
+            failed_closed: None,
+            prediction: prediction.clone(),
+            verdict: None,
             sets: sets.to_vec(),
             start: 0,
             seeds: 0,
@@ -259,8 +283,13 @@ impl Summary {
             entry.0 += 1;
             entry.1 = entry.1.min(run.seed);
         }
-        if !run.unexpected.is_empty() {
+        if !run.unexpected.is_empty() || run.failed_closed_unexpected {
             self.unexpected_runs += 1;
+        }
+        if run.failed_closed {
+            let (runs, first) = self.failed_closed.get_or_insert((0, run.seed));
+            *runs += 1;
+            *first = (*first).min(run.seed);
         }
         if run.limit.is_some() {
             let (runs, first) = self.limited.get_or_insert((0, run.seed));
@@ -297,11 +326,26 @@ impl Summary {
             && self.unexpected_runs == 0
             && self.limited.is_none()
             && self.crashed_runs == 0
+            && self.judgement().held()
+    }
+
+    /// The prediction set against the sweep: the invariants any run violated, and whether any
+    /// run failed closed ([`verdict::judge`], as for one run). A predicted invariant no run
+    /// violated is [`Outcome::PredictedButNeverSeen`].
+    pub fn judgement(&self) -> Judgement {
+        let violated: Vec<Invariant> = self.findings.keys().copied().collect();
+        verdict::judge(&self.prediction, &violated, Some(self.failed_closed.is_some()))
+    }
+
+    /// Fills in [`Summary::verdict`], once the runs are counted.
+    pub fn finish(&mut self) {
+        let judgement = self.judgement();
+        self.verdict = Some(SweepVerdict { held: self.as_expected(), judgement });
     }
 
     /// The command that replays one seed of this sweep.
     pub fn replay_command(&self, seed: u64) -> String {
-        replay_command(&self.scenario, &self.sets, seed)
+        replay_command(&self.scenario, &choice_args(&self.prediction, &self.sets), seed)
     }
 
     pub fn render(&self, spec: &Spec) -> String {
@@ -328,19 +372,51 @@ impl Summary {
                 );
             }
         }
+        let judgement = self.judgement();
         let _ = writeln!(out, "\nfindings by invariant (runs; first seed; replay)");
-        if self.findings.is_empty() {
+        if judgement.invariants.is_empty() {
             let _ = writeln!(out, "  none");
         }
-        for (invariant, (runs, first)) in &self.findings {
-            let expected = spec.prediction.findings.contains(invariant) || spec.prediction.allow.contains(invariant);
-            let _ = writeln!(
-                out,
-                "  {invariant} {:<20} {runs:>7} runs  first seed {first:<6} {}\n      {}",
-                invariant.name(),
-                if expected { "predicted" } else { "NOT PREDICTED" },
-                self.replay_command(*first)
-            );
+        for judged in &judgement.invariants {
+            let invariant = judged.invariant;
+            match self.findings.get(&invariant) {
+                Some((runs, first)) => {
+                    let _ = writeln!(
+                        out,
+                        "  {invariant} {:<20} {runs:>7} runs  first seed {first:<6} {}\n      {}",
+                        invariant.name(),
+                        judged.outcome.label(),
+                        self.replay_command(*first)
+                    );
+                }
+                None => {
+                    let _ = writeln!(
+                        out,
+                        "  {invariant} {:<20} {:>7} runs  {}",
+                        invariant.name(),
+                        0,
+                        judged.outcome.label()
+                    );
+                }
+            }
+        }
+        match (self.failed_closed, judgement.failing_closed) {
+            (Some((runs, first)), outcome) => {
+                let label = match outcome {
+                    Some(Outcome::ViolatedAsPredicted) => "failed closed, as predicted",
+                    Some(Outcome::AllowedAndViolated) => "allowed (a violated design may stop short)",
+                    _ => "UNEXPECTED: the prediction says the pipeline catches up",
+                };
+                let _ = writeln!(
+                    out,
+                    "  FAILED CLOSED           {runs:>7} runs  first seed {first:<6} {label}\n      {}",
+                    self.replay_command(first)
+                );
+            }
+            (None, Some(Outcome::PredictedButNeverSeen)) => {
+                let _ = writeln!(out, "  FAILED CLOSED           {:>7} runs  PREDICTED BUT NEVER SEEN", 0);
+            }
+            (None, _) => {}
         }
         let _ = writeln!(out, "\ncoverage (runs that reached each situation)");
         for (mark, runs) in &self.coverage {
@@ -364,15 +440,55 @@ impl Summary {
                 self.replay_command(first)
             );
         }
+        let failed_closed = match self.failed_closed {
+            Some((runs, first)) => format!("{runs} run(s) failed closed (first seed {first})"),
+            None => String::new(),
+        };
+        let _ = writeln!(out);
+        for line in
+            crate::verdict::verdict_lines(&self.prediction, &judgement, crate::verdict::Lens::Sweep, &failed_closed)
+        {
+            let _ = writeln!(out, "{line}");
+        }
+        let _ = writeln!(out, "predicted   {}", crate::verdict::predicted(&self.prediction));
+        let _ = writeln!(out, "from        {}", crate::verdict::origin(&self.prediction));
         out
     }
 }
 
-/// The command that replays one seed of a sweep of `scenario` with `sets`.
-pub fn replay_command(scenario: &str, sets: &[String], seed: u64) -> String {
-    let mut command = format!("handoff run {scenario} --seed {seed}");
+/// The command-line arguments besides the `--set`s that load the same prediction again:
+/// `--variant NAME` or `--expect TEXT`, where the prediction came from one of them.
+pub fn choice_args(prediction: &Prediction, sets: &[String]) -> Vec<String> {
+    let mut args = Vec::new();
+    match &prediction.origin {
+        PredictionOrigin::Variant { name, chosen: true }
+        | PredictionOrigin::Unpredicted { variant: Some(name), .. } => {
+            args.extend(["--variant".to_string(), name.clone()]);
+        }
+        PredictionOrigin::Expect { text, variant } => {
+            if let Some(name) = variant {
+                args.extend(["--variant".to_string(), name.clone()]);
+            }
+            args.extend(["--expect".to_string(), text.clone()]);
+        }
+        // The `--set`s give a variant they match, and the scenario's own prediction, again.
+        PredictionOrigin::Variant { chosen: false, .. }
+        | PredictionOrigin::File
+        | PredictionOrigin::Unpredicted { variant: None, .. } => {}
+    }
     for set in sets {
-        command.push_str(&format!(" --set '{set}'"));
+        args.extend(["--set".to_string(), set.clone()]);
+    }
+    args
+}
+
+/// The command that replays one seed of a sweep of `scenario`, with the sweep's arguments
+/// ([`choice_args`]).
+pub fn replay_command(scenario: &str, args: &[String], seed: u64) -> String {
+    let mut command = format!("handoff run {scenario} --seed {seed}");
+    for arg in args {
+        let plain = arg.chars().all(|c| c.is_ascii_alphanumeric() || "-_.,/".contains(c));
+        if plain { command.push_str(&format!(" {arg}")) } else { command.push_str(&format!(" '{arg}'")) }
     }
     command
 }
@@ -396,6 +512,7 @@ pub fn sweep(
     let outcome = drive(
         scenario,
         sets,
+        &spec.prediction,
         plan,
         || Ok::<_, String>(InProcess { spec, asked: std::collections::VecDeque::new() }),
         |outcome| {
@@ -437,7 +554,8 @@ pub fn sweep_in_workers(
 ) -> Result<Summary, String> {
     plan.check()?;
     let fingerprint = workers::fingerprint(spec);
-    drive(scenario, sets, plan, || workers::Job::start(workers, scenario, sets, &fingerprint), each)
+    let args = choice_args(&spec.prediction, sets);
+    drive(scenario, sets, &spec.prediction, plan, || workers::Job::start(workers, scenario, &args, &fingerprint), each)
 }
 
 /// Runs seeds on one job, in the order asked. An error stops the sweep (the job cannot run seeds
@@ -480,6 +598,7 @@ impl RunSeed for InProcess<'_> {
 fn drive<J: RunSeed>(
     scenario: &str,
     sets: &[String],
+    prediction: &Prediction,
     plan: &Sweep,
     start_job: impl Fn() -> Result<J, String> + Sync,
     each: impl FnMut(&SeedOutcome) -> ControlFlow<()> + Send,
@@ -489,7 +608,7 @@ fn drive<J: RunSeed>(
     let stop = AtomicBool::new(false);
     let nondeterministic: Mutex<Option<u64>> = Mutex::new(None);
     let failure: Mutex<Option<String>> = Mutex::new(None);
-    let mut summary = Summary::new(scenario, sets, plan.shard);
+    let mut summary = Summary::new(scenario, sets, plan.shard, prediction);
     summary.start = plan.start;
     summary.seeds = plan.seeds;
     let ordered = Mutex::new(InOrder { next: 0, waiting: BTreeMap::new(), summary, each, closed: false });
@@ -590,6 +709,7 @@ fn drive<J: RunSeed>(
     summary.seconds = seconds;
     summary.runs_per_second = summary.runs as f64 / seconds.max(1e-9);
     summary.nondeterministic_seed = nondeterministic.into_inner().expect("lock");
+    summary.finish();
     Ok(summary)
 }
 
@@ -629,7 +749,19 @@ impl<F: FnMut(&SeedOutcome) -> ControlFlow<()>> InOrder<F> {
 pub fn merge<R: std::io::BufRead>(inputs: Vec<(String, R)>) -> Result<Summary, String> {
     let mut first: Option<(String, Summary, Sweep)> = None;
     let mut shards: BTreeMap<u64, String> = BTreeMap::new();
-    let mut merged = Summary::new("", &[], (1, 1));
+    // The runs are counted as they come; the prediction is the shards' (their summary lines').
+    let mut merged = Summary::new(
+        "",
+        &[],
+        (1, 1),
+        &Prediction {
+            verdict: handoff_models::spec::Verdict::Holds,
+            findings: Vec::new(),
+            allow: Vec::new(),
+            why: String::new(),
+            origin: PredictionOrigin::File,
+        },
+    );
     let (mut seconds, mut nondeterministic) = (0.0f64, None::<u64>);
     for (file, reader) in inputs {
         let mut lines = SeedLines::default();
@@ -699,6 +831,16 @@ pub fn merge<R: std::io::BufRead>(inputs: Vec<(String, R)>) -> Result<Summary, S
                         sets_text(&base.sets)
                     ));
                 }
+                if base.prediction != summary.prediction {
+                    return Err(format!(
+                        "{file}:{at}: this sweep was judged against another prediction than {first_file}'s ({} from {}, \
+                         against {} from {}): merge the shards of one sweep (the same --variant and --expect)",
+                        crate::verdict::predicted(&summary.prediction),
+                        crate::verdict::origin(&summary.prediction),
+                        crate::verdict::predicted(&base.prediction),
+                        crate::verdict::origin(&base.prediction)
+                    ));
+                }
                 if (base_plan.start, base_plan.seeds, base_plan.shard.1) != (plan.start, plan.seeds, plan.shard.1) {
                     return Err(format!(
                         "{file}:{at}: shard {} of {}, but {first_file} is shard {} of {}: merge the shards of one \
@@ -736,12 +878,14 @@ pub fn merge<R: std::io::BufRead>(inputs: Vec<(String, R)>) -> Result<Summary, S
     }
     merged.scenario = base.scenario;
     merged.sets = base.sets;
+    merged.prediction = base.prediction;
     merged.start = plan.start;
     merged.seeds = plan.seeds;
     merged.shard = label;
     merged.seconds = seconds;
     merged.runs_per_second = merged.runs as f64 / seconds.max(1e-9);
     merged.nondeterministic_seed = nondeterministic;
+    merged.finish();
     Ok(merged)
 }
 

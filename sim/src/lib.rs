@@ -26,5 +26,6 @@ pub mod runner;
 pub mod scenario;
 #[cfg(madsim)]
 pub mod shrink;
+pub mod verdict;
 #[cfg(madsim)]
 pub mod workers;

@@ -47,6 +47,8 @@ enum Command {
         /// `--set connector."snapshot.mode"=when_needed`. Repeatable.
         #[arg(long = "set", value_name = "PATH=VALUE")]
         sets: Vec<String>,
+        #[command(flatten)]
+        expectation: Expectation,
         /// Print one JSON object instead of the text report.
         #[arg(long)]
         json: bool,
@@ -77,6 +79,8 @@ enum Command {
         shard: Option<String>,
         #[arg(long = "set", value_name = "PATH=VALUE")]
         sets: Vec<String>,
+        #[command(flatten)]
+        expectation: Expectation,
         /// One JSON line per run (or crashed seed), in seed order, then a summary line.
         #[arg(long)]
         json: bool,
@@ -103,6 +107,8 @@ enum Command {
         scenario: PathBuf,
         #[arg(long = "set", value_name = "PATH=VALUE")]
         sets: Vec<String>,
+        #[command(flatten)]
+        expectation: Expectation,
         #[arg(long, value_name = "DIR")]
         save: Option<PathBuf>,
     },
@@ -114,6 +120,8 @@ enum Command {
         seed: u64,
         #[arg(long = "set", value_name = "PATH=VALUE")]
         sets: Vec<String>,
+        #[command(flatten)]
+        expectation: Expectation,
         /// Where to write the shrunk scenario (default:
         /// scenarios/regressions/NAME-seed-N-INVARIANT-shrunk.toml).
         #[arg(long, value_name = "FILE")]
@@ -162,6 +170,8 @@ enum Command {
         max_memory: Option<String>,
         #[arg(long = "set", value_name = "PATH=VALUE")]
         sets: Vec<String>,
+        #[command(flatten)]
+        expectation: Expectation,
         /// Print one JSON object instead of the text report.
         #[arg(long)]
         json: bool,
@@ -205,6 +215,25 @@ enum Command {
     },
 }
 
+/// `--variant` and `--expect`: which prediction a changed design is judged against.
+#[derive(clap::Args, Clone, Debug, Default)]
+struct Expectation {
+    /// Run the scenario's variant NAME (`[variants.NAME]`: its settings, judged against its own
+    /// prediction).
+    #[arg(long, value_name = "NAME")]
+    variant: Option<String>,
+    /// Judge against this prediction instead of the scenario's: `holds`, `fails-closed`, or the
+    /// invariants that must be violated, like `I2,I4` (`I3?` for one that may be).
+    #[arg(long, value_name = "PREDICTION")]
+    expect: Option<String>,
+}
+
+impl Expectation {
+    fn choice(&self, sets: &[String]) -> scenario::Choice {
+        scenario::Choice { sets: sets.to_vec(), variant: self.variant.clone(), expect: self.expect.clone() }
+    }
+}
+
 /// `--strategy`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum StrategyArg {
@@ -226,11 +255,12 @@ fn main() -> ExitCode {
             max_states,
             max_memory,
             sets,
+            expectation,
             json,
             export,
             serve,
         } => {
-            let loaded = match scenario::load(&path, &sets) {
+            let loaded = match scenario::load_with(&path, &expectation.choice(&sets)) {
                 Ok(loaded) => loaded,
                 Err(error) => return bad_input(&error.to_string()),
             };
@@ -311,8 +341,8 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Run { scenario: path, seed, sets, json } => {
-            let loaded = match scenario::load(&path, &sets) {
+        Command::Run { scenario: path, seed, sets, expectation, json } => {
+            let loaded = match scenario::load_with(&path, &expectation.choice(&sets)) {
                 Ok(loaded) => loaded,
                 Err(error) => return bad_input(&error.to_string()),
             };
@@ -333,6 +363,7 @@ fn main() -> ExitCode {
             jobs,
             shard,
             sets,
+            expectation,
             json,
             save,
             check_determinism,
@@ -341,12 +372,12 @@ fn main() -> ExitCode {
         } => {
             let mut sets = sets;
             if all_faults {
-                match scenario::load(&path, &sets) {
+                match scenario::load_with(&path, &expectation.choice(&sets)) {
                     Ok(loaded) => sets.push(scenario::every_fault_kind(&loaded.spec)),
                     Err(error) => return bad_input(&error.to_string()),
                 }
             }
-            let loaded = match scenario::load(&path, &sets) {
+            let loaded = match scenario::load_with(&path, &expectation.choice(&sets)) {
                 Ok(loaded) => loaded,
                 Err(error) => return bad_input(&error.to_string()),
             };
@@ -366,15 +397,15 @@ fn main() -> ExitCode {
             let plan = Plan { seeds, start, jobs, shard, json, save, check_determinism, run_timeout };
             commands::explore(&loaded.spec, &path, &sets, plan)
         }
-        Command::ExploreWorker { scenario: path, sets, save } => {
-            let loaded = match scenario::load(&path, &sets) {
+        Command::ExploreWorker { scenario: path, sets, expectation, save } => {
+            let loaded = match scenario::load_with(&path, &expectation.choice(&sets)) {
                 Ok(loaded) => loaded,
                 Err(error) => return bad_input(&error.to_string()),
             };
             commands::explore_worker(&loaded.spec, &path.display().to_string(), save.as_deref())
         }
-        Command::Shrink { scenario: path, seed, sets, out, invariant, max_runs } => {
-            let loaded = match scenario::load(&path, &sets) {
+        Command::Shrink { scenario: path, seed, sets, expectation, out, invariant, max_runs } => {
+            let loaded = match scenario::load_with(&path, &expectation.choice(&sets)) {
                 Ok(loaded) => loaded,
                 Err(error) => return bad_input(&error.to_string()),
             };
@@ -672,7 +703,20 @@ mod commands {
             Ok(merged) => merged,
             Err(error) => return bad_input(&error),
         };
-        let spec = match handoff_sim::scenario::load(std::path::Path::new(&summary.scenario), &summary.sets) {
+        let choice = handoff_sim::scenario::Choice {
+            sets: summary.sets.clone(),
+            variant: match &summary.prediction.origin {
+                handoff_models::spec::PredictionOrigin::Variant { name, chosen: true }
+                | handoff_models::spec::PredictionOrigin::Expect { variant: Some(name), .. }
+                | handoff_models::spec::PredictionOrigin::Unpredicted { variant: Some(name), .. } => Some(name.clone()),
+                _ => None,
+            },
+            expect: match &summary.prediction.origin {
+                handoff_models::spec::PredictionOrigin::Expect { text, .. } => Some(text.clone()),
+                _ => None,
+            },
+        };
+        let spec = match handoff_sim::scenario::load_with(std::path::Path::new(&summary.scenario), &choice) {
             Ok(loaded) => loaded.spec,
             Err(error) => return bad_input(&format!("the merged sweep's scenario: {error}")),
         };

@@ -4,7 +4,7 @@
 use crate::explore::Summary;
 use crate::runner::{self, RunResult};
 use crate::scenario;
-use handoff_models::spec::{Invariant, Prediction, Spec};
+use handoff_models::spec::{Invariant, Prediction, PredictionOrigin, Spec, Verdict};
 use std::path::{Path, PathBuf};
 
 /// The scenario that replays one run: the run's whole fault schedule made explicit, no profile,
@@ -15,10 +15,23 @@ pub fn pin(spec: &Spec, result: &RunResult, origin: &str) -> Spec {
     pinned.profile = None;
     let findings: Vec<Invariant> = result.violated();
     let mut why = format!("Found by {origin} at seed {}.", result.seed);
+    if let Some(stopped) = &result.failed_closed {
+        why.push_str(&format!("\nThe pipeline failed closed at {}: {}", stopped.at, stopped.reason));
+    }
     for finding in result.findings.iter().take(3) {
         why.push_str(&format!("\n{finding}"));
     }
-    pinned.prediction = Prediction { holds: findings.is_empty(), findings, allow: Vec::new(), why };
+    pinned.prediction = Prediction {
+        verdict: match (findings.is_empty(), result.failed_closed.is_some()) {
+            (false, _) => Verdict::Violated,
+            (true, true) => Verdict::FailsClosed,
+            (true, false) => Verdict::Holds,
+        },
+        findings,
+        allow: Vec::new(),
+        why,
+        origin: PredictionOrigin::File,
+    };
     pinned
 }
 
@@ -50,9 +63,11 @@ pub fn save_first_failures(spec: &Spec, scenario: &str, summary: &Summary, dir: 
     first_failure_seeds(summary).into_iter().map(|seed| save_seed(spec, scenario, seed, dir)).collect()
 }
 
-/// The seeds `--save` keeps: the first failing seed of each violated invariant, each once, in order.
+/// The seeds `--save` keeps: the first failing seed of each violated invariant, and the first run
+/// that failed closed, each once, in order.
 pub fn first_failure_seeds(summary: &Summary) -> Vec<u64> {
     let mut seeds: Vec<u64> = summary.findings.values().map(|(_, first)| *first).collect();
+    seeds.extend(summary.failed_closed.map(|(_, first)| first));
     seeds.sort_unstable();
     seeds.dedup();
     seeds

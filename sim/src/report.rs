@@ -2,6 +2,7 @@
 //! prediction held, the trace hash — as text, or as one JSON object.
 
 use crate::runner::{RunLimit, RunResult};
+use crate::verdict::{Lens, origin, predicted, prediction_line, verdict_lines};
 use handoff_models::checkers::Finding;
 use handoff_models::narrate::{self, Names};
 use handoff_models::spec::{Invariant, Spec, Trigger};
@@ -43,6 +44,27 @@ fn limit_advice(limit: &RunLimit) -> String {
     }
 }
 
+/// How a run failed closed, for its verdict: when, why, and what the sink held then.
+fn failed_closed_text(result: &RunResult) -> String {
+    let Some(stopped) = &result.failed_closed else { return String::new() };
+    let sink = match &result.record {
+        Some(record)
+            if record.keys_missing.is_empty() && record.keys_differing.is_empty() && record.keys_extra.is_empty() =>
+        {
+            "the sink matched the source where the run ended".to_string()
+        }
+        Some(record) => format!(
+            "the sink is {} key(s) missing / {} differing / {} extra where the run ended, short of its acceptance \
+             boundary",
+            record.keys_missing.len(),
+            record.keys_differing.len(),
+            record.keys_extra.len()
+        ),
+        None => "the run ended short of its acceptance boundary".to_string(),
+    };
+    format!("the pipeline failed closed at {} ({}) and {sink}", stopped.at, stopped.reason)
+}
+
 fn invariants(list: &[Invariant]) -> String {
     if list.is_empty() {
         "none".into()
@@ -58,6 +80,7 @@ pub fn header(spec: &Spec, scenario: &str, result: &RunResult) -> String {
     if let Some(line) = spec.description.lines().find(|l| !l.trim().is_empty()) {
         let _ = writeln!(out, "          {}", line.trim());
     }
+    let _ = writeln!(out, "{}", prediction_line(&spec.prediction));
     // A scheduled run is the bound's world.
     let rows: u32 = match (&spec.schedule, &spec.check) {
         (Some(_), Some(check)) => check.rows * spec.tables.len() as u32,
@@ -141,6 +164,16 @@ pub fn text(spec: &Spec, scenario: &str, result: &RunResult) -> String {
     for finding in &result.findings {
         let _ = writeln!(out, "  {finding}");
     }
+    if let Some(stopped) = &result.failed_closed {
+        let _ = writeln!(
+            out,
+            "  the pipeline FAILED CLOSED at {}: {} (the connector {} instead of going on; the boundary's checks were \
+             not made)",
+            stopped.at,
+            stopped.reason,
+            if stopped.status == "FAILED" { "failed" } else { "stopped" }
+        );
+    }
     for unfired in &result.unfired {
         let _ = writeln!(out, "  note: trigger never fired: {unfired}");
     }
@@ -168,21 +201,16 @@ schedule  NOT FOLLOWED: the run departed from the path"
         out.push_str(&record.render());
     }
     let prediction = &spec.prediction;
-    let _ = writeln!(
-        out,
-        "\nprediction  {}{} -> {}",
-        if prediction.holds { "holds".to_string() } else { format!("violated: {}", invariants(&prediction.findings)) },
-        if prediction.allow.is_empty() {
-            String::new()
-        } else {
-            format!(" (may also: {})", invariants(&prediction.allow))
-        },
-        match (&result.limit, result.prediction_held) {
-            (Some(limit), _) => format!("UNDECIDED: the run reached {limit} first; {}", limit_advice(limit)),
-            (None, true) => "HELD".to_string(),
-            (None, false) => format!("NOT HELD: the run violated {}", invariants(&result.violated())),
-        }
-    );
+    let _ = writeln!(out);
+    let verdict = match &result.limit {
+        Some(limit) => vec![format!("prediction UNDECIDED: the run reached {limit} first; {}", limit_advice(limit))],
+        None => verdict_lines(prediction, &result.judgement, Lens::Run, &failed_closed_text(result)),
+    };
+    for line in verdict {
+        let _ = writeln!(out, "{line}");
+    }
+    let _ = writeln!(out, "predicted   {}", predicted(prediction));
+    let _ = writeln!(out, "from        {}", origin(prediction));
     for line in prediction.why.lines().filter(|l| !l.trim().is_empty()) {
         let _ = writeln!(out, "            {}", line.trim());
     }
@@ -238,13 +266,22 @@ pub fn json(spec: &Spec, scenario: &str, result: &RunResult) -> serde_json::Valu
         "findings": findings,
         "prediction": {
             "expected": {
-                "verdict": if spec.prediction.holds { "holds" } else { "violated" },
+                "verdict": spec.prediction.verdict.name(),
                 "findings": names(&spec.prediction.findings),
                 "allow": names(&spec.prediction.allow),
                 "why": spec.prediction.why,
+                "origin": spec.prediction.origin,
             },
             "held": result.prediction_held,
+            "undecided": result.limit.is_some(),
+            "invariants": result.judgement.invariants,
+            "failing_closed": result.judgement.failing_closed,
         },
+        "failed_closed": result.failed_closed.as_ref().map(|stopped| serde_json::json!({
+            "at_ms": stopped.at.ms(),
+            "status": stopped.status,
+            "reason": stopped.reason,
+        })),
         "handoff_record": result.record,
         "stats": {
             "events": result.events,

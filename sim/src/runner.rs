@@ -45,6 +45,7 @@ use handoff_models::setup::{self, Options, System};
 use handoff_models::sink::SearchIndex;
 use handoff_models::spec::{Fault, FaultAction, Invariant, Moment, Spec, Trigger};
 use handoff_models::time::SimTime;
+use handoff_models::verdict::{self, Judgement};
 use handoff_models::world::{Action as WorldAction, World};
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;
@@ -277,8 +278,29 @@ pub struct RunResult {
     pub trace_items: u64,
     /// The limit the run reached before its boundary, if any: it ended there, undecided.
     pub limit: Option<RunLimit>,
-    /// Whether the findings are what the prediction says (never, for a run cut by a limit).
+    /// How the pipeline stopped short of its boundary, if it failed closed.
+    pub failed_closed: Option<FailedClosed>,
+    /// The prediction set against the run's findings and end ([`verdict::judge`]).
+    pub judgement: Judgement,
+    /// Whether the findings and the end are what the prediction says (never, for a run cut by a
+    /// limit).
     pub prediction_held: bool,
+}
+
+/// A run that failed closed: it ended short of its acceptance boundary, within its limits, with the
+/// connector not RUNNING (its task FAILED, or the connector STOPPED, or not running at all) — it
+/// stopped instead of going on wrong, and says so (a connector that says RUNNING and does not catch
+/// up is I11, not this). Its pipeline never caught up: whatever the sink holds then is where it
+/// stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailedClosed {
+    /// When the connector stopped for the last time (its task's failure or stop, where the run
+    /// kept its trace; else when the run ended).
+    pub at: SimTime,
+    /// The connector's status at the end (`FAILED`, `STOPPED`, …).
+    pub status: &'static str,
+    /// Why the run ended there, in the boundary's words.
+    pub reason: String,
 }
 
 impl RunResult {
@@ -290,15 +312,10 @@ impl RunResult {
     }
 }
 
-/// Whether the findings are what the prediction says.
-pub fn prediction_held(spec: &Spec, findings: &[Finding]) -> bool {
+/// Sets the scenario's prediction against a run's findings and whether it failed closed.
+pub fn judge(spec: &Spec, findings: &[Finding], failed_closed: bool) -> Judgement {
     let violated: Vec<Invariant> = findings.iter().map(|f| f.invariant).collect();
-    let prediction = &spec.prediction;
-    if prediction.holds {
-        return violated.iter().all(|v| prediction.allow.contains(v));
-    }
-    prediction.findings.iter().all(|expected| violated.contains(expected))
-        && violated.iter().all(|v| prediction.findings.contains(v) || prediction.allow.contains(v))
+    verdict::judge(&spec.prediction, &violated, Some(failed_closed))
 }
 
 /// The trace hash: FNV-1a over every event, in order.
@@ -331,13 +348,25 @@ struct Outcome {
     limit: Option<RunLimit>,
     /// Set when the pipeline said it was running and did not catch up (I11).
     liveness: Option<Finding>,
+    /// Set when the pipeline stopped short of its boundary with the connector not running.
+    failed_closed: Option<FailedClosed>,
     sink_checkpoint: BTreeMap<u32, u64>,
     unfired: Vec<String>,
     departures: Vec<String>,
 }
 
 fn finish(spec: &Spec, seed: u64, options: RunOptions, outcome: Outcome) -> RunResult {
-    let Outcome { mut recorder, schedule, boundary, limit, liveness, sink_checkpoint, unfired, departures } = outcome;
+    let Outcome {
+        mut recorder,
+        schedule,
+        boundary,
+        limit,
+        liveness,
+        mut failed_closed,
+        sink_checkpoint,
+        unfired,
+        departures,
+    } = outcome;
     recorder.checkers.finish(&boundary);
     let mut findings = recorder.checkers.findings().to_vec();
     findings.extend(liveness);
@@ -345,6 +374,18 @@ fn finish(spec: &Spec, seed: u64, options: RunOptions, outcome: Outcome) -> RunR
         recorder.coverage.marks.insert(Mark::AcceptanceReached);
     }
     let trace = recorder.trace.take().unwrap_or_default();
+    if let Some(stopped) = &mut failed_closed {
+        // The moment the connector stopped for good, where the trace says it.
+        let last_stop = trace.iter().rev().find(|event| match &event.observation {
+            Observation::TaskFailed { .. } => stopped.status == "FAILED",
+            Observation::TaskStopped { .. } => stopped.status != "FAILED",
+            _ => false,
+        });
+        if let Some(event) = last_stop {
+            stopped.at = event.at;
+        }
+    }
+    let judgement = judge(spec, &findings, failed_closed.is_some());
     let record = options.build_record.then(|| {
         HandoffRecord::build(&RecordInputs {
             spec,
@@ -361,7 +402,9 @@ fn finish(spec: &Spec, seed: u64, options: RunOptions, outcome: Outcome) -> RunR
         trace_hash: recorder.hasher.finish(),
         events: recorder.events,
         sim_time_ms: boundary.at.ms(),
-        prediction_held: limit.is_none() && prediction_held(spec, &findings),
+        prediction_held: limit.is_none() && judgement.held(),
+        judgement,
+        failed_closed,
         trace_items: recorder.items,
         limit,
         findings,
@@ -626,6 +669,11 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
         Some(_) => None,
         None => harness.liveness_finding(reached, &reason, at, spec.acceptance.timeout_ms),
     };
+    let failed_closed = (!reached && limit.is_none() && liveness.is_none()).then(|| FailedClosed {
+        at,
+        status: models.connect.lock().expect("connect").status(),
+        reason: reason.clone(),
+    });
     let departures = shared.net().following().map(Following::departures).unwrap_or_default();
     harness.tear_down().await;
     drop(harness);
@@ -639,6 +687,7 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
         boundary: Boundary { at, reached, reason, sink: sink_docs },
         limit,
         liveness,
+        failed_closed,
         sink_checkpoint,
         unfired,
         departures,

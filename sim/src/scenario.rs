@@ -24,7 +24,7 @@ use handoff_models::postgres::table::{ReplicaIdentity, RowOp};
 use handoff_models::sink::ApplyRule;
 use handoff_models::spec::{
     Acceptance, Background, CheckBound, Fault, FaultAction, FaultKind, FaultProfile, HandoffMethod, Invariant, Moment,
-    Prediction, Schedule, ScriptedTxn, Spec, TableSetup, Trigger,
+    Prediction, PredictionOrigin, Schedule, ScriptedTxn, Spec, TableSetup, Trigger, Verdict,
 };
 use handoff_models::time::SimTime;
 use handoff_models::world::{OperateWhile, Operation};
@@ -57,10 +57,31 @@ impl std::fmt::Display for ScenarioError {
 
 impl std::error::Error for ScenarioError {}
 
+/// What the command line asks of a scenario besides the file: `--set PATH=VALUE` overrides,
+/// `--variant NAME` (one of the file's `[variants]`), `--expect PREDICTION`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Choice {
+    pub sets: Vec<String>,
+    pub variant: Option<String>,
+    pub expect: Option<String>,
+}
+
+impl Choice {
+    /// Only `--set`s.
+    pub fn sets(sets: &[String]) -> Choice {
+        Choice { sets: sets.to_vec(), variant: None, expect: None }
+    }
+}
+
 /// Reads, overrides (`--set PATH=VALUE` arguments) and validates a scenario file.
 pub fn load(path: &Path, sets: &[String]) -> Result<Loaded, ScenarioError> {
+    load_with(path, &Choice::sets(sets))
+}
+
+/// As [`load`], with a variant and an expectation as the command line gives them.
+pub fn load_with(path: &Path, choice: &Choice) -> Result<Loaded, ScenarioError> {
     let text = read_text(path).map_err(|message| ScenarioError { message })?;
-    load_str(&path.display().to_string(), &text, sets)
+    load_str_with(&path.display().to_string(), &text, choice)
 }
 
 /// Reads a text file (a scenario, a conformance workload): UTF-8, or an error naming the line,
@@ -82,6 +103,19 @@ pub fn read_text(path: &Path) -> Result<String, String> {
 
 /// As [`load`], from text; `file` names it in messages.
 pub fn load_str(file: &str, text: &str, sets: &[String]) -> Result<Loaded, ScenarioError> {
+    load_str_with(file, text, &Choice::sets(sets))
+}
+
+/// As [`load_with`], from text.
+///
+/// The prediction the run is judged against: `--expect` when given; else the scenario's
+/// `[prediction]` when the design is the file's (no `--set`, or only `--set`s that keep the design:
+/// see [`keeps_the_design`]), or when `--set prediction.…` edits it; else the prediction of the
+/// variant whose `set` is exactly the run's changes (`--variant`'s settings and the `--set`s that
+/// change the design); else none: the run is judged against "holds" and says so
+/// ([`PredictionOrigin::Unpredicted`]).
+pub fn load_str_with(file: &str, text: &str, choice: &Choice) -> Result<Loaded, ScenarioError> {
+    let sets = &choice.sets;
     let cx = Cx { file, text, sets };
     let parsed = DeTable::parse(text).map_err(|error| {
         let offset = error.span().map_or(0, |span| span.start);
@@ -89,14 +123,285 @@ pub fn load_str(file: &str, text: &str, sets: &[String]) -> Result<Loaded, Scena
         ScenarioError { message: format!("{file}:{line}:{column}: invalid TOML: {}", error.message().trim()) }
     })?;
     let mut root = Item { val: Val::Table(convert_table(parsed.get_ref(), None)), at: At::File(0) };
+    let variants = {
+        let entries = match &root.val {
+            Val::Table(entries) => entries.as_slice(),
+            _ => &[],
+        };
+        variants(&cx, &Section { path: String::new(), entries, at: At::File(0) })?
+    };
+    let chosen = match &choice.variant {
+        None => None,
+        Some(name) => Some(variants.iter().find(|variant| variant.name == *name).ok_or_else(|| {
+            let names: Vec<&str> = variants.iter().map(|variant| variant.name.as_str()).collect();
+            ScenarioError {
+                message: if names.is_empty() {
+                    format!("--variant {name}: {file} has no [variants]")
+                } else {
+                    format!("--variant {name}: {file} has no variant `{name}`; its variants are {}", names.join(", "))
+                },
+            }
+        })?),
+    };
+    let expected = choice.expect.as_deref().map(|text| parse_expect(text, choice.variant.clone())).transpose()?;
+    // The chosen variant's settings first, then the command line's on top.
+    let mut changes: Vec<(Vec<Step>, Item)> = Vec::new();
+    if let Some(variant) = chosen {
+        for (steps, value, at) in &variant.sets {
+            set_in(&mut root, steps, value.clone()).map_err(|(field, problem)| cx.err(*at, &field, problem))?;
+            changes.push((steps.clone(), value.clone()));
+        }
+    }
+    let mut edits_prediction = false;
     for (index, arg) in sets.iter().enumerate() {
-        apply_set(&cx, &mut root, index, arg)?;
+        let (steps, value) = apply_set(&cx, &mut root, index, arg)?;
+        if matches!(steps.first(), Some(Step::Key(key)) if key == "prediction") {
+            if let Some(variant) = chosen {
+                return Err(cx.err(
+                    At::Set(index),
+                    "prediction",
+                    format!(
+                        "edits the scenario's own prediction, not variant `{}`'s; give the run's prediction with \
+                         --expect",
+                        variant.name
+                    ),
+                ));
+            }
+            edits_prediction = true;
+        }
+        if !keeps_the_design(&steps) {
+            changes.retain(|(other, _)| *other != steps);
+            changes.push((steps, value));
+        }
     }
     let entries = match &root.val {
         Val::Table(entries) => entries.as_slice(),
         _ => &[],
     };
-    scenario(&cx, &Section { path: String::new(), entries, at: At::File(0) })
+    let mut loaded = scenario(&cx, &Section { path: String::new(), entries, at: At::File(0) })?;
+    let matching = || variants.iter().find(|variant| same_changes(&variant.sets, &changes));
+    if let Some(expected) = expected {
+        loaded.spec.prediction = expected;
+    } else if edits_prediction || changes.is_empty() {
+        // The file's prediction (as edited) applies.
+    } else if let Some(variant) = matching() {
+        loaded.spec.prediction = variant.prediction.clone();
+        loaded.spec.prediction.origin =
+            PredictionOrigin::Variant { name: variant.name.clone(), chosen: chosen.is_some() };
+    } else {
+        let mut changed: Vec<String> = Vec::new();
+        for (index, arg) in sets.iter().enumerate() {
+            if let Ok(steps) = parse_path(arg.split_once('=').map_or(arg.as_str(), |(path, _)| path).trim())
+                && !keeps_the_design(&steps)
+                && sets[index + 1..].iter().all(|later| later != arg)
+            {
+                changed.push(format!("--set {arg}"));
+            }
+        }
+        let listed = chosen
+            .map(|variant| format!("--variant {}", variant.name))
+            .into_iter()
+            .chain(changed.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        loaded.spec.prediction = Prediction {
+            verdict: Verdict::Holds,
+            findings: Vec::new(),
+            allow: Vec::new(),
+            why: format!(
+                "No prediction for this changed design ({listed}): the scenario's prediction is for its own design, \
+                 and no variant of it has exactly these settings, so the run is judged against \"holds\". Pass \
+                 --expect (holds, fails-closed, or the invariants, like I2,I4) or add a variant with its own prediction."
+            ),
+            origin: PredictionOrigin::Unpredicted {
+                variant: chosen.map(|variant| variant.name.clone()),
+                sets: changed,
+            },
+        };
+    }
+    Ok(loaded)
+}
+
+/// Whether a `--set` at this path leaves the design as the file gives it, so that the file's
+/// prediction still applies: the fault profile (how a sweep explores the same design), the
+/// `[check]` bound (how `handoff check` explores it), the run's horizon (a limit: a run it cuts is
+/// undecided), the `seed`, the scenario's name and description, the prediction and the variants
+/// themselves. Any other setting changes what is predicted about.
+fn keeps_the_design(steps: &[Step]) -> bool {
+    let key = |index: usize| match steps.get(index) {
+        Some(Step::Key(key)) => Some(key.as_str()),
+        _ => None,
+    };
+    matches!(
+        (key(0), key(1)),
+        (Some("fault_profile" | "check" | "seed" | "name" | "description" | "prediction" | "variants"), _)
+            | (Some("acceptance"), Some("horizon_ms"))
+    )
+}
+
+/// Whether a variant's settings are exactly these changes (each path once, the same values).
+fn same_changes(variant: &[(Vec<Step>, Item, At)], changes: &[(Vec<Step>, Item)]) -> bool {
+    variant.len() == changes.len()
+        && variant.iter().all(|(steps, value, _)| {
+            changes.iter().any(|(other, given)| other == steps && same_value(&value.val, &given.val))
+        })
+}
+
+/// Two values as a run reads them (a table's entries in any order).
+fn same_value(a: &Val, b: &Val) -> bool {
+    match (a, b) {
+        (Val::Str(a), Val::Str(b)) => a == b,
+        (Val::Int(a), Val::Int(b)) => a == b,
+        (Val::Float(a, _), Val::Float(b, _)) => a == b,
+        (Val::Bool(a), Val::Bool(b)) => a == b,
+        (Val::Array(a), Val::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_value(&a.val, &b.val))
+        }
+        (Val::Table(a), Val::Table(b)) => {
+            a.len() == b.len()
+                && a.iter().all(|entry| {
+                    b.iter().any(|other| other.key == entry.key && same_value(&entry.item.val, &other.item.val))
+                })
+        }
+        _ => false,
+    }
+}
+
+/// `--expect`: `holds`, `fails-closed`, or the invariants that must be violated (`I2,I4`); an
+/// invariant with a `?` may be violated (`I2,I3?`, `holds,I11?`).
+fn parse_expect(text: &str, variant: Option<String>) -> Result<Prediction, ScenarioError> {
+    let fail = |problem: String| ScenarioError { message: format!("--expect {text}: {problem}") };
+    let forms = "expected holds, fails-closed, or the invariants that must be violated, like I2,I4 (with a `?` for \
+                 one that may be: I2,I3?)";
+    let (mut verdict, mut findings, mut allow) = (None, Vec::new(), Vec::new());
+    for item in text.split(',').map(str::trim) {
+        match item {
+            "" => return Err(fail(format!("an empty item; {forms}"))),
+            "holds" | "fails-closed" => {
+                let given = if item == "holds" { Verdict::Holds } else { Verdict::FailsClosed };
+                if let Some(other) = verdict.replace(given) {
+                    return Err(fail(format!("{} and {item} both given; give one verdict", Verdict::name(other))));
+                }
+            }
+            _ => {
+                let (name, may) = item.strip_suffix('?').map_or((item, false), |name| (name.trim(), true));
+                let invariant =
+                    Invariant::parse(name).ok_or_else(|| fail(format!("unknown item `{item}`; {forms}")))?;
+                if !Invariant::CHECKED.contains(&invariant) {
+                    return Err(fail(format!("{invariant} ({}) is not checked by this version", invariant.name())));
+                }
+                if findings.contains(&invariant) || allow.contains(&invariant) {
+                    return Err(fail(format!("{invariant} is given twice")));
+                }
+                if may { allow.push(invariant) } else { findings.push(invariant) }
+            }
+        }
+    }
+    let verdict = match (verdict, findings.is_empty()) {
+        (Some(verdict), true) => verdict,
+        (None, false) => Verdict::Violated,
+        (Some(verdict), false) => {
+            return Err(fail(format!(
+                "{} says no invariant is violated, but {} must be; give one or the other",
+                verdict.name(),
+                findings.iter().map(Invariant::to_string).collect::<Vec<_>>().join(",")
+            )));
+        }
+        (None, true) => return Err(fail(format!("no verdict and no invariant that must be violated; {forms}"))),
+    };
+    findings.sort();
+    allow.sort();
+    Ok(Prediction {
+        verdict,
+        findings,
+        allow,
+        why: format!("Given on the command line: --expect {text}."),
+        origin: PredictionOrigin::Expect { text: text.to_string(), variant },
+    })
+}
+
+/// A `[variants.NAME]` of the file: settings (as `--set` would give them) and their prediction.
+struct Variant {
+    name: String,
+    sets: Vec<(Vec<Step>, Item, At)>,
+    prediction: Prediction,
+}
+
+/// `[variants.NAME]`: `set = { PATH = VALUE, ... }` and `[variants.NAME.prediction]`.
+fn variants(cx: &Cx, root: &Section) -> Res<Vec<Variant>> {
+    let Some(field) = root.get("variants") else { return Ok(Vec::new()) };
+    let table = cx.section(&field)?;
+    let mut variants: Vec<Variant> = Vec::new();
+    for entry in table.entries {
+        let variant = table.field(entry);
+        let s = cx.section(&variant)?;
+        s.check_keys(cx, "set prediction", "field")?;
+        let set =
+            s.need(cx, "set", "; a variant changes settings, e.g. set = { \"sink.apply\" = \"snapshot-epoch\" }")?;
+        let settings = cx.section(&set)?;
+        let mut sets: Vec<(Vec<Step>, Item, At)> = Vec::new();
+        flatten(cx, &settings, &mut Vec::new(), &mut sets)?;
+        if sets.is_empty() {
+            return cx.fail(&set, "names no setting; a variant changes at least one");
+        }
+        for (steps, _, at) in &sets {
+            // A variant changes the design, or the faults it is judged under: the same design
+            // under a wider `[fault_profile]` (every fault kind, say) may have a prediction of its
+            // own, taken with `--variant` only (a plain `--set fault_profile…` keeps the file's).
+            let faults = matches!(steps.first(), Some(Step::Key(key)) if key == "fault_profile");
+            if keeps_the_design(steps) && !faults {
+                return Err(cx.err(
+                    *at,
+                    &set.path,
+                    "a variant changes the design or the fault profile; the [check] bound, the horizon, the seed \
+                     and the prediction keep the scenario's prediction, so they are no variant's settings",
+                ));
+            }
+        }
+        if let Some(twin) = variants.iter().find(|other| {
+            same_changes(
+                &other.sets,
+                &sets.iter().map(|(steps, item, _)| (steps.clone(), item.clone())).collect::<Vec<_>>(),
+            )
+        }) {
+            return cx.fail(&set, format!("the same settings as variant `{}`: which prediction applies?", twin.name));
+        }
+        let prediction = Prediction {
+            origin: PredictionOrigin::Variant { name: entry.key.clone(), chosen: false },
+            ..prediction_table(
+                cx,
+                &cx.section(&s.need(cx, "prediction", "; add [variants.NAME.prediction] with verdict and why")?)?,
+            )?
+        };
+        variants.push(Variant { name: entry.key.clone(), sets, prediction });
+    }
+    Ok(variants)
+}
+
+/// A variant's `set` table as paths: a key is a path as `--set` takes it (`"sink.apply"`,
+/// `'connector."snapshot.mode"'`), and dotted keys (`sink.apply = …`) nest tables, which are
+/// walked to their values.
+fn flatten(cx: &Cx, s: &Section, prefix: &mut Vec<Step>, out: &mut Vec<(Vec<Step>, Item, At)>) -> Res<()> {
+    for entry in s.entries {
+        let field = s.field(entry);
+        let steps = parse_path(&entry.key)
+            .map_err(|problem| cx.err(field.at, &field.path, format!("malformed path: {problem}")))?;
+        let depth = prefix.len();
+        prefix.extend(steps);
+        match &entry.item.val {
+            Val::Table(entries) => {
+                flatten(cx, &Section { path: field.path.clone(), entries, at: entry.item.at }, prefix, out)?
+            }
+            _ => {
+                if out.iter().any(|(steps, _, _)| steps == prefix) {
+                    return cx.fail(&field, "is set twice");
+                }
+                out.push((prefix.clone(), entry.item.clone(), field.at));
+            }
+        }
+        prefix.truncate(depth);
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -191,6 +496,7 @@ fn convert_table(table: &DeTable<'_>, set: Option<usize>) -> Vec<Entry> {
 // ---------------------------------------------------------------------------------------------
 // `--set PATH=VALUE`
 
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Step {
     Key(String),
     Index(usize),
@@ -198,7 +504,8 @@ enum Step {
 
 const MAX_SET_DEPTH: usize = 32;
 
-fn apply_set(cx: &Cx, root: &mut Item, index: usize, arg: &str) -> Res<()> {
+/// Applies one `--set`; returns its path and value.
+fn apply_set(cx: &Cx, root: &mut Item, index: usize, arg: &str) -> Res<(Vec<Step>, Item)> {
     let at = At::Set(index);
     let Some((path, value)) = arg.split_once('=') else {
         return Err(cx.err(at, arg.trim(), "expected PATH=VALUE, e.g. sink.apply=naive-upsert"));
@@ -210,7 +517,8 @@ fn apply_set(cx: &Cx, root: &mut Item, index: usize, arg: &str) -> Res<()> {
         Ok(parsed) => convert(&parsed, Some(index)),
         Err(_) => Item { val: Val::Str(value.to_owned()), at },
     };
-    set_in(root, &steps, value).map_err(|(field, problem)| cx.err(at, &field, problem))
+    set_in(root, &steps, value.clone()).map_err(|(field, problem)| cx.err(at, &field, problem))?;
+    Ok((steps, value))
 }
 
 /// `a.b."c.d"[0].e`: keys (bare, or quoted without escapes), each followed by any number of `[n]`.
@@ -680,7 +988,7 @@ fn unknown_moment(name: &str) -> String {
 
 fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let known = "name description seed versions postgres table connector connect kafka sink workload fault \
-        fault_profile handoff failover acceptance prediction check schedule";
+        fault_profile handoff failover acceptance prediction check schedule variants";
     root.check_keys(cx, known, "field")?;
     let name = root.req(cx, "name", |field| cx.owned(field))?;
     let description = root.opt("description", String::new(), |field| cx.owned(field))?;
@@ -1810,17 +2118,24 @@ fn schedule<'t>(cx: &Cx, root: &Section<'t>, s: &Section<'t>, horizon: &Horizon)
 const MAX_CHECK_ROWS: u32 = 8;
 
 fn prediction(cx: &Cx, root: &Section) -> Res<Prediction> {
-    let s = cx.section(&root.need(cx, "prediction", "; add [prediction] with verdict and why")?)?;
+    prediction_table(cx, &cx.section(&root.need(cx, "prediction", "; add [prediction] with verdict and why")?)?)
+}
+
+/// A `[prediction]` table (the scenario's, or a variant's).
+fn prediction_table(cx: &Cx, s: &Section) -> Res<Prediction> {
     s.check_keys(cx, "verdict findings allow why", "field")?;
-    let verdict = s.need(cx, "verdict", "")?;
-    let holds = cx.choice(&verdict, &[("holds", true), ("violated", false)])?;
+    let verdict_field = s.need(cx, "verdict", "")?;
+    let verdict = cx.choice(&verdict_field, &Verdict::ALL.map(|verdict| (verdict.name(), verdict)))?;
     let findings = s.opt("findings", Vec::new(), |field| invariants(cx, field))?;
     let allow = s.opt("allow", Vec::new(), |field| invariants(cx, field))?;
     let findings_field = s.get("findings");
-    match (holds, findings.is_empty(), &findings_field) {
-        (true, false, Some(field)) => return cx.fail(field, "must be empty when verdict = \"holds\""),
-        (false, true, _) => {
-            let at = findings_field.as_ref().map_or(verdict.at, |field| field.at);
+    let verdict_at = verdict_field.at;
+    match (verdict, findings.is_empty(), &findings_field) {
+        (Verdict::Holds | Verdict::FailsClosed, false, Some(field)) => {
+            return cx.fail(field, format!("must be empty when verdict = \"{}\"", verdict.name()));
+        }
+        (Verdict::Violated, true, _) => {
+            let at = findings_field.as_ref().map_or(verdict_at, |field| field.at);
             return Err(cx.err(
                 at,
                 &s.field_path("findings"),
@@ -1838,7 +2153,7 @@ fn prediction(cx: &Cx, root: &Section) -> Res<Prediction> {
         "" => cx.fail(field, "must not be empty: say why the verdict follows"),
         why => Ok(why.to_owned()),
     })?;
-    Ok(Prediction { holds, findings, allow, why })
+    Ok(Prediction { verdict, findings, allow, why, origin: PredictionOrigin::File })
 }
 
 fn invariants(cx: &Cx, field: &Field) -> Res<Vec<Invariant>> {
@@ -2259,7 +2574,7 @@ fn write_acceptance(w: &mut Writer, spec: &Spec) {
 fn write_prediction(w: &mut Writer, spec: &Spec) {
     let prediction = &spec.prediction;
     w.table("prediction");
-    w.field("verdict", toml_string(if prediction.holds { "holds" } else { "violated" }));
+    w.field("verdict", toml_string(prediction.verdict.name()));
     w.field("findings", toml_strings(prediction.findings.iter().map(Invariant::to_string)));
     if !prediction.allow.is_empty() {
         w.field("allow", toml_strings(prediction.allow.iter().map(Invariant::to_string)));
@@ -2280,6 +2595,8 @@ fn check_read_back(text: &str, spec: &Spec, seed: u64) -> Result<(), String> {
     }
     let mut read = loaded.spec;
     read.connector_properties.clone_from(&spec.connector_properties);
+    // The written file's prediction is its own, whatever the run's came from.
+    read.prediction.origin.clone_from(&spec.prediction.origin);
     if read != *spec {
         let (written, read) = (format!("{spec:#?}"), format!("{read:#?}"));
         let difference = written.lines().zip(read.lines()).find(|(a, b)| a != b);

@@ -165,7 +165,8 @@ fn crash_for_test() -> ! {
 pub(crate) struct Job<'a> {
     workers: &'a Workers,
     scenario: &'a str,
-    sets: &'a [String],
+    /// The command-line arguments that load the sweep's scenario ([`crate::explore::choice_args`]).
+    args: &'a [String],
     fingerprint: &'a str,
     save: Option<&'a Path>,
     worker: Option<Worker>,
@@ -229,13 +230,13 @@ impl<'a> Job<'a> {
     pub(crate) fn start(
         workers: &'a Workers,
         scenario: &'a str,
-        sets: &'a [String],
+        args: &'a [String],
         fingerprint: &'a str,
     ) -> Result<Job<'a>, String> {
         let mut job = Job {
             workers,
             scenario,
-            sets,
+            args,
             fingerprint,
             save: None,
             worker: None,
@@ -247,7 +248,7 @@ impl<'a> Job<'a> {
     }
 
     fn start_worker(&self) -> Result<Worker, String> {
-        Worker::start(self.workers, self.sets, self.save, self.fingerprint)
+        Worker::start(self.workers, self.args, self.save, self.fingerprint)
     }
 
     /// A new worker, asked again what the last one left unanswered.
@@ -264,7 +265,7 @@ impl<'a> Job<'a> {
     }
 
     fn crash(&self, seed: u64, cause: CrashCause) -> Crash {
-        Crash { seed, cause, replay: replay_command(self.scenario, self.sets, seed) }
+        Crash { seed, cause, replay: replay_command(self.scenario, self.args, seed) }
     }
 
     /// Sends a request; its answer comes from [`Job::answer`] once the ones asked before it are in.
@@ -343,10 +344,11 @@ pub fn save_first_failures(
         return Ok(());
     }
     let fingerprint = fingerprint(spec);
+    let args = crate::explore::choice_args(&spec.prediction, sets);
     let mut job = Job {
         workers,
         scenario,
-        sets,
+        args: &args,
         fingerprint: &fingerprint,
         save: Some(dir),
         worker: None,
@@ -402,14 +404,14 @@ struct Watched {
 }
 
 impl Worker {
-    fn start(workers: &Workers, sets: &[String], save: Option<&Path>, fingerprint: &str) -> Result<Worker, String> {
+    fn start(workers: &Workers, args: &[String], save: Option<&Path>, fingerprint: &str) -> Result<Worker, String> {
         let mut command = Command::new(&workers.program);
         #[cfg(unix)]
         std::os::unix::process::CommandExt::arg0(&mut command, "handoff");
         command.arg(WORKER_COMMAND).arg(&workers.scenario);
-        for set in sets {
-            // One argument each, so that no value is taken for a flag.
-            command.arg(format!("--set={set}"));
+        for pair in args.chunks(2) {
+            // `--flag=VALUE`, one argument each, so that no value is taken for a flag.
+            command.arg(pair.join("="));
         }
         if let Some(dir) = save {
             command.arg("--save").arg(dir);

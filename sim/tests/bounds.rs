@@ -244,7 +244,7 @@ fn the_cli_reports_a_cut_run_as_undecided() {
     let output = handoff(&["run", &path, "--set", "acceptance.horizon_ms=300000"]);
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.contains("harness   RUN ENDED: it reached its horizon (t=300.000s"), "{text}");
-    assert!(text.contains("-> UNDECIDED: the run reached its horizon"), "{text}");
+    assert!(text.contains("\nprediction UNDECIDED: the run reached its horizon"), "{text}");
     // A sweep does not pass a cut run silently either.
     let output = handoff(&["explore", &path, "--seeds", "2", "--jobs", "1", "--set", "acceptance.horizon_ms=300000"]);
     let text = String::from_utf8_lossy(&output.stdout);

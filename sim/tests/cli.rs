@@ -18,7 +18,14 @@ fn a_held_prediction_exits_0_and_prints_the_report() {
     let output = handoff(&["run", &scenario("claims-restart-during-snapshot")]);
     assert_eq!(output.status.code(), Some(0));
     let text = String::from_utf8_lossy(&output.stdout);
-    for section in ["timeline", "findings (1)", "handoff record", "prediction", "HELD", "trace hash"] {
+    for section in [
+        "timeline",
+        "findings (1)",
+        "handoff record",
+        "prediction held: I2 no resurrection was violated, as predicted",
+        "from        the scenario's [prediction]",
+        "trace hash",
+    ] {
         assert!(text.contains(section), "missing {section}");
     }
     assert!(text.contains("I2 no resurrection, key 42"));
@@ -26,9 +33,25 @@ fn a_held_prediction_exits_0_and_prints_the_report() {
 
 #[test]
 fn a_prediction_that_does_not_hold_exits_1() {
-    let output = handoff(&["run", &scenario("claims-restart-during-snapshot"), "--set", "sink.apply=snapshot-epoch"]);
+    let output = handoff(&["run", &scenario("claims-restart-during-snapshot"), "--expect", "I2,I3"]);
     assert_eq!(output.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&output.stdout).contains("NOT HELD"));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains(
+            "prediction NOT held: predicted I3 monotonic apply to be violated, but the run did not violate it\n"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("from        --expect I2,I3\n"), "{text}");
+    let output = handoff(&["run", &scenario("claims-restart-during-snapshot"), "--expect", "holds"]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains(
+            "prediction NOT held: I2 no resurrection was violated, which the prediction neither requires nor allows\n"
+        ),
+        "{text}"
+    );
 }
 
 #[test]
@@ -107,7 +130,8 @@ fn explore_exits_1_on_an_unpredicted_finding_and_writes_json_lines_that_merge() 
     let mut files = Vec::new();
     for shard in ["1/2", "2/2"] {
         let args = ["explore", &scenario, "--start", "520", "--seeds", "6", "--shard", shard, "--jobs", "1"];
-        let output = handoff(&[&args[..], &["--set", "sink.apply=naive-upsert", "--json"]].concat());
+        // The naive sink's variant allows I3; this sweep expects I2 alone.
+        let output = handoff(&[&args[..], &["--set", "sink.apply=naive-upsert", "--expect", "I2", "--json"]].concat());
         let text = String::from_utf8_lossy(&output.stdout).to_string();
         let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("JSON line")).collect();
         assert_eq!(lines.len(), 4, "three runs and a summary");
@@ -116,14 +140,16 @@ fn explore_exits_1_on_an_unpredicted_finding_and_writes_json_lines_that_merge() 
         std::fs::write(&path, text).expect("write");
         files.push(path.display().to_string());
     }
-    // Seed 525 (in shard 2/2) violates I3, which the scenario does not predict.
+    // Seed 525 (in shard 2/2) violates I3, which the expectation does not name.
     let merged = handoff(&["merge", &files[0], &files[1]]);
     assert_eq!(merged.status.code(), Some(1));
     let text = String::from_utf8_lossy(&merged.stdout);
     assert!(
-        text.contains("I3 monotonic apply") && text.contains("NOT PREDICTED") && text.contains("--seed 525"),
+        text.contains("I3 monotonic apply") && text.contains("UNEXPECTED") && text.contains("--seed 525"),
         "{text}"
     );
+    // The replay commands repeat the expectation, so that a seed replays against it.
+    assert!(text.contains("--seed 525 --expect I2 --set 'sink.apply=naive-upsert'"), "{text}");
     assert!(text.contains("runs      6"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -186,7 +212,7 @@ fn check_explores_the_bound_and_narrates_the_shortest_counterexample() {
     assert!(text.contains("states    95931 generated, 42650 unique, max depth 40\n"), "{text}");
     let two = handoff(&["check", &scenario("claims-restart-during-snapshot"), "--threads", "2"]);
     assert!(String::from_utf8_lossy(&two.stdout).contains("states    95931 generated, 42650 unique, max depth "));
-    assert!(text.contains("I2 no resurrection                       COUNTEREXAMPLE  predicted"), "{text}");
+    assert!(text.contains("I2 no resurrection                       COUNTEREXAMPLE  violated, as predicted"), "{text}");
     assert!(text.contains("I1 no gap                                holds\n"), "{text}");
     assert!(text.contains("a crash hits an incomplete snapshot      reached"), "{text}");
     // The §4.4 story: the delete commits after the first snapshot read the row, the worker dies
@@ -200,8 +226,9 @@ fn check_explores_the_bound_and_narrates_the_shortest_counterexample() {
 #[test]
 fn check_reports_json_and_exits_1_when_the_prediction_is_wrong() {
     let path = scenario("claims-restart-during-snapshot");
-    let output = handoff(&["check", &path, "--set", "sink.apply=snapshot-epoch", "--json", "--threads", "1"]);
-    assert_eq!(output.status.code(), Some(1), "the prediction says I2 is violated; snapshot-epoch holds");
+    let args = ["check", &path, "--set", "sink.apply=snapshot-epoch", "--expect", "I2", "--json", "--threads", "1"];
+    let output = handoff(&args);
+    assert_eq!(output.status.code(), Some(1), "the expectation says I2 is violated; snapshot-epoch holds");
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
     assert_eq!(report["unique_states"], 42650);
     assert_eq!(report["complete"], true);
@@ -279,7 +306,7 @@ fn a_bound_cut_short_exits_3_and_says_why() {
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.contains("cut short by the state limit (--max-states 2000)"), "{text}");
     // I2 is predicted and not met yet: that is not known to be wrong.
-    assert!(text.contains("I2 no resurrection                       holds so far  the prediction says it is violated; not found before the cut"), "{text}");
+    assert!(text.contains("I2 no resurrection                       holds so far  PREDICTED BUT NOT FOUND before the cut (it may lie past it)"), "{text}");
     let output = handoff(&["check", &path, "--max-states", "2000", "--threads", "1", "--json"]);
     assert_eq!(output.status.code(), Some(3));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
@@ -294,7 +321,12 @@ fn a_bound_cut_short_exits_3_and_says_why() {
     let output = handoff(&args);
     let text = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(1), "{text}");
-    assert!(text.contains("I3 monotonic apply                       COUNTEREXAMPLE  NOT PREDICTED"), "{text}");
+    assert!(
+        text.contains(
+            "I3 monotonic apply                       COUNTEREXAMPLE  UNEXPECTED: the prediction neither requires nor allows it"
+        ),
+        "{text}"
+    );
     // The whole bound, as predicted: 0 (check_explores_the_bound_and_narrates_the_shortest_counterexample).
 }
 
@@ -423,8 +455,8 @@ fn a_counterexample_exported_by_check_replays_step_for_step_in_the_timed_lens() 
         assert!(text.contains("snapshot started (case B, slot already existed)"), "{text}");
     }
     // The same path with the sink that removes what a completed snapshot no longer has: the
-    // replay follows it and the resurrection is gone, so the prediction fails (exit 1).
-    let output = handoff(&["run", &file_text, "--set", "sink.apply=snapshot-epoch"]);
+    // replay follows it and the resurrection is gone, so expecting I2 fails (exit 1).
+    let output = handoff(&["run", &file_text, "--set", "sink.apply=snapshot-epoch", "--expect", "I2"]);
     let text = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(1), "{text}");
     assert!(text.contains("followed step for step") && text.contains("findings (0)"), "{text}");
@@ -758,7 +790,8 @@ fn short_runs_answered_in_batches_keep_every_seed_in_order_through_crashes() {
         .replace("\nend_ms = 60000\n", "\nend_ms = 2000\n");
     std::fs::write(&small, text).expect("write");
     let small = small.display().to_string();
-    let args = ["explore", &small, "--seeds", "300", "--jobs", "2", "--json"];
+    // At 20 rows no run shows the scenario's I2 (claim 42 is not there to delete): no finding.
+    let args = ["explore", &small, "--seeds", "300", "--jobs", "2", "--expect", "holds", "--json"];
     let clean = handoff(&args);
     assert_eq!(clean.status.code(), Some(0), "{}", String::from_utf8_lossy(&clean.stderr));
     let clean_lines = json_lines(&clean);

@@ -254,7 +254,7 @@ fn complete_scenario_reads_into_the_spec() {
     assert_eq!(spec.gate, GatePolicy::Rebuild);
     assert_eq!(spec.acceptance.timeout_ms, 600_000);
     assert_eq!(spec.acceptance.sample_size, 5);
-    assert!(!spec.prediction.holds);
+    assert_eq!(spec.prediction.verdict, handoff_models::spec::Verdict::Violated);
     assert_eq!(spec.prediction.findings, vec![Invariant::I2]);
     assert_eq!(spec.prediction.allow, vec![Invariant::I3, Invariant::I8]);
     assert_eq!(spec.prediction.why, "the kill lands between the marker ack and the flush");
@@ -287,7 +287,7 @@ fn minimal_scenario_takes_the_documented_defaults() {
     assert_eq!(spec.gate, GatePolicy::Off);
     assert_eq!(spec.acceptance.timeout_ms, 600_000);
     assert_eq!(spec.acceptance.sample_size, 20);
-    assert!(spec.prediction.holds);
+    assert_eq!(spec.prediction.verdict, handoff_models::spec::Verdict::Holds);
     assert!(spec.prediction.findings.is_empty() && spec.prediction.allow.is_empty());
 }
 

@@ -12,7 +12,7 @@ use handoff_models::postgres::table::{ReplicaIdentity, RowOp};
 use handoff_models::sink::ApplyRule;
 use handoff_models::spec::{
     Acceptance, Background, CheckBound, Fault, FaultAction, FaultKind, FaultProfile, HandoffMethod, Invariant, Moment,
-    Prediction, ScriptedTxn, Spec, TableSetup, Trigger,
+    Prediction, PredictionOrigin, ScriptedTxn, Spec, TableSetup, Trigger, Verdict,
 };
 use handoff_models::world::{OperateWhile, Operation};
 use handoff_sim::scenario::{Loaded, load, load_str, to_toml};
@@ -202,7 +202,8 @@ fn everything() -> Spec {
         gate: GatePolicy::FailClosed,
         acceptance: Acceptance { timeout_ms: 300_000, sample_size: 5, horizon_ms: 7_200_000 },
         prediction: Prediction {
-            holds: false,
+            verdict: Verdict::Violated,
+            origin: PredictionOrigin::File,
             findings: vec![Invariant::I2, Invariant::I4],
             allow: vec![Invariant::I3],
             why: "Several reasons.\nThe second line ends in a quote: \"".into(),
@@ -595,7 +596,7 @@ prop_compose! {
         spec.connector_properties.remove("max.queue.size");
         spec.handoff = plain_read.map_or(HandoffMethod::ConnectorSnapshot, |read_at_ms| HandoffMethod::PlainRead { read_at_ms });
         if holds {
-            spec.prediction.holds = true;
+            spec.prediction.verdict = Verdict::Holds;
             spec.prediction.findings.clear();
         }
         (spec, seed)
