@@ -8,8 +8,11 @@
 //!   the committable snapshot, write it to the offsets topic, wait `offset.flush.timeout.ms` for the
 //!   acknowledgement; on success call `SourceTask.commit()`, on timeout put the offsets back and do
 //!   not call it. An empty flush also counts as success.
-//! - §1.4 a hard kill loses everything volatile: the restarted task reads the last flushed offset
-//!   and everything after it is produced again.
+//! - §1.4 a hard kill of the worker process loses everything volatile: the restarted task reads
+//!   the last flushed offset and everything after it is produced again.
+//! - A task failure is not a process death: `AbstractWorkerSourceTask.execute` catches the
+//!   exception and runs `finalOffsetCommit(true)` unless the task was cancelled (§1.5), so the
+//!   acknowledged prefix is committed before the task is FAILED (`kill-connector-task`).
 //! - §1.5 a graceful stop: the poll in progress ends, in-flight records are awaited up to
 //!   `offset.flush.timeout.ms`, the final offsets are committed, `commit()` is called, then the
 //!   task's `stop()` (Debezium confirms the stored offset once and closes its connections).
@@ -18,7 +21,11 @@
 //! - Debezium's `poll()` waits up to `poll.interval.ms` for a full batch; on the poll after
 //!   `commit()` it first re-reads the stored offset and confirms it to the slot (`debezium.rs`).
 //!
-//! The connector's target state (RUNNING / STOPPED) is durable (the config topic). Left out:
+//! The connector's target state (RUNNING / STOPPED) is durable: `PUT .../stop` and `.../resume`
+//! write it to the config topic (`KafkaConfigBackingStore.putTargetState`; STOPPED is KIP-875's),
+//! so it survives a worker's death ([`Component::crash`] keeps it), and a restarting worker reads
+//! it back and starts no task of a STOPPED connector (`Worker.startConnector` honours the
+//! `TargetState`). A REST call needs a reachable worker. Left out:
 //! group membership and rebalancing (`scheduled.rebalance.max.delay.ms`), exactly-once support,
 //! `errors.tolerance`, the 5 s graceful-shutdown deadline and orphaned tasks.
 
@@ -29,6 +36,7 @@ use crate::ids::Node;
 use crate::observe::Observation;
 use crate::protocol::{Control, KafkaReply, KafkaRequest, Msg, RestReply, RestRequest};
 use crate::shared::{Fixed, Shared};
+use crate::spec::FaultAction;
 use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -110,6 +118,12 @@ struct TaskRuntime {
     commit_requested: bool,
     /// A poll is blocked reading the stored offset for `performCommit()`.
     poll_blocked: bool,
+    /// The task threw an exception: its send loop ended and its final offset commit runs; it
+    /// ends FAILED, not stopped.
+    failing: bool,
+    /// `POST /connectors/<name>/tasks/0/restart` came while the failing task was still
+    /// committing: the herder starts the task anew once the old one has stopped.
+    restart_requested: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -210,6 +224,8 @@ impl ConnectWorker {
             poll_armed: false,
             commit_requested: false,
             poll_blocked: false,
+            failing: false,
+            restart_requested: false,
         });
         let connector = self.debezium.name.clone();
         self.request(ctx, Pending::StartOffsets, KafkaRequest::ReadSourceOffset { connector });
@@ -501,10 +517,12 @@ impl ConnectWorker {
                 if then_stop {
                     let mut task = self.volatile.task.take().expect("task present");
                     task.debezium.get_mut().stop(ctx);
-                    ctx.observe(Observation::TaskStopped { graceful: true });
-                    // A resume that came while the task was stopping: the herder starts the task
-                    // anew once the old one has stopped.
-                    if self.target_state == TargetState::Running {
+                    ctx.observe(Observation::TaskStopped { graceful: !task.failing });
+                    // A resume (or, for a failed task, a restart) that came while the task was
+                    // stopping: the herder starts the task anew once the old one has stopped.
+                    let start_again = if task.failing { task.restart_requested } else { true };
+                    self.task_died = task.failing && !task.restart_requested;
+                    if self.target_state == TargetState::Running && start_again {
                         self.start_task(ctx);
                     }
                 } else {
@@ -525,24 +543,51 @@ impl ConnectWorker {
         }
     }
 
-    /// The task dies: no final offset commit, no `stop()` commit; its connections close with it.
-    fn kill_task(&mut self, ctx: &mut Ctx) {
-        let Some(mut task) = self.volatile.task.take() else { return };
-        task.debezium.get_mut().stop(ctx);
-        self.volatile.pending.clear();
-        for timer in [
-            Timer::PollReturns,
-            Timer::OffsetFlush,
-            Timer::OffsetFlushTimeout,
-            Timer::StopTimeout,
-            Timer::TaskRestart,
-            Timer::SlotInfoRetry,
-            Timer::Heartbeat,
-        ] {
-            ctx.cancel_timer(timer);
+    /// The task throws an exception (`kill-connector-task`). `AbstractWorkerSourceTask.execute`
+    /// catches it and, unless the task was cancelled, runs `finalOffsetCommit(true)`:
+    /// `WorkerSourceTask` awaits the in-flight records (up to `offset.flush.timeout.ms`), commits
+    /// the offsets of the acknowledged prefix and calls `SourceTask.commit()`; `close()` then calls
+    /// `SourceTask.stop()` (Debezium's last commit from the stored offset) and the task is FAILED
+    /// until `POST /connectors/<name>/tasks/0/restart`. Only the death of the worker process
+    /// ([`Component::crash`]) loses uncommitted offsets. A task still starting has nothing
+    /// submitted: it ends at once.
+    fn fail_task(&mut self, ctx: &mut Ctx) {
+        let Some(task) = self.volatile.task.as_mut() else {
+            let reason = match self.status() {
+                "STOPPED" => "the connector is STOPPED: no task runs",
+                "FAILED" => "the task has already failed and waits for a restart",
+                _ => "no task runs",
+            };
+            ctx.observe(Observation::FaultRefused {
+                action: FaultAction::KillConnectorTask { restart_after_ms: None },
+                reason: reason.into(),
+            });
+            return;
+        };
+        ctx.observe(Observation::TaskFailing {
+            committing: matches!(task.state, TaskState::Running | TaskState::Stopping),
+        });
+        match task.state {
+            TaskState::Running => {
+                self.graceful_stop(ctx);
+                if let Some(task) = self.volatile.task.as_mut() {
+                    task.failing = true;
+                }
+            }
+            TaskState::Stopping => task.failing = true,
+            TaskState::Starting | TaskState::Failed => {
+                let mut task = self.volatile.task.take().expect("task present");
+                task.debezium.get_mut().stop(ctx);
+                self.volatile.pending.retain(|(_, purpose, _)| !matches!(purpose, Pending::StartOffsets));
+                for timer in
+                    [Timer::PollReturns, Timer::OffsetFlush, Timer::TaskRestart, Timer::SlotInfoRetry, Timer::Heartbeat]
+                {
+                    ctx.cancel_timer(timer);
+                }
+                self.task_died = true;
+                ctx.observe(Observation::TaskStopped { graceful: false });
+            }
         }
-        self.task_died = true;
-        ctx.observe(Observation::TaskStopped { graceful: false });
     }
 
     fn on_rest(&mut self, ctx: &mut Ctx, from: Node, request: RestRequest) {
@@ -576,9 +621,15 @@ impl ConnectWorker {
             }
             RestRequest::Status => RestReply::Status { state: self.status().into() },
             RestRequest::RestartTask => {
-                if self.target_state == TargetState::Running && self.volatile.task.is_none() {
-                    self.task_died = false;
-                    self.start_task(ctx);
+                if self.target_state == TargetState::Running {
+                    match self.volatile.task.as_mut() {
+                        None => {
+                            self.task_died = false;
+                            self.start_task(ctx);
+                        }
+                        Some(task) if task.failing => task.restart_requested = true,
+                        Some(_) => {}
+                    }
                 }
                 RestReply::Ok
             }
@@ -632,7 +683,7 @@ impl Component for ConnectWorker {
         match msg {
             Msg::KafkaReply { request_id, reply } => self.on_kafka_reply(ctx, request_id, reply),
             Msg::Rest { request } => self.on_rest(ctx, from, request),
-            Msg::Control(Control::KillTask) => self.kill_task(ctx),
+            Msg::Control(Control::KillTask) => self.fail_task(ctx),
             Msg::SqlReply { .. } | Msg::ReplReply { .. } => {
                 let Some(task) = self.volatile.task.as_mut() else { return };
                 if task.state == TaskState::Running {

@@ -148,7 +148,15 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             "promoted to primary: timeline {timeline} starts at {switch_lsn}; logical slots here: {}",
             if slots.is_empty() { "none".to_string() } else { slots.join(", ") }
         ),
-        Observation::WorkerStarted { target_state } => format!("worker started; connector target state {target_state}"),
+        Observation::WorkerStarted { target_state } => {
+            if target_state == "RUNNING" {
+                format!("worker started; connector target state {target_state}")
+            } else {
+                format!(
+                    "worker started; connector target state {target_state} (read back from the config topic): no task starts"
+                )
+            }
+        }
         Observation::TaskStarted { offset } => match offset {
             Some(offset) => format!("task started; stored offset {offset}"),
             None => "task started; no stored offset".into(),
@@ -226,12 +234,28 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             format!("retriable error ({reason}); restarting in {}.{:03}s", after_ms / 1000, after_ms % 1000)
         }
         Observation::TaskStopped { graceful } => {
-            if *graceful {
-                "task stopped gracefully (final offsets committed)".into()
+            if !*graceful {
+                "task FAILED after its final offset commit; it waits for a restart (POST /connectors/<name>/tasks/0/restart)"
+                    .into()
             } else {
-                "task died (no final offset commit); status FAILED".into()
+                "task stopped gracefully (final offsets committed)".into()
             }
         }
+        Observation::TaskFailing { committing } => {
+            if *committing {
+                "task threw an exception: its send loop ends; Connect awaits the records in flight (up to \
+                 offset.flush.timeout.ms) and commits the offsets Kafka acknowledged (finalOffsetCommit)"
+                    .into()
+            } else {
+                "task threw an exception while starting: nothing submitted, nothing to commit".into()
+            }
+        }
+        Observation::RestUnanswered { request, retry_after_ms } => format!(
+            "{request}: no Connect worker answers (connection refused); calling again every {}.{:03}s until one does",
+            retry_after_ms / 1000,
+            retry_after_ms % 1000
+        ),
+        Observation::RestAnswered { request } => format!("{request}: answered by the Connect worker"),
         Observation::Appended { records } => {
             let topic = records.first().map(|r| names.topic(r.tp.topic)).unwrap_or_default();
             format!("appended {} record(s) to {topic} [{}]", records.len(), partitions_summary(records))
@@ -293,6 +317,11 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
         ),
         Observation::OperatorAction { action } => action.clone(),
         Observation::Fault { action } => format!("FAULT: {action}"),
+        Observation::FaultRefused { action, reason } => format!("FAULT REFUSED: {action}: {reason}"),
+        Observation::OperatorWaits { procedure, behind } => {
+            format!("{procedure} waits its turn: {behind} is under way; it runs when that ends")
+        }
+        Observation::OperatorResumesWaiting { procedure } => format!("{procedure} runs now (it waited its turn)"),
         Observation::Restarted { .. } => "process restarted".into(),
         Observation::Moment { name } => format!("moment reached: {name}"),
     })

@@ -306,6 +306,8 @@ pub enum Observation {
         reason: String,
         after_ms: u64,
     },
+    /// The task ended: stopped gracefully, or not (`graceful: false`: it threw an exception and
+    /// is FAILED until restarted). Either way its final offset commit has run.
     TaskStopped {
         graceful: bool,
     },
@@ -374,6 +376,37 @@ pub enum Observation {
     /// A named model moment was reached (what fault and workload triggers wait for).
     Moment {
         name: String,
+    },
+
+    // Later additions stay at the end, so that the trace hashes of runs without them do not move.
+    /// The task threw an exception (`kill-connector-task`); `committing`: its send loop ended
+    /// and its final offset commit runs (a task still starting has nothing to commit).
+    TaskFailing {
+        committing: bool,
+    },
+    /// A REST call found no worker to answer it (connection refused, or the connection broke);
+    /// the caller tries again every `retry_after_ms`.
+    RestUnanswered {
+        request: String,
+        retry_after_ms: u64,
+    },
+    /// A REST call refused before has been answered at last.
+    RestAnswered {
+        request: String,
+    },
+    /// A fault that could not take effect where the run stood, and why (it did nothing).
+    FaultRefused {
+        action: FaultAction,
+        reason: String,
+    },
+    /// An operator's procedure that arrived while another one ran: it waits its turn.
+    OperatorWaits {
+        procedure: String,
+        behind: String,
+    },
+    /// A procedure that waited now runs.
+    OperatorResumesWaiting {
+        procedure: String,
     },
 }
 

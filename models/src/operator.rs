@@ -57,10 +57,29 @@ pub struct Operator {
     last: Option<(Node, Msg)>,
     /// The recovery runbook is running (no gate decision: the offsets go, the slot goes).
     rebuilding: bool,
+    /// Procedures that arrived while another one ran, in order: each runs when the one before
+    /// it ends (a person at the console finishes one procedure before starting the next).
+    waiting: Vec<Control>,
+    /// The REST call under way was refused (the worker was down) and is being retried.
+    rest_refused: bool,
 }
 
 /// Polling interval for the connector's status while it stops.
 const STATUS_POLL_MS: u64 = 500;
+
+/// How soon the operator's REST client calls again after a refused connection.
+pub const REST_RETRY_MS: u64 = 100;
+
+/// A REST call as the operator makes it, for people.
+fn rest_call(request: &RestRequest, connector: &str) -> String {
+    match request {
+        RestRequest::Stop => format!("PUT /connectors/{connector}/stop"),
+        RestRequest::Resume => format!("PUT /connectors/{connector}/resume"),
+        RestRequest::DeleteOffsets => format!("DELETE /connectors/{connector}/offsets"),
+        RestRequest::Status => format!("GET /connectors/{connector}/status"),
+        RestRequest::RestartTask => format!("POST /connectors/{connector}/tasks/0/restart"),
+    }
+}
 
 impl Operator {
     pub fn new(policy: GatePolicy, connector: String, slot_name: String) -> Operator {
@@ -74,6 +93,38 @@ impl Operator {
             next_session: 1,
             last: None,
             rebuilding: false,
+            waiting: Vec::new(),
+            rest_refused: false,
+        }
+    }
+
+    /// A procedure, for people.
+    fn procedure(control: &Control) -> &'static str {
+        match control {
+            Control::FailoverHappened => "the failover gate",
+            Control::Rebuild => "rebuild-connector (the recovery runbook)",
+            Control::RecreateSlot => "recreate-slot",
+            _ => "an operator's action",
+        }
+    }
+
+    /// The procedure under way, for people.
+    fn current_procedure(&self) -> &'static str {
+        match self.step {
+            Step::RecreateDropping | Step::RecreateCreating => "recreate-slot",
+            _ if self.rebuilding => "rebuild-connector (the recovery runbook)",
+            _ => "the failover gate",
+        }
+    }
+
+    /// The procedure under way has ended: the next one waiting, if any, runs now.
+    fn finish(&mut self, ctx: &mut Ctx) {
+        self.step = Step::Done;
+        self.rebuilding = false;
+        if !self.waiting.is_empty() {
+            let next = self.waiting.remove(0);
+            ctx.observe(Observation::OperatorResumesWaiting { procedure: Operator::procedure(&next).into() });
+            self.on_message(ctx, Node::Operator, Msg::Control(next));
         }
     }
 
@@ -157,8 +208,8 @@ impl Operator {
                 self.rest(ctx, RestRequest::DeleteOffsets);
             }
             GateVerdict::FailClosed => {
-                self.step = Step::Done;
                 self.action(ctx, "fail closed: the connector stays stopped");
+                self.finish(ctx);
             }
         }
     }
@@ -168,6 +219,26 @@ impl Component for Operator {
     fn start(&mut self, _ctx: &mut Ctx) {}
 
     fn on_message(&mut self, ctx: &mut Ctx, _from: Node, msg: Msg) {
+        if let Msg::Control(control @ (Control::RecreateSlot | Control::Rebuild | Control::FailoverHappened)) = &msg
+            && self.is_busy()
+        {
+            if *control == Control::FailoverHappened && self.policy == GatePolicy::Off {
+                return; // no gate to run
+            }
+            ctx.observe(Observation::OperatorWaits {
+                procedure: Operator::procedure(control).into(),
+                behind: self.current_procedure().into(),
+            });
+            self.waiting.push(control.clone());
+            return;
+        }
+        if self.rest_refused
+            && matches!(msg, Msg::RestReply { .. })
+            && let Some((_, Msg::Rest { request })) = &self.last
+        {
+            self.rest_refused = false;
+            ctx.observe(Observation::RestAnswered { request: rest_call(request, &self.connector) });
+        }
         match (self.step.clone(), msg) {
             (Step::Idle | Step::Done, Msg::Control(Control::RecreateSlot)) => {
                 self.step = Step::RecreateDropping;
@@ -184,7 +255,7 @@ impl Component for Operator {
                 let slot = self.slot_name.clone();
                 self.sql(ctx, SqlRequest::CreateSlot { slot, plugin: "pgoutput".into() });
             }
-            (Step::RecreateCreating, Msg::SqlReply { .. }) => self.step = Step::Done,
+            (Step::RecreateCreating, Msg::SqlReply { .. }) => self.finish(ctx),
             (Step::Idle | Step::Done, Msg::Control(Control::Rebuild)) => {
                 self.rebuilding = true;
                 self.step = Step::Stopping;
@@ -211,7 +282,8 @@ impl Component for Operator {
                 } else if state == "STOPPED" {
                     self.step = Step::ReadingOffset;
                     let connector = self.connector.clone();
-                    ctx.send(
+                    self.send(
+                        ctx,
                         Node::Kafka,
                         Msg::Kafka { request_id: 1, request: KafkaRequest::ReadSourceOffset { connector } },
                     );
@@ -253,10 +325,7 @@ impl Component for Operator {
                 self.action(ctx, "rebuild: resume the connector (a new snapshot on a new slot)");
                 self.rest(ctx, RestRequest::Resume);
             }
-            (Step::Resuming, Msg::RestReply { .. }) => {
-                self.step = Step::Done;
-                self.rebuilding = false;
-            }
+            (Step::Resuming, Msg::RestReply { .. }) => self.finish(ctx),
             (_, Msg::SqlReply { session, .. }) => {
                 ctx.send(Node::Postgres, Msg::Sql { session, request: SqlRequest::Close });
             }
@@ -278,9 +347,27 @@ impl Component for Operator {
     }
 
     fn on_connection_lost(&mut self, ctx: &mut Ctx, peer: Node) {
-        // A step whose request was lost is tried again in a second.
-        if !matches!(self.step, Step::Idle | Step::Done) && self.last.as_ref().is_some_and(|(to, _)| *to == peer) {
-            ctx.set_timer(Timer::OperatorRetry, 1_000);
+        if matches!(self.step, Step::Idle | Step::Done) {
+            return;
+        }
+        match &self.last {
+            // A REST call to a worker that is down is refused at once (the REST server is gone
+            // with the process); the operator's client tries again shortly, so the call lands as
+            // soon as the restarted worker listens: before its task's first poll returns
+            // (`poll.interval.ms` after the task starts).
+            Some((Node::Connect, Msg::Rest { request })) if peer == Node::Connect => {
+                if !self.rest_refused {
+                    self.rest_refused = true;
+                    ctx.observe(Observation::RestUnanswered {
+                        request: rest_call(request, &self.connector),
+                        retry_after_ms: REST_RETRY_MS,
+                    });
+                }
+                ctx.set_timer(Timer::OperatorRetry, REST_RETRY_MS);
+            }
+            // Another step whose request was lost is tried again in a second.
+            Some((to, _)) if *to == peer => ctx.set_timer(Timer::OperatorRetry, 1_000),
+            _ => {}
         }
     }
 

@@ -177,6 +177,9 @@ pub fn text(spec: &Spec, scenario: &str, result: &RunResult) -> String {
     for unfired in &result.unfired {
         let _ = writeln!(out, "  note: trigger never fired: {unfired}");
     }
+    for note in &result.fault_notes {
+        let _ = writeln!(out, "  note: fault {note}");
+    }
     if let Some(schedule) = &spec.schedule {
         if result.departures.is_empty() {
             let _ = writeln!(
@@ -296,6 +299,7 @@ pub fn json(spec: &Spec, scenario: &str, result: &RunResult) -> serde_json::Valu
             }
         }),
         "unfired_triggers": result.unfired,
+        "fault_notes": result.fault_notes,
         "schedule_departures": result.departures,
         "timeline": timeline(spec, result),
     })

@@ -47,6 +47,7 @@ use handoff_models::spec::{Fault, FaultAction, Invariant, Moment, Spec, Trigger}
 use handoff_models::time::SimTime;
 use handoff_models::verdict::{self, Judgement};
 use handoff_models::world::{Action as WorldAction, World};
+use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -104,11 +105,39 @@ struct Recorder {
     max_items: u64,
     checkers: Checkers,
     coverage: Coverage,
+    /// Faults that did not take effect at once: refused, or waiting their turn.
+    fault_notes: Vec<FaultNote>,
+}
+
+/// A fault that did not simply take effect when it came (kept in sweeps too: it explains a run).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FaultNote {
+    pub at_ms: u64,
+    /// The fault, or the operator's procedure, as the timeline names it.
+    pub fault: String,
+    /// `refused` (it did nothing) or `waited` (it ran once the procedure before it ended).
+    pub outcome: &'static str,
+    pub reason: String,
+}
+
+impl std::fmt::Display for FaultNote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} at {}: {} ({})", self.fault, SimTime(self.at_ms), self.outcome, self.reason)
+    }
 }
 
 impl Recorder {
     fn new(trace: Option<Vec<TraceEvent>>, checkers: Checkers, max_items: u64) -> Recorder {
-        Recorder { trace, hasher: Fnv::new(), events: 0, items: 0, max_items, checkers, coverage: Coverage::default() }
+        Recorder {
+            trace,
+            hasher: Fnv::new(),
+            events: 0,
+            items: 0,
+            max_items,
+            checkers,
+            coverage: Coverage::default(),
+            fault_notes: Vec::new(),
+        }
     }
 
     /// Records an event; returns whether this event took the trace past its budget.
@@ -119,6 +148,21 @@ impl Recorder {
         self.items = before.saturating_add(event.observation.trace_items());
         self.checkers.observe(&event);
         self.coverage.observe(&event);
+        match &event.observation {
+            Observation::FaultRefused { action, reason } => self.fault_notes.push(FaultNote {
+                at_ms: event.at.ms(),
+                fault: action.to_string(),
+                outcome: "refused",
+                reason: reason.clone(),
+            }),
+            Observation::OperatorWaits { procedure, behind } => self.fault_notes.push(FaultNote {
+                at_ms: event.at.ms(),
+                fault: procedure.clone(),
+                outcome: "waited",
+                reason: format!("{behind} was under way; it ran when that ended"),
+            }),
+            _ => {}
+        }
         if let Some(trace) = self.trace.as_mut() {
             trace.push(event);
         }
@@ -272,6 +316,8 @@ pub struct RunResult {
     pub coverage: BTreeSet<Mark>,
     /// Triggers that never fired (their moment never came).
     pub unfired: Vec<String>,
+    /// Faults refused where the run stood, or that waited their turn.
+    pub fault_notes: Vec<FaultNote>,
     /// Where the run did not follow its scenario's `[schedule]` (empty when it did, or has none).
     pub departures: Vec<String>,
     /// The trace's size in trace items ([`Observation::trace_items`]): what the run held.
@@ -412,6 +458,7 @@ fn finish(spec: &Spec, seed: u64, options: RunOptions, outcome: Outcome) -> RunR
         boundary,
         trace,
         coverage: recorder.coverage.marks,
+        fault_notes: std::mem::take(&mut recorder.fault_notes),
         unfired,
         departures,
     }
@@ -863,8 +910,27 @@ impl Harness<'_> {
                         | FaultAction::KillConnectorTask { .. }
                 );
                 let absent = !self.nodes.contains_key(&target) || self.down.contains(&target);
-                if needs_process && absent || target == Node::Connect && !self.nodes.contains_key(&Node::Connect) {
-                    return; // nothing to act on: the process is down or not started
+                let refused = if target == Node::Connect && !self.nodes.contains_key(&Node::Connect) {
+                    Some("the Connect worker has not started yet")
+                } else if needs_process && absent {
+                    Some(match (fault, target) {
+                        (FaultAction::StopConnector { .. }, _) => {
+                            "the Connect worker is down: the REST call is refused (connection refused)"
+                        }
+                        (FaultAction::KillConnectorTask { .. }, _) => "the Connect worker is down: no task runs",
+                        (_, Node::Connect) => "the Connect worker is already down",
+                        _ => "the primary is already down",
+                    })
+                } else if let FaultAction::Clog { between: (a, b), .. } = fault
+                    && [a, b].iter().any(|node| *node != Node::Postgres && !self.nodes.contains_key(node))
+                {
+                    Some("one of the two processes is not part of this system")
+                } else {
+                    None
+                };
+                if let Some(reason) = refused {
+                    self.observe(target, Observation::FaultRefused { action: fault, reason: reason.into() });
+                    return;
                 }
                 self.observe(target, Observation::Fault { action: fault });
                 match fault {

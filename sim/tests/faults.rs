@@ -169,3 +169,226 @@ fn a_resume_sent_to_a_worker_that_never_comes_back_is_given_up_and_the_run_ends(
     assert!(!result.boundary.reached, "nothing restarts the worker: {}", result.boundary.reason);
     assert!(result.sim_time_ms < 200_000, "the run ends instead of retrying forever: {}", result.sim_time_ms);
 }
+
+#[test]
+fn a_task_failure_commits_what_kafka_acknowledged_and_replays_nothing() {
+    // The same drill as the hard kill above: a task that throws (the worker lives on) runs its
+    // final offset commit (AbstractWorkerSourceTask.execute: finalOffsetCommit(true)), so its
+    // restart replays nothing and the naive sink never goes back to an older version.
+    let result = replay("kill-connector-task", "restart_after_ms");
+    assert_eq!(result.violated(), vec![], "{:?}", result.findings);
+    let ends: Vec<&Observation> = result
+        .trace
+        .iter()
+        .map(|e| &e.observation)
+        .filter(|o| {
+            matches!(
+                o,
+                Observation::TaskFailing { .. }
+                    | Observation::OffsetsCommitted { .. }
+                    | Observation::TaskStopped { .. }
+            )
+        })
+        .collect();
+    assert!(
+        ends.windows(3).any(|w| matches!(
+            w,
+            [
+                Observation::TaskFailing { committing: true },
+                Observation::OffsetsCommitted { offset: Some(_) },
+                Observation::TaskStopped { graceful: false }
+            ]
+        )),
+        "the failing task commits, then is FAILED: {ends:?}"
+    );
+    assert!(result.boundary.reached, "{}", result.boundary.reason);
+}
+
+#[test]
+fn a_task_failure_at_the_completion_marker_stores_it_and_a_worker_crash_does_not() {
+    let (spec, seed) = common::load("claims-task-failure-at-completion-marker", &[]);
+    let result = common::run(&spec, seed);
+    assert!(result.prediction_held, "{:?}", result.findings);
+    assert_eq!(result.violated(), vec![]);
+    let failed_at = result
+        .trace
+        .iter()
+        .position(|e| matches!(e.observation, Observation::TaskFailing { committing: true }))
+        .expect("the task fails");
+    let after = &result.trace[failed_at..];
+    assert!(
+        after.iter().any(|e| matches!(&e.observation,
+            Observation::OffsetsCommitted { offset: Some(offset) } if offset.snapshot_completed || offset.lsn_proc.is_some())),
+        "the final commit stores the marker's position"
+    );
+    assert!(
+        !after.iter().any(|e| matches!(e.observation, Observation::SnapshotStarted { .. })),
+        "the restarted task resumes the stream: no second snapshot"
+    );
+    // A worker crash at the same moment loses the uncommitted offsets: the restart snapshots
+    // again from past the delete of claim 42, which is resurrected.
+    let (spec, seed) =
+        common::load("claims-task-failure-at-completion-marker", &["fault[0].action=kill-connect-worker"]);
+    let crashed = common::run(&spec, seed);
+    assert_eq!(crashed.violated(), vec![handoff_models::spec::Invariant::I2], "{:?}", crashed.findings);
+}
+
+#[test]
+fn a_slot_recreation_during_the_failover_gate_waits_its_turn_and_then_runs() {
+    let (spec, seed) = common::load("claims-failover-recreate-slot-during-gate", &[]);
+    let result = common::run(&spec, seed);
+    assert!(result.prediction_held, "{:?}", result.findings);
+    let operator: Vec<&Observation> =
+        result.trace.iter().filter(|e| e.node == handoff_models::ids::Node::Operator).map(|e| &e.observation).collect();
+    let waits = operator.iter().position(|o| matches!(o, Observation::OperatorWaits { .. })).expect("it waits");
+    let gate = operator.iter().position(|o| matches!(o, Observation::GateChecked { .. })).expect("the gate decides");
+    let runs =
+        operator.iter().position(|o| matches!(o, Observation::OperatorResumesWaiting { .. })).expect("then it runs");
+    assert!(waits < gate && gate < runs, "{operator:?}");
+    assert!(
+        matches!(operator.get(runs + 1), Some(Observation::OperatorAction { action }) if action.starts_with("drop slot")),
+        "the recreation drops the slot once the gate has ended: {operator:?}"
+    );
+    // The run's JSON says so.
+    assert_eq!(result.fault_notes.len(), 1, "{:?}", result.fault_notes);
+    assert_eq!(result.fault_notes[0].outcome, "waited");
+    let json = handoff_sim::report::json(&spec, "s.toml", &result);
+    assert_eq!(json["fault_notes"][0]["fault"], "recreate-slot", "{}", json["fault_notes"]);
+}
+
+#[test]
+fn a_fault_that_cannot_act_is_refused_with_a_reason() {
+    // A task failure while the worker is down: nothing to fail. It is refused, in the timeline
+    // and in the run's notes, instead of vanishing.
+    let text = replay_text().replace("ACTION", "kill-connect-worker").replace("DELAY", "restart_after_ms").replace(
+        "[prediction]",
+        "[[fault]]\nat = \"72s\"\naction = \"kill-connector-task\"\nrestart_after_ms = 1000\n[prediction]",
+    );
+    let spec = common::load_text(&text);
+    let result = common::run(&spec, 1);
+    let refused: Vec<&String> = result
+        .trace
+        .iter()
+        .filter_map(|e| match &e.observation {
+            Observation::FaultRefused { reason, .. } => Some(reason),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(refused, vec!["the Connect worker is down: no task runs"]);
+    assert_eq!(result.fault_notes.len(), 1);
+    assert_eq!(result.fault_notes[0].outcome, "refused");
+    assert_eq!(result.fault_notes[0].at_ms, 72_000);
+}
+
+#[test]
+fn in_the_exhaustive_world_an_operation_during_another_waits_its_turn() {
+    use handoff_models::world::{Action, Operation, World};
+    let path = common::scenario_path("zoo/missing-log-position-check-after-snapshot-fixed");
+    let sets = vec![r#"check.operations=["rebuild-connector", "recreate-slot"]"#.to_string()];
+    let loaded = handoff_sim::scenario::load(&path, &sets).unwrap_or_else(|e| panic!("{e}"));
+    let (spec, bounds) = handoff_sim::check::bound(&loaded.spec).expect("a bound");
+    // The runbook starts, and the slot recreation comes while it runs; then the world goes on,
+    // delivering and firing, with no more crashes, operations or transactions.
+    let mut actions = vec![
+        Action::Operate { operation: Operation::RebuildConnector },
+        Action::Operate { operation: Operation::RecreateSlot },
+    ];
+    let mut world = World::new(&spec, &bounds);
+    for action in &actions {
+        world.step(action);
+    }
+    let mut enabled = Vec::new();
+    for _ in 0..400 {
+        enabled.clear();
+        world.actions(&bounds, &mut enabled);
+        let Some(next) = enabled.iter().find(|a| matches!(a, Action::Deliver { .. } | Action::Fire { .. })).cloned()
+        else {
+            break;
+        };
+        world.step(&next);
+        actions.push(next);
+    }
+    let steps = World::replay(&spec, &bounds, &actions);
+    assert!(
+        steps[1].1.iter().any(|e| matches!(e.observation, Observation::OperatorWaits { .. })),
+        "the recreation waits: {:?}",
+        steps[1].1
+    );
+    let later: Vec<&Observation> =
+        steps[2..].iter().flat_map(|(_, events)| events.iter().map(|e| &e.observation)).collect();
+    let runs = later
+        .iter()
+        .position(|o| matches!(o, Observation::OperatorResumesWaiting { .. }))
+        .expect("the recreation runs once the runbook has ended");
+    assert!(
+        later[runs..].iter().any(|o| matches!(o, Observation::SlotCreated { .. })),
+        "and it creates the slot again"
+    );
+}
+
+#[test]
+fn a_gate_stop_refused_while_the_worker_is_down_lands_before_the_restarted_task_polls() {
+    // PostgreSQL 17 with a synchronized failover slot; the worker is down from 73 s to 83 s, so
+    // the gate's stop at the promotion (80 s) is refused. The operator calls again every 100 ms:
+    // the stop lands on the restarted worker before its task's first poll returns, nothing is
+    // published from the new primary before the gate decides, and the gate finds the saved
+    // offset available (no needless rebuild).
+    let text = std::fs::read_to_string(common::scenario_path("claims-failover-pg17-synchronized")).expect("readable")
+        .replacen(
+            "[[fault]]\nat = \"75s\"",
+            "[[fault]]\nat = \"73s\"\naction = \"kill-connect-worker\"\nrestart_after_ms = 10000\n\n[[fault]]\nat = \"75s\"",
+            1,
+        );
+    let spec = common::load_text(&text);
+    let result = common::run(&spec, 1);
+    assert!(result.prediction_held, "{:?}", result.findings);
+    let trace = &result.trace;
+    let refused = trace
+        .iter()
+        .position(
+            |e| matches!(&e.observation, Observation::RestUnanswered { request, .. } if request.ends_with("/stop")),
+        )
+        .expect("the stop is refused while the worker is down");
+    let restarted = trace
+        .iter()
+        .position(|e| matches!(e.observation, Observation::Restarted { process: handoff_models::ids::Node::Connect }))
+        .expect("the worker restarts");
+    let gate = trace.iter().position(|e| matches!(e.observation, Observation::GateChecked { .. })).expect("the gate");
+    assert!(refused < restarted && restarted < gate);
+    assert!(
+        trace[refused + 1..restarted].iter().all(|e| !matches!(e.observation, Observation::RestUnanswered { .. })),
+        "the refusal is told once, not at every retry"
+    );
+    assert!(
+        !trace[restarted..gate].iter().any(|e| matches!(e.observation, Observation::Polled { .. })),
+        "nothing is polled between the restart and the gate's decision"
+    );
+    assert!(matches!(
+        trace[gate].observation,
+        Observation::GateChecked { verdict: handoff_models::observe::GateVerdict::Available, .. }
+    ));
+}
+
+#[test]
+fn a_stop_accepted_before_the_worker_dies_is_honoured_when_it_restarts() {
+    let (spec, seed) = common::load("claims-failover-worker-down-at-promotion", &[]);
+    let result = common::run(&spec, seed);
+    assert!(result.prediction_held, "{:?}", result.findings);
+    let trace = &result.trace;
+    let stopped_start = trace
+        .iter()
+        .position(
+            |e| matches!(&e.observation, Observation::WorkerStarted { target_state } if target_state == "STOPPED"),
+        )
+        .expect("the second restart reads back STOPPED");
+    let next_task = trace[stopped_start..]
+        .iter()
+        .position(|e| matches!(e.observation, Observation::TaskStarted { .. }))
+        .expect("the gate resumes the connector in the end");
+    assert!(
+        trace[stopped_start..stopped_start + next_task].iter().any(
+            |e| matches!(&e.observation, Observation::OperatorAction { action } if action.starts_with("rebuild: resume"))
+        ),
+        "no task starts until the gate resumes the connector"
+    );
+}

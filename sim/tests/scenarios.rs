@@ -87,3 +87,18 @@ fn claims_failover_pg17_synchronized() {
 fn claims_failover_pg17_unsynchronized() {
     check("claims-failover-pg17-unsynchronized");
 }
+
+#[test]
+fn claims_task_failure_at_completion_marker() {
+    check("claims-task-failure-at-completion-marker");
+}
+
+#[test]
+fn claims_failover_recreate_slot_during_gate() {
+    check("claims-failover-recreate-slot-during-gate");
+}
+
+#[test]
+fn claims_failover_worker_down_at_promotion() {
+    check("claims-failover-worker-down-at-promotion");
+}

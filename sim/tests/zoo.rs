@@ -82,7 +82,7 @@ fn dbz_9688_trust_slot_after_a_recreated_slot() {
 
 #[test]
 fn the_missing_log_position_check_after_a_snapshot() {
-    entry("missing-log-position-check-after-snapshot", Invariant::I6, (458_379, 171_709), (960_351, 352_103));
+    entry("missing-log-position-check-after-snapshot", Invariant::I6, (458_379, 171_709), (985_361, 361_107));
 }
 
 #[test]
