@@ -432,6 +432,11 @@ pub struct Prediction {
     pub findings: Vec<Invariant>,
     /// Invariants that may be violated, or not (seed-dependent side effects), whatever the verdict.
     pub allow: Vec<Invariant>,
+    /// Whether the pipeline may also fail closed (`allow = ["fails-closed"]`): under faults that
+    /// take away the resume position (an operator recreating the slot), a correct design stops
+    /// and says why, rather than catching up; the prediction can say that this is fine.
+    #[serde(default)]
+    pub may_fail_closed: bool,
     /// Why, in the author's words.
     pub why: String,
     /// Where the prediction comes from (the scenario's `[prediction]`, a variant, `--expect`), or
@@ -667,6 +672,7 @@ pub fn claims_minimal(rows: u32, rule: crate::sink::ApplyRule) -> Spec {
             verdict: Verdict::Holds,
             findings: Vec::new(),
             allow: Vec::new(),
+            may_fail_closed: false,
             why: String::new(),
             origin: PredictionOrigin::File,
         },

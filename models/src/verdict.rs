@@ -125,6 +125,7 @@ pub fn judge(prediction: &Prediction, violated: &[Invariant], failed_closed: Opt
         (Verdict::FailsClosed, Some(true)) => Some(Outcome::ViolatedAsPredicted),
         (Verdict::FailsClosed, Some(false)) => Some(Outcome::PredictedButNeverSeen),
         (Verdict::Violated, Some(true)) => Some(Outcome::AllowedAndViolated),
+        (Verdict::Holds, Some(true)) if prediction.may_fail_closed => Some(Outcome::AllowedAndViolated),
         (Verdict::Holds, Some(true)) => Some(Outcome::Unexpected),
     };
     Judgement { invariants, failing_closed }
@@ -141,6 +142,7 @@ mod tests {
             verdict,
             findings: findings.to_vec(),
             allow: allow.to_vec(),
+            may_fail_closed: false,
             why: String::new(),
             origin: PredictionOrigin::File,
         }
@@ -197,6 +199,11 @@ mod tests {
         let violated = prediction(Verdict::Violated, &[I2], &[]);
         assert_eq!(judge(&violated, &[I2], Some(true)).failing_closed, Some(Outcome::AllowedAndViolated));
         assert!(judge(&violated, &[I2], Some(true)).held());
+        // A design that holds may be allowed to stop short, and then a run that fails closed is fine.
+        let may = Prediction { may_fail_closed: true, ..holds.clone() };
+        assert_eq!(judge(&may, &[], Some(true)).failing_closed, Some(Outcome::AllowedAndViolated));
+        assert!(judge(&may, &[], Some(true)).held() && judge(&may, &[], Some(false)).held());
+        assert!(!judge(&may, &[I2], Some(true)).held(), "an invariant is still not allowed");
         // A lens that cannot tell says nothing about it.
         assert_eq!(judge(&fails_closed, &[], None).failing_closed, None);
         assert!(judge(&fails_closed, &[], None).held());

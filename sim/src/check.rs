@@ -690,6 +690,7 @@ pub fn export(spec: &Spec, property: &PropertyReport) -> Result<Spec, String> {
             .chain([Invariant::I11])
             .filter(|other| *other != invariant)
             .collect(),
+        may_fail_closed: false,
         why: format!(
             "handoff check found this path ({} steps); the exhaustive world tells it so:\n\n{}",
             property.path.len(),

@@ -404,7 +404,7 @@ impl Summary {
             (Some((runs, first)), outcome) => {
                 let label = match outcome {
                     Some(Outcome::ViolatedAsPredicted) => "failed closed, as predicted",
-                    Some(Outcome::AllowedAndViolated) => "allowed (a violated design may stop short)",
+                    Some(Outcome::AllowedAndViolated) => "allowed: the prediction says the pipeline may stop short",
                     _ => "UNEXPECTED: the prediction says the pipeline catches up",
                 };
                 let _ = writeln!(
@@ -758,6 +758,7 @@ pub fn merge<R: std::io::BufRead>(inputs: Vec<(String, R)>) -> Result<Summary, S
             verdict: handoff_models::spec::Verdict::Holds,
             findings: Vec::new(),
             allow: Vec::new(),
+            may_fail_closed: false,
             why: String::new(),
             origin: PredictionOrigin::File,
         },

@@ -222,6 +222,18 @@ impl<C: Component + Send + 'static> NodeLoop<C> {
 
     fn send(&mut self, to: Node, msg: Msg, now: u64) {
         let physical = if to == Node::Postgres { self.shared.primary() } else { to };
+        if to == Node::Postgres {
+            // The client talks to the promoted server now: its connections to the old primary
+            // are behind it (the task that used them has stopped, and a new one connects to the
+            // server `postgres` names today). A lost-connection notice for one of them, held back
+            // by a clog until after the promotion, is about a socket nobody reads any more; it
+            // must not make the new task think its own connection broke (a task restart would
+            // leave its walsender on the new primary active, holding the slot for good).
+            let old = if physical == Node::Pg1 { Node::Pg2 } else { Node::Pg1 };
+            if self.connections.remove(&old).is_some() {
+                self.links.remove(&old);
+            }
+        }
         let mut net = self.shared.net();
         let connection = match self.links.get(&physical) {
             Some(connection) => *connection,

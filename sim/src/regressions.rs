@@ -29,6 +29,7 @@ pub fn pin(spec: &Spec, result: &RunResult, origin: &str) -> Spec {
         },
         findings,
         allow: Vec::new(),
+        may_fail_closed: false,
         why,
         origin: PredictionOrigin::File,
     };

@@ -272,6 +272,7 @@ pub fn json(spec: &Spec, scenario: &str, result: &RunResult) -> serde_json::Valu
                 "verdict": spec.prediction.verdict.name(),
                 "findings": names(&spec.prediction.findings),
                 "allow": names(&spec.prediction.allow),
+                "may_fail_closed": spec.prediction.may_fail_closed,
                 "why": spec.prediction.why,
                 "origin": spec.prediction.origin,
             },

@@ -208,6 +208,7 @@ pub fn load_str_with(file: &str, text: &str, choice: &Choice) -> Result<Loaded, 
             verdict: Verdict::Holds,
             findings: Vec::new(),
             allow: Vec::new(),
+            may_fail_closed: false,
             why: format!(
                 "No prediction for this changed design ({listed}): the scenario's prediction is for its own design, \
                  and no variant of it has exactly these settings, so the run is judged against \"holds\". Pass \
@@ -272,11 +273,13 @@ fn same_value(a: &Val, b: &Val) -> bool {
 fn parse_expect(text: &str, variant: Option<String>) -> Result<Prediction, ScenarioError> {
     let fail = |problem: String| ScenarioError { message: format!("--expect {text}: {problem}") };
     let forms = "expected holds, fails-closed, or the invariants that must be violated, like I2,I4 (with a `?` for \
-                 one that may be: I2,I3?)";
+                 one that may be: I2,I3?, and fails-closed? when the pipeline may stop short)";
     let (mut verdict, mut findings, mut allow) = (None, Vec::new(), Vec::new());
+    let mut may_fail_closed = false;
     for item in text.split(',').map(str::trim) {
         match item {
             "" => return Err(fail(format!("an empty item; {forms}"))),
+            "fails-closed?" => may_fail_closed = true,
             "holds" | "fails-closed" => {
                 let given = if item == "holds" { Verdict::Holds } else { Verdict::FailsClosed };
                 if let Some(other) = verdict.replace(given) {
@@ -315,6 +318,7 @@ fn parse_expect(text: &str, variant: Option<String>) -> Result<Prediction, Scena
         verdict,
         findings,
         allow,
+        may_fail_closed,
         why: format!("Given on the command line: --expect {text}."),
         origin: PredictionOrigin::Expect { text: text.to_string(), variant },
     })
@@ -2127,7 +2131,7 @@ fn prediction_table(cx: &Cx, s: &Section) -> Res<Prediction> {
     let verdict_field = s.need(cx, "verdict", "")?;
     let verdict = cx.choice(&verdict_field, &Verdict::ALL.map(|verdict| (verdict.name(), verdict)))?;
     let findings = s.opt("findings", Vec::new(), |field| invariants(cx, field))?;
-    let allow = s.opt("allow", Vec::new(), |field| invariants(cx, field))?;
+    let (allow, may_fail_closed) = s.opt("allow", (Vec::new(), false), |field| allowed(cx, field))?;
     let findings_field = s.get("findings");
     let verdict_at = verdict_field.at;
     match (verdict, findings.is_empty(), &findings_field) {
@@ -2153,12 +2157,27 @@ fn prediction_table(cx: &Cx, s: &Section) -> Res<Prediction> {
         "" => cx.fail(field, "must not be empty: say why the verdict follows"),
         why => Ok(why.to_owned()),
     })?;
-    Ok(Prediction { verdict, findings, allow, why, origin: PredictionOrigin::File })
+    Ok(Prediction { verdict, findings, allow, may_fail_closed, why, origin: PredictionOrigin::File })
+}
+
+/// `allow`: invariants that may be violated and, as `"fails-closed"`, whether the pipeline may
+/// stop short of its boundary (a design that holds, judged under faults that take its resume
+/// position away: it stops and says why).
+fn allowed(cx: &Cx, field: &Field) -> Res<(Vec<Invariant>, bool)> {
+    let items = cx.items(field, "an array of invariants, like [\"I2\"], or \"fails-closed\"")?;
+    let is_fails_closed = |item: &Field| matches!(&item.item.val, Val::Str(text) if text.trim() == "fails-closed");
+    let may_fail_closed = items.iter().any(is_fails_closed);
+    let rest: Vec<Field> = items.into_iter().filter(|item| !is_fails_closed(item)).collect();
+    Ok((invariant_items(cx, rest)?, may_fail_closed))
 }
 
 fn invariants(cx: &Cx, field: &Field) -> Res<Vec<Invariant>> {
+    invariant_items(cx, cx.items(field, "an array of invariants, like [\"I2\"]")?)
+}
+
+fn invariant_items(cx: &Cx, items: Vec<Field>) -> Res<Vec<Invariant>> {
     let mut invariants = Vec::new();
-    for item in cx.items(field, "an array of invariants, like [\"I2\"]")? {
+    for item in items {
         let text = cx.string(&item)?;
         let Some(invariant) = Invariant::parse(text.trim()) else {
             return cx.fail(&item, format!("unknown invariant `{text}`; expected I1 to I12"));
@@ -2576,8 +2595,9 @@ fn write_prediction(w: &mut Writer, spec: &Spec) {
     w.table("prediction");
     w.field("verdict", toml_string(prediction.verdict.name()));
     w.field("findings", toml_strings(prediction.findings.iter().map(Invariant::to_string)));
-    if !prediction.allow.is_empty() {
-        w.field("allow", toml_strings(prediction.allow.iter().map(Invariant::to_string)));
+    if !prediction.allow.is_empty() || prediction.may_fail_closed {
+        let fails_closed = prediction.may_fail_closed.then(|| "fails-closed".to_string());
+        w.field("allow", toml_strings(prediction.allow.iter().map(Invariant::to_string).chain(fails_closed)));
     }
     w.field("why", toml_string(&prediction.why));
 }

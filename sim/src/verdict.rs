@@ -28,6 +28,9 @@ pub fn predicted(prediction: &Prediction) -> String {
     if !prediction.allow.is_empty() {
         text.push_str(&format!(" (may also be violated: {})", invariants(&prediction.allow)));
     }
+    if prediction.may_fail_closed && prediction.verdict == Verdict::Holds {
+        text.push_str(" (or it may fail closed: stop safely short and say why)");
+    }
     text
 }
 
