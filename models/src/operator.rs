@@ -57,6 +57,9 @@ pub struct Operator {
     last: Option<(Node, Msg)>,
     /// The recovery runbook is running (no gate decision: the offsets go, the slot goes).
     rebuilding: bool,
+    /// Whether the connector, resumed with no offsets, takes a new snapshot (every
+    /// `snapshot.mode` but `no_data`): what a rebuild's resume says it does.
+    pub rebuild_snapshots: bool,
 }
 
 /// Polling interval for the connector's status while it stops.
@@ -74,6 +77,18 @@ impl Operator {
             next_session: 1,
             last: None,
             rebuilding: false,
+            rebuild_snapshots: true,
+        }
+    }
+
+    /// What resuming a rebuilt connector does: a new snapshot on a new slot, or, under
+    /// `snapshot.mode=no_data`, streaming from the new slot with nothing to restore the history.
+    fn rebuild_resume_text(&self) -> &'static str {
+        if self.rebuild_snapshots {
+            "rebuild: resume the connector (a new snapshot on a new slot)"
+        } else {
+            "rebuild: resume the connector on a new slot WITHOUT a snapshot (snapshot.mode=no_data): it streams from the \
+             new slot on, and nothing restores what was committed before it"
         }
     }
 
@@ -244,13 +259,13 @@ impl Component for Operator {
                     self.sql(ctx, SqlRequest::DropSlot { slot });
                 } else {
                     self.step = Step::Resuming;
-                    self.action(ctx, "rebuild: resume the connector (a new snapshot on a new slot)");
+                    self.action(ctx, self.rebuild_resume_text());
                     self.rest(ctx, RestRequest::Resume);
                 }
             }
             (Step::DroppingSlot, Msg::SqlReply { .. }) => {
                 self.step = Step::Resuming;
-                self.action(ctx, "rebuild: resume the connector (a new snapshot on a new slot)");
+                self.action(ctx, self.rebuild_resume_text());
                 self.rest(ctx, RestRequest::Resume);
             }
             (Step::Resuming, Msg::RestReply { .. }) => {

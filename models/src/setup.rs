@@ -96,7 +96,8 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
         max_poll_records: spec.sink_max_poll_records,
     }));
     let app = App::new(Shared::new(workload::workload(spec, seed)));
-    let operator = Operator::new(spec.gate, spec.debezium.name.clone(), spec.debezium.slot_name.clone());
+    let mut operator = Operator::new(spec.gate, spec.debezium.name.clone(), spec.debezium.slot_name.clone());
+    operator.rebuild_snapshots = spec.debezium.snapshot_mode != crate::debezium::SnapshotMode::NoData;
     let loader = match spec.handoff {
         HandoffMethod::PlainRead { read_at_ms } => Some(Loader::new(
             spec.debezium.tables.first().copied().unwrap_or_default(),

@@ -9,10 +9,7 @@ use serde::Serialize;
 use std::fmt::Write;
 
 pub fn names(spec: &Spec) -> Names {
-    Names {
-        tables: spec.tables.iter().map(|t| t.name.clone()).collect(),
-        topic_prefix: spec.debezium.topic_prefix.clone(),
-    }
+    Names::of(spec)
 }
 
 /// The narrated timeline, one line per event worth reading; a run cut by a limit ends with a

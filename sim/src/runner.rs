@@ -28,6 +28,7 @@ use handoff_models::checkers::{Boundary, Checkers, Finding};
 use handoff_models::component::Component;
 use handoff_models::connect::ConnectWorker;
 use handoff_models::coverage::{Coverage, Mark};
+use handoff_models::event::TopicPartition;
 use handoff_models::faults;
 use handoff_models::ids::{Fnv, Node};
 use handoff_models::kafka::Kafka;
@@ -331,7 +332,7 @@ struct Outcome {
     limit: Option<RunLimit>,
     /// Set when the pipeline said it was running and did not catch up (I11).
     liveness: Option<Finding>,
-    sink_checkpoint: BTreeMap<u32, u64>,
+    sink_checkpoint: BTreeMap<TopicPartition, u64>,
     unfired: Vec<String>,
     departures: Vec<String>,
 }
@@ -471,7 +472,8 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
     }
     let recorder = Recorder::new(
         options.keep_trace.then(|| Vec::with_capacity(4096)),
-        Checkers::new(Oracle::new(&initial_rows), spec.debezium.tables.clone()),
+        Checkers::new(Oracle::new(&initial_rows), spec.debezium.tables.clone())
+            .named(handoff_models::narrate::Names::of(&spec)),
         options.max_trace_items,
     );
     let mut net = Net::new(seed, madsim::time::TimeHandle::current());
@@ -600,7 +602,7 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
         kafka
             .groups
             .get(&spec.sink_group)
-            .map(|committed| committed.iter().map(|(tp, offset)| (tp.partition, *offset)).collect())
+            .map(|committed| committed.iter().map(|(tp, offset)| (*tp, *offset)).collect())
             .unwrap_or_default()
     };
     let unfired = shared
@@ -610,11 +612,12 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
         .pending
         .iter()
         .map(|trigger| {
+            let occurrence =
+                if trigger.occurrence > 1 { format!("occurrence {} of ", trigger.occurrence) } else { String::new() };
             format!(
-                "{} waiting for {}{}",
+                "{}, waiting for {occurrence}the moment {}, which never came",
                 describe_action(&spec, &trigger.action),
-                trigger.moment.name(),
-                if trigger.occurrence > 1 { format!("#{}", trigger.occurrence) } else { String::new() }
+                trigger.moment.name()
             )
         })
         .chain(harness.scheduled.iter().map(|((at_ms, _), step)| {
@@ -949,10 +952,12 @@ impl Harness<'_> {
         let connect = self.models.connect.lock().expect("connect");
         format!(
             "the pipeline did not catch up within acceptance.timeout_ms={timeout_ms} after the last fault or \
-             transaction at {} (connector {}, phase {:?})",
+             transaction at {} (connector {}, {})",
             SimTime(last_activity_ms),
             connect.status(),
-            connect.debezium_phase()
+            connect
+                .debezium_phase()
+                .map_or_else(|| "no task running".into(), |phase| format!("its task is {}", phase.describe()))
         )
     }
 

@@ -547,7 +547,7 @@ impl<'t> Section<'t> {
 
 /// A TOML path: `a.b`, with keys that are not bare quoted (`connector."snapshot.mode"`).
 fn join(prefix: &str, key: &str) -> String {
-    let key = if !key.is_empty() && key.chars().all(is_bare) { key.to_owned() } else { format!("{key:?}") };
+    let key = toml_key(key);
     if prefix.is_empty() { key } else { format!("{prefix}.{key}") }
 }
 
@@ -2121,7 +2121,7 @@ fn write_workload(w: &mut Writer, spec: &Spec) -> Result<(), String> {
 
 /// One `[[workload.script]]` entry (with its `at`) or `[[check.script]]` one (without).
 fn write_script(w: &mut Writer, spec: &Spec, header: &str, index: usize, txn: &ScriptedTxn) -> Result<(), String> {
-    let whose = format!("{} entry {index} ({:?})", header.replace('.', " "), txn.label);
+    let whose = format!("{} entry {index} ({})", header.replace('.', " "), basic_string(&txn.label));
     let [op] = txn.ops.as_slice() else {
         return Err(format!("{whose} has {} operations; the format has one operation per [[{header}]]", txn.ops.len()));
     };
@@ -2163,8 +2163,15 @@ fn write_check(w: &mut Writer, spec: &Spec) -> Result<(), String> {
     w.field("rows", check.rows);
     let name = |node: &Node| CheckBound::CRASHABLE.iter().find(|(_, n)| n == node).map(|(name, _)| *name);
     let crash: Option<Vec<&str>> = check.crash.iter().map(name).collect();
-    let crash =
-        crash.ok_or_else(|| format!("[check] crash names a process a bound cannot crash: {:?}", check.crash))?;
+    let crash = crash.ok_or_else(|| {
+        let named: Vec<&str> = check.crash.iter().map(|node| node.name()).collect();
+        let crashable: Vec<&str> = CheckBound::CRASHABLE.iter().map(|(name, _)| *name).collect();
+        format!(
+            "[check] crash names a process a bound cannot crash: {}; it can crash {}",
+            named.join(", "),
+            crashable.join(", ")
+        )
+    })?;
     w.field("crash", toml_strings(crash));
     w.field("crashes", check.crashes);
     w.field("periodic_fires", check.periodic_fires);

@@ -368,7 +368,10 @@ impl World {
             },
             crashes_left: bounds.crashes,
             periodic_fired: Fired::default(),
-            checkers: Shared::new(Checkers::new(Oracle::new(&system.initial_rows), spec.debezium.tables.clone())),
+            checkers: Shared::new(
+                Checkers::new(Oracle::new(&system.initial_rows), spec.debezium.tables.clone())
+                    .named(crate::narrate::Names::of(spec)),
+            ),
             restarted_during_snapshot: false,
             captured: Fixed::new(spec.debezium.tables.clone()),
             verdict: Verdict::default(),
