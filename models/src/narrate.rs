@@ -37,6 +37,20 @@ impl Names {
         }
     }
 
+    /// A row operation in words: `delete claim 500 from public.claims`.
+    pub fn row_op(&self, op: &crate::postgres::table::RowOp) -> String {
+        use crate::postgres::table::RowOp;
+        match *op {
+            RowOp::Insert { table, key, status, .. } => {
+                format!("insert claim {key} ({}) into {}", status.name(), self.table(table))
+            }
+            RowOp::Update { table, key, status } => {
+                format!("update claim {key} to {} in {}", status.name(), self.table(table))
+            }
+            RowOp::Delete { table, key } => format!("delete claim {key} from {}", self.table(table)),
+        }
+    }
+
     /// A partition as Kafka names it (`TopicPartition.toString()`): `claims.public.claims-0`.
     pub fn partition(&self, tp: TopicPartition) -> String {
         format!("{}-{}", self.topic(tp.topic), tp.partition)
@@ -292,6 +306,19 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             )
         }
         Observation::AppTxnFailed { reason } => format!("transaction failed: {reason}"),
+        Observation::Crashed { process } => format!("FAULT: {process} crashed (what it held in memory is lost)"),
+        Observation::SinkFailed { reason, partitions } => format!(
+            "consumer FAILED, it reads nothing more: {reason}: [{}]",
+            partitions.iter().map(|tp| names.partition(*tp)).collect::<Vec<_>>().join(", ")
+        ),
+        Observation::ScriptedNotApplied { ops, reason } => {
+            let ops: Vec<String> = ops.iter().map(|op| names.row_op(op)).collect();
+            if ops.is_empty() {
+                format!("a scripted transaction DID NOT APPLY: {reason}")
+            } else {
+                format!("scripted transaction ({}) DID NOT APPLY: {reason}", ops.join(", "))
+            }
+        }
         Observation::LoaderRead { rows, lsn } => {
             format!(
                 "plain SELECT read {rows} rows (pg_current_wal_lsn() was {lsn}); publishing them as snapshot records"

@@ -94,6 +94,7 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
         group: spec.sink_group.clone(),
         auto_commit_interval_ms: spec.sink_auto_commit_interval_ms,
         max_poll_records: spec.sink_max_poll_records,
+        auto_offset_reset: spec.sink_auto_offset_reset,
     }));
     let app = App::new(Shared::new(workload::workload(spec, seed)));
     let mut operator = Operator::new(spec.gate, spec.debezium.name.clone(), spec.debezium.slot_name.clone());

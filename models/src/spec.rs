@@ -489,6 +489,8 @@ pub struct Spec {
     pub sink_group: String,
     pub sink_auto_commit_interval_ms: u64,
     pub sink_max_poll_records: u32,
+    /// The sink consumer's `auto.offset.reset`.
+    pub sink_auto_offset_reset: crate::sink::OffsetReset,
     pub background: Option<Background>,
     pub scripted: Vec<ScriptedTxn>,
     /// The explicit fault schedule.
@@ -607,6 +609,7 @@ pub fn claims_minimal(rows: u32, rule: crate::sink::ApplyRule) -> Spec {
         sink_group: "claims-search-index".into(),
         sink_auto_commit_interval_ms: 5_000,
         sink_max_poll_records: 500,
+        sink_auto_offset_reset: crate::sink::OffsetReset::Earliest,
         background: None,
         scripted: vec![
             ScriptedTxn {

@@ -98,13 +98,14 @@ pub fn header(spec: &Spec, scenario: &str, result: &RunResult) -> String {
             let _ = writeln!(out, "script {index}  {label}");
         }
     }
+    let names = names(spec);
     for txn in &spec.scripted {
-        let _ = writeln!(
-            out,
-            "scripted  {} at {}",
-            if txn.label.is_empty() { "transaction" } else { &txn.label },
-            trigger(&txn.trigger)
-        );
+        let what = if txn.label.is_empty() {
+            txn.ops.iter().map(|op| names.row_op(op)).collect::<Vec<_>>().join(", ")
+        } else {
+            txn.label.clone()
+        };
+        let _ = writeln!(out, "scripted  {what} at {}", trigger(&txn.trigger));
     }
     if let Some(background) = spec.background {
         let _ = writeln!(
@@ -140,6 +141,9 @@ pub fn text(spec: &Spec, scenario: &str, result: &RunResult) -> String {
     }
     for unfired in &result.unfired {
         let _ = writeln!(out, "  note: trigger never fired: {unfired}");
+    }
+    for step in scripted_not_applied(spec, result) {
+        let _ = writeln!(out, "  note: at {}: {}", handoff_models::time::SimTime(step.at_ms), step.what);
     }
     if let Some(schedule) = &spec.schedule {
         if result.departures.is_empty() {
@@ -192,6 +196,33 @@ schedule  NOT FOLLOWED: the run departed from the path"
         result.sim_time_ms % 1000
     );
     out
+}
+
+/// A scripted transaction that did not apply, as the run's trace says.
+#[derive(Serialize)]
+struct NotApplied {
+    at_ms: u64,
+    /// What did not apply, and why, in words.
+    what: String,
+    reason: String,
+}
+
+/// The scripted transactions that did not apply (a step that cannot apply at all is refused when
+/// the scenario loads; these depended on the run).
+fn scripted_not_applied(spec: &Spec, result: &RunResult) -> Vec<NotApplied> {
+    let names = names(spec);
+    result
+        .trace
+        .iter()
+        .filter_map(|event| match &event.observation {
+            handoff_models::observe::Observation::ScriptedNotApplied { reason, .. } => Some(NotApplied {
+                at_ms: event.at.ms(),
+                what: narrate::narrate(&event.observation, &names).unwrap_or_default(),
+                reason: reason.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 #[derive(Serialize)]
@@ -256,6 +287,7 @@ pub fn json(spec: &Spec, scenario: &str, result: &RunResult) -> serde_json::Valu
             }
         }),
         "unfired_triggers": result.unfired,
+        "scripted_not_applied": scripted_not_applied(spec, result),
         "schedule_departures": result.departures,
         "timeline": timeline(spec, result),
     })

@@ -783,11 +783,16 @@ impl Harness<'_> {
             HarnessStep::Crash(node) => {
                 if self.nodes.contains_key(&node) && !self.down.contains(&node) {
                     // The same observation the exhaustive world makes of a crash.
-                    let action = match node {
-                        Node::Connect => FaultAction::KillConnectWorker { restart_after_ms: None },
-                        _ => FaultAction::CrashPostgres { restart_after_ms: 0 },
+                    let observation = match node {
+                        Node::Connect => {
+                            Observation::Fault { action: FaultAction::KillConnectWorker { restart_after_ms: None } }
+                        }
+                        Node::Pg1 | Node::Pg2 | Node::Postgres => {
+                            Observation::Fault { action: FaultAction::CrashPostgres { restart_after_ms: 0 } }
+                        }
+                        _ => Observation::Crashed { process: node },
                     };
-                    self.observe(node, Observation::Fault { action });
+                    self.observe(node, observation);
                     self.kill(node);
                 }
             }
@@ -910,6 +915,10 @@ impl Harness<'_> {
         if self.models.operator.lock().expect("operator").is_busy() {
             return None;
         }
+        // A consumer that failed says so: the pipeline stopped, loudly.
+        if let Some(reason) = self.models.sink.lock().expect("sink").failed() {
+            return Some((false, format!("the sink's consumer FAILED: {reason}")));
+        }
         let connect = self.models.connect.lock().expect("connect");
         let status = connect.status();
         if status == "FAILED" {
@@ -965,6 +974,10 @@ impl Harness<'_> {
     /// within the bound is a finding; one that says FAILED or STOPPED is honest.
     fn liveness_finding(&self, reached: bool, reason: &str, at: SimTime, timeout_ms: u64) -> Option<Finding> {
         if reached {
+            return None;
+        }
+        // A failed consumer said it cannot go on (`auto.offset.reset=none`): honest, not stuck.
+        if self.models.sink.lock().expect("sink").failed().is_some() {
             return None;
         }
         let status = self.models.connect.lock().expect("connect").status();

@@ -87,3 +87,8 @@ fn claims_failover_pg17_synchronized() {
 fn claims_failover_pg17_unsynchronized() {
     check("claims-failover-pg17-unsynchronized");
 }
+
+#[test]
+fn claims_consumer_starts_late() {
+    check("claims-consumer-starts-late");
+}

@@ -66,7 +66,11 @@ pub fn check(evidence: &Evidence, boundary: &Boundary, prior: &[Finding], found:
                 } else {
                     why_missing(evidence, id, version, prior)
                 };
-                finding = finding.lsn(version.commit_lsn).detail(detail);
+                // A row loaded before the run has no commit position.
+                if version.csn != 0 {
+                    finding = finding.lsn(version.commit_lsn);
+                }
+                finding = finding.detail(detail);
             }
             found.push(finding);
         }
