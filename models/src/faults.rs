@@ -157,6 +157,26 @@ mod tests {
     }
 
     #[test]
+    fn a_clog_names_the_standby_only_when_there_is_one() {
+        let standby_link = |faults: Vec<Fault>| {
+            faults
+                .iter()
+                .filter(|f| matches!(f.action, FaultAction::Clog { between: (Node::Pg1, Node::Pg2), .. }))
+                .count()
+        };
+        let clogs = |standby| {
+            (0..500)
+                .flat_map(|seed| generate(&profile(), standby, HORIZON_MS, seed))
+                .filter(|f| matches!(f.action, FaultAction::Clog { .. }))
+                .count()
+        };
+        let without: usize = (0..500).map(|seed| standby_link(generate(&profile(), false, HORIZON_MS, seed))).sum();
+        let with: usize = (0..500).map(|seed| standby_link(generate(&profile(), true, HORIZON_MS, seed))).sum();
+        assert_eq!(without, 0, "no standby, no pg1 <-> pg2");
+        assert!(with > 0 && clogs(false) > 0, "{with}");
+    }
+
+    #[test]
     fn generated_faults_stay_within_a_short_horizon() {
         // A 5 s horizon: the window, the moments' delays and the healing delays (drawn up to
         // 30 s) are all held to it, and the draw is otherwise the same.

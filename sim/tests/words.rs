@@ -1,6 +1,7 @@
 //! Words a user reads (issue 16, items 9–13, 15, 17): the sink's `auto.offset.reset`, partitions
 //! named by topic, a rebuild without a snapshot, script steps that cannot apply, pinned and shrunk
 //! scenarios that load, and no Rust debug text in any report.
+#![cfg(madsim)]
 
 mod common;
 
