@@ -243,6 +243,26 @@ pub enum Phase {
     },
 }
 
+impl Phase {
+    /// What the task is doing, for people: it reads after "the task is" (a stuck run's reason
+    /// names it).
+    pub fn describe(&self) -> String {
+        match self {
+            Phase::Idle => "idle".into(),
+            Phase::CheckingLogPosition => "reading the slot row to check the stored offset's log position".into(),
+            Phase::ReadingSlot => "reading the slot row".into(),
+            Phase::EnsuringPublication => "creating the publication if it is missing".into(),
+            Phase::CreatingSlot => "creating the replication slot".into(),
+            Phase::SnapshotReadingLsn => "reading pg_current_wal_lsn() before a snapshot".into(),
+            Phase::SnapshotScanning { table_index } => format!("scanning table {} of the snapshot", table_index + 1),
+            Phase::StartingStream => "starting the replication stream".into(),
+            Phase::Streaming => "streaming".into(),
+            Phase::AwaitingRestart => "waiting to restart after a retriable error".into(),
+            Phase::Failed { reason } => format!("failed: {reason}"),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 struct SnapshotRun {
     attempt: u32,

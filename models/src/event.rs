@@ -153,6 +153,17 @@ pub enum MessageType {
     Commit,
 }
 
+impl SnapshotKind {
+    /// The value Debezium writes in the offset's `snapshot` key.
+    pub fn name(self) -> &'static str {
+        match self {
+            SnapshotKind::Initial => "INITIAL",
+            SnapshotKind::Blocking => "BLOCKING",
+            SnapshotKind::Incremental => "INCREMENTAL",
+        }
+    }
+}
+
 /// Debezium PostgreSQL's source offset (reference `debezium-postgres.md` §2.2): the value Kafka
 /// Connect stores in the offsets topic under the partition `{"server": <topic.prefix>}`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -221,7 +232,7 @@ impl fmt::Display for SourceOffset {
             parts.push(format!("lsn_commit={lsn}"));
         }
         if let Some(kind) = self.snapshot {
-            parts.push(format!("snapshot={kind:?}").to_uppercase().replace("SNAPSHOT=", "snapshot="));
+            parts.push(format!("snapshot={}", kind.name()));
             parts.push(format!("snapshot_completed={}", self.snapshot_is_completed()));
         }
         if parts.is_empty() {

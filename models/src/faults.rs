@@ -15,9 +15,22 @@ use crate::ids::Node;
 use crate::spec::{Fault, FaultAction, FaultKind, FaultProfile, Moment, Spec, Trigger};
 use crate::workload::{Draw, stream};
 
-/// Links a clog can stall: (client, server) pairs that carry the pipeline's traffic.
+/// Links a clog can stall: (client, server) pairs that carry the pipeline's traffic. The last
+/// one, primary to standby, exists only with a standby: [`cloggable`] leaves it out without one.
 const CLOGGABLE: [(Node, Node); 4] =
     [(Node::Connect, Node::Postgres), (Node::Connect, Node::Kafka), (Node::Sink, Node::Kafka), (Node::Pg1, Node::Pg2)];
+
+/// The links a clog can stall in a system with (or without) a standby: a drawn fault names only
+/// processes the scenario has, so that a pinned schedule loads as a `[[fault]]` list. (Without a
+/// standby the draw is among the first three links; with one it is the same draw as before.)
+fn cloggable(standby: bool) -> &'static [(Node, Node)] {
+    if standby { &CLOGGABLE } else { &CLOGGABLE[..3] }
+}
+
+/// Whether a fault kind can act on the scenario's system: a failover needs a standby to promote.
+fn applies(kind: FaultKind, standby: bool) -> bool {
+    standby || kind != FaultKind::FailOverToStandby
+}
 
 /// The faults of a run: the explicit schedule, then the profile's draw for this seed.
 pub fn schedule(spec: &Spec, seed: u64) -> Vec<Fault> {
@@ -31,8 +44,7 @@ pub fn schedule(spec: &Spec, seed: u64) -> Vec<Fault> {
 /// Draws a schedule from a profile, every time and delay at most `horizon_ms`.
 pub fn generate(profile: &FaultProfile, standby: bool, horizon_ms: u64, seed: u64) -> Vec<Fault> {
     let mut draw = Draw::new(seed, stream::FAULTS);
-    let allowed: Vec<FaultKind> =
-        profile.kinds.iter().copied().filter(|kind| standby || !matches!(kind, FaultKind::FailOverToStandby)).collect();
+    let allowed: Vec<FaultKind> = profile.kinds.iter().copied().filter(|kind| applies(*kind, standby)).collect();
     if allowed.is_empty() {
         return Vec::new();
     }
@@ -79,7 +91,10 @@ pub fn generate(profile: &FaultProfile, standby: bool, horizon_ms: u64, seed: u6
             FaultKind::RecreateSlot => FaultAction::RecreateSlot,
             FaultKind::RebuildConnector => FaultAction::RebuildConnector,
             FaultKind::Clog => FaultAction::Clog {
-                between: CLOGGABLE[draw.below(CLOGGABLE.len() as u64) as usize],
+                between: {
+                    let links = cloggable(standby);
+                    links[draw.below(links.len() as u64) as usize]
+                },
                 duration_ms: delay(&mut draw, 100, 20_000, horizon_ms),
             },
             FaultKind::WalBurst => FaultAction::WalBurst { bytes: draw.between(1, 64) << 20 },
@@ -139,6 +154,26 @@ mod tests {
         let with_standby = (0..500).flat_map(|seed| generate(&profile(), true, HORIZON_MS, seed));
         let failovers = with_standby.filter(|f| matches!(f.action, FaultAction::FailOverToStandby { .. })).count();
         assert!(failovers > 0);
+    }
+
+    #[test]
+    fn a_clog_names_the_standby_only_when_there_is_one() {
+        let standby_link = |faults: Vec<Fault>| {
+            faults
+                .iter()
+                .filter(|f| matches!(f.action, FaultAction::Clog { between: (Node::Pg1, Node::Pg2), .. }))
+                .count()
+        };
+        let clogs = |standby| {
+            (0..500)
+                .flat_map(|seed| generate(&profile(), standby, HORIZON_MS, seed))
+                .filter(|f| matches!(f.action, FaultAction::Clog { .. }))
+                .count()
+        };
+        let without: usize = (0..500).map(|seed| standby_link(generate(&profile(), false, HORIZON_MS, seed))).sum();
+        let with: usize = (0..500).map(|seed| standby_link(generate(&profile(), true, HORIZON_MS, seed))).sum();
+        assert_eq!(without, 0, "no standby, no pg1 <-> pg2");
+        assert!(with > 0 && clogs(false) > 0, "{with}");
     }
 
     #[test]

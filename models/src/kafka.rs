@@ -285,13 +285,24 @@ impl Kafka {
                 ctx.observe(Observation::GroupCommitted { group, positions });
                 KafkaReply::GroupCommitted
             }
-            KafkaRequest::ReadGroup { group } => KafkaReply::Group {
+            KafkaRequest::ReadGroup { group, reset } => KafkaReply::Group {
                 committed: self
                     .groups
                     .get(&group)
                     .map(|c| c.iter().map(|(tp, o)| (*tp, *o)).collect())
                     .unwrap_or_default(),
-                partitions: self.logs.keys().copied().collect(),
+                partitions: self
+                    .logs
+                    .iter()
+                    .map(|(tp, log)| {
+                        let start = match reset {
+                            crate::sink::OffsetReset::Earliest => Some(0),
+                            crate::sink::OffsetReset::Latest => Some(log.len() as u64),
+                            crate::sink::OffsetReset::None => None,
+                        };
+                        (*tp, start)
+                    })
+                    .collect(),
             },
         };
         ctx.send(from, Msg::KafkaReply { request_id, reply });

@@ -2,7 +2,7 @@
 //! simulated time as `t=61.200s`, LSNs as `0/16B3748`, the real setting that mattered. The same
 //! narrator reads a simulation trace and (later) a model-checking counterexample.
 
-use crate::event::{KafkaRecord, Topic};
+use crate::event::{KafkaRecord, Topic, TopicPartition};
 use crate::ids::TableId;
 use crate::observe::{GateVerdict, Observation, ScanSnapshot, SinkAction, SnapshotCase, TraceEvent};
 use crate::postgres::Role;
@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// Names the narrator needs: tables and the topic prefix.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Names {
     pub tables: Vec<String>,
     pub topic_prefix: String,
@@ -22,11 +22,50 @@ impl Names {
         self.tables.get(usize::from(table.0)).map_or("?", String::as_str)
     }
 
+    /// The names of a scenario's tables and topics.
+    pub fn of(spec: &crate::spec::Spec) -> Names {
+        Names {
+            tables: spec.tables.iter().map(|table| table.name.clone()).collect(),
+            topic_prefix: spec.debezium.topic_prefix.clone(),
+        }
+    }
+
     pub fn topic(&self, topic: Topic) -> String {
         match topic {
             Topic::Change(table) => format!("{}.{}", self.topic_prefix, self.table(table)),
             Topic::Heartbeat => format!("__debezium-heartbeat.{}", self.topic_prefix),
         }
+    }
+
+    /// A row operation in words: `delete claim 500 from public.claims`.
+    pub fn row_op(&self, op: &crate::postgres::table::RowOp) -> String {
+        use crate::postgres::table::RowOp;
+        match *op {
+            RowOp::Insert { table, key, status, .. } => {
+                format!("insert claim {key} ({}) into {}", status.name(), self.table(table))
+            }
+            RowOp::Update { table, key, status } => {
+                format!("update claim {key} to {} in {}", status.name(), self.table(table))
+            }
+            RowOp::Delete { table, key } => format!("delete claim {key} from {}", self.table(table)),
+        }
+    }
+
+    /// A partition as Kafka names it (`TopicPartition.toString()`): `claims.public.claims-0`.
+    pub fn partition(&self, tp: TopicPartition) -> String {
+        format!("{}-{}", self.topic(tp.topic), tp.partition)
+    }
+
+    /// Positions in partitions, each named: `claims.public.claims-0@13 claims.public.claims-1@7`.
+    pub fn positions(&self, positions: &[(TopicPartition, u64)]) -> String {
+        if positions.is_empty() {
+            return "no partition".into();
+        }
+        positions
+            .iter()
+            .map(|(tp, position)| format!("{}@{position}", self.partition(*tp)))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 }
 
@@ -45,20 +84,20 @@ fn change_text(kind: &ChangeKind, key: i64) -> String {
     }
 }
 
-fn partitions_summary(records: &[KafkaRecord]) -> String {
-    let mut ranges: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+/// The offsets records went to, per partition, each named: `claims.public.claims-0@13..15`.
+fn partitions_summary(records: &[KafkaRecord], names: &Names) -> String {
+    let mut ranges: BTreeMap<TopicPartition, (u64, u64)> = BTreeMap::new();
     for record in records {
-        let range = ranges.entry(record.tp.partition).or_insert((record.offset, record.offset));
+        let range = ranges.entry(record.tp).or_insert((record.offset, record.offset));
         range.0 = range.0.min(record.offset);
         range.1 = range.1.max(record.offset);
     }
     ranges
         .iter()
-        .map(
-            |(partition, (low, high))| {
-                if low == high { format!("p{partition}@{low}") } else { format!("p{partition}@{low}..{high}") }
-            },
-        )
+        .map(|(tp, (low, high))| {
+            let partition = names.partition(*tp);
+            if low == high { format!("{partition}@{low}") } else { format!("{partition}@{low}..{high}") }
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -135,7 +174,7 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
              trying again in 2 s, the task still RUNNING"
         ),
         Observation::WalWritten { bytes, end, .. } => {
-            format!("{} MB of WAL written in another database, up to {end}", bytes >> 20)
+            format!("{} of WAL written in another database, up to {end}", crate::spec::size_text(*bytes))
         }
         Observation::ServerStarted { role, slots, .. } => {
             let mut text = format!("server started as {}", if *role == Role::Primary { "primary" } else { "standby" });
@@ -257,21 +296,16 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
         ),
         Observation::RestAnswered { request } => format!("{request}: answered by the Connect worker"),
         Observation::Appended { records } => {
-            let topic = records.first().map(|r| names.topic(r.tp.topic)).unwrap_or_default();
-            format!("appended {} record(s) to {topic} [{}]", records.len(), partitions_summary(records))
+            format!("appended {} record(s) at {}", records.len(), partitions_summary(records, names))
         }
         Observation::SourceOffsetStored { connector, offset } => match offset {
             Some(_) => return None,
             None => format!("offsets of connector \"{connector}\" deleted (tombstone in the offsets topic)"),
         },
-        Observation::GroupCommitted { group, positions } => format!(
-            "group \"{group}\" committed {}",
-            positions.iter().map(|(tp, p)| format!("p{}={p}", tp.partition)).collect::<Vec<_>>().join(" ")
-        ),
-        Observation::SinkStarted { positions } => format!(
-            "consumer started at {}",
-            positions.iter().map(|(tp, p)| format!("p{}={p}", tp.partition)).collect::<Vec<_>>().join(" ")
-        ),
+        Observation::GroupCommitted { group, positions } => {
+            format!("group \"{group}\" committed {}", names.positions(positions))
+        }
+        Observation::SinkStarted { positions } => format!("consumer started at {}", names.positions(positions)),
         Observation::SinkApplied { applies } => {
             let count = |wanted: &[SinkAction]| applies.iter().filter(|a| wanted.contains(&a.action)).count();
             let applied = count(&[SinkAction::Upserted, SinkAction::Deleted]);
@@ -296,6 +330,19 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             )
         }
         Observation::AppTxnFailed { reason } => format!("transaction failed: {reason}"),
+        Observation::Crashed { process } => format!("FAULT: {process} crashed (what it held in memory is lost)"),
+        Observation::SinkFailed { reason, partitions } => format!(
+            "consumer FAILED, it reads nothing more: {reason}: [{}]",
+            partitions.iter().map(|tp| names.partition(*tp)).collect::<Vec<_>>().join(", ")
+        ),
+        Observation::ScriptedNotApplied { ops, reason } => {
+            let ops: Vec<String> = ops.iter().map(|op| names.row_op(op)).collect();
+            if ops.is_empty() {
+                format!("a scripted transaction DID NOT APPLY: {reason}")
+            } else {
+                format!("scripted transaction ({}) DID NOT APPLY: {reason}", ops.join(", "))
+            }
+        }
         Observation::LoaderRead { rows, lsn } => {
             format!(
                 "plain SELECT read {rows} rows (pg_current_wal_lsn() was {lsn}); publishing them as snapshot records"
@@ -311,7 +358,7 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             switch_lsn.map_or(String::new(), |lsn| format!(" from {lsn}")),
             match verdict {
                 GateVerdict::Available => "resume",
-                GateVerdict::Rebuild => "rebuild from a new snapshot",
+                GateVerdict::Rebuild => "rebuild",
                 GateVerdict::FailClosed => "fail closed",
             }
         ),

@@ -408,6 +408,25 @@ pub enum Observation {
     OperatorResumesWaiting {
         procedure: String,
     },
+    // ----- clients, continued (last: a variant's place is part of the trace hash) -----
+    /// A scripted transaction (`[[workload.script]]` or `[[check.script]]`) did not apply: it
+    /// changed no row (`ops`: its operations), failed (`reason`: the server's error), or got no
+    /// answer.
+    ScriptedNotApplied {
+        ops: Vec<crate::postgres::table::RowOp>,
+        reason: String,
+    },
+    /// The sink's consumer failed: `auto.offset.reset=none` and no committed offset for these
+    /// partitions. It reads nothing until it is restarted.
+    SinkFailed {
+        reason: String,
+        partitions: Vec<TopicPartition>,
+    },
+    /// A process other than PostgreSQL and the Connect worker crashed (a step of the
+    /// exhaustive lens, or of a schedule that follows one): its volatile state is lost.
+    Crashed {
+        process: Node,
+    },
 }
 
 /// An observation with its time and node: one line of the trace.

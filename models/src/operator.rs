@@ -62,6 +62,9 @@ pub struct Operator {
     waiting: Vec<Control>,
     /// The REST call under way was refused (the worker was down) and is being retried.
     rest_refused: bool,
+    /// Whether the connector, resumed with no offsets, takes a new snapshot (every
+    /// `snapshot.mode` but `no_data`): what a rebuild's resume says it does.
+    pub rebuild_snapshots: bool,
 }
 
 /// Polling interval for the connector's status while it stops.
@@ -95,6 +98,7 @@ impl Operator {
             rebuilding: false,
             waiting: Vec::new(),
             rest_refused: false,
+            rebuild_snapshots: true,
         }
     }
 
@@ -125,6 +129,17 @@ impl Operator {
             let next = self.waiting.remove(0);
             ctx.observe(Observation::OperatorResumesWaiting { procedure: Operator::procedure(&next).into() });
             self.on_message(ctx, Node::Operator, Msg::Control(next));
+        }
+    }
+
+    /// What resuming a rebuilt connector does: a new snapshot on a new slot, or, under
+    /// `snapshot.mode=no_data`, streaming from the new slot with nothing to restore the history.
+    fn rebuild_resume_text(&self) -> &'static str {
+        if self.rebuild_snapshots {
+            "rebuild: resume the connector (a new snapshot on a new slot)"
+        } else {
+            "rebuild: resume the connector on a new slot WITHOUT a snapshot (snapshot.mode=no_data): it streams from the \
+             new slot on, and nothing restores what was committed before it"
         }
     }
 
@@ -316,13 +331,13 @@ impl Component for Operator {
                     self.sql(ctx, SqlRequest::DropSlot { slot });
                 } else {
                     self.step = Step::Resuming;
-                    self.action(ctx, "rebuild: resume the connector (a new snapshot on a new slot)");
+                    self.action(ctx, self.rebuild_resume_text());
                     self.rest(ctx, RestRequest::Resume);
                 }
             }
             (Step::DroppingSlot, Msg::SqlReply { .. }) => {
                 self.step = Step::Resuming;
-                self.action(ctx, "rebuild: resume the connector (a new snapshot on a new slot)");
+                self.action(ctx, self.rebuild_resume_text());
                 self.rest(ctx, RestRequest::Resume);
             }
             (Step::Resuming, Msg::RestReply { .. }) => self.finish(ctx),

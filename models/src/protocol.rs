@@ -117,8 +117,10 @@ pub enum SqlReply {
         end_lsn: Lsn,
         changes: Vec<Change>,
     },
-    /// The transaction changed no row (an update or delete of a missing key).
-    NothingChanged,
+    /// The transaction changed no row (an update or delete of a missing key): its operations.
+    NothingChanged {
+        ops: Vec<RowOp>,
+    },
     Lsn(Lsn),
     Slot(Option<SlotRow>),
     /// The next cursor batch; `done` on the last one.
@@ -214,18 +216,30 @@ pub enum KafkaRequest {
     Fetch { positions: Vec<(TopicPartition, u64)>, max_records: u32 },
     /// `OffsetCommit` for a consumer group.
     CommitGroup { group: String, positions: Vec<(TopicPartition, u64)> },
-    /// `OffsetFetch` for a consumer group, plus the partitions of its topics.
-    ReadGroup { group: String },
+    /// `OffsetFetch` for a consumer group, plus the partitions of its topics and, for each, where
+    /// a consumer without a committed offset starts by `reset` (`auto.offset.reset`; the
+    /// `ListOffsets` a consumer sends for it).
+    ReadGroup { group: String, reset: crate::sink::OffsetReset },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum KafkaReply {
-    Produced { offsets: Vec<(TopicPartition, u64)> },
+    Produced {
+        offsets: Vec<(TopicPartition, u64)>,
+    },
     SourceOffsetWritten,
     SourceOffset(Option<SourceOffset>),
-    Fetched { records: Vec<KafkaRecord>, log_end_offsets: Vec<(TopicPartition, u64)> },
+    Fetched {
+        records: Vec<KafkaRecord>,
+        log_end_offsets: Vec<(TopicPartition, u64)>,
+    },
     GroupCommitted,
-    Group { committed: Vec<(TopicPartition, u64)>, partitions: Vec<TopicPartition> },
+    /// The committed offsets, and every partition with its reset position (`None` under
+    /// `auto.offset.reset=none`: there is none).
+    Group {
+        committed: Vec<(TopicPartition, u64)>,
+        partitions: Vec<(TopicPartition, Option<u64>)>,
+    },
 }
 
 /// Kafka Connect's REST API for the one connector the model runs.

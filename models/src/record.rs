@@ -9,7 +9,7 @@
 //! differs, and sampled content hashes — a count match can hide wrong rows.
 
 use crate::checkers::Boundary;
-use crate::event::SourceOffset;
+use crate::event::{SourceOffset, Topic, TopicPartition};
 use crate::ids::{Key, Row};
 use crate::lsn::Lsn;
 use crate::observe::{Doc, GateVerdict, Observation, TraceEvent};
@@ -51,6 +51,16 @@ pub struct FailoverGateRecord {
     pub outcome: String,
 }
 
+/// The sink group's committed position in one partition of a data topic it reads.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointEntry {
+    /// The topic, as Kafka names it (`claims.public.claims`).
+    pub topic: String,
+    pub partition: u32,
+    /// The committed offset: the next record the group reads; `None` when it committed none.
+    pub committed_offset: Option<u64>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SampledHash {
     pub key: Key,
@@ -66,11 +76,16 @@ pub struct HandoffRecord {
     pub connector_configuration: BTreeMap<String, String>,
     pub snapshot_completion_marker: Option<SnapshotMarkerRecord>,
     pub sink_key_rule: String,
-    /// The sink group's committed offsets: partition → offset.
-    pub sink_checkpoint: BTreeMap<u32, u64>,
+    /// The sink group's committed offsets in every partition of the data topics it reads (the
+    /// change topics; the heartbeat topic carries no document and is left out).
+    pub sink_checkpoint: Vec<CheckpointEntry>,
     pub restart_test: Option<RestartTest>,
     pub failover_gate: Option<FailoverGateRecord>,
     pub rebuild_from_new_snapshot: Option<String>,
+    /// A rebuild (the runbook's `rebuild-connector`, or the failover gate's) resumed the
+    /// connector on a new slot without a snapshot (`snapshot.mode=no_data`): it cannot restore
+    /// what was committed before the new slot.
+    pub rebuild_without_snapshot: bool,
     pub acceptance_at: SimTime,
     pub acceptance_reached: bool,
     pub acceptance_note: String,
@@ -91,7 +106,8 @@ pub struct RecordInputs<'a> {
     pub trace: &'a [TraceEvent],
     pub oracle: &'a Oracle,
     pub boundary: &'a Boundary,
-    pub sink_checkpoint: BTreeMap<u32, u64>,
+    /// The sink group's committed offsets, as Kafka holds them.
+    pub sink_checkpoint: BTreeMap<TopicPartition, u64>,
 }
 
 impl HandoffRecord {
@@ -154,14 +170,31 @@ impl HandoffRecord {
         let mut restarted_during_snapshot = false;
         let mut failover_gate: Option<FailoverGateRecord> = None;
         let mut rebuild = None;
+        let mut rebuild_without_snapshot = false;
+        // A rebuild under way (what it is, for the record) until the connector decides whether
+        // it snapshots.
+        let mut rebuilding: Option<String> = None;
         let mut promoted = false;
         for event in inputs.trace {
             match &event.observation {
                 Observation::SnapshotStarted { .. } => {
                     snapshot_attempts += 1;
                     snapshot_open = true;
-                    if promoted && rebuild.is_none() {
+                    if let Some(what) = rebuilding.take() {
+                        rebuild = Some(format!("a new snapshot started at {} after {what}", event.at));
+                    } else if promoted && rebuild.is_none() {
                         rebuild = Some(format!("a new snapshot started at {} after the failover", event.at));
+                    }
+                }
+                Observation::SnapshotDecided { snapshot: false, reason } => {
+                    if let Some(what) = rebuilding.take() {
+                        rebuild_without_snapshot = true;
+                        rebuild = Some(format!(
+                            "WITHOUT A SNAPSHOT: {what} resumed the connector on a new slot at {} ({reason}); a rebuild \
+                             that cannot restore history: what was committed before the new slot is in no snapshot and \
+                             no stream",
+                            event.at
+                        ));
                     }
                 }
                 Observation::SnapshotCompleted { lsn, .. } => {
@@ -192,6 +225,9 @@ impl HandoffRecord {
                     FaultAction::KillConnectWorker { .. } | FaultAction::StopConnector { .. } if snapshot_open => {
                         restarted_during_snapshot = true;
                     }
+                    FaultAction::RebuildConnector => {
+                        rebuilding = Some(format!("the rebuild-connector runbook at {}", event.at));
+                    }
                     FaultAction::FailOverToStandby { .. } => {}
                     _ => {}
                 },
@@ -206,6 +242,9 @@ impl HandoffRecord {
                     });
                 }
                 Observation::GateChecked { saved_offset, slot, verdict, detail, .. } => {
+                    if *verdict == GateVerdict::Rebuild {
+                        rebuilding = Some("the failover".into());
+                    }
                     if let Some(gate) = failover_gate.as_mut() {
                         gate.saved_offset = saved_offset.as_deref().map(SourceOffset::to_string);
                         gate.new_source_slot = Some(match slot {
@@ -218,6 +257,13 @@ impl HandoffRecord {
                         });
                         gate.outcome = match verdict {
                             GateVerdict::Available => format!("passed: {detail}; resumed"),
+                            GateVerdict::Rebuild
+                                if spec.debezium.snapshot_mode == crate::debezium::SnapshotMode::NoData =>
+                            {
+                                format!(
+                                    "unavailable: {detail}; rebuilt on a new slot WITHOUT a snapshot (snapshot.mode=no_data)"
+                                )
+                            }
                             GateVerdict::Rebuild => format!("unavailable: {detail}; rebuilt from a new snapshot"),
                             GateVerdict::FailClosed => format!("unavailable: {detail}; failed closed"),
                         };
@@ -254,10 +300,11 @@ impl HandoffRecord {
             connector_configuration,
             snapshot_completion_marker,
             sink_key_rule: spec.sink_rule.key_rule().into(),
-            sink_checkpoint: inputs.sink_checkpoint.clone(),
+            sink_checkpoint: checkpoint(spec, &inputs.sink_checkpoint),
             restart_test,
             failover_gate,
             rebuild_from_new_snapshot: rebuild,
+            rebuild_without_snapshot,
             acceptance_at: inputs.boundary.at,
             acceptance_reached: inputs.boundary.reached,
             acceptance_note: inputs.boundary.reason.clone(),
@@ -274,6 +321,14 @@ impl HandoffRecord {
 
     /// The record as text.
     pub fn render(&self) -> String {
+        let checkpoint: Vec<String> = self
+            .sink_checkpoint
+            .iter()
+            .map(|entry| match entry.committed_offset {
+                Some(offset) => format!("{}-{}@{offset}", entry.topic, entry.partition),
+                None => format!("{}-{} nothing committed", entry.topic, entry.partition),
+            })
+            .collect();
         let mut out = String::new();
         let keys = |keys: &[Key]| -> String {
             if keys.is_empty() {
@@ -308,11 +363,10 @@ impl HandoffRecord {
             }
         }
         let _ = writeln!(out, "  sink key rule        {}", self.sink_key_rule);
-        let checkpoint: Vec<String> = self.sink_checkpoint.iter().map(|(p, o)| format!("p{p}={o}")).collect();
         let _ = writeln!(
             out,
             "  sink checkpoint      {}",
-            if checkpoint.is_empty() { "none".into() } else { checkpoint.join(" ") }
+            if checkpoint.is_empty() { "no data topic".into() } else { checkpoint.join(", ") }
         );
         if let Some(test) = &self.restart_test {
             let _ = writeln!(
@@ -365,4 +419,23 @@ impl HandoffRecord {
         );
         out
     }
+}
+
+/// The checkpoint of every partition of the data topics the sink reads: the change topic of each
+/// captured table (each has `[kafka] partitions` partitions), in `table.include.list` order.
+fn checkpoint(spec: &Spec, committed: &BTreeMap<TopicPartition, u64>) -> Vec<CheckpointEntry> {
+    let names = crate::narrate::Names::of(spec);
+    let mut entries = Vec::new();
+    for table in &spec.debezium.tables {
+        let topic = Topic::Change(*table);
+        for partition in 0..spec.kafka_partitions {
+            let tp = TopicPartition { topic, partition };
+            entries.push(CheckpointEntry {
+                topic: names.topic(topic),
+                partition,
+                committed_offset: committed.get(&tp).copied(),
+            });
+        }
+    }
+    entries
 }

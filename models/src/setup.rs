@@ -94,9 +94,11 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
         group: spec.sink_group.clone(),
         auto_commit_interval_ms: spec.sink_auto_commit_interval_ms,
         max_poll_records: spec.sink_max_poll_records,
+        auto_offset_reset: spec.sink_auto_offset_reset,
     }));
     let app = App::new(Shared::new(workload::workload(spec, seed)));
-    let operator = Operator::new(spec.gate, spec.debezium.name.clone(), spec.debezium.slot_name.clone());
+    let mut operator = Operator::new(spec.gate, spec.debezium.name.clone(), spec.debezium.slot_name.clone());
+    operator.rebuild_snapshots = spec.debezium.snapshot_mode != crate::debezium::SnapshotMode::NoData;
     let loader = match spec.handoff {
         HandoffMethod::PlainRead { read_at_ms } => Some(Loader::new(
             spec.debezium.tables.first().copied().unwrap_or_default(),

@@ -17,9 +17,15 @@
 //!   `snapshot=last` record was read.
 //!
 //! The consumer (`enable.auto.commit` semantics, at least once): fetch, apply, and commit the
-//! positions every `auto.commit.interval.ms`; a restart resumes from the committed positions
-//! (`auto.offset.reset=earliest` without them). The index and its epoch bookkeeping are durable;
-//! the positions are not.
+//! positions every `auto.commit.interval.ms`; a restart resumes from the committed positions.
+//! Where a partition has none, `auto.offset.reset` decides (reference `kafka-connect.md` §4,
+//! `ConsumerConfig`): `earliest` starts at the log start, `latest` at the log end as the consumer
+//! finds it (a consumer that dies before its first commit skips, on restart, what was appended
+//! meanwhile), `none` fails the consumer (`NoOffsetForPartitionException`: it stops and says
+//! so). The consumer is a plain consumer group, whose default is `latest`; a Kafka Connect sink
+//! connector's consumer gets `earliest` from its worker (`Worker.baseConsumerConfigs`), which is
+//! what a CDC projection needs. The index and its epoch bookkeeping are durable; the positions
+//! are not.
 
 use crate::component::{Component, Ctx, Timer};
 use crate::event::{ChangeEvent, KafkaRecord, Op, TopicPartition};
@@ -147,6 +153,32 @@ impl FromIterator<((TableId, Key), Doc)> for DocList {
     }
 }
 
+/// `auto.offset.reset`: where a consumer starts in a partition its group has no committed
+/// offset for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OffsetReset {
+    Earliest,
+    Latest,
+    None,
+}
+
+impl OffsetReset {
+    pub const ALL: [OffsetReset; 3] = [OffsetReset::Earliest, OffsetReset::Latest, OffsetReset::None];
+
+    /// A plain consumer group's default (`ConsumerConfig`); a Kafka Connect sink connector's
+    /// worker sets `earliest`.
+    pub const CONSUMER_DEFAULT: OffsetReset = OffsetReset::Latest;
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OffsetReset::Earliest => "earliest",
+            OffsetReset::Latest => "latest",
+            OffsetReset::None => "none",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SinkConfig {
     pub rule: ApplyRule,
@@ -156,6 +188,8 @@ pub struct SinkConfig {
     pub auto_commit_interval_ms: u64,
     /// `max.poll.records` (default 500).
     pub max_poll_records: u32,
+    /// `auto.offset.reset`.
+    pub auto_offset_reset: OffsetReset,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -177,6 +211,9 @@ struct Volatile {
     commit_request: Option<u64>,
     read_request: Option<u64>,
     next_request: u64,
+    /// The consumer failed (`auto.offset.reset=none` and no committed offset): why. It fetches
+    /// nothing until it is restarted.
+    failed: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -208,6 +245,17 @@ impl SearchIndex {
     /// The consumer's current positions.
     pub fn positions(&self) -> &BTreeMap<TopicPartition, u64> {
         &self.volatile.positions
+    }
+
+    /// Why the consumer failed, if it did.
+    pub fn failed(&self) -> Option<&str> {
+        self.volatile.failed.as_deref()
+    }
+
+    fn read_group(&mut self, ctx: &mut Ctx) {
+        let group = self.config.group.clone();
+        let reset = self.config.auto_offset_reset;
+        self.volatile.read_request = Some(self.request(ctx, KafkaRequest::ReadGroup { group, reset }));
     }
 
     /// Whether a completed snapshot epoch is waiting for its records to be consumed before it
@@ -398,8 +446,7 @@ fn version_guard(event: &ChangeEvent, before: Option<Doc>) -> (SinkAction, Optio
 impl Component for SearchIndex {
     fn start(&mut self, ctx: &mut Ctx) {
         self.volatile = Volatile { started: true, ..Volatile::default() };
-        let group = self.config.group.clone();
-        self.volatile.read_request = Some(self.request(ctx, KafkaRequest::ReadGroup { group }));
+        self.read_group(ctx);
     }
 
     fn on_message(&mut self, ctx: &mut Ctx, _from: Node, msg: Msg) {
@@ -408,9 +455,25 @@ impl Component for SearchIndex {
             KafkaReply::Group { committed, partitions } if Some(request_id) == self.volatile.read_request => {
                 self.volatile.read_request = None;
                 let committed: BTreeMap<_, _> = committed.into_iter().collect();
-                // auto.offset.reset=earliest where nothing is committed.
-                self.volatile.positions =
-                    partitions.iter().map(|tp| (*tp, committed.get(tp).copied().unwrap_or(0))).collect();
+                // `auto.offset.reset` where nothing is committed.
+                let undefined: Vec<TopicPartition> = partitions
+                    .iter()
+                    .filter(|(tp, reset)| reset.is_none() && !committed.contains_key(tp))
+                    .map(|(tp, _)| *tp)
+                    .collect();
+                if !undefined.is_empty() {
+                    // `Fetcher`/`SubscriptionState`: no position and no reset policy.
+                    let reason = "org.apache.kafka.clients.consumer.NoOffsetForPartitionException: Undefined offset \
+                                  with no reset policy for partitions (auto.offset.reset=none)"
+                        .to_string();
+                    self.volatile.failed = Some(reason.clone());
+                    ctx.observe(Observation::SinkFailed { reason, partitions: undefined });
+                    return;
+                }
+                self.volatile.positions = partitions
+                    .iter()
+                    .map(|(tp, reset)| (*tp, committed.get(tp).copied().or(*reset).unwrap_or(0)))
+                    .collect();
                 ctx.observe(Observation::SinkStarted {
                     positions: self.volatile.positions.iter().map(|(tp, p)| (*tp, *p)).collect(),
                 });
@@ -431,8 +494,7 @@ impl Component for SearchIndex {
         if timer == Timer::KafkaRetry {
             // The consumer reconnects and asks again for what was not answered.
             if self.volatile.read_request.is_some() {
-                let group = self.config.group.clone();
-                self.volatile.read_request = Some(self.request(ctx, KafkaRequest::ReadGroup { group }));
+                self.read_group(ctx);
             } else {
                 if self.volatile.fetch_request.is_some() {
                     self.fetch(ctx);
@@ -540,6 +602,7 @@ mod tests {
             group: "g".into(),
             auto_commit_interval_ms: 5000,
             max_poll_records: 500,
+            auto_offset_reset: OffsetReset::Earliest,
         };
         let mut sink = SearchIndex::new(Fixed::new(config));
         let mut records = snapshot(10, &[1, 2, 4], 0);

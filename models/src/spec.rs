@@ -79,8 +79,10 @@ impl Invariant {
 }
 
 impl fmt::Display for Invariant {
+    /// Its identifier, `I1` to `I12` (DESIGN.md §3).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{self:?}")
+        let number = Invariant::ALL.iter().position(|invariant| invariant == self).map_or(0, |index| index + 1);
+        write!(f, "I{number}")
     }
 }
 
@@ -251,7 +253,7 @@ impl fmt::Display for FaultAction {
             }
             FaultAction::RecreateSlot => write!(f, "recreate-slot (drop it if it exists, create it again by SQL)"),
             FaultAction::RebuildConnector => {
-                write!(f, "rebuild-connector (stop it, delete its offsets, drop its slot, resume: a new snapshot)")
+                write!(f, "rebuild-connector (stop it, delete its offsets, drop its slot, resume it on a new slot)")
             }
             FaultAction::KillConnectorTask { restart_after_ms } => {
                 write!(f, "kill-connector-task")?;
@@ -263,9 +265,19 @@ impl fmt::Display for FaultAction {
             FaultAction::Clog { between: (a, b), duration_ms } => {
                 write!(f, "clog {a} <-> {b} for {duration_ms} ms")
             }
-            FaultAction::WalBurst { bytes } => write!(f, "wal-burst of {bytes} bytes in another database"),
+            FaultAction::WalBurst { bytes } => write!(f, "wal-burst of {} in another database", size_text(*bytes)),
             FaultAction::Checkpoint => write!(f, "checkpoint"),
         }
+    }
+}
+
+/// A size as the scenario format writes it: `64MB`, `2GB`, `512kB`, or `1000B`, in the largest
+/// unit that divides it.
+pub fn size_text(bytes: u64) -> String {
+    let units = [(1u64 << 30, "GB"), (1 << 20, "MB"), (1 << 10, "kB")];
+    match units.iter().find(|(unit, _)| bytes > 0 && bytes.is_multiple_of(*unit)) {
+        Some((unit, name)) => format!("{}{name}", bytes / unit),
+        None => format!("{bytes}B"),
     }
 }
 
@@ -532,6 +544,8 @@ pub struct Spec {
     pub sink_group: String,
     pub sink_auto_commit_interval_ms: u64,
     pub sink_max_poll_records: u32,
+    /// The sink consumer's `auto.offset.reset`.
+    pub sink_auto_offset_reset: crate::sink::OffsetReset,
     pub background: Option<Background>,
     pub scripted: Vec<ScriptedTxn>,
     /// The explicit fault schedule.
@@ -650,6 +664,7 @@ pub fn claims_minimal(rows: u32, rule: crate::sink::ApplyRule) -> Spec {
         sink_group: "claims-search-index".into(),
         sink_auto_commit_interval_ms: 5_000,
         sink_max_poll_records: 500,
+        sink_auto_offset_reset: crate::sink::OffsetReset::Earliest,
         background: None,
         scripted: vec![
             ScriptedTxn {

@@ -10,10 +10,7 @@ use serde::Serialize;
 use std::fmt::Write;
 
 pub fn names(spec: &Spec) -> Names {
-    Names {
-        tables: spec.tables.iter().map(|t| t.name.clone()).collect(),
-        topic_prefix: spec.debezium.topic_prefix.clone(),
-    }
+    Names::of(spec)
 }
 
 /// The narrated timeline, one line per event worth reading; a run cut by a limit ends with a
@@ -124,13 +121,14 @@ pub fn header(spec: &Spec, scenario: &str, result: &RunResult) -> String {
             let _ = writeln!(out, "script {index}  {label}");
         }
     }
+    let names = names(spec);
     for txn in &spec.scripted {
-        let _ = writeln!(
-            out,
-            "scripted  {} at {}",
-            if txn.label.is_empty() { "transaction" } else { &txn.label },
-            trigger(&txn.trigger)
-        );
+        let what = if txn.label.is_empty() {
+            txn.ops.iter().map(|op| names.row_op(op)).collect::<Vec<_>>().join(", ")
+        } else {
+            txn.label.clone()
+        };
+        let _ = writeln!(out, "scripted  {what} at {}", trigger(&txn.trigger));
     }
     if let Some(background) = spec.background {
         let _ = writeln!(
@@ -180,6 +178,9 @@ pub fn text(spec: &Spec, scenario: &str, result: &RunResult) -> String {
     for note in &result.fault_notes {
         let _ = writeln!(out, "  note: fault {note}");
     }
+    for step in scripted_not_applied(spec, result) {
+        let _ = writeln!(out, "  note: at {}: {}", handoff_models::time::SimTime(step.at_ms), step.what);
+    }
     if let Some(schedule) = &spec.schedule {
         if result.departures.is_empty() {
             let _ = writeln!(
@@ -226,6 +227,33 @@ schedule  NOT FOLLOWED: the run departed from the path"
         result.sim_time_ms % 1000
     );
     out
+}
+
+/// A scripted transaction that did not apply, as the run's trace says.
+#[derive(Serialize)]
+struct NotApplied {
+    at_ms: u64,
+    /// What did not apply, and why, in words.
+    what: String,
+    reason: String,
+}
+
+/// The scripted transactions that did not apply (a step that cannot apply at all is refused when
+/// the scenario loads; these depended on the run).
+fn scripted_not_applied(spec: &Spec, result: &RunResult) -> Vec<NotApplied> {
+    let names = names(spec);
+    result
+        .trace
+        .iter()
+        .filter_map(|event| match &event.observation {
+            handoff_models::observe::Observation::ScriptedNotApplied { reason, .. } => Some(NotApplied {
+                at_ms: event.at.ms(),
+                what: narrate::narrate(&event.observation, &names).unwrap_or_default(),
+                reason: reason.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 #[derive(Serialize)]
@@ -301,6 +329,7 @@ pub fn json(spec: &Spec, scenario: &str, result: &RunResult) -> serde_json::Valu
         }),
         "unfired_triggers": result.unfired,
         "fault_notes": result.fault_notes,
+        "scripted_not_applied": scripted_not_applied(spec, result),
         "schedule_departures": result.departures,
         "timeline": timeline(spec, result),
     })

@@ -28,6 +28,7 @@ use handoff_models::checkers::{Boundary, Checkers, Finding};
 use handoff_models::component::Component;
 use handoff_models::connect::ConnectWorker;
 use handoff_models::coverage::{Coverage, Mark};
+use handoff_models::event::TopicPartition;
 use handoff_models::faults;
 use handoff_models::ids::{Fnv, Node};
 use handoff_models::kafka::Kafka;
@@ -396,7 +397,7 @@ struct Outcome {
     liveness: Option<Finding>,
     /// Set when the pipeline stopped short of its boundary with the connector not running.
     failed_closed: Option<FailedClosed>,
-    sink_checkpoint: BTreeMap<u32, u64>,
+    sink_checkpoint: BTreeMap<TopicPartition, u64>,
     unfired: Vec<String>,
     departures: Vec<String>,
 }
@@ -561,7 +562,8 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
     }
     let recorder = Recorder::new(
         options.keep_trace.then(|| Vec::with_capacity(4096)),
-        Checkers::new(Oracle::new(&initial_rows), spec.debezium.tables.clone()),
+        Checkers::new(Oracle::new(&initial_rows), spec.debezium.tables.clone())
+            .named(handoff_models::narrate::Names::of(&spec)),
         options.max_trace_items,
     );
     let mut net = Net::new(seed, madsim::time::TimeHandle::current());
@@ -690,7 +692,7 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
         kafka
             .groups
             .get(&spec.sink_group)
-            .map(|committed| committed.iter().map(|(tp, offset)| (tp.partition, *offset)).collect())
+            .map(|committed| committed.iter().map(|(tp, offset)| (*tp, *offset)).collect())
             .unwrap_or_default()
     };
     let unfired = shared
@@ -700,11 +702,12 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
         .pending
         .iter()
         .map(|trigger| {
+            let occurrence =
+                if trigger.occurrence > 1 { format!("occurrence {} of ", trigger.occurrence) } else { String::new() };
             format!(
-                "{} waiting for {}{}",
+                "{}, waiting for {occurrence}the moment {}, which never came",
                 describe_action(&spec, &trigger.action),
-                trigger.moment.name(),
-                if trigger.occurrence > 1 { format!("#{}", trigger.occurrence) } else { String::new() }
+                trigger.moment.name()
             )
         })
         .chain(harness.scheduled.iter().map(|((at_ms, _), step)| {
@@ -876,11 +879,16 @@ impl Harness<'_> {
             HarnessStep::Crash(node) => {
                 if self.nodes.contains_key(&node) && !self.down.contains(&node) {
                     // The same observation the exhaustive world makes of a crash.
-                    let action = match node {
-                        Node::Connect => FaultAction::KillConnectWorker { restart_after_ms: None },
-                        _ => FaultAction::CrashPostgres { restart_after_ms: 0 },
+                    let observation = match node {
+                        Node::Connect => {
+                            Observation::Fault { action: FaultAction::KillConnectWorker { restart_after_ms: None } }
+                        }
+                        Node::Pg1 | Node::Pg2 | Node::Postgres => {
+                            Observation::Fault { action: FaultAction::CrashPostgres { restart_after_ms: 0 } }
+                        }
+                        _ => Observation::Crashed { process: node },
                     };
-                    self.observe(node, Observation::Fault { action });
+                    self.observe(node, observation);
                     self.kill(node);
                 }
             }
@@ -1022,6 +1030,10 @@ impl Harness<'_> {
         if self.models.operator.lock().expect("operator").is_busy() {
             return None;
         }
+        // A consumer that failed says so: the pipeline stopped, loudly.
+        if let Some(reason) = self.models.sink.lock().expect("sink").failed() {
+            return Some((false, format!("the sink's consumer FAILED: {reason}")));
+        }
         let connect = self.models.connect.lock().expect("connect");
         let status = connect.status();
         if status == "FAILED" {
@@ -1064,10 +1076,12 @@ impl Harness<'_> {
         let connect = self.models.connect.lock().expect("connect");
         format!(
             "the pipeline did not catch up within acceptance.timeout_ms={timeout_ms} after the last fault or \
-             transaction at {} (connector {}, phase {:?})",
+             transaction at {} (connector {}, {})",
             SimTime(last_activity_ms),
             connect.status(),
-            connect.debezium_phase()
+            connect
+                .debezium_phase()
+                .map_or_else(|| "no task running".into(), |phase| format!("its task is {}", phase.describe()))
         )
     }
 
@@ -1075,6 +1089,10 @@ impl Harness<'_> {
     /// within the bound is a finding; one that says FAILED or STOPPED is honest.
     fn liveness_finding(&self, reached: bool, reason: &str, at: SimTime, timeout_ms: u64) -> Option<Finding> {
         if reached {
+            return None;
+        }
+        // A failed consumer said it cannot go on (`auto.offset.reset=none`): honest, not stuck.
+        if self.models.sink.lock().expect("sink").failed().is_some() {
             return None;
         }
         let status = self.models.connect.lock().expect("connect").status();

@@ -21,7 +21,7 @@ use handoff_models::ids::{Node, Status, TableId};
 use handoff_models::limits;
 use handoff_models::operator::GatePolicy;
 use handoff_models::postgres::table::{ReplicaIdentity, RowOp};
-use handoff_models::sink::ApplyRule;
+use handoff_models::sink::{ApplyRule, OffsetReset};
 use handoff_models::spec::{
     Acceptance, Background, CheckBound, Fault, FaultAction, FaultKind, FaultProfile, HandoffMethod, Invariant, Moment,
     Prediction, PredictionOrigin, Schedule, ScriptedTxn, Spec, TableSetup, Trigger, Verdict,
@@ -859,7 +859,7 @@ impl<'t> Section<'t> {
 
 /// A TOML path: `a.b`, with keys that are not bare quoted (`connector."snapshot.mode"`).
 fn join(prefix: &str, key: &str) -> String {
-    let key = if !key.is_empty() && key.chars().all(is_bare) { key.to_owned() } else { format!("{key:?}") };
+    let key = toml_key(key);
     if prefix.is_empty() { key } else { format!("{prefix}.{key}") }
 }
 
@@ -1052,6 +1052,7 @@ fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         sink_group: sink.group,
         sink_auto_commit_interval_ms: sink.auto_commit_interval_ms,
         sink_max_poll_records: sink.max_poll_records,
+        sink_auto_offset_reset: sink.auto_offset_reset,
         background,
         scripted,
         faults,
@@ -1610,10 +1611,11 @@ struct Sink {
     group: String,
     auto_commit_interval_ms: u64,
     max_poll_records: u32,
+    auto_offset_reset: OffsetReset,
 }
 
 fn sink(cx: &Cx, s: &Section) -> Res<Sink> {
-    s.check_keys(cx, "apply group.id auto.commit.interval.ms max.poll.records", "field")?;
+    s.check_keys(cx, "apply group.id auto.commit.interval.ms max.poll.records auto.offset.reset", "field")?;
     let rules = [ApplyRule::VersionGuard, ApplyRule::NaiveUpsert, ApplyRule::SnapshotEpoch];
     let rules = rules.map(|rule| (rule.name(), rule));
     let rule = s.req(cx, "apply", |field| cx.choice(field, &rules))?;
@@ -1623,7 +1625,11 @@ fn sink(cx: &Cx, s: &Section) -> Res<Sink> {
     })?;
     let auto_commit_interval_ms = s.opt("auto.commit.interval.ms", 5_000, |field| cx.setting_ms(field, 1))?;
     let max_poll_records = s.opt("max.poll.records", 500, |field| cx.u32(field, 1))?;
-    Ok(Sink { rule, group, auto_commit_interval_ms, max_poll_records })
+    // The sink is a plain consumer group: `ConsumerConfig`'s default, `latest`.
+    let resets = OffsetReset::ALL.map(|reset| (reset.name(), reset));
+    let auto_offset_reset =
+        s.opt("auto.offset.reset", OffsetReset::CONSUMER_DEFAULT, |field| cx.choice(field, &resets))?;
+    Ok(Sink { rule, group, auto_commit_interval_ms, max_poll_records, auto_offset_reset })
 }
 
 fn workload(
@@ -1663,9 +1669,10 @@ fn workload(
             );
             return cx.fail(item, problem);
         }
-        for item in items {
-            scripted.push(script_entry(cx, &item, tables, Some(horizon))?);
+        for item in &items {
+            scripted.push(script_entry(cx, item, tables, Some(horizon))?);
         }
+        script_steps_apply(cx, &items, &scripted, tables, background.as_ref())?;
     }
     // The background's transactions and the scripted ones: at most `MAX_TRANSACTIONS`.
     if let Some(background) = &background {
@@ -1698,6 +1705,98 @@ fn workload(
         }
     }
     Ok((background, scripted))
+}
+
+/// Whether step `other` may run before step `this`: unless both run at absolute times and
+/// `other`'s is later (a moment's time is known only in the run).
+fn may_run_before(other: &ScriptedTxn, this: &ScriptedTxn) -> bool {
+    match (other.trigger, this.trigger) {
+        (Trigger::At { at_ms: other }, Trigger::At { at_ms: this }) => other <= this,
+        _ => true,
+    }
+}
+
+/// The `insert`, `update` or `delete` field of a script entry: where an error about its step
+/// points.
+fn op_field<'t>(cx: &Cx, item: &Field<'t>) -> Res<Field<'t>> {
+    let s = cx.section(item)?;
+    Ok(s.get("insert").or_else(|| s.get("update")).or_else(|| s.get("delete")).expect("a step has an operation"))
+}
+
+/// Every `[[workload.script]]` step can apply in some run: an update or delete names a row that
+/// exists at some point before it (loaded, inserted by a step that may run before it, or among
+/// the keys the background workload inserts), and an insert names a key that is free at some
+/// point before it (not loaded, or deleted by a step or the background). A step that can never
+/// apply is refused here; one whose fate depends on the run (the background deleted its row)
+/// is reported in the run's timeline when it does not apply.
+fn script_steps_apply(
+    cx: &Cx,
+    items: &[Field],
+    scripted: &[ScriptedTxn],
+    tables: &[TableSetup],
+    background: Option<&Background>,
+) -> Res<()> {
+    let first = tables.first().map(|table| table.id);
+    for (index, (item, txn)) in items.iter().zip(scripted).enumerate() {
+        let Some(op) = txn.ops.first() else { continue };
+        let (table, key) = match *op {
+            RowOp::Insert { table, key, .. } | RowOp::Update { table, key, .. } | RowOp::Delete { table, key } => {
+                (table, key)
+            }
+        };
+        let setup = &tables[usize::from(table.0)];
+        let rows = i64::from(setup.rows);
+        let loaded = key <= rows;
+        // The background workload changes the first table: it inserts the keys after the loaded
+        // ones, and deletes rows it believes live.
+        let background = background.filter(|_| Some(table) == first);
+        let [inserts, _, _] = background.map_or([0, 0, 0], Background::transaction_counts);
+        let background_inserts = key > rows && (key - rows) as u64 <= inserts;
+        let background_deletes = background.is_some_and(|b| b.deletes_per_second > 0.0);
+        let step_before = |wanted: fn(&RowOp) -> bool| {
+            scripted.iter().enumerate().any(|(other, step)| {
+                other != index
+                    && may_run_before(step, txn)
+                    && step.ops.iter().any(|op| wanted(op) && op_target(op) == (table, key))
+            })
+        };
+        let name = &setup.name;
+        let loaded_keys =
+            if rows == 0 { "it loads no row".to_string() } else { format!("keys 1 to {rows} are loaded") };
+        let problem = match op {
+            RowOp::Update { .. } | RowOp::Delete { .. }
+                if !loaded && !background_inserts && !step_before(|op| matches!(op, RowOp::Insert { .. })) =>
+            {
+                let verb = if matches!(op, RowOp::Update { .. }) { "update" } else { "delete" };
+                Some(format!(
+                    "claim {key} is not a row of {name} ({loaded_keys}) and no step that may run before this one \
+                     inserts it: the {verb} would change nothing"
+                ))
+            }
+            RowOp::Insert { .. }
+                if loaded && !background_deletes && !step_before(|op| matches!(op, RowOp::Delete { .. })) =>
+            {
+                Some(format!(
+                    "claim {key} is already a row of {name} ({loaded_keys}) and no step that may run before this one \
+                     deletes it: the insert would fail with a duplicate key"
+                ))
+            }
+            _ => None,
+        };
+        if let Some(problem) = problem {
+            return cx.fail(&op_field(cx, item)?, problem);
+        }
+    }
+    Ok(())
+}
+
+/// The row an operation names.
+fn op_target(op: &RowOp) -> (TableId, i64) {
+    match *op {
+        RowOp::Insert { table, key, .. } | RowOp::Update { table, key, .. } | RowOp::Delete { table, key } => {
+            (table, key)
+        }
+    }
 }
 
 /// A `[[workload.script]]` entry (`timed`: it has an `at`, within the horizon), or a
@@ -2018,8 +2117,27 @@ fn check(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<CheckBound> {
     let periodic_fires = s.opt("periodic_fires", 1, |field| Ok(cx.int(field, 0, 3)? as u8))?;
     let mut scripts = Vec::new();
     if let Some(field) = s.get("script") {
-        for item in cx.items(&field, "an array of tables ([[check.script]])")? {
+        let items = cx.items(&field, "an array of tables ([[check.script]])")?;
+        let all: Vec<ScriptedTxn> =
+            items.iter().map(|item| script_entry(cx, item, tables, None)).collect::<Res<_>>()?;
+        for item in items {
             let txn = script_entry(cx, &item, tables, None)?;
+            // The bound's transactions may run in any order: an insert of a loaded key applies
+            // only after a step deletes it.
+            if let Some(RowOp::Insert { table, key, .. }) = txn.ops.first()
+                && *key <= i64::from(rows)
+                && !all.iter().any(|step| {
+                    step.ops.iter().any(|op| matches!(op, RowOp::Delete { .. }) && op_target(op) == (*table, *key))
+                })
+            {
+                return cx.fail(
+                    &op_field(cx, &item)?,
+                    format!(
+                        "the bound loads keys 1 to {rows} (rows = {rows}); claim {key} is one of them and no \
+                         [[check.script]] step deletes it: the insert would always fail with a duplicate key"
+                    ),
+                );
+            }
             if let Some(RowOp::Update { key, .. } | RowOp::Delete { key, .. }) = txn.ops.first()
                 && *key > i64::from(rows)
             {
@@ -2436,6 +2554,7 @@ fn write_sink(w: &mut Writer, spec: &Spec) {
     w.field("group.id", toml_string(&spec.sink_group));
     w.field("auto.commit.interval.ms", spec.sink_auto_commit_interval_ms);
     w.field("max.poll.records", spec.sink_max_poll_records);
+    w.field("auto.offset.reset", toml_string(spec.sink_auto_offset_reset.name()));
 }
 
 fn write_workload(w: &mut Writer, spec: &Spec) -> Result<(), String> {
@@ -2455,7 +2574,7 @@ fn write_workload(w: &mut Writer, spec: &Spec) -> Result<(), String> {
 
 /// One `[[workload.script]]` entry (with its `at`) or `[[check.script]]` one (without).
 fn write_script(w: &mut Writer, spec: &Spec, header: &str, index: usize, txn: &ScriptedTxn) -> Result<(), String> {
-    let whose = format!("{} entry {index} ({:?})", header.replace('.', " "), txn.label);
+    let whose = format!("{} entry {index} ({})", header.replace('.', " "), basic_string(&txn.label));
     let [op] = txn.ops.as_slice() else {
         return Err(format!("{whose} has {} operations; the format has one operation per [[{header}]]", txn.ops.len()));
     };
@@ -2497,8 +2616,15 @@ fn write_check(w: &mut Writer, spec: &Spec) -> Result<(), String> {
     w.field("rows", check.rows);
     let name = |node: &Node| CheckBound::CRASHABLE.iter().find(|(_, n)| n == node).map(|(name, _)| *name);
     let crash: Option<Vec<&str>> = check.crash.iter().map(name).collect();
-    let crash =
-        crash.ok_or_else(|| format!("[check] crash names a process a bound cannot crash: {:?}", check.crash))?;
+    let crash = crash.ok_or_else(|| {
+        let named: Vec<&str> = check.crash.iter().map(|node| node.name()).collect();
+        let crashable: Vec<&str> = CheckBound::CRASHABLE.iter().map(|(name, _)| *name).collect();
+        format!(
+            "[check] crash names a process a bound cannot crash: {}; it can crash {}",
+            named.join(", "),
+            crashable.join(", ")
+        )
+    })?;
     w.field("crash", toml_strings(crash));
     w.field("crashes", check.crashes);
     w.field("periodic_fires", check.periodic_fires);

@@ -10,6 +10,9 @@
 //! 3. earlier faults: each fault's time halved (or its delay after a moment dropped) while the
 //!    failure remains.
 //!
+//! Every candidate is a scenario the loader reads back (`scenario::to_toml` succeeds on it): a
+//! shrunk scenario always loads.
+//!
 //! "The same failure" is the target finding's signature: its invariant, its shape (a missing
 //! document or a stale one, a resurrection at the boundary or during the run, a phantom or a
 //! hole in the stream, …) and the kind of history its key had in the source (loaded, inserted,
@@ -122,7 +125,13 @@ pub fn signature(result: &RunResult, invariant: Option<Invariant>) -> Option<Sig
     })
 }
 
+/// Whether a candidate still fails the same way. A candidate the loader would refuse (a step
+/// left updating a row whose insert was dropped, a fault the system cannot take) is no
+/// candidate: every shrunk scenario loads.
 fn fails_the_same(spec: &Spec, seed: u64, target: &Signature, runs: &mut usize) -> bool {
+    if crate::scenario::to_toml(spec, seed).is_err() {
+        return false;
+    }
     *runs += 1;
     let result = runner::run(spec, seed);
     result.findings.iter().any(|finding| {

@@ -129,7 +129,7 @@ fn die_with_supervisor() {
 }
 
 fn parse_seed(text: &str, index: usize) -> Result<u64, String> {
-    text.parse().map_err(|_| format!("explore-worker: request {}: {text:?} is not a seed", index + 1))
+    text.parse().map_err(|_| format!("explore-worker: request {}: `{text}` is not a seed", index + 1))
 }
 
 /// A test hook's seeds, from its environment variable (none when it is unset).

@@ -352,8 +352,14 @@ prop_compose! {
             transactions as f64 / 2.0 / seconds.max(0.001),
             transactions as f64 / 2.0 / seconds.max(0.001),
         );
+        // Steps the loader takes: an insert of a key past the loaded ones, an update or delete of
+        // a loaded row.
+        let loaded = i64::from(rows);
         for (at, key, op) in scripts {
-            let op = ["insert", "update", "delete"][usize::from(op)];
+            let (op, key) = match op {
+                1 | 2 if loaded > 0 => (["update", "delete"][usize::from(op) - 1], (key - 1) % loaded + 1),
+                _ => ("insert", key + loaded),
+            };
             text.push_str(&format!("[[workload.script]]\nat = \"{at}\"\n{op} = {key}\n"));
         }
         for (at, action) in faults {

@@ -102,3 +102,8 @@ fn claims_failover_recreate_slot_during_gate() {
 fn claims_failover_worker_down_at_promotion() {
     check("claims-failover-worker-down-at-promotion");
 }
+
+#[test]
+fn claims_consumer_starts_late() {
+    check("claims-consumer-starts-late");
+}

@@ -90,7 +90,7 @@ impl FailoverGate {
                                 "after the promotion of {} at {}, no event published before the saved offset is found available on its slot",
                                 promotion.server, promotion.at
                             ))
-                            .seen(format!("published a change from {} at partition {} offset {}", promotion.server, record.tp.partition, record.offset))
+                            .seen(format!("published a change from {} at {}", promotion.server, evidence.record_at(record)))
                             .lsn(record.value.map(|event| event.source.lsn).unwrap_or_default())
                             .detail(reason),
                     );

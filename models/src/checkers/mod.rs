@@ -20,9 +20,10 @@ mod no_resurrection;
 mod one_history;
 pub mod published;
 
-use crate::event::SourceOffset;
+use crate::event::{KafkaRecord, SourceOffset};
 use crate::ids::{Key, TableId};
 use crate::lsn::Lsn;
+use crate::narrate::Names;
 use crate::observe::{Doc, Observation, TraceEvent};
 use crate::oracle::Oracle;
 use crate::shared::{Fixed, Shared};
@@ -133,6 +134,18 @@ pub struct Evidence {
     pub captured: Fixed<Vec<TableId>>,
     /// The connector's first replication stream: when, and from where decoding emitted.
     pub first_stream_start: Option<(SimTime, Lsn)>,
+    /// The scenario's table and topic names, for the findings' words.
+    pub names: Fixed<Names>,
+}
+
+impl Evidence {
+    /// Where a record is, as Kafka names it: `claims.public.claims-0@17`.
+    pub fn record_at(&self, record: &KafkaRecord) -> String {
+        if self.names.tables.is_empty() {
+            return format!("partition {} offset {}", record.tp.partition, record.offset);
+        }
+        format!("{}@{}", self.names.partition(record.tp), record.offset)
+    }
 }
 
 /// All checkers, fed in trace order.
@@ -157,6 +170,7 @@ impl Checkers {
                 stored_offset: None,
                 captured: Fixed::new(captured),
                 first_stream_start: None,
+                names: Fixed::new(Names::default()),
             },
             no_resurrection: Default::default(),
             monotonic_apply: Default::default(),
@@ -166,6 +180,13 @@ impl Checkers {
             findings: Vec::new(),
             finished: false,
         }
+    }
+
+    /// The scenario's names, for the findings' words (a finding names a Kafka record by its
+    /// topic, partition and offset).
+    pub fn named(mut self, names: Names) -> Checkers {
+        self.evidence.names = Fixed::new(names);
+        self
     }
 
     fn report(&mut self, finding: Finding) {
@@ -210,7 +231,7 @@ impl Checkers {
         self.fail_closed.observe(&self.evidence, at, observation, &mut found);
         self.failover_gate.observe(&self.evidence, at, observation, &mut found);
         self.no_resurrection.observe(&self.evidence, at, observation, &mut found);
-        self.monotonic_apply.observe(at, observation, &mut found);
+        self.monotonic_apply.observe(&self.evidence, at, observation, &mut found);
         match observation {
             Observation::Appended { records } => self.evidence.published.get_mut().append(at, records),
             Observation::SourceOffsetStored { offset, .. } => self.evidence.stored_offset = *offset,
@@ -233,7 +254,7 @@ impl Checkers {
         let mut found = Vec::new();
         one_history::check(&self.evidence, boundary, &mut found);
         if boundary.reached {
-            no_gap::check(&self.evidence, boundary, &mut found);
+            no_gap::check(&self.evidence, boundary, &self.findings, &mut found);
             no_resurrection::check_boundary(&self.evidence, boundary, &mut found);
         }
         for finding in found {

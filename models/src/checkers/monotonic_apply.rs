@@ -7,7 +7,7 @@
 //! Does not verify: deleted documents coming back (that is I2), versions from a lost timeline
 //! (I4).
 
-use super::Finding;
+use super::{Evidence, Finding};
 use crate::observe::{Apply, Doc, Observation, SinkAction};
 use crate::spec::Invariant;
 use crate::time::SimTime;
@@ -17,14 +17,14 @@ use serde::{Deserialize, Serialize};
 pub struct MonotonicApply;
 
 impl MonotonicApply {
-    pub fn observe(&mut self, at: SimTime, observation: &Observation, found: &mut Vec<Finding>) {
+    pub fn observe(&mut self, evidence: &Evidence, at: SimTime, observation: &Observation, found: &mut Vec<Finding>) {
         let Observation::SinkApplied { applies } = observation else { return };
         for apply in applies {
-            Self::apply(at, apply, found);
+            Self::apply(evidence, at, apply, found);
         }
     }
 
-    fn apply(at: SimTime, apply: &Apply, found: &mut Vec<Finding>) {
+    fn apply(evidence: &Evidence, at: SimTime, apply: &Apply, found: &mut Vec<Finding>) {
         let Apply { record, action: SinkAction::Upserted, before: Some(Doc::Live(old)), after: Some(Doc::Live(new)) } =
             apply
         else {
@@ -42,10 +42,7 @@ impl MonotonicApply {
                 Finding::new(Invariant::I3, Some(record.key), at)
                     .expected(format!("version >= {}", old.version))
                     .seen(format!("moved back from version {} to {}", old.version, new.version))
-                    .detail(format!(
-                        "{origin} at partition {} offset {} overwrote a newer row",
-                        record.tp.partition, record.offset
-                    )),
+                    .detail(format!("{origin} at {} overwrote a newer row", evidence.record_at(record))),
             );
         }
     }

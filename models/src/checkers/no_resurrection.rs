@@ -24,11 +24,11 @@ pub struct NoResurrection {
 }
 
 impl NoResurrection {
-    pub fn observe(&mut self, _evidence: &Evidence, at: SimTime, observation: &Observation, found: &mut Vec<Finding>) {
+    pub fn observe(&mut self, evidence: &Evidence, at: SimTime, observation: &Observation, found: &mut Vec<Finding>) {
         match observation {
             Observation::SinkApplied { applies } => {
                 for apply in applies {
-                    self.apply(at, apply, found);
+                    self.apply(evidence, at, apply, found);
                 }
             }
             Observation::SinkReconciled { removed, .. } => {
@@ -40,7 +40,7 @@ impl NoResurrection {
         }
     }
 
-    fn apply(&mut self, at: SimTime, apply: &Apply, found: &mut Vec<Finding>) {
+    fn apply(&mut self, evidence: &Evidence, at: SimTime, apply: &Apply, found: &mut Vec<Finding>) {
         let Apply { record, action, before, after } = apply;
         let Some(event) = record.value else { return };
         let id = (event.source.table, record.key);
@@ -61,10 +61,7 @@ impl NoResurrection {
                                     "stays deleted (delete of {} applied at {deleted_at})",
                                     deleted_version.map_or("it".to_string(), |v| format!("version {v}"))
                                 ))
-                                .seen(format!(
-                                    "version {} reappeared from partition {} offset {}",
-                                    row.version, record.tp.partition, record.offset
-                                ))
+                                .seen(format!("version {} reappeared from {}", row.version, evidence.record_at(record)))
                                 .lsn(event.source.lsn),
                         );
                     } else {
@@ -100,32 +97,45 @@ pub fn check_boundary(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<
                     ))
                     .seen(describe_doc(doc))
                     .lsn(last.commit_lsn)
-                    .detail(resurrection_reason(evidence, id, last.commit_lsn)),
+                    .detail(resurrection_reason(evidence, id, last)),
             );
         }
     }
 }
 
-/// Why the delete never reached the sink, as far as Kafka's content tells.
-fn resurrection_reason(evidence: &Evidence, id: DocId, delete_lsn: crate::lsn::Lsn) -> String {
-    let streamed = evidence
-        .published
-        .changes
-        .iter()
-        .any(|((_, doc), change)| *doc == id && change.after.is_none() && change.op == crate::event::Op::Delete);
+/// Why the delete never reached the sink, as far as Kafka's content tells: whether the delete's
+/// change record is in Kafka, whether a later complete snapshot omits the row, and where the
+/// connector's first stream started.
+fn resurrection_reason(evidence: &Evidence, id: DocId, delete: &crate::oracle::Version) -> String {
+    let delete_lsn = delete.commit_lsn;
+    let streamed = evidence.oracle.commit_by_csn(delete.csn).is_some_and(|commit| {
+        commit
+            .txn
+            .changes
+            .iter()
+            .filter(|change| (change.table, change.key) == id)
+            .any(|change| evidence.published.has_change(change.lsn, id, None))
+    });
     if streamed {
-        return "the delete was published but the sink did not keep it".into();
+        return "the delete was published to Kafka, but the sink does not keep it: a later record made the row live \
+                again"
+            .into();
     }
     let later_snapshot = evidence
         .published
         .attempts
         .iter()
         .any(|attempt| attempt.complete && attempt.lsn > delete_lsn && !attempt.rows.contains_key(&id));
+    let before_stream = match evidence.first_stream_start {
+        Some((_, start)) if delete_lsn < start => format!(" (it committed before the stream's start at {start})"),
+        Some(_) => " (it committed after the stream's start, which did not publish it)".into(),
+        None => " (no stream ever started)".into(),
+    };
     if later_snapshot {
-        "the delete was never streamed (it committed before the stream's start) and the later snapshot that \
-         omits the row cannot retract it"
-            .into()
+        format!(
+            "the delete was never streamed{before_stream} and the later snapshot that omits the row cannot retract it"
+        )
     } else {
-        "the delete was never published".into()
+        format!("the delete was never published{before_stream}")
     }
 }

@@ -210,8 +210,32 @@ fn coverage(evidence: &Evidence, position: Position, found: &mut Vec<Finding>) {
                 if missing.len() > 6 { ", …" } else { "" }
             ))
             .lsn(first.txn.commit_lsn)
-            .detail("the stream started past the snapshot's position: these changes are in neither"),
+            .detail(hole_detail(evidence, &position, first.txn.commit_lsn)),
     );
+}
+
+/// What the hole's place says: before the first change the stream published (the stream started
+/// past the handoff position), or between published changes (the stream skipped them). Either
+/// way they are after the handoff position: in no snapshot and no stream.
+fn hole_detail(evidence: &Evidence, position: &Position, first_missing: Lsn) -> String {
+    let first_streamed = evidence
+        .published
+        .changes
+        .iter()
+        .filter_map(|((lsn, id), change)| evidence.oracle.find_change(*lsn, *id, change.after))
+        .filter(|commit| !commit.lost)
+        .map(|commit| commit.txn.commit_lsn)
+        .min();
+    match first_streamed {
+        Some(first) if first > first_missing => format!(
+            "the stream's first published change committed at {first}, after them: it started past {}, so these \
+             changes are in neither the snapshot nor the stream",
+            position.describe
+        ),
+        _ => "the stream published changes before and after them but not these: it skipped them, and they are in \
+              neither the snapshot nor the stream"
+            .into(),
+    }
 }
 
 fn phantoms(evidence: &Evidence, found: &mut Vec<Finding>) {

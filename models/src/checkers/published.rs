@@ -48,6 +48,10 @@ impl AttemptRows {
         self.0.binary_search_by(|(other, _)| other.cmp(id)).is_ok()
     }
 
+    pub fn get(&self, id: &DocId) -> Option<&Row> {
+        self.0.binary_search_by(|(other, _)| other.cmp(id)).ok().map(|index| &self.0[index].1)
+    }
+
     pub fn len(&self) -> usize {
         self.0.len()
     }

@@ -342,7 +342,8 @@ impl Postgres {
                         let name = &self.config.tables[usize::from(table.0)].name;
                         let relation = name.rsplit('.').next().unwrap_or(name);
                         return SqlReply::Error(format!(
-                            "ERROR: duplicate key value violates unique constraint \"{relation}_pkey\""
+                            "ERROR: duplicate key value violates unique constraint \"{relation}_pkey\" DETAIL: Key \
+                             (id)=({key}) already exists."
                         ));
                     }
                     Some(ChangeKind::Insert { after: Row { version: 1, status, amount_cents } })
@@ -362,7 +363,7 @@ impl Postgres {
         }
         if pending.is_empty() {
             // No row changed: no xid was assigned and nothing is written.
-            return SqlReply::NothingChanged;
+            return SqlReply::NothingChanged { ops: ops.to_vec() };
         }
         let xid = self.durable.next_xid;
         self.durable.next_xid += 1;

@@ -368,7 +368,10 @@ impl World {
             },
             crashes_left: bounds.crashes,
             periodic_fired: Fired::default(),
-            checkers: Shared::new(Checkers::new(Oracle::new(&system.initial_rows), spec.debezium.tables.clone())),
+            checkers: Shared::new(
+                Checkers::new(Oracle::new(&system.initial_rows), spec.debezium.tables.clone())
+                    .named(crate::narrate::Names::of(spec)),
+            ),
             restarted_during_snapshot: false,
             captured: Fixed::new(spec.debezium.tables.clone()),
             verdict: Verdict::default(),
@@ -603,11 +606,16 @@ impl World {
                         self.enqueue(node, peer, Wire::Lost);
                     }
                 }
-                let action = match node {
-                    Node::Connect => FaultAction::KillConnectWorker { restart_after_ms: None },
-                    _ => FaultAction::CrashPostgres { restart_after_ms: 0 },
+                let observation = match node {
+                    Node::Connect => {
+                        Observation::Fault { action: FaultAction::KillConnectWorker { restart_after_ms: None } }
+                    }
+                    Node::Pg1 | Node::Pg2 | Node::Postgres => {
+                        Observation::Fault { action: FaultAction::CrashPostgres { restart_after_ms: 0 } }
+                    }
+                    _ => Observation::Crashed { process: node },
                 };
-                self.observe(TraceEvent { at: SimTime::ZERO, node, observation: Observation::Fault { action } });
+                self.observe(TraceEvent { at: SimTime::ZERO, node, observation });
             }
             Action::Operate { operation } => {
                 if self.operations_pending.remove(operation.index()) {

@@ -351,7 +351,7 @@ fn invalid_input(what: String) -> PgError {
 }
 
 fn timed_out(what: &str, timeout: Duration) -> PgError {
-    PgError::Io(io::Error::new(io::ErrorKind::TimedOut, format!("{what}: no answer within {timeout:?}")))
+    PgError::Io(io::Error::new(io::ErrorKind::TimedOut, format!("{what}: no answer within {} ms", timeout.as_millis())))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -716,7 +716,8 @@ impl Connection {
             Backend::Sasl(mechanisms) => {
                 if !mechanisms.iter().any(|mechanism| mechanism == SCRAM_SHA_256) {
                     return Err(PgError::Protocol(format!(
-                        "the server offers SASL {mechanisms:?}, not {SCRAM_SHA_256}"
+                        "the server offers SASL {}, not {SCRAM_SHA_256}",
+                        mechanisms.join(", ")
                     )));
                 }
                 let mut scram = ScramSha256::new(password()?, ChannelBinding::unsupported());

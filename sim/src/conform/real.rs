@@ -457,7 +457,8 @@ impl RealServer {
                 break;
             }
             if Instant::now() > deadline {
-                return Err(format!("the checkpointer was still busy ({state:?}) after 60 s"));
+                let state = state.as_deref().unwrap_or("no checkpointer process");
+                return Err(format!("the checkpointer was still busy ({state}) after 60 s"));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
