@@ -65,6 +65,8 @@ pub struct Operator {
     /// Whether the connector, resumed with no offsets, takes a new snapshot (every
     /// `snapshot.mode` but `no_data`): what a rebuild's resume says it does.
     pub rebuild_snapshots: bool,
+    /// A slot drop was refused because the slot is active: tried again every second, said once.
+    drop_retrying: bool,
 }
 
 /// Polling interval for the connector's status while it stops.
@@ -99,6 +101,7 @@ impl Operator {
             waiting: Vec::new(),
             rest_refused: false,
             rebuild_snapshots: true,
+            drop_retrying: false,
         }
     }
 
@@ -261,7 +264,24 @@ impl Component for Operator {
                 let slot = self.slot_name.clone();
                 self.sql(ctx, SqlRequest::DropSlot { slot });
             }
+            // `pg_drop_replication_slot` fails on a slot a walsender still holds
+            // (`ReplicationSlotAcquire`: "replication slot ... is active for PID ..."): the
+            // connector's old stream may live on behind a broken network until the walsender
+            // notices. The operator does not go on as if the slot were gone: it tries again.
+            (Step::RecreateDropping | Step::DroppingSlot, Msg::SqlReply { reply: SqlReply::Error(error), .. })
+                if error.contains("is active") =>
+            {
+                if !self.drop_retrying {
+                    self.drop_retrying = true;
+                    self.action(
+                        ctx,
+                        &format!("drop slot \"{}\" failed: {error}; trying again every second", self.slot_name),
+                    );
+                }
+                ctx.set_timer(Timer::OperatorRetry, 1_000);
+            }
             (Step::RecreateDropping, Msg::SqlReply { .. }) => {
+                self.drop_retrying = false;
                 self.step = Step::RecreateCreating;
                 self.action(
                     ctx,
@@ -336,6 +356,7 @@ impl Component for Operator {
                 }
             }
             (Step::DroppingSlot, Msg::SqlReply { .. }) => {
+                self.drop_retrying = false;
                 self.step = Step::Resuming;
                 self.action(ctx, self.rebuild_resume_text());
                 self.rest(ctx, RestRequest::Resume);

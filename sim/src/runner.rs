@@ -929,6 +929,15 @@ impl Harness<'_> {
                         (_, Node::Connect) => "the Connect worker is already down",
                         _ => "the primary is already down",
                     })
+                } else if matches!(fault, FaultAction::FailOverToStandby { .. })
+                    && !(target == Node::Pg1 && self.models.pg2.is_some())
+                {
+                    Some(if self.models.pg2.is_some() {
+                        "no standby is left to promote: pg2 has been the primary since an earlier failover, and the \
+                         old primary does not come back"
+                    } else {
+                        "there is no standby to promote: add [postgres.standby]"
+                    })
                 } else if let FaultAction::Clog { between: (a, b), .. } = fault
                     && [a, b].iter().any(|node| *node != Node::Postgres && !self.nodes.contains_key(node))
                 {

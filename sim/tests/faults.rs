@@ -392,3 +392,27 @@ fn a_stop_accepted_before_the_worker_dies_is_honoured_when_it_restarts() {
         "no task starts until the gate resumes the connector"
     );
 }
+
+#[test]
+fn a_second_failover_with_no_standby_left_is_refused_with_a_reason() {
+    // claims-failover promotes its standby at 75 s; a failover at 30 s first leaves nobody to
+    // promote then. The later one used to be narrated as a FAULT and do nothing.
+    let path = common::scenario_path("claims-failover");
+    let text = std::fs::read_to_string(path).expect("the scenario")
+        + "\n[[fault]]\nat = \"30s\"\naction = \"fail-over-to-standby\"\npromote_after_ms = 2000\n";
+    let spec = common::load_text(&text);
+    let result = common::run(&spec, 1);
+    let refused: Vec<(u64, &String)> = result
+        .trace
+        .iter()
+        .filter_map(|e| match &e.observation {
+            Observation::FaultRefused { reason, .. } => Some((e.at.ms(), reason)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].0, 75_000);
+    assert!(refused[0].1.starts_with("no standby is left to promote"), "{refused:?}");
+    assert_eq!(result.fault_notes.len(), 1);
+    assert_eq!(result.fault_notes[0].outcome, "refused");
+}
