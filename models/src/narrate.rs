@@ -106,7 +106,21 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
     Some(match observation {
         Observation::Committed { txn, .. } => {
             let mut text = format!("xid {} committed at {}: ", txn.xid, txn.commit_lsn);
-            let shown: Vec<String> = txn.changes.iter().take(3).map(|c| change_text(&c.kind, c.key)).collect();
+            let shown: Vec<String> = txn
+                .changes
+                .iter()
+                .take(3)
+                .map(|c| {
+                    // The claims are the first table; a row of another (the heartbeat table of a
+                    // heartbeat.action.query) is named with its table.
+                    let text = change_text(&c.kind, c.key);
+                    if c.table.0 == 0 {
+                        text
+                    } else {
+                        format!("{} in {}", text.replacen("claim", "row", 1), names.table(c.table))
+                    }
+                })
+                .collect();
             text.push_str(&shown.join(", "));
             if txn.changes.len() > 3 {
                 let _ = write!(text, " and {} more", txn.changes.len() - 3);

@@ -65,9 +65,13 @@ pub struct Operator {
     /// Whether the connector, resumed with no offsets, takes a new snapshot (every
     /// `snapshot.mode` but `no_data`): what a rebuild's resume says it does.
     pub rebuild_snapshots: bool,
-    /// A slot drop was refused because the slot is active: tried again every second, said once.
-    drop_retrying: bool,
+    /// How many times the runbook's slot drop was refused because the slot is active.
+    drop_refusals: u32,
 }
+
+/// How many times (one a second) the runbook tries a slot drop PostgreSQL refuses because the slot
+/// is active: `wal_sender_timeout`'s default, 60 s, ends an orphaned walsender by then.
+const DROP_RETRIES: u32 = 60;
 
 /// Polling interval for the connector's status while it stops.
 const STATUS_POLL_MS: u64 = 500;
@@ -101,7 +105,7 @@ impl Operator {
             waiting: Vec::new(),
             rest_refused: false,
             rebuild_snapshots: true,
-            drop_retrying: false,
+            drop_refusals: 0,
         }
     }
 
@@ -265,23 +269,23 @@ impl Component for Operator {
                 self.sql(ctx, SqlRequest::DropSlot { slot });
             }
             // `pg_drop_replication_slot` fails on a slot a walsender still holds
-            // (`ReplicationSlotAcquire`: "replication slot ... is active for PID ..."): the
-            // connector's old stream may live on behind a broken network until the walsender
-            // notices. The operator does not go on as if the slot were gone: it tries again.
-            (Step::RecreateDropping | Step::DroppingSlot, Msg::SqlReply { reply: SqlReply::Error(error), .. })
-                if error.contains("is active") =>
+            // (`ReplicationSlotAcquire`: "replication slot ... is active for PID ..."). The runbook
+            // stopped the connector, so the walsender is an orphan whose client is gone behind a
+            // broken network: the operator tries again every second, for as long as
+            // `wal_sender_timeout` (60 s) gives such a walsender, then goes on as the runbook says.
+            (Step::DroppingSlot, Msg::SqlReply { reply: SqlReply::Error(error), .. })
+                if error.contains("is active") && self.drop_refusals < DROP_RETRIES =>
             {
-                if !self.drop_retrying {
-                    self.drop_retrying = true;
+                if self.drop_refusals == 0 {
                     self.action(
                         ctx,
                         &format!("drop slot \"{}\" failed: {error}; trying again every second", self.slot_name),
                     );
                 }
+                self.drop_refusals += 1;
                 ctx.set_timer(Timer::OperatorRetry, 1_000);
             }
             (Step::RecreateDropping, Msg::SqlReply { .. }) => {
-                self.drop_retrying = false;
                 self.step = Step::RecreateCreating;
                 self.action(
                     ctx,
@@ -355,8 +359,13 @@ impl Component for Operator {
                     self.rest(ctx, RestRequest::Resume);
                 }
             }
-            (Step::DroppingSlot, Msg::SqlReply { .. }) => {
-                self.drop_retrying = false;
+            (Step::DroppingSlot, Msg::SqlReply { reply, .. }) => {
+                if let SqlReply::Error(error) = reply
+                    && self.drop_refusals > 0
+                {
+                    self.action(ctx, &format!("gave up dropping slot \"{}\" after 60 s: {error}", self.slot_name));
+                }
+                self.drop_refusals = 0;
                 self.step = Step::Resuming;
                 self.action(ctx, self.rebuild_resume_text());
                 self.rest(ctx, RestRequest::Resume);
