@@ -158,3 +158,36 @@ fn the_restart_test_outcome_follows_the_sink_rule_on_every_seed() {
         assert_eq!(common::run(&epoch, seed).violated(), vec![], "seed {seed}");
     }
 }
+
+/// Issue 16 item 5: after a clean PostgreSQL 17 failover, a restart resumes from a position the
+/// connector read on the new timeline, past the switch point: a valid resume point (PostgreSQL
+/// reads it from the new timeline's WAL), not an unavailable one.
+#[test]
+fn i8_a_restart_after_a_clean_pg17_failover_resumes_on_the_new_timeline() {
+    use handoff_models::ids::Node;
+    use handoff_models::observe::Observation;
+    let (spec, seed) = common::load("claims-failover-pg17-synchronized-restart", &[]);
+    let result = common::run(&spec, seed);
+    assert_eq!(result.violated(), vec![], "{:?}", result.findings);
+    // The run must really test the rule: a stream on the promoted server that asked for a
+    // position past the switch point.
+    let switch = result
+        .trace
+        .iter()
+        .find_map(|event| match &event.observation {
+            Observation::Promoted { switch_lsn, .. } => Some(*switch_lsn),
+            _ => None,
+        })
+        .expect("a promotion");
+    let past_switch = result.trace.iter().any(|event| {
+        matches!(&event.observation,
+            Observation::StreamStarted { server: Node::Pg2, client: Node::Connect, requested, .. } if *requested > switch)
+    });
+    assert!(past_switch, "no restart asked for a position past the switch point {switch}");
+    // A position read on the old timeline past the switch point is still unavailable: without
+    // synchronized_standby_slots, and with offsets flushed every second, the connector stores a
+    // position of the old primary's lost tail, and a gate-less resume from it is the I8 finding.
+    let sets = ["failover.gate=off", r#"connect."offset.flush.interval.ms"=1000"#];
+    let i8 = finding_about("claims-failover-pg17-unsynchronized", &sets, I8);
+    assert!(i8.detail.contains("read on timeline 1"), "{i8}");
+}

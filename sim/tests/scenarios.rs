@@ -87,3 +87,8 @@ fn claims_failover_pg17_synchronized() {
 fn claims_failover_pg17_unsynchronized() {
     check("claims-failover-pg17-unsynchronized");
 }
+
+#[test]
+fn claims_failover_pg17_synchronized_restart() {
+    check("claims-failover-pg17-synchronized-restart");
+}
