@@ -92,3 +92,8 @@ fn claims_failover_pg17_unsynchronized() {
 fn claims_failover_pg17_synchronized_restart() {
     check("claims-failover-pg17-synchronized-restart");
 }
+
+#[test]
+fn claims_quiet_database_keepalive_fix_restart() {
+    check("claims-quiet-database-keepalive-fix-restart");
+}

@@ -289,6 +289,7 @@ impl Checkers {
             || matches!(
                 observation,
                 Observation::SlotConfirmed { by: Node::Connect, .. }
+                    | Observation::KeepaliveConfirmed { .. }
                     | Observation::SnapshotStarted { .. }
                     | Observation::StreamStarted { client: Node::Connect, .. }
                     | Observation::GateChecked { .. }
