@@ -97,3 +97,8 @@ fn claims_failover_pg17_synchronized_restart() {
 fn claims_quiet_database_keepalive_fix_restart() {
     check("claims-quiet-database-keepalive-fix-restart");
 }
+
+#[test]
+fn claims_slot_cap_crash_recovery() {
+    check("claims-slot-cap-crash-recovery");
+}
