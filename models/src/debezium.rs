@@ -290,6 +290,10 @@ pub struct DebeziumTask {
     next_session: SessionId,
     /// Replayed changes at or before this LSN are skipped (the stored `lsn_proc`).
     skip_upto: Option<Lsn>,
+    /// The stored event at `skip_upto` was a COMMIT (its end LSN, the start of the next WAL
+    /// record): a change at that very LSN is the next transaction's first, not a replay
+    /// (dbz#76, fixed in 3.7.0.Alpha2; before, it was skipped).
+    skip_stored_commit: bool,
     /// `lsnFlushingAllowed`: false from a stream (re)start until the first message arrives.
     lsn_flushing_allowed: bool,
     /// The flushed LSN last sent to the server.
@@ -322,6 +326,7 @@ impl DebeziumTask {
             replication: None,
             next_session: first_session,
             skip_upto: None,
+            skip_stored_commit: false,
             lsn_flushing_allowed: false,
             last_flushed: Lsn::INVALID,
             last_acked: None,
@@ -705,6 +710,12 @@ impl DebeziumTask {
         let start = self.offset.resume_lsn().unwrap_or(Lsn::INVALID);
         // The search for already-processed events runs only when lsn_proc is stored.
         self.skip_upto = self.offset.lsn_proc;
+        // `WalPositionLocator`'s false-match guard (reference §5.3, §9 row 6): when the stored
+        // event was a COMMIT (lsn_proc = lsn_commit, its end), a DML arriving at that LSN is
+        // new, and the search resumes there.
+        self.skip_stored_commit = self.config.version >= (3, 7)
+            && self.offset.lsn_proc.is_some()
+            && self.offset.lsn_commit == self.offset.lsn_proc;
         // Streaming offsets carry no snapshot keys.
         self.offset.snapshot = None;
         self.offset.last_snapshot_record = false;
@@ -795,7 +806,8 @@ impl DebeziumTask {
         // BEGIN: position only.
         self.offset.tx_id = Some(txn.xid);
         for change in &txn.changes {
-            if self.skip_upto.is_some_and(|upto| change.lsn <= upto) {
+            let replayed = |upto: Lsn| change.lsn < upto || (change.lsn == upto && !self.skip_stored_commit);
+            if self.skip_upto.is_some_and(replayed) {
                 // Already processed before the restart: filtered out by the position locator.
                 continue;
             }
@@ -971,6 +983,40 @@ mod tests {
         assert_eq!(keys, vec![3]);
         task.process_transaction(txn(12, 3000, &[4]));
         assert_eq!(task.queue.len(), 2, "later transactions are not filtered");
+    }
+
+    /// dbz#76: a COMMIT's end LSN is the start of the next WAL record, so the next transaction's
+    /// first change can carry the stored `lsn_proc`. Since 3.7 the locator resumes there; before,
+    /// it took the change for a replay and dropped it.
+    #[test]
+    fn a_change_at_the_stored_commit_end_is_new_since_3_7() {
+        let stored_commit = SourceOffset {
+            lsn: Some(Lsn(2000)),
+            lsn_proc: Some(Lsn(2000)),
+            lsn_commit: Some(Lsn(2000)),
+            ..Default::default()
+        };
+        for (version, expected) in [((3, 7), vec![3, 4]), ((3, 6), vec![4])] {
+            let mut task = task();
+            let mut config = (*task.config).clone();
+            config.version = version;
+            task.config = Fixed::new(config);
+            task.offset = stored_commit;
+            let mut out = Outbox::default();
+            task.start_streaming(&mut Ctx::new(SimTime(0), Node::Connect, &mut out));
+            task.phase = Phase::Streaming;
+            task.process_transaction(txn(11, 2000, &[3, 4]));
+            let keys: Vec<i64> = task.queue.iter().map(|r| r.key).collect();
+            assert_eq!(keys, expected, "Debezium {version:?}");
+        }
+        // A stored DML (lsn_proc past lsn_commit) is still skipped up to and including itself.
+        let mut task = task();
+        task.offset = SourceOffset { lsn_proc: Some(Lsn(2000)), lsn_commit: Some(Lsn(1900)), ..stored_commit };
+        let mut out = Outbox::default();
+        task.start_streaming(&mut Ctx::new(SimTime(0), Node::Connect, &mut out));
+        task.phase = Phase::Streaming;
+        task.process_transaction(txn(11, 2000, &[3, 4]));
+        assert_eq!(task.queue.iter().map(|r| r.key).collect::<Vec<i64>>(), vec![4]);
     }
 
     #[test]
