@@ -102,3 +102,13 @@ fn claims_quiet_database_keepalive_fix_restart() {
 fn claims_slot_cap_crash_recovery() {
     check("claims-slot-cap-crash-recovery");
 }
+
+#[test]
+fn claims_failover_pg17_synchronized_resnapshot() {
+    check("claims-failover-pg17-synchronized-resnapshot");
+}
+
+#[test]
+fn claims_quiet_database_heartbeat_fix_outage() {
+    check("claims-quiet-database-heartbeat-fix-outage");
+}
