@@ -65,7 +65,11 @@ impl AckDurable {
         if !self.driver_pending.is_empty() {
             self.driver_pending.retain(|pending| pending > to);
         }
-        if !by_driver {
+        // With no offset in the offsets topic at all, the connector confirms nothing (it confirms
+        // from the stored offset, or, before 2.7, only after a flush stored one): a confirmation
+        // arriving then was sent before the offsets were deleted (a rebuild's runbook, over a
+        // slow link), from an offset stored at the time. The changes it passes are judged alone.
+        if !by_driver && evidence.stored_offset.is_some() {
             let stored = evidence.stored_offset.and_then(|offset| offset.lsn_to_confirm());
             if stored.is_none_or(|stored| *to > stored) {
                 found.push(
