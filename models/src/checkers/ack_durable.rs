@@ -248,4 +248,15 @@ mod tests {
         feed(&mut within, 2, confirmed(0x800, 0x1000));
         assert_eq!(i5(&within), Vec::<String>::new());
     }
+
+    /// A confirmation of the stored offset that arrives after a rebuild deleted the offsets (a
+    /// slow link) is no violation: it was sent while the offset was stored.
+    #[test]
+    fn a_late_confirmation_after_the_offsets_were_deleted_is_no_violation() {
+        let mut checkers = Checkers::new(Oracle::new(&[]), vec![CLAIMS]);
+        feed(&mut checkers, 1, stored_at(0x1000));
+        feed(&mut checkers, 2, Observation::SourceOffsetStored { connector: "claims-connector".into(), offset: None });
+        feed(&mut checkers, 3, confirmed(0x800, 0x1000));
+        assert_eq!(i5(&checkers), Vec::<String>::new());
+    }
 }
