@@ -310,6 +310,10 @@ pub struct DebeziumTask {
     next_session: SessionId,
     /// Replayed changes at or before this LSN are skipped (the stored `lsn_proc`).
     skip_upto: Option<Lsn>,
+    /// The stored event at `skip_upto` was a COMMIT (its end LSN, the start of the next WAL
+    /// record): a change at that very LSN is the next transaction's first, not a replay
+    /// (dbz#76, fixed in 3.7.0.Alpha2; before, it was skipped).
+    skip_stored_commit: bool,
     /// `lsnFlushingAllowed`: false from a stream (re)start until the first message arrives.
     lsn_flushing_allowed: bool,
     /// The flushed LSN last sent to the server.
@@ -342,6 +346,7 @@ impl DebeziumTask {
             replication: None,
             next_session: first_session,
             skip_upto: None,
+            skip_stored_commit: false,
             lsn_flushing_allowed: false,
             last_flushed: Lsn::INVALID,
             last_acked: None,
@@ -723,13 +728,15 @@ impl DebeziumTask {
     fn start_streaming(&mut self, ctx: &mut Ctx) -> TaskEvent {
         // Requested start: lsn_proc if stored, else lsn, else the slot's own position (0/0).
         let start = self.offset.resume_lsn().unwrap_or(Lsn::INVALID);
-        // The search for already-processed events runs only when lsn_proc is stored, and finds
-        // nothing to skip when the stored event is a COMMIT: PostgreSQL sends only transactions
-        // committing at or after the start, all of them new. Their first change may sit at the
-        // stored commit's end LSN (the next WAL record starts where the commit record ends); the
-        // locator resumes at the first LSN received then (`WalPositionLocator.resumeFromLsn`,
-        // debezium-connector-postgres#76), it does not take the change for the stored event.
-        self.skip_upto = self.offset.lsn_proc.filter(|_| self.offset.message_type != Some(MessageType::Commit));
+        // The search for already-processed events runs only when lsn_proc is stored.
+        self.skip_upto = self.offset.lsn_proc;
+        // `WalPositionLocator`'s false-match guard (debezium-connector-postgres#76, in 3.7): when
+        // the stored event was a COMMIT (`messageType`), a DML arriving at its LSN is new: the
+        // next WAL record starts where the commit record ends, so the next transaction's first
+        // change can carry the stored lsn_proc. Before, the locator took it for a replay.
+        self.skip_stored_commit = self.config.version >= (3, 7)
+            && self.offset.lsn_proc.is_some()
+            && self.offset.message_type == Some(MessageType::Commit);
         // Streaming offsets carry no snapshot keys.
         self.offset.snapshot = None;
         self.offset.last_snapshot_record = false;
@@ -820,7 +827,8 @@ impl DebeziumTask {
         // BEGIN: position only.
         self.offset.tx_id = Some(txn.xid);
         for change in &txn.changes {
-            if self.skip_upto.is_some_and(|upto| change.lsn <= upto) {
+            let replayed = |upto: Lsn| change.lsn < upto || (change.lsn == upto && !self.skip_stored_commit);
+            if self.skip_upto.is_some_and(replayed) {
                 // Already processed before the restart: filtered out by the position locator.
                 continue;
             }
@@ -1002,6 +1010,46 @@ mod tests {
         assert_eq!(keys, vec![3]);
         task.process_transaction(txn(12, 3000, &[4]));
         assert_eq!(task.queue.len(), 2, "later transactions are not filtered");
+    }
+
+    /// dbz#76: a COMMIT's end LSN is the start of the next WAL record, so the next transaction's
+    /// first change can carry the stored `lsn_proc`. Since 3.7 the locator resumes there; before,
+    /// it took the change for a replay and dropped it.
+    #[test]
+    fn a_change_at_the_stored_commit_end_is_new_since_3_7() {
+        let stored_commit = SourceOffset {
+            lsn: Some(Lsn(2000)),
+            lsn_proc: Some(Lsn(2000)),
+            lsn_commit: Some(Lsn(2000)),
+            message_type: Some(MessageType::Commit),
+            ..Default::default()
+        };
+        for (version, expected) in [((3, 7), vec![3, 4]), ((3, 6), vec![4])] {
+            let mut task = task();
+            let mut config = (*task.config).clone();
+            config.version = version;
+            task.config = Fixed::new(config);
+            task.offset = stored_commit;
+            let mut out = Outbox::default();
+            task.start_streaming(&mut Ctx::new(SimTime(0), Node::Connect, &mut out));
+            task.phase = Phase::Streaming;
+            task.process_transaction(txn(11, 2000, &[3, 4]));
+            let keys: Vec<i64> = task.queue.iter().map(|r| r.key).collect();
+            assert_eq!(keys, expected, "Debezium {version:?}");
+        }
+        // A stored DML (lsn_proc past lsn_commit) is still skipped up to and including itself.
+        let mut task = task();
+        task.offset = SourceOffset {
+            lsn_proc: Some(Lsn(2000)),
+            lsn_commit: Some(Lsn(1900)),
+            message_type: Some(MessageType::Insert),
+            ..stored_commit
+        };
+        let mut out = Outbox::default();
+        task.start_streaming(&mut Ctx::new(SimTime(0), Node::Connect, &mut out));
+        task.phase = Phase::Streaming;
+        task.process_transaction(txn(11, 2000, &[3, 4]));
+        assert_eq!(task.queue.iter().map(|r| r.key).collect::<Vec<i64>>(), vec![4]);
     }
 
     #[test]

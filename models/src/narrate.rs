@@ -157,6 +157,9 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             format!("slot \"{slot}\" saved to disk: restart_lsn {restart_lsn}, confirmed_flush {confirmed_flush}")
         }
         Observation::Checkpoint { lsn, .. } => format!("checkpoint at {lsn}"),
+        Observation::CrashRecoveryEnded { .. } => {
+            "crash recovery done; the end-of-recovery checkpoint runs before connections are accepted".into()
+        }
         Observation::SlotInvalidated { slot, restart_lsn, oldest_kept, walsender_terminated, .. } => {
             let mut text = format!(
                 "invalidating slot \"{slot}\" because its restart_lsn {restart_lsn} exceeds max_slot_wal_keep_size \

@@ -427,6 +427,12 @@ pub enum Observation {
     Crashed {
         process: Node,
     },
+    // ----- PostgreSQL (last, so that the variants before keep their place in trace hashes) -----
+    /// Crash recovery (the restart after a crash) replayed the WAL and requests the checkpoint
+    /// that ends it (`CHECKPOINT_END_OF_RECOVERY`), before the server accepts connections.
+    CrashRecoveryEnded {
+        server: Node,
+    },
 }
 
 /// An observation with its time and node: one line of the trace.

@@ -159,3 +159,64 @@ fn the_restart_test_outcome_follows_the_sink_rule_on_every_seed() {
         assert_eq!(common::run(&epoch, seed).violated(), vec![], "seed {seed}");
     }
 }
+
+/// Issue 16 item 5: after a clean PostgreSQL 17 failover, a restart resumes from a position the
+/// connector read on the new timeline, past the switch point: a valid resume point (PostgreSQL
+/// reads it from the new timeline's WAL), not an unavailable one.
+#[test]
+fn i8_a_restart_after_a_clean_pg17_failover_resumes_on_the_new_timeline() {
+    use handoff_models::ids::Node;
+    use handoff_models::observe::Observation;
+    let (spec, seed) = common::load("claims-failover-pg17-synchronized-restart", &[]);
+    let result = common::run(&spec, seed);
+    assert_eq!(result.violated(), vec![], "{:?}", result.findings);
+    // The run must really test the rule: a stream on the promoted server that asked for a
+    // position past the switch point.
+    let switch = result
+        .trace
+        .iter()
+        .find_map(|event| match &event.observation {
+            Observation::Promoted { switch_lsn, .. } => Some(*switch_lsn),
+            _ => None,
+        })
+        .expect("a promotion");
+    let past_switch = result.trace.iter().any(|event| {
+        matches!(&event.observation,
+            Observation::StreamStarted { server: Node::Pg2, client: Node::Connect, requested, .. } if *requested > switch)
+    });
+    assert!(past_switch, "no restart asked for a position past the switch point {switch}");
+    // A position read on the old timeline past the switch point is still unavailable: without
+    // synchronized_standby_slots, and with offsets flushed every second, the connector stores a
+    // position of the old primary's lost tail, and a gate-less resume from it is the I8 finding.
+    let sets = ["failover.gate=off", r#"connect."offset.flush.interval.ms"=1000"#];
+    let i8 = finding_about("claims-failover-pg17-unsynchronized", &sets, I8);
+    assert!(i8.detail.contains("read on timeline 1"), "{i8}");
+}
+
+/// Issue 16 item 6: the driver's keep-alive confirmations move the slot far past the stored
+/// offset over no captured change: no I5. The cost shows at a restart, as Debezium's start-up
+/// check failing the task under `snapshot.mode=initial` (honestly: no I6, no I11), not as I5.
+#[test]
+fn i5_keepalive_confirmations_past_the_stored_offset_put_nothing_at_risk() {
+    use handoff_models::observe::Observation;
+    let (spec, seed) = common::load("claims-quiet-database-keepalive-fix", &[]);
+    let result = common::run(&spec, seed);
+    assert_eq!(result.violated(), vec![], "{:?}", result.findings);
+    // The run must really confirm past the stored offset.
+    let mut stored = None;
+    let mut past = 0;
+    for event in &result.trace {
+        match &event.observation {
+            Observation::SourceOffsetStored { offset, .. } => stored = offset.and_then(|o| o.lsn_to_confirm()),
+            Observation::SlotConfirmed { to, .. } if stored.is_some_and(|stored| *to > stored) => past += 1,
+            _ => {}
+        }
+    }
+    assert!(past >= 10, "only {past} confirmation(s) past the stored offset");
+
+    let (spec, seed) = common::load("claims-quiet-database-keepalive-fix-restart", &[]);
+    let result = common::run(&spec, seed);
+    assert_eq!(result.violated(), vec![], "{:?}", result.findings);
+    assert!(!result.boundary.reached);
+    assert!(result.boundary.reason.contains("no longer available"), "{}", result.boundary.reason);
+}

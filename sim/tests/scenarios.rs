@@ -107,3 +107,28 @@ fn claims_failover_worker_down_at_promotion() {
 fn claims_consumer_starts_late() {
     check("claims-consumer-starts-late");
 }
+
+#[test]
+fn claims_failover_pg17_synchronized_restart() {
+    check("claims-failover-pg17-synchronized-restart");
+}
+
+#[test]
+fn claims_quiet_database_keepalive_fix_restart() {
+    check("claims-quiet-database-keepalive-fix-restart");
+}
+
+#[test]
+fn claims_slot_cap_crash_recovery() {
+    check("claims-slot-cap-crash-recovery");
+}
+
+#[test]
+fn claims_failover_pg17_synchronized_resnapshot() {
+    check("claims-failover-pg17-synchronized-resnapshot");
+}
+
+#[test]
+fn claims_quiet_database_heartbeat_fix_outage() {
+    check("claims-quiet-database-heartbeat-fix-outage");
+}

@@ -5,9 +5,10 @@
 //! Verifies, at every replication stream start of the connector: the commits the server will
 //! never send although the connector asked for them — those whose commit starts in
 //! `[requested, start)` when decoding was forwarded to the slot's `confirmed_flush`
-//! (`postgres-slots.md` §4.1), and, on a promoted server asked for a position past its timeline's
-//! switch point, the new timeline's commits below the requested position (§12 "Loss") — are
-//! already in Kafka. Any that is not was skipped silently.
+//! (`postgres-slots.md` §4.1), and, on a promoted server asked for a position read on the old
+//! timeline past that timeline's switch point, the new timeline's commits below the requested
+//! position (§12 "Loss") — are already in Kafka. Any that is not was skipped silently. A position
+//! read on the new timeline is in its history wherever it lies (see [`super::Timelines`]).
 //!
 //! Does not verify: a stream start without a requested position (0/0, a fresh start: the
 //! handoff is I4's question); positions past a switch point once a snapshot has started on the
@@ -62,8 +63,13 @@ impl FailClosed {
                         ),
                     ));
                 }
+                // The requested position is the stored offset's, read on the timeline the
+                // evidence records; any other request is taken as read before the promotion.
+                let stored = evidence.stored_offset.and_then(|offset| offset.resume_lsn());
+                let requested_on =
+                    if stored == Some(*requested) { evidence.timelines.stored() } else { super::FIRST_TIMELINE };
                 if let Some((switch, false)) = self.switch_points.get(server)
-                    && requested > switch
+                    && !evidence.timelines.in_history(requested_on, *requested)
                 {
                     skipped_from = Some((
                         *switch,

@@ -2,13 +2,19 @@
 //! slot before more events are published.
 //!
 //! Verifies: after a promotion, if the connector streams from the promoted server without a new
-//! snapshot having started and without a gate having found the saved offset available, then the
-//! slot it streams from must have existed at promotion, with `confirmed_flush ≤ saved ≤ switch
-//! point` (`postgres-slots.md` §12 "Gate to implement"). Otherwise the first change it publishes
-//! from that stream is the finding.
+//! snapshot having started and without a gate having found the saved offset available, while
+//! its saved offset is still a position it read before the promotion (on the old timeline),
+//! then the slot it streams from must have existed at promotion, with `confirmed_flush ≤ saved`,
+//! and the saved position must lie in the new timeline's history: at or before the switch point,
+//! where the old timeline ends (`postgres-slots.md` §12 "Gate to implement"; the history as
+//! [`super::Timelines`] describes it). Otherwise the first change it publishes from that stream
+//! is the finding.
 //!
-//! Does not verify: whether the rebuild that replaced the stream is complete (I4), phantoms from
-//! the old primary's lost tail (I4).
+//! Does not verify: streams started once the saved offset is a position read on the new
+//! timeline. The connector has then crossed the failover: a position of the new timeline, past
+//! the switch point or not, is a valid resume point (PostgreSQL reads it from the new timeline's
+//! WAL), and a later restart is an ordinary one, whose losses are I6's. Nor whether the rebuild
+//! that replaced the stream is complete (I4), nor phantoms from the old primary's lost tail (I4).
 
 use super::{Evidence, Finding};
 use crate::event::Op;
@@ -60,6 +66,12 @@ impl FailoverGate {
                 if *server == promotion.server && !promotion.rebuilt && !promotion.gate_passed =>
             {
                 let saved = evidence.stored_offset.and_then(|offset| offset.resume_lsn());
+                if saved.is_some() && !evidence.timelines.stored_before_promotion() {
+                    // Read on the new timeline: the failover is behind the connector.
+                    promotion.unavailable = None;
+                    return;
+                }
+                let timelines = &evidence.timelines;
                 let reason = match saved {
                     None => Some("no saved offset".to_string()),
                     Some(_) if !promotion.slots.contains(slot) => Some(format!(
@@ -69,9 +81,12 @@ impl FailoverGate {
                     Some(saved) if *confirmed_flush > saved => {
                         Some(format!("the slot's confirmed_flush {confirmed_flush} is past the saved offset {saved}"))
                     }
-                    Some(saved) if saved > promotion.switch_lsn => {
-                        Some(format!("the saved offset {saved} is past the switch point {}", promotion.switch_lsn))
-                    }
+                    Some(saved) if !timelines.in_history(timelines.stored(), saved) => Some(format!(
+                        "the saved offset {saved}, read on timeline {}, is past the switch point {} where that timeline ends in timeline {}'s history",
+                        timelines.stored(),
+                        promotion.switch_lsn,
+                        timelines.current()
+                    )),
                     Some(_) => None,
                 };
                 promotion.unavailable = reason

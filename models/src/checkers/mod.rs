@@ -136,6 +136,8 @@ pub struct Evidence {
     pub first_stream_start: Option<(SimTime, Lsn)>,
     /// The scenario's table and topic names, for the findings' words.
     pub names: Fixed<Names>,
+    /// Which timeline the stored offset's position was read on.
+    pub timelines: Timelines,
 }
 
 impl Evidence {
@@ -145,6 +147,104 @@ impl Evidence {
             return format!("partition {} offset {}", record.tp.partition, record.offset);
         }
         format!("{}@{}", self.names.partition(record.tp), record.offset)
+    }
+}
+
+/// PostgreSQL's timeline history as the checkers need it: a position is a WAL location *on a
+/// timeline*, and after a promotion the same location names different WAL on the old timeline
+/// and on the new one.
+///
+/// PostgreSQL keeps, per timeline, the history of its ancestors with the point where each ended
+/// (`readTimeLineHistory`, `src/backend/access/transam/timeline.c`); `tliOfPointInHistory` gives
+/// the timeline that owns a location in that history (each entry's `begin` inclusive, `end`
+/// exclusive) and `tliSwitchPoint` where a timeline of the history ends. Logical decoding reads
+/// WAL by it (`XLogReadDetermineTimeline`, `src/backend/access/transam/xlogutils.c`): on the
+/// promoted server, a location below the switch point is the old timeline's WAL, one at or past it
+/// the new timeline's. So a resume position read on the old timeline is valid up to the switch
+/// point (the walsender refuses a physical start point past its timeline's end the same way,
+/// `StartReplication` in `src/backend/replication/walsender.c`), and one read on the new timeline
+/// is valid wherever it lies.
+///
+/// The model has one original timeline (1, `pg1`) and at most one promotion. A position's
+/// timeline is that of the server the connector read it from: its replication stream, or its
+/// snapshot (always on the primary of the moment).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Timelines {
+    /// The promotion: the promoted server, its new timeline, and the switch point where the old
+    /// timeline ends in its history.
+    branch: Option<(crate::ids::Node, u32, Lsn)>,
+    /// The timeline the connector reads now (its last stream or snapshot).
+    reading: u32,
+    /// The timeline the stored offset's position was read on.
+    stored: u32,
+}
+
+/// The timeline every run starts on.
+const FIRST_TIMELINE: u32 = 1;
+
+impl Default for Timelines {
+    fn default() -> Timelines {
+        Timelines { branch: None, reading: FIRST_TIMELINE, stored: FIRST_TIMELINE }
+    }
+}
+
+impl Timelines {
+    /// The timeline a server writes: the promoted one its new timeline, any other the first.
+    pub fn of(&self, server: crate::ids::Node) -> u32 {
+        match self.branch {
+            Some((promoted, timeline, _)) if promoted == server => timeline,
+            _ => FIRST_TIMELINE,
+        }
+    }
+
+    /// The newest timeline: where a new connection lands (the database service follows the
+    /// promotion).
+    pub fn current(&self) -> u32 {
+        self.branch.map_or(FIRST_TIMELINE, |(_, timeline, _)| timeline)
+    }
+
+    /// `tliSwitchPoint`: where `timeline` ends in the newest timeline's history (`None`: it
+    /// has not ended).
+    pub fn end_of(&self, timeline: u32) -> Option<Lsn> {
+        match self.branch {
+            Some((_, newest, switch)) if timeline != newest => Some(switch),
+            _ => None,
+        }
+    }
+
+    /// Whether `lsn`, read on `timeline`, is a location of the newest timeline's history: at
+    /// or before the point where `timeline` ends in it.
+    pub fn in_history(&self, timeline: u32, lsn: Lsn) -> bool {
+        self.end_of(timeline).is_none_or(|end| lsn <= end)
+    }
+
+    /// The timeline the stored offset's position was read on.
+    pub fn stored(&self) -> u32 {
+        self.stored
+    }
+
+    /// Whether the stored offset's position was read before the promotion, on the timeline
+    /// the promotion ended (the connector has yet to cross the failover).
+    pub fn stored_before_promotion(&self) -> bool {
+        self.end_of(self.stored).is_some()
+    }
+
+    fn observe(&mut self, observation: &Observation, previous: Option<SourceOffset>) {
+        use crate::ids::Node;
+        match observation {
+            Observation::Promoted { server, timeline, switch_lsn, .. } => {
+                self.branch = Some((*server, *timeline, *switch_lsn));
+            }
+            Observation::StreamStarted { server, client: Node::Connect, .. } => self.reading = self.of(*server),
+            Observation::SnapshotStarted { .. } => self.reading = self.current(),
+            Observation::SourceOffsetStored { offset, .. } => {
+                let position = |offset: Option<SourceOffset>| offset.and_then(|offset| offset.resume_lsn());
+                if position(*offset) != position(previous) {
+                    self.stored = self.reading;
+                }
+            }
+            _ => {}
+        }
     }
 }
 
@@ -171,6 +271,7 @@ impl Checkers {
                 captured: Fixed::new(captured),
                 first_stream_start: None,
                 names: Fixed::new(Names::default()),
+                timelines: Timelines::default(),
             },
             no_resurrection: Default::default(),
             monotonic_apply: Default::default(),
@@ -209,6 +310,7 @@ impl Checkers {
             || matches!(
                 observation,
                 Observation::SlotConfirmed { by: Node::Connect, .. }
+                    | Observation::KeepaliveConfirmed { .. }
                     | Observation::SnapshotStarted { .. }
                     | Observation::StreamStarted { client: Node::Connect, .. }
                     | Observation::GateChecked { .. }
@@ -232,6 +334,7 @@ impl Checkers {
         self.failover_gate.observe(&self.evidence, at, observation, &mut found);
         self.no_resurrection.observe(&self.evidence, at, observation, &mut found);
         self.monotonic_apply.observe(&self.evidence, at, observation, &mut found);
+        self.evidence.timelines.observe(observation, self.evidence.stored_offset);
         match observation {
             Observation::Appended { records } => self.evidence.published.get_mut().append(at, records),
             Observation::SourceOffsetStored { offset, .. } => self.evidence.stored_offset = *offset,

@@ -14,7 +14,8 @@
 //!   `confirmed_flush` is forwarded to it ([`slot`]);
 //! - §5–6 how positions advance and what a crash keeps ([`slot`]);
 //! - §7.3 timed checkpoints (running-xacts record, checkpoint record, save of dirty slots) and the
-//!   background writer's running-xacts record every 15 s while important WAL is written.
+//!   background writer's running-xacts record every 15 s while important WAL is written; the
+//!   checkpoint that ends crash recovery, at the restart after a crash (no running-xacts record).
 //!
 //! A standby receives the primary's WAL over a link, in batches at most `replication_delay_ms`
 //! late, and replays it with the primary's positions. On PostgreSQL ≤ 16 it has no logical slots (17+: see failover slots below); promotion ends
@@ -143,6 +144,10 @@ pub struct Durable {
     pub last_checkpoint_lsn: Lsn,
     /// The last checkpoint's redo pointer (WAL-volume checkpoints count segments from it).
     pub last_checkpoint_redo: Lsn,
+    /// The control file's state says the server is running (`DB_IN_PRODUCTION`): set at start,
+    /// never cleared by a crash (the model has no clean shutdown), so a start that finds it set
+    /// is a start after a crash, and the server goes through crash recovery (`StartupXLOG`).
+    pub in_production: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -177,6 +182,18 @@ struct Walsender {
 enum Session {
     Sql { scan: Option<Scan> },
     Replication { exported_snapshot: Option<(String, Csn)>, walsender: Option<Walsender> },
+}
+
+/// What a checkpoint is for: the kinds behave differently.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CheckpointKind {
+    /// By `checkpoint_timeout` or WAL volume: skipped when nothing important was written.
+    Requested,
+    /// `CHECKPOINT`, or the one a promotion requests: never skipped.
+    Forced,
+    /// The end of crash recovery (`CHECKPOINT_END_OF_RECOVERY`): never skipped, and, a shutdown
+    /// checkpoint, without a running-xacts record.
+    EndOfRecovery,
 }
 
 /// Lost at a crash: sessions, walsenders, cursors, exported snapshots, in-memory slot positions.
@@ -235,6 +252,7 @@ impl Postgres {
                 switch_lsn: None,
                 last_checkpoint_lsn: wal.write_lsn(),
                 last_checkpoint_redo: wal.write_lsn(),
+                in_production: false,
                 wal: Shared::new(wal),
                 tables: Shared::new(tables),
                 next_xid: 740,
@@ -522,18 +540,21 @@ impl Postgres {
     }
 
     /// `CreateCheckPoint`: a timed one is skipped when no important WAL was written since the
-    /// last one, a forced one (`CHECKPOINT`, end of recovery) always runs; then a running-xacts
-    /// record, the checkpoint record, the save of every dirty slot, and WAL retention: the
-    /// oldest segment to keep (`KeepLogSeg`), the invalidation of every slot behind it (the
-    /// walsender of an active one terminated first) and the removal of older segments
-    /// (reference §7.1–7.2).
-    fn checkpoint(&mut self, ctx: &mut Ctx, forced: bool) {
+    /// last one, a forced one (`CHECKPOINT`, promotion, end of crash recovery) always runs; then
+    /// a running-xacts record (not at the end of crash recovery: `LogStandbySnapshot` runs for
+    /// online checkpoints only), the checkpoint record, the save of every dirty slot, and WAL
+    /// retention: the oldest segment to keep (`KeepLogSeg`), the invalidation of every slot
+    /// behind it (the walsender of an active one terminated first) and the removal of older
+    /// segments (reference §7.1–7.2).
+    fn checkpoint(&mut self, ctx: &mut Ctx, kind: CheckpointKind) {
         let since = self.durable.wal.first_entry_at_or_after(self.durable.last_checkpoint_lsn);
-        if !forced && !self.important_wal_since(since) {
+        if kind == CheckpointKind::Requested && !self.important_wal_since(since) {
             return;
         }
         let redo = self.durable.wal.insert_lsn();
-        self.write_running_xacts(ctx);
+        if kind != CheckpointKind::EndOfRecovery {
+            self.write_running_xacts(ctx);
+        }
         let (start, end) = self.durable.wal.get_mut().insert_record(record_size::CHECKPOINT_ONLINE);
         self.durable.wal.get_mut().push(WalEntry::Checkpoint { start, end });
         self.durable.last_checkpoint_lsn = start;
@@ -604,7 +625,7 @@ impl Postgres {
         if finished > retention.segment_of(write_before)
             && retention.checkpoint_needed(self.durable.last_checkpoint_redo, finished - 1)
         {
-            self.checkpoint(ctx, false);
+            self.checkpoint(ctx, CheckpointKind::Requested);
         }
     }
 
@@ -1008,8 +1029,9 @@ impl Postgres {
             csn: self.durable.csn,
             slots: self.durable.slots.keys().cloned().collect(),
         });
-        // The end-of-recovery checkpoint.
-        self.checkpoint(ctx, true);
+        // The checkpoint a promotion requests once it has written its end-of-recovery record
+        // (an online one: the server is already accepting writes).
+        self.checkpoint(ctx, CheckpointKind::Forced);
         ctx.set_timer(Timer::Checkpoint, self.config.checkpoint_timeout_ms);
         if self.config.bgwriter_running_xacts {
             ctx.set_timer(Timer::BgwriterRunningXacts, LOG_SNAPSHOT_INTERVAL_MS);
@@ -1046,6 +1068,19 @@ impl Component for Postgres {
             role: self.durable.role,
             slots: self.durable.slots.values().map(|slot| (slot.name.clone(), slot.current.confirmed_flush)).collect(),
         });
+        // Crash recovery ends with a checkpoint: `StartupXLOG` → `PerformRecoveryXLogAction`
+        // calls `RequestCheckpoint(CHECKPOINT_END_OF_RECOVERY | CHECKPOINT_IMMEDIATE |
+        // CHECKPOINT_WAIT)` (src/backend/access/transam/xlog.c) before the server accepts
+        // connections. Like every checkpoint it keeps WAL from `KeepLogSeg` and invalidates the
+        // slots behind that (`InvalidateObsoleteReplicationSlots`): a slot past
+        // `max_slot_wal_keep_size` is lost here, before any client can read from it. A standby
+        // restarting stays in recovery and makes no such checkpoint.
+        let crashed = self.durable.in_production;
+        self.durable.in_production = true;
+        if crashed && self.durable.role == Role::Primary {
+            ctx.observe(Observation::CrashRecoveryEnded { server: self.node });
+            self.checkpoint(ctx, CheckpointKind::EndOfRecovery);
+        }
         if self.durable.role == Role::Primary {
             ctx.set_timer(Timer::Checkpoint, self.config.checkpoint_timeout_ms);
             if self.config.bgwriter_running_xacts {
@@ -1102,7 +1137,9 @@ impl Component for Postgres {
                 self.pump_walsenders(ctx);
             }
             Msg::Control(Control::Promote) => self.promote(ctx),
-            Msg::Control(Control::Checkpoint) if self.durable.role == Role::Primary => self.checkpoint(ctx, true),
+            Msg::Control(Control::Checkpoint) if self.durable.role == Role::Primary => {
+                self.checkpoint(ctx, CheckpointKind::Forced)
+            }
             Msg::Control(Control::WalBurst { bytes }) if self.durable.role == Role::Primary => {
                 let before = self.durable.wal.write_lsn();
                 let (start, end) = self.durable.wal.get_mut().insert_record(bytes);
@@ -1129,7 +1166,7 @@ impl Component for Postgres {
                 ctx.set_timer(Timer::BgwriterRunningXacts, LOG_SNAPSHOT_INTERVAL_MS);
             }
             Timer::Checkpoint => {
-                self.checkpoint(ctx, false);
+                self.checkpoint(ctx, CheckpointKind::Requested);
                 ctx.set_timer(Timer::Checkpoint, self.config.checkpoint_timeout_ms);
             }
             _ => {}
@@ -1192,6 +1229,47 @@ mod tests {
         let repl = |request| Msg::Repl { session, request };
         send(pg, Msg::Sql { session: 100, request: SqlRequest::EnsurePublication { name: "p".into() } });
         send(pg, repl(ReplRequest::StartReplication { slot: "s".into(), start: Lsn::INVALID, publication: "p".into() }))
+    }
+
+    /// Issue 16 item 8: a slot past the cap but not yet invalidated (no checkpoint since the
+    /// burst) is lost at the checkpoint that ends crash recovery, before any client can read
+    /// from it; the first start of a server makes no such checkpoint.
+    #[test]
+    fn crash_recovery_ends_with_a_checkpoint_that_invalidates_a_slot_past_the_cap() {
+        let mut pg = server(Some(64));
+        send(
+            &mut pg,
+            Msg::Repl {
+                session: 1,
+                request: ReplRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into(), failover: false },
+            },
+        );
+        // 256MB: past the 64MB cap, too little for a volume checkpoint (33 segments).
+        let out = send(&mut pg, Msg::Control(Control::WalBurst { bytes: 256 << 20 }));
+        assert!(out.observations.iter().all(|o| !matches!(o, Observation::Checkpoint { .. })), "no checkpoint yet");
+        let row = pg.slot_row(pg.slot("s").expect("slot"));
+        assert_eq!(row.wal_status.as_deref(), Some("unreserved"));
+
+        pg.crash();
+        let mut out = Outbox::default();
+        pg.start(&mut Ctx::new(SimTime(2), Node::Pg1, &mut out));
+        let ended = out.observations.iter().position(|o| matches!(o, Observation::CrashRecoveryEnded { .. }));
+        let checkpoint = out.observations.iter().position(|o| matches!(o, Observation::Checkpoint { .. }));
+        assert!(ended.is_some() && checkpoint > ended, "{:?}", out.observations);
+        let invalidated = out.observations.iter().position(
+            |o| matches!(o, Observation::SlotInvalidated { slot, walsender_terminated: false, .. } if slot == "s"),
+        );
+        assert!(checkpoint.is_some() && invalidated > checkpoint, "{:?}", out.observations);
+        let row = pg.slot_row(pg.slot("s").expect("slot"));
+        assert_eq!((row.wal_status.as_deref(), row.restart_lsn), (Some("lost"), None));
+
+        // A fresh server's first start is no recovery: no checkpoint.
+        let mut fresh = server(Some(64));
+        let mut out = Outbox::default();
+        fresh.crash();
+        fresh.durable.in_production = false;
+        fresh.start(&mut Ctx::new(SimTime(3), Node::Pg1, &mut out));
+        assert!(out.observations.iter().all(|o| !matches!(o, Observation::Checkpoint { .. })));
     }
 
     /// Reference §7.2–7.3: a burst past `max_wal_size` runs a checkpoint; the cap invalidates
