@@ -326,6 +326,13 @@ impl Component for Operator {
                         Node::Kafka,
                         Msg::Kafka { request_id: 1, request: KafkaRequest::ReadSourceOffset { connector } },
                     );
+                } else if state == "RUNNING" {
+                    // Someone resumed the connector after this procedure's stop (a second
+                    // operator, a deployment tool): its target state is RUNNING again, and it
+                    // would never come to STOPPED. Stop it again, as a person watching would.
+                    self.step = Step::Stopping;
+                    self.action(ctx, "the connector is RUNNING again (resumed by someone else): stop it again");
+                    self.rest(ctx, RestRequest::Stop);
                 } else {
                     ctx.set_timer(Timer::OperatorRetry, STATUS_POLL_MS);
                 }
