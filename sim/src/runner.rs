@@ -563,7 +563,8 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
     let recorder = Recorder::new(
         options.keep_trace.then(|| Vec::with_capacity(4096)),
         Checkers::new(Oracle::new(&initial_rows), spec.debezium.tables.clone())
-            .named(handoff_models::narrate::Names::of(&spec)),
+            .named(handoff_models::narrate::Names::of(&spec))
+            .snapshot_mode(spec.debezium.snapshot_mode),
         options.max_trace_items,
     );
     let mut net = Net::new(seed, madsim::time::TimeHandle::current());

@@ -90,6 +90,16 @@ impl AckDurable {
 
     /// The committed changes a restart would be forwarded past that are not durable downstream.
     fn changes_at_risk(&self, evidence: &Evidence, at: SimTime, slot: &str, to: Lsn, found: &mut Vec<Finding>) {
+        // A restart that will snapshot is forwarded past nothing: with no completed snapshot in
+        // the stored offset, `initial` (and `when_needed`, `always`) reads every committed row
+        // again, at the present (case B: `PostgresConnectorTask.start`, then the snapshotter's
+        // `shouldSnapshotData`). A driver keep-alive confirmed while a re-snapshot's rows are on
+        // their way to Kafka puts nothing at risk.
+        if evidence.restart_snapshots
+            && evidence.stored_offset.is_none_or(|offset| !offset.snapshot_is_completed() && offset.lsn_proc.is_none())
+        {
+            return;
+        }
         let durable = evidence.stored_offset.and_then(|offset| offset.resume_lsn());
         let from = durable.unwrap_or(Lsn::INVALID);
         if to <= from {
@@ -232,6 +242,21 @@ mod tests {
         feed(&mut short, 3, Observation::KeepaliveConfirmed { lsn: Lsn(0x2040) });
         feed(&mut short, 4, confirmed(0x1000, 0x2040));
         assert_eq!(i5(&short), Vec::<String>::new());
+    }
+
+    /// A keep-alive confirmed while no offset is stored (a re-snapshot's rows on their way to
+    /// Kafka): under `snapshot.mode=initial` a restart snapshots again and reads the insert, so
+    /// nothing is at risk; under `no_data` it would stream from the slot, past the insert: I5.
+    #[test]
+    fn a_keepalive_before_any_offset_is_stored_is_at_risk_only_where_a_restart_does_not_snapshot() {
+        use crate::debezium::SnapshotMode;
+        for (mode, violations) in [(SnapshotMode::Initial, 0), (SnapshotMode::NoData, 1)] {
+            let mut checkers = Checkers::new(Oracle::new(&[]), vec![CLAIMS]).snapshot_mode(mode);
+            feed(&mut checkers, 1, insert(CLAIMS, 7, 1, 0x2000));
+            feed(&mut checkers, 2, Observation::KeepaliveConfirmed { lsn: Lsn(0x3000) });
+            feed(&mut checkers, 3, confirmed(0x1000, 0x3000));
+            assert_eq!(i5(&checkers).len(), violations, "{}", mode.name());
+        }
     }
 
     /// The connector's own confirmation past its stored offset is I5 even with nothing at risk in

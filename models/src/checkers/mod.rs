@@ -138,6 +138,9 @@ pub struct Evidence {
     pub names: Fixed<Names>,
     /// Which timeline the stored offset's position was read on.
     pub timelines: Timelines,
+    /// Whether a connector that starts without a completed snapshot in its stored offset takes
+    /// one (`snapshot.mode` `initial`, `when_needed`, `always`; not `no_data`).
+    pub restart_snapshots: bool,
 }
 
 impl Evidence {
@@ -272,6 +275,7 @@ impl Checkers {
                 first_stream_start: None,
                 names: Fixed::new(Names::default()),
                 timelines: Timelines::default(),
+                restart_snapshots: true,
             },
             no_resurrection: Default::default(),
             monotonic_apply: Default::default(),
@@ -287,6 +291,13 @@ impl Checkers {
     /// topic, partition and offset).
     pub fn named(mut self, names: Names) -> Checkers {
         self.evidence.names = Fixed::new(names);
+        self
+    }
+
+    /// The connector's `snapshot.mode`, as far as the checkers need it: whether a start without a
+    /// completed snapshot stored takes one.
+    pub fn snapshot_mode(mut self, mode: crate::debezium::SnapshotMode) -> Checkers {
+        self.evidence.restart_snapshots = mode != crate::debezium::SnapshotMode::NoData;
         self
     }
 

@@ -370,7 +370,8 @@ impl World {
             periodic_fired: Fired::default(),
             checkers: Shared::new(
                 Checkers::new(Oracle::new(&system.initial_rows), spec.debezium.tables.clone())
-                    .named(crate::narrate::Names::of(spec)),
+                    .named(crate::narrate::Names::of(spec))
+                    .snapshot_mode(spec.debezium.snapshot_mode),
             ),
             restarted_during_snapshot: false,
             captured: Fixed::new(spec.debezium.tables.clone()),
