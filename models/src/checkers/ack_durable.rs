@@ -5,7 +5,9 @@
 //! committed change of a captured table lies between the connector's durable position and L
 //! without being durable downstream. The durable position D is where a restart resumes: the
 //! offset the offsets topic holds at that moment (`lsn_proc ?? lsn`; Connect stores an offset only
-//! for a contiguous prefix of acknowledged records); without a stored offset, 0/0. The server
+//! for a contiguous prefix of acknowledged records). Without a stored offset, or with the offset of
+//! an initial snapshot still running, a restart resumes from no position (it snapshots again), so
+//! nothing is judged then. The server
 //! forwards a request below `confirmed_flush` to it, skipping every transaction whose commit record
 //! starts in [D, L) (`postgres-slots.md` §4.1). A change there is durable downstream if Kafka holds
 //! it as a streamed change, or a complete published snapshot read it (its commit starts before the
@@ -90,7 +92,13 @@ impl AckDurable {
 
     /// The committed changes a restart would be forwarded past that are not durable downstream.
     fn changes_at_risk(&self, evidence: &Evidence, at: SimTime, slot: &str, to: Lsn, found: &mut Vec<Finding>) {
-        let durable = evidence.stored_offset.and_then(|offset| offset.resume_lsn());
+        // Without a stored offset, or with one of an initial snapshot still running, a restart
+        // resumes from no position: it snapshots again (or, under no_data, starts afresh), and a
+        // confirmation cannot forward it past anything the offsets promised.
+        let Some(stored) = evidence.stored_offset.filter(|offset| !offset.initial_snapshot_running()) else {
+            return;
+        };
+        let durable = stored.resume_lsn();
         let from = durable.unwrap_or(Lsn::INVALID);
         if to <= from {
             return;
@@ -123,7 +131,7 @@ impl AckDurable {
                     Some(durable) => format!(
                         "confirmed_flush passes no change that is not in Kafka: none from {durable}, where the offset stored in Kafka resumes"
                     ),
-                    None => "no confirmation past a change that is not in Kafka, before an offset is stored".into(),
+                    None => "confirmed_flush passes no change that is not in Kafka: the offset stored in Kafka names no position to resume from".into(),
                 })
                 .seen(format!(
                     "slot \"{slot}\" confirmed_flush moved to {to} past {count} commit(s) not in Kafka, the first: the {} of key {} committed at {}",
@@ -257,6 +265,17 @@ mod tests {
         feed(&mut checkers, 1, stored_at(0x1000));
         feed(&mut checkers, 2, Observation::SourceOffsetStored { connector: "claims-connector".into(), offset: None });
         feed(&mut checkers, 3, confirmed(0x800, 0x1000));
+        assert_eq!(i5(&checkers), Vec::<String>::new());
+    }
+
+    /// A keep-alive confirmed while a snapshot is still on its way to Kafka and no offset is
+    /// stored: a restart would snapshot again, so the changes the snapshot read are not at risk.
+    #[test]
+    fn a_keepalive_before_any_offset_is_stored_puts_nothing_at_risk() {
+        let mut checkers = Checkers::new(Oracle::new(&[]), vec![CLAIMS]);
+        feed(&mut checkers, 1, insert(CLAIMS, 7, 1, 0x2000));
+        feed(&mut checkers, 2, Observation::KeepaliveConfirmed { lsn: Lsn(0x3000) });
+        feed(&mut checkers, 3, confirmed(0x1000, 0x3000));
         assert_eq!(i5(&checkers), Vec::<String>::new());
     }
 }
