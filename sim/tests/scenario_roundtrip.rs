@@ -350,7 +350,7 @@ fn every_feature_writes_the_documented_syntax() {
         "window = [\"1s\", \"90s\"]\nmoments = [\"change-acked\", \"snapshot-completed\"]\n",
         "[handoff]\nmethod = \"plain-read\"\nread_at_ms = 2500\n",
         "[failover]\ngate = \"fail-closed\"\n",
-        "findings = [\"I2\", \"I4\"]\nallow = [\"I3\"]\n",
+        "findings = [\"I2\", \"I4\"]\nallow = [\"I3\", \"fails-closed\"]\n",
         "three quotes \\\"\\\"\" and a tab\t.\n\"\"\"\n",
         "ends in a quote: \\\"\"\"\"\n",
         "[check]\nrows = 3\ncrash = [\"connect\", \"postgres\"]\ncrashes = 2\nperiodic_fires = 2\n",

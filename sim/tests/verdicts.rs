@@ -304,7 +304,7 @@ fn bad_variants_and_expectations_are_refused_naming_what_is_wrong() {
     // In a file: a variant of the prediction's own settings, two variants alike, an empty one.
     let base = std::fs::read_to_string(common::scenario_path(name)).expect("readable");
     for (variant, problem) in [
-        ("[variants.v]\nset = { \"fault_profile.max_faults\" = 1 }\n", "variants.v.set: a variant changes the design"),
+        ("[variants.v]\nset = { \"check.rows\" = 2 }\n", "variants.v.set: a variant changes the design"),
         ("[variants.v]\nset = { sink.apply = \"naive-upsert\" }\n", "the same settings as variant `naive-upsert`"),
         ("[variants.v]\nset = {}\n", "variants.v.set: names no setting"),
         ("[variants.v]\nset = { \"sink.apply\" = \"x\" }\n", "variants.v.prediction: required field is missing"),
@@ -314,4 +314,23 @@ fn bad_variants_and_expectations_are_refused_naming_what_is_wrong() {
         let error = scenario::load_str("s.toml", &text, &[]).expect_err(variant).message;
         assert!(error.starts_with("s.toml:") && error.contains(problem), "{variant}: {error}");
     }
+}
+
+#[test]
+fn a_variant_of_the_fault_profile_only_is_the_same_design_under_other_faults() {
+    // claims-failover's all-faults variant: chosen with --variant, it carries its own prediction
+    // (the hazards every fault kind exposes, and failing closed, allowed); a plain --set of the
+    // same profile keeps the scenario's own prediction.
+    let path = common::scenario_path("claims-failover");
+    let chosen = scenario::load_with(&path, &Choice { variant: Some("all-faults".into()), ..Choice::default() })
+        .expect("the variant loads");
+    let prediction = &chosen.spec.prediction;
+    assert!(prediction.may_fail_closed);
+    assert!(prediction.allow.contains(&Invariant::I4));
+    assert_eq!(prediction.origin, PredictionOrigin::Variant { name: "all-faults".into(), chosen: true });
+    let kinds = chosen.spec.profile.as_ref().expect("a profile").kinds.len();
+    assert_eq!(kinds, handoff_models::spec::FaultKind::ALL.len(), "every kind, the failover included");
+    let plain = scenario::load(&path, &[scenario::every_fault_kind(&chosen.spec)]).expect("loads");
+    assert_eq!(plain.spec.prediction.origin, PredictionOrigin::File);
+    assert!(!plain.spec.prediction.may_fail_closed);
 }

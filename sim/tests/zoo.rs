@@ -77,7 +77,7 @@ fn a_wall_clock_stream_start() {
 
 #[test]
 fn dbz_9688_trust_slot_after_a_recreated_slot() {
-    entry("dbz-9688-trust-slot-after-recreated-slot", Invariant::I6, (201_373, 78_210), (191_933, 74_734));
+    entry("dbz-9688-trust-slot-after-recreated-slot", Invariant::I6, (201_183, 78_093), (191_743, 74_617));
 }
 
 #[test]
@@ -87,10 +87,10 @@ fn the_missing_log_position_check_after_a_snapshot() {
 
 #[test]
 fn the_resurrection_after_an_incomplete_snapshot() {
-    entry("resurrection-after-incomplete-snapshot", Invariant::I2, (95_983, 42_688), (95_983, 42_688));
+    entry("resurrection-after-incomplete-snapshot", Invariant::I2, (95_931, 42_650), (95_931, 42_650));
 }
 
 #[test]
 fn a_naive_sink() {
-    entry("naive-sink", Invariant::I3, (57_299, 24_358), (57_299, 24_358));
+    entry("naive-sink", Invariant::I3, (57_273, 24_339), (57_273, 24_339));
 }
