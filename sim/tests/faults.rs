@@ -416,3 +416,91 @@ fn a_second_failover_with_no_standby_left_is_refused_with_a_reason() {
     assert_eq!(result.fault_notes.len(), 1);
     assert_eq!(result.fault_notes[0].outcome, "refused");
 }
+
+#[test]
+fn the_runbook_does_not_take_a_refused_slot_drop_for_done() {
+    // The network between Connect and PostgreSQL is clogged when the runbook runs: the stopped
+    // task's walsender lives on (its close is held back), so `pg_drop_replication_slot` fails
+    // with "is active". The operator used to resume on the old slot as if it were gone; now it
+    // tries again until the walsender is gone, then drops the slot and resumes.
+    let text = common::claims(
+        "runbook-on-an-active-slot",
+        100,
+        "",
+        r#"
+    [sink]
+    apply = "snapshot-epoch"
+    "auto.offset.reset" = "earliest"
+    [workload]
+    end_ms = 60000
+    updates_per_second = 2
+    [[fault]]
+    at = "20s"
+    action = "clog"
+    between = ["connect", "postgres"]
+    duration_ms = 15000
+    [[fault]]
+    at = "22s"
+    action = "rebuild-connector"
+    [prediction]
+    verdict = "holds"
+    why = "-"
+"#,
+    );
+    let spec = common::load_text(&text);
+    let result = common::run(&spec, 1);
+    let operator: Vec<(u64, &String)> = result
+        .trace
+        .iter()
+        .filter_map(|e| match &e.observation {
+            Observation::OperatorAction { action } => Some((e.at.ms(), action)),
+            _ => None,
+        })
+        .collect();
+    let failed: Vec<_> = operator.iter().filter(|(_, action)| action.contains("failed: ERROR")).collect();
+    assert_eq!(failed.len(), 1, "said once: {operator:?}");
+    assert!(failed[0].1.contains("is active"), "{failed:?}");
+    let dropped = result
+        .trace
+        .iter()
+        .find(|e| matches!(e.observation, Observation::SlotDropped { .. }))
+        .map(|e| e.at.ms())
+        .expect("the slot is dropped at last");
+    assert!(dropped >= 35_000, "not before the clog ends and the walsender goes: {dropped}");
+    let resumed = operator.iter().find(|(_, action)| action.starts_with("rebuild: resume")).expect("resumed").0;
+    assert!(resumed >= dropped, "the connector resumes after the drop, at {resumed} ms");
+    assert!(result.prediction_held, "{:?}", result.findings);
+}
+
+#[test]
+fn a_procedure_whose_stop_someone_undid_stops_the_connector_again() {
+    // The runbook stops the connector over a clogged Connect <-> Kafka link (the stop takes its
+    // time), and meanwhile someone else stops and resumes it: the connector is RUNNING again when
+    // the runbook looks for STOPPED. It used to poll for STOPPED forever (I11 with source and sink
+    // identical, the zoo twins' every-fault sweep, seed 2654); now it stops the connector again.
+    let path = common::scenario_path("zoo/naive-sink-fixed");
+    let text = std::fs::read_to_string(path).expect("the scenario")
+        + r#"
+[[fault]]
+at = "12183ms"
+action = "clog"
+between = ["connect", "kafka"]
+duration_ms = 13513
+[[fault]]
+at = "13691ms"
+action = "rebuild-connector"
+[[fault]]
+at = "21885ms"
+action = "stop-connector"
+resume_after_ms = 2622
+"#;
+    let spec = common::load_text(&text);
+    let result = common::run(&spec, 1);
+    let again = result
+        .trace
+        .iter()
+        .any(|e| matches!(&e.observation, Observation::OperatorAction { action } if action.contains("stop it again")));
+    assert!(again, "the runbook stops the resumed connector again");
+    assert!(result.prediction_held, "{:?}", result.findings);
+    assert!(result.boundary.reached, "{}", result.boundary.reason);
+}
