@@ -108,6 +108,9 @@ struct Recorder {
     coverage: Coverage,
     /// Faults that did not take effect at once: refused, or waiting their turn.
     fault_notes: Vec<FaultNote>,
+    /// Where the server began decoding for the connector's latest stream: a request below the
+    /// slot's `confirmed_flush` is forwarded to it, and nothing committed before it will come.
+    stream_start: Option<Lsn>,
 }
 
 /// A fault that did not simply take effect when it came (kept in sweeps too: it explains a run).
@@ -138,6 +141,7 @@ impl Recorder {
             checkers,
             coverage: Coverage::default(),
             fault_notes: Vec::new(),
+            stream_start: None,
         }
     }
 
@@ -150,6 +154,7 @@ impl Recorder {
         self.checkers.observe(&event);
         self.coverage.observe(&event);
         match &event.observation {
+            Observation::StreamStarted { client: Node::Connect, start, .. } => self.stream_start = Some(*start),
             Observation::FaultRefused { action, reason } => self.fault_notes.push(FaultNote {
                 at_ms: event.at.ms(),
                 fault: action.to_string(),
@@ -1044,6 +1049,7 @@ impl Harness<'_> {
         if let Some(reason) = self.models.sink.lock().expect("sink").failed() {
             return Some((false, format!("the sink's consumer FAILED: {reason}")));
         }
+        let stream_start = self.shared.recorder.lock().expect("recorder").stream_start;
         let connect = self.models.connect.lock().expect("connect");
         let status = connect.status();
         if status == "FAILED" {
@@ -1059,7 +1065,11 @@ impl Harness<'_> {
         if !self.nodes.contains_key(&Node::Connect) || status != "RUNNING" || !connect.is_drained() {
             return None;
         }
-        let processed = connect.processed_upto()?;
+        // What the connector has processed, or, when its stream was forwarded past its offset (a
+        // recreated slot's confirmed_flush), where decoding began: commits before that will never
+        // come, and whether any of them was lost is the checkers' to say (I6, I1), not a reason
+        // to wait for ever.
+        let processed = connect.processed_upto()?.max(stream_start.unwrap_or(Lsn::INVALID));
         drop(connect);
         if self.last_captured_commit().is_some_and(|last| processed < last) {
             return None;
