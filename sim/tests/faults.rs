@@ -504,3 +504,35 @@ resume_after_ms = 2622
     assert!(result.prediction_held, "{:?}", result.findings);
     assert!(result.boundary.reached, "{}", result.boundary.reason);
 }
+
+#[test]
+fn a_stream_forwarded_over_commits_already_in_kafka_does_not_wait_for_them() {
+    // The keep-alive fix, every fault kind, seed 5754: PostgreSQL crashes after insert 1009 is in
+    // Kafka but before the offset that covers it is stored; the operator recreates the slot just
+    // after the restarted task checked it. The new stream is forwarded past the stored offset,
+    // over insert 1009 (already in Kafka): nothing is lost, and the connector's own offset never
+    // moves again. The run used to wait for it and end with I11 though source and sink matched.
+    let path = common::scenario_path("claims-quiet-database-keepalive-fix");
+    let text = std::fs::read_to_string(path).expect("the scenario")
+        + r#"
+[[fault]]
+at = "7347ms"
+action = "crash-postgres"
+restart_after_ms = 5317
+[[fault]]
+at = "17364ms"
+action = "recreate-slot"
+[[fault]]
+at = "28510ms"
+action = "wal-burst"
+bytes = "45MB"
+"#;
+    let spec = common::load_text(&text);
+    let result = common::run(&spec, 5754);
+    let forwarded = result.trace.iter().any(|e| {
+        matches!(e.observation, Observation::StreamStarted { requested, start, .. } if start > requested && requested > Lsn(0))
+    });
+    assert!(forwarded, "the restarted stream is forwarded past the stored offset");
+    assert!(result.boundary.reached, "{}", result.boundary.reason);
+    assert_eq!(result.violated(), vec![], "{:?}", result.findings);
+}
