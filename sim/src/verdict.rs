@@ -118,6 +118,9 @@ pub fn verdict_lines(prediction: &Prediction, judgement: &Judgement, lens: Lens,
                 "prediction held: no invariant was violated{}{}, as predicted",
                 if of(Outcome::AllowedAndViolated).is_empty() { "" } else { " but those allowed" },
                 match lens {
+                    // An allowed I11 says the pipeline did not catch up: then say nothing of it.
+                    _ if judgement.of(Invariant::I11).is_some_and(Outcome::seen) => "",
+                    _ if judgement.failing_closed.is_some_and(Outcome::seen) => "",
                     Lens::Run => " and the pipeline caught up",
                     Lens::Sweep => " and every run caught up",
                     Lens::Check | Lens::CheckSoFar => "",
