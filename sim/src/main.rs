@@ -372,7 +372,11 @@ fn main() -> ExitCode {
         } => {
             let mut sets = sets;
             if all_faults {
-                match scenario::load_with(&path, &expectation.choice(&sets)) {
+                // Whether there is a standby decides the list; the kinds every system takes make
+                // the probe load even where other `--set`s name the profile but not its kinds.
+                let mut probe = sets.clone();
+                probe.push(scenario::every_fault_kind_with(false));
+                match scenario::load_with(&path, &expectation.choice(&probe)) {
                     Ok(loaded) => sets.push(scenario::every_fault_kind(&loaded.spec)),
                     Err(error) => return bad_input(&error.to_string()),
                 }

@@ -2854,9 +2854,15 @@ fn push_escaped(out: &mut String, c: char) {
 /// The `--set` that lets a profile draw every fault kind the scenario's system can take
 /// (`explore --all-faults`): all of them, less `fail-over-to-standby` without a standby.
 pub fn every_fault_kind(spec: &Spec) -> String {
-    let kinds: Vec<String> = handoff_models::spec::FaultKind::ALL
+    every_fault_kind_with(spec.standby.is_some())
+}
+
+/// As [`every_fault_kind`], for a system with or without a standby.
+pub fn every_fault_kind_with(standby: bool) -> String {
+    use handoff_models::spec::FaultKind;
+    let kinds: Vec<String> = FaultKind::ALL
         .iter()
-        .filter(|kind| spec.standby.is_some() || **kind != handoff_models::spec::FaultKind::FailOverToStandby)
+        .filter(|kind| standby || **kind != FaultKind::FailOverToStandby)
         .map(|kind| format!("\"{}\"", kind.name()))
         .collect();
     format!("fault_profile.kinds=[{}]", kinds.join(", "))

@@ -812,3 +812,22 @@ fn short_runs_answered_in_batches_keep_every_seed_in_order_through_crashes() {
     assert_eq!(lines[300]["summary"]["runs"], 295);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn explore_all_faults_draws_every_kind_the_system_takes_and_replays_carry_them() {
+    // With a standby every kind, the failover included; without one, all but the failover. A
+    // `--set` of the profile's other fields alongside is fine.
+    for (name, failover) in [("claims-failover", true), ("claims-restart-during-snapshot", false)] {
+        let path = scenario(name);
+        let args = ["explore", &path, "--seeds", "3", "--all-faults", "--set", "fault_profile.max_faults=6", "--json"];
+        let output = handoff(&args);
+        assert!(output.status.code().is_some_and(|code| code <= 1), "{}", String::from_utf8_lossy(&output.stderr));
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let summary: serde_json::Value = serde_json::from_str(stdout.lines().last().expect("a summary")).expect("JSON");
+        let sets =
+            summary["summary"]["sets"].as_array().expect("sets").iter().map(|set| set.to_string()).collect::<Vec<_>>();
+        let kinds = sets.iter().find(|set| set.contains("fault_profile.kinds")).expect("the kinds are among the sets");
+        assert!(kinds.contains("recreate-slot") && kinds.contains("checkpoint"), "{kinds}");
+        assert_eq!(kinds.contains("fail-over-to-standby"), failover, "{name}: {kinds}");
+    }
+}
