@@ -28,7 +28,7 @@ fn cloggable(standby: bool) -> &'static [(Node, Node)] {
 }
 
 /// Whether a fault kind can act on the scenario's system: a failover needs a standby to promote.
-fn applies(kind: FaultKind, standby: bool) -> bool {
+pub fn applies(kind: FaultKind, standby: bool) -> bool {
     standby || kind != FaultKind::FailOverToStandby
 }
 

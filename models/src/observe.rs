@@ -444,6 +444,18 @@ pub struct TraceEvent {
 }
 
 impl Observation {
+    /// What a crash of `node` is recorded as, in both lenses: a Connect worker's kill, a
+    /// PostgreSQL crash, or another process's crash.
+    pub fn crash_of(node: Node) -> Observation {
+        match node {
+            Node::Connect => Observation::Fault { action: FaultAction::KillConnectWorker { restart_after_ms: None } },
+            Node::Pg1 | Node::Pg2 | Node::Postgres => {
+                Observation::Fault { action: FaultAction::CrashPostgres { restart_after_ms: 0 } }
+            }
+            _ => Observation::Crashed { process: node },
+        }
+    }
+
     /// How much of the run this observation stands for, in trace items: one, plus one per row
     /// change, Kafka record, sink apply, removed document or position it carries. A run's models
     /// hold what came through its trace (Kafka's logs are the appended records, the sink's

@@ -10,6 +10,7 @@
 use crate::ids::{Csn, Key, Node, Row, TableId};
 use crate::lsn::Lsn;
 use crate::observe::Observation;
+use crate::postgres::table::Change;
 use crate::postgres::wal::CommittedTxn;
 use crate::shared::Shared;
 use crate::time::SimTime;
@@ -221,6 +222,14 @@ impl Oracle {
     /// The surviving commit with this csn.
     pub fn commit_by_csn(&self, csn: Csn) -> Option<&OracleCommit> {
         self.surviving().find(|commit| commit.txn.csn == csn)
+    }
+
+    /// The changes of document `id` in the surviving commit `csn` (none if it did not survive).
+    pub fn changes_of(&self, csn: Csn, id: DocId) -> impl Iterator<Item = &Change> {
+        self.commit_by_csn(csn)
+            .into_iter()
+            .flat_map(|commit| commit.txn.changes.iter())
+            .filter(move |change| (change.table, change.key) == id)
     }
 
     /// Finds the commit a streamed change came from: the same change record (LSN, document, row

@@ -885,16 +885,7 @@ impl Harness<'_> {
             HarnessStep::Crash(node) => {
                 if self.nodes.contains_key(&node) && !self.down.contains(&node) {
                     // The same observation the exhaustive world makes of a crash.
-                    let observation = match node {
-                        Node::Connect => {
-                            Observation::Fault { action: FaultAction::KillConnectWorker { restart_after_ms: None } }
-                        }
-                        Node::Pg1 | Node::Pg2 | Node::Postgres => {
-                            Observation::Fault { action: FaultAction::CrashPostgres { restart_after_ms: 0 } }
-                        }
-                        _ => Observation::Crashed { process: node },
-                    };
-                    self.observe(node, observation);
+                    self.observe(node, Observation::crash_of(node));
                     self.kill(node);
                 }
             }

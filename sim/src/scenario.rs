@@ -2862,7 +2862,7 @@ pub fn every_fault_kind_with(standby: bool) -> String {
     use handoff_models::spec::FaultKind;
     let kinds: Vec<String> = FaultKind::ALL
         .iter()
-        .filter(|kind| standby || **kind != FaultKind::FailOverToStandby)
+        .filter(|kind| handoff_models::faults::applies(**kind, standby))
         .map(|kind| format!("\"{}\"", kind.name()))
         .collect();
     format!("fault_profile.kinds=[{}]", kinds.join(", "))

@@ -397,10 +397,10 @@ fn a_stop_accepted_before_the_worker_dies_is_honoured_when_it_restarts() {
 fn a_second_failover_with_no_standby_left_is_refused_with_a_reason() {
     // claims-failover promotes its standby at 75 s; a failover at 30 s first leaves nobody to
     // promote then. The later one used to be narrated as a FAULT and do nothing.
-    let path = common::scenario_path("claims-failover");
-    let text = std::fs::read_to_string(path).expect("the scenario")
-        + "\n[[fault]]\nat = \"30s\"\naction = \"fail-over-to-standby\"\npromote_after_ms = 2000\n";
-    let spec = common::load_text(&text);
+    let spec = bundled_with(
+        "claims-failover",
+        "\n[[fault]]\nat = \"30s\"\naction = \"fail-over-to-standby\"\npromote_after_ms = 2000\n",
+    );
     let result = common::run(&spec, 1);
     let refused: Vec<(u64, &String)> = result
         .trace
@@ -478,9 +478,9 @@ fn a_procedure_whose_stop_someone_undid_stops_the_connector_again() {
     // time), and meanwhile someone else stops and resumes it: the connector is RUNNING again when
     // the runbook looks for STOPPED. It used to poll for STOPPED forever (I11 with source and sink
     // identical, the zoo twins' every-fault sweep, seed 2654); now it stops the connector again.
-    let path = common::scenario_path("zoo/naive-sink-fixed");
-    let text = std::fs::read_to_string(path).expect("the scenario")
-        + r#"
+    let spec = bundled_with(
+        "zoo/naive-sink-fixed",
+        r#"
 [[fault]]
 at = "12183ms"
 action = "clog"
@@ -493,8 +493,8 @@ action = "rebuild-connector"
 at = "21885ms"
 action = "stop-connector"
 resume_after_ms = 2622
-"#;
-    let spec = common::load_text(&text);
+"#,
+    );
     let result = common::run(&spec, 1);
     let again = result
         .trace
@@ -512,9 +512,9 @@ fn a_stream_forwarded_over_commits_already_in_kafka_does_not_wait_for_them() {
     // after the restarted task checked it. The new stream is forwarded past the stored offset,
     // over insert 1009 (already in Kafka): nothing is lost, and the connector's own offset never
     // moves again. The run used to wait for it and end with I11 though source and sink matched.
-    let path = common::scenario_path("claims-quiet-database-keepalive-fix");
-    let text = std::fs::read_to_string(path).expect("the scenario")
-        + r#"
+    let spec = bundled_with(
+        "claims-quiet-database-keepalive-fix",
+        r#"
 [[fault]]
 at = "7347ms"
 action = "crash-postgres"
@@ -526,8 +526,8 @@ action = "recreate-slot"
 at = "28510ms"
 action = "wal-burst"
 bytes = "45MB"
-"#;
-    let spec = common::load_text(&text);
+"#,
+    );
     let result = common::run(&spec, 5754);
     let forwarded = result.trace.iter().any(|e| {
         matches!(e.observation, Observation::StreamStarted { requested, start, .. } if start > requested && requested > Lsn(0))
@@ -535,4 +535,10 @@ bytes = "45MB"
     assert!(forwarded, "the restarted stream is forwarded past the stored offset");
     assert!(result.boundary.reached, "{}", result.boundary.reason);
     assert_eq!(result.violated(), vec![], "{:?}", result.findings);
+}
+
+/// A bundled scenario with more lines at its end (more `[[fault]]`s).
+fn bundled_with(name: &str, more: &str) -> handoff_models::spec::Spec {
+    let text = std::fs::read_to_string(common::scenario_path(name)).expect("the scenario");
+    common::load_text(&(text + more))
 }

@@ -109,14 +109,10 @@ fn why_missing(evidence: &Evidence, id: DocId, version: &Version, prior: &[Findi
 /// Where Kafka first held this version of the document: as a streamed change (the change
 /// record of its commit), or as a row of a snapshot attempt.
 fn published_at(evidence: &Evidence, id: DocId, version: &Version, row: Row) -> Option<String> {
-    let streamed = evidence.oracle.commit_by_csn(version.csn).and_then(|commit| {
-        commit
-            .txn
-            .changes
-            .iter()
-            .filter(|change| (change.table, change.key) == id)
-            .find_map(|change| evidence.published.changes.get(&(change.lsn, id)).filter(|c| c.after == Some(row)))
-    });
+    let streamed = evidence
+        .oracle
+        .changes_of(version.csn, id)
+        .find_map(|change| evidence.published.changes.get(&(change.lsn, id)).filter(|c| c.after == Some(row)));
     if let Some(change) = streamed {
         return Some(format!("a streamed change at {}", change.at));
     }

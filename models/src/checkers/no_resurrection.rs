@@ -108,14 +108,8 @@ pub fn check_boundary(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<
 /// connector's first stream started.
 fn resurrection_reason(evidence: &Evidence, id: DocId, delete: &crate::oracle::Version) -> String {
     let delete_lsn = delete.commit_lsn;
-    let streamed = evidence.oracle.commit_by_csn(delete.csn).is_some_and(|commit| {
-        commit
-            .txn
-            .changes
-            .iter()
-            .filter(|change| (change.table, change.key) == id)
-            .any(|change| evidence.published.has_change(change.lsn, id, None))
-    });
+    let streamed =
+        evidence.oracle.changes_of(delete.csn, id).any(|change| evidence.published.has_change(change.lsn, id, None));
     if streamed {
         return "the delete was published to Kafka, but the sink does not keep it: a later record made the row live \
                 again"

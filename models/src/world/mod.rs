@@ -607,16 +607,7 @@ impl World {
                         self.enqueue(node, peer, Wire::Lost);
                     }
                 }
-                let observation = match node {
-                    Node::Connect => {
-                        Observation::Fault { action: FaultAction::KillConnectWorker { restart_after_ms: None } }
-                    }
-                    Node::Pg1 | Node::Pg2 | Node::Postgres => {
-                        Observation::Fault { action: FaultAction::CrashPostgres { restart_after_ms: 0 } }
-                    }
-                    _ => Observation::Crashed { process: node },
-                };
-                self.observe(TraceEvent { at: SimTime::ZERO, node, observation });
+                self.observe(TraceEvent { at: SimTime::ZERO, node, observation: Observation::crash_of(node) });
             }
             Action::Operate { operation } => {
                 if self.operations_pending.remove(operation.index()) {
