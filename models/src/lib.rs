@@ -23,12 +23,12 @@
 //! the Debezium reference §4.4:
 //!
 //! ```
-//! use handoff_models::check::HandoffModel;
-//! use handoff_models::component::Timer;
-//! use handoff_models::ids::Node;
-//! use handoff_models::sink::ApplyRule;
-//! use handoff_models::spec::claims_minimal;
-//! use handoff_models::world::{Action, Bounds};
+//! use handoff_models::exhaustive::check::HandoffModel;
+//! use handoff_models::core::component::Timer;
+//! use handoff_models::core::ids::Node;
+//! use handoff_models::components::sink::ApplyRule;
+//! use handoff_models::scenario::spec::claims_minimal;
+//! use handoff_models::exhaustive::world::{Action, Bounds};
 //! use stateright::{Checker, HasDiscoveries, Model};
 //!
 //! let bounds = Bounds {
@@ -49,34 +49,9 @@
 //! assert!(checker.discovery("I5 ack <= durable").is_none());
 //! ```
 
-pub mod app;
-pub mod check;
-pub mod checkers;
-pub mod component;
+pub mod components;
 pub mod conform;
-pub mod connect;
-pub mod coverage;
-pub mod debezium;
-pub mod event;
-pub mod faults;
-pub mod ids;
-pub mod kafka;
-pub mod keymap;
-pub mod limits;
-pub mod loader;
-pub mod lsn;
-pub mod narrate;
-pub mod observe;
-pub mod operator;
-pub mod oracle;
-pub mod postgres;
-pub mod protocol;
-pub mod record;
-pub mod setup;
-pub mod shared;
-pub mod sink;
-pub mod spec;
-pub mod time;
-pub mod verdict;
-pub mod workload;
-pub mod world;
+pub mod core;
+pub mod exhaustive;
+pub mod judge;
+pub mod scenario;

@@ -1,12 +1,12 @@
 //! The exhaustive lens on a tiny bound: 2 claims, an update and a delete that may run at any
 //! point, one crash of the Connect worker (and its restart), one offset flush.
 
-use handoff_models::check::{HandoffModel, narrate_path};
-use handoff_models::component::Timer;
-use handoff_models::ids::Node;
-use handoff_models::sink::ApplyRule;
-use handoff_models::spec::claims_minimal;
-use handoff_models::world::{Action, Bounds};
+use handoff_models::components::sink::ApplyRule;
+use handoff_models::core::component::Timer;
+use handoff_models::core::ids::Node;
+use handoff_models::exhaustive::check::{HandoffModel, narrate_path};
+use handoff_models::exhaustive::world::{Action, Bounds};
+use handoff_models::scenario::spec::claims_minimal;
 use stateright::{Checker, HasDiscoveries, Model};
 
 fn bounds() -> Bounds {

@@ -5,7 +5,7 @@
 use handoff_models::conform::observe::{ErrorClass, Outcome, Sign, SlotFacts};
 use handoff_models::conform::server::ModelServer;
 use handoff_models::conform::workload::Workload;
-use handoff_models::lsn::Lsn;
+use handoff_models::core::lsn::Lsn;
 use std::path::Path;
 
 /// Per step: the outcome and the facts of each slot.

@@ -28,12 +28,12 @@
 
 use crate::budget::{Budget, Limit, size_text};
 use crate::dfs::{Explored, Table as Fingerprints};
-use handoff_models::check::HandoffModel;
-use handoff_models::component::Timer;
-use handoff_models::postgres::table::RowOp;
-use handoff_models::spec::{CheckBound, Invariant, Prediction, Spec};
-use handoff_models::verdict::{self, Judgement, Outcome as Judged};
-use handoff_models::world::{Action, Bounds, World};
+use handoff_models::core::change::RowOp;
+use handoff_models::core::component::Timer;
+use handoff_models::exhaustive::check::HandoffModel;
+use handoff_models::exhaustive::world::{Action, Bounds, World};
+use handoff_models::judge::verdict::{self, Judgement, Outcome as Judged};
+use handoff_models::scenario::spec::{CheckBound, Invariant, Prediction, Spec};
 use serde::Serialize;
 use stateright::{Checker, Expectation, Model};
 use std::time::{Duration, Instant};
@@ -355,7 +355,11 @@ fn check_within(
             (Vec::new(), None)
         };
         let steps = path.iter().map(Action::to_string).collect();
-        let story = if path.is_empty() { String::new() } else { handoff_models::check::narrate_path(&model, &path) };
+        let story = if path.is_empty() {
+            String::new()
+        } else {
+            handoff_models::exhaustive::check::narrate_path(&model, &path)
+        };
         let violated_at_end =
             if path.is_empty() { Vec::new() } else { World::violated_after(&model.spec, &model.bounds, &path) };
         properties.push(PropertyReport {
@@ -656,7 +660,7 @@ pub fn export(spec: &Spec, property: &PropertyReport) -> Result<Spec, String> {
         // The bound runs the scenario's scripted transactions at any point: the schedule says when.
         check.scripts = std::mem::take(&mut exported.scripted);
         for txn in &mut check.scripts {
-            txn.trigger = handoff_models::spec::Trigger::At { at_ms: 0 };
+            txn.trigger = handoff_models::core::fault::Trigger::At { at_ms: 0 };
         }
     }
     exported.scripted.clear();
@@ -676,9 +680,9 @@ pub fn export(spec: &Spec, property: &PropertyReport) -> Result<Spec, String> {
         invariant.name(),
         spec.name
     );
-    exported.prediction = handoff_models::spec::Prediction {
-        verdict: handoff_models::spec::Verdict::Violated,
-        origin: handoff_models::spec::PredictionOrigin::File,
+    exported.prediction = handoff_models::scenario::spec::Prediction {
+        verdict: handoff_models::scenario::spec::Verdict::Violated,
+        origin: handoff_models::scenario::spec::PredictionOrigin::File,
         findings: vec![invariant],
         // What else the path's last state violates; and I11, which the exhaustive world does not
         // check: after the path the run goes on, and a pipeline that can no longer catch up
@@ -702,7 +706,7 @@ pub fn export(spec: &Spec, property: &PropertyReport) -> Result<Spec, String> {
     // may store whatever Kafka has acknowledged before it; one interval per step gives the
     // timed lens the same freedom.
     let step_ms = spec.debezium.poll_interval_ms.max(10);
-    exported.schedule = Some(handoff_models::spec::Schedule { step_ms, steps: property.path.clone() });
+    exported.schedule = Some(handoff_models::scenario::spec::Schedule { step_ms, steps: property.path.clone() });
     Ok(exported)
 }
 

@@ -24,8 +24,8 @@
 //! push a state; a thread handing states to another hands the trail above them along.
 
 use crate::budget::Budget;
-use handoff_models::check::HandoffModel;
-use handoff_models::world::{Action, Copies, World};
+use handoff_models::exhaustive::check::HandoffModel;
+use handoff_models::exhaustive::world::{Action, Copies, World};
 use stateright::{Expectation, Model};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -13,9 +13,9 @@
 
 use crate::runner::{self, RunOptions, RunResult};
 use crate::workers::{self, Workers};
-use handoff_models::coverage::Mark;
-use handoff_models::spec::{Invariant, Prediction, PredictionOrigin, Spec};
-use handoff_models::verdict::{self, Judgement, Outcome};
+use handoff_models::judge::coverage::Mark;
+use handoff_models::judge::verdict::{self, Judgement, Outcome};
+use handoff_models::scenario::spec::{Invariant, Prediction, PredictionOrigin, Spec};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -755,7 +755,7 @@ pub fn merge<R: std::io::BufRead>(inputs: Vec<(String, R)>) -> Result<Summary, S
         &[],
         (1, 1),
         &Prediction {
-            verdict: handoff_models::spec::Verdict::Holds,
+            verdict: handoff_models::scenario::spec::Verdict::Holds,
             findings: Vec::new(),
             allow: Vec::new(),
             may_fail_closed: false,

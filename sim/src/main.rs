@@ -414,7 +414,8 @@ fn main() -> ExitCode {
                 Err(error) => return bad_input(&error.to_string()),
             };
             let invariant = match invariant.as_deref().map(|text| {
-                handoff_models::spec::Invariant::parse(text).ok_or(format!("--invariant {text}: expected I1 to I12"))
+                handoff_models::scenario::spec::Invariant::parse(text)
+                    .ok_or(format!("--invariant {text}: expected I1 to I12"))
             }) {
                 Some(Err(error)) => return bad_input(&error),
                 Some(Ok(invariant)) => Some(invariant),
@@ -570,7 +571,7 @@ pub struct Plan {
 #[cfg(madsim)]
 mod commands {
     use super::{Plan, bad_input};
-    use handoff_models::spec::Spec;
+    use handoff_models::scenario::spec::Spec;
     use handoff_sim::explore::{self, Summary, Sweep};
     use handoff_sim::workers::{self, Workers};
     use handoff_sim::{report, runner};
@@ -672,7 +673,7 @@ mod commands {
     pub fn shrink(
         spec: &Spec,
         seed: u64,
-        invariant: Option<handoff_models::spec::Invariant>,
+        invariant: Option<handoff_models::scenario::spec::Invariant>,
         out: Option<PathBuf>,
         max_runs: usize,
     ) -> ExitCode {
@@ -710,13 +711,15 @@ mod commands {
         let choice = handoff_sim::scenario::Choice {
             sets: summary.sets.clone(),
             variant: match &summary.prediction.origin {
-                handoff_models::spec::PredictionOrigin::Variant { name, chosen: true }
-                | handoff_models::spec::PredictionOrigin::Expect { variant: Some(name), .. }
-                | handoff_models::spec::PredictionOrigin::Unpredicted { variant: Some(name), .. } => Some(name.clone()),
+                handoff_models::scenario::spec::PredictionOrigin::Variant { name, chosen: true }
+                | handoff_models::scenario::spec::PredictionOrigin::Expect { variant: Some(name), .. }
+                | handoff_models::scenario::spec::PredictionOrigin::Unpredicted { variant: Some(name), .. } => {
+                    Some(name.clone())
+                }
                 _ => None,
             },
             expect: match &summary.prediction.origin {
-                handoff_models::spec::PredictionOrigin::Expect { text, .. } => Some(text.clone()),
+                handoff_models::scenario::spec::PredictionOrigin::Expect { text, .. } => Some(text.clone()),
                 _ => None,
             },
         };
@@ -736,7 +739,7 @@ mod commands {
 #[cfg(not(madsim))]
 mod commands {
     use super::Plan;
-    use handoff_models::spec::Spec;
+    use handoff_models::scenario::spec::Spec;
     use std::path::PathBuf;
     use std::process::ExitCode;
 
@@ -768,7 +771,7 @@ mod commands {
     pub fn shrink(
         _spec: &Spec,
         _seed: u64,
-        _invariant: Option<handoff_models::spec::Invariant>,
+        _invariant: Option<handoff_models::scenario::spec::Invariant>,
         _out: Option<PathBuf>,
         _max_runs: usize,
     ) -> ExitCode {

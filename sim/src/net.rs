@@ -19,13 +19,13 @@
 //! lens used madsim's own connections; they cost a relay task, a timer and a dozen hash lookups
 //! per message, about a quarter of a run. docs/performance.md has the numbers.)
 //!
-//! [`stream::NETWORK`]: handoff_models::workload::stream::NETWORK
+//! [`stream::NETWORK`]: handoff_models::scenario::workload::stream::NETWORK
 
-use handoff_models::component::Timer;
-use handoff_models::ids::Node;
-use handoff_models::protocol::Msg;
-use handoff_models::workload::{Draw, stream};
-use handoff_models::world::Timing;
+use handoff_models::core::component::Timer;
+use handoff_models::core::ids::Node;
+use handoff_models::core::protocol::Msg;
+use handoff_models::exhaustive::world::Timing;
+use handoff_models::scenario::workload::{Draw, stream};
 use madsim::time::TimeHandle;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::future::Future;
@@ -218,10 +218,7 @@ impl Following {
         }
         for ((node, timer), steps) in &self.firings {
             if let Some(step) = steps.front() {
-                departures.push(format!(
-                    "step {step} fires {node}'s timer {}, which did not fire then",
-                    handoff_models::world::timer_name(*timer)
-                ));
+                departures.push(format!("step {step} fires {node}'s timer {}, which did not fire then", timer.name()));
             }
         }
         departures
@@ -510,7 +507,7 @@ fn arm(clock: &TimeHandle, waker: &Waker, now_us: u64, at_us: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use handoff_models::protocol::Control;
+    use handoff_models::core::protocol::Control;
     use std::task::Waker;
 
     fn msg(n: u64) -> Msg {
@@ -643,7 +640,7 @@ mod tests {
 
     #[test]
     fn on_a_path_each_message_arrives_at_its_step_and_what_the_path_lacks_is_a_departure() {
-        use handoff_models::world::Timing;
+        use handoff_models::exhaustive::world::Timing;
         // The path: pg1's first message to connect arrives at step 2, its second is dropped,
         // connect's offset-flush timer fires at step 3; steps are 10 ms apart, 5 steps.
         let timing = Timing {

@@ -15,10 +15,10 @@
 
 use crate::net::{Inbound, Polled};
 use crate::runner::Shared;
-use handoff_models::component::{Component, Ctx, Outbox, Timer, TimerRequest};
-use handoff_models::ids::Node;
-use handoff_models::protocol::Msg;
-use handoff_models::time::SimTime;
+use handoff_models::core::component::{Component, Ctx, Outbox, Timer, TimerRequest};
+use handoff_models::core::ids::Node;
+use handoff_models::core::protocol::Msg;
+use handoff_models::core::time::SimTime;
 use madsim::time::TimeHandle;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
@@ -55,7 +55,7 @@ pub fn now_ms() -> u64 {
 }
 
 /// The per-node runtime around a component.
-struct NodeLoop<C: Component> {
+struct NodeLoop<C: Component + ?Sized> {
     node: Node,
     model: Arc<Mutex<C>>,
     shared: Arc<Shared>,
@@ -74,7 +74,7 @@ struct NodeLoop<C: Component> {
 }
 
 /// Runs a component as the node's main task until the node is killed.
-pub async fn run<C: Component + Send + 'static>(node: Node, model: Arc<Mutex<C>>, shared: Arc<Shared>) {
+pub async fn run<C: Component + Send + ?Sized + 'static>(node: Node, model: Arc<Mutex<C>>, shared: Arc<Shared>) {
     let following = {
         let mut net = shared.net();
         net.bind(node);
@@ -122,7 +122,7 @@ enum Woke {
     Timers,
 }
 
-impl<C: Component + Send + 'static> NodeLoop<C> {
+impl<C: Component + Send + ?Sized + 'static> NodeLoop<C> {
     /// The name a peer has for this node's component.
     fn logical(&self, peer: Node) -> Node {
         if is_client_of_database(self.node) && matches!(peer, Node::Pg1 | Node::Pg2) { Node::Postgres } else { peer }

@@ -4,7 +4,7 @@
 use crate::explore::Summary;
 use crate::runner::{self, RunResult};
 use crate::scenario;
-use handoff_models::spec::{Invariant, Prediction, PredictionOrigin, Spec, Verdict};
+use handoff_models::scenario::spec::{Invariant, Prediction, PredictionOrigin, Spec, Verdict};
 use std::path::{Path, PathBuf};
 
 /// The scenario that replays one run: the run's whole fault schedule made explicit, no profile,

@@ -3,9 +3,9 @@
 
 use crate::runner::{RunLimit, RunResult};
 use crate::verdict::{Lens, origin, predicted, prediction_line, verdict_lines};
-use handoff_models::checkers::Finding;
-use handoff_models::narrate::{self, Names};
-use handoff_models::spec::{Invariant, Spec, Trigger};
+use handoff_models::judge::checkers::Finding;
+use handoff_models::judge::narrate::{self, Names};
+use handoff_models::scenario::spec::{Invariant, Spec, Trigger};
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -19,7 +19,7 @@ pub fn timeline(spec: &Spec, result: &RunResult) -> Vec<String> {
     let names = names(spec);
     let mut lines: Vec<String> = result.trace.iter().filter_map(|event| narrate::line(event, &names)).collect();
     if let Some(limit) = result.limit {
-        let at = handoff_models::time::SimTime(result.sim_time_ms).to_string();
+        let at = handoff_models::core::time::SimTime(result.sim_time_ms).to_string();
         lines.push(format!(
             "{at:<10} {:<9} RUN ENDED: it reached {limit} before its acceptance boundary, undecided",
             "harness"
@@ -33,7 +33,7 @@ fn limit_advice(limit: &RunLimit) -> String {
     match limit {
         RunLimit::Horizon { .. } => format!(
             "raise acceptance.horizon_ms (at most {}) to let it run longer",
-            handoff_models::limits::MAX_HORIZON_MS
+            handoff_models::core::limits::MAX_HORIZON_MS
         ),
         RunLimit::TraceBudget { .. } => {
             "it grew past what a run may hold in memory: give it fewer rows, transactions or faults".into()
@@ -105,8 +105,8 @@ pub fn header(spec: &Spec, scenario: &str, result: &RunResult) -> String {
             "profile   up to {} fault(s) from {} in {}..{}",
             profile.max_faults,
             kinds.join(", "),
-            handoff_models::time::SimTime(profile.window_ms.0),
-            handoff_models::time::SimTime(profile.window_ms.1)
+            handoff_models::core::time::SimTime(profile.window_ms.0),
+            handoff_models::core::time::SimTime(profile.window_ms.1)
         );
     }
     if let (Some(schedule), Some(check)) = (&spec.schedule, &spec.check) {
@@ -179,7 +179,7 @@ pub fn text(spec: &Spec, scenario: &str, result: &RunResult) -> String {
         let _ = writeln!(out, "  note: fault {note}");
     }
     for step in scripted_not_applied(spec, result) {
-        let _ = writeln!(out, "  note: at {}: {}", handoff_models::time::SimTime(step.at_ms), step.what);
+        let _ = writeln!(out, "  note: at {}: {}", handoff_models::core::time::SimTime(step.at_ms), step.what);
     }
     if let Some(schedule) = &spec.schedule {
         if result.departures.is_empty() {
@@ -246,7 +246,7 @@ fn scripted_not_applied(spec: &Spec, result: &RunResult) -> Vec<NotApplied> {
         .trace
         .iter()
         .filter_map(|event| match &event.observation {
-            handoff_models::observe::Observation::ScriptedNotApplied { reason, .. } => Some(NotApplied {
+            handoff_models::core::observe::Observation::ScriptedNotApplied { reason, .. } => Some(NotApplied {
                 at_ms: event.at.ms(),
                 what: narrate::narrate(&event.observation, &names).unwrap_or_default(),
                 reason: reason.clone(),

@@ -8,7 +8,7 @@
 //! report), and ends the run at the acceptance boundary: when the pipeline has caught up with the
 //! source, or has stopped, or has not caught up within `acceptance.timeout_ms`.
 //!
-//! Every run also has two limits ([`handoff_models::limits`]): its horizon, a simulated time it
+//! Every run also has two limits ([`handoff_models::core::limits`]): its horizon, a simulated time it
 //! never passes (`acceptance.horizon_ms`), and its trace budget (trace items, which measure what
 //! the run holds in memory). A run that reaches one before its boundary ends there, undecided,
 //! and says so: the boundary's reason, a last line of the timeline, [`RunResult::limit`]. Times
@@ -23,31 +23,25 @@ use crate::node::{self, now_ms, now_us};
 use futures::StreamExt;
 use futures::channel::mpsc;
 use futures::future::{Either, select};
-use handoff_models::app::App;
-use handoff_models::checkers::{Boundary, Checkers, Finding};
-use handoff_models::component::Component;
-use handoff_models::connect::ConnectWorker;
-use handoff_models::coverage::{Coverage, Mark};
-use handoff_models::event::TopicPartition;
-use handoff_models::faults;
-use handoff_models::ids::{Fnv, Node};
-use handoff_models::kafka::Kafka;
-use handoff_models::limits;
-use handoff_models::loader::Loader;
-use handoff_models::lsn::Lsn;
-use handoff_models::observe::{Observation, TraceEvent};
-use handoff_models::operator::Operator;
-use handoff_models::oracle::Oracle;
-use handoff_models::postgres::Postgres;
-use handoff_models::postgres::wal::WalEntry;
-use handoff_models::protocol::{Control, Msg, RestRequest};
-use handoff_models::record::{HandoffRecord, RecordInputs};
-use handoff_models::setup::{self, Options, System};
-use handoff_models::sink::SearchIndex;
-use handoff_models::spec::{Fault, FaultAction, Invariant, Moment, Spec, Trigger};
-use handoff_models::time::SimTime;
-use handoff_models::verdict::{self, Judgement};
-use handoff_models::world::{Action as WorldAction, World};
+use handoff_models::core::component::Component;
+use handoff_models::core::event::TopicPartition;
+use handoff_models::core::ids::{Fnv, Node};
+use handoff_models::core::limits;
+use handoff_models::core::lsn::Lsn;
+use handoff_models::core::observe::{Observation, TraceEvent};
+use handoff_models::core::protocol::{Control, Msg, RestRequest};
+use handoff_models::core::time::SimTime;
+use handoff_models::core::wal::WalEntry;
+use handoff_models::exhaustive::world::{Action as WorldAction, World};
+use handoff_models::judge::checkers::{Boundary, Checkers, Finding};
+use handoff_models::judge::coverage::{Coverage, Mark};
+use handoff_models::judge::oracle::Oracle;
+use handoff_models::judge::record::{HandoffRecord, RecordInputs};
+use handoff_models::judge::verdict::{self, Judgement};
+use handoff_models::scenario::faults;
+use handoff_models::scenario::processes::{Holder, Process, Processes};
+use handoff_models::scenario::setup::{self, Options, System};
+use handoff_models::scenario::spec::{Fault, FaultAction, Invariant, Moment, Spec, Trigger};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;
@@ -83,17 +77,27 @@ enum Command {
     OverBudget,
 }
 
-/// The models of one run, shared between their nodes and the harness.
-pub struct Models {
-    pub pg1: Arc<Mutex<Postgres>>,
-    pub pg2: Option<Arc<Mutex<Postgres>>>,
-    pub connect: Arc<Mutex<ConnectWorker>>,
-    pub kafka: Arc<Mutex<Kafka>>,
-    pub sink: Arc<Mutex<SearchIndex>>,
-    pub app: Arc<Mutex<App>>,
-    pub operator: Arc<Mutex<Operator>>,
-    pub loader: Option<Arc<Mutex<Loader>>>,
+/// How the timed lens holds a component: behind a lock, shared by the process's madsim node
+/// (which drives it) and the harness (which crashes it and reads it to judge the run).
+#[derive(Clone, Copy, Debug)]
+pub struct Locked;
+
+impl Holder for Locked {
+    type Of<C: Process> = Arc<Mutex<C>>;
+    type Handle = Arc<Mutex<dyn Component + Send>>;
+    fn hold<C: Process>(component: C) -> Arc<Mutex<C>> {
+        Arc::new(Mutex::new(component))
+    }
+    fn with<C: Process, R>(held: &mut Arc<Mutex<C>>, f: impl FnOnce(&mut dyn Component) -> R) -> R {
+        f(&mut *held.lock().expect("a component's lock"))
+    }
+    fn handle<C: Process>(held: &Arc<Mutex<C>>) -> Arc<Mutex<dyn Component + Send>> {
+        held.clone()
+    }
 }
+
+/// The processes of one run, shared between their nodes and the harness.
+pub type Models = Processes<Locked>;
 
 /// Everything a run's observations go to, as they happen: the trace hash, the checkers, the
 /// coverage marks, and (when asked for) the trace itself.
@@ -470,10 +474,10 @@ fn finish(spec: &Spec, seed: u64, options: RunOptions, outcome: Outcome) -> RunR
     }
 }
 
-fn spawn_node<C: Component + Send + 'static>(
+fn spawn_node(
     handle: &madsim::runtime::Handle,
     node: Node,
-    model: Arc<Mutex<C>>,
+    model: Arc<Mutex<dyn Component + Send>>,
     shared: Arc<Shared>,
 ) -> madsim::runtime::NodeHandle {
     handle
@@ -531,19 +535,9 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
         Some(_) => (0, Options { bgwriter_running_xacts: false, walsender_keepalives: false }),
         None => (seed, Options::default()),
     };
-    let System { pg1, pg2, connect, kafka, sink, app, operator, loader, initial_rows, connect_start_ms } =
-        setup::build(&spec, build_seed, build_options);
+    let System { processes, initial_rows, connect_start_ms } = setup::build(&spec, build_seed, build_options);
     let schedule = faults::schedule(&spec, seed);
-    let models = Models {
-        pg1: Arc::new(Mutex::new(pg1)),
-        pg2: pg2.map(|pg| Arc::new(Mutex::new(pg))),
-        connect: Arc::new(Mutex::new(connect)),
-        kafka: Arc::new(Mutex::new(kafka)),
-        sink: Arc::new(Mutex::new(sink)),
-        app: Arc::new(Mutex::new(app)),
-        operator: Arc::new(Mutex::new(operator)),
-        loader: loader.map(|l| Arc::new(Mutex::new(l))),
-    };
+    let models: Models = processes.hold();
     let (commands_tx, mut commands_rx) = mpsc::unbounded();
     // Absolute triggers are scheduled now; moment triggers wait in the shared state.
     let mut scheduled: BTreeMap<(u64, u64), HarnessStep> = BTreeMap::new();
@@ -568,7 +562,7 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
     let recorder = Recorder::new(
         options.keep_trace.then(|| Vec::with_capacity(4096)),
         Checkers::new(Oracle::new(&initial_rows), spec.debezium.tables.clone())
-            .named(handoff_models::narrate::Names::of(&spec))
+            .named(handoff_models::judge::narrate::Names::of(&spec))
             .snapshot_mode(spec.debezium.snapshot_mode),
         options.max_trace_items,
     );
@@ -585,20 +579,16 @@ async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
     });
     let handle = madsim::runtime::Handle::current();
     let mut nodes = BTreeMap::new();
-    nodes.insert(Node::Kafka, spawn_node(&handle, Node::Kafka, models.kafka.clone(), shared.clone()));
-    nodes.insert(Node::Pg1, spawn_node(&handle, Node::Pg1, models.pg1.clone(), shared.clone()));
-    if let Some(pg2) = &models.pg2 {
-        nodes.insert(Node::Pg2, spawn_node(&handle, Node::Pg2, pg2.clone(), shared.clone()));
-    }
-    // On a path, the clients start a millisecond after the servers, so that none of them finds
-    // a server not yet listening (in the world, every process is there from the start).
-    if path.is_none() {
-        nodes.insert(Node::Sink, spawn_node(&handle, Node::Sink, models.sink.clone(), shared.clone()));
-        nodes.insert(Node::App, spawn_node(&handle, Node::App, models.app.clone(), shared.clone()));
-    }
-    nodes.insert(Node::Operator, spawn_node(&handle, Node::Operator, models.operator.clone(), shared.clone()));
-    if let Some(loader) = &models.loader {
-        nodes.insert(Node::Loader, spawn_node(&handle, Node::Loader, loader.clone(), shared.clone()));
+    // The servers first; on a path, the clients start a millisecond after the servers, so that
+    // none of them finds a server not yet listening (in the world, every process is there from
+    // the start). The Connect worker starts at `connector_start_ms`.
+    let at_start = [Node::Kafka, Node::Pg1, Node::Pg2, Node::Sink, Node::App, Node::Operator, Node::Loader]
+        .into_iter()
+        .filter(|node| path.is_none() || !matches!(node, Node::Sink | Node::App));
+    for node in at_start {
+        if let Some(model) = models.handle(node) {
+            nodes.insert(node, spawn_node(&handle, node, model, shared.clone()));
+        }
     }
     let mut harness = Harness {
         spec: &spec,
@@ -821,30 +811,20 @@ impl Harness<'_> {
         // Its connections and what was on its way to it go with it; the restarted process
         // listens again when it runs.
         self.shared.net().unbind(node, now_us());
-        match node {
-            Node::Pg1 => self.models.pg1.lock().expect("pg1").crash(),
-            Node::Pg2 => {
-                if let Some(pg2) = &self.models.pg2 {
-                    pg2.lock().expect("pg2").crash();
-                }
-            }
-            Node::Connect => self.models.connect.lock().expect("connect").crash(),
-            Node::Kafka => self.models.kafka.lock().expect("kafka").crash(),
-            Node::Sink => self.models.sink.lock().expect("sink").crash(),
-            _ => {}
+        if let Some(model) = self.models.handle(node) {
+            model.lock().expect("a component's lock").crash();
         }
     }
 
     fn run_step(&mut self, step: HarnessStep, now: u64) {
         match step {
             HarnessStep::StartConnect => {
-                if self.following {
-                    let (sink, app) = (self.models.sink.clone(), self.models.app.clone());
-                    self.nodes.insert(Node::Sink, spawn_node(&self.handle, Node::Sink, sink, self.shared.clone()));
-                    self.nodes.insert(Node::App, spawn_node(&self.handle, Node::App, app, self.shared.clone()));
+                let late = if self.following { &[Node::Sink, Node::App, Node::Connect][..] } else { &[Node::Connect] };
+                for &node in late {
+                    if let Some(model) = self.models.handle(node) {
+                        self.nodes.insert(node, spawn_node(&self.handle, node, model, self.shared.clone()));
+                    }
                 }
-                let handle = spawn_node(&self.handle, Node::Connect, self.models.connect.clone(), self.shared.clone());
-                self.nodes.insert(Node::Connect, handle);
             }
             HarnessStep::Restart(node) => {
                 // Only a process that is down restarts (two overlapping crashes restart it once).
@@ -1062,7 +1042,7 @@ impl Harness<'_> {
         let status = connect.status();
         if status == "FAILED" {
             let reason = match connect.debezium_phase() {
-                Some(handoff_models::debezium::Phase::Failed { reason }) => reason.clone(),
+                Some(handoff_models::components::connect::debezium::Phase::Failed { reason }) => reason.clone(),
                 _ => String::new(),
             };
             return Some((false, format!("the connector task FAILED: {reason}")));

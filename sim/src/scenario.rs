@@ -1,4 +1,4 @@
-//! Scenario files: TOML in, a validated [`handoff_models::spec::Spec`] out, or an error that
+//! Scenario files: TOML in, a validated [`handoff_models::scenario::spec::Spec`] out, or an error that
 //! names the file, the line and the field. The format is documented in
 //! `docs/scenario-format.md`.
 //!
@@ -9,25 +9,26 @@
 //! value is reported where the value came from: `FILE:LINE:COL: FIELD: PROBLEM`, or
 //! `--set ARG: FIELD: PROBLEM`.
 //!
-//! Every value is held to what a run can honour ([`handoff_models::limits`], the "Limits" of the
+//! Every value is held to what a run can honour ([`handoff_models::core::limits`], the "Limits" of the
 //! format): times within the run's horizon, settings within a day, rows, transactions and
 //! heartbeats within what a run holds in memory. A value out of range is reported with both
 //! ends of its range.
 
-use handoff_models::connect::ConnectConfig;
-use handoff_models::debezium::{DebeziumConfig, SnapshotMode};
-use handoff_models::debezium::{LsnFlushMode, OffsetMismatchStrategy};
-use handoff_models::ids::{Node, Status, TableId};
-use handoff_models::limits;
-use handoff_models::operator::GatePolicy;
-use handoff_models::postgres::table::{ReplicaIdentity, RowOp};
-use handoff_models::sink::{ApplyRule, OffsetReset};
-use handoff_models::spec::{
+use handoff_models::components::connect::ConnectConfig;
+use handoff_models::components::connect::debezium::{DebeziumConfig, SnapshotMode};
+use handoff_models::components::connect::debezium::{LsnFlushMode, OffsetMismatchStrategy};
+use handoff_models::components::operator::GatePolicy;
+use handoff_models::components::sink::ApplyRule;
+use handoff_models::core::change::{ReplicaIdentity, RowOp};
+use handoff_models::core::ids::{Node, Status, TableId};
+use handoff_models::core::limits;
+use handoff_models::core::protocol::OffsetReset;
+use handoff_models::core::time::SimTime;
+use handoff_models::exhaustive::world::{OperateWhile, Operation};
+use handoff_models::scenario::spec::{
     Acceptance, Background, CheckBound, Fault, FaultAction, FaultKind, FaultProfile, HandoffMethod, Invariant, Moment,
     Prediction, PredictionOrigin, Schedule, ScriptedTxn, Spec, TableSetup, Trigger, Verdict,
 };
-use handoff_models::time::SimTime;
-use handoff_models::world::{OperateWhile, Operation};
 use std::collections::BTreeMap;
 use std::fmt::Display;
 use std::path::Path;
@@ -1067,7 +1068,9 @@ fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     if let Some((schedule, items)) = &schedule {
         // The path must be one the bound can take, step by step.
         let (world, bounds) = crate::check::bound(&spec).map_err(|problem| cx.err(root.at, "schedule", problem))?;
-        if let Err((index, problem)) = handoff_models::world::World::timing(&world, &bounds, &schedule.steps) {
+        if let Err((index, problem)) =
+            handoff_models::exhaustive::world::World::timing(&world, &bounds, &schedule.steps)
+        {
             return cx.fail(&items[index.min(items.len() - 1)], problem);
         }
     }
@@ -2150,7 +2153,7 @@ fn check(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<CheckBound> {
         }
     }
     let unreached_ok = s.opt("unreached_ok", Vec::new(), |field| {
-        let names = handoff_models::check::SOMETIMES.map(|name| (name, name));
+        let names = handoff_models::exhaustive::check::SOMETIMES.map(|name| (name, name));
         cx.items(field, "an array of `sometimes` property names")?
             .iter()
             .map(|item| cx.choice(item, &names).map(str::to_owned))
@@ -2859,10 +2862,10 @@ pub fn every_fault_kind(spec: &Spec) -> String {
 
 /// As [`every_fault_kind`], for a system with or without a standby.
 pub fn every_fault_kind_with(standby: bool) -> String {
-    use handoff_models::spec::FaultKind;
+    use handoff_models::scenario::spec::FaultKind;
     let kinds: Vec<String> = FaultKind::ALL
         .iter()
-        .filter(|kind| handoff_models::faults::applies(**kind, standby))
+        .filter(|kind| handoff_models::scenario::faults::applies(**kind, standby))
         .map(|kind| format!("\"{}\"", kind.name()))
         .collect();
     format!("fault_profile.kinds=[{}]", kinds.join(", "))

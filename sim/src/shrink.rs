@@ -20,11 +20,11 @@
 
 use crate::regressions;
 use crate::runner::{self, RunResult};
-use handoff_models::checkers::Finding;
-use handoff_models::ids::{Key, Status};
-use handoff_models::observe::Observation;
-use handoff_models::postgres::table::{ChangeKind, RowOp};
-use handoff_models::spec::{Fault, Invariant, ScriptedTxn, Spec, Trigger};
+use handoff_models::core::change::{ChangeKind, RowOp};
+use handoff_models::core::ids::{Key, Status};
+use handoff_models::core::observe::Observation;
+use handoff_models::judge::checkers::Finding;
+use handoff_models::scenario::spec::{Fault, Invariant, ScriptedTxn, Spec, Trigger};
 use std::fmt;
 
 /// What must stay true of a shrunk run.
@@ -210,7 +210,7 @@ fn label(ops: &[RowOp]) -> String {
 /// The run's generated background transactions as explicit scripted ones at their times.
 fn pin_workload(spec: &Spec, seed: u64) -> Spec {
     let mut pinned = spec.clone();
-    let workload = handoff_models::workload::workload(spec, seed);
+    let workload = handoff_models::scenario::workload::workload(spec, seed);
     for txn in &workload.timed {
         pinned.scripted.push(ScriptedTxn {
             trigger: Trigger::At { at_ms: txn.at_ms.unwrap_or(0) },

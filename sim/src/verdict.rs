@@ -1,10 +1,10 @@
 //! What a verdict says, in words, for every lens: the prediction in a line, where it came from,
 //! and whether it held (`prediction held: I2 no resurrection was violated, as predicted`). The
-//! decision itself is [`handoff_models::verdict::judge`]'s; `--json` gives its fields, not these
+//! decision itself is [`handoff_models::judge::verdict::judge`]'s; `--json` gives its fields, not these
 //! words.
 
-use handoff_models::spec::{Invariant, Prediction, PredictionOrigin, Verdict};
-use handoff_models::verdict::{Judgement, Outcome};
+use handoff_models::judge::verdict::{Judgement, Outcome};
+use handoff_models::scenario::spec::{Invariant, Prediction, PredictionOrigin, Verdict};
 
 fn invariants(list: &[Invariant]) -> String {
     if list.is_empty() {

@@ -31,7 +31,7 @@
 use crate::explore::{Crash, CrashCause, RunSeed, SeedOutcome, SeedRun, Summary, replay_command};
 use crate::regressions;
 use crate::runner::{self, RunOptions};
-use handoff_models::spec::Spec;
+use handoff_models::scenario::spec::Spec;
 use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
 use std::io::{BufRead, BufReader, Write};

@@ -12,8 +12,8 @@
 
 mod common;
 
-use handoff_models::limits;
-use handoff_models::spec::Invariant;
+use handoff_models::core::limits;
+use handoff_models::scenario::spec::Invariant;
 use handoff_sim::runner::{self, RunLimit, RunOptions, RunResult};
 use handoff_sim::scenario::{self, load_str};
 use proptest::prelude::*;

@@ -3,9 +3,9 @@
 
 mod common;
 
-use handoff_models::lsn::Lsn;
-use handoff_models::observe::Observation;
-use handoff_models::spec::Invariant::I3;
+use handoff_models::core::lsn::Lsn;
+use handoff_models::core::observe::Observation;
+use handoff_models::scenario::spec::Invariant::I3;
 
 fn replay_text() -> String {
     common::claims(
@@ -230,7 +230,7 @@ fn a_task_failure_at_the_completion_marker_stores_it_and_a_worker_crash_does_not
     let (spec, seed) =
         common::load("claims-task-failure-at-completion-marker", &["fault[0].action=kill-connect-worker"]);
     let crashed = common::run(&spec, seed);
-    assert_eq!(crashed.violated(), vec![handoff_models::spec::Invariant::I2], "{:?}", crashed.findings);
+    assert_eq!(crashed.violated(), vec![handoff_models::scenario::spec::Invariant::I2], "{:?}", crashed.findings);
 }
 
 #[test]
@@ -238,8 +238,12 @@ fn a_slot_recreation_during_the_failover_gate_waits_its_turn_and_then_runs() {
     let (spec, seed) = common::load("claims-failover-recreate-slot-during-gate", &[]);
     let result = common::run(&spec, seed);
     assert!(result.prediction_held, "{:?}", result.findings);
-    let operator: Vec<&Observation> =
-        result.trace.iter().filter(|e| e.node == handoff_models::ids::Node::Operator).map(|e| &e.observation).collect();
+    let operator: Vec<&Observation> = result
+        .trace
+        .iter()
+        .filter(|e| e.node == handoff_models::core::ids::Node::Operator)
+        .map(|e| &e.observation)
+        .collect();
     let waits = operator.iter().position(|o| matches!(o, Observation::OperatorWaits { .. })).expect("it waits");
     let gate = operator.iter().position(|o| matches!(o, Observation::GateChecked { .. })).expect("the gate decides");
     let runs =
@@ -282,7 +286,7 @@ fn a_fault_that_cannot_act_is_refused_with_a_reason() {
 
 #[test]
 fn in_the_exhaustive_world_an_operation_during_another_waits_its_turn() {
-    use handoff_models::world::{Action, Operation, World};
+    use handoff_models::exhaustive::world::{Action, Operation, World};
     let path = common::scenario_path("zoo/missing-log-position-check-after-snapshot-fixed");
     let sets = vec![r#"check.operations=["rebuild-connector", "recreate-slot"]"#.to_string()];
     let loaded = handoff_sim::scenario::load(&path, &sets).unwrap_or_else(|e| panic!("{e}"));
@@ -351,7 +355,9 @@ fn a_gate_stop_refused_while_the_worker_is_down_lands_before_the_restarted_task_
         .expect("the stop is refused while the worker is down");
     let restarted = trace
         .iter()
-        .position(|e| matches!(e.observation, Observation::Restarted { process: handoff_models::ids::Node::Connect }))
+        .position(|e| {
+            matches!(e.observation, Observation::Restarted { process: handoff_models::core::ids::Node::Connect })
+        })
         .expect("the worker restarts");
     let gate = trace.iter().position(|e| matches!(e.observation, Observation::GateChecked { .. })).expect("the gate");
     assert!(refused < restarted && restarted < gate);
@@ -365,7 +371,7 @@ fn a_gate_stop_refused_while_the_worker_is_down_lands_before_the_restarted_task_
     );
     assert!(matches!(
         trace[gate].observation,
-        Observation::GateChecked { verdict: handoff_models::observe::GateVerdict::Available, .. }
+        Observation::GateChecked { verdict: handoff_models::core::observe::GateVerdict::Available, .. }
     ));
 }
 
@@ -538,7 +544,7 @@ bytes = "45MB"
 }
 
 /// A bundled scenario with more lines at its end (more `[[fault]]`s).
-fn bundled_with(name: &str, more: &str) -> handoff_models::spec::Spec {
+fn bundled_with(name: &str, more: &str) -> handoff_models::scenario::spec::Spec {
     let text = std::fs::read_to_string(common::scenario_path(name)).expect("the scenario");
     common::load_text(&(text + more))
 }

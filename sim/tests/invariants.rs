@@ -4,14 +4,14 @@
 
 mod common;
 
-use handoff_models::spec::Invariant::{self, I1, I2, I3, I4, I5, I6, I8};
+use handoff_models::scenario::spec::Invariant::{self, I1, I2, I3, I4, I5, I6, I8};
 
 fn violated(name: &str, sets: &[&str]) -> Vec<Invariant> {
     let (spec, seed) = common::load(name, sets);
     common::violated(&common::run(&spec, seed))
 }
 
-fn finding_about(name: &str, sets: &[&str], invariant: Invariant) -> handoff_models::checkers::Finding {
+fn finding_about(name: &str, sets: &[&str], invariant: Invariant) -> handoff_models::judge::checkers::Finding {
     let (spec, seed) = common::load(name, sets);
     let result = common::run(&spec, seed);
     result.findings.into_iter().find(|f| f.invariant == invariant).unwrap_or_else(|| panic!("no {invariant} finding"))
@@ -71,7 +71,7 @@ fn i3_a_naive_sink_moves_a_claim_back_when_changes_are_replayed() {
     assert_eq!(result.violated(), vec![I3], "{:?}", result.findings);
     assert_eq!(result.findings[0].key, Some(7));
     let mut guarded = spec.clone();
-    guarded.sink_rule = handoff_models::sink::ApplyRule::VersionGuard;
+    guarded.sink_rule = handoff_models::components::sink::ApplyRule::VersionGuard;
     assert_eq!(common::run(&guarded, 1).violated(), vec![], "the version guard refuses the replayed rows");
 }
 
@@ -165,8 +165,8 @@ fn the_restart_test_outcome_follows_the_sink_rule_on_every_seed() {
 /// reads it from the new timeline's WAL), not an unavailable one.
 #[test]
 fn i8_a_restart_after_a_clean_pg17_failover_resumes_on_the_new_timeline() {
-    use handoff_models::ids::Node;
-    use handoff_models::observe::Observation;
+    use handoff_models::core::ids::Node;
+    use handoff_models::core::observe::Observation;
     let (spec, seed) = common::load("claims-failover-pg17-synchronized-restart", &[]);
     let result = common::run(&spec, seed);
     assert_eq!(result.violated(), vec![], "{:?}", result.findings);
@@ -198,7 +198,7 @@ fn i8_a_restart_after_a_clean_pg17_failover_resumes_on_the_new_timeline() {
 /// check failing the task under `snapshot.mode=initial` (honestly: no I6, no I11), not as I5.
 #[test]
 fn i5_keepalive_confirmations_past_the_stored_offset_put_nothing_at_risk() {
-    use handoff_models::observe::Observation;
+    use handoff_models::core::observe::Observation;
     let (spec, seed) = common::load("claims-quiet-database-keepalive-fix", &[]);
     let result = common::run(&spec, seed);
     assert_eq!(result.violated(), vec![], "{:?}", result.findings);

@@ -146,7 +146,7 @@ fn designs_that_hold_show_no_false_alarm_under_every_fault_kind() {
             let twin = folder != root && name.ends_with("-fixed.toml");
             let holds = folder == root && {
                 let loaded = handoff_sim::scenario::load(&path, &[]).expect("a bundled scenario loads");
-                loaded.spec.prediction.verdict == handoff_models::spec::Verdict::Holds
+                loaded.spec.prediction.verdict == handoff_models::scenario::spec::Verdict::Holds
             };
             if twin || holds {
                 designs.push(path);

@@ -1,15 +1,15 @@
 //! The scenario loader: a complete file read into the expected `Spec`, and errors that name the
 //! file, the line, the column and the field (or the `--set` argument).
 
-use handoff_models::debezium::{OffsetMismatchStrategy, SnapshotMode};
-use handoff_models::ids::{Node, Status, TableId};
-use handoff_models::operator::GatePolicy;
-use handoff_models::postgres::table::{ReplicaIdentity, RowOp};
-use handoff_models::sink::ApplyRule;
-use handoff_models::spec::{
+use handoff_models::components::connect::debezium::{OffsetMismatchStrategy, SnapshotMode};
+use handoff_models::components::operator::GatePolicy;
+use handoff_models::components::sink::ApplyRule;
+use handoff_models::core::change::{ReplicaIdentity, RowOp};
+use handoff_models::core::ids::{Node, Status, TableId};
+use handoff_models::exhaustive::world::Action;
+use handoff_models::scenario::spec::{
     Background, FaultAction, FaultKind, FaultProfile, HandoffMethod, Invariant, Moment, Trigger,
 };
-use handoff_models::world::Action;
 use handoff_sim::scenario::{Loaded, load_str};
 use proptest::prelude::*;
 
@@ -254,7 +254,7 @@ fn complete_scenario_reads_into_the_spec() {
     assert_eq!(spec.gate, GatePolicy::Rebuild);
     assert_eq!(spec.acceptance.timeout_ms, 600_000);
     assert_eq!(spec.acceptance.sample_size, 5);
-    assert_eq!(spec.prediction.verdict, handoff_models::spec::Verdict::Violated);
+    assert_eq!(spec.prediction.verdict, handoff_models::scenario::spec::Verdict::Violated);
     assert_eq!(spec.prediction.findings, vec![Invariant::I2]);
     assert_eq!(spec.prediction.allow, vec![Invariant::I3, Invariant::I8]);
     assert_eq!(spec.prediction.why, "the kill lands between the marker ack and the flush");
@@ -287,7 +287,7 @@ fn minimal_scenario_takes_the_documented_defaults() {
     assert_eq!(spec.gate, GatePolicy::Off);
     assert_eq!(spec.acceptance.timeout_ms, 600_000);
     assert_eq!(spec.acceptance.sample_size, 20);
-    assert_eq!(spec.prediction.verdict, handoff_models::spec::Verdict::Holds);
+    assert_eq!(spec.prediction.verdict, handoff_models::scenario::spec::Verdict::Holds);
     assert!(spec.prediction.findings.is_empty() && spec.prediction.allow.is_empty());
 }
 

@@ -3,18 +3,18 @@
 //! for the bundled scenarios, for a spec using every feature of the format, and for generated
 //! specs; and it refuses, without panicking, what the format cannot express.
 
-use handoff_models::connect::ConnectConfig;
-use handoff_models::debezium::{DebeziumConfig, SnapshotMode};
-use handoff_models::ids::{Node, Status, TableId};
-use handoff_models::limits;
-use handoff_models::operator::GatePolicy;
-use handoff_models::postgres::table::{ReplicaIdentity, RowOp};
-use handoff_models::sink::ApplyRule;
-use handoff_models::spec::{
+use handoff_models::components::connect::ConnectConfig;
+use handoff_models::components::connect::debezium::{DebeziumConfig, SnapshotMode};
+use handoff_models::components::operator::GatePolicy;
+use handoff_models::components::sink::ApplyRule;
+use handoff_models::core::change::{ReplicaIdentity, RowOp};
+use handoff_models::core::ids::{Node, Status, TableId};
+use handoff_models::core::limits;
+use handoff_models::exhaustive::world::{OperateWhile, Operation};
+use handoff_models::scenario::spec::{
     Acceptance, Background, CheckBound, Fault, FaultAction, FaultKind, FaultProfile, HandoffMethod, Invariant, Moment,
     Prediction, PredictionOrigin, ScriptedTxn, Spec, TableSetup, Trigger, Verdict,
 };
-use handoff_models::world::{OperateWhile, Operation};
 use handoff_sim::scenario::{Loaded, load, load_str, to_toml};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -85,7 +85,7 @@ fn pinned_schedules_of_every_fault_kind_load() {
             });
             for seed in 0..150 {
                 let mut pinned = profiled.clone();
-                pinned.faults = handoff_models::faults::schedule(&profiled, seed);
+                pinned.faults = handoff_models::scenario::faults::schedule(&profiled, seed);
                 pinned.profile = None;
                 pinned_faults += pinned.faults.len() - spec.faults.len();
                 round_trip(&pinned, seed);
@@ -161,8 +161,9 @@ fn everything() -> Spec {
             retriable_restart_connector_wait_ms: 3_000,
             tombstones_on_delete: false,
             log_position_check_enable: true,
-            offset_mismatch_strategy: handoff_models::debezium::OffsetMismatchStrategy::NoValidation,
-            lsn_flush_mode: handoff_models::debezium::LsnFlushMode::ConnectorAndDriver,
+            offset_mismatch_strategy:
+                handoff_models::components::connect::debezium::OffsetMismatchStrategy::NoValidation,
+            lsn_flush_mode: handoff_models::components::connect::debezium::LsnFlushMode::ConnectorAndDriver,
             heartbeat_interval_ms: 5_000,
             heartbeat_action_table: Some(payments),
             slot_failover: false,
@@ -176,7 +177,7 @@ fn everything() -> Spec {
         sink_group: "claims-index".into(),
         sink_auto_commit_interval_ms: 1_000,
         sink_max_poll_records: 50,
-        sink_auto_offset_reset: handoff_models::sink::OffsetReset::Latest,
+        sink_auto_offset_reset: handoff_models::core::protocol::OffsetReset::Latest,
         background: Some(Background {
             start_ms: 5_000,
             end_ms: 120_000,
@@ -372,7 +373,7 @@ fn every_feature_writes_the_documented_syntax() {
 
 #[test]
 fn minimal_spec_round_trips() {
-    let mut spec = handoff_models::spec::claims_minimal(3, ApplyRule::VersionGuard);
+    let mut spec = handoff_models::scenario::spec::claims_minimal(3, ApplyRule::VersionGuard);
     spec.prediction.why = "nothing goes wrong".into();
     let text = round_trip(&spec, 1);
     for absent in ["[versions]", "[workload]\n", "[[fault]]", "[fault_profile]", "[handoff]", "[failover]", "allow"] {

@@ -3,8 +3,8 @@
 
 mod common;
 
-use handoff_models::observe::{Observation, SnapshotCase};
-use handoff_models::spec::Invariant::{I1, I2};
+use handoff_models::core::observe::{Observation, SnapshotCase};
+use handoff_models::scenario::spec::Invariant::{I1, I2};
 
 fn snapshots(result: &handoff_sim::runner::RunResult) -> Vec<SnapshotCase> {
     result

@@ -3,8 +3,8 @@
 
 mod common;
 
-use handoff_models::spec::Invariant::{I2, I3};
-use handoff_models::verdict::Outcome;
+use handoff_models::judge::verdict::Outcome;
+use handoff_models::scenario::spec::Invariant::{I2, I3};
 use handoff_sim::explore::{self, Sweep};
 use handoff_sim::{runner, shrink};
 use std::ops::ControlFlow;

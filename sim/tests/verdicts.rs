@@ -5,7 +5,7 @@
 
 mod common;
 
-use handoff_models::spec::{Invariant, PredictionOrigin, Verdict};
+use handoff_models::scenario::spec::{Invariant, PredictionOrigin, Verdict};
 use handoff_sim::scenario::{self, Choice};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -226,7 +226,7 @@ fn a_sweep_counts_the_runs_that_fail_closed_and_judges_them() {
 // ---------------------------------------------------------------------------------------------
 // Item 14: which prediction a changed design is judged against.
 
-fn load(name: &str, choice: Choice) -> Result<handoff_models::spec::Prediction, String> {
+fn load(name: &str, choice: Choice) -> Result<handoff_models::scenario::spec::Prediction, String> {
     scenario::load_with(&common::scenario_path(name), &choice)
         .map(|loaded| loaded.spec.prediction)
         .map_err(|e| e.message)
@@ -329,7 +329,7 @@ fn a_variant_of_the_fault_profile_only_is_the_same_design_under_other_faults() {
     assert!(prediction.allow.contains(&Invariant::I4));
     assert_eq!(prediction.origin, PredictionOrigin::Variant { name: "all-faults".into(), chosen: true });
     let kinds = chosen.spec.profile.as_ref().expect("a profile").kinds.len();
-    assert_eq!(kinds, handoff_models::spec::FaultKind::ALL.len(), "every kind, the failover included");
+    assert_eq!(kinds, handoff_models::scenario::spec::FaultKind::ALL.len(), "every kind, the failover included");
     let plain = scenario::load(&path, &[scenario::every_fault_kind(&chosen.spec)]).expect("loads");
     assert_eq!(plain.spec.prediction.origin, PredictionOrigin::File);
     assert!(!plain.spec.prediction.may_fail_closed);

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{claims, load, load_text, run};
-use handoff_models::spec::Invariant;
+use handoff_models::scenario::spec::Invariant;
 use handoff_sim::{regressions, report, scenario, shrink};
 use std::path::PathBuf;
 use std::process::Command;
@@ -265,7 +265,7 @@ fn a_script_step_that_does_not_apply_in_the_run_says_so_in_the_timeline_and_the_
 
 #[test]
 fn a_check_script_step_that_does_not_apply_is_narrated_in_the_bound() {
-    use handoff_models::world::{Action, World};
+    use handoff_models::exhaustive::world::{Action, World};
     let text = claims(
         "steps",
         1,
@@ -285,7 +285,7 @@ fn a_check_script_step_that_does_not_apply_is_narrated_in_the_bound() {
     let names = report::names(&world);
     let lines: Vec<String> = replayed
         .iter()
-        .flat_map(|(_, events)| events.iter().filter_map(|event| handoff_models::narrate::line(event, &names)))
+        .flat_map(|(_, events)| events.iter().filter_map(|event| handoff_models::judge::narrate::line(event, &names)))
         .collect();
     assert!(
         lines
@@ -344,7 +344,7 @@ fn debug_text(text: &str) -> Vec<String> {
 fn the_debug_text_detector_finds_what_it_should() {
     assert!(!debug_text("trigger never fired: Fault(WalBurst { bytes: 47185920 }) waiting").is_empty());
     assert!(!debug_text("connector RUNNING, phase Some(CheckingLogPosition)").is_empty());
-    assert!(!debug_text("a handoff_models::spec::Moment").is_empty());
+    assert!(!debug_text("a handoff_models::core::fault::Moment").is_empty());
     assert!(debug_text("PostgreSQL 15, {lsn=0/16B9558, lsn_proc=0/16B9558}, claims.public.claims-0@3").is_empty());
 }
 

@@ -9,7 +9,7 @@
 //! holds everything, and the timed run holds its prediction.
 #![cfg(madsim)]
 
-use handoff_models::spec::Invariant;
+use handoff_models::scenario::spec::Invariant;
 use handoff_sim::check::{self, CheckPlan, Outcome, Strategy};
 use handoff_sim::{runner, scenario};
 use std::path::PathBuf;

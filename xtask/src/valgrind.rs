@@ -15,7 +15,7 @@ use crate::{cargo, root, run};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use handoff_models::spec::FaultKind;
+use handoff_models::scenario::spec::FaultKind;
 
 struct Options {
     seeds: u64,

@@ -8,7 +8,7 @@
 //! `restart_lsn` and `confirmed_flush` moved since the previous step, whether the slot is active,
 //! and per step, the transactions delivered and the error class.
 
-use crate::lsn::Lsn;
+use crate::core::lsn::Lsn;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 

@@ -33,11 +33,11 @@
 
 use super::observe::{ErrorClass, Outcome, ServerView, SlotRow};
 use super::workload::{Confirm, Position, RestartMode, ServerSettings, Step};
-use crate::lsn::Lsn;
-use crate::postgres::LOG_SNAPSHOT_INTERVAL_MS;
-use crate::postgres::retention::{Retention, WalAvailability};
-use crate::postgres::slot::Slot;
-use crate::postgres::wal::{Wal, record_size};
+use crate::components::postgres::LOG_SNAPSHOT_INTERVAL_MS;
+use crate::components::postgres::retention::{Retention, WalAvailability};
+use crate::components::postgres::slot::Slot;
+use crate::components::postgres::wal::{Wal, record_size};
+use crate::core::lsn::Lsn;
 use std::collections::BTreeMap;
 
 /// A decoded WAL record, as far as decoding and retention care.

@@ -19,9 +19,9 @@
 //! The format is described in full in `docs/conform-format.md`. Sizes and times are written the
 //! way `postgresql.conf` writes them (`"4MB"`, `"1d"`); every mistake is reported with the
 //! field, the step number and what would be accepted. A workload's transactions are held to what
-//! the model holds in memory ([`crate::limits`]).
+//! the model holds in memory ([`crate::core::limits`]).
 
-use crate::limits;
+use crate::core::limits;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 

@@ -13,7 +13,7 @@ pub mod real;
 use handoff_models::conform::observe::{FACTS_HEADER, Outcome, ServerView, SlotFacts};
 use handoff_models::conform::server::ModelServer;
 use handoff_models::conform::workload::Workload;
-use handoff_models::lsn::Lsn;
+use handoff_models::core::lsn::Lsn;
 use pgwire::Target;
 use real::{RealServer, RestartWith};
 use serde::Serialize;

@@ -19,7 +19,7 @@ use handoff_models::conform::server::{MESSAGE_PREFIX, message_payload_bytes};
 use handoff_models::conform::workload::{
     Confirm, PUBLICATION, Position, RestartMode, Step, TABLE, Workload, format_size,
 };
-use handoff_models::lsn::Lsn;
+use handoff_models::core::lsn::Lsn;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use handoff_models::spec::{Invariant, Spec};
+use handoff_models::scenario::spec::{Invariant, Spec};
 use handoff_sim::runner::{self, RunResult};
 use handoff_sim::scenario;
 use std::path::PathBuf;

@@ -1,0 +1,213 @@
+//! Logical replication slots: where decoding starts, how positions advance, and what survives a
+//! restart (reference `postgres-slots.md` §2, §4.1, §5.1–5.2, §6).
+//!
+//! - `confirmed_flush` moves only forward, only on consumer confirmation
+//!   (`LogicalConfirmReceivedLocation`), and a move by walsender feedback alone never marks the
+//!   slot dirty: it reaches disk only with another save (§6). After a crash the slot comes back
+//!   with its last saved positions, so the stream repeats.
+//! - `restart_lsn` moves only to running-xacts (RX) positions seen while decoding, with one
+//!   pending candidate that applies once `confirmed_flush` reaches the RX (§5.2); installing it
+//!   saves the slot.
+//! - Decoding emits exactly the transactions whose commit record starts at or after
+//!   `max(requested start, confirmed_flush)`; a start below `confirmed_flush` is forwarded to it
+//!   (§4.1).
+//!
+//! Left out here (another issue makes them exact): `catalog_xmin`, invalidation and
+//! `wal_status` other than "reserved", `pg_replication_slot_advance`, the PostgreSQL 17 shutdown
+//! save, failover slots. Transactions are atomic, so no RX ever lists a running transaction and a
+//! candidate's restart point is always the RX itself.
+
+use crate::core::ids::Node;
+use crate::core::lsn::Lsn;
+use crate::core::protocol::SessionId;
+use serde::{Deserialize, Serialize};
+
+/// The positions of a slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SlotPositions {
+    pub restart_lsn: Lsn,
+    pub confirmed_flush: Lsn,
+}
+
+/// A pending `restart_lsn` advance: applies once `confirmed_flush >= valid_at`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RestartCandidate {
+    pub valid_at: Lsn,
+    pub restart_lsn: Lsn,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Slot {
+    pub name: String,
+    pub plugin: String,
+    /// What `pg_replslot/<name>/state` holds.
+    pub saved: SlotPositions,
+    /// The in-memory positions.
+    pub current: SlotPositions,
+    pub candidate: Option<RestartCandidate>,
+    /// The session that has acquired the slot (`active_pid`).
+    pub active: Option<(Node, SessionId)>,
+    /// Marked dirty by SQL get/advance; saved at the next checkpoint.
+    pub dirty: bool,
+    /// PostgreSQL 15's `invalidated_at`: the `restart_lsn` the slot had when a checkpoint
+    /// invalidated it for exceeding `max_slot_wal_keep_size` (§7.2). Permanent; saved.
+    #[serde(default)]
+    pub invalidated_at: Option<Lsn>,
+    /// PostgreSQL 17+: synchronized to standbys (`failover`), and, on a standby, a copy made by
+    /// the slotsync worker (`synced`; it stays true after promotion, as a provenance flag).
+    #[serde(default)]
+    pub failover: bool,
+    #[serde(default)]
+    pub synced: bool,
+}
+
+/// What a confirmation did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Confirmed {
+    /// `confirmed_flush` moved from → to.
+    pub moved: Option<(Lsn, Lsn)>,
+    /// A restart candidate was installed (and the slot saved).
+    pub restart_advanced_to: Option<Lsn>,
+}
+
+impl Slot {
+    /// A slot created with its reservation at `restart_lsn` and consistent at `consistent_point`;
+    /// saved at creation.
+    pub fn new(name: String, plugin: String, restart_lsn: Lsn, consistent_point: Lsn) -> Slot {
+        let positions = SlotPositions { restart_lsn, confirmed_flush: consistent_point };
+        Slot {
+            name,
+            plugin,
+            saved: positions,
+            current: positions,
+            candidate: None,
+            active: None,
+            dirty: false,
+            invalidated_at: None,
+            failover: false,
+            synced: false,
+        }
+    }
+
+    /// `LogicalConfirmReceivedLocation(lsn)`.
+    pub fn confirm(&mut self, lsn: Lsn) -> Confirmed {
+        let mut result = Confirmed::default();
+        if lsn > self.current.confirmed_flush {
+            result.moved = Some((self.current.confirmed_flush, lsn));
+            self.current.confirmed_flush = lsn;
+        }
+        if let Some(candidate) = self.candidate
+            && candidate.valid_at <= self.current.confirmed_flush
+        {
+            self.candidate = None;
+            if candidate.restart_lsn > self.current.restart_lsn {
+                self.current.restart_lsn = candidate.restart_lsn;
+                result.restart_advanced_to = Some(candidate.restart_lsn);
+            }
+            // The candidate is saved to disk before it is used.
+            self.save();
+        }
+        result
+    }
+
+    /// Decoding passed a running-xacts record starting at `rx`
+    /// (`LogicalIncreaseRestartDecodingForSlot(rx, rx)`).
+    pub fn process_running_xacts(&mut self, rx: Lsn) -> Confirmed {
+        if rx <= self.current.restart_lsn {
+            return Confirmed::default();
+        }
+        if rx <= self.current.confirmed_flush {
+            self.candidate = Some(RestartCandidate { valid_at: rx, restart_lsn: rx });
+            return self.confirm(self.current.confirmed_flush);
+        }
+        if self.candidate.is_none() {
+            self.candidate = Some(RestartCandidate { valid_at: rx, restart_lsn: rx });
+        }
+        // Otherwise dropped: only one candidate is pending at a time.
+        Confirmed::default()
+    }
+
+    /// Invalidated (`wal_status` `lost`): every use fails, and it holds no WAL.
+    pub fn is_invalidated(&self) -> bool {
+        self.invalidated_at.is_some()
+    }
+
+    /// `InvalidateObsoleteReplicationSlots` on this slot: `restart_lsn` becomes invalid,
+    /// `confirmed_flush` stays, and the slot is saved (§7.2).
+    pub fn invalidate(&mut self) {
+        self.invalidated_at = Some(self.current.restart_lsn);
+        self.current.restart_lsn = Lsn::INVALID;
+        self.candidate = None;
+        self.save();
+    }
+
+    /// `SaveSlotToPath`.
+    pub fn save(&mut self) {
+        self.saved = self.current;
+        self.dirty = false;
+    }
+
+    /// The server crashed: the slot comes back from its file.
+    pub fn crash(&mut self) {
+        self.current = self.saved;
+        if self.invalidated_at.is_some() {
+            self.current.restart_lsn = Lsn::INVALID;
+        }
+        self.candidate = None;
+        self.active = None;
+        self.dirty = false;
+    }
+
+    /// Where decoding for a requested start begins emitting: a start below `confirmed_flush`
+    /// (or 0/0) is forwarded to it.
+    pub fn effective_start(&self, requested: Lsn) -> Lsn {
+        requested.max(self.current.confirmed_flush)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot() -> Slot {
+        Slot::new("debezium".into(), "pgoutput".into(), Lsn(100), Lsn(150))
+    }
+
+    #[test]
+    fn feedback_alone_is_not_saved_and_a_crash_takes_it_back() {
+        let mut slot = slot();
+        assert_eq!(slot.confirm(Lsn(400)).moved, Some((Lsn(150), Lsn(400))));
+        slot.crash();
+        assert_eq!(slot.current.confirmed_flush, Lsn(150));
+    }
+
+    #[test]
+    fn confirmed_flush_never_goes_back_in_memory() {
+        let mut slot = slot();
+        slot.confirm(Lsn(400));
+        assert_eq!(slot.confirm(Lsn(300)).moved, None);
+        assert_eq!(slot.current.confirmed_flush, Lsn(400));
+    }
+
+    #[test]
+    fn a_restart_candidate_applies_once_confirmed_and_saves_the_slot() {
+        let mut slot = slot();
+        assert_eq!(slot.process_running_xacts(Lsn(200)), Confirmed::default());
+        // A second RX while the first candidate is pending is dropped.
+        slot.process_running_xacts(Lsn(300));
+        let confirmed = slot.confirm(Lsn(250));
+        assert_eq!(confirmed.restart_advanced_to, Some(Lsn(200)));
+        assert_eq!(slot.saved, SlotPositions { restart_lsn: Lsn(200), confirmed_flush: Lsn(250) });
+        slot.crash();
+        assert_eq!(slot.current.confirmed_flush, Lsn(250));
+        assert_eq!(slot.current.restart_lsn, Lsn(200));
+    }
+
+    #[test]
+    fn a_start_below_confirmed_flush_is_forwarded() {
+        let slot = slot();
+        assert_eq!(slot.effective_start(Lsn::INVALID), Lsn(150));
+        assert_eq!(slot.effective_start(Lsn(120)), Lsn(150));
+        assert_eq!(slot.effective_start(Lsn(180)), Lsn(180));
+    }
+}

@@ -1,0 +1,165 @@
+//! The sans-IO contract every model follows.
+//!
+//! A component is a plain state machine. It is driven by four inputs — start, a message, a timer,
+//! a lost connection — and answers through a [`Ctx`]: messages to send, timers to arm or cancel,
+//! and observations for the checkers and the narrator. It never reads a clock, never draws a
+//! random number, never blocks. That is what lets the madsim lens (`handoff-sim`) and the
+//! stateright lens ([`crate::exhaustive::check`]) drive the same code.
+//!
+//! Durable and volatile state are separate in every component: [`Component::crash`] drops the
+//! volatile part (what a process loses when it dies) and keeps the durable part (what is on disk
+//! or in Kafka). A restart is `crash` followed by `start`.
+
+use crate::core::ids::Node;
+use crate::core::observe::Observation;
+use crate::core::protocol::Msg;
+use crate::core::time::SimTime;
+use serde::{Deserialize, Serialize};
+
+/// Every timer a component can arm. At most one instance of each kind per node is armed: arming
+/// again re-arms it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Timer {
+    /// PostgreSQL: the next batch of rows of a client's snapshot scan is ready.
+    ScanBatch { client: Node },
+    /// PostgreSQL: the background writer's running-xacts record (`LOG_SNAPSHOT_INTERVAL_MS`).
+    BgwriterRunningXacts,
+    /// PostgreSQL: a timed checkpoint (`checkpoint_timeout`).
+    Checkpoint,
+    /// PostgreSQL primary: ship WAL to the standby (after `replication_delay_ms`).
+    ShipWal,
+    /// Connect: the source task's `poll()` returns (Debezium waits `poll.interval.ms` for records).
+    PollReturns,
+    /// Connect: the periodic offset commit (`offset.flush.interval.ms`).
+    OffsetFlush,
+    /// Connect: the offset flush did not complete in `offset.flush.timeout.ms`.
+    OffsetFlushTimeout,
+    /// Connect: a graceful stop's final commit gave up waiting for in-flight records.
+    StopTimeout,
+    /// Debezium: restart after a retriable error (`retriable.restart.connector.wait.ms`).
+    TaskRestart,
+    /// Debezium: read the slot row again (its `restart_lsn` was NULL; 900 attempts, 2 s apart).
+    SlotInfoRetry,
+    /// Debezium: the next heartbeat (`heartbeat.interval.ms`).
+    Heartbeat,
+    /// Sink: commit consumed positions (`auto.commit.interval.ms`).
+    SinkCommit,
+    /// A Kafka client sends its unanswered requests again after a lost connection.
+    KafkaRetry,
+    /// App: the next scheduled workload transaction.
+    Workload,
+    /// Loader: time to run the plain read.
+    LoaderStart,
+    /// Operator: retry a step of a procedure.
+    OperatorRetry,
+}
+
+impl Timer {
+    /// Every timer but the scan batch (one per client).
+    pub const PLAIN: [Timer; 15] = [
+        Timer::BgwriterRunningXacts,
+        Timer::Checkpoint,
+        Timer::ShipWal,
+        Timer::PollReturns,
+        Timer::OffsetFlush,
+        Timer::OffsetFlushTimeout,
+        Timer::StopTimeout,
+        Timer::TaskRestart,
+        Timer::SlotInfoRetry,
+        Timer::Heartbeat,
+        Timer::SinkCommit,
+        Timer::KafkaRetry,
+        Timer::Workload,
+        Timer::LoaderStart,
+        Timer::OperatorRetry,
+    ];
+
+    /// Its name in a schedule and a timeline: `offset-flush`, `scan-batch:connect`.
+    pub fn name(self) -> String {
+        match self {
+            Timer::ScanBatch { client } => format!("scan-batch:{client}"),
+            Timer::BgwriterRunningXacts => "bgwriter-running-xacts".into(),
+            Timer::Checkpoint => "checkpoint".into(),
+            Timer::ShipWal => "ship-wal".into(),
+            Timer::PollReturns => "poll-returns".into(),
+            Timer::OffsetFlush => "offset-flush".into(),
+            Timer::OffsetFlushTimeout => "offset-flush-timeout".into(),
+            Timer::StopTimeout => "stop-timeout".into(),
+            Timer::TaskRestart => "task-restart".into(),
+            Timer::SlotInfoRetry => "slot-info-retry".into(),
+            Timer::Heartbeat => "heartbeat".into(),
+            Timer::SinkCommit => "sink-commit".into(),
+            Timer::KafkaRetry => "kafka-retry".into(),
+            Timer::Workload => "workload".into(),
+            Timer::LoaderStart => "loader-start".into(),
+            Timer::OperatorRetry => "operator-retry".into(),
+        }
+    }
+}
+
+/// What a component asks of the world in one step.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    pub sends: Vec<(Node, Msg)>,
+    pub timers: Vec<TimerRequest>,
+    pub observations: Vec<Observation>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimerRequest {
+    Set { timer: Timer, after_ms: u64 },
+    Cancel { timer: Timer },
+}
+
+impl Outbox {
+    pub fn clear(&mut self) {
+        self.sends.clear();
+        self.timers.clear();
+        self.observations.clear();
+    }
+}
+
+/// The context of one step: the current simulated time, who is acting, and the outbox.
+pub struct Ctx<'a> {
+    pub now: SimTime,
+    pub me: Node,
+    out: &'a mut Outbox,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(now: SimTime, me: Node, out: &'a mut Outbox) -> Ctx<'a> {
+        Ctx { now, me, out }
+    }
+
+    pub fn send(&mut self, to: Node, msg: Msg) {
+        self.out.sends.push((to, msg));
+    }
+
+    pub fn set_timer(&mut self, timer: Timer, after_ms: u64) {
+        self.out.timers.push(TimerRequest::Set { timer, after_ms });
+    }
+
+    pub fn cancel_timer(&mut self, timer: Timer) {
+        self.out.timers.push(TimerRequest::Cancel { timer });
+    }
+
+    pub fn observe(&mut self, observation: Observation) {
+        self.out.observations.push(observation);
+    }
+}
+
+/// A modelled process.
+pub trait Component {
+    /// The process starts, or starts again after a crash.
+    fn start(&mut self, ctx: &mut Ctx);
+    /// A message arrived from `from`.
+    fn on_message(&mut self, ctx: &mut Ctx, from: Node, msg: Msg);
+    /// An armed timer fired.
+    fn on_timer(&mut self, ctx: &mut Ctx, timer: Timer);
+    /// The connection to `peer` broke (the peer crashed or was fenced). Messages it sent before
+    /// are delivered first.
+    fn on_connection_lost(&mut self, ctx: &mut Ctx, peer: Node);
+    /// The process dies: drop everything volatile. Timers and in-flight messages are dropped by
+    /// the lens.
+    fn crash(&mut self);
+}

@@ -1,0 +1,269 @@
+//! The data that flows from the connector through Kafka to the sink: Debezium change events,
+//! their source offsets, and the records that carry them.
+//!
+//! Field names follow Debezium's envelope and offset keys (reference `debezium-postgres.md`
+//! §2.2–2.3 and §4.3): `op` `r`/`c`/`u`/`d`, `source.lsn`, `source.txId`, `source.snapshot`
+//! `first`/`true`/`last`/`false`, and the offset keys `lsn`, `lsn_proc`, `lsn_commit`, `txId`,
+//! `snapshot`, `last_snapshot_record`, `snapshot_completed`.
+
+use crate::core::ids::{Key, Row, TableId, Xid};
+use crate::core::lsn::Lsn;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Debezium's `op` field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Op {
+    /// `r`: a snapshot read.
+    #[serde(rename = "r")]
+    Read,
+    /// `c`: an insert.
+    #[serde(rename = "c")]
+    Create,
+    /// `u`: an update.
+    #[serde(rename = "u")]
+    Update,
+    /// `d`: a delete.
+    #[serde(rename = "d")]
+    Delete,
+}
+
+impl Op {
+    pub fn code(self) -> char {
+        match self {
+            Op::Read => 'r',
+            Op::Create => 'c',
+            Op::Update => 'u',
+            Op::Delete => 'd',
+        }
+    }
+}
+
+/// `source.snapshot`: where a record sits in a snapshot. Only the first and the last records of
+/// a snapshot are marked; streamed records say `false`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SnapshotMarker {
+    First,
+    #[serde(rename = "true")]
+    Middle,
+    /// The last record of a snapshot (also for a one-row snapshot, whose only record is last).
+    Last,
+    #[serde(rename = "false")]
+    Streamed,
+}
+
+impl SnapshotMarker {
+    pub fn is_snapshot(self) -> bool {
+        self != SnapshotMarker::Streamed
+    }
+
+    pub fn is_last(self) -> bool {
+        self == SnapshotMarker::Last
+    }
+}
+
+/// Who wrote a record (`source.connector`): the Debezium connector, or the plain-read loader of
+/// the wall-clock handoff.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    Postgresql,
+    Loader,
+}
+
+/// The `source` block of a change event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct SourceInfo {
+    pub connector: Origin,
+    pub table: TableId,
+    /// For a snapshot record, the snapshot's LSN; for a change, the change's LSN.
+    pub lsn: Lsn,
+    #[serde(rename = "txId")]
+    pub tx_id: Option<Xid>,
+    pub snapshot: SnapshotMarker,
+    /// Commit time of a change, read time of a snapshot row (simulated milliseconds).
+    pub ts_ms: u64,
+}
+
+/// A Debezium change event (the record value). A `None` value in a [`SourceRecord`] is a
+/// tombstone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ChangeEvent {
+    pub op: Op,
+    pub before: Option<Row>,
+    pub after: Option<Row>,
+    pub source: SourceInfo,
+}
+
+impl ChangeEvent {
+    /// An `op=r` snapshot read of `row`, at the snapshot's `lsn`.
+    pub fn snapshot_read(
+        connector: Origin,
+        table: TableId,
+        row: Row,
+        lsn: Lsn,
+        snapshot: SnapshotMarker,
+        ts_ms: u64,
+    ) -> ChangeEvent {
+        ChangeEvent {
+            op: Op::Read,
+            before: None,
+            after: Some(row),
+            source: SourceInfo { connector, table, lsn, tx_id: None, snapshot, ts_ms },
+        }
+    }
+
+    /// The row version the event carries: `after.version`, or for a delete `before.version`
+    /// (present with `REPLICA IDENTITY FULL` only).
+    pub fn version(&self) -> Option<u32> {
+        self.after.or(self.before).map(|row| row.version)
+    }
+}
+
+/// A Kafka topic the model knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Topic {
+    /// `<topic.prefix>.<schema>.<table>`: the change topic of a captured table.
+    Change(TableId),
+    /// `__debezium-heartbeat.<topic.prefix>`: heartbeat records, which carry the connector's
+    /// current offset so that Connect stores it (reference `debezium-postgres.md` §5.4).
+    Heartbeat,
+}
+
+/// `snapshot` offset key: which kind of snapshot is in progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum SnapshotKind {
+    Initial,
+    Blocking,
+    Incremental,
+}
+
+/// `messageType` offset key: the kind of the last message processed. The restart search compares
+/// it with what arrives at the stored LSN (`WalPositionLocator.resumeFromLsn`, the PG17 false-match
+/// guard of debezium/debezium-connector-postgres#76): a DML arriving at the LSN of a stored COMMIT
+/// is a new transaction's first change, not a replay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum MessageType {
+    Insert,
+    Update,
+    Delete,
+    Commit,
+}
+
+impl SnapshotKind {
+    /// The value Debezium writes in the offset's `snapshot` key.
+    pub fn name(self) -> &'static str {
+        match self {
+            SnapshotKind::Initial => "INITIAL",
+            SnapshotKind::Blocking => "BLOCKING",
+            SnapshotKind::Incremental => "INCREMENTAL",
+        }
+    }
+}
+
+/// Debezium PostgreSQL's source offset (reference `debezium-postgres.md` §2.2): the value Kafka
+/// Connect stores in the offsets topic under the partition `{"server": <topic.prefix>}`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct SourceOffset {
+    /// LSN of the event the record came from (snapshot records: the snapshot's LSN).
+    pub lsn: Option<Lsn>,
+    /// The last completely processed LSN; absent in snapshot records.
+    pub lsn_proc: Option<Lsn>,
+    /// End LSN of the last COMMIT processed (not of the current transaction).
+    pub lsn_commit: Option<Lsn>,
+    #[serde(rename = "txId")]
+    pub tx_id: Option<Xid>,
+    pub ts_usec: u64,
+    /// The last message processed (streaming records only).
+    #[serde(rename = "messageType")]
+    pub message_type: Option<MessageType>,
+    pub snapshot: Option<SnapshotKind>,
+    pub last_snapshot_record: bool,
+    pub snapshot_completed: bool,
+}
+
+impl SourceOffset {
+    /// `isInitialSnapshotRunning()`: an INITIAL snapshot that is not completed.
+    pub fn initial_snapshot_running(&self) -> bool {
+        self.snapshot == Some(SnapshotKind::Initial) && !self.snapshot_is_completed()
+    }
+
+    /// A snapshot counts as completed if `last_snapshot_record` or `snapshot_completed` is set.
+    pub fn snapshot_is_completed(&self) -> bool {
+        self.last_snapshot_record || self.snapshot_completed
+    }
+
+    /// The LSN Debezium confirms to the slot from this offset: `lsn_commit ?? lsn_proc`.
+    ///
+    /// Out of line on purpose, as is [`SourceOffset::resume_lsn`]: a miscompilation guard (see
+    /// docs/miscompilation.md). Inlined into `stored.and_then(|offset| offset.lsn_to_confirm())`
+    /// on an `Option<SourceOffset>`, rustc 1.95 (LLVM 22) reads `lsn_commit`'s discriminant before
+    /// it has tested that the offset is `Some`, and uses it as an index to choose between the two
+    /// fields' addresses (llvm/llvm-project#208611, rust-lang/rust#159035). A `None` offset leaves
+    /// those bytes uninitialised, so the address is wild: `handoff run` crashed with SIGSEGV. A
+    /// call is never executed speculatively, so here the discriminant is read only from a
+    /// `SourceOffset` that exists; `cargo xtask ir-scan` checks every build for the pattern.
+    #[inline(never)]
+    pub fn lsn_to_confirm(&self) -> Option<Lsn> {
+        self.lsn_commit.or(self.lsn_proc)
+    }
+
+    /// Where streaming resumes: `lsn_proc` if stored, else `lsn`. Out of line for the reason
+    /// [`SourceOffset::lsn_to_confirm`] gives.
+    #[inline(never)]
+    pub fn resume_lsn(&self) -> Option<Lsn> {
+        self.lsn_proc.or(self.lsn)
+    }
+}
+
+impl fmt::Display for SourceOffset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(lsn) = self.lsn {
+            parts.push(format!("lsn={lsn}"));
+        }
+        if let Some(lsn) = self.lsn_proc {
+            parts.push(format!("lsn_proc={lsn}"));
+        }
+        if let Some(lsn) = self.lsn_commit {
+            parts.push(format!("lsn_commit={lsn}"));
+        }
+        if let Some(kind) = self.snapshot {
+            parts.push(format!("snapshot={}", kind.name()));
+            parts.push(format!("snapshot_completed={}", self.snapshot_is_completed()));
+        }
+        if parts.is_empty() {
+            parts.push("empty".into());
+        }
+        write!(f, "{{{}}}", parts.join(", "))
+    }
+}
+
+/// A record a source task hands to Connect: topic, key, value (None = tombstone) and the source
+/// offset Connect will store once the record is acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SourceRecord {
+    pub topic: Topic,
+    pub key: Key,
+    pub value: Option<ChangeEvent>,
+    pub offset: SourceOffset,
+}
+
+/// A (topic, partition) pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct TopicPartition {
+    pub topic: Topic,
+    pub partition: u32,
+}
+
+/// A record as stored in a partition log and as fetched by a consumer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct KafkaRecord {
+    pub tp: TopicPartition,
+    pub offset: u64,
+    pub key: Key,
+    pub value: Option<ChangeEvent>,
+}

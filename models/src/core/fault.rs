@@ -1,0 +1,201 @@
+//! What the harness does to the system (faults and operator actions) and the model moments a
+//! trigger can wait for: observations name them, so they belong to the core.
+
+use crate::core::ids::Node;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A model moment that triggers can wait for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Moment {
+    /// The connector's snapshot `SELECT` began (its snapshot is fixed from now on).
+    SnapshotScanStarted,
+    /// Kafka acknowledged the record carrying `snapshot_completed=true`, and no offset flush has
+    /// stored it yet: "immediately before the connector records completion".
+    SnapshotCompletionMarkerAcked,
+    /// The connector finished reading its snapshot.
+    SnapshotCompleted,
+    /// An offset flush stored the completion marker.
+    SnapshotCompletionStored,
+    /// The connector's replication stream started.
+    StreamingStarted,
+    /// Kafka acknowledged a batch with streamed changes: they wait for the next offset flush
+    /// (the offset-flush window). `#n` is the n-th such batch.
+    ChangeAcked,
+    /// An offset flush stored offsets in the offsets topic.
+    OffsetsStored,
+    /// The connector task started (and read its stored offset).
+    TaskStarted,
+    /// The standby was promoted.
+    Promoted,
+}
+
+impl Moment {
+    pub const ALL: [Moment; 9] = [
+        Moment::SnapshotScanStarted,
+        Moment::SnapshotCompletionMarkerAcked,
+        Moment::SnapshotCompleted,
+        Moment::SnapshotCompletionStored,
+        Moment::StreamingStarted,
+        Moment::ChangeAcked,
+        Moment::OffsetsStored,
+        Moment::TaskStarted,
+        Moment::Promoted,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Moment::SnapshotScanStarted => "snapshot-scan-started",
+            Moment::SnapshotCompletionMarkerAcked => "snapshot-completion-marker-acked",
+            Moment::SnapshotCompleted => "snapshot-completed",
+            Moment::SnapshotCompletionStored => "snapshot-completion-stored",
+            Moment::StreamingStarted => "streaming-started",
+            Moment::ChangeAcked => "change-acked",
+            Moment::OffsetsStored => "offsets-stored",
+            Moment::TaskStarted => "task-started",
+            Moment::Promoted => "promoted",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Moment> {
+        Moment::ALL.into_iter().find(|moment| moment.name() == text)
+    }
+}
+
+/// When something happens: at a simulated time, or some time after the first (or n-th)
+/// occurrence of a moment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Trigger {
+    At { at_ms: u64 },
+    After { moment: Moment, occurrence: u32, plus_ms: u64 },
+}
+
+impl Trigger {
+    /// Its time: the simulated time, or the delay after the moment.
+    pub fn ms(&self) -> u64 {
+        match *self {
+            Trigger::At { at_ms } => at_ms,
+            Trigger::After { plus_ms, .. } => plus_ms,
+        }
+    }
+}
+
+impl fmt::Display for Trigger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Trigger::At { at_ms } => write!(f, "{}", crate::core::time::SimTime(*at_ms)),
+            Trigger::After { moment, occurrence, plus_ms } => {
+                if *occurrence > 1 {
+                    write!(f, "occurrence {occurrence} of ")?;
+                }
+                write!(f, "{}", moment.name())?;
+                if *plus_ms > 0 {
+                    write!(f, " + {plus_ms} ms")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A fault (or operator action) the harness injects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FaultAction {
+    /// Hard-kill the Connect worker process (the task dies with it); start it again later.
+    KillConnectWorker { restart_after_ms: Option<u64> },
+    /// `PUT /connectors/<name>/stop`, and `resume` later.
+    StopConnector { resume_after_ms: Option<u64> },
+    /// Crash the primary PostgreSQL server (`pg_ctl stop -m immediate`) and start it again.
+    CrashPostgres { restart_after_ms: u64 },
+    /// The primary's host is lost; the standby is promoted `promote_after_ms` later and the
+    /// database service name moves to it.
+    FailOverToStandby { promote_after_ms: u64 },
+    /// An operator drops the connector's slot (if it exists) and creates it again with
+    /// `pg_create_logical_replication_slot` — what the Debezium documentation asks for on a
+    /// promoted PostgreSQL ≤ 16 ("create the slot on the new primary").
+    RecreateSlot,
+    /// The recovery runbook for a slot that cannot be trusted: stop the connector, delete its
+    /// offsets, drop its slot (if it exists) and resume it, so that it snapshots again on a new
+    /// slot (reference `debezium-postgres.md` §4.5, `postgres-slots.md` §12 "Rebuild").
+    RebuildConnector,
+    /// The connector's task dies on its own (the worker lives on): no final offset commit; it is
+    /// restarted (`POST /connectors/<name>/tasks/0/restart`) `restart_after_ms` later.
+    KillConnectorTask { restart_after_ms: Option<u64> },
+    /// The network between two processes clogs for `duration_ms`: messages wait, then arrive in
+    /// order (a stalled TCP connection, not a reset).
+    Clog { between: (Node, Node), duration_ms: u64 },
+    /// `bytes` of WAL written in a database nobody captures.
+    WalBurst { bytes: u64 },
+    /// `CHECKPOINT` on the primary.
+    Checkpoint,
+}
+
+impl FaultAction {
+    /// How long after it the fault heals itself (a restart, a resume, a promotion, the end of a
+    /// clog), if it does.
+    pub fn delay_ms(&self) -> Option<u64> {
+        match *self {
+            FaultAction::KillConnectWorker { restart_after_ms: Some(ms) }
+            | FaultAction::KillConnectorTask { restart_after_ms: Some(ms) }
+            | FaultAction::StopConnector { resume_after_ms: Some(ms) }
+            | FaultAction::CrashPostgres { restart_after_ms: ms }
+            | FaultAction::FailOverToStandby { promote_after_ms: ms }
+            | FaultAction::Clog { duration_ms: ms, .. } => Some(ms),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for FaultAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FaultAction::KillConnectWorker { restart_after_ms } => {
+                write!(f, "kill-connect-worker")?;
+                if let Some(after) = restart_after_ms {
+                    write!(f, " (restart after {after} ms)")?;
+                }
+                Ok(())
+            }
+            FaultAction::StopConnector { resume_after_ms } => {
+                write!(f, "stop-connector")?;
+                if let Some(after) = resume_after_ms {
+                    write!(f, " (resume after {after} ms)")?;
+                }
+                Ok(())
+            }
+            FaultAction::CrashPostgres { restart_after_ms } => {
+                write!(f, "crash-postgres (restart after {restart_after_ms} ms)")
+            }
+            FaultAction::FailOverToStandby { promote_after_ms } => {
+                write!(f, "fail-over-to-standby (promote after {promote_after_ms} ms)")
+            }
+            FaultAction::RecreateSlot => write!(f, "recreate-slot (drop it if it exists, create it again by SQL)"),
+            FaultAction::RebuildConnector => {
+                write!(f, "rebuild-connector (stop it, delete its offsets, drop its slot, resume it on a new slot)")
+            }
+            FaultAction::KillConnectorTask { restart_after_ms } => {
+                write!(f, "kill-connector-task")?;
+                if let Some(after) = restart_after_ms {
+                    write!(f, " (restart after {after} ms)")?;
+                }
+                Ok(())
+            }
+            FaultAction::Clog { between: (a, b), duration_ms } => {
+                write!(f, "clog {a} <-> {b} for {duration_ms} ms")
+            }
+            FaultAction::WalBurst { bytes } => write!(f, "wal-burst of {} in another database", size_text(*bytes)),
+            FaultAction::Checkpoint => write!(f, "checkpoint"),
+        }
+    }
+}
+
+/// A size as the scenario format writes it: `64MB`, `2GB`, `512kB`, or `1000B`, in the largest
+/// unit that divides it.
+pub fn size_text(bytes: u64) -> String {
+    let units = [(1u64 << 30, "GB"), (1 << 20, "MB"), (1 << 10, "kB")];
+    match units.iter().find(|(unit, _)| bytes > 0 && bytes.is_multiple_of(*unit)) {
+        Some((unit, name)) => format!("{}{name}", bytes / unit),
+        None => format!("{bytes}B"),
+    }
+}

@@ -1,0 +1,221 @@
+//! Names shared by every model: nodes, keys, rows, tables, transaction ids.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A process in the modelled system. Each one is a madsim node in the timed lens.
+///
+/// `Postgres` is not a machine: it is the service name clients connect to (`database.hostname`),
+/// which the lens resolves to whichever of `Pg1` / `Pg2` is the primary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Node {
+    /// The first PostgreSQL server, the primary at the start of a run.
+    Pg1,
+    /// The second PostgreSQL server, a streaming standby of `Pg1` until it is promoted.
+    Pg2,
+    /// The database service name: whichever server is the primary.
+    Postgres,
+    /// The Kafka Connect worker running the Debezium PostgreSQL source task.
+    Connect,
+    /// The Kafka cluster (modelled as one durable broker: `acks=all` with enough replicas).
+    Kafka,
+    /// The sink: a search index fed by a Kafka consumer group.
+    Sink,
+    /// The claims application writing to the database.
+    App,
+    /// The operator: runs the failover gate and REST calls.
+    Operator,
+    /// A plain `SELECT` bulk loader (the wall-clock handoff some teams use instead of the
+    /// connector's snapshot).
+    Loader,
+}
+
+impl Node {
+    pub const PHYSICAL: [Node; 8] =
+        [Node::Pg1, Node::Pg2, Node::Connect, Node::Kafka, Node::Sink, Node::App, Node::Operator, Node::Loader];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Node::Pg1 => "pg1",
+            Node::Pg2 => "pg2",
+            Node::Postgres => "postgres",
+            Node::Connect => "connect",
+            Node::Kafka => "kafka",
+            Node::Sink => "sink",
+            Node::App => "app",
+            Node::Operator => "operator",
+            Node::Loader => "loader",
+        }
+    }
+}
+
+impl fmt::Display for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A primary-key value (claim ID).
+pub type Key = i64;
+
+/// A PostgreSQL transaction id.
+pub type Xid = u32;
+
+/// Commit sequence number: the n-th commit on the source. 0 is the state before the run.
+/// MVCC snapshots are expressed as "sees commits with csn ≤ n".
+pub type Csn = u64;
+
+/// A table, by index into the scenario's table list (`public.claims` is usually 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TableId(pub u16);
+
+/// Claim status, the business column that changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Submitted,
+    Assessed,
+    Approved,
+    Paid,
+    Closed,
+}
+
+impl Status {
+    pub fn next(self) -> Status {
+        match self {
+            Status::Submitted => Status::Assessed,
+            Status::Assessed => Status::Approved,
+            Status::Approved => Status::Paid,
+            Status::Paid | Status::Closed => Status::Closed,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Submitted => "submitted",
+            Status::Assessed => "assessed",
+            Status::Approved => "approved",
+            Status::Paid => "paid",
+            Status::Closed => "closed",
+        }
+    }
+}
+
+/// The non-key columns of a row: `version` (incremented by every update, the sink's guard) and
+/// the business content.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Row {
+    pub version: u32,
+    pub status: Status,
+    pub amount_cents: u32,
+}
+
+impl Row {
+    /// A content hash for sampled comparisons (FNV-1a over the columns, stable across builds).
+    pub fn content_hash(&self, key: Key) -> u64 {
+        let mut hash = Fnv::new();
+        hash.write(&key.to_le_bytes());
+        hash.write(&self.version.to_le_bytes());
+        hash.write(&[self.status as u8]);
+        hash.write(&self.amount_cents.to_le_bytes());
+        hash.finish()
+    }
+
+    /// Bytes of the row's column data in a heap tuple (bigint id, int version, a short text
+    /// status, a numeric amount), used to size WAL records.
+    pub fn tuple_data_bytes(&self) -> u64 {
+        8 + 4 + 1 + self.status.name().len() as u64 + 8
+    }
+}
+
+impl fmt::Display for Row {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "v{} {} {}.{:02}", self.version, self.status.name(), self.amount_cents / 100, self.amount_cents % 100)
+    }
+}
+
+/// 64-bit FNV-1a: a tiny stable hash for trace hashes and content hashes. The standard
+/// library's hashers are not guaranteed stable across Rust releases, and a trace hash must be.
+#[derive(Clone, Debug)]
+pub struct Fnv(u64);
+
+impl Fnv {
+    pub fn new() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+
+    pub fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 ^= u64::from(*byte);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    pub fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl Fnv {
+    /// FNV-1a's step applied to a whole word at once: integers (most of what a trace holds)
+    /// cost one multiplication instead of eight.
+    fn write_word(&mut self, word: u64) {
+        self.0 ^= word;
+        self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+}
+
+/// As a `Hasher` (for trace hashes), integers are mixed a word at a time; byte strings byte by
+/// byte. Stable across builds and runs on one platform.
+impl std::hash::Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            self.write_word(u64::from_le_bytes(chunk.try_into().expect("eight bytes")));
+        }
+        Fnv::write(self, chunks.remainder());
+    }
+
+    fn write_u8(&mut self, value: u8) {
+        self.write_word(u64::from(value));
+    }
+
+    fn write_u16(&mut self, value: u16) {
+        self.write_word(u64::from(value));
+    }
+
+    fn write_u32(&mut self, value: u32) {
+        self.write_word(u64::from(value));
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.write_word(value);
+    }
+
+    fn write_usize(&mut self, value: usize) {
+        self.write_word(value as u64);
+    }
+
+    fn write_i64(&mut self, value: i64) {
+        self.write_word(value as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv::new()
+    }
+}
+
+/// A PostgreSQL server's role in its cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Role {
+    Primary,
+    Standby,
+}

@@ -1,0 +1,495 @@
+//! Observations: what the models report as they act, for the checkers and the narrator.
+//!
+//! An observation is a fact about one step of one component, stated in the domain's terms. The
+//! lens stamps it with the simulated time and the node ([`TraceEvent`]); the sequence of them is
+//! the run's trace. Checkers read the trace against the oracle (the committed history), never
+//! against a component's private state.
+
+use crate::core::event::{KafkaRecord, SourceOffset, SourceRecord, TopicPartition};
+use crate::core::fault::{FaultAction, Moment};
+use crate::core::ids::Role;
+use crate::core::ids::{Csn, Key, Node, Row, TableId};
+use crate::core::lsn::Lsn;
+use crate::core::protocol::SlotRow;
+use crate::core::shared::ByContent;
+use crate::core::time::SimTime;
+use crate::core::wal::CommittedTxn;
+use serde::{Deserialize, Serialize};
+
+/// How a snapshot `SELECT` saw the table.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScanSnapshot {
+    /// An imported exported snapshot, REPEATABLE READ (`SET TRANSACTION SNAPSHOT`).
+    Exported { name: String },
+    /// The statement's own snapshot, READ COMMITTED.
+    Statement,
+}
+
+/// Debezium's two initial-snapshot cases (reference `debezium-postgres.md` §4.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SnapshotCase {
+    /// A: the slot was created by this task start; the snapshot reads the exported snapshot at
+    /// the consistent point.
+    SlotCreatedNow,
+    /// B: the slot already existed; READ COMMITTED reads and streaming from
+    /// `pg_current_wal_lsn()` read at snapshot start.
+    SlotExisted,
+}
+
+/// What a sink did with one record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SinkAction {
+    /// The document for the key now holds `row`.
+    Upserted,
+    /// The document was deleted (a versioned tombstone is kept where the rule keeps one).
+    Deleted,
+    /// The version guard refused the record as older than what the index holds.
+    RejectedStale,
+    /// Nothing to do (a Kafka tombstone, a delete of a missing document).
+    Ignored,
+}
+
+/// What the sink did with one record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Apply {
+    pub record: KafkaRecord,
+    pub action: SinkAction,
+    pub before: Option<Doc>,
+    pub after: Option<Doc>,
+}
+
+/// A record is named by its partition and offset: its content went into the trace hash when it
+/// was appended (a partition's log never changes), so hashing it again per apply adds nothing.
+impl std::hash::Hash for Apply {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.record.tp.hash(state);
+        self.record.offset.hash(state);
+        self.action.hash(state);
+        self.before.hash(state);
+        self.after.hash(state);
+    }
+}
+
+/// What one `poll()` returned, in brief.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PollSummary {
+    pub records: usize,
+    pub snapshot_rows: usize,
+    pub tombstones: usize,
+    /// The first few streamed changes: `op` code and key.
+    pub first_changes: Vec<(char, Key)>,
+    pub changes: usize,
+    pub last_snapshot_record: bool,
+}
+
+impl PollSummary {
+    pub fn of(records: &[SourceRecord]) -> PollSummary {
+        let mut summary = PollSummary { records: records.len(), ..PollSummary::default() };
+        for record in records {
+            match record.value {
+                None => summary.tombstones += 1,
+                Some(value) if value.source.snapshot.is_snapshot() => {
+                    summary.snapshot_rows += 1;
+                    summary.last_snapshot_record |= value.source.snapshot.is_last();
+                }
+                Some(value) => {
+                    summary.changes += 1;
+                    if summary.first_changes.len() < 4 {
+                        summary.first_changes.push((value.op.code(), record.key));
+                    }
+                }
+            }
+        }
+        summary
+    }
+}
+
+/// A sink document: a live row, or a tombstone remembering a deleted version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Doc {
+    Live(Row),
+    /// Deleted; the version of the delete when known.
+    Tombstone(Option<u32>),
+}
+
+/// Outcome of the failover gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GateVerdict {
+    /// The saved offset is available on the new source's slot: resume.
+    Available,
+    /// Unavailable: rebuild from a new snapshot.
+    Rebuild,
+    /// Unavailable: stay stopped and say so.
+    FailClosed,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Observation {
+    // ----- PostgreSQL -----
+    /// A transaction committed (the oracle's input).
+    Committed {
+        server: Node,
+        txn: ByContent<CommittedTxn>,
+    },
+    SlotCreated {
+        server: Node,
+        slot: String,
+        restart_lsn: Lsn,
+        consistent_point: Lsn,
+        snapshot_name: String,
+    },
+    SlotDropped {
+        server: Node,
+        slot: String,
+    },
+    /// A snapshot `SELECT` began; `snapshot_csn` is what it sees, `wal_lsn` the write position then.
+    ScanStarted {
+        server: Node,
+        client: Node,
+        table: TableId,
+        snapshot: ScanSnapshot,
+        snapshot_csn: Csn,
+        wal_lsn: Lsn,
+        rows: usize,
+    },
+    /// `START_REPLICATION` accepted: decoding emits commits at or after `start`.
+    StreamStarted {
+        server: Node,
+        client: Node,
+        slot: String,
+        requested: Lsn,
+        confirmed_flush: Lsn,
+        start: Lsn,
+        restart_lsn: Lsn,
+    },
+    /// `confirmed_flush` moved by a client's confirmation.
+    SlotConfirmed {
+        server: Node,
+        slot: String,
+        from: Lsn,
+        to: Lsn,
+        by: Node,
+    },
+    /// The slot file was written with these positions (a restart candidate was installed).
+    SlotSaved {
+        server: Node,
+        slot: String,
+        restart_lsn: Lsn,
+        confirmed_flush: Lsn,
+    },
+    Checkpoint {
+        server: Node,
+        lsn: Lsn,
+    },
+    /// A checkpoint invalidated a slot whose `restart_lsn` fell behind the oldest segment it
+    /// keeps (`max_slot_wal_keep_size`), terminating its walsender first if it was active.
+    SlotInvalidated {
+        server: Node,
+        slot: String,
+        restart_lsn: Lsn,
+        oldest_kept: Lsn,
+        walsender_terminated: bool,
+    },
+    /// PostgreSQL 17+: the standby's slotsync worker created or moved its copy of a failover slot.
+    SlotSynced {
+        server: Node,
+        slot: String,
+        restart_lsn: Lsn,
+        confirmed_flush: Lsn,
+    },
+    /// Debezium's slot reader found the slot's `restart_lsn` NULL and waits 2 s to read it again
+    /// (attempt `attempt` of 900), while the task reports RUNNING.
+    SlotInfoRetry {
+        attempt: u32,
+    },
+    /// The JDBC driver confirmed a keep-alive's LSN to the slot (`lsn.flush.mode=connector_and_driver`).
+    KeepaliveConfirmed {
+        lsn: Lsn,
+    },
+    /// Debezium's heartbeat: a record with the current offset (its position `lsn`, if any) and,
+    /// with `heartbeat.action.query`, the query.
+    Heartbeat {
+        lsn: Option<Lsn>,
+        action_query: bool,
+    },
+    /// WAL written in a database nobody captures.
+    WalWritten {
+        server: Node,
+        bytes: u64,
+        end: Lsn,
+    },
+    /// The server (re)started; `slots` gives each slot's `confirmed_flush` as loaded.
+    ServerStarted {
+        server: Node,
+        role: Role,
+        slots: Vec<(String, Lsn)>,
+    },
+    /// A standby was promoted: its history ends at `switch_lsn` (commit `csn`) and continues on
+    /// `timeline`. `slots` are the logical slots it has.
+    Promoted {
+        server: Node,
+        timeline: u32,
+        switch_lsn: Lsn,
+        csn: Csn,
+        slots: Vec<String>,
+    },
+
+    // ----- Kafka Connect and Debezium -----
+    WorkerStarted {
+        target_state: String,
+    },
+    /// The source task started and loaded its stored offset.
+    TaskStarted {
+        offset: Option<SourceOffset>,
+    },
+    /// The start-up log-position check (§3) and its verdict.
+    LogPositionChecked {
+        available: bool,
+        detail: String,
+    },
+    /// The slot row the task read at start (`None`: no such slot).
+    SlotRead {
+        row: Option<SlotRow>,
+    },
+    SnapshotDecided {
+        snapshot: bool,
+        reason: String,
+    },
+    SnapshotStarted {
+        attempt: u32,
+        case: SnapshotCase,
+        lsn: Lsn,
+    },
+    SnapshotCompleted {
+        attempt: u32,
+        rows: usize,
+        lsn: Lsn,
+    },
+    StreamingRequested {
+        start: Lsn,
+        skip_processed_upto: Option<Lsn>,
+    },
+    /// `poll()` returned records to Connect.
+    Polled {
+        summary: PollSummary,
+    },
+    /// Kafka acknowledged `count` records, `changes` of them streamed changes;
+    /// `completion_marker` if one carried `snapshot_completed=true`.
+    ProduceAcked {
+        count: usize,
+        changes: usize,
+        completion_marker: bool,
+    },
+    /// An offset flush stored this offset in the offsets topic (and `commit()` was called).
+    OffsetsCommitted {
+        offset: Option<SourceOffset>,
+    },
+    OffsetFlushFailed {
+        reason: String,
+    },
+    /// Debezium confirmed this LSN to the slot (a standby status update): from the offset
+    /// re-read from the offset store (2.7 and later), or from the offsets Kafka acknowledged, in
+    /// memory (before 2.7, DBZ-7816).
+    LsnFlushed {
+        lsn: Lsn,
+        from_offset_store: bool,
+    },
+    TaskFailed {
+        reason: String,
+    },
+    TaskRestarting {
+        reason: String,
+        after_ms: u64,
+    },
+    /// The task ended: stopped gracefully, or not (`graceful: false`: it threw an exception and
+    /// is FAILED until restarted). Either way its final offset commit has run.
+    TaskStopped {
+        graceful: bool,
+    },
+
+    // ----- Kafka -----
+    /// Records appended to partition logs (durable from now on).
+    Appended {
+        records: Vec<KafkaRecord>,
+    },
+    /// The offsets topic now holds this value for the connector (`None`: tombstone).
+    SourceOffsetStored {
+        connector: String,
+        offset: Option<SourceOffset>,
+    },
+    GroupCommitted {
+        group: String,
+        positions: Vec<(TopicPartition, u64)>,
+    },
+
+    // ----- sink -----
+    SinkStarted {
+        positions: Vec<(TopicPartition, u64)>,
+    },
+    /// One record applied (not narrated one by one).
+    SinkApplied {
+        applies: Vec<Apply>,
+    },
+    /// A completed snapshot epoch removed the documents it did not see.
+    SinkReconciled {
+        epoch_lsn: Lsn,
+        removed: Vec<(TableId, Key, Row)>,
+    },
+
+    // ----- clients -----
+    AppTxnFailed {
+        reason: String,
+    },
+    LoaderRead {
+        rows: usize,
+        lsn: Lsn,
+    },
+
+    // ----- operator -----
+    GateChecked {
+        saved_offset: Option<Box<SourceOffset>>,
+        slot: Option<Box<SlotRow>>,
+        timeline: u32,
+        switch_lsn: Option<Lsn>,
+        current_lsn: Lsn,
+        verdict: GateVerdict,
+        detail: String,
+    },
+    OperatorAction {
+        action: String,
+    },
+
+    // ----- harness -----
+    /// A fault the harness injected.
+    Fault {
+        action: FaultAction,
+    },
+    /// The harness restarted a process (after a fault).
+    Restarted {
+        process: Node,
+    },
+    /// A named model moment was reached (what fault and workload triggers wait for).
+    Moment {
+        name: String,
+    },
+
+    // Later additions stay at the end, so that the trace hashes of runs without them do not move.
+    /// The task threw an exception (`kill-connector-task`); `committing`: its send loop ended
+    /// and its final offset commit runs (a task still starting has nothing to commit).
+    TaskFailing {
+        committing: bool,
+    },
+    /// A REST call found no worker to answer it (connection refused, or the connection broke);
+    /// the caller tries again every `retry_after_ms`.
+    RestUnanswered {
+        request: String,
+        retry_after_ms: u64,
+    },
+    /// A REST call refused before has been answered at last.
+    RestAnswered {
+        request: String,
+    },
+    /// A fault that could not take effect where the run stood, and why (it did nothing).
+    FaultRefused {
+        action: FaultAction,
+        reason: String,
+    },
+    /// An operator's procedure that arrived while another one ran: it waits its turn.
+    OperatorWaits {
+        procedure: String,
+        behind: String,
+    },
+    /// A procedure that waited now runs.
+    OperatorResumesWaiting {
+        procedure: String,
+    },
+    // ----- clients, continued (last: a variant's place is part of the trace hash) -----
+    /// A scripted transaction (`[[workload.script]]` or `[[check.script]]`) did not apply: it
+    /// changed no row (`ops`: its operations), failed (`reason`: the server's error), or got no
+    /// answer.
+    ScriptedNotApplied {
+        ops: Vec<crate::core::change::RowOp>,
+        reason: String,
+    },
+    /// The sink's consumer failed: `auto.offset.reset=none` and no committed offset for these
+    /// partitions. It reads nothing until it is restarted.
+    SinkFailed {
+        reason: String,
+        partitions: Vec<TopicPartition>,
+    },
+    /// A process other than PostgreSQL and the Connect worker crashed (a step of the
+    /// exhaustive lens, or of a schedule that follows one): its volatile state is lost.
+    Crashed {
+        process: Node,
+    },
+    // ----- PostgreSQL (last, so that the variants before keep their place in trace hashes) -----
+    /// Crash recovery (the restart after a crash) replayed the WAL and requests the checkpoint
+    /// that ends it (`CHECKPOINT_END_OF_RECOVERY`), before the server accepts connections.
+    CrashRecoveryEnded {
+        server: Node,
+    },
+}
+
+/// An observation with its time and node: one line of the trace.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TraceEvent {
+    pub at: SimTime,
+    pub node: Node,
+    pub observation: Observation,
+}
+
+impl Observation {
+    /// What a crash of `node` is recorded as, in both lenses: a Connect worker's kill, a
+    /// PostgreSQL crash, or another process's crash.
+    pub fn crash_of(node: Node) -> Observation {
+        match node {
+            Node::Connect => Observation::Fault { action: FaultAction::KillConnectWorker { restart_after_ms: None } },
+            Node::Pg1 | Node::Pg2 | Node::Postgres => {
+                Observation::Fault { action: FaultAction::CrashPostgres { restart_after_ms: 0 } }
+            }
+            _ => Observation::Crashed { process: node },
+        }
+    }
+
+    /// How much of the run this observation stands for, in trace items: one, plus one per row
+    /// change, Kafka record, sink apply, removed document or position it carries. A run's models
+    /// hold what came through its trace (Kafka's logs are the appended records, the sink's
+    /// documents the applies, the WAL and the oracle the committed changes), so a run's memory
+    /// grows with the sum; the runner bounds it ([`crate::core::limits::MAX_TRACE_ITEMS`]).
+    pub fn trace_items(&self) -> u64 {
+        let carried = match self {
+            Observation::Committed { txn, .. } => txn.changes.len(),
+            Observation::Appended { records } => records.len(),
+            Observation::SinkApplied { applies } => applies.len(),
+            Observation::SinkReconciled { removed, .. } => removed.len(),
+            Observation::GroupCommitted { positions, .. } | Observation::SinkStarted { positions } => positions.len(),
+            Observation::ServerStarted { slots, .. } => slots.len(),
+            Observation::Promoted { slots, .. } => slots.len(),
+            _ => 0,
+        };
+        1 + carried as u64
+    }
+
+    /// The model moment this observation is, if any (what triggers wait for).
+    pub fn moment(&self) -> Option<Moment> {
+        match self {
+            Observation::ScanStarted { client: Node::Connect, .. } => Some(Moment::SnapshotScanStarted),
+            Observation::ProduceAcked { completion_marker: true, .. } => Some(Moment::SnapshotCompletionMarkerAcked),
+            Observation::SnapshotCompleted { .. } => Some(Moment::SnapshotCompleted),
+            Observation::SourceOffsetStored { offset: Some(offset), .. } if offset.snapshot_completed => {
+                Some(Moment::SnapshotCompletionStored)
+            }
+            Observation::StreamStarted { client: Node::Connect, .. } => Some(Moment::StreamingStarted),
+            Observation::ProduceAcked { changes, .. } if *changes > 0 => Some(Moment::ChangeAcked),
+            Observation::OffsetsCommitted { offset: Some(_) } => Some(Moment::OffsetsStored),
+            Observation::TaskStarted { .. } => Some(Moment::TaskStarted),
+            Observation::Promoted { .. } => Some(Moment::Promoted),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! Every message that crosses a network link between two modelled processes.
+//!
+//! Each protocol is a pair of enums (requests, replies) named after the real one: the PostgreSQL
+//! client protocol as JDBC uses it ([`SqlRequest`]), the streaming replication protocol
+//! ([`ReplRequest`]), physical WAL shipping to a standby, the Kafka protocol ([`KafkaRequest`]),
+//! Kafka Connect's REST API ([`RestRequest`]), and the harness's control messages.
+//!
+//! A client numbers its sessions (a JDBC connection, a replication connection) and a server keeps
+//! per-session state; a server's reply names the session it answers.
+
+use crate::core::change::{Change, RowOp};
+use crate::core::event::{KafkaRecord, SourceOffset, SourceRecord, TopicPartition};
+use crate::core::ids::{Key, Row, TableId, Xid};
+use crate::core::lsn::Lsn;
+use crate::core::shared::Shared;
+use crate::core::time::SimTime;
+use crate::core::wal::WalEntry;
+use serde::{Deserialize, Serialize};
+
+/// A client-chosen session number, unique within one run of the client process.
+pub type SessionId = u64;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Msg {
+    Sql {
+        session: SessionId,
+        request: SqlRequest,
+    },
+    SqlReply {
+        session: SessionId,
+        reply: SqlReply,
+    },
+    Repl {
+        session: SessionId,
+        request: ReplRequest,
+    },
+    ReplReply {
+        session: SessionId,
+        reply: ReplReply,
+    },
+    /// Physical streaming replication: WAL from the primary to its standby.
+    WalShip {
+        entries: Vec<WalEntry>,
+    },
+    /// PostgreSQL 17+: the positions of the primary's failover slots, as the standby's slotsync
+    /// worker reads them (`pg_replication_slots` on the primary).
+    SlotSync {
+        slots: Vec<FailoverSlot>,
+    },
+    /// The standby's feedback: it has flushed the WAL up to `lsn` (its physical slot's position,
+    /// which `synchronized_standby_slots` waits for).
+    StandbyFlushed {
+        lsn: Lsn,
+    },
+    Kafka {
+        request_id: u64,
+        request: KafkaRequest,
+    },
+    KafkaReply {
+        request_id: u64,
+        reply: KafkaReply,
+    },
+    Rest {
+        request: RestRequest,
+    },
+    RestReply {
+        reply: RestReply,
+    },
+    /// From the harness: a scripted action (not a network message of the real system).
+    Control(Control),
+}
+
+/// What a JDBC session asks of PostgreSQL. One request at a time per session.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SqlRequest {
+    /// `BEGIN; …; COMMIT` as one step.
+    Transaction { ops: Vec<RowOp> },
+    /// `SELECT pg_current_wal_lsn()`.
+    CurrentWalLsn,
+    /// `SELECT … FROM pg_replication_slots WHERE slot_name = $1`.
+    SlotInfo { slot: String },
+    /// `SELECT * FROM <table>` with a cursor fetching `fetch_size` rows at a time, in the
+    /// session's current snapshot: an imported exported snapshot
+    /// (`SET TRANSACTION SNAPSHOT '<name>'` in a REPEATABLE READ transaction) or, without one,
+    /// a fresh statement snapshot (READ COMMITTED).
+    ScanTable { table: TableId, exported_snapshot: Option<String>, fetch_size: u32 },
+    /// `CREATE PUBLICATION <name> FOR ALL TABLES` unless it exists.
+    EnsurePublication { name: String },
+    /// `SELECT pg_drop_replication_slot($1)`.
+    DropSlot { slot: String },
+    /// `SELECT * FROM pg_create_logical_replication_slot($1, $2)`: a consistent point, no
+    /// snapshot.
+    CreateSlot { slot: String, plugin: String },
+    /// `SELECT timeline_id, pg_is_in_recovery() …` plus the switch point from the timeline
+    /// history file: what a failover gate reads.
+    TimelineInfo,
+    /// Close the session (drops its cursor and snapshot).
+    Close,
+}
+
+/// A row of `pg_replication_slots` (the columns the models read).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SlotRow {
+    pub slot_name: String,
+    pub plugin: String,
+    pub active: bool,
+    pub restart_lsn: Option<Lsn>,
+    pub confirmed_flush_lsn: Option<Lsn>,
+    pub wal_status: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SqlReply {
+    Committed {
+        xid: Xid,
+        commit_lsn: Lsn,
+        end_lsn: Lsn,
+        changes: Vec<Change>,
+    },
+    /// The transaction changed no row (an update or delete of a missing key): its operations.
+    NothingChanged {
+        ops: Vec<RowOp>,
+    },
+    Lsn(Lsn),
+    Slot(Option<SlotRow>),
+    /// The next cursor batch; `done` on the last one.
+    Rows {
+        table: TableId,
+        rows: Vec<(Key, Row)>,
+        done: bool,
+    },
+    Timeline {
+        timeline: u32,
+        in_recovery: bool,
+        switch_lsn: Option<Lsn>,
+        current_lsn: Lsn,
+    },
+    Ok,
+    Error(String),
+}
+
+/// What a replication session asks of a walsender.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ReplRequest {
+    /// `CREATE_REPLICATION_SLOT "<slot>" LOGICAL <plugin>`: the default exports a snapshot.
+    CreateSlot {
+        slot: String,
+        plugin: String,
+        /// PostgreSQL 17+ `(FAILOVER)`: the slot is synchronized to standbys.
+        failover: bool,
+    },
+    /// `START_REPLICATION SLOT "<slot>" LOGICAL <start> (proto_version '1', publication_names
+    /// '<publication>')`.
+    StartReplication {
+        slot: String,
+        start: Lsn,
+        publication: String,
+    },
+    /// Standby status update: the client has flushed everything up to `flush`.
+    StatusUpdate {
+        flush: Lsn,
+    },
+    Close,
+}
+
+/// A transaction as pgoutput streams it: BEGIN (`first_lsn`), the published changes, COMMIT
+/// (stamped with `end_lsn`). Sent whole, after its commit, in commit order.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct DecodedTxn {
+    pub xid: Xid,
+    pub first_lsn: Lsn,
+    pub commit_lsn: Lsn,
+    pub end_lsn: Lsn,
+    pub commit_time: SimTime,
+    pub changes: Vec<Change>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ReplReply {
+    SlotCreated {
+        consistent_point: Lsn,
+        snapshot_name: String,
+    },
+    /// `CopyBothResponse`: streaming has begun.
+    StreamingStarted,
+    XLogData(DecodedTxn),
+    /// A primary keep-alive message: `walEnd` is the end of the WAL the walsender has read.
+    Keepalive {
+        wal_end: Lsn,
+    },
+    Error(String),
+}
+
+/// A failover slot's positions on the primary, for the standby's slotsync worker.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FailoverSlot {
+    pub name: String,
+    pub plugin: String,
+    pub restart_lsn: Lsn,
+    pub confirmed_flush: Lsn,
+    pub invalidated: bool,
+}
+
+/// The Kafka protocol, reduced to what the models need.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum KafkaRequest {
+    /// A produce request carrying one batch of records (`acks=all`). Shared, because a client
+    /// keeps it to send again until it is acknowledged.
+    Produce { records: Shared<Vec<SourceRecord>> },
+    /// Write (or with `None`, tombstone) the source offset of a connector in the offsets topic.
+    WriteSourceOffset { connector: String, offset: Option<SourceOffset> },
+    /// Read the offsets topic to its end and return a connector's offset.
+    ReadSourceOffset { connector: String },
+    /// Fetch from each partition at the given position (a long poll: answered when there is
+    /// data).
+    Fetch { positions: Vec<(TopicPartition, u64)>, max_records: u32 },
+    /// `OffsetCommit` for a consumer group.
+    CommitGroup { group: String, positions: Vec<(TopicPartition, u64)> },
+    /// `OffsetFetch` for a consumer group, plus the partitions of its topics and, for each, where
+    /// a consumer without a committed offset starts by `reset` (`auto.offset.reset`; the
+    /// `ListOffsets` a consumer sends for it).
+    ReadGroup { group: String, reset: crate::core::protocol::OffsetReset },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum KafkaReply {
+    Produced {
+        offsets: Vec<(TopicPartition, u64)>,
+    },
+    SourceOffsetWritten,
+    SourceOffset(Option<SourceOffset>),
+    Fetched {
+        records: Vec<KafkaRecord>,
+        log_end_offsets: Vec<(TopicPartition, u64)>,
+    },
+    GroupCommitted,
+    /// The committed offsets, and every partition with its reset position (`None` under
+    /// `auto.offset.reset=none`: there is none).
+    Group {
+        committed: Vec<(TopicPartition, u64)>,
+        partitions: Vec<(TopicPartition, Option<u64>)>,
+    },
+}
+
+/// Kafka Connect's REST API for the one connector the model runs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RestRequest {
+    /// `PUT /connectors/<name>/stop`: stop the tasks gracefully; the target state STOPPED is
+    /// stored in the config topic.
+    Stop,
+    /// `PUT /connectors/<name>/resume`.
+    Resume,
+    /// `DELETE /connectors/<name>/offsets` (KIP-875; the connector must be STOPPED).
+    DeleteOffsets,
+    /// `GET /connectors/<name>/status`.
+    Status,
+    /// `POST /connectors/<name>/tasks/0/restart`.
+    RestartTask,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RestReply {
+    Ok,
+    Status { state: String },
+    Error(String),
+}
+
+/// Harness actions delivered as messages so both lenses can drive them.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Control {
+    /// `pg_promote()` on the standby.
+    Promote,
+    /// The application runs scripted workload transaction `index` now.
+    RunScripted { index: usize },
+    /// The operator learns that a promotion happened and runs the failover gate.
+    FailoverHappened,
+    /// The operator drops and creates the connector's slot again.
+    RecreateSlot,
+    /// The operator runs the recovery runbook: stop, delete offsets, drop the slot, resume.
+    Rebuild,
+    /// The server writes this many bytes of WAL in a database nobody captures.
+    WalBurst { bytes: u64 },
+    /// `CHECKPOINT`.
+    Checkpoint,
+    /// The connector's task dies (its worker lives on).
+    KillTask,
+}
+
+/// `reconnect.backoff.max.ms` of the Kafka clients.
+pub const KAFKA_RECONNECT_BACKOFF_MS: u64 = 1_000;
+
+/// `auto.offset.reset`: where a consumer starts in a partition its group has no committed
+/// offset for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OffsetReset {
+    Earliest,
+    Latest,
+    None,
+}
+
+impl OffsetReset {
+    pub const ALL: [OffsetReset; 3] = [OffsetReset::Earliest, OffsetReset::Latest, OffsetReset::None];
+
+    /// A plain consumer group's default (`ConsumerConfig`); a Kafka Connect sink connector's
+    /// worker sets `earliest`.
+    pub const CONSUMER_DEFAULT: OffsetReset = OffsetReset::Latest;
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OffsetReset::Earliest => "earliest",
+            OffsetReset::Latest => "latest",
+            OffsetReset::None => "none",
+        }
+    }
+}

@@ -1,0 +1,397 @@
+//! The checkers: each invariant of DESIGN.md §3 that this version checks, one file each, fed the
+//! trace one event at a time and, at the acceptance boundary, the sink's final state.
+//!
+//! Every checker compares what the pipeline delivered (Kafka's logs, the sink's applies) with the
+//! oracle, the committed source history. None of them trusts the pipeline's own bookkeeping:
+//! offsets and "snapshot completed" flags are evidence of what the pipeline believes, never of
+//! what is durable. A finding names the invariant, the key, the versions expected and seen, and
+//! the moment (simulated time, LSN) it became true.
+//!
+//! Checked: I1 no gap, I2 no resurrection, I3 monotonic apply, I4 one history, I5 ack ≤ durable,
+//! I6 fail closed, I8 failover gate. Not yet: I7, I9–I12 (outbox, liveness, compaction — other
+//! issues).
+
+mod ack_durable;
+mod fail_closed;
+mod failover_gate;
+mod monotonic_apply;
+mod no_gap;
+mod no_resurrection;
+mod one_history;
+pub mod published;
+
+use crate::components::sink::DocList;
+use crate::core::event::{KafkaRecord, SourceOffset};
+use crate::core::ids::{Key, TableId};
+use crate::core::lsn::Lsn;
+use crate::core::observe::{Doc, Observation, TraceEvent};
+use crate::core::shared::{Fixed, Shared};
+use crate::core::time::SimTime;
+use crate::judge::narrate::Names;
+use crate::judge::oracle::Oracle;
+use crate::scenario::spec::Invariant;
+use published::Published;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A violated invariant.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Finding {
+    pub invariant: Invariant,
+    pub name: String,
+    /// The key (claim ID) it is about, when it is about one.
+    pub key: Option<Key>,
+    pub expected: String,
+    pub seen: String,
+    /// When it became true.
+    pub at: SimTime,
+    /// The log position involved, when there is one.
+    pub lsn: Option<Lsn>,
+    pub detail: String,
+    /// How many times the same invariant was violated for the same key.
+    pub occurrences: u32,
+}
+
+impl Finding {
+    pub fn new(invariant: Invariant, key: Option<Key>, at: SimTime) -> Finding {
+        Finding {
+            invariant,
+            name: invariant.name().into(),
+            key,
+            expected: String::new(),
+            seen: String::new(),
+            at,
+            lsn: None,
+            detail: String::new(),
+            occurrences: 1,
+        }
+    }
+
+    pub fn expected(mut self, text: impl Into<String>) -> Finding {
+        self.expected = text.into();
+        self
+    }
+
+    pub fn seen(mut self, text: impl Into<String>) -> Finding {
+        self.seen = text.into();
+        self
+    }
+
+    pub fn lsn(mut self, lsn: Lsn) -> Finding {
+        self.lsn = Some(lsn);
+        self
+    }
+
+    pub fn detail(mut self, text: impl Into<String>) -> Finding {
+        self.detail = text.into();
+        self
+    }
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.invariant, self.name)?;
+        if let Some(key) = self.key {
+            write!(f, ", key {key}")?;
+        }
+        write!(f, " ({}", self.at)?;
+        if let Some(lsn) = self.lsn {
+            write!(f, ", {lsn}")?;
+        }
+        write!(f, "): expected {}; seen {}", self.expected, self.seen)?;
+        let mut detail = self.detail.chars();
+        if let Some(first) = detail.next() {
+            write!(f, ". {}{}", first.to_uppercase(), detail.as_str())?;
+        }
+        if self.occurrences > 1 {
+            write!(f, " [{} times]", self.occurrences)?;
+        }
+        Ok(())
+    }
+}
+
+/// The state at the acceptance boundary.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Boundary {
+    pub at: SimTime,
+    /// Whether the pipeline was running and caught up; if not, the reconciliation checks (I1,
+    /// I2 at the boundary) are not made and `reason` says why.
+    pub reached: bool,
+    pub reason: String,
+    /// The sink's documents.
+    pub sink: DocList,
+}
+
+/// What every checker can read: the oracle, Kafka's published content, the stored offset.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The source's history and what reached Kafka: the bulk of the evidence, shared between
+    /// the exhaustive lens's states until one of them changes it.
+    pub oracle: Shared<Oracle>,
+    pub published: Shared<Published>,
+    /// The connector's offset as the offsets topic holds it.
+    pub stored_offset: Option<SourceOffset>,
+    pub captured: Fixed<Vec<TableId>>,
+    /// The connector's first replication stream: when, and from where decoding emitted.
+    pub first_stream_start: Option<(SimTime, Lsn)>,
+    /// The scenario's table and topic names, for the findings' words.
+    pub names: Fixed<Names>,
+    /// Which timeline the stored offset's position was read on.
+    pub timelines: Timelines,
+    /// Whether a connector that starts without a completed snapshot in its stored offset takes
+    /// one (`snapshot.mode` `initial`, `when_needed`, `always`; not `no_data`).
+    pub restart_snapshots: bool,
+}
+
+impl Evidence {
+    /// Where a record is, as Kafka names it: `claims.public.claims-0@17`.
+    pub fn record_at(&self, record: &KafkaRecord) -> String {
+        if self.names.tables.is_empty() {
+            return format!("partition {} offset {}", record.tp.partition, record.offset);
+        }
+        format!("{}@{}", self.names.partition(record.tp), record.offset)
+    }
+}
+
+/// PostgreSQL's timeline history as the checkers need it: a position is a WAL location *on a
+/// timeline*, and after a promotion the same location names different WAL on the old timeline
+/// and on the new one.
+///
+/// PostgreSQL keeps, per timeline, the history of its ancestors with the point where each ended
+/// (`readTimeLineHistory`, `src/backend/access/transam/timeline.c`); `tliOfPointInHistory` gives
+/// the timeline that owns a location in that history (each entry's `begin` inclusive, `end`
+/// exclusive) and `tliSwitchPoint` where a timeline of the history ends. Logical decoding reads
+/// WAL by it (`XLogReadDetermineTimeline`, `src/backend/access/transam/xlogutils.c`): on the
+/// promoted server, a location below the switch point is the old timeline's WAL, one at or past it
+/// the new timeline's. So a resume position read on the old timeline is valid up to the switch
+/// point (the walsender refuses a physical start point past its timeline's end the same way,
+/// `StartReplication` in `src/backend/replication/walsender.c`), and one read on the new timeline
+/// is valid wherever it lies.
+///
+/// The model has one original timeline (1, `pg1`) and at most one promotion. A position's
+/// timeline is that of the server the connector read it from: its replication stream, or its
+/// snapshot (always on the primary of the moment).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Timelines {
+    /// The promotion: the promoted server, its new timeline, and the switch point where the old
+    /// timeline ends in its history.
+    branch: Option<(crate::core::ids::Node, u32, Lsn)>,
+    /// The timeline the connector reads now (its last stream or snapshot).
+    reading: u32,
+    /// The timeline the stored offset's position was read on.
+    stored: u32,
+}
+
+/// The timeline every run starts on.
+const FIRST_TIMELINE: u32 = 1;
+
+impl Default for Timelines {
+    fn default() -> Timelines {
+        Timelines { branch: None, reading: FIRST_TIMELINE, stored: FIRST_TIMELINE }
+    }
+}
+
+impl Timelines {
+    /// The timeline a server writes: the promoted one its new timeline, any other the first.
+    pub fn of(&self, server: crate::core::ids::Node) -> u32 {
+        match self.branch {
+            Some((promoted, timeline, _)) if promoted == server => timeline,
+            _ => FIRST_TIMELINE,
+        }
+    }
+
+    /// The newest timeline: where a new connection lands (the database service follows the
+    /// promotion).
+    pub fn current(&self) -> u32 {
+        self.branch.map_or(FIRST_TIMELINE, |(_, timeline, _)| timeline)
+    }
+
+    /// `tliSwitchPoint`: where `timeline` ends in the newest timeline's history (`None`: it
+    /// has not ended).
+    pub fn end_of(&self, timeline: u32) -> Option<Lsn> {
+        match self.branch {
+            Some((_, newest, switch)) if timeline != newest => Some(switch),
+            _ => None,
+        }
+    }
+
+    /// Whether `lsn`, read on `timeline`, is a location of the newest timeline's history: at
+    /// or before the point where `timeline` ends in it.
+    pub fn in_history(&self, timeline: u32, lsn: Lsn) -> bool {
+        self.end_of(timeline).is_none_or(|end| lsn <= end)
+    }
+
+    /// The timeline the stored offset's position was read on.
+    pub fn stored(&self) -> u32 {
+        self.stored
+    }
+
+    /// Whether the stored offset's position was read before the promotion, on the timeline
+    /// the promotion ended (the connector has yet to cross the failover).
+    pub fn stored_before_promotion(&self) -> bool {
+        self.end_of(self.stored).is_some()
+    }
+
+    fn observe(&mut self, observation: &Observation, previous: Option<SourceOffset>) {
+        use crate::core::ids::Node;
+        match observation {
+            Observation::Promoted { server, timeline, switch_lsn, .. } => {
+                self.branch = Some((*server, *timeline, *switch_lsn));
+            }
+            Observation::StreamStarted { server, client: Node::Connect, .. } => self.reading = self.of(*server),
+            Observation::SnapshotStarted { .. } => self.reading = self.current(),
+            Observation::SourceOffsetStored { offset, .. } => {
+                let position = |offset: Option<SourceOffset>| offset.and_then(|offset| offset.resume_lsn());
+                if position(*offset) != position(previous) {
+                    self.stored = self.reading;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// All checkers, fed in trace order.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Checkers {
+    pub evidence: Evidence,
+    no_resurrection: no_resurrection::NoResurrection,
+    monotonic_apply: monotonic_apply::MonotonicApply,
+    ack_durable: ack_durable::AckDurable,
+    fail_closed: fail_closed::FailClosed,
+    failover_gate: failover_gate::FailoverGate,
+    findings: Vec<Finding>,
+    finished: bool,
+}
+
+impl Checkers {
+    pub fn new(oracle: Oracle, captured: Vec<TableId>) -> Checkers {
+        Checkers {
+            evidence: Evidence {
+                oracle: Shared::new(oracle),
+                published: Shared::new(Published::default()),
+                stored_offset: None,
+                captured: Fixed::new(captured),
+                first_stream_start: None,
+                names: Fixed::new(Names::default()),
+                timelines: Timelines::default(),
+                restart_snapshots: true,
+            },
+            no_resurrection: Default::default(),
+            monotonic_apply: Default::default(),
+            ack_durable: Default::default(),
+            fail_closed: Default::default(),
+            failover_gate: Default::default(),
+            findings: Vec::new(),
+            finished: false,
+        }
+    }
+
+    /// The scenario's names, for the findings' words (a finding names a Kafka record by its
+    /// topic, partition and offset).
+    pub fn named(mut self, names: Names) -> Checkers {
+        self.evidence.names = Fixed::new(names);
+        self
+    }
+
+    /// The connector's `snapshot.mode`, as far as the checkers need it: whether a start without a
+    /// completed snapshot stored takes one.
+    pub fn snapshot_mode(mut self, mode: crate::components::connect::debezium::SnapshotMode) -> Checkers {
+        self.evidence.restart_snapshots = mode != crate::components::connect::debezium::SnapshotMode::NoData;
+        self
+    }
+
+    fn report(&mut self, finding: Finding) {
+        if let Some(existing) =
+            self.findings.iter_mut().find(|f| f.invariant == finding.invariant && f.key == finding.key)
+        {
+            existing.occurrences += 1;
+        } else {
+            self.findings.push(finding);
+        }
+    }
+
+    /// Feeds one trace event.
+    /// Whether an observation can change the checkers (the others leave them as they are, so
+    /// the exhaustive lens does not copy them for it). Debug builds check this on every step of
+    /// the exhaustive world.
+    pub fn observes(observation: &Observation) -> bool {
+        use crate::core::ids::Node;
+        Oracle::observes(observation)
+            || matches!(
+                observation,
+                Observation::SlotConfirmed { by: Node::Connect, .. }
+                    | Observation::KeepaliveConfirmed { .. }
+                    | Observation::SnapshotStarted { .. }
+                    | Observation::StreamStarted { client: Node::Connect, .. }
+                    | Observation::GateChecked { .. }
+                    | Observation::Appended { .. }
+                    | Observation::SourceOffsetStored { .. }
+                    | Observation::SinkApplied { .. }
+                    | Observation::SinkReconciled { .. }
+            )
+    }
+
+    pub fn observe(&mut self, event: &TraceEvent) {
+        let at = event.at;
+        let observation = &event.observation;
+        if Oracle::observes(observation) {
+            self.evidence.oracle.get_mut().observe(at, observation);
+        }
+        // Checkers that look at a moment read the evidence as it was just before it.
+        let mut found = Vec::new();
+        self.ack_durable.observe(&self.evidence, at, observation, &mut found);
+        self.fail_closed.observe(&self.evidence, at, observation, &mut found);
+        self.failover_gate.observe(&self.evidence, at, observation, &mut found);
+        self.no_resurrection.observe(&self.evidence, at, observation, &mut found);
+        self.monotonic_apply.observe(&self.evidence, at, observation, &mut found);
+        self.evidence.timelines.observe(observation, self.evidence.stored_offset);
+        match observation {
+            Observation::Appended { records } => self.evidence.published.get_mut().append(at, records),
+            Observation::SourceOffsetStored { offset, .. } => self.evidence.stored_offset = *offset,
+            Observation::StreamStarted { client: crate::core::ids::Node::Connect, start, .. } => {
+                self.evidence.first_stream_start.get_or_insert((at, *start));
+            }
+            _ => {}
+        }
+        for finding in found {
+            self.report(finding);
+        }
+    }
+
+    /// The checks made once, at the acceptance boundary.
+    pub fn finish(&mut self, boundary: &Boundary) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let mut found = Vec::new();
+        one_history::check(&self.evidence, boundary, &mut found);
+        if boundary.reached {
+            no_gap::check(&self.evidence, boundary, &self.findings, &mut found);
+            no_resurrection::check_boundary(&self.evidence, boundary, &mut found);
+        }
+        for finding in found {
+            self.report(finding);
+        }
+    }
+
+    pub fn findings(&self) -> &[Finding] {
+        &self.findings
+    }
+
+    /// Whether any finding names `invariant`.
+    pub fn violated(&self, invariant: Invariant) -> bool {
+        self.findings.iter().any(|finding| finding.invariant == invariant)
+    }
+}
+
+/// `v3` or `absent` or `deleted (v3)`: a document state in a finding.
+pub fn describe_doc(doc: Option<&Doc>) -> String {
+    match doc {
+        None => "absent".into(),
+        Some(Doc::Live(row)) => format!("version {} ({})", row.version, row.status.name()),
+        Some(Doc::Tombstone(Some(version))) => format!("deleted (tombstone at version {version})"),
+        Some(Doc::Tombstone(None)) => "deleted".into(),
+    }
+}

@@ -1,0 +1,292 @@
+//! I4 one history: the snapshot rows equal the source at one log position S, and the stream
+//! covers every commit after S.
+//!
+//! Verifies, on what Kafka holds (the change topics as a consumer could read them):
+//! - the accepted snapshot — the last complete snapshot attempt, whoever published it — equals
+//!   the surviving source at one commit position S: every row it holds was the document's row at
+//!   S, and every document live at S is in it (the handoff theorem of `postgres-slots.md` §3.4);
+//! - every surviving commit after S on a captured table, up to the last one the stream
+//!   published, was published as streamed changes (a wall-clock start, a slot created after the
+//!   read, a stream that started past S all leave a hole here);
+//! - every published streamed change is a change of the surviving history (a change from a
+//!   primary's lost tail after a failover is a phantom);
+//! - at the boundary (when reached), no sink document is newer than the source or unknown to it.
+//!
+//! Does not verify: earlier, incomplete snapshot attempts (superseded; whether their rows
+//! survive in the sink is I2's question); a tail the stream has not published yet (not a hole:
+//! I1 at the boundary, I11 later).
+
+use super::{Boundary, Evidence, Finding};
+use crate::core::ids::Csn;
+use crate::core::lsn::Lsn;
+use crate::core::observe::Doc;
+use crate::core::time::SimTime;
+use crate::judge::oracle::DocId;
+use crate::scenario::spec::Invariant;
+
+pub fn check(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Finding>) {
+    phantoms(evidence, found);
+    let Some(position) = handoff_position(evidence, boundary, found) else { return };
+    coverage(evidence, position, found);
+    if boundary.reached {
+        sink_phantoms(evidence, boundary, found);
+    }
+}
+
+/// Where the accepted history starts: the accepted snapshot's position, or, without a
+/// snapshot, the first stream start.
+struct Position {
+    csn: Csn,
+    describe: String,
+}
+
+fn position_lsn(evidence: &Evidence, csn: Csn) -> Option<Lsn> {
+    evidence.oracle.commit_by_csn(csn).map(|commit| commit.txn.end_lsn)
+}
+
+fn describe_csn(evidence: &Evidence, csn: Csn) -> String {
+    match position_lsn(evidence, csn) {
+        Some(lsn) => format!("{lsn} (after commit {csn})"),
+        None => "the state before the run".into(),
+    }
+}
+
+fn handoff_position(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Finding>) -> Option<Position> {
+    let oracle = &evidence.oracle;
+    let Some((index, attempt)) = evidence.published.accepted() else {
+        let (_, start) = evidence.first_stream_start?;
+        let csn =
+            oracle.surviving().filter(|commit| commit.txn.commit_lsn < start).map(|c| c.txn.csn).max().unwrap_or(0);
+        return Some(Position { csn, describe: format!("the first stream start {start}") });
+    };
+    let label = format!("snapshot attempt {} (source.lsn {}, {} rows)", index + 1, attempt.lsn, attempt.rows.len());
+    // Every row pins S to the interval in which the document held it. The snapshot's rows and
+    // the oracle's histories are both in document order: one walk pairs them, and keeps the
+    // histories of the documents the snapshot does not hold for the second step.
+    let mut lower: Csn = 0;
+    let mut upper: Csn = Csn::MAX;
+    let (mut lower_key, mut upper_key) = (None, None);
+    let mut histories = oracle.histories().peekable();
+    let mut absent: Vec<(DocId, &[crate::judge::oracle::Version])> = Vec::new();
+    let mut keep_absent = |id: DocId, versions| {
+        if attempt.tables.contains(&id.0) {
+            absent.push((id, versions));
+        }
+    };
+    for (id, row) in &attempt.rows {
+        while let Some((other, versions)) = histories.next_if(|(other, _)| other < id) {
+            keep_absent(other, versions);
+        }
+        let versions = histories.next_if(|(other, _)| other == id).map_or(&[][..], |(_, versions)| versions);
+        match crate::judge::oracle::interval_of(versions, *row) {
+            None => {
+                found.push(
+                    Finding::new(Invariant::I4, Some(id.1), attempt.first_at)
+                        .expected(format!("{label} holds rows of the source history"))
+                        .seen(format!(
+                            "version {} ({}) is no row the surviving source ever had",
+                            row.version,
+                            row.status.name()
+                        ))
+                        .lsn(attempt.lsn),
+                );
+                return None;
+            }
+            Some((from, until)) => {
+                if from > lower {
+                    lower = from;
+                    lower_key = Some(*id);
+                }
+                if until < upper {
+                    upper = until;
+                    upper_key = Some(*id);
+                }
+            }
+        }
+    }
+    for (other, versions) in histories {
+        keep_absent(other, versions);
+    }
+    if lower >= upper {
+        found.push(inconsistent(evidence, &label, attempt.first_at, lower_key, upper_key, lower, upper));
+        return None;
+    }
+    // Documents the snapshot does not hold must be absent at S.
+    let mut csn = lower;
+    loop {
+        let mut moved = false;
+        for (id, versions) in &absent {
+            for (from, until) in crate::judge::oracle::live_intervals(versions) {
+                if from <= csn && csn < until {
+                    if until >= upper {
+                        found.push(
+                            Finding::new(Invariant::I4, Some(id.1), attempt.first_at)
+                                .expected(format!("{label} equals the source at one position"))
+                                .seen(format!(
+                                    "the row is missing although it was live at every position the other rows allow ({} .. {})",
+                                    describe_csn(evidence, lower),
+                                    describe_csn(evidence, upper.saturating_sub(1))
+                                ))
+                                .lsn(attempt.lsn),
+                        );
+                        return None;
+                    }
+                    csn = until;
+                    moved = true;
+                }
+            }
+        }
+        if !moved {
+            break;
+        }
+    }
+    let _ = boundary;
+    Some(Position { csn, describe: format!("{label}, the source at {}", describe_csn(evidence, csn)) })
+}
+
+fn inconsistent(
+    evidence: &Evidence,
+    label: &str,
+    at: SimTime,
+    lower_key: Option<DocId>,
+    upper_key: Option<DocId>,
+    lower: Csn,
+    upper: Csn,
+) -> Finding {
+    Finding::new(Invariant::I4, lower_key.map(|id| id.1), at)
+        .expected(format!("{label} equals the source at one position"))
+        .seen(format!(
+            "key {} holds a row from {} or later, key {} a row replaced by {}",
+            lower_key.map_or("?".into(), |id| id.1.to_string()),
+            describe_csn(evidence, lower),
+            upper_key.map_or("?".into(), |id| id.1.to_string()),
+            describe_csn(evidence, upper)
+        ))
+}
+
+fn coverage(evidence: &Evidence, position: Position, found: &mut Vec<Finding>) {
+    let oracle = &evidence.oracle;
+    // The stream's reach: the last surviving commit it published a change of.
+    let reach = evidence
+        .published
+        .changes
+        .iter()
+        .filter_map(|((lsn, id), change)| oracle.find_change(*lsn, *id, change.after))
+        .filter(|commit| !commit.lost)
+        .map(|commit| commit.txn.csn)
+        .max();
+    let Some(reach) = reach else { return };
+    let mut missing = Vec::new();
+    for commit in oracle.surviving().filter(|commit| commit.txn.csn > position.csn && commit.txn.csn <= reach) {
+        let unpublished: Vec<_> = commit
+            .txn
+            .changes
+            .iter()
+            .filter(|change| evidence.captured.contains(&change.table))
+            .filter(|change| {
+                !evidence.published.has_change(change.lsn, (change.table, change.key), change.kind.after())
+            })
+            .collect();
+        if !unpublished.is_empty() {
+            missing.push((commit, unpublished));
+        }
+    }
+    let Some((first, changes)) = missing.first() else { return };
+    let last = missing.last().map(|(commit, _)| commit).expect("non-empty");
+    let keys: Vec<String> = missing
+        .iter()
+        .flat_map(|(_, changes)| changes.iter().map(|c| format!("{} {}", c.kind.name(), c.key)))
+        .take(6)
+        .collect();
+    found.push(
+        Finding::new(Invariant::I4, Some(changes[0].key), first.at)
+            .expected(format!("every commit after {} streamed", position.describe))
+            .seen(format!(
+                "{} commit(s) from {} to {} never published ({}{})",
+                missing.len(),
+                first.txn.commit_lsn,
+                last.txn.commit_lsn,
+                keys.join(", "),
+                if missing.len() > 6 { ", …" } else { "" }
+            ))
+            .lsn(first.txn.commit_lsn)
+            .detail(hole_detail(evidence, &position, first.txn.commit_lsn)),
+    );
+}
+
+/// What the hole's place says: before the first change the stream published (the stream started
+/// past the handoff position), or between published changes (the stream skipped them). Either
+/// way they are after the handoff position: in no snapshot and no stream.
+fn hole_detail(evidence: &Evidence, position: &Position, first_missing: Lsn) -> String {
+    let first_streamed = evidence
+        .published
+        .changes
+        .iter()
+        .filter_map(|((lsn, id), change)| evidence.oracle.find_change(*lsn, *id, change.after))
+        .filter(|commit| !commit.lost)
+        .map(|commit| commit.txn.commit_lsn)
+        .min();
+    match first_streamed {
+        Some(first) if first > first_missing => format!(
+            "the stream's first published change committed at {first}, after them: it started past {}, so these \
+             changes are in neither the snapshot nor the stream",
+            position.describe
+        ),
+        _ => "the stream published changes before and after them but not these: it skipped them, and they are in \
+              neither the snapshot nor the stream"
+            .into(),
+    }
+}
+
+fn phantoms(evidence: &Evidence, found: &mut Vec<Finding>) {
+    for ((lsn, id), change) in &evidence.published.changes {
+        if !evidence.captured.contains(&id.0) {
+            continue;
+        }
+        match evidence.oracle.find_change(*lsn, *id, change.after) {
+            Some(commit) if !commit.lost => {}
+            Some(commit) => found.push(
+                Finding::new(Invariant::I4, Some(id.1), change.at)
+                    .expected("published changes belong to the surviving source history")
+                    .seen(format!(
+                        "a phantom {} committed on {} at {} ({lsn}) and lost in the failover",
+                        commit.txn.changes.iter().find(|c| c.lsn == *lsn).map_or("change", |c| c.kind.name()),
+                        commit.server,
+                        commit.at
+                    ))
+                    .lsn(*lsn),
+            ),
+            None => found.push(
+                Finding::new(Invariant::I4, Some(id.1), change.at)
+                    .expected("published changes belong to the source history")
+                    .seen(format!("a change at {lsn} that no commit made"))
+                    .lsn(*lsn),
+            ),
+        }
+    }
+}
+
+fn sink_phantoms(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Finding>) {
+    for (id, doc) in boundary.sink.iter() {
+        let Doc::Live(row) = doc else { continue };
+        if !evidence.captured.contains(&id.0) {
+            continue;
+        }
+        let known = evidence.oracle.versions(*id).iter().any(|version| version.row == Some(*row));
+        if !known {
+            let source = evidence.oracle.current(*id);
+            found.push(
+                Finding::new(Invariant::I4, Some(id.1), boundary.at)
+                    .expected(match source {
+                        Some(source) => format!("version {} as in the source", source.version),
+                        None => "absent: the source never had this row".into(),
+                    })
+                    .seen(format!(
+                        "version {} ({}), a row the surviving source never had",
+                        row.version,
+                        row.status.name()
+                    )),
+            );
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! What Kafka durably holds, indexed for the checkers: streamed change records by change LSN and
+//! document, and snapshot attempts.
+//!
+//! A snapshot attempt is recognised from the records alone, as a consumer could: a record with
+//! `source.snapshot=first` opens one; the following snapshot records with the same
+//! `source.connector` and `source.lsn` belong to it; `source.snapshot=last` completes it.
+
+use crate::core::event::{KafkaRecord, Op, Origin, SnapshotMarker};
+use crate::core::ids::{Row, TableId};
+use crate::core::lsn::Lsn;
+use crate::core::time::SimTime;
+use crate::judge::oracle::DocId;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One snapshot attempt as published.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Attempt {
+    pub origin: Origin,
+    /// Its `source.lsn`.
+    pub lsn: Lsn,
+    pub rows: AttemptRows,
+    pub tables: BTreeSet<TableId>,
+    pub complete: bool,
+    pub first_at: SimTime,
+    /// Append sequence of its last record so far.
+    pub last_seq: u64,
+}
+
+/// The rows of a snapshot attempt by document, the last record of each document winning.
+/// A sorted vector: a snapshot publishes its rows in scan (key) order, so nearly every insert is
+/// a push at the end.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct AttemptRows(Vec<(DocId, Row)>);
+
+impl AttemptRows {
+    pub fn insert(&mut self, id: DocId, row: Row) {
+        match self.0.last() {
+            Some((last, _)) if *last >= id => match self.0.binary_search_by(|(other, _)| other.cmp(&id)) {
+                Ok(index) => self.0[index].1 = row,
+                Err(index) => self.0.insert(index, (id, row)),
+            },
+            _ => self.0.push((id, row)),
+        }
+    }
+
+    pub fn contains_key(&self, id: &DocId) -> bool {
+        self.0.binary_search_by(|(other, _)| other.cmp(id)).is_ok()
+    }
+
+    pub fn get(&self, id: &DocId) -> Option<&Row> {
+        self.0.binary_search_by(|(other, _)| other.cmp(id)).ok().map(|index| &self.0[index].1)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The rows in document order.
+    pub fn iter(&self) -> impl Iterator<Item = (&DocId, &Row)> + '_ {
+        self.0.iter().map(|(id, row)| (id, row))
+    }
+}
+
+impl<'a> IntoIterator for &'a AttemptRows {
+    type Item = (&'a DocId, &'a Row);
+    type IntoIter = std::iter::Map<std::slice::Iter<'a, (DocId, Row)>, fn(&'a (DocId, Row)) -> (&'a DocId, &'a Row)>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(id, row)| (id, row))
+    }
+}
+
+/// A streamed change as published.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PublishedChange {
+    pub op: Op,
+    pub after: Option<Row>,
+    /// When it was first appended.
+    pub at: SimTime,
+    pub seq: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Published {
+    seq: u64,
+    /// Streamed Debezium changes by (change LSN, document); the first append of each.
+    pub changes: BTreeMap<(Lsn, DocId), PublishedChange>,
+    pub attempts: Vec<Attempt>,
+}
+
+impl Published {
+    pub fn append(&mut self, at: SimTime, records: &[KafkaRecord]) {
+        // Records of one append mostly belong to one attempt and one table: the attempt found
+        // for the previous record is tried first.
+        let mut current: Option<(usize, TableId)> = None;
+        for record in records {
+            self.seq += 1;
+            let Some(event) = record.value else { continue };
+            let id = (event.source.table, record.key);
+            if event.source.snapshot == SnapshotMarker::Streamed {
+                self.changes.entry((event.source.lsn, id)).or_insert(PublishedChange {
+                    op: event.op,
+                    after: event.after,
+                    at,
+                    seq: self.seq,
+                });
+                continue;
+            }
+            let Some(row) = event.after else { continue };
+            let (origin, lsn) = (event.source.connector, event.source.lsn);
+            let same = |attempt: &Attempt| attempt.origin == origin && attempt.lsn == lsn && !attempt.complete;
+            let open = match current {
+                Some((index, _)) if same(&self.attempts[index]) => Some(index),
+                _ => self.attempts.iter().rposition(same),
+            };
+            let index = match (event.source.snapshot, open) {
+                (SnapshotMarker::First, _) | (_, None) => {
+                    self.attempts.push(Attempt {
+                        origin,
+                        lsn,
+                        rows: AttemptRows::default(),
+                        tables: BTreeSet::new(),
+                        complete: false,
+                        first_at: at,
+                        last_seq: self.seq,
+                    });
+                    self.attempts.len() - 1
+                }
+                (_, Some(index)) => index,
+            };
+            let attempt = &mut self.attempts[index];
+            attempt.rows.insert(id, row);
+            if current != Some((index, id.0)) {
+                attempt.tables.insert(id.0);
+                current = Some((index, id.0));
+            }
+            attempt.last_seq = self.seq;
+            if event.source.snapshot.is_last() {
+                attempt.complete = true;
+            }
+        }
+    }
+
+    /// Whether the streamed change (LSN, document, row after) is in Kafka.
+    pub fn has_change(&self, lsn: Lsn, id: DocId, after: Option<Row>) -> bool {
+        self.changes.get(&(lsn, id)).is_some_and(|change| change.after == after)
+    }
+
+    /// The last complete snapshot attempt, in append order.
+    pub fn accepted(&self) -> Option<(usize, &Attempt)> {
+        self.attempts.iter().enumerate().filter(|(_, attempt)| attempt.complete).max_by_key(|(_, a)| a.last_seq)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::ids::Status;
+
+    #[test]
+    fn attempt_rows_behave_as_a_map_whatever_the_order() {
+        let row = |version| Row { version, status: Status::Submitted, amount_cents: 1 };
+        let mut rows = AttemptRows::default();
+        let mut map = BTreeMap::new();
+        // In order, a repeat (a producer retry), then out of order.
+        for (key, version) in [(1, 1), (2, 1), (5, 1), (5, 2), (3, 1), (1, 3), (9, 1), (0, 1)] {
+            rows.insert((TableId(0), key), row(version));
+            map.insert((TableId(0), key), row(version));
+        }
+        assert_eq!(rows.iter().map(|(id, row)| (*id, *row)).collect::<Vec<_>>(), map.into_iter().collect::<Vec<_>>());
+        assert!(rows.contains_key(&(TableId(0), 3)) && !rows.contains_key(&(TableId(0), 4)));
+        assert_eq!(rows.len(), 6);
+    }
+}

@@ -1,0 +1,392 @@
+//! The narrator: one line of plain language per observation worth reading, in the user's terms —
+//! simulated time as `t=61.200s`, LSNs as `0/16B3748`, the real setting that mattered. The same
+//! narrator reads a simulation trace and (later) a model-checking counterexample.
+
+use crate::core::change::ChangeKind;
+use crate::core::event::{KafkaRecord, Topic, TopicPartition};
+use crate::core::ids::Role;
+use crate::core::ids::TableId;
+use crate::core::observe::{GateVerdict, Observation, ScanSnapshot, SinkAction, SnapshotCase, TraceEvent};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// Names the narrator needs: tables and the topic prefix.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Names {
+    pub tables: Vec<String>,
+    pub topic_prefix: String,
+}
+
+impl Names {
+    pub fn table(&self, table: TableId) -> &str {
+        self.tables.get(usize::from(table.0)).map_or("?", String::as_str)
+    }
+
+    /// The names of a scenario's tables and topics.
+    pub fn of(spec: &crate::scenario::spec::Spec) -> Names {
+        Names {
+            tables: spec.tables.iter().map(|table| table.name.clone()).collect(),
+            topic_prefix: spec.debezium.topic_prefix.clone(),
+        }
+    }
+
+    pub fn topic(&self, topic: Topic) -> String {
+        match topic {
+            Topic::Change(table) => format!("{}.{}", self.topic_prefix, self.table(table)),
+            Topic::Heartbeat => format!("__debezium-heartbeat.{}", self.topic_prefix),
+        }
+    }
+
+    /// A row operation in words: `delete claim 500 from public.claims`.
+    pub fn row_op(&self, op: &crate::core::change::RowOp) -> String {
+        use crate::core::change::RowOp;
+        match *op {
+            RowOp::Insert { table, key, status, .. } => {
+                format!("insert claim {key} ({}) into {}", status.name(), self.table(table))
+            }
+            RowOp::Update { table, key, status } => {
+                format!("update claim {key} to {} in {}", status.name(), self.table(table))
+            }
+            RowOp::Delete { table, key } => format!("delete claim {key} from {}", self.table(table)),
+        }
+    }
+
+    /// A partition as Kafka names it (`TopicPartition.toString()`): `claims.public.claims-0`.
+    pub fn partition(&self, tp: TopicPartition) -> String {
+        format!("{}-{}", self.topic(tp.topic), tp.partition)
+    }
+
+    /// Positions in partitions, each named: `claims.public.claims-0@13 claims.public.claims-1@7`.
+    pub fn positions(&self, positions: &[(TopicPartition, u64)]) -> String {
+        if positions.is_empty() {
+            return "no partition".into();
+        }
+        positions
+            .iter()
+            .map(|(tp, position)| format!("{}@{position}", self.partition(*tp)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// `t=12.345s  connect   text`, or `None` for observations not narrated one by one. (A time of
+/// 1000 s or more widens its column by a character or two.)
+pub fn line(event: &TraceEvent, names: &Names) -> Option<String> {
+    let text = narrate(&event.observation, names)?;
+    Some(format!("{:<10} {:<9} {}", event.at.to_string(), event.node.name(), text))
+}
+
+fn change_text(kind: &ChangeKind, key: i64) -> String {
+    match kind {
+        ChangeKind::Insert { after } => format!("insert claim {key} ({after})"),
+        ChangeKind::Update { after, .. } => format!("update claim {key} -> {after}"),
+        ChangeKind::Delete { .. } => format!("delete claim {key}"),
+    }
+}
+
+/// The offsets records went to, per partition, each named: `claims.public.claims-0@13..15`.
+fn partitions_summary(records: &[KafkaRecord], names: &Names) -> String {
+    let mut ranges: BTreeMap<TopicPartition, (u64, u64)> = BTreeMap::new();
+    for record in records {
+        let range = ranges.entry(record.tp).or_insert((record.offset, record.offset));
+        range.0 = range.0.min(record.offset);
+        range.1 = range.1.max(record.offset);
+    }
+    ranges
+        .iter()
+        .map(|(tp, (low, high))| {
+            let partition = names.partition(*tp);
+            if low == high { format!("{partition}@{low}") } else { format!("{partition}@{low}..{high}") }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
+    Some(match observation {
+        Observation::Committed { txn, .. } => {
+            let mut text = format!("xid {} committed at {}: ", txn.xid, txn.commit_lsn);
+            let shown: Vec<String> = txn
+                .changes
+                .iter()
+                .take(3)
+                .map(|c| {
+                    // The claims are the first table; a row of another (the heartbeat table of a
+                    // heartbeat.action.query) is named with its table.
+                    let text = change_text(&c.kind, c.key);
+                    if c.table.0 == 0 {
+                        text
+                    } else {
+                        format!("{} in {}", text.replacen("claim", "row", 1), names.table(c.table))
+                    }
+                })
+                .collect();
+            text.push_str(&shown.join(", "));
+            if txn.changes.len() > 3 {
+                let _ = write!(text, " and {} more", txn.changes.len() - 3);
+            }
+            text
+        }
+        Observation::SlotCreated { slot, restart_lsn, consistent_point, snapshot_name, .. } => format!(
+            "slot \"{slot}\" created: restart_lsn {restart_lsn}, consistent point {consistent_point}, exported snapshot {snapshot_name}"
+        ),
+        Observation::SlotDropped { slot, .. } => format!("slot \"{slot}\" dropped"),
+        Observation::ScanStarted { client, table, snapshot, snapshot_csn, wal_lsn, rows, .. } => format!(
+            "SELECT * FROM {} for {client}: {}, sees the first {snapshot_csn} commit(s) of the run (WAL at {wal_lsn}); {rows} rows",
+            names.table(*table),
+            match snapshot {
+                ScanSnapshot::Exported { name } => format!("REPEATABLE READ on exported snapshot {name}"),
+                ScanSnapshot::Statement => "READ COMMITTED, its own statement snapshot".into(),
+            }
+        ),
+        Observation::StreamStarted { slot, client, requested, confirmed_flush, start, restart_lsn, .. } => {
+            let mut text = format!(
+                "START_REPLICATION SLOT \"{slot}\" LOGICAL {requested} from {client}: confirmed_flush {confirmed_flush}, reading WAL from {restart_lsn}"
+            );
+            if start > requested && requested.is_valid() {
+                let _ = write!(text, "; {requested} has been already streamed, forwarding to {start}");
+            } else {
+                let _ = write!(text, "; streaming transactions committing at or after {start}");
+            }
+            text
+        }
+        Observation::SlotConfirmed { slot, from, to, by, .. } => {
+            format!("slot \"{slot}\" confirmed_flush {from} -> {to} (feedback from {by}; in memory, not saved)")
+        }
+        Observation::SlotSaved { slot, restart_lsn, confirmed_flush, .. } => {
+            format!("slot \"{slot}\" saved to disk: restart_lsn {restart_lsn}, confirmed_flush {confirmed_flush}")
+        }
+        Observation::Checkpoint { lsn, .. } => format!("checkpoint at {lsn}"),
+        Observation::CrashRecoveryEnded { .. } => {
+            "crash recovery done; the end-of-recovery checkpoint runs before connections are accepted".into()
+        }
+        Observation::SlotInvalidated { slot, restart_lsn, oldest_kept, walsender_terminated, .. } => {
+            let mut text = format!(
+                "invalidating slot \"{slot}\" because its restart_lsn {restart_lsn} exceeds max_slot_wal_keep_size \
+                 (WAL kept from {oldest_kept}); wal_status lost"
+            );
+            if *walsender_terminated {
+                text.push_str("; its walsender was terminated first");
+            }
+            text
+        }
+        Observation::Heartbeat { lsn, action_query } => {
+            let mut text = match lsn {
+                Some(lsn) => format!("heartbeat record with the current offset ({lsn})"),
+                None => "heartbeat (no offset yet, no record)".to_string(),
+            };
+            if *action_query {
+                text.push_str("; heartbeat.action.query run");
+            }
+            text
+        }
+        Observation::KeepaliveConfirmed { lsn } => format!(
+            "the driver confirmed keep-alive {lsn} to the slot (lsn.flush.mode=connector_and_driver; not in the stored offset)"
+        ),
+        Observation::SlotSynced { slot, restart_lsn, confirmed_flush, .. } => {
+            format!("slotsync: synced slot \"{slot}\" at restart_lsn {restart_lsn}, confirmed_flush {confirmed_flush}")
+        }
+        Observation::SlotInfoRetry { attempt } => format!(
+            "slot info attempt {attempt} of 900: restart_lsn is NULL (\"concurrent tx probably blocks taking snapshot\"); \
+             trying again in 2 s, the task still RUNNING"
+        ),
+        Observation::WalWritten { bytes, end, .. } => {
+            format!("{} of WAL written in another database, up to {end}", crate::core::fault::size_text(*bytes))
+        }
+        Observation::ServerStarted { role, slots, .. } => {
+            let mut text = format!("server started as {}", if *role == Role::Primary { "primary" } else { "standby" });
+            for (slot, confirmed) in slots {
+                let _ = write!(text, "; slot \"{slot}\" confirmed_flush {confirmed} (as saved on disk)");
+            }
+            text
+        }
+        Observation::Promoted { timeline, switch_lsn, slots, .. } => format!(
+            "promoted to primary: timeline {timeline} starts at {switch_lsn}; logical slots here: {}",
+            if slots.is_empty() { "none".to_string() } else { slots.join(", ") }
+        ),
+        Observation::WorkerStarted { target_state } => {
+            if target_state == "RUNNING" {
+                format!("worker started; connector target state {target_state}")
+            } else {
+                format!(
+                    "worker started; connector target state {target_state} (read back from the config topic): no task starts"
+                )
+            }
+        }
+        Observation::TaskStarted { offset } => match offset {
+            Some(offset) => format!("task started; stored offset {offset}"),
+            None => "task started; no stored offset".into(),
+        },
+        Observation::LogPositionChecked { available, detail } => {
+            format!("log-position check: {} ({detail})", if *available { "available" } else { "NOT available" })
+        }
+        Observation::SlotRead { row } => match row {
+            Some(row) => format!(
+                "slot \"{}\" exists: restart_lsn {}, confirmed_flush {}",
+                row.slot_name,
+                row.restart_lsn.map_or("NULL".into(), |lsn| lsn.to_string()),
+                row.confirmed_flush_lsn.map_or("NULL".into(), |lsn| lsn.to_string())
+            ),
+            None => "slot does not exist".into(),
+        },
+        Observation::SnapshotDecided { snapshot, reason } => {
+            format!("{}: {reason}", if *snapshot { "snapshot" } else { "no snapshot" })
+        }
+        Observation::SnapshotStarted { case, lsn, .. } => match case {
+            SnapshotCase::SlotCreatedNow => format!(
+                "snapshot started (case A, slot created by this start): reading the exported snapshot at the consistent point {lsn}"
+            ),
+            SnapshotCase::SlotExisted => format!(
+                "snapshot started (case B, slot already existed): READ COMMITTED reads; streaming will start at pg_current_wal_lsn() = {lsn}"
+            ),
+        },
+        Observation::SnapshotCompleted { rows, .. } => {
+            format!("snapshot read {rows} rows; its last record carries snapshot_completed=true")
+        }
+        Observation::StreamingRequested { start, skip_processed_upto } => match skip_processed_upto {
+            Some(upto) => format!("streaming from lsn_proc {start}, skipping replayed changes up to {upto}"),
+            None if start.is_valid() => format!("streaming from {start}"),
+            None => "streaming from the slot's position".into(),
+        },
+        Observation::Polled { summary } => {
+            let mut parts = Vec::new();
+            if summary.snapshot_rows > 0 {
+                parts.push(format!("{} snapshot row(s)", summary.snapshot_rows));
+            }
+            if summary.changes > 0 {
+                let keys: Vec<String> = summary.first_changes.iter().map(|(op, key)| format!("{op} {key}")).collect();
+                let more = if summary.changes > summary.first_changes.len() { ", …" } else { "" };
+                parts.push(format!("{} change(s): {}{more}", summary.changes, keys.join(", ")));
+            }
+            if summary.tombstones > 0 {
+                parts.push(format!("{} tombstone(s)", summary.tombstones));
+            }
+            if summary.last_snapshot_record {
+                parts.push("the last snapshot record".into());
+            }
+            format!("poll() returned {} record(s): {}", summary.records, parts.join("; "))
+        }
+        Observation::ProduceAcked { count, completion_marker, .. } => format!(
+            "Kafka acknowledged {count} record(s){}",
+            if *completion_marker {
+                ", including the snapshot completion marker (not yet in the offsets topic)"
+            } else {
+                ""
+            }
+        ),
+        Observation::OffsetsCommitted { offset } => match offset {
+            Some(offset) => format!("offset flush stored {offset}"),
+            None => "offset flush: nothing new to store".into(),
+        },
+        Observation::OffsetFlushFailed { reason } => format!("offset flush failed: {reason}"),
+        Observation::LsnFlushed { lsn, from_offset_store: true } => {
+            format!("confirmed {lsn} to the slot (from the offset re-read from Kafka)")
+        }
+        Observation::LsnFlushed { lsn, from_offset_store: false } => format!(
+            "confirmed {lsn} to the slot (from the offsets Kafka acknowledged, in memory: before Debezium 2.7, DBZ-7816)"
+        ),
+        Observation::TaskFailed { reason } => format!("task FAILED: {reason}"),
+        Observation::TaskRestarting { reason, after_ms } => {
+            format!("retriable error ({reason}); restarting in {}.{:03}s", after_ms / 1000, after_ms % 1000)
+        }
+        Observation::TaskStopped { graceful } => {
+            if !*graceful {
+                "task FAILED after its final offset commit; it waits for a restart (POST /connectors/<name>/tasks/0/restart)"
+                    .into()
+            } else {
+                "task stopped gracefully (final offsets committed)".into()
+            }
+        }
+        Observation::TaskFailing { committing } => {
+            if *committing {
+                "task threw an exception: its send loop ends; Connect awaits the records in flight (up to \
+                 offset.flush.timeout.ms) and commits the offsets Kafka acknowledged (finalOffsetCommit)"
+                    .into()
+            } else {
+                "task threw an exception while starting: nothing submitted, nothing to commit".into()
+            }
+        }
+        Observation::RestUnanswered { request, retry_after_ms } => format!(
+            "{request}: no Connect worker answers (connection refused); calling again every {}.{:03}s until one does",
+            retry_after_ms / 1000,
+            retry_after_ms % 1000
+        ),
+        Observation::RestAnswered { request } => format!("{request}: answered by the Connect worker"),
+        Observation::Appended { records } => {
+            format!("appended {} record(s) at {}", records.len(), partitions_summary(records, names))
+        }
+        Observation::SourceOffsetStored { connector, offset } => match offset {
+            Some(_) => return None,
+            None => format!("offsets of connector \"{connector}\" deleted (tombstone in the offsets topic)"),
+        },
+        Observation::GroupCommitted { group, positions } => {
+            format!("group \"{group}\" committed {}", names.positions(positions))
+        }
+        Observation::SinkStarted { positions } => format!("consumer started at {}", names.positions(positions)),
+        Observation::SinkApplied { applies } => {
+            let count = |wanted: &[SinkAction]| applies.iter().filter(|a| wanted.contains(&a.action)).count();
+            let applied = count(&[SinkAction::Upserted, SinkAction::Deleted]);
+            let rejected = count(&[SinkAction::RejectedStale]);
+            let ignored = count(&[SinkAction::Ignored]);
+            let mut text = format!("applied {applied} record(s)");
+            if rejected > 0 {
+                let _ = write!(text, ", refused {rejected} stale");
+            }
+            if ignored > 0 {
+                let _ = write!(text, ", ignored {ignored}");
+            }
+            text
+        }
+        Observation::SinkReconciled { epoch_lsn, removed } => {
+            let shown: Vec<String> =
+                removed.iter().take(5).map(|(_, key, row)| format!("claim {key} v{}", row.version)).collect();
+            format!(
+                "snapshot epoch {epoch_lsn} complete: removed {} document(s) it did not see{}",
+                removed.len(),
+                if shown.is_empty() { String::new() } else { format!(" ({})", shown.join(", ")) }
+            )
+        }
+        Observation::AppTxnFailed { reason } => format!("transaction failed: {reason}"),
+        Observation::Crashed { process } => format!("FAULT: {process} crashed (what it held in memory is lost)"),
+        Observation::SinkFailed { reason, partitions } => format!(
+            "consumer FAILED, it reads nothing more: {reason}: [{}]",
+            partitions.iter().map(|tp| names.partition(*tp)).collect::<Vec<_>>().join(", ")
+        ),
+        Observation::ScriptedNotApplied { ops, reason } => {
+            let ops: Vec<String> = ops.iter().map(|op| names.row_op(op)).collect();
+            if ops.is_empty() {
+                format!("a scripted transaction DID NOT APPLY: {reason}")
+            } else {
+                format!("scripted transaction ({}) DID NOT APPLY: {reason}", ops.join(", "))
+            }
+        }
+        Observation::LoaderRead { rows, lsn } => {
+            format!(
+                "plain SELECT read {rows} rows (pg_current_wal_lsn() was {lsn}); publishing them as snapshot records"
+            )
+        }
+        Observation::GateChecked { saved_offset, slot, timeline, switch_lsn, verdict, detail, .. } => format!(
+            "failover gate: saved offset {}; slot on the new primary: {}; timeline {timeline}{} -> {}: {detail}",
+            saved_offset.as_ref().map_or("none".into(), |o| o.to_string()),
+            slot.as_ref().map_or("none".into(), |s| format!(
+                "confirmed_flush {}",
+                s.confirmed_flush_lsn.map_or("NULL".into(), |l| l.to_string())
+            )),
+            switch_lsn.map_or(String::new(), |lsn| format!(" from {lsn}")),
+            match verdict {
+                GateVerdict::Available => "resume",
+                GateVerdict::Rebuild => "rebuild",
+                GateVerdict::FailClosed => "fail closed",
+            }
+        ),
+        Observation::OperatorAction { action } => action.clone(),
+        Observation::Fault { action } => format!("FAULT: {action}"),
+        Observation::FaultRefused { action, reason } => format!("FAULT REFUSED: {action}: {reason}"),
+        Observation::OperatorWaits { procedure, behind } => {
+            format!("{procedure} waits its turn: {behind} is under way; it runs when that ends")
+        }
+        Observation::OperatorResumesWaiting { procedure } => format!("{procedure} runs now (it waited its turn)"),
+        Observation::Restarted { .. } => "process restarted".into(),
+        Observation::Moment { name } => format!("moment reached: {name}"),
+    })
+}

@@ -1,0 +1,444 @@
+//! The handoff record (DESIGN.md §4, `../DOMAIN.md` §1 "Acceptance"): the audit record a run
+//! ends with, at its acceptance boundary.
+//!
+//! Source tables and schema revision; the connector configuration; the snapshot completion marker
+//! and its source log position; the sink's key rule and checkpoint; the restart test's outcome;
+//! the failover gate's outcome; whether a rebuild from a new snapshot was taken; and the
+//! reconciliation of the source (the bounded query `SELECT id, version, status, amount FROM …` at
+//! the boundary) against the sink: row counts, keys missing and extra, keys whose content
+//! differs, and sampled content hashes — a count match can hide wrong rows.
+
+use crate::core::event::{SourceOffset, Topic, TopicPartition};
+use crate::core::fault::FaultAction;
+use crate::core::ids::{Key, Row};
+use crate::core::lsn::Lsn;
+use crate::core::observe::{Doc, GateVerdict, Observation, TraceEvent};
+use crate::core::time::SimTime;
+use crate::judge::checkers::Boundary;
+use crate::judge::oracle::Oracle;
+use crate::scenario::spec::Spec;
+use crate::scenario::workload::{Draw, stream};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotMarkerRecord {
+    /// When the connector finished reading its last snapshot.
+    pub completed_at: SimTime,
+    /// That snapshot's log position (`lsn` of its offsets).
+    pub lsn: Lsn,
+    /// What became of the completion marker: stored by an offset flush, superseded before any
+    /// flush by a streaming offset (Debezium keeps the marker only in the last snapshot record's
+    /// offset), or never stored.
+    pub marker: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestartTest {
+    pub snapshot_attempts: u32,
+    /// A kill or stop hit while a snapshot was not yet recorded complete.
+    pub restarted_during_snapshot: bool,
+    pub outcome: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailoverGateRecord {
+    pub promoted_at: SimTime,
+    pub switch_lsn: Lsn,
+    /// The saved offset and the new source's slot position as the gate compared them.
+    pub saved_offset: Option<String>,
+    pub new_source_slot: Option<String>,
+    pub outcome: String,
+}
+
+/// The sink group's committed position in one partition of a data topic it reads.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointEntry {
+    /// The topic, as Kafka names it (`claims.public.claims`).
+    pub topic: String,
+    pub partition: u32,
+    /// The committed offset: the next record the group reads; `None` when it committed none.
+    pub committed_offset: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SampledHash {
+    pub key: Key,
+    pub source: Option<String>,
+    pub sink: Option<String>,
+    pub matches: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandoffRecord {
+    pub source_tables: Vec<String>,
+    pub schema_revision: u32,
+    pub connector_configuration: BTreeMap<String, String>,
+    pub snapshot_completion_marker: Option<SnapshotMarkerRecord>,
+    pub sink_key_rule: String,
+    /// The sink group's committed offsets in every partition of the data topics it reads (the
+    /// change topics; the heartbeat topic carries no document and is left out).
+    pub sink_checkpoint: Vec<CheckpointEntry>,
+    pub restart_test: Option<RestartTest>,
+    pub failover_gate: Option<FailoverGateRecord>,
+    pub rebuild_from_new_snapshot: Option<String>,
+    /// A rebuild (the runbook's `rebuild-connector`, or the failover gate's) resumed the
+    /// connector on a new slot without a snapshot (`snapshot.mode=no_data`): it cannot restore
+    /// what was committed before the new slot.
+    pub rebuild_without_snapshot: bool,
+    pub acceptance_at: SimTime,
+    pub acceptance_reached: bool,
+    pub acceptance_note: String,
+    pub source_row_count: usize,
+    pub sink_row_count: usize,
+    pub keys_missing: Vec<Key>,
+    pub keys_extra: Vec<Key>,
+    pub keys_differing: Vec<Key>,
+    pub sampled_hashes: Vec<SampledHash>,
+    pub sampled_hashes_match: bool,
+    pub counts_match: bool,
+}
+
+/// What the record is made from.
+pub struct RecordInputs<'a> {
+    pub spec: &'a Spec,
+    pub seed: u64,
+    pub trace: &'a [TraceEvent],
+    pub oracle: &'a Oracle,
+    pub boundary: &'a Boundary,
+    /// The sink group's committed offsets, as Kafka holds them.
+    pub sink_checkpoint: BTreeMap<TopicPartition, u64>,
+}
+
+impl HandoffRecord {
+    pub fn build(inputs: &RecordInputs) -> HandoffRecord {
+        let spec = inputs.spec;
+        let mut connector_configuration = spec.connector_properties.clone();
+        let defaults = [
+            ("snapshot.mode", spec.debezium.snapshot_mode.name().to_string()),
+            ("slot.name", spec.debezium.slot_name.clone()),
+            ("publication.name", spec.debezium.publication_name.clone()),
+            ("topic.prefix", spec.debezium.topic_prefix.clone()),
+            ("offset.flush.interval.ms", spec.connect.offset_flush_interval_ms.to_string()),
+        ];
+        for (key, value) in defaults {
+            connector_configuration.entry(key.to_string()).or_insert(value);
+        }
+
+        // Source vs sink at the boundary, per captured table.
+        let mut source: BTreeMap<Key, Row> = BTreeMap::new();
+        let mut sink: BTreeMap<Key, Row> = BTreeMap::new();
+        for table in &spec.debezium.tables {
+            source.extend(inputs.oracle.live(*table));
+            for ((_, key), doc) in inputs.boundary.sink.table(*table) {
+                if let Doc::Live(row) = doc {
+                    sink.insert(*key, *row);
+                }
+            }
+        }
+        let keys_missing: Vec<Key> = source.keys().filter(|key| !sink.contains_key(key)).copied().collect();
+        let keys_extra: Vec<Key> = sink.keys().filter(|key| !source.contains_key(key)).copied().collect();
+        let keys_differing: Vec<Key> = source
+            .iter()
+            .filter(|(key, row)| sink.get(key).is_some_and(|seen| seen != *row))
+            .map(|(k, _)| *k)
+            .collect();
+        let mut draw = Draw::new(inputs.seed, stream::SAMPLE);
+        let candidates: Vec<Key> = source.keys().copied().collect();
+        let mut sampled_keys: Vec<Key> = Vec::new();
+        let wanted = (spec.acceptance.sample_size as usize).min(candidates.len());
+        while sampled_keys.len() < wanted {
+            let key = candidates[draw.below(candidates.len() as u64) as usize];
+            if !sampled_keys.contains(&key) {
+                sampled_keys.push(key);
+            }
+        }
+        sampled_keys.sort_unstable();
+        let hash = |key: Key, row: Option<&Row>| row.map(|row| format!("{:016x}", row.content_hash(key)));
+        let sampled_hashes: Vec<SampledHash> = sampled_keys
+            .iter()
+            .map(|key| {
+                let (s, k) = (hash(*key, source.get(key)), hash(*key, sink.get(key)));
+                SampledHash { key: *key, matches: s == k, source: s, sink: k }
+            })
+            .collect();
+
+        // The trace's story: marker, restarts, failover, rebuild.
+        let mut snapshot_completion_marker = None;
+        let mut snapshot_attempts = 0;
+        let mut snapshot_open = false;
+        let mut restarted_during_snapshot = false;
+        let mut failover_gate: Option<FailoverGateRecord> = None;
+        let mut rebuild = None;
+        let mut rebuild_without_snapshot = false;
+        // A rebuild under way (what it is, for the record) until the connector decides whether
+        // it snapshots.
+        let mut rebuilding: Option<String> = None;
+        let mut promoted = false;
+        for event in inputs.trace {
+            match &event.observation {
+                Observation::SnapshotStarted { .. } => {
+                    snapshot_attempts += 1;
+                    snapshot_open = true;
+                    if let Some(what) = rebuilding.take() {
+                        rebuild = Some(format!("a new snapshot started at {} after {what}", event.at));
+                    } else if promoted && rebuild.is_none() {
+                        rebuild = Some(format!("a new snapshot started at {} after the failover", event.at));
+                    }
+                }
+                Observation::SnapshotDecided { snapshot: false, reason } => {
+                    if let Some(what) = rebuilding.take() {
+                        rebuild_without_snapshot = true;
+                        rebuild = Some(format!(
+                            "WITHOUT A SNAPSHOT: {what} resumed the connector on a new slot at {} ({reason}); a rebuild \
+                             that cannot restore history: what was committed before the new slot is in no snapshot and \
+                             no stream",
+                            event.at
+                        ));
+                    }
+                }
+                Observation::SnapshotCompleted { lsn, .. } => {
+                    snapshot_completion_marker = Some(SnapshotMarkerRecord {
+                        completed_at: event.at,
+                        lsn: *lsn,
+                        marker: "not stored: no offset flush after it".into(),
+                    });
+                }
+                Observation::SourceOffsetStored { offset: Some(offset), .. } => {
+                    if let Some(marker) = snapshot_completion_marker.as_mut()
+                        && marker.marker.starts_with("not stored")
+                    {
+                        if offset.snapshot_completed {
+                            marker.marker = format!("snapshot_completed=true stored at {}", event.at);
+                        } else if offset.snapshot.is_none() {
+                            marker.marker = format!(
+                                "completed; the first offset stored after it, at {}, is already a streaming offset ({offset})",
+                                event.at
+                            );
+                        }
+                    }
+                    if offset.snapshot.is_none() || offset.snapshot_completed {
+                        snapshot_open = false;
+                    }
+                }
+                Observation::Fault { action } => match action {
+                    FaultAction::KillConnectWorker { .. } | FaultAction::StopConnector { .. } if snapshot_open => {
+                        restarted_during_snapshot = true;
+                    }
+                    FaultAction::RebuildConnector => {
+                        rebuilding = Some(format!("the rebuild-connector runbook at {}", event.at));
+                    }
+                    FaultAction::FailOverToStandby { .. } => {}
+                    _ => {}
+                },
+                Observation::Promoted { switch_lsn, .. } => {
+                    promoted = true;
+                    failover_gate = Some(FailoverGateRecord {
+                        promoted_at: event.at,
+                        switch_lsn: *switch_lsn,
+                        saved_offset: None,
+                        new_source_slot: None,
+                        outcome: "no gate ran: the connector decided by itself".into(),
+                    });
+                }
+                Observation::GateChecked { saved_offset, slot, verdict, detail, .. } => {
+                    if *verdict == GateVerdict::Rebuild {
+                        rebuilding = Some("the failover".into());
+                    }
+                    if let Some(gate) = failover_gate.as_mut() {
+                        gate.saved_offset = saved_offset.as_deref().map(SourceOffset::to_string);
+                        gate.new_source_slot = Some(match slot {
+                            Some(slot) => format!(
+                                "slot \"{}\" confirmed_flush {}",
+                                slot.slot_name,
+                                slot.confirmed_flush_lsn.map_or("NULL".into(), |lsn| lsn.to_string())
+                            ),
+                            None => "no slot".into(),
+                        });
+                        gate.outcome = match verdict {
+                            GateVerdict::Available => format!("passed: {detail}; resumed"),
+                            GateVerdict::Rebuild
+                                if spec.debezium.snapshot_mode
+                                    == crate::components::connect::debezium::SnapshotMode::NoData =>
+                            {
+                                format!(
+                                    "unavailable: {detail}; rebuilt on a new slot WITHOUT a snapshot (snapshot.mode=no_data)"
+                                )
+                            }
+                            GateVerdict::Rebuild => format!("unavailable: {detail}; rebuilt from a new snapshot"),
+                            GateVerdict::FailClosed => format!("unavailable: {detail}; failed closed"),
+                        };
+                    }
+                }
+                Observation::LogPositionChecked { available: false, detail }
+                    if rebuild.is_none()
+                        && spec.debezium.snapshot_mode
+                            == crate::components::connect::debezium::SnapshotMode::WhenNeeded =>
+                {
+                    rebuild = Some(format!("snapshot.mode=when_needed re-snapshots at {}: {detail}", event.at));
+                }
+                _ => {}
+            }
+        }
+        let reconciliation_ok = keys_missing.is_empty() && keys_extra.is_empty() && keys_differing.is_empty();
+        let restart_test = (snapshot_attempts > 0).then(|| RestartTest {
+            snapshot_attempts,
+            restarted_during_snapshot,
+            outcome: match (restarted_during_snapshot, inputs.boundary.reached, reconciliation_ok) {
+                (false, _, _) => "not run: no restart hit an incomplete snapshot".into(),
+                (true, false, _) => format!("undecided: acceptance not reached ({})", inputs.boundary.reason),
+                (true, true, true) => "passed: the index matches the bounded source query".into(),
+                (true, true, false) => format!(
+                    "failed: {} missing, {} resurrected or extra, {} differing",
+                    keys_missing.len(),
+                    keys_extra.len(),
+                    keys_differing.len()
+                ),
+            },
+        });
+        HandoffRecord {
+            source_tables: spec.tables.iter().map(|t| t.name.clone()).collect(),
+            schema_revision: 1,
+            connector_configuration,
+            snapshot_completion_marker,
+            sink_key_rule: spec.sink_rule.key_rule().into(),
+            sink_checkpoint: checkpoint(spec, &inputs.sink_checkpoint),
+            restart_test,
+            failover_gate,
+            rebuild_from_new_snapshot: rebuild,
+            rebuild_without_snapshot,
+            acceptance_at: inputs.boundary.at,
+            acceptance_reached: inputs.boundary.reached,
+            acceptance_note: inputs.boundary.reason.clone(),
+            source_row_count: source.len(),
+            sink_row_count: sink.len(),
+            counts_match: source.len() == sink.len(),
+            sampled_hashes_match: sampled_hashes.iter().all(|s| s.matches),
+            sampled_hashes,
+            keys_missing,
+            keys_extra,
+            keys_differing,
+        }
+    }
+
+    /// The record as text.
+    pub fn render(&self) -> String {
+        let checkpoint: Vec<String> = self
+            .sink_checkpoint
+            .iter()
+            .map(|entry| match entry.committed_offset {
+                Some(offset) => format!("{}-{}@{offset}", entry.topic, entry.partition),
+                None => format!("{}-{} nothing committed", entry.topic, entry.partition),
+            })
+            .collect();
+        let mut out = String::new();
+        let keys = |keys: &[Key]| -> String {
+            if keys.is_empty() {
+                "none".into()
+            } else {
+                let shown: Vec<String> = keys.iter().take(12).map(Key::to_string).collect();
+                format!(
+                    "{}{}",
+                    shown.join(", "),
+                    if keys.len() > 12 { format!(" … ({} in all)", keys.len()) } else { String::new() }
+                )
+            }
+        };
+        let _ = writeln!(
+            out,
+            "  source tables        {} (schema revision {})",
+            self.source_tables.join(", "),
+            self.schema_revision
+        );
+        let config: Vec<String> = self.connector_configuration.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(out, "  connector            {}", config.join(" "));
+        match &self.snapshot_completion_marker {
+            Some(marker) => {
+                let _ = writeln!(
+                    out,
+                    "  snapshot             last completed at {} at source position {}; marker {}",
+                    marker.completed_at, marker.lsn, marker.marker
+                );
+            }
+            None => {
+                let _ = writeln!(out, "  snapshot             none completed");
+            }
+        }
+        let _ = writeln!(out, "  sink key rule        {}", self.sink_key_rule);
+        let _ = writeln!(
+            out,
+            "  sink checkpoint      {}",
+            if checkpoint.is_empty() { "no data topic".into() } else { checkpoint.join(", ") }
+        );
+        if let Some(test) = &self.restart_test {
+            let _ = writeln!(
+                out,
+                "  restart test         {} ({} snapshot attempt(s))",
+                test.outcome, test.snapshot_attempts
+            );
+        }
+        if let Some(gate) = &self.failover_gate {
+            let _ = writeln!(
+                out,
+                "  failover gate        promoted at {}, timeline switch at {}: {}",
+                gate.promoted_at, gate.switch_lsn, gate.outcome
+            );
+            if let Some(saved) = &gate.saved_offset {
+                let _ = writeln!(
+                    out,
+                    "                       saved offset {saved}; new source {}",
+                    gate.new_source_slot.clone().unwrap_or_default()
+                );
+            }
+        }
+        let _ = writeln!(
+            out,
+            "  rebuild              {}",
+            self.rebuild_from_new_snapshot.clone().unwrap_or_else(|| "none".into())
+        );
+        let _ = writeln!(
+            out,
+            "  acceptance boundary  {} ({})",
+            self.acceptance_at,
+            if self.acceptance_reached {
+                "pipeline caught up".to_string()
+            } else {
+                format!("NOT reached: {}", self.acceptance_note)
+            }
+        );
+        let _ = writeln!(out, "  row counts           source {} / sink {}", self.source_row_count, self.sink_row_count);
+        let _ = writeln!(out, "  keys missing         {}", keys(&self.keys_missing));
+        let _ = writeln!(out, "  keys extra           {}", keys(&self.keys_extra));
+        let _ = writeln!(out, "  keys differing       {}", keys(&self.keys_differing));
+        let mismatched: Vec<String> =
+            self.sampled_hashes.iter().filter(|s| !s.matches).map(|s| s.key.to_string()).collect();
+        let _ = writeln!(
+            out,
+            "  sampled hashes       {} of {} match{}",
+            self.sampled_hashes.iter().filter(|s| s.matches).count(),
+            self.sampled_hashes.len(),
+            if mismatched.is_empty() { String::new() } else { format!(" (differ: {})", mismatched.join(", ")) }
+        );
+        out
+    }
+}
+
+/// The checkpoint of every partition of the data topics the sink reads: the change topic of each
+/// captured table (each has `[kafka] partitions` partitions), in `table.include.list` order.
+fn checkpoint(spec: &Spec, committed: &BTreeMap<TopicPartition, u64>) -> Vec<CheckpointEntry> {
+    let names = crate::judge::narrate::Names::of(spec);
+    let mut entries = Vec::new();
+    for table in &spec.debezium.tables {
+        let topic = Topic::Change(*table);
+        for partition in 0..spec.kafka_partitions {
+            let tp = TopicPartition { topic, partition };
+            entries.push(CheckpointEntry {
+                topic: names.topic(topic),
+                partition,
+                committed_offset: committed.get(&tp).copied(),
+            });
+        }
+    }
+    entries
+}

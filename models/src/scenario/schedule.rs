@@ -1,0 +1,154 @@
+//! The steps of an exhaustive path, as data: what `handoff check` prints for a counterexample and
+//! a scenario's `[schedule]` lists, and the operator actions and preconditions of a `[check]`
+//! bound. The exhaustive lens takes these steps ([`crate::exhaustive::world`]); the timed lens
+//! follows them.
+
+use crate::core::component::Timer;
+use crate::core::fault::FaultAction;
+use crate::core::ids::Node;
+use serde::{Deserialize, Serialize};
+
+/// The processes of the world (the loader only when the scenario has one).
+pub const NODES: [Node; 7] =
+    [Node::Pg1, Node::Connect, Node::Kafka, Node::Sink, Node::App, Node::Operator, Node::Loader];
+
+/// One step the world can take.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Action {
+    /// Deliver the oldest message on the link `from → to`.
+    Deliver { from: Node, to: Node },
+    /// An armed timer fires.
+    Fire { node: Node, timer: Timer },
+    /// The application runs scripted transaction `index`.
+    RunScripted { index: usize },
+    /// A process crashes.
+    Crash { node: Node },
+    /// A crashed process starts again.
+    Restart { node: Node },
+    /// The operator does something by hand (each operation of the bound at most once).
+    Operate { operation: Operation },
+}
+
+/// What an operator may do by hand in a bound (`[check] operations`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Operation {
+    /// Drop the connector's slot and create it again (`pg_drop_replication_slot`,
+    /// `pg_create_logical_replication_slot`), the connector's offsets left as they are.
+    RecreateSlot,
+    /// The recovery runbook: stop the connector, delete its offsets, drop its slot, resume.
+    RebuildConnector,
+}
+
+/// When the operator may act in a bound (`[check] operate_while`): a drill's precondition.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum OperateWhile {
+    /// At any point.
+    #[default]
+    AnyTime,
+    /// Only while the Connect worker is down.
+    ConnectDown,
+    /// Only while the Connect worker is down, once the offsets topic holds a streamed position
+    /// (`lsn_proc`): the connector had been streaming before it went down.
+    ConnectDownAfterStreaming,
+}
+
+impl OperateWhile {
+    pub const ALL: [OperateWhile; 3] =
+        [OperateWhile::AnyTime, OperateWhile::ConnectDown, OperateWhile::ConnectDownAfterStreaming];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OperateWhile::AnyTime => "any-time",
+            OperateWhile::ConnectDown => "connect-down",
+            OperateWhile::ConnectDownAfterStreaming => "connect-down-after-streaming",
+        }
+    }
+}
+
+impl Operation {
+    pub const ALL: [Operation; 2] = [Operation::RecreateSlot, Operation::RebuildConnector];
+
+    /// Its place in `ALL`.
+    pub fn index(self) -> usize {
+        match self {
+            Operation::RecreateSlot => 0,
+            Operation::RebuildConnector => 1,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::RecreateSlot => "recreate-slot",
+            Operation::RebuildConnector => "rebuild-connector",
+        }
+    }
+
+    /// The same action as a timed fault.
+    pub fn fault(self) -> FaultAction {
+        match self {
+            Operation::RecreateSlot => FaultAction::RecreateSlot,
+            Operation::RebuildConnector => FaultAction::RebuildConnector,
+        }
+    }
+}
+
+/// A step as a schedule writes it (`handoff check` prints it, a scenario's `[schedule]` lists
+/// it): `deliver pg1 -> connect`, `fire connect offset-flush`, `fire pg1 scan-batch:connect`,
+/// `run script 1`, `crash connect`, `restart connect`.
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Action::Deliver { from, to } => write!(f, "deliver {from} -> {to}"),
+            Action::Fire { node, timer } => write!(f, "fire {node} {}", timer.name()),
+            Action::RunScripted { index } => write!(f, "run script {index}"),
+            Action::Crash { node } => write!(f, "crash {node}"),
+            Action::Restart { node } => write!(f, "restart {node}"),
+            Action::Operate { operation } => write!(f, "operator {}", operation.name()),
+        }
+    }
+}
+
+/// The processes of the exhaustive world, by name.
+fn world_node(name: &str) -> Result<Node, String> {
+    NODES.into_iter().find(|node| node.name() == name).ok_or_else(|| {
+        let names: Vec<&str> = NODES.iter().map(|node| node.name()).collect();
+        format!("`{name}` is not a process of the world (one of {})", names.join(", "))
+    })
+}
+
+fn parse_timer(text: &str) -> Result<Timer, String> {
+    const PLAIN: [Timer; 15] = Timer::PLAIN;
+    if let Some(client) = text.strip_prefix("scan-batch:") {
+        return Ok(Timer::ScanBatch { client: world_node(client)? });
+    }
+    PLAIN.into_iter().find(|timer| timer.name() == text).ok_or_else(|| {
+        let names: Vec<String> = PLAIN.iter().map(|timer| timer.name()).collect();
+        format!("`{text}` is not a timer (one of {}, scan-batch:CLIENT)", names.join(", "))
+    })
+}
+
+impl std::str::FromStr for Action {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Action, String> {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        match words.as_slice() {
+            ["deliver", from, "->", to] => Ok(Action::Deliver { from: world_node(from)?, to: world_node(to)? }),
+            ["fire", node, timer] => Ok(Action::Fire { node: world_node(node)?, timer: parse_timer(timer)? }),
+            ["run", "script", index] => index
+                .parse()
+                .map(|index| Action::RunScripted { index })
+                .map_err(|_| format!("`{index}` is not a script number")),
+            ["crash", node] => Ok(Action::Crash { node: world_node(node)? }),
+            ["restart", node] => Ok(Action::Restart { node: world_node(node)? }),
+            ["operator", name] => Operation::ALL
+                .into_iter()
+                .find(|operation| operation.name() == *name)
+                .map(|operation| Action::Operate { operation })
+                .ok_or_else(|| format!("`{name}` is not an operation (one of recreate-slot, rebuild-connector)")),
+            _ => Err(format!(
+                "`{text}` is not a step: `deliver FROM -> TO`, `fire NODE TIMER`, `run script N`, `crash NODE`, `restart NODE` or `operator OPERATION`"
+            )),
+        }
+    }
+}

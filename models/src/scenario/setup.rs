@@ -1,0 +1,111 @@
+//! Builds the modelled system from a validated scenario and a seed: the same starting point for
+//! every lens.
+
+use crate::components::app::App;
+use crate::components::connect::{ConnectWorker, TargetState};
+use crate::components::kafka::{Kafka, KafkaConfig};
+use crate::components::loader::Loader;
+use crate::components::operator::Operator;
+use crate::components::postgres::{Postgres, PostgresConfig, TableSpec};
+use crate::components::sink::{SearchIndex, SinkConfig};
+use crate::core::event::Topic;
+use crate::core::ids::Role;
+use crate::core::ids::{Key, Node, Row, TableId};
+use crate::core::lsn::Lsn;
+use crate::core::shared::{Fixed, Shared};
+use crate::scenario::processes::{Plain, Processes};
+use crate::scenario::spec::{HandoffMethod, Spec};
+use crate::scenario::workload;
+
+/// Where the WAL of the modelled cluster continues when a run starts: past `initdb` and the
+/// initial load, as on a fresh PostgreSQL 15 cluster.
+pub const INITIAL_WAL_LSN: Lsn = Lsn(0x16B_3748);
+
+/// Every process of a run, in its starting state.
+#[derive(Clone, Debug)]
+pub struct System {
+    pub processes: Processes<Plain>,
+    pub initial_rows: Vec<(TableId, Key, Row)>,
+    /// When the Connect worker process starts.
+    pub connect_start_ms: u64,
+}
+
+/// Options a lens may change.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// The background writer's running-xacts records (the exhaustive lens turns them off).
+    pub bgwriter_running_xacts: bool,
+    /// Walsenders' keep-alive messages to a caught-up client (off in the exhaustive lens too).
+    pub walsender_keepalives: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { bgwriter_running_xacts: true, walsender_keepalives: true }
+    }
+}
+
+pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
+    let initial_rows = workload::initial_rows(spec, seed);
+    let pg_config = Fixed::new(PostgresConfig {
+        major_version: spec.postgres_major_version,
+        wal_segment_size: spec.wal_segment_size,
+        checkpoint_timeout_ms: spec.checkpoint_timeout_ms,
+        max_wal_size_mb: spec.max_wal_size_mb,
+        max_slot_wal_keep_size_mb: spec.max_slot_wal_keep_size_mb,
+        wal_keep_size_mb: spec.wal_keep_size_mb,
+        bgwriter_running_xacts: options.bgwriter_running_xacts,
+        // Keep-alives are sent where a consumer acts on them: Debezium's `connector` and
+        // `manual` modes ignore them, and runs where nobody reads them stay as they were.
+        walsender_keepalives: options.walsender_keepalives
+            && spec.debezium.lsn_flush_mode == crate::components::connect::debezium::LsnFlushMode::ConnectorAndDriver,
+        scan_rows_per_second: spec.scan_rows_per_second,
+        replication_delay_ms: spec.standby.unwrap_or(0),
+        has_standby: spec.standby.is_some(),
+        sync_replication_slots: spec.sync_replication_slots,
+        synchronized_standby_slots: spec.synchronized_standby_slots,
+        initial_wal_lsn: INITIAL_WAL_LSN,
+        tables: spec
+            .tables
+            .iter()
+            .map(|t| TableSpec { id: t.id, name: t.name.clone(), replica_identity: t.replica_identity })
+            .collect(),
+    });
+    let pg1 = Postgres::new(Node::Pg1, Role::Primary, pg_config, &initial_rows);
+    let pg2 = spec.standby.map(|_| Postgres::new(Node::Pg2, Role::Standby, pg_config, &initial_rows));
+    let debezium = Fixed::new(spec.debezium.clone());
+    let connect = ConnectWorker::new(Fixed::new(spec.connect.clone()), debezium, TargetState::Running);
+    let kafka = Kafka::new(Fixed::new(KafkaConfig {
+        partitions: spec.kafka_partitions,
+        topics: spec
+            .tables
+            .iter()
+            .map(|t| Topic::Change(t.id))
+            .chain((spec.debezium.effective_heartbeat_interval_ms() > 0).then_some(Topic::Heartbeat))
+            .collect(),
+    }));
+    let sink = SearchIndex::new(Fixed::new(SinkConfig {
+        rule: spec.sink_rule,
+        group: spec.sink_group.clone(),
+        auto_commit_interval_ms: spec.sink_auto_commit_interval_ms,
+        max_poll_records: spec.sink_max_poll_records,
+        auto_offset_reset: spec.sink_auto_offset_reset,
+    }));
+    let app = App::new(Shared::new(workload::workload(spec, seed)));
+    let mut operator = Operator::new(spec.gate, spec.debezium.name.clone(), spec.debezium.slot_name.clone());
+    operator.rebuild_snapshots =
+        spec.debezium.snapshot_mode != crate::components::connect::debezium::SnapshotMode::NoData;
+    let loader = match spec.handoff {
+        HandoffMethod::PlainRead { read_at_ms } => Some(Loader::new(
+            spec.debezium.tables.first().copied().unwrap_or_default(),
+            read_at_ms,
+            spec.debezium.snapshot_fetch_size,
+        )),
+        HandoffMethod::ConnectorSnapshot => None,
+    };
+    System {
+        processes: Processes { pg1, pg2, connect, kafka, sink, app, operator, loader },
+        initial_rows,
+        connect_start_ms: spec.connector_start_ms,
+    }
+}

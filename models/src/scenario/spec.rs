@@ -1,0 +1,508 @@
+//! A validated scenario: everything a run needs, in the models' terms. The `handoff-sim` crate
+//! reads scenario files (TOML) into this, with errors that name the file, line and field.
+
+use crate::components::connect::ConnectConfig;
+use crate::components::connect::debezium::DebeziumConfig;
+use crate::components::operator::GatePolicy;
+use crate::components::sink::ApplyRule;
+use crate::core::change::{ReplicaIdentity, RowOp};
+/// A scenario's faults, triggers and moments are the core's: observations name them too.
+pub use crate::core::fault::{FaultAction, Moment, Trigger};
+use crate::core::ids::{Key, Node, TableId};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// An invariant of DESIGN.md §3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Invariant {
+    I1,
+    I2,
+    I3,
+    I4,
+    I5,
+    I6,
+    I7,
+    I8,
+    I9,
+    I10,
+    I11,
+    I12,
+}
+
+impl Invariant {
+    pub const ALL: [Invariant; 12] = [
+        Invariant::I1,
+        Invariant::I2,
+        Invariant::I3,
+        Invariant::I4,
+        Invariant::I5,
+        Invariant::I6,
+        Invariant::I7,
+        Invariant::I8,
+        Invariant::I9,
+        Invariant::I10,
+        Invariant::I11,
+        Invariant::I12,
+    ];
+
+    /// Invariants this version of the tool checks.
+    pub const CHECKED: [Invariant; 8] = [
+        Invariant::I1,
+        Invariant::I2,
+        Invariant::I3,
+        Invariant::I4,
+        Invariant::I5,
+        Invariant::I6,
+        Invariant::I8,
+        Invariant::I11,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Invariant::I1 => "no gap",
+            Invariant::I2 => "no resurrection",
+            Invariant::I3 => "monotonic apply",
+            Invariant::I4 => "one history",
+            Invariant::I5 => "ack <= durable",
+            Invariant::I6 => "fail closed",
+            Invariant::I7 => "marker after data",
+            Invariant::I8 => "failover gate",
+            Invariant::I9 => "outbox complete",
+            Invariant::I10 => "duplicates absorbed",
+            Invariant::I11 => "honest liveness",
+            Invariant::I12 => "tombstones seen",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Invariant> {
+        Invariant::ALL.into_iter().find(|invariant| invariant.to_string().eq_ignore_ascii_case(text))
+    }
+}
+
+impl fmt::Display for Invariant {
+    /// Its identifier, `I1` to `I12` (DESIGN.md §3).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let number = Invariant::ALL.iter().position(|invariant| invariant == self).map_or(0, |index| index + 1);
+        write!(f, "I{number}")
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Fault {
+    pub trigger: Trigger,
+    pub action: FaultAction,
+}
+
+/// The kinds of fault a profile can enable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum FaultKind {
+    KillConnectWorker,
+    KillConnectorTask,
+    StopConnector,
+    CrashPostgres,
+    FailOverToStandby,
+    RecreateSlot,
+    RebuildConnector,
+    Clog,
+    WalBurst,
+    Checkpoint,
+}
+
+impl FaultKind {
+    pub const ALL: [FaultKind; 10] = [
+        FaultKind::KillConnectWorker,
+        FaultKind::KillConnectorTask,
+        FaultKind::StopConnector,
+        FaultKind::CrashPostgres,
+        FaultKind::FailOverToStandby,
+        FaultKind::RecreateSlot,
+        FaultKind::RebuildConnector,
+        FaultKind::Clog,
+        FaultKind::WalBurst,
+        FaultKind::Checkpoint,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::KillConnectWorker => "kill-connect-worker",
+            FaultKind::KillConnectorTask => "kill-connector-task",
+            FaultKind::StopConnector => "stop-connector",
+            FaultKind::CrashPostgres => "crash-postgres",
+            FaultKind::FailOverToStandby => "fail-over-to-standby",
+            FaultKind::RecreateSlot => "recreate-slot",
+            FaultKind::RebuildConnector => "rebuild-connector",
+            FaultKind::Clog => "clog",
+            FaultKind::WalBurst => "wal-burst",
+            FaultKind::Checkpoint => "checkpoint",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<FaultKind> {
+        FaultKind::ALL.into_iter().find(|kind| kind.name() == text)
+    }
+
+    pub fn of(action: &FaultAction) -> FaultKind {
+        match action {
+            FaultAction::KillConnectWorker { .. } => FaultKind::KillConnectWorker,
+            FaultAction::KillConnectorTask { .. } => FaultKind::KillConnectorTask,
+            FaultAction::StopConnector { .. } => FaultKind::StopConnector,
+            FaultAction::CrashPostgres { .. } => FaultKind::CrashPostgres,
+            FaultAction::FailOverToStandby { .. } => FaultKind::FailOverToStandby,
+            FaultAction::RecreateSlot => FaultKind::RecreateSlot,
+            FaultAction::RebuildConnector => FaultKind::RebuildConnector,
+            FaultAction::Clog { .. } => FaultKind::Clog,
+            FaultAction::WalBurst { .. } => FaultKind::WalBurst,
+            FaultAction::Checkpoint => FaultKind::Checkpoint,
+        }
+    }
+}
+
+/// Swarm testing: the seed first picks which kinds are on (each allowed kind with probability
+/// one half, at least one), how many faults (0 to `max_faults`), then each fault: its kind among
+/// those on, its trigger (an absolute time in the window, or one of the moments plus up to two
+/// seconds), and its delays. Every generated fault heals: a killed process restarts, a stopped
+/// connector resumes, a clog clears.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FaultProfile {
+    pub kinds: Vec<FaultKind>,
+    pub max_faults: u32,
+    /// Absolute triggers fall in `[start, end]` (simulated ms).
+    pub window_ms: (u64, u64),
+    /// Moments triggers may be tied to.
+    pub moments: Vec<Moment>,
+}
+
+/// A table of the scenario.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TableSetup {
+    pub id: TableId,
+    pub name: String,
+    /// Rows before the run: keys `1..=rows`.
+    pub rows: u32,
+    pub replica_identity: ReplicaIdentity,
+}
+
+/// The background workload, generated from the seed.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Background {
+    pub start_ms: u64,
+    pub end_ms: u64,
+    pub inserts_per_second: f64,
+    pub updates_per_second: f64,
+    pub deletes_per_second: f64,
+}
+
+impl std::hash::Hash for Background {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.start_ms.hash(state);
+        self.end_ms.hash(state);
+        self.inserts_per_second.to_bits().hash(state);
+        self.updates_per_second.to_bits().hash(state);
+        self.deletes_per_second.to_bits().hash(state);
+    }
+}
+
+impl Eq for Background {}
+
+impl Background {
+    /// How many inserts, updates and deletes the generator draws: each rate times the window's
+    /// length, rounded (a count too large for a `u64` saturates).
+    pub fn transaction_counts(&self) -> [u64; 3] {
+        let seconds = self.end_ms.saturating_sub(self.start_ms) as f64 / 1000.0;
+        [self.inserts_per_second, self.updates_per_second, self.deletes_per_second]
+            .map(|rate| (rate * seconds).round() as u64)
+    }
+
+    /// All the transactions the generator draws.
+    pub fn transactions(&self) -> u64 {
+        self.transaction_counts().iter().fold(0, |sum, count| sum.saturating_add(*count))
+    }
+}
+
+/// A scripted transaction.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ScriptedTxn {
+    pub trigger: Trigger,
+    pub ops: Vec<RowOp>,
+    /// What the author meant it to do, for the timeline.
+    pub label: String,
+}
+
+/// How the snapshot and the stream are handed over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum HandoffMethod {
+    /// The connector's own snapshot (`snapshot.mode`).
+    ConnectorSnapshot,
+    /// A plain `SELECT` by a bulk loader at `read_at_ms`; the connector (usually
+    /// `snapshot.mode=no_data`) starts at the connector's `start_at_ms`.
+    PlainRead { read_at_ms: u64 },
+}
+
+/// What the author expects.
+///
+/// Whether a lens's observations bear it out is decided in one place, for every lens:
+/// [`crate::judge::verdict::judge`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Prediction {
+    /// What the run comes to: no finding and caught up, some findings, or stopped safely short.
+    pub verdict: Verdict,
+    /// Invariants that must be violated (empty unless the verdict is `Violated`).
+    pub findings: Vec<Invariant>,
+    /// Invariants that may be violated, or not (seed-dependent side effects), whatever the verdict.
+    pub allow: Vec<Invariant>,
+    /// Whether the pipeline may also fail closed (`allow = ["fails-closed"]`): under faults that
+    /// take away the resume position (an operator recreating the slot), a correct design stops
+    /// and says why, rather than catching up; the prediction can say that this is fine.
+    #[serde(default)]
+    pub may_fail_closed: bool,
+    /// Why, in the author's words.
+    pub why: String,
+    /// Where the prediction comes from (the scenario's `[prediction]`, a variant, `--expect`), or
+    /// that the design was changed and no prediction applies.
+    pub origin: PredictionOrigin,
+}
+
+/// A prediction's verdict (`verdict = "holds" | "violated" | "fails-closed"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// No invariant violated (but those allowed), and the pipeline catches up with the source.
+    Holds,
+    /// The invariants in `findings` are violated.
+    Violated,
+    /// No invariant violated (but those allowed), and the pipeline stops safely short of the
+    /// acceptance boundary: the connector fails (or is stopped) instead of going on wrong.
+    FailsClosed,
+}
+
+impl Verdict {
+    pub const ALL: [Verdict; 3] = [Verdict::Holds, Verdict::Violated, Verdict::FailsClosed];
+
+    /// Its name in a scenario file and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Holds => "holds",
+            Verdict::Violated => "violated",
+            Verdict::FailsClosed => "fails-closed",
+        }
+    }
+}
+
+/// Where the prediction a run is judged against comes from.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "from", rename_all = "kebab-case")]
+pub enum PredictionOrigin {
+    /// The scenario's own `[prediction]` (the design as the file gives it, or changed only where
+    /// the prediction still applies: the fault profile, the `[check]` bound, the horizon).
+    #[default]
+    File,
+    /// The `[variants.NAME.prediction]` of the variant whose settings are the run's; `chosen`:
+    /// named by `--variant` (else the `--set`s gave exactly its settings).
+    Variant { name: String, chosen: bool },
+    /// `--expect` on the command line, as given (on the variant `--variant` named, if any).
+    Expect { text: String, variant: Option<String> },
+    /// The design was changed (`--variant` with more `--set`s, or `--set`s alone) and no variant
+    /// has exactly these settings: the run is judged against "holds", and says so.
+    Unpredicted { variant: Option<String>, sets: Vec<String> },
+}
+
+/// The acceptance boundary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Acceptance {
+    /// Give up waiting for the pipeline to catch up this long after the last workload
+    /// transaction and fault.
+    pub timeout_ms: u64,
+    /// Keys sampled for content hashes.
+    pub sample_size: u32,
+    /// The run's horizon: it ends at this simulated time at the latest, and says so if it has
+    /// not reached its boundary by then ([`crate::core::limits`]).
+    pub horizon_ms: u64,
+}
+
+/// A whole scenario, validated.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Spec {
+    pub name: String,
+    pub description: String,
+    pub postgres_major_version: u32,
+    pub wal_segment_size: u64,
+    pub checkpoint_timeout_ms: u64,
+    /// `max_wal_size`, `max_slot_wal_keep_size` (`None`: -1) and `wal_keep_size`, in MB.
+    pub max_wal_size_mb: u64,
+    pub max_slot_wal_keep_size_mb: Option<u64>,
+    pub wal_keep_size_mb: u64,
+    pub scan_rows_per_second: u64,
+    /// `Some(replication_delay_ms)` when there is a standby.
+    pub standby: Option<u64>,
+    /// PostgreSQL 17+: the standby's `sync_replication_slots`, and whether the primary's
+    /// `synchronized_standby_slots` lists the standby's physical slot.
+    pub sync_replication_slots: bool,
+    pub synchronized_standby_slots: bool,
+    pub tables: Vec<TableSetup>,
+    pub debezium: DebeziumConfig,
+    /// The connector properties as the scenario gave them (for the handoff record).
+    pub connector_properties: BTreeMap<String, String>,
+    /// When the connector is first started (simulated ms).
+    pub connector_start_ms: u64,
+    pub connect: ConnectConfig,
+    pub kafka_partitions: u32,
+    pub sink_rule: ApplyRule,
+    pub sink_group: String,
+    pub sink_auto_commit_interval_ms: u64,
+    pub sink_max_poll_records: u32,
+    /// The sink consumer's `auto.offset.reset`.
+    pub sink_auto_offset_reset: crate::core::protocol::OffsetReset,
+    pub background: Option<Background>,
+    pub scripted: Vec<ScriptedTxn>,
+    /// The explicit fault schedule.
+    pub faults: Vec<Fault>,
+    /// Faults generated per seed, in addition to the explicit ones.
+    pub profile: Option<FaultProfile>,
+    pub handoff: HandoffMethod,
+    pub gate: GatePolicy,
+    pub acceptance: Acceptance,
+    pub prediction: Prediction,
+    /// The bound `handoff check` explores, if the scenario gives one.
+    pub check: Option<CheckBound>,
+    /// A path through the bound that `handoff run` follows step by step (a counterexample
+    /// exported by `handoff check`).
+    pub schedule: Option<Schedule>,
+}
+
+/// `[schedule]`: a path through the `[check]` bound, one step every `step_ms` in the timed lens.
+/// The network delivers each message, and each timer fires, at the step that takes it; what the
+/// path does not take waits until the schedule has ended, and then the run goes on as usual.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Schedule {
+    pub step_ms: u64,
+    pub steps: Vec<crate::scenario::schedule::Action>,
+}
+
+/// `[check]`: the bound of the exhaustive lens. Time is abstract there (any armed timer may
+/// fire next, a scripted transaction may run at any point), so a bound is counted in rows,
+/// transactions and crashes, not in milliseconds.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CheckBound {
+    /// Rows loaded per table (keys `1..=rows`).
+    pub rows: u32,
+    /// The transactions that may run at any point; empty: the scenario's scripted ones.
+    pub scripts: Vec<ScriptedTxn>,
+    /// Processes that may crash (a crashed process may restart), and how many crashes in all.
+    pub crash: Vec<Node>,
+    pub crashes: u8,
+    /// How many times each periodic timer (offset flush, bgwriter) may fire.
+    pub periodic_fires: u8,
+    /// What the operator may do by hand, each at most once, and when.
+    pub operations: Vec<crate::scenario::schedule::Operation>,
+    pub operate_while: crate::scenario::schedule::OperateWhile,
+    /// `sometimes` properties the bound is not expected to reach.
+    pub unreached_ok: Vec<String>,
+}
+
+impl CheckBound {
+    /// The processes a bound may crash, by their scenario names.
+    pub const CRASHABLE: [(&'static str, Node); 4] =
+        [("connect", Node::Connect), ("postgres", Node::Pg1), ("kafka", Node::Kafka), ("sink", Node::Sink)];
+}
+
+impl Spec {
+    /// The keys loaded before the run for a table.
+    pub fn initial_keys(&self, table: TableId) -> impl Iterator<Item = Key> + use<> {
+        let rows = self.tables.get(usize::from(table.0)).map_or(0, |t| t.rows);
+        1..=Key::from(rows)
+    }
+}
+
+/// A small claims scenario for tests and the exhaustive lens: `rows` claims in `public.claims`
+/// (`REPLICA IDENTITY FULL`), one update of claim 1 and one delete of claim 2 while anything may
+/// happen, a connector with `snapshot.mode=initial` fetching one row at a time, one partition,
+/// and the given sink rule. Its prediction is a placeholder: set it for the case at hand.
+pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Spec {
+    use crate::components::connect::debezium::SnapshotMode;
+    use crate::core::ids::Status;
+    let table = TableId(0);
+    let any_time = Trigger::At { at_ms: 0 };
+    Spec {
+        name: "claims-minimal".into(),
+        description: "a few claims, an update and a delete, one connector crash".into(),
+        postgres_major_version: 15,
+        wal_segment_size: 16 << 20,
+        checkpoint_timeout_ms: 300_000,
+        max_wal_size_mb: 1024,
+        max_slot_wal_keep_size_mb: None,
+        wal_keep_size_mb: 0,
+        scan_rows_per_second: 1000,
+        standby: None,
+        sync_replication_slots: false,
+        synchronized_standby_slots: false,
+        tables: vec![TableSetup {
+            id: table,
+            name: "public.claims".into(),
+            rows,
+            replica_identity: ReplicaIdentity::Full,
+        }],
+        debezium: DebeziumConfig {
+            version: (3, 7),
+            name: "claims-connector".into(),
+            topic_prefix: "claims".into(),
+            slot_name: "debezium".into(),
+            plugin_name: "pgoutput".into(),
+            publication_name: "dbz_publication".into(),
+            snapshot_mode: SnapshotMode::Initial,
+            snapshot_fetch_size: 1,
+            max_batch_size: 2048,
+            poll_interval_ms: 500,
+            retriable_restart_connector_wait_ms: 10_000,
+            tombstones_on_delete: true,
+            log_position_check_enable: true,
+            offset_mismatch_strategy: crate::components::connect::debezium::OffsetMismatchStrategy::NoValidation,
+            lsn_flush_mode: crate::components::connect::debezium::LsnFlushMode::Connector,
+            heartbeat_interval_ms: 0,
+            slot_failover: false,
+            heartbeat_action_table: None,
+            tables: vec![table],
+        },
+        connector_properties: BTreeMap::new(),
+        connector_start_ms: 0,
+        connect: ConnectConfig { offset_flush_interval_ms: 60_000, offset_flush_timeout_ms: 5_000 },
+        kafka_partitions: 1,
+        sink_rule: rule,
+        sink_group: "claims-search-index".into(),
+        sink_auto_commit_interval_ms: 5_000,
+        sink_max_poll_records: 500,
+        sink_auto_offset_reset: crate::core::protocol::OffsetReset::Earliest,
+        background: None,
+        scripted: vec![
+            ScriptedTxn {
+                trigger: any_time,
+                ops: vec![RowOp::Update { table, key: 1, status: Status::Approved }],
+                label: "update claim 1".into(),
+            },
+            ScriptedTxn {
+                trigger: any_time,
+                ops: vec![RowOp::Delete { table, key: 2 }],
+                label: "delete claim 2".into(),
+            },
+        ],
+        faults: Vec::new(),
+        profile: None,
+        handoff: HandoffMethod::ConnectorSnapshot,
+        gate: GatePolicy::Off,
+        acceptance: Acceptance {
+            timeout_ms: 600_000,
+            sample_size: 20,
+            horizon_ms: crate::core::limits::DEFAULT_HORIZON_MS,
+        },
+        prediction: Prediction {
+            verdict: Verdict::Holds,
+            findings: Vec::new(),
+            allow: Vec::new(),
+            may_fail_closed: false,
+            why: String::new(),
+            origin: PredictionOrigin::File,
+        },
+        check: None,
+        schedule: None,
+    }
+}
