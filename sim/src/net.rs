@@ -169,7 +169,7 @@ impl Following {
         if now_us >= self.end_us {
             return None;
         }
-        if matches!(to, Node::Pg1 | Node::Kafka) {
+        if to.is_server() {
             return Some(now_us + 1);
         }
         let after_end = self.end_us + latency_us;

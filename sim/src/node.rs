@@ -31,19 +31,6 @@ pub fn ip(node: Node) -> IpAddr {
     IpAddr::V4(Ipv4Addr::new(10, 0, 0, index + 1))
 }
 
-/// Whether `from` opens the connection to `to` (it is a client of `to`).
-fn initiates(from: Node, to: Node) -> bool {
-    match to {
-        Node::Pg1 | Node::Pg2 | Node::Kafka => from != to,
-        Node::Connect => from == Node::Operator,
-        _ => false,
-    }
-}
-
-fn is_client_of_database(node: Node) -> bool {
-    matches!(node, Node::Connect | Node::App | Node::Operator | Node::Loader)
-}
-
 /// The simulated time now, in microseconds.
 pub fn now_us() -> u64 {
     TimeHandle::current().elapsed().as_micros() as u64
@@ -125,7 +112,7 @@ enum Woke {
 impl<C: Component + Send + ?Sized + 'static> NodeLoop<C> {
     /// The name a peer has for this node's component.
     fn logical(&self, peer: Node) -> Node {
-        if is_client_of_database(self.node) && matches!(peer, Node::Pg1 | Node::Pg2) { Node::Postgres } else { peer }
+        if self.node.is_database_client() && matches!(peer, Node::Pg1 | Node::Pg2) { Node::Postgres } else { peer }
     }
 
     async fn handle(&mut self, inbound: Inbound) {
@@ -238,7 +225,7 @@ impl<C: Component + Send + ?Sized + 'static> NodeLoop<C> {
         let connection = match self.links.get(&physical) {
             Some(connection) => *connection,
             None => {
-                if !initiates(self.node, physical) {
+                if !self.node.initiates(physical) {
                     return; // the client that would read this is gone
                 }
                 match net.connect(self.node, physical, now) {

@@ -35,6 +35,23 @@ impl Node {
     pub const PHYSICAL: [Node; 8] =
         [Node::Pg1, Node::Pg2, Node::Connect, Node::Kafka, Node::Sink, Node::App, Node::Operator, Node::Loader];
 
+    /// A server: it answers requests and never opens a connection to its clients (PostgreSQL,
+    /// Kafka).
+    pub fn is_server(self) -> bool {
+        matches!(self, Node::Pg1 | Node::Pg2 | Node::Kafka)
+    }
+
+    /// Whether `self` opens the connection to `to` (it is a client of `to`): every process
+    /// connects to the servers, and the operator to the Connect worker's REST API.
+    pub fn initiates(self, to: Node) -> bool {
+        (to.is_server() && self != to) || (to == Node::Connect && self == Node::Operator)
+    }
+
+    /// A client of the database, which it names by the service name `postgres`.
+    pub fn is_database_client(self) -> bool {
+        matches!(self, Node::Connect | Node::App | Node::Operator | Node::Loader)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Node::Pg1 => "pg1",

@@ -317,7 +317,7 @@ impl World {
                 continue;
             }
             self.connections.insert(node, to);
-            if self.immediate_requests && matches!(to, Node::Pg1 | Node::Kafka) && node != to {
+            if self.immediate_requests && to.is_server() && node != to {
                 self.immediate.0.push_back((node, to, Wire::Msg(msg)));
             } else {
                 self.enqueue(node, to, Wire::Msg(msg));
@@ -471,7 +471,7 @@ impl World {
                 }
                 for peer in self.connections.peers(node) {
                     self.connections.remove(node, peer);
-                    if self.immediate_requests && matches!(peer, Node::Pg1 | Node::Kafka) {
+                    if self.immediate_requests && peer.is_server() {
                         self.receive(node, peer, Wire::Lost);
                     } else {
                         self.enqueue(node, peer, Wire::Lost);
