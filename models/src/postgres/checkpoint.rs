@@ -28,7 +28,7 @@ impl Postgres {
             return;
         }
         let redo = self.durable.wal.insert_lsn();
-        if kind != CheckpointKind::EndOfRecovery {
+        if !matches!(kind, CheckpointKind::EndOfRecovery | CheckpointKind::Shutdown) {
             self.write_running_xacts(ctx);
         }
         let (start, end) = self.durable.wal.get_mut().insert_record(record_size::CHECKPOINT_ONLINE);
@@ -103,5 +103,41 @@ impl Postgres {
         {
             self.checkpoint(ctx, CheckpointKind::Requested);
         }
+    }
+
+    /// `pg_ctl stop -m fast`: every session ends (a walsender's client sees the server close
+    /// the connection), the checkpointer writes the shutdown checkpoint (`CreateCheckPoint`
+    /// with `CHECKPOINT_IS_SHUTDOWN`: never skipped, no running-xacts record, dirty slots saved,
+    /// WAL retention as at every checkpoint), and the control file says `DB_SHUTDOWNED`, so the
+    /// next start is no crash recovery. On PostgreSQL ≤ 16 a position moved by walsender
+    /// feedback alone is not dirty and is lost even here (reference §6). The model ends the
+    /// walsenders before the checkpoint; PostgreSQL lets them send what remains after it
+    /// (`WalSndDone`), which moves no slot.
+    pub(super) fn shutdown(&mut self, ctx: &mut Ctx) {
+        if !self.volatile.up {
+            return;
+        }
+        let sessions: Vec<(Node, SessionId)> = self.volatile.sessions.keys().copied().collect();
+        for (client, session) in sessions {
+            let walsender = matches!(
+                self.volatile.sessions.get(&(client, session)).map(|shared| &**shared),
+                Some(Session::Replication { walsender: Some(_), .. })
+            );
+            self.close_session(ctx, client, session);
+            if walsender {
+                ctx.send(
+                    client,
+                    Msg::ReplReply {
+                        session,
+                        reply: ReplReply::Error("FATAL: terminating connection due to administrator command".into()),
+                    },
+                );
+            }
+        }
+        if self.durable.role == Role::Primary {
+            self.checkpoint(ctx, CheckpointKind::Shutdown);
+        }
+        self.durable.in_production = false;
+        self.volatile.up = false;
     }
 }

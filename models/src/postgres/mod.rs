@@ -48,6 +48,7 @@
 //! only restart is an immediate one), `idle_replication_slot_timeout` (18).
 
 mod checkpoint;
+mod functions;
 pub mod retention;
 pub mod slot;
 mod sql;
@@ -61,7 +62,8 @@ use crate::ids::{Csn, Key, Node, Row, TableId, Xid};
 use crate::lsn::Lsn;
 use crate::observe::{Observation, ScanSnapshot};
 use crate::protocol::{
-    Control, DecodedTxn, FailoverSlot, Msg, ReplReply, ReplRequest, SessionId, SlotRow, SqlReply, SqlRequest,
+    Control, DecodedTxn, FailoverSlot, Msg, ReplReply, ReplRequest, ReplicationSlotRow, SessionId, SlotRow, SqlReply,
+    SqlRequest,
 };
 use crate::shared::{Fixed, Shared};
 use retention::{Retention, WalAvailability};
@@ -69,6 +71,7 @@ use serde::{Deserialize, Serialize};
 use slot::Slot;
 use std::collections::{BTreeMap, BTreeSet};
 use table::{Change, ChangeKind, ReplicaIdentity, RowOp, Table};
+use functions::decode_txn;
 use wal::{CommittedTxn, Wal, WalEntry, record_size};
 
 /// `LOG_SNAPSHOT_INTERVAL_MS` in `bgwriter.c`.
@@ -119,6 +122,10 @@ pub struct TableSpec {
     /// Schema-qualified name, e.g. `public.claims`.
     pub name: String,
     pub replica_identity: ReplicaIdentity,
+    /// The database the table is in; `None` is the server's main database. A transaction is in
+    /// its tables' database, and a slot decodes only its own database's transactions.
+    #[serde(default)]
+    pub database: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -149,8 +156,9 @@ pub struct Durable {
     /// The last checkpoint's redo pointer (WAL-volume checkpoints count segments from it).
     pub last_checkpoint_redo: Lsn,
     /// The control file's state says the server is running (`DB_IN_PRODUCTION`): set at start,
-    /// never cleared by a crash (the model has no clean shutdown), so a start that finds it set
-    /// is a start after a crash, and the server goes through crash recovery (`StartupXLOG`).
+    /// cleared only by a clean shutdown ([`Control::Shutdown`]), never by a crash, so a start
+    /// that finds it set is a start after a crash, and the server goes through crash recovery
+    /// (`StartupXLOG`).
     pub in_production: bool,
 }
 
@@ -197,7 +205,9 @@ enum CheckpointKind {
     Forced,
     /// The end of crash recovery (`CHECKPOINT_END_OF_RECOVERY`): never skipped, and, a shutdown
     /// checkpoint, without a running-xacts record.
-    EndOfRecovery,
+    EndOfRecovery,    /// At a clean shutdown (`CHECKPOINT_IS_SHUTDOWN`): never skipped, without a running-xacts
+    /// record.
+    Shutdown,
 }
 
 /// Lost at a crash: sessions, walsenders, cursors, exported snapshots, in-memory slot positions.
@@ -311,8 +321,9 @@ impl Postgres {
             .min()
     }
 
-    /// A row of `pg_replication_slots`, `wal_status` as the view computes it (reference §8).
-    fn slot_row(&self, slot: &Slot) -> SlotRow {
+    /// A slot's `wal_status` as `pg_get_replication_slots` computes it (reference §8): `lost`
+    /// once invalidated; a removed segment under a live walsender shows as `unreserved`.
+    fn wal_status(&self, slot: &Slot) -> WalAvailability {
         let state = if slot.is_invalidated() {
             WalAvailability::Removed
         } else {
@@ -323,11 +334,16 @@ impl Postgres {
                 self.volatile.last_removed_segment,
             )
         };
-        let state = if state == WalAvailability::Removed && !slot.is_invalidated() && slot.active.is_some() {
+        if state == WalAvailability::Removed && !slot.is_invalidated() && slot.active.is_some() {
             WalAvailability::Unreserved
         } else {
             state
-        };
+        }
+    }
+
+    /// A row of `pg_replication_slots`, `wal_status` as the view computes it (reference §8).
+    fn slot_row(&self, slot: &Slot) -> SlotRow {
+        let state = self.wal_status(slot);
         SlotRow {
             slot_name: slot.name.clone(),
             plugin: slot.plugin.clone(),
@@ -418,7 +434,7 @@ impl Component for Postgres {
                     .or_insert_with(|| Shared::new(Session::Replication { exported_snapshot: None, walsender: None }));
                 let reply = match request {
                     ReplRequest::CreateSlot { slot, plugin, failover } => {
-                        let reply = self.create_slot(ctx, from, session, slot.clone(), plugin);
+                        let reply = self.create_slot(ctx, from, session, slot.clone(), plugin, None);
                         if failover
                             && self.config.major_version >= 17
                             && let Some(created) = self.durable.slots.get_mut().get_mut(&slot)
@@ -455,6 +471,7 @@ impl Component for Postgres {
             Msg::Control(Control::Checkpoint) if self.durable.role == Role::Primary => {
                 self.checkpoint(ctx, CheckpointKind::Forced)
             }
+            Msg::Control(Control::Shutdown) => self.shutdown(ctx),
             Msg::Control(Control::WalBurst { bytes }) if self.durable.role == Role::Primary => {
                 let before = self.durable.wal.write_lsn();
                 let (start, end) = self.durable.wal.get_mut().insert_record(bytes);

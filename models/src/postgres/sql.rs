@@ -140,11 +140,25 @@ impl Postgres {
                     SqlReply::Ok
                 }
             },
-            SqlRequest::CreateSlot { slot, plugin } => match self.create_slot(ctx, client, session, slot, plugin) {
-                ReplReply::SlotCreated { consistent_point, .. } => SqlReply::Lsn(consistent_point),
-                ReplReply::Error(error) => SqlReply::Error(error),
-                _ => SqlReply::Error("ERROR: unexpected".into()),
-            },
+            SqlRequest::CreateSlot { slot, plugin, database } => {
+                match self.create_slot(ctx, client, session, slot, plugin, database) {
+                    ReplReply::SlotCreated { consistent_point, .. } => SqlReply::Lsn(consistent_point),
+                    ReplReply::Error(error) => SqlReply::Error(error),
+                    _ => SqlReply::Error("ERROR: unexpected".into()),
+                }
+            }
+            SqlRequest::EmitMessage { transactional, prefix, payload_bytes } => {
+                self.emit_message(ctx, transactional, &prefix, payload_bytes)
+            }
+            SqlRequest::SwitchWal => self.switch_wal(ctx),
+            SqlRequest::GetChanges { slot, publication } => {
+                self.logical_slot_changes(ctx, client, &slot, &publication, true)
+            }
+            SqlRequest::PeekChanges { slot, publication } => {
+                self.logical_slot_changes(ctx, client, &slot, &publication, false)
+            }
+            SqlRequest::AdvanceSlot { slot, to } => self.replication_slot_advance(ctx, client, &slot, to),
+            SqlRequest::ReplicationSlots => SqlReply::ReplicationSlots(self.replication_slots()),
             SqlRequest::TimelineInfo => SqlReply::Timeline {
                 timeline: self.durable.timeline,
                 in_recovery: self.durable.role == Role::Standby,

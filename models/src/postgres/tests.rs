@@ -148,6 +148,7 @@ fn a_failover_slot_waits_for_the_standby_with_synchronized_standby_slots() {
             id: TableId(0),
             name: "public.claims".into(),
             replica_identity: ReplicaIdentity::Full,
+            database: None,
         }],
         ..(*server(None).config).clone()
     };

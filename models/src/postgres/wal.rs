@@ -73,6 +73,14 @@ pub mod record_size {
     pub const CHECKPOINT_ONLINE: u64 = 114;
     /// `XLOG/END_OF_RECOVERY`.
     pub const END_OF_RECOVERY: u64 = 42;
+
+    /// `LogicalMessage/MESSAGE` (`LogLogicalMessage`, `src/backend/replication/logical/message.c`):
+    /// the header, the main data header (a long one past 255 bytes), `xl_logical_message` (24
+    /// bytes up to the message), the prefix with its NUL, the payload.
+    pub fn logical_message(prefix_bytes: u64, payload_bytes: u64) -> u64 {
+        let data = 24 + prefix_bytes + 1 + payload_bytes;
+        HEADER + if data > 255 { 5 } else { MAIN_DATA_HEADER } + data
+    }
 }
 
 /// A transaction as it is in the WAL once committed: its records' positions and its changes.
@@ -117,6 +125,18 @@ pub enum WalEntry {
         end: Lsn,
         timeline: u32,
     },
+    /// `pg_logical_emit_message`: the message record and, for a transactional one, its
+    /// commit. pgoutput sends messages only with its `messages` option, which no client here
+    /// sets (`pgoutput_message`), so decoding passes over it.
+    LogicalMessage {
+        start: Lsn,
+        end: Lsn,
+    },
+    /// `pg_switch_wal()`'s `XLOG_SWITCH`: the rest of its segment counts as written.
+    Switch {
+        start: Lsn,
+        end: Lsn,
+    },
 }
 
 impl WalEntry {
@@ -126,7 +146,9 @@ impl WalEntry {
             WalEntry::RunningXacts { start, .. }
             | WalEntry::Checkpoint { start, .. }
             | WalEntry::OtherDatabase { start, .. }
-            | WalEntry::EndOfRecovery { start, .. } => *start,
+            | WalEntry::EndOfRecovery { start, .. }
+            | WalEntry::LogicalMessage { start, .. }
+            | WalEntry::Switch { start, .. } => *start,
         }
     }
 
@@ -136,7 +158,9 @@ impl WalEntry {
             WalEntry::RunningXacts { end, .. }
             | WalEntry::Checkpoint { end, .. }
             | WalEntry::OtherDatabase { end, .. }
-            | WalEntry::EndOfRecovery { end, .. } => *end,
+            | WalEntry::EndOfRecovery { end, .. }
+            | WalEntry::LogicalMessage { end, .. }
+            | WalEntry::Switch { end, .. } => *end,
         }
     }
 

@@ -26,6 +26,7 @@ impl Postgres {
         session: SessionId,
         name: String,
         plugin: String,
+        database: Option<String>,
     ) -> ReplReply {
         if self.durable.role == Role::Standby {
             return ReplReply::Error("ERROR: logical decoding cannot be used while in recovery".into());
@@ -40,10 +41,9 @@ impl Postgres {
         let (start, consistent_point) = self.durable.wal.get_mut().insert_record(record_size::RUNNING_XACTS);
         debug_assert_eq!(start, restart_lsn);
         self.durable.wal.get_mut().push(WalEntry::RunningXacts { start, end: consistent_point });
-        self.durable
-            .slots
-            .get_mut()
-            .insert(name.clone(), Slot::new(name.clone(), plugin, restart_lsn, consistent_point));
+        let mut slot = Slot::new(name.clone(), plugin, restart_lsn, consistent_point);
+        slot.database = database;
+        self.durable.slots.get_mut().insert(name.clone(), slot);
         self.volatile.exported_snapshots_created += 1;
         let snapshot_name = format!(
             "{:08X}-{:08X}-{}",
@@ -150,34 +150,17 @@ impl Postgres {
         // `synchronized_standby_slots` (§12): a failover slot's walsender waits for the standby
         // to flush what it would send. Only the original primary lists a standby.
         let wait_for_standby = self.config.synchronized_standby_slots && slot.failover && self.node == Node::Pg1;
+        let slot_database = slot.database.clone();
         while walsender.next_entry < entries.len() {
             if wait_for_standby && entries[walsender.next_entry].end() > self.volatile.standby_flushed {
                 return;
             }
             match &entries[walsender.next_entry] {
                 WalEntry::Txn(txn) if txn.commit_lsn >= walsender.start => {
-                    let publication = published.get(&walsender.publication).cloned().flatten();
-                    let changes: Vec<Change> = txn
-                        .changes
-                        .iter()
-                        .filter(|change| publication.as_ref().is_none_or(|tables| tables.contains(&change.table)))
-                        .copied()
-                        .collect();
-                    if !changes.is_empty() {
-                        ctx.send(
-                            client,
-                            Msg::ReplReply {
-                                session,
-                                reply: ReplReply::XLogData(DecodedTxn {
-                                    xid: txn.xid,
-                                    first_lsn: txn.first_lsn,
-                                    commit_lsn: txn.commit_lsn,
-                                    end_lsn: txn.end_lsn,
-                                    commit_time: txn.commit_time,
-                                    changes,
-                                }),
-                            },
-                        );
+                    if let Some(decoded) =
+                        decode_txn(&self.config, published, &walsender.publication, slot_database.as_deref(), txn)
+                    {
+                        ctx.send(client, Msg::ReplReply { session, reply: ReplReply::XLogData(decoded) });
                     }
                 }
                 WalEntry::RunningXacts { start, .. } => {
