@@ -53,7 +53,6 @@ pub mod app;
 pub mod check;
 pub mod checkers;
 pub mod component;
-pub mod conform;
 pub mod connect;
 pub mod coverage;
 pub mod debezium;

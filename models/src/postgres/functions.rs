@@ -35,7 +35,8 @@ pub(super) fn decode_txn(
     slot_database: Option<&str>,
     txn: &CommittedTxn,
 ) -> Option<DecodedTxn> {
-    let database = txn.changes.first().and_then(|change| config.tables[usize::from(change.table.0)].database.as_deref());
+    let database =
+        txn.changes.first().and_then(|change| config.tables[usize::from(change.table.0)].database.as_deref());
     if database != slot_database {
         return None;
     }
@@ -60,9 +61,9 @@ pub(super) fn decode_txn(
 fn acquire_error(slot: Option<&Slot>, name: &str) -> Option<String> {
     match slot {
         None => Some(format!("ERROR: replication slot \"{name}\" does not exist")),
-        Some(slot) => slot
-            .active
-            .map(|(holder, _)| format!("ERROR: replication slot \"{name}\" is active for PID of {holder}")),
+        Some(slot) => {
+            slot.active.map(|(holder, _)| format!("ERROR: replication slot \"{name}\" is active for PID of {holder}"))
+        }
     }
 }
 
@@ -124,7 +125,13 @@ impl Postgres {
         if consume {
             let result = slot.confirm(end_of_wal);
             if let Some((from, to)) = result.moved {
-                ctx.observe(Observation::SlotConfirmed { server: self.node, slot: name.to_string(), from, to, by: client });
+                ctx.observe(Observation::SlotConfirmed {
+                    server: self.node,
+                    slot: name.to_string(),
+                    from,
+                    to,
+                    by: client,
+                });
             }
             observe_restart_advance(ctx, self.node, slot, result);
             slot.dirty = true;

@@ -66,12 +66,12 @@ use crate::protocol::{
     SqlRequest,
 };
 use crate::shared::{Fixed, Shared};
+use functions::decode_txn;
 use retention::{Retention, WalAvailability};
 use serde::{Deserialize, Serialize};
 use slot::Slot;
 use std::collections::{BTreeMap, BTreeSet};
 use table::{Change, ChangeKind, ReplicaIdentity, RowOp, Table};
-use functions::decode_txn;
 use wal::{CommittedTxn, Wal, WalEntry, record_size};
 
 /// `LOG_SNAPSHOT_INTERVAL_MS` in `bgwriter.c`.
@@ -205,7 +205,8 @@ enum CheckpointKind {
     Forced,
     /// The end of crash recovery (`CHECKPOINT_END_OF_RECOVERY`): never skipped, and, a shutdown
     /// checkpoint, without a running-xacts record.
-    EndOfRecovery,    /// At a clean shutdown (`CHECKPOINT_IS_SHUTDOWN`): never skipped, without a running-xacts
+    EndOfRecovery,
+    /// At a clean shutdown (`CHECKPOINT_IS_SHUTDOWN`): never skipped, without a running-xacts
     /// record.
     Shutdown,
 }

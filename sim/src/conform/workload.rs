@@ -19,9 +19,9 @@
 //! The format is described in full in `docs/conform-format.md`. Sizes and times are written the
 //! way `postgresql.conf` writes them (`"4MB"`, `"1d"`); every mistake is reported with the
 //! field, the step number and what would be accepted. A workload's transactions are held to what
-//! the model holds in memory ([`crate::limits`]).
+//! the model holds in memory ([`handoff_models::limits`]).
 
-use crate::limits;
+use handoff_models::limits;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -32,6 +32,14 @@ pub const DEFAULT_DATABASE: &str = "handoff";
 pub const TABLE: &str = "handoff_conform";
 /// The publication decoding uses (`FOR TABLE handoff_conform`).
 pub const PUBLICATION: &str = "handoff_conform";
+/// The prefix of the logical messages a `write` step emits.
+pub const MESSAGE_PREFIX: &str = "handoff";
+
+/// The payload of the message that makes a `write` of `bytes`: the message record and its
+/// commit take about `bytes` of WAL.
+pub fn message_payload_bytes(bytes: u64) -> u64 {
+    bytes.saturating_sub(128).max(1)
+}
 
 /// A parsed, validated workload.
 #[derive(Clone, Debug, PartialEq, Serialize)]
