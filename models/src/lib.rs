@@ -76,6 +76,7 @@ pub mod shared;
 pub mod sink;
 pub mod spec;
 pub mod time;
+pub mod units;
 pub mod verdict;
 pub mod workload;
 pub mod world;

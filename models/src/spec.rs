@@ -274,11 +274,7 @@ impl fmt::Display for FaultAction {
 /// A size as the scenario format writes it: `64MB`, `2GB`, `512kB`, or `1000B`, in the largest
 /// unit that divides it.
 pub fn size_text(bytes: u64) -> String {
-    let units = [(1u64 << 30, "GB"), (1 << 20, "MB"), (1 << 10, "kB")];
-    match units.iter().find(|(unit, _)| bytes > 0 && bytes.is_multiple_of(*unit)) {
-        Some((unit, name)) => format!("{}{name}", bytes / unit),
-        None => format!("{bytes}B"),
-    }
+    crate::units::size_text(bytes)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -21,7 +21,7 @@ impl Postgres {
     /// online checkpoints only), the checkpoint record, the save of every dirty slot, and WAL
     /// retention: the oldest segment to keep (`KeepLogSeg`), the invalidation of every slot
     /// behind it (the walsender of an active one terminated first) and the removal of older
-    /// segments (reference §7.1–7.2).
+    /// segments (`CreateCheckPoint`, `src/backend/access/transam/xlog.c`).
     pub(super) fn checkpoint(&mut self, ctx: &mut Ctx, kind: CheckpointKind) {
         let since = self.durable.wal.first_entry_at_or_after(self.durable.last_checkpoint_lsn);
         if kind == CheckpointKind::Requested && !self.important_wal_since(since) {
@@ -110,7 +110,7 @@ impl Postgres {
     /// with `CHECKPOINT_IS_SHUTDOWN`: never skipped, no running-xacts record, dirty slots saved,
     /// WAL retention as at every checkpoint), and the control file says `DB_SHUTDOWNED`, so the
     /// next start is no crash recovery. On PostgreSQL ≤ 16 a position moved by walsender
-    /// feedback alone is not dirty and is lost even here (reference §6). The model ends the
+    /// feedback alone is not dirty and is lost even here (`CheckPointReplicationSlots`, `slot.c`). The model ends the
     /// walsenders before the checkpoint; PostgreSQL lets them send what remains after it
     /// (`WalSndDone`), which moves no slot.
     pub(super) fn shutdown(&mut self, ctx: &mut Ctx) {

@@ -7,14 +7,14 @@
 //!   end of what it read (`LogicalConfirmReceivedLocation(ctx->reader->EndRecPtr)`) and marks
 //!   the slot dirty, which saves it at the next checkpoint only; peek confirms nothing. Both run
 //!   the snapshot builder, so both can move `restart_lsn` through running-xacts records already
-//!   confirmed (reference §4.2, §5.2).
+//!   confirmed (`SnapBuildProcessRunningXacts`, `snapbuild.c`).
 //! - `pg_replication_slot_advance` (`src/backend/replication/slotfuncs.c`): the target is
 //!   clamped to the flush pointer, refused below `confirmed_flush`; decoding runs in fast-forward
 //!   mode from `restart_lsn` until a record ends at or after the target
 //!   (`pg_logical_replication_slot_advance`), then the target is confirmed and the slot marked
-//!   dirty (§5.3).
+//!   dirty.
 //! - `pg_replication_slots` (`pg_get_replication_slots`): `wal_status` and `safe_wal_size` as
-//!   the view computes them (§8).
+//!   the view computes them (`GetWALAvailability`, `xlog.c`).
 //! - `pg_logical_emit_message` (`LogLogicalMessage`, `src/backend/replication/logical/message.c`)
 //!   and `pg_switch_wal` (`RequestXLogSwitch`, `src/backend/access/transam/xlog.c`).
 //!

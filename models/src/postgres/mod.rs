@@ -1,51 +1,56 @@
 //! A PostgreSQL server: WAL, transactions and MVCC, tables, publications, logical slots and
-//! walsenders, crash and restart, a streaming standby and its promotion.
+//! walsenders, the SQL slot functions, checkpoints and WAL retention, crash, clean shutdown and
+//! restart, a streaming standby and its promotion. PostgreSQL 15 unless a version is named.
 //!
-//! Follows `reference/postgres-slots.md`:
-//! - §1 LSNs and WAL positions ([`wal`]);
-//! - §2–3 slot state and creation: `restart_lsn` at the insert pointer, a running-xacts record
-//!   written there, consistency reached at once (no transaction is ever running when a slot is
-//!   created, because transactions are atomic here), `confirmed_flush` at the end of that record
-//!   (the consistent point), and an exported snapshot valid until the creating replication
-//!   session runs its next command or goes away (§3.4);
-//! - §4 what a slot emits: whole transactions, in commit order, whose commit record starts at or
-//!   after `max(start, confirmed_flush)`, only their published changes, and nothing for a
-//!   transaction without any (PostgreSQL ≥ 15 sends no empty transactions); a start below
-//!   `confirmed_flush` is forwarded to it ([`slot`]);
-//! - §5–6 how positions advance and what a crash keeps ([`slot`]);
-//! - §7.3 timed checkpoints (running-xacts record, checkpoint record, save of dirty slots) and the
-//!   background writer's running-xacts record every 15 s while important WAL is written; the
-//!   checkpoint that ends crash recovery, at the restart after a crash (no running-xacts record).
-//!
-//! A standby receives the primary's WAL over a link, in batches at most `replication_delay_ms`
-//! late, and replays it with the primary's positions. On PostgreSQL ≤ 16 it has no logical slots (17+: see failover slots below); promotion ends
-//! recovery on a new timeline (§12 "Position of the promoted standby's slot").
-//!
-//! - §7.1–7.3, §8 WAL retention ([`retention`]): every checkpoint keeps WAL from `KeepLogSeg`
-//!   (the slots' minimum `restart_lsn`, capped by `max_slot_wal_keep_size`, raised to
-//!   `wal_keep_size`) and invalidates every slot behind that, terminating an active slot's
-//!   walsender first; an invalidated slot shows `wal_status` `lost` and `restart_lsn` NULL, and
-//!   `START_REPLICATION` on it fails. Finishing a segment `max_wal_size / 1.9` segments past the
-//!   last redo runs a checkpoint at once (PostgreSQL requests it and the checkpointer starts
-//!   it moments later). `wal_status` and these rules are calibrated against a real PostgreSQL
-//!   15 by `handoff conform` (`conform/`), whose model side shares [`retention`], [`slot`] and
-//!   [`wal`] with this server.
-//!
-//! - §5.1 keep-alives: a caught-up walsender sends one carrying the end of the WAL read, while
-//!   the client's reported flush is behind it (sent only where the consumer acts on them:
-//!   Debezium's `connector_and_driver`).
-//! - §12 PostgreSQL 17 failover slots: a slot created with `failover`; the standby's slotsync
-//!   worker (`sync_replication_slots`) copies the primary's failover slots with every WAL
-//!   shipment, forward only and only to positions the standby has flushed, an invalidation
-//!   included; the copies (`synced`) are usable once the standby is promoted. With
+//! The parts, by file:
+//! - [`wal`]: LSNs with the real page layout and record sizes (`XLogInsertRecord`,
+//!   `src/backend/access/transam/xlog.c`), and the decoded entries a reader needs.
+//! - [`slot`]: how `confirmed_flush` and `restart_lsn` move and what survives a crash
+//!   (`LogicalConfirmReceivedLocation`, `LogicalIncreaseRestartDecodingForSlot`,
+//!   `src/backend/replication/logical/logical.c`; `SaveSlotToPath`, `slot.c`).
+//! - [`retention`]: `KeepLogSeg`, `wal_status` and `safe_wal_size` (`xlog.c`, `slotfuncs.c`).
+//! - `sql`: transactions (one step each: they are atomic here, so no running-xacts record ever
+//!   lists a running transaction), snapshot scans, the SQL requests.
+//! - `functions`: `pg_logical_slot_get_changes` / `peek_changes`, `pg_replication_slot_advance`,
+//!   `pg_replication_slots`, `pg_logical_emit_message`, `pg_switch_wal`, and what pgoutput emits
+//!   for a slot: whole transactions of the slot's database, in commit order, whose commit record
+//!   starts at or after `max(start, confirmed_flush)`, only their published changes, nothing for
+//!   a transaction without any (PostgreSQL ≥ 15 sends no empty transactions).
+//! - `walsender`: slot creation (`restart_lsn` at the insert pointer, a running-xacts record
+//!   there, `confirmed_flush` at its end, an exported snapshot valid until the creating session's
+//!   next command: `ReplicationSlotReserveWal`, `slot.c`; `DecodingContextFindStartpoint`,
+//!   `logical.c`), `START_REPLICATION` (reading from `restart_lsn`, a start below
+//!   `confirmed_flush` forwarded to it: `CreateDecodingContext`), keep-alives carrying the end of
+//!   the WAL read while the client's reported flush is behind it (`WalSndWaitForWal`,
+//!   `walsender.c`; sent only where the consumer acts on them: Debezium's
+//!   `connector_and_driver`), status updates.
+//! - `checkpoint`: timed, requested (`CHECKPOINT`, WAL volume: finishing a segment
+//!   `max_wal_size / 1.9` segments past the last redo runs one at once), end-of-recovery and
+//!   shutdown checkpoints (`CreateCheckPoint`, `xlog.c`): a running-xacts record (online ones
+//!   only), the checkpoint record, the save of dirty slots, then WAL retention — the oldest
+//!   segment to keep (`KeepLogSeg`: the slots' minimum `restart_lsn`, capped by
+//!   `max_slot_wal_keep_size`, raised to `wal_keep_size`), the invalidation of every slot behind
+//!   it, an active slot's walsender terminated first (`InvalidateObsoleteReplicationSlots`,
+//!   `slot.c`); the background writer's running-xacts record every 15 s while important WAL is
+//!   written (`BackgroundWriterMain`, `src/backend/postmaster/bgwriter.c`); the clean shutdown.
+//! - `standby`: a standby receives the primary's WAL in batches at most `replication_delay_ms`
+//!   late and replays it with the primary's positions; promotion ends recovery on a new
+//!   timeline. On PostgreSQL ≤ 16 a standby has no logical slots; 17's failover slots: the
+//!   standby's slotsync worker (`sync_replication_slots`, `src/backend/replication/logical/
+//!   slotsync.c`) copies the primary's failover slots with every WAL shipment, forward only and
+//!   only to positions the standby has flushed, an invalidation included; with
 //!   `synchronized_standby_slots` the original primary's walsender for a failover slot sends
-//!   nothing the standby has not reported flushed (the standby's feedback).
+//!   nothing the standby has not reported flushed.
 //!
-//! Left out (another issue makes them exact): `pg_replication_slot_advance` and SQL get/peek
-//! here (the conformance model has them), long-running transactions (slot creation waiting for
-//! them, RXs listing running transactions), the slotsync worker's own polling interval (200 ms
-//! to 30 s) and its "sync-ready" wait, the 17 shutdown save of `confirmed_flush` (the model's
-//! only restart is an immediate one), `idle_replication_slot_timeout` (18).
+//! `handoff conform` drives this component through its messages against a real PostgreSQL 15
+//! (the workloads in `conform/`), step by step, and finds no disagreement.
+//!
+//! Left out (another issue makes them exact): long-running transactions (slot creation waiting
+//! for them, running-xacts records listing them), the background writer's running-xacts record
+//! 15 s after every start whatever was written (its first tick here writes one only after
+//! important WAL), the slotsync worker's own polling interval (200 ms to 30 s) and its
+//! "sync-ready" wait, the 17 shutdown save of `confirmed_flush`, the decoding check that a SQL
+//! session is in the slot's database, `idle_replication_slot_timeout` (18).
 
 mod checkpoint;
 mod functions;
@@ -322,7 +327,7 @@ impl Postgres {
             .min()
     }
 
-    /// A slot's `wal_status` as `pg_get_replication_slots` computes it (reference §8): `lost`
+    /// A slot's `wal_status` as `pg_get_replication_slots` computes it (`pg_get_replication_slots`): `lost`
     /// once invalidated; a removed segment under a live walsender shows as `unreserved`.
     fn wal_status(&self, slot: &Slot) -> WalAvailability {
         let state = if slot.is_invalidated() {
@@ -342,7 +347,7 @@ impl Postgres {
         }
     }
 
-    /// A row of `pg_replication_slots`, `wal_status` as the view computes it (reference §8).
+    /// A row of `pg_replication_slots`, `wal_status` as the view computes it.
     fn slot_row(&self, slot: &Slot) -> SlotRow {
         let state = self.wal_status(slot);
         SlotRow {

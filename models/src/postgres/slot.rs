@@ -1,5 +1,6 @@
 //! Logical replication slots: where decoding starts, how positions advance, and what survives a
-//! restart (reference `postgres-slots.md` §2, §4.1, §5.1–5.2, §6).
+//! restart (`src/backend/replication/slot.c`, `src/backend/replication/logical/logical.c`,
+//! `snapbuild.c`).
 //!
 //! - `confirmed_flush` moves only forward, only on consumer confirmation
 //!   (`LogicalConfirmReceivedLocation`), and a move by walsender feedback alone never marks the

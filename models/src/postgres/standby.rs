@@ -30,7 +30,7 @@ impl Postgres {
         }
     }
 
-    /// The slotsync worker (PostgreSQL 17+, reference §12): a remote failover slot whose
+    /// The slotsync worker (PostgreSQL 17+, `synchronize_slots`, `slotsync.c`): a remote failover slot whose
     /// `confirmed_flush` this standby has flushed is created here (`synced`) or moved forward to
     /// the remote positions; one ahead of the standby's WAL is skipped; an invalidation is copied.
     pub(super) fn sync_slots(&mut self, ctx: &mut Ctx, remote: Vec<FailoverSlot>) {

@@ -1,5 +1,5 @@
 //! The write-ahead log: byte LSNs with real page layout, real record sizes, and the decoded view
-//! of what was written (reference `postgres-slots.md` §1).
+//! of what was written (`xlog.c`, `src/include/access/xlog_internal.h`).
 //!
 //! Positions are assigned the way `XLogInsertRecord` assigns them: a running count of usable
 //! bytes (`CurrBytePos`), each record taking `MAXALIGN(len)` of them, converted to an LSN by
@@ -249,7 +249,7 @@ impl Wal {
     }
 
     /// `pg_switch_wal()`: an `XLOG_SWITCH` record (a bare header), after which the rest of the
-    /// segment counts as used and the write pointer is the next segment's start (reference §1).
+    /// segment counts as used and the write pointer is the next segment's start (`RequestXLogSwitch`, `xlog.c`).
     /// Nothing is written when the insert position is already at a segment's start. Returns the
     /// switch record's start and end when it switched.
     pub fn switch_segment(&mut self) -> Option<(Lsn, Lsn)> {

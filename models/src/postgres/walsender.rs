@@ -174,7 +174,7 @@ impl Postgres {
         }
         // Caught up (`WalSndWaitForWal`): while the client's reported flush is behind what was
         // sent, a keep-alive carries `sentPtr`, the end of the WAL read, other databases' WAL
-        // included (reference §5.1). One per position here.
+        // included (`WalSndKeepalive`, `walsender.c`). One per position here.
         let sent = self.durable.wal.write_lsn();
         if self.config.walsender_keepalives && walsender.client_flush < sent && walsender.keepalive_sent < sent {
             walsender.keepalive_sent = sent;
