@@ -171,3 +171,91 @@ fn a_failover_slot_waits_for_the_standby_with_synchronized_standby_slots() {
     let out = send(&mut pg, Msg::StandbyFlushed { lsn: flushed });
     assert!(streamed(&out), "sent once the standby has it");
 }
+
+/// `DecodeTXNNeedSkip`: a slot decodes only its own database's transactions; get consumes and
+/// marks the slot dirty, so a clean shutdown's checkpoint saves it and nothing is sent again after
+/// the restart, where a crash would have taken the position back.
+#[test]
+fn a_slot_decodes_its_own_database_and_a_clean_shutdown_saves_what_get_consumed() {
+    let table = |id: u16, database: Option<&str>| TableSpec {
+        id: TableId(id),
+        name: "public.t".into(),
+        replica_identity: ReplicaIdentity::Default,
+        database: database.map(str::to_string),
+    };
+    let config =
+        PostgresConfig { tables: vec![table(0, None), table(1, Some("other"))], ..(*server(None).config).clone() };
+    let mut pg = Postgres::new(Node::Pg1, Role::Primary, Fixed::new(config), &[]);
+    pg.start(&mut Ctx::new(SimTime(0), Node::Pg1, &mut Outbox::default()));
+    let sql = |pg: &mut Postgres, request| {
+        let out = send(pg, Msg::Sql { session: 1, request });
+        match out.sends.into_iter().next() {
+            Some((_, Msg::SqlReply { reply, .. })) => reply,
+            other => panic!("no SQL reply: {other:?}"),
+        }
+    };
+    sql(&mut pg, SqlRequest::EnsurePublication { name: "p".into() });
+    let create = SqlRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into(), database: Some("other".into()) };
+    assert!(matches!(sql(&mut pg, create), SqlReply::Lsn(_)));
+    let insert = |table: u16, key: Key| SqlRequest::Transaction {
+        ops: vec![RowOp::Insert { table: TableId(table), key, status: crate::ids::Status::Submitted, amount_cents: 1 }],
+    };
+    sql(&mut pg, insert(0, 1));
+    let SqlReply::Committed { xid: other_xid, .. } = sql(&mut pg, insert(1, 1)) else { panic!("committed") };
+    let get = || SqlRequest::GetChanges { slot: "s".into(), publication: "p".into() };
+    let peek = SqlRequest::PeekChanges { slot: "s".into(), publication: "p".into() };
+    let xids = |reply: SqlReply| match reply {
+        SqlReply::Changes(txns) => txns.iter().map(|txn| txn.xid).collect::<Vec<_>>(),
+        other => panic!("changes: {other:?}"),
+    };
+    assert_eq!(xids(sql(&mut pg, peek)), [other_xid], "only the other database's transaction");
+    assert_eq!(xids(sql(&mut pg, get())), [other_xid]);
+    assert!(xids(sql(&mut pg, get())).is_empty(), "consumed");
+
+    send(&mut pg, Msg::Control(Control::Shutdown));
+    pg.crash();
+    let mut out = Outbox::default();
+    pg.start(&mut Ctx::new(SimTime(2), Node::Pg1, &mut out));
+    assert!(
+        out.observations.iter().all(|o| !matches!(o, Observation::CrashRecoveryEnded { .. })),
+        "a clean shutdown is no crash"
+    );
+    assert!(xids(sql(&mut pg, get())).is_empty(), "the shutdown checkpoint saved the dirty slot");
+
+    // The same after a crash: the position get moved is taken back.
+    sql(&mut pg, insert(1, 2));
+    assert_eq!(xids(sql(&mut pg, get())).len(), 1);
+    pg.crash();
+    pg.start(&mut Ctx::new(SimTime(3), Node::Pg1, &mut Outbox::default()));
+    assert_eq!(xids(sql(&mut pg, get())).len(), 1, "a crash keeps only what a checkpoint saved");
+}
+
+/// `pg_replication_slot_advance`: refused below `confirmed_flush`; moves `restart_lsn` only to a
+/// running-xacts record it passes, never to the target itself.
+#[test]
+fn advance_moves_restart_lsn_only_to_a_running_xacts_record() {
+    let mut pg = server(None);
+    let sql = |pg: &mut Postgres, request| match send(pg, Msg::Sql { session: 1, request }).sends.into_iter().next() {
+        Some((_, Msg::SqlReply { reply, .. })) => reply,
+        other => panic!("no SQL reply: {other:?}"),
+    };
+    let create = SqlRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into(), database: None };
+    let SqlReply::Lsn(consistent_point) = sql(&mut pg, create) else { panic!("created") };
+    let created = pg.slot("s").expect("slot").current;
+    let below = SqlRequest::AdvanceSlot { slot: "s".into(), to: Lsn(consistent_point.0 - 8) };
+    assert!(matches!(sql(&mut pg, below), SqlReply::Error(text) if text.contains("minimum is")));
+    sql(&mut pg, SqlRequest::EmitMessage { transactional: true, prefix: "x".into(), payload_bytes: 1 << 20 });
+    send(&mut pg, Msg::Control(Control::Checkpoint));
+    let rx = pg.durable.wal.entries.iter().rev().find_map(|entry| match entry {
+        WalEntry::RunningXacts { start, .. } => Some(*start),
+        _ => None,
+    });
+    let current = pg.current_wal_lsn();
+    assert!(
+        matches!(sql(&mut pg, SqlRequest::AdvanceSlot { slot: "s".into(), to: current }), SqlReply::Lsn(at) if at == current)
+    );
+    let advanced = pg.slot("s").expect("slot");
+    assert_eq!(advanced.current.confirmed_flush, current);
+    assert_eq!(Some(advanced.current.restart_lsn), rx, "the checkpoint's running-xacts record");
+    assert!(advanced.current.restart_lsn > created.restart_lsn && advanced.dirty);
+}
