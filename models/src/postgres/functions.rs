@@ -47,7 +47,10 @@ pub(super) fn decode_txn(
         .filter(|change| published.as_ref().is_none_or(|tables| tables.contains(&change.table)))
         .copied()
         .collect();
-    (!changes.is_empty()).then(|| DecodedTxn {
+    if changes.is_empty() {
+        return None;
+    }
+    Some(DecodedTxn {
         xid: txn.xid,
         first_lsn: txn.first_lsn,
         commit_lsn: txn.commit_lsn,
