@@ -50,7 +50,6 @@
 //! ```
 
 pub mod components;
-pub mod conform;
 pub mod core;
 pub mod exhaustive;
 pub mod judge;

@@ -16,6 +16,7 @@
 //! allocated between two readings and while the phases wind down (docs/performance.md has the
 //! measured overshoot).
 
+use handoff_models::core::units::{self, UnitError};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -348,27 +349,21 @@ fn cgroup_limit_bytes() -> Option<u64> {
     lowest
 }
 
-/// PostgreSQL's memory units, as the scenario files write sizes.
-const SIZES: [(&str, u64); 5] = [("TB", 1 << 40), ("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10), ("B", 1)];
-
-/// `--max-memory`: `512MB`, `8GB`, `1536kB`, or plain bytes.
+/// `--max-memory`: `512MB`, `8GB`, `1536kB`, or plain bytes (PostgreSQL's memory units).
 pub fn parse_memory(text: &str) -> Result<u64, String> {
-    let trimmed = text.trim();
-    let digits = trimmed.find(|c: char| !c.is_ascii_digit()).unwrap_or(trimmed.len());
-    let unit = trimmed[digits..].trim();
-    let invalid = || format!("--max-memory {text}: expected a size like 512MB or 8GB (B, kB, MB, GB, TB) or bytes");
-    let number: u64 = trimmed[..digits].parse().map_err(|_| invalid())?;
-    let scale = if unit.is_empty() {
-        1
-    } else {
-        SIZES.iter().find(|(name, _)| *name == unit).map(|(_, scale)| *scale).ok_or_else(invalid)?
-    };
-    number.checked_mul(scale).ok_or_else(|| format!("--max-memory {text}: too large"))
+    units::parse(text, &units::SIZE_UNITS, Some(1)).map_err(|error| match error {
+        UnitError::TooLarge => format!("--max-memory {text}: too large"),
+        UnitError::NotANumber | UnitError::UnknownUnit(_) => {
+            format!("--max-memory {text}: expected a size like 512MB or 8GB (B, kB, MB, GB, TB) or bytes")
+        }
+    })
 }
 
 /// `3.1GB`, `11.7GB`, `200MB`, `512kB`: a size for people, one decimal below 100 units.
 pub fn size_text(bytes: u64) -> String {
-    let Some((unit, scale)) = SIZES.iter().find(|(_, scale)| bytes >= *scale) else { return "0B".into() };
+    let Some((unit, scale)) = units::SIZE_UNITS.iter().rev().find(|(_, scale)| bytes >= *scale) else {
+        return "0B".into();
+    };
     let value = bytes as f64 / *scale as f64;
     if value >= 100.0 || bytes.is_multiple_of(*scale) {
         format!("{value:.0}{unit}")

@@ -439,7 +439,7 @@ fn main() -> ExitCode {
 
 /// `handoff conform`.
 fn conform(path: &std::path::Path, against: Option<String>, pgdata: Option<PathBuf>, json: bool) -> ExitCode {
-    use handoff_models::conform::workload::Workload;
+    use handoff_sim::conform::workload::Workload;
     use handoff_sim::conform::{self, Against, pgserver::PgCtl, pgwire::Target, real::RestartWith};
     let text = match scenario::read_text(path) {
         Ok(text) => text,

@@ -24,6 +24,7 @@ use handoff_models::core::ids::{Node, Status, TableId};
 use handoff_models::core::limits;
 use handoff_models::core::protocol::OffsetReset;
 use handoff_models::core::time::SimTime;
+use handoff_models::core::units;
 use handoff_models::exhaustive::world::{OperateWhile, Operation};
 use handoff_models::scenario::spec::{
     Acceptance, Background, CheckBound, Fault, FaultAction, FaultKind, FaultProfile, HandoffMethod, Invariant, Moment,
@@ -916,31 +917,19 @@ fn edit_distance(a: &[char], b: &[char]) -> usize {
 // ---------------------------------------------------------------------------------------------
 // Units and triggers.
 
-/// A whole number and what follows it: `16MB` → (16, "MB"). A number too large for a `u64`
-/// reads as `u64::MAX`, out of every range.
-fn number_unit(text: &str) -> Option<(u64, &str)> {
-    let text = text.trim();
-    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-    if digits == 0 {
-        return None;
+/// `5min` → 300 000 (ms); `16MB` → 16 777 216 (bytes), as [`units::parse`] reads them, a unit
+/// required. A value too large for a `u64` reads as `u64::MAX`, out of every range (so that the
+/// message gives the range, not a syntax).
+fn with_unit(text: &str, table: &[(&str, u64)]) -> Option<u64> {
+    match units::parse(text, table, None) {
+        Ok(value) => Some(value),
+        Err(units::UnitError::TooLarge) => Some(u64::MAX),
+        Err(_) => None,
     }
-    let number = text[..digits].parse().unwrap_or(u64::MAX);
-    Some((number, text[digits..].trim_start()))
-}
-
-/// PostgreSQL's time units, in milliseconds, and memory units, in bytes.
-const DURATIONS: [(&str, u64); 5] = [("ms", 1), ("s", 1_000), ("min", 60_000), ("h", 3_600_000), ("d", 86_400_000)];
-const SIZES: [(&str, u64); 5] = [("B", 1), ("kB", 1 << 10), ("MB", 1 << 20), ("GB", 1 << 30), ("TB", 1 << 40)];
-
-/// `5min` → 300 000 (ms); `16MB` → 16 777 216 (bytes). A value too large for a `u64` reads as
-/// `u64::MAX`, out of every range (so that the message gives the range, not a syntax).
-fn with_unit(text: &str, units: &[(&str, u64)]) -> Option<u64> {
-    let (number, unit) = number_unit(text)?;
-    units.iter().find(|(name, _)| *name == unit).map(|(_, scale)| number.saturating_mul(*scale))
 }
 
 fn duration_ms(text: &str) -> Option<u64> {
-    with_unit(text, &DURATIONS)
+    with_unit(text, &units::TIME_UNITS_MS)
 }
 
 const DURATION_UNITS: &str = "ms, s, min, h, d";
@@ -1128,7 +1117,7 @@ fn postgres(cx: &Cx, s: &Section) -> Res<Postgres> {
     })?;
     let wal_segment_size = s.opt("wal_segment_size", 16 << 20, |field| {
         let text = cx.string(field)?;
-        let Some(bytes) = with_unit(text, &SIZES) else {
+        let Some(bytes) = with_unit(text, &units::SIZE_UNITS) else {
             return cx.fail(
                 field,
                 format!("`{text}` is not a size; expected a power of two from 1MB to 1GB, like \"16MB\""),
@@ -1156,7 +1145,7 @@ fn postgres(cx: &Cx, s: &Section) -> Res<Postgres> {
     let megabytes = |field: &Field, minimum_bytes: u64| -> Res<u64> {
         let text = cx.string(field)?;
         let range = format!("{} to {}", size_text(minimum_bytes), size_text(MAX_SETTING_MB << 20));
-        match with_unit(text, &SIZES) {
+        match with_unit(text, &units::SIZE_UNITS) {
             Some(bytes) if !(minimum_bytes..=MAX_SETTING_MB << 20).contains(&bytes) => {
                 cx.fail(field, format!("`{text}` is out of range; expected {range}"))
             }
@@ -1957,7 +1946,7 @@ const MAX_WAL_BURST: u64 = 64 << 30;
 /// `bytes = "64MB"`: 1 byte to 64GB.
 fn wal_burst_bytes(cx: &Cx, field: &Field) -> Res<u64> {
     let text = cx.string(field)?;
-    let Some(bytes) = with_unit(text, &SIZES) else {
+    let Some(bytes) = with_unit(text, &units::SIZE_UNITS) else {
         return cx.fail(
             field,
             format!("`{text}` is not a size; expected a number and a unit (B, kB, MB, GB), like \"64MB\""),
@@ -2775,22 +2764,14 @@ fn trigger_text(trigger: &Trigger) -> String {
     }
 }
 
-/// A number and the largest unit that is exact: `5min`, `90s`, `1500ms`; `0s`.
-fn with_largest_unit(value: u64, units: &[(&str, u64)], zero: &str) -> String {
-    if value == 0 {
-        return zero.to_owned();
-    }
-    let exact = units.iter().rev().find(|(_, scale)| value.is_multiple_of(*scale));
-    exact.map_or_else(|| value.to_string(), |(unit, scale)| format!("{}{unit}", value / scale))
-}
-
+/// `5min`, `90s`, `1500ms`; `0s`.
 fn duration_text(ms: u64) -> String {
-    with_largest_unit(ms, &DURATIONS, "0s")
+    units::duration_text(ms)
 }
 
 /// `16MB`, `64GB`, `1536B` (terabytes are not written: no size of the format reaches them).
 fn size_text(bytes: u64) -> String {
-    with_largest_unit(bytes, &SIZES[..4], "0B")
+    units::size_text(bytes)
 }
 
 /// A float that reads back as the same value: Rust's shortest form (`1.0`, `2.5`, `1e-7`).

@@ -294,7 +294,7 @@ impl Component for Operator {
                     &format!("create slot \"{}\" with pg_create_logical_replication_slot", self.slot_name),
                 );
                 let slot = self.slot_name.clone();
-                self.sql(ctx, SqlRequest::CreateSlot { slot, plugin: "pgoutput".into() });
+                self.sql(ctx, SqlRequest::CreateSlot { slot, plugin: "pgoutput".into(), database: None });
             }
             (Step::RecreateCreating, Msg::SqlReply { .. }) => self.finish(ctx),
             (Step::Idle | Step::Done, Msg::Control(Control::Rebuild)) => {

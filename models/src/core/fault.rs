@@ -184,18 +184,10 @@ impl fmt::Display for FaultAction {
             FaultAction::Clog { between: (a, b), duration_ms } => {
                 write!(f, "clog {a} <-> {b} for {duration_ms} ms")
             }
-            FaultAction::WalBurst { bytes } => write!(f, "wal-burst of {} in another database", size_text(*bytes)),
+            FaultAction::WalBurst { bytes } => {
+                write!(f, "wal-burst of {} in another database", crate::core::units::size_text(*bytes))
+            }
             FaultAction::Checkpoint => write!(f, "checkpoint"),
         }
-    }
-}
-
-/// A size as the scenario format writes it: `64MB`, `2GB`, `512kB`, or `1000B`, in the largest
-/// unit that divides it.
-pub fn size_text(bytes: u64) -> String {
-    let units = [(1u64 << 30, "GB"), (1 << 20, "MB"), (1 << 10, "kB")];
-    match units.iter().find(|(unit, _)| bytes > 0 && bytes.is_multiple_of(*unit)) {
-        Some((unit, name)) => format!("{}{name}", bytes / unit),
-        None => format!("{bytes}B"),
     }
 }

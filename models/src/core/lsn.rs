@@ -18,15 +18,15 @@ impl Lsn {
         self.0 != 0
     }
 
-    /// Parses `hi/lo` in hexadecimal, as `pg_lsn` input does.
+    /// Parses `hi/lo`, each half one to eight hexadecimal digits of either case, as `pg_lsn`
+    /// input does (`pg_lsn_in_internal`, `src/backend/utils/adt/pg_lsn.c`).
     pub fn parse(text: &str) -> Option<Lsn> {
         let (hi, lo) = text.trim().split_once('/')?;
-        if hi.is_empty() || lo.is_empty() || hi.len() > 8 || lo.len() > 8 {
-            return None;
-        }
-        let hi = u32::from_str_radix(hi, 16).ok()?;
-        let lo = u32::from_str_radix(lo, 16).ok()?;
-        Some(Lsn((u64::from(hi) << 32) | u64::from(lo)))
+        let half = |part: &str| {
+            let valid = (1..=8).contains(&part.len()) && part.bytes().all(|byte| byte.is_ascii_hexdigit());
+            if valid { u32::from_str_radix(part, 16).ok() } else { None }
+        };
+        Some(Lsn((u64::from(half(hi)?) << 32) | u64::from(half(lo)?)))
     }
 }
 
@@ -59,11 +59,18 @@ mod tests {
         assert_eq!(Lsn(0x16B3748).to_string(), "0/16B3748");
         assert_eq!(Lsn((1 << 32) | 0xA0).to_string(), "1/A0");
         assert_eq!(Lsn::INVALID.to_string(), "0/0");
+        assert_eq!(Lsn(0x16_B374_D848).to_string(), "16/B374D848");
+    }
+
+    #[test]
+    fn reads_either_case() {
+        assert_eq!(Lsn::parse("16/b374d848"), Some(Lsn(0x16_B374_D848)));
+        assert_eq!(Lsn::parse("0/0"), Some(Lsn::INVALID));
     }
 
     #[test]
     fn rejects_what_pg_lsn_rejects() {
-        for bad in ["", "16B3748", "0/", "/1", "0/G", "123456789/0"] {
+        for bad in ["", "16B3748", "0", "0/", "/1", "/0", "0/G", "g/0", "123456789/0", "+1/0", "0/+1", "0/0/0"] {
             assert_eq!(Lsn::parse(bad), None, "{bad}");
         }
     }

@@ -16,4 +16,5 @@ pub mod observe;
 pub mod protocol;
 pub mod shared;
 pub mod time;
+pub mod units;
 pub mod wal;

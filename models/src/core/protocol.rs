@@ -89,13 +89,43 @@ pub enum SqlRequest {
     /// `SELECT pg_drop_replication_slot($1)`.
     DropSlot { slot: String },
     /// `SELECT * FROM pg_create_logical_replication_slot($1, $2)`: a consistent point, no
-    /// snapshot.
-    CreateSlot { slot: String, plugin: String },
+    /// snapshot. The slot belongs to the session's database: `database`, or with `None` the
+    /// server's main database (the one its tables are in).
+    CreateSlot { slot: String, plugin: String, database: Option<String> },
     /// `SELECT timeline_id, pg_is_in_recovery() …` plus the switch point from the timeline
     /// history file: what a failover gate reads.
     TimelineInfo,
     /// Close the session (drops its cursor and snapshot).
     Close,
+    /// `BEGIN; SELECT pg_logical_emit_message(true, $prefix, repeat('x', $payload_bytes));
+    /// COMMIT` (`transactional`), or the non-transactional message alone.
+    EmitMessage { transactional: bool, prefix: String, payload_bytes: u64 },
+    /// `SELECT pg_switch_wal()`.
+    SwitchWal,
+    /// `SELECT * FROM pg_logical_slot_get_binary_changes($1, NULL, NULL, 'proto_version', '1',
+    /// 'publication_names', $2)`: decodes and consumes.
+    GetChanges { slot: String, publication: String },
+    /// `pg_logical_slot_peek_binary_changes`: decodes without consuming.
+    PeekChanges { slot: String, publication: String },
+    /// `SELECT * FROM pg_replication_slot_advance($1, $2)`.
+    AdvanceSlot { slot: String, to: Lsn },
+    /// `SELECT … FROM pg_replication_slots`: every slot.
+    ReplicationSlots,
+}
+
+/// A row of `pg_replication_slots` with every column the conformance suite compares.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ReplicationSlotRow {
+    pub slot_name: String,
+    pub plugin: String,
+    /// `None`: the server's main database.
+    pub database: Option<String>,
+    pub active: bool,
+    pub restart_lsn: Option<Lsn>,
+    pub confirmed_flush_lsn: Option<Lsn>,
+    pub wal_status: Option<String>,
+    /// `None` is SQL NULL.
+    pub safe_wal_size: Option<i64>,
 }
 
 /// A row of `pg_replication_slots` (the columns the models read).
@@ -137,6 +167,11 @@ pub enum SqlReply {
     },
     Ok,
     Error(String),
+    /// What `pg_logical_slot_get_changes` / `peek_changes` emitted: whole transactions, in
+    /// commit order.
+    Changes(Vec<DecodedTxn>),
+    /// `pg_replication_slots`.
+    ReplicationSlots(Vec<ReplicationSlotRow>),
 }
 
 /// What a replication session asks of a walsender.
@@ -284,6 +319,9 @@ pub enum Control {
     Checkpoint,
     /// The connector's task dies (its worker lives on).
     KillTask,
+    /// `pg_ctl stop -m fast`: walsenders end, a shutdown checkpoint is written, and the control
+    /// file says the server was shut down cleanly, so the next start is no crash recovery.
+    Shutdown,
 }
 
 /// `reconnect.backoff.max.ms` of the Kafka clients.

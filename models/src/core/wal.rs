@@ -51,6 +51,18 @@ pub enum WalEntry {
         end: Lsn,
         timeline: u32,
     },
+    /// `pg_logical_emit_message`: the message record and, for a transactional one, its
+    /// commit. pgoutput sends messages only with its `messages` option, which no client here
+    /// sets (`pgoutput_message`), so decoding passes over it.
+    LogicalMessage {
+        start: Lsn,
+        end: Lsn,
+    },
+    /// `pg_switch_wal()`'s `XLOG_SWITCH`: the rest of its segment counts as written.
+    Switch {
+        start: Lsn,
+        end: Lsn,
+    },
 }
 
 impl WalEntry {
@@ -60,7 +72,9 @@ impl WalEntry {
             WalEntry::RunningXacts { start, .. }
             | WalEntry::Checkpoint { start, .. }
             | WalEntry::OtherDatabase { start, .. }
-            | WalEntry::EndOfRecovery { start, .. } => *start,
+            | WalEntry::EndOfRecovery { start, .. }
+            | WalEntry::LogicalMessage { start, .. }
+            | WalEntry::Switch { start, .. } => *start,
         }
     }
 
@@ -70,7 +84,9 @@ impl WalEntry {
             WalEntry::RunningXacts { end, .. }
             | WalEntry::Checkpoint { end, .. }
             | WalEntry::OtherDatabase { end, .. }
-            | WalEntry::EndOfRecovery { end, .. } => *end,
+            | WalEntry::EndOfRecovery { end, .. }
+            | WalEntry::LogicalMessage { end, .. }
+            | WalEntry::Switch { end, .. } => *end,
         }
     }
 

@@ -191,7 +191,7 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
              trying again in 2 s, the task still RUNNING"
         ),
         Observation::WalWritten { bytes, end, .. } => {
-            format!("{} of WAL written in another database, up to {end}", crate::core::fault::size_text(*bytes))
+            format!("{} of WAL written in another database, up to {end}", crate::core::units::size_text(*bytes))
         }
         Observation::ServerStarted { role, slots, .. } => {
             let mut text = format!("server started as {}", if *role == Role::Primary { "primary" } else { "standby" });

@@ -68,7 +68,7 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
         tables: spec
             .tables
             .iter()
-            .map(|t| TableSpec { id: t.id, name: t.name.clone(), replica_identity: t.replica_identity })
+            .map(|t| TableSpec { id: t.id, name: t.name.clone(), replica_identity: t.replica_identity, database: None })
             .collect(),
     });
     let pg1 = Postgres::new(Node::Pg1, Role::Primary, pg_config, &initial_rows);

@@ -1,24 +1,32 @@
-//! `handoff conform`: run a workload of server steps on the PostgreSQL model and, given a
-//! server, on the server too, and compare them step by step.
+//! `handoff conform`: run a workload of server steps on the simulation's PostgreSQL component
+//! and, given a server, on the server too, and compare them step by step.
+//!
+//! The parts: the workload file ([`workload`]), the model's side ([`model`]: the `Postgres`
+//! component the simulation runs, driven through its messages), the real side ([`real`], over
+//! the wire protocol client [`pgwire`], against a server of the user's or a throwaway one from
+//! [`pgserver`]), and what both sides observe and how they compare ([`observe`]).
 //!
 //! After each step both sides report `pg_replication_slots` and the step's outcome; the
 //! comparison is on what does not depend on exact byte positions (see
-//! [`handoff_models::conform::observe`]). A run's result is the number of disagreements; the
+//! [`observe`]). A run's result is the number of disagreements; the
 //! command exits 1 when there is any.
 
+pub mod model;
+pub mod observe;
 pub mod pgserver;
 pub mod pgwire;
 pub mod real;
+pub mod workload;
 
-use handoff_models::conform::observe::{FACTS_HEADER, Outcome, ServerView, SlotFacts};
-use handoff_models::conform::server::ModelServer;
-use handoff_models::conform::workload::Workload;
 use handoff_models::core::lsn::Lsn;
+use model::ModelSide;
+use observe::{FACTS_HEADER, Outcome, ServerView, SlotFacts};
 use pgwire::Target;
 use real::{RealServer, RestartWith};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use workload::Workload;
 
 /// One side's result of a step.
 #[derive(Clone, Debug, Serialize)]
@@ -82,7 +90,7 @@ pub fn run(workload: &Workload, against: Option<Against>) -> Result<Report, Stri
         }
         None => (None, Lsn(segment_size + 40), None),
     };
-    let mut model = ModelServer::new(&workload.server, start);
+    let mut model = ModelSide::new(workload, start);
     let mut previous_model = model.view();
     let mut previous_real = match real.as_mut() {
         Some(real) => Some(real.view()?),

@@ -379,7 +379,8 @@ fn make_dir() -> Result<(PathBuf, u16), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conform::pgwire::{PgOutput, ReplicationMessage, format_lsn, parse_pgoutput};
+    use crate::conform::pgwire::{PgOutput, ReplicationMessage, parse_pgoutput};
+    use handoff_models::core::lsn::Lsn;
     use std::time::{Duration, Instant};
 
     /// Reads the stream until a pgoutput Commit; returns the Begin's final LSN and the Commit.
@@ -434,7 +435,7 @@ mod tests {
         assert!(end_lsn > commit_lsn);
         stream.send_status(end_lsn, end_lsn, end_lsn, false).expect("status");
         stream.stop().expect("stops");
-        assert_eq!(confirmed_flush(&mut sql), Some(format_lsn(end_lsn)));
+        assert_eq!(confirmed_flush(&mut sql), Some(Lsn(end_lsn).to_string()));
 
         // A clean restart ends the sessions and keeps the slot. PostgreSQL 15 writes a logical
         // slot to disk only when its restart_lsn or catalog_xmin advance (after decoding an
@@ -446,7 +447,7 @@ mod tests {
         assert!(old.is_disconnect(), "{old}");
         let mut sql = server.connect("postgres", false).expect("connects after the restart");
         let after = confirmed_flush(&mut sql).expect("the slot survives");
-        assert!(after == format_lsn(end_lsn) || after == created, "confirmed {after} after the restart");
+        assert!(after == Lsn(end_lsn).to_string() || after == created, "confirmed {after} after the restart");
         assert!(server.restart("sideways").is_err());
 
         // Terminating the walsender ends the stream with FATAL 57P01.

@@ -11,6 +11,7 @@
 //! read, so [`ReplicationStream::recv`] can poll without losing data.
 
 use bytes::{BufMut, BytesMut};
+use handoff_models::core::lsn::Lsn;
 use postgres_protocol::authentication::md5_hash;
 use postgres_protocol::authentication::sasl::{ChannelBinding, SCRAM_SHA_256, ScramSha256};
 use postgres_protocol::message::backend::Message;
@@ -238,24 +239,6 @@ fn redact(url: &str) -> String {
         shown.push_str(&pairs.join("&"));
     }
     shown
-}
-
-// ---------------------------------------------------------------------------------------------
-// LSNs.
-
-/// Writes an LSN as PostgreSQL does: the high and low 32 bits in upper-case hex, `16/B374D848`.
-pub fn format_lsn(lsn: u64) -> String {
-    format!("{:X}/{:X}", lsn >> 32, lsn & 0xFFFF_FFFF)
-}
-
-/// Reads an LSN written as PostgreSQL does (`16/B374D848`, either case); `None` if it is not one.
-pub fn parse_lsn(text: &str) -> Option<u64> {
-    let (high, low) = text.split_once('/')?;
-    let half = |part: &str| {
-        let valid = (1..=8).contains(&part.len()) && part.bytes().all(|byte| byte.is_ascii_hexdigit());
-        if valid { u32::from_str_radix(part, 16).ok() } else { None }
-    };
-    Some((u64::from(half(high)?) << 32) | u64::from(half(low)?))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -650,8 +633,8 @@ impl Connection {
         options: &[(&str, &str)],
     ) -> Result<ReplicationStream, PgError> {
         self.check_ready()?;
-        let lsn = parse_lsn(start).ok_or_else(|| invalid_input(format!("`{start}` is not an LSN like 0/16B3748")))?;
-        let mut command = format!("START_REPLICATION SLOT {} LOGICAL {}", quote_identifier(slot), format_lsn(lsn));
+        let lsn = Lsn::parse(start).ok_or_else(|| invalid_input(format!("`{start}` is not an LSN like 0/16B3748")))?;
+        let mut command = format!("START_REPLICATION SLOT {} LOGICAL {lsn}", quote_identifier(slot));
         if !options.is_empty() {
             let options: Vec<String> = options
                 .iter()
@@ -1105,17 +1088,6 @@ mod tests {
         assert!(message.contains("postgres://u:***@h:x/d") && !message.contains("hunter2"), "{message}");
         let message = error("postgres://u@h/d?password=hunter2&x=1");
         assert!(!message.contains("hunter2"), "{message}");
-    }
-
-    #[test]
-    fn formats_and_parses_lsns() {
-        assert_eq!(format_lsn(0), "0/0");
-        assert_eq!(format_lsn(0x16_B374_D848), "16/B374D848");
-        assert_eq!(parse_lsn("16/b374d848"), Some(0x16_B374_D848));
-        assert_eq!(parse_lsn("0/0"), Some(0));
-        for bad in ["", "0", "/0", "0/", "g/0", "123456789/0", "+1/0", "0/0/0"] {
-            assert_eq!(parse_lsn(bad), None, "{bad}");
-        }
     }
 
     #[test]

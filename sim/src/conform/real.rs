@@ -12,12 +12,12 @@
 //! At the end it drops the slots it created and resets the settings it changed. It refuses to
 //! start when a slot the workload creates already exists.
 
+use super::observe::{ErrorClass, Outcome, ServerView, SlotRow};
 use super::pgserver::PgCtl;
 use super::pgwire::{Connection, PgError, PgOutput, ReplicationMessage, Target, parse_pgoutput};
-use handoff_models::conform::observe::{ErrorClass, Outcome, ServerView, SlotRow};
-use handoff_models::conform::server::{MESSAGE_PREFIX, message_payload_bytes};
-use handoff_models::conform::workload::{
-    Confirm, PUBLICATION, Position, RestartMode, Step, TABLE, Workload, format_size,
+use super::workload::{
+    Confirm, MESSAGE_PREFIX, PUBLICATION, Position, RestartMode, Step, TABLE, Workload, format_size,
+    message_payload_bytes,
 };
 use handoff_models::core::lsn::Lsn;
 use std::collections::BTreeMap;
@@ -533,8 +533,8 @@ fn same_setting(shown: &str, value: &str) -> bool {
     if shown == value {
         return true;
     }
-    let size = |text: &str| handoff_models::conform::workload::parse_size_bytes(text).ok();
-    let time = |text: &str| handoff_models::conform::workload::parse_seconds(text).ok();
+    let size = |text: &str| super::workload::parse_size_bytes(text).ok();
+    let time = |text: &str| super::workload::parse_seconds(text).ok();
     (size(shown).is_some() && size(shown) == size(value)) || (time(shown).is_some() && time(shown) == time(value))
 }
 
@@ -558,15 +558,10 @@ pub fn classify(error: &PgError) -> Option<ErrorClass> {
         "42704" => ErrorClass::SlotMissing,
         "42710" => ErrorClass::SlotExists,
         "55006" => ErrorClass::SlotActive,
-        _ if message.contains("can no longer get changes")
-            || message.contains("cannot read from logical replication slot")
-            || message.contains("cannot be advanced") =>
-        {
-            ErrorClass::SlotInvalidated
-        }
-        _ if message.contains("minimum is") => ErrorClass::BelowMinimum,
-        _ if message.contains("invalid target WAL LSN") => ErrorClass::InvalidLsn,
-        _ => ErrorClass::Other(format!("{code} {message}")),
+        _ => match ErrorClass::from_message(message) {
+            ErrorClass::Other(_) => ErrorClass::Other(format!("{code} {message}")),
+            class => class,
+        },
     })
 }
 

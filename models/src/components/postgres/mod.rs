@@ -1,56 +1,66 @@
 //! A PostgreSQL server: WAL, transactions and MVCC, tables, publications, logical slots and
-//! walsenders, crash and restart, a streaming standby and its promotion.
+//! walsenders, the SQL slot functions, checkpoints and WAL retention, crash, clean shutdown and
+//! restart, a streaming standby and its promotion. PostgreSQL 15 unless a version is named.
 //!
-//! Follows `reference/postgres-slots.md`:
-//! - §1 LSNs and WAL positions ([`wal`]);
-//! - §2–3 slot state and creation: `restart_lsn` at the insert pointer, a running-xacts record
-//!   written there, consistency reached at once (no transaction is ever running when a slot is
-//!   created, because transactions are atomic here), `confirmed_flush` at the end of that record
-//!   (the consistent point), and an exported snapshot valid until the creating replication
-//!   session runs its next command or goes away (§3.4);
-//! - §4 what a slot emits: whole transactions, in commit order, whose commit record starts at or
-//!   after `max(start, confirmed_flush)`, only their published changes, and nothing for a
-//!   transaction without any (PostgreSQL ≥ 15 sends no empty transactions); a start below
-//!   `confirmed_flush` is forwarded to it ([`slot`]);
-//! - §5–6 how positions advance and what a crash keeps ([`slot`]);
-//! - §7.3 timed checkpoints (running-xacts record, checkpoint record, save of dirty slots) and the
-//!   background writer's running-xacts record every 15 s while important WAL is written; the
-//!   checkpoint that ends crash recovery, at the restart after a crash (no running-xacts record).
-//!
-//! A standby receives the primary's WAL over a link, in batches at most `replication_delay_ms`
-//! late, and replays it with the primary's positions. On PostgreSQL ≤ 16 it has no logical slots (17+: see failover slots below); promotion ends
-//! recovery on a new timeline (§12 "Position of the promoted standby's slot").
-//!
-//! - §7.1–7.3, §8 WAL retention ([`retention`]): every checkpoint keeps WAL from `KeepLogSeg`
-//!   (the slots' minimum `restart_lsn`, capped by `max_slot_wal_keep_size`, raised to
-//!   `wal_keep_size`) and invalidates every slot behind that, terminating an active slot's
-//!   walsender first; an invalidated slot shows `wal_status` `lost` and `restart_lsn` NULL, and
-//!   `START_REPLICATION` on it fails. Finishing a segment `max_wal_size / 1.9` segments past the
-//!   last redo runs a checkpoint at once (PostgreSQL requests it and the checkpointer starts
-//!   it moments later). `wal_status` and these rules are calibrated against a real PostgreSQL
-//!   15 by `handoff conform` (`conform/`), whose model side shares [`retention`], [`slot`] and
-//!   [`wal`] with this server.
-//!
-//! - §5.1 keep-alives: a caught-up walsender sends one carrying the end of the WAL read, while
-//!   the client's reported flush is behind it (sent only where the consumer acts on them:
-//!   Debezium's `connector_and_driver`).
-//! - §12 PostgreSQL 17 failover slots: a slot created with `failover`; the standby's slotsync
-//!   worker (`sync_replication_slots`) copies the primary's failover slots with every WAL
-//!   shipment, forward only and only to positions the standby has flushed, an invalidation
-//!   included; the copies (`synced`) are usable once the standby is promoted. With
+//! The parts, by file:
+//! - [`wal`]: LSNs with the real page layout and record sizes (`XLogInsertRecord`,
+//!   `src/backend/access/transam/xlog.c`), and the decoded entries a reader needs.
+//! - [`slot`]: how `confirmed_flush` and `restart_lsn` move and what survives a crash
+//!   (`LogicalConfirmReceivedLocation`, `LogicalIncreaseRestartDecodingForSlot`,
+//!   `src/backend/replication/logical/logical.c`; `SaveSlotToPath`, `slot.c`).
+//! - [`retention`]: `KeepLogSeg`, `wal_status` and `safe_wal_size` (`xlog.c`, `slotfuncs.c`).
+//! - `sql`: transactions (one step each: they are atomic here, so no running-xacts record ever
+//!   lists a running transaction), snapshot scans, the SQL requests.
+//! - `functions`: `pg_logical_slot_get_changes` / `peek_changes`, `pg_replication_slot_advance`,
+//!   `pg_replication_slots`, `pg_logical_emit_message`, `pg_switch_wal`, and what pgoutput emits
+//!   for a slot: whole transactions of the slot's database, in commit order, whose commit record
+//!   starts at or after `max(start, confirmed_flush)`, only their published changes, nothing for
+//!   a transaction without any (PostgreSQL ≥ 15 sends no empty transactions).
+//! - `walsender`: slot creation (`restart_lsn` at the insert pointer, a running-xacts record
+//!   there, `confirmed_flush` at its end, an exported snapshot valid until the creating session's
+//!   next command: `ReplicationSlotReserveWal`, `slot.c`; `DecodingContextFindStartpoint`,
+//!   `logical.c`), `START_REPLICATION` (reading from `restart_lsn`, a start below
+//!   `confirmed_flush` forwarded to it: `CreateDecodingContext`), keep-alives carrying the end of
+//!   the WAL read while the client's reported flush is behind it (`WalSndWaitForWal`,
+//!   `walsender.c`; sent only where the consumer acts on them: Debezium's
+//!   `connector_and_driver`), status updates.
+//! - `checkpoint`: timed, requested (`CHECKPOINT`, WAL volume: finishing a segment
+//!   `max_wal_size / 1.9` segments past the last redo runs one at once), end-of-recovery and
+//!   shutdown checkpoints (`CreateCheckPoint`, `xlog.c`): a running-xacts record (online ones
+//!   only), the checkpoint record, the save of dirty slots, then WAL retention — the oldest
+//!   segment to keep (`KeepLogSeg`: the slots' minimum `restart_lsn`, capped by
+//!   `max_slot_wal_keep_size`, raised to `wal_keep_size`), the invalidation of every slot behind
+//!   it, an active slot's walsender terminated first (`InvalidateObsoleteReplicationSlots`,
+//!   `slot.c`); the background writer's running-xacts record every 15 s while important WAL is
+//!   written (`BackgroundWriterMain`, `src/backend/postmaster/bgwriter.c`); the clean shutdown.
+//! - `standby`: a standby receives the primary's WAL in batches at most `replication_delay_ms`
+//!   late and replays it with the primary's positions; promotion ends recovery on a new
+//!   timeline. On PostgreSQL ≤ 16 a standby has no logical slots; 17's failover slots: the
+//!   standby's slotsync worker (`sync_replication_slots`, `src/backend/replication/logical/
+//!   slotsync.c`) copies the primary's failover slots with every WAL shipment, forward only and
+//!   only to positions the standby has flushed, an invalidation included; with
 //!   `synchronized_standby_slots` the original primary's walsender for a failover slot sends
-//!   nothing the standby has not reported flushed (the standby's feedback).
+//!   nothing the standby has not reported flushed.
 //!
-//! Left out (another issue makes them exact): `pg_replication_slot_advance` and SQL get/peek
-//! here (the conformance model has them), long-running transactions (slot creation waiting for
-//! them, RXs listing running transactions), the slotsync worker's own polling interval (200 ms
-//! to 30 s) and its "sync-ready" wait, the 17 shutdown save of `confirmed_flush` (the model's
-//! only restart is an immediate one), `idle_replication_slot_timeout` (18).
+//! `handoff conform` drives this component through its messages against a real PostgreSQL 15
+//! (the workloads in `conform/`), step by step, and finds no disagreement.
+//!
+//! Left out (another issue makes them exact): long-running transactions (slot creation waiting
+//! for them, running-xacts records listing them), the background writer's running-xacts record
+//! 15 s after every start whatever was written (its first tick here writes one only after
+//! important WAL), the slotsync worker's own polling interval (200 ms to 30 s) and its
+//! "sync-ready" wait, the 17 shutdown save of `confirmed_flush`, the decoding check that a SQL
+//! session is in the slot's database, `idle_replication_slot_timeout` (18).
 
+mod checkpoint;
+mod functions;
 pub mod retention;
 pub mod slot;
+mod sql;
+mod standby;
 pub mod table;
 pub mod wal;
+mod walsender;
 
 use crate::core::change::{Change, ChangeKind, ReplicaIdentity, RowOp};
 use crate::core::component::{Component, Ctx, Timer};
@@ -58,10 +68,12 @@ use crate::core::ids::{Csn, Key, Node, Role, Row, TableId, Xid};
 use crate::core::lsn::Lsn;
 use crate::core::observe::{Observation, ScanSnapshot};
 use crate::core::protocol::{
-    Control, DecodedTxn, FailoverSlot, Msg, ReplReply, ReplRequest, SessionId, SlotRow, SqlReply, SqlRequest,
+    Control, DecodedTxn, FailoverSlot, Msg, ReplReply, ReplRequest, ReplicationSlotRow, SessionId, SlotRow, SqlReply,
+    SqlRequest,
 };
 use crate::core::shared::{Fixed, Shared};
 use crate::core::wal::{CommittedTxn, WalEntry};
+use functions::decode_txn;
 use retention::{Retention, WalAvailability};
 use serde::{Deserialize, Serialize};
 use slot::Slot;
@@ -117,6 +129,10 @@ pub struct TableSpec {
     /// Schema-qualified name, e.g. `public.claims`.
     pub name: String,
     pub replica_identity: ReplicaIdentity,
+    /// The database the table is in; `None` is the server's main database. A transaction is in
+    /// its tables' database, and a slot decodes only its own database's transactions.
+    #[serde(default)]
+    pub database: Option<String>,
 }
 
 /// What survives a crash: WAL (flushed at every commit), the tables it recovers to, slot files,
@@ -141,8 +157,9 @@ pub struct Durable {
     /// The last checkpoint's redo pointer (WAL-volume checkpoints count segments from it).
     pub last_checkpoint_redo: Lsn,
     /// The control file's state says the server is running (`DB_IN_PRODUCTION`): set at start,
-    /// never cleared by a crash (the model has no clean shutdown), so a start that finds it set
-    /// is a start after a crash, and the server goes through crash recovery (`StartupXLOG`).
+    /// cleared only by a clean shutdown ([`Control::Shutdown`]), never by a crash, so a start
+    /// that finds it set is a start after a crash, and the server goes through crash recovery
+    /// (`StartupXLOG`).
     pub in_production: bool,
 }
 
@@ -190,6 +207,9 @@ enum CheckpointKind {
     /// The end of crash recovery (`CHECKPOINT_END_OF_RECOVERY`): never skipped, and, a shutdown
     /// checkpoint, without a running-xacts record.
     EndOfRecovery,
+    /// At a clean shutdown (`CHECKPOINT_IS_SHUTDOWN`): never skipped, without a running-xacts
+    /// record.
+    Shutdown,
 }
 
 /// Lost at a crash: sessions, walsenders, cursors, exported snapshots, in-memory slot positions.
@@ -303,8 +323,9 @@ impl Postgres {
             .min()
     }
 
-    /// A row of `pg_replication_slots`, `wal_status` as the view computes it (reference §8).
-    fn slot_row(&self, slot: &Slot) -> SlotRow {
+    /// A slot's `wal_status` as `pg_get_replication_slots` computes it (`pg_get_replication_slots`): `lost`
+    /// once invalidated; a removed segment under a live walsender shows as `unreserved`.
+    fn wal_status(&self, slot: &Slot) -> WalAvailability {
         let state = if slot.is_invalidated() {
             WalAvailability::Removed
         } else {
@@ -315,11 +336,16 @@ impl Postgres {
                 self.volatile.last_removed_segment,
             )
         };
-        let state = if state == WalAvailability::Removed && !slot.is_invalidated() && slot.active.is_some() {
+        if state == WalAvailability::Removed && !slot.is_invalidated() && slot.active.is_some() {
             WalAvailability::Unreserved
         } else {
             state
-        };
+        }
+    }
+
+    /// A row of `pg_replication_slots`, `wal_status` as the view computes it.
+    fn slot_row(&self, slot: &Slot) -> SlotRow {
+        let state = self.wal_status(slot);
         SlotRow {
             slot_name: slot.name.clone(),
             plugin: slot.plugin.clone(),
@@ -328,98 +354,6 @@ impl Postgres {
             confirmed_flush_lsn: Some(slot.current.confirmed_flush),
             wal_status: Some(state.as_str().into()),
         }
-    }
-
-    // ----- transactions -----
-
-    fn execute(&mut self, ctx: &mut Ctx, ops: &[RowOp]) -> SqlReply {
-        if self.durable.role == Role::Standby {
-            return SqlReply::Error("ERROR: cannot execute INSERT in a read-only transaction".into());
-        }
-        // Work out the changes against the current state first: an error aborts everything.
-        let mut pending: Vec<(TableId, Key, ChangeKind)> = Vec::new();
-        let mut staged: BTreeMap<(TableId, Key), Option<Row>> = BTreeMap::new();
-        for op in ops {
-            let (table, key) = match *op {
-                RowOp::Insert { table, key, .. } | RowOp::Update { table, key, .. } | RowOp::Delete { table, key } => {
-                    (table, key)
-                }
-            };
-            let current = match staged.get(&(table, key)) {
-                Some(row) => *row,
-                None => self.table(table).current(key),
-            };
-            let identity = self.table(table).replica_identity;
-            let kind = match *op {
-                RowOp::Insert { status, amount_cents, .. } => {
-                    if current.is_some() {
-                        let name = &self.config.tables[usize::from(table.0)].name;
-                        let relation = name.rsplit('.').next().unwrap_or(name);
-                        return SqlReply::Error(format!(
-                            "ERROR: duplicate key value violates unique constraint \"{relation}_pkey\" DETAIL: Key \
-                             (id)=({key}) already exists."
-                        ));
-                    }
-                    Some(ChangeKind::Insert { after: Row { version: 1, status, amount_cents } })
-                }
-                RowOp::Update { status, .. } => current.map(|old| ChangeKind::Update {
-                    before: (identity == ReplicaIdentity::Full).then_some(old),
-                    after: Row { version: old.version + 1, status, ..old },
-                }),
-                RowOp::Delete { .. } => {
-                    current.map(|old| ChangeKind::Delete { before: (identity == ReplicaIdentity::Full).then_some(old) })
-                }
-            };
-            if let Some(kind) = kind {
-                staged.insert((table, key), kind.after());
-                pending.push((table, key, kind));
-            }
-        }
-        if pending.is_empty() {
-            // No row changed: no xid was assigned and nothing is written.
-            return SqlReply::NothingChanged { ops: ops.to_vec() };
-        }
-        let xid = self.durable.next_xid;
-        self.durable.next_xid += 1;
-        let mut changes = Vec::with_capacity(pending.len());
-        let write_before = self.durable.wal.write_lsn();
-        let mut first_lsn = None;
-        for (table, key, kind) in pending {
-            let len = match kind {
-                ChangeKind::Insert { after } => record_size::heap_insert(after.tuple_data_bytes()),
-                ChangeKind::Update { before, after } => {
-                    record_size::heap_update(after.tuple_data_bytes(), before.map(|row| row.tuple_data_bytes()))
-                }
-                // Without a full replica identity only the 8-byte key is logged.
-                ChangeKind::Delete { before } => {
-                    record_size::heap_delete(before.map_or(8, |row| row.tuple_data_bytes()))
-                }
-            };
-            let (lsn, _) = self.durable.wal.get_mut().insert_record(len);
-            first_lsn.get_or_insert(lsn);
-            changes.push(Change { lsn, table, key, kind });
-        }
-        let (commit_lsn, end_lsn) = self.durable.wal.get_mut().insert_record(record_size::COMMIT);
-        self.durable.csn += 1;
-        let csn = self.durable.csn;
-        for change in &changes {
-            self.durable.tables.get_mut()[usize::from(change.table.0)].apply(&change.kind, change.key, csn);
-        }
-        let txn = Shared::new(CommittedTxn {
-            xid,
-            csn,
-            first_lsn: first_lsn.unwrap_or(commit_lsn),
-            commit_lsn,
-            end_lsn,
-            commit_time: ctx.now,
-            timeline: self.durable.timeline,
-            changes: changes.clone(),
-        });
-        self.durable.wal.get_mut().push(WalEntry::Txn(txn.clone()));
-        ctx.observe(Observation::Committed { server: self.node, txn: crate::core::shared::ByContent(txn) });
-        self.after_wal_append(ctx);
-        self.after_segments_written(ctx, write_before);
-        SqlReply::Committed { xid, commit_lsn, end_lsn, changes }
     }
 
     /// New WAL exists: walsenders decode it and the standby is sent it.
@@ -434,603 +368,6 @@ impl Postgres {
                 self.volatile.ship_armed = true;
                 ctx.set_timer(Timer::ShipWal, self.config.replication_delay_ms);
             }
-        }
-    }
-
-    /// Every walsender decodes what it may.
-    fn pump_walsenders(&mut self, ctx: &mut Ctx) {
-        let sessions: Vec<(Node, SessionId)> = self
-            .volatile
-            .sessions
-            .iter()
-            .filter(|(_, session)| matches!(***session, Session::Replication { walsender: Some(_), .. }))
-            .map(|(id, _)| *id)
-            .collect();
-        for (client, session) in sessions {
-            self.pump_walsender(ctx, client, session);
-        }
-    }
-
-    fn ship_wal(&mut self, ctx: &mut Ctx) {
-        let entries = &self.durable.wal.entries;
-        if self.volatile.shipped_entries < entries.len() {
-            let batch = entries[self.volatile.shipped_entries..].to_vec();
-            self.volatile.shipped_entries = entries.len();
-            ctx.send(Node::Pg2, Msg::WalShip { entries: batch });
-            // The standby's slotsync worker reads the failover slots' positions; the model lets
-            // it read them with every shipment (the real worker polls every 200 ms to 30 s).
-            let slots: Vec<FailoverSlot> = self
-                .durable
-                .slots
-                .values()
-                .filter(|slot| slot.failover)
-                .map(|slot| FailoverSlot {
-                    name: slot.name.clone(),
-                    plugin: slot.plugin.clone(),
-                    restart_lsn: slot.current.restart_lsn,
-                    confirmed_flush: slot.current.confirmed_flush,
-                    invalidated: slot.is_invalidated(),
-                })
-                .collect();
-            if !slots.is_empty() {
-                ctx.send(Node::Pg2, Msg::SlotSync { slots });
-            }
-        }
-    }
-
-    /// The slotsync worker (PostgreSQL 17+, reference §12): a remote failover slot whose
-    /// `confirmed_flush` this standby has flushed is created here (`synced`) or moved forward to
-    /// the remote positions; one ahead of the standby's WAL is skipped; an invalidation is copied.
-    fn sync_slots(&mut self, ctx: &mut Ctx, remote: Vec<FailoverSlot>) {
-        if self.durable.role != Role::Standby || !self.config.sync_replication_slots {
-            return;
-        }
-        let flushed = self.durable.wal.write_lsn();
-        for remote in remote {
-            let local = self.durable.slots.get(&remote.name);
-            if remote.invalidated {
-                if local.is_some_and(|slot| !slot.is_invalidated()) {
-                    self.durable.slots.get_mut().get_mut(&remote.name).expect("present").invalidate();
-                }
-                continue;
-            }
-            if remote.confirmed_flush > flushed {
-                continue; // "skipping slot synchronization": the standby is behind
-            }
-            let moves = local.is_none_or(|slot| {
-                remote.confirmed_flush > slot.current.confirmed_flush || remote.restart_lsn > slot.current.restart_lsn
-            });
-            if !moves {
-                continue;
-            }
-            let slots = self.durable.slots.get_mut();
-            let slot = slots.entry(remote.name.clone()).or_insert_with(|| {
-                let mut slot =
-                    Slot::new(remote.name.clone(), remote.plugin.clone(), remote.restart_lsn, remote.confirmed_flush);
-                slot.failover = true;
-                slot.synced = true;
-                slot
-            });
-            slot.current.restart_lsn = slot.current.restart_lsn.max(remote.restart_lsn);
-            slot.current.confirmed_flush = slot.current.confirmed_flush.max(remote.confirmed_flush);
-            slot.save();
-            ctx.observe(Observation::SlotSynced {
-                server: self.node,
-                slot: remote.name,
-                restart_lsn: slot.current.restart_lsn,
-                confirmed_flush: slot.current.confirmed_flush,
-            });
-        }
-    }
-
-    fn write_running_xacts(&mut self, ctx: &mut Ctx) {
-        let (start, end) = self.durable.wal.get_mut().insert_record(record_size::RUNNING_XACTS);
-        self.durable.wal.get_mut().push(WalEntry::RunningXacts { start, end });
-        self.volatile.entries_at_last_running_xacts = self.durable.wal.entries.len();
-        self.after_wal_append(ctx);
-    }
-
-    /// Whether WAL other than running-xacts records was written since entry `since`.
-    fn important_wal_since(&self, since: usize) -> bool {
-        self.durable.wal.entries[since.min(self.durable.wal.entries.len())..].iter().any(WalEntry::is_important)
-    }
-
-    /// `CreateCheckPoint`: a timed one is skipped when no important WAL was written since the
-    /// last one, a forced one (`CHECKPOINT`, promotion, end of crash recovery) always runs; then
-    /// a running-xacts record (not at the end of crash recovery: `LogStandbySnapshot` runs for
-    /// online checkpoints only), the checkpoint record, the save of every dirty slot, and WAL
-    /// retention: the oldest segment to keep (`KeepLogSeg`), the invalidation of every slot
-    /// behind it (the walsender of an active one terminated first) and the removal of older
-    /// segments (reference §7.1–7.2).
-    fn checkpoint(&mut self, ctx: &mut Ctx, kind: CheckpointKind) {
-        let since = self.durable.wal.first_entry_at_or_after(self.durable.last_checkpoint_lsn);
-        if kind == CheckpointKind::Requested && !self.important_wal_since(since) {
-            return;
-        }
-        let redo = self.durable.wal.insert_lsn();
-        if kind != CheckpointKind::EndOfRecovery {
-            self.write_running_xacts(ctx);
-        }
-        let (start, end) = self.durable.wal.get_mut().insert_record(record_size::CHECKPOINT_ONLINE);
-        self.durable.wal.get_mut().push(WalEntry::Checkpoint { start, end });
-        self.durable.last_checkpoint_lsn = start;
-        self.durable.last_checkpoint_redo = redo;
-        if self.durable.slots.values().any(|slot| slot.dirty) {
-            for slot in self.durable.slots.get_mut().values_mut() {
-                if slot.dirty {
-                    slot.save();
-                }
-            }
-        }
-        ctx.observe(Observation::Checkpoint { server: self.node, lsn: start });
-        let retention = self.retention();
-        let redo_segment = retention.segment_of(redo);
-        let mut keep = retention.keep_log_seg(end, self.slots_minimum(), redo_segment);
-        if self.invalidate_obsolete_slots(ctx, keep) {
-            keep = retention.keep_log_seg(end, self.slots_minimum(), redo_segment);
-        }
-        if keep > 0 {
-            self.volatile.last_removed_segment = self.volatile.last_removed_segment.max(keep - 1);
-        }
-        self.after_wal_append(ctx);
-    }
-
-    /// `InvalidateObsoleteReplicationSlots(oldest_segment)` (§7.2): every valid slot whose
-    /// `restart_lsn` is before the segment is invalidated; an active one's walsender is
-    /// terminated first (`FATAL: terminating connection due to administrator command`).
-    fn invalidate_obsolete_slots(&mut self, ctx: &mut Ctx, oldest_segment: u64) -> bool {
-        let oldest = self.retention().segment_start(oldest_segment);
-        let obsolete: Vec<String> = self
-            .durable
-            .slots
-            .values()
-            .filter(|slot| !slot.is_invalidated() && slot.current.restart_lsn < oldest)
-            .map(|slot| slot.name.clone())
-            .collect();
-        for name in &obsolete {
-            let active = self.durable.slots.get(name).and_then(|slot| slot.active);
-            if let Some((client, session)) = active {
-                self.close_session(ctx, client, session);
-                ctx.send(
-                    client,
-                    Msg::ReplReply {
-                        session,
-                        reply: ReplReply::Error("FATAL: terminating connection due to administrator command".into()),
-                    },
-                );
-            }
-            let slot = self.durable.slots.get_mut().get_mut(name).expect("listed");
-            let restart_lsn = slot.current.restart_lsn;
-            slot.invalidate();
-            ctx.observe(Observation::SlotInvalidated {
-                server: self.node,
-                slot: name.clone(),
-                restart_lsn,
-                oldest_kept: oldest,
-                walsender_terminated: active.is_some(),
-            });
-        }
-        !obsolete.is_empty()
-    }
-
-    /// `XLogWrite` finishing segments: one far enough past the last checkpoint's redo requests
-    /// a checkpoint (`CHECKPOINT_CAUSE_XLOG`, §7.3). The model runs it at once.
-    fn after_segments_written(&mut self, ctx: &mut Ctx, write_before: Lsn) {
-        let retention = self.retention();
-        let finished = retention.segment_of(self.durable.wal.write_lsn());
-        if finished > retention.segment_of(write_before)
-            && retention.checkpoint_needed(self.durable.last_checkpoint_redo, finished - 1)
-        {
-            self.checkpoint(ctx, CheckpointKind::Requested);
-        }
-    }
-
-    // ----- replication -----
-
-    fn create_slot(
-        &mut self,
-        ctx: &mut Ctx,
-        client: Node,
-        session: SessionId,
-        name: String,
-        plugin: String,
-    ) -> ReplReply {
-        if self.durable.role == Role::Standby {
-            return ReplReply::Error("ERROR: logical decoding cannot be used while in recovery".into());
-        }
-        if self.durable.slots.contains_key(&name) {
-            return ReplReply::Error(format!("ERROR: replication slot \"{name}\" already exists"));
-        }
-        // ReplicationSlotReserveWal: restart_lsn is the insert pointer, and a running-xacts
-        // record is logged right there. With no transaction running, the snapshot builder is
-        // consistent at that record; confirmed_flush is its end.
-        let restart_lsn = self.durable.wal.insert_lsn();
-        let (start, consistent_point) = self.durable.wal.get_mut().insert_record(record_size::RUNNING_XACTS);
-        debug_assert_eq!(start, restart_lsn);
-        self.durable.wal.get_mut().push(WalEntry::RunningXacts { start, end: consistent_point });
-        self.durable
-            .slots
-            .get_mut()
-            .insert(name.clone(), Slot::new(name.clone(), plugin, restart_lsn, consistent_point));
-        self.volatile.exported_snapshots_created += 1;
-        let snapshot_name = format!(
-            "{:08X}-{:08X}-{}",
-            self.durable.next_xid % 4096,
-            self.durable.csn + 2,
-            self.volatile.exported_snapshots_created
-        );
-        if let Some(Session::Replication { exported_snapshot, .. }) =
-            self.volatile.sessions.get_mut(&(client, session)).map(Shared::get_mut)
-        {
-            *exported_snapshot = Some((snapshot_name.clone(), self.durable.csn));
-        }
-        ctx.observe(Observation::SlotCreated {
-            server: self.node,
-            slot: name,
-            restart_lsn,
-            consistent_point,
-            snapshot_name: snapshot_name.clone(),
-        });
-        self.after_wal_append(ctx);
-        ReplReply::SlotCreated { consistent_point, snapshot_name }
-    }
-
-    fn start_replication(
-        &mut self,
-        ctx: &mut Ctx,
-        client: Node,
-        session: SessionId,
-        slot_name: String,
-        requested: Lsn,
-        publication: String,
-    ) -> Option<ReplReply> {
-        if self.durable.role == Role::Standby {
-            return Some(ReplReply::Error("ERROR: logical decoding cannot be used while in recovery".into()));
-        }
-        if !self.durable.publications.contains_key(&publication) {
-            return Some(ReplReply::Error(format!("ERROR: publication \"{publication}\" does not exist")));
-        }
-        let Some(slot) = self.durable.slots.get_mut().get_mut(&slot_name) else {
-            return Some(ReplReply::Error(format!("ERROR: replication slot \"{slot_name}\" does not exist")));
-        };
-        if let Some((holder, _)) = slot.active
-            && slot.active != Some((client, session))
-        {
-            return Some(ReplReply::Error(format!(
-                "ERROR: replication slot \"{slot_name}\" is active for PID of {holder}"
-            )));
-        }
-        if slot.is_invalidated() {
-            return Some(ReplReply::Error(format!(
-                "ERROR: cannot read from logical replication slot \"{slot_name}\" DETAIL: This slot has been \
-                 invalidated because it exceeded the maximum reserved size."
-            )));
-        }
-        slot.active = Some((client, session));
-        let start = slot.effective_start(requested);
-        let restart_lsn = slot.current.restart_lsn;
-        ctx.observe(Observation::StreamStarted {
-            server: self.node,
-            client,
-            slot: slot_name.clone(),
-            requested,
-            confirmed_flush: slot.current.confirmed_flush,
-            start,
-            restart_lsn,
-        });
-        // Decoding always reads from restart_lsn.
-        let next_entry = self.durable.wal.first_entry_at_or_after(restart_lsn);
-        if let Some(Session::Replication { exported_snapshot, walsender }) =
-            self.volatile.sessions.get_mut(&(client, session)).map(Shared::get_mut)
-        {
-            // The exported snapshot dies with the session's next command.
-            *exported_snapshot = None;
-            *walsender = Some(Walsender {
-                slot: slot_name,
-                start,
-                publication,
-                next_entry,
-                client_flush: Lsn::INVALID,
-                keepalive_sent: Lsn::INVALID,
-            });
-        }
-        ctx.send(client, Msg::ReplReply { session, reply: ReplReply::StreamingStarted });
-        self.pump_walsender(ctx, client, session);
-        None
-    }
-
-    /// Decodes WAL for one walsender up to the flush pointer and sends what it emits.
-    fn pump_walsender(&mut self, ctx: &mut Ctx, client: Node, session: SessionId) {
-        let entries = self.durable.wal.entries.len();
-        let Some(shared) = self.volatile.sessions.get_mut(&(client, session)) else { return };
-        if !matches!(&**shared, Session::Replication { walsender: Some(walsender), .. } if walsender.next_entry < entries)
-        {
-            return;
-        }
-        let Session::Replication { walsender: Some(walsender), .. } = shared.get_mut() else {
-            return;
-        };
-        let entries = &self.durable.wal.entries;
-        let published = &self.durable.publications;
-        let Some(slot) = self.durable.slots.get(&walsender.slot) else {
-            return;
-        };
-        // `synchronized_standby_slots` (§12): a failover slot's walsender waits for the standby
-        // to flush what it would send. Only the original primary lists a standby.
-        let wait_for_standby = self.config.synchronized_standby_slots && slot.failover && self.node == Node::Pg1;
-        while walsender.next_entry < entries.len() {
-            if wait_for_standby && entries[walsender.next_entry].end() > self.volatile.standby_flushed {
-                return;
-            }
-            match &entries[walsender.next_entry] {
-                WalEntry::Txn(txn) if txn.commit_lsn >= walsender.start => {
-                    let publication = published.get(&walsender.publication).cloned().flatten();
-                    let changes: Vec<Change> = txn
-                        .changes
-                        .iter()
-                        .filter(|change| publication.as_ref().is_none_or(|tables| tables.contains(&change.table)))
-                        .copied()
-                        .collect();
-                    if !changes.is_empty() {
-                        ctx.send(
-                            client,
-                            Msg::ReplReply {
-                                session,
-                                reply: ReplReply::XLogData(DecodedTxn {
-                                    xid: txn.xid,
-                                    first_lsn: txn.first_lsn,
-                                    commit_lsn: txn.commit_lsn,
-                                    end_lsn: txn.end_lsn,
-                                    commit_time: txn.commit_time,
-                                    changes,
-                                }),
-                            },
-                        );
-                    }
-                }
-                WalEntry::RunningXacts { start, .. } => {
-                    let slot = self.durable.slots.get_mut().get_mut(&walsender.slot).expect("the slot exists");
-                    let result = slot.process_running_xacts(*start);
-                    observe_restart_advance(ctx, self.node, slot, result);
-                }
-                _ => {}
-            }
-            walsender.next_entry += 1;
-        }
-        // Caught up (`WalSndWaitForWal`): while the client's reported flush is behind what was
-        // sent, a keep-alive carries `sentPtr`, the end of the WAL read, other databases' WAL
-        // included (reference §5.1). One per position here.
-        let sent = self.durable.wal.write_lsn();
-        if self.config.walsender_keepalives && walsender.client_flush < sent && walsender.keepalive_sent < sent {
-            walsender.keepalive_sent = sent;
-            ctx.send(client, Msg::ReplReply { session, reply: ReplReply::Keepalive { wal_end: sent } });
-        }
-    }
-
-    fn status_update(&mut self, ctx: &mut Ctx, client: Node, session: SessionId, flush: Lsn) {
-        let Some(shared) = self.volatile.sessions.get_mut(&(client, session)) else { return };
-        let Session::Replication { walsender: Some(walsender), .. } = &**shared else { return };
-        // Tracked only for keep-alives: writing it copies the session, on every status update.
-        if self.config.walsender_keepalives
-            && walsender.client_flush != flush
-            && let Session::Replication { walsender: Some(walsender), .. } = shared.get_mut()
-        {
-            walsender.client_flush = flush;
-        }
-        let Session::Replication { walsender: Some(walsender), .. } = &**shared else { return };
-        let Some(slot) = self.durable.slots.get_mut().get_mut(&walsender.slot) else {
-            return;
-        };
-        let result = slot.confirm(flush);
-        if let Some((from, to)) = result.moved {
-            ctx.observe(Observation::SlotConfirmed {
-                server: self.node,
-                slot: slot.name.clone(),
-                from,
-                to,
-                by: client,
-            });
-        }
-        observe_restart_advance(ctx, self.node, slot, result);
-    }
-
-    fn close_session(&mut self, ctx: &mut Ctx, client: Node, session: SessionId) {
-        if let Some(removed) = self.volatile.sessions.remove(&(client, session)) {
-            match *removed {
-                Session::Sql { scan: Some(_) } => ctx.cancel_timer(Timer::ScanBatch { client }),
-                Session::Replication { walsender: Some(_), .. } => {
-                    let released = |slot: &Slot| slot.active == Some((client, session));
-                    if self.durable.slots.values().any(released) {
-                        for slot in self.durable.slots.get_mut().values_mut().filter(|slot| released(slot)) {
-                            slot.active = None;
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-
-    // ----- SQL -----
-
-    fn sql(&mut self, ctx: &mut Ctx, client: Node, session: SessionId, request: SqlRequest) -> Option<SqlReply> {
-        // A one-statement transaction keeps nothing in its session (autocommit); other requests
-        // open one.
-        if !matches!(request, SqlRequest::Transaction { .. }) {
-            self.volatile.sessions.entry((client, session)).or_insert_with(|| Shared::new(Session::Sql { scan: None }));
-        }
-        Some(match request {
-            SqlRequest::Transaction { ops } => self.execute(ctx, &ops),
-            SqlRequest::CurrentWalLsn => {
-                if self.durable.role == Role::Standby {
-                    SqlReply::Error("ERROR: recovery is in progress".into())
-                } else {
-                    SqlReply::Lsn(self.current_wal_lsn())
-                }
-            }
-            SqlRequest::SlotInfo { slot } => SqlReply::Slot(self.durable.slots.get(&slot).map(|s| self.slot_row(s))),
-            SqlRequest::EnsurePublication { name } => {
-                if self.durable.role == Role::Standby {
-                    SqlReply::Error("ERROR: cannot execute CREATE PUBLICATION in a read-only transaction".into())
-                } else {
-                    if !self.durable.publications.contains_key(&name) {
-                        self.durable.publications.get_mut().insert(name, None);
-                    }
-                    SqlReply::Ok
-                }
-            }
-            SqlRequest::DropSlot { slot } => match self.durable.slots.get(&slot) {
-                None => SqlReply::Error(format!("ERROR: replication slot \"{slot}\" does not exist")),
-                Some(existing) if existing.active.is_some() => {
-                    SqlReply::Error(format!("ERROR: replication slot \"{slot}\" is active"))
-                }
-                Some(_) => {
-                    self.durable.slots.get_mut().remove(&slot);
-                    ctx.observe(Observation::SlotDropped { server: self.node, slot });
-                    SqlReply::Ok
-                }
-            },
-            SqlRequest::CreateSlot { slot, plugin } => match self.create_slot(ctx, client, session, slot, plugin) {
-                ReplReply::SlotCreated { consistent_point, .. } => SqlReply::Lsn(consistent_point),
-                ReplReply::Error(error) => SqlReply::Error(error),
-                _ => SqlReply::Error("ERROR: unexpected".into()),
-            },
-            SqlRequest::TimelineInfo => SqlReply::Timeline {
-                timeline: self.durable.timeline,
-                in_recovery: self.durable.role == Role::Standby,
-                switch_lsn: self.durable.switch_lsn,
-                current_lsn: self.current_wal_lsn(),
-            },
-            SqlRequest::ScanTable { table, exported_snapshot, fetch_size } => {
-                return self.start_scan(ctx, client, session, table, exported_snapshot, fetch_size);
-            }
-            SqlRequest::Close => {
-                self.close_session(ctx, client, session);
-                return None;
-            }
-        })
-    }
-
-    fn start_scan(
-        &mut self,
-        ctx: &mut Ctx,
-        client: Node,
-        session: SessionId,
-        table: TableId,
-        exported: Option<String>,
-        fetch_size: u32,
-    ) -> Option<SqlReply> {
-        let (snapshot_csn, snapshot) = match exported {
-            Some(name) => {
-                let found = self.volatile.sessions.iter().find_map(|((owner, _), other)| match &**other {
-                    Session::Replication { exported_snapshot: Some((exported, csn)), .. }
-                        if *owner == client && *exported == name =>
-                    {
-                        Some(*csn)
-                    }
-                    _ => None,
-                });
-                match found {
-                    Some(csn) => (csn, ScanSnapshot::Exported { name }),
-                    None => return Some(SqlReply::Error(format!("ERROR: invalid snapshot identifier: \"{name}\""))),
-                }
-            }
-            None => (self.durable.csn, ScanSnapshot::Statement),
-        };
-        let rows = self.table(table).scan(snapshot_csn);
-        ctx.observe(Observation::ScanStarted {
-            server: self.node,
-            client,
-            table,
-            snapshot,
-            snapshot_csn,
-            wal_lsn: self.current_wal_lsn(),
-            rows: rows.len(),
-        });
-        let scan = Scan { table, rows: Shared::new(rows), position: 0, fetch_size: fetch_size.max(1) };
-        let delay = self.batch_time_ms(&scan);
-        self.volatile.sessions.insert((client, session), Shared::new(Session::Sql { scan: Some(scan) }));
-        ctx.set_timer(Timer::ScanBatch { client }, delay);
-        None
-    }
-
-    fn batch_time_ms(&self, scan: &Scan) -> u64 {
-        batch_time_ms(scan, self.config.scan_rows_per_second)
-    }
-
-    fn next_scan_batch(&mut self, ctx: &mut Ctx, client: Node) {
-        let found = self.volatile.sessions.iter_mut().find_map(|((owner, session), state)| match &**state {
-            Session::Sql { scan: Some(_) } if *owner == client => match state.get_mut() {
-                Session::Sql { scan: Some(scan) } => Some((*session, scan)),
-                _ => None,
-            },
-            _ => None,
-        });
-        let Some((session, scan)) = found else { return };
-        let end = (scan.position + scan.fetch_size as usize).min(scan.rows.len());
-        let rows = scan.rows[scan.position..end].to_vec();
-        scan.position = end;
-        let done = end == scan.rows.len();
-        let table = scan.table;
-        if done {
-            // The cursor is exhausted; the session stays open.
-            self.volatile.sessions.insert((client, session), Shared::new(Session::Sql { scan: None }));
-        } else {
-            ctx.set_timer(Timer::ScanBatch { client }, batch_time_ms(scan, self.config.scan_rows_per_second));
-        }
-        ctx.send(client, Msg::SqlReply { session, reply: SqlReply::Rows { table, rows, done } });
-    }
-
-    // ----- standby -----
-
-    fn receive_wal(&mut self, ctx: &mut Ctx, entries: Vec<WalEntry>) {
-        if self.durable.role != Role::Standby {
-            // A promoted server ignores its old primary.
-            return;
-        }
-        for entry in entries {
-            if entry.start() < self.durable.wal.write_lsn() {
-                continue; // already replayed
-            }
-            if let WalEntry::Txn(txn) = &entry {
-                for change in &txn.changes {
-                    self.durable.tables.get_mut()[usize::from(change.table.0)].apply(&change.kind, change.key, txn.csn);
-                }
-                self.durable.csn = txn.csn;
-                self.durable.next_xid = self.durable.next_xid.max(txn.xid + 1);
-            }
-            self.durable.wal.get_mut().replay(entry);
-        }
-        // The walreceiver's feedback: flushed up to here. Sent where the primary waits for it
-        // (`synchronized_standby_slots`); runs without failover slots stay as they were.
-        if self.config.synchronized_standby_slots {
-            ctx.send(Node::Pg1, Msg::StandbyFlushed { lsn: self.durable.wal.write_lsn() });
-        }
-    }
-
-    fn promote(&mut self, ctx: &mut Ctx) {
-        if self.durable.role != Role::Standby {
-            return;
-        }
-        let switch_lsn = self.durable.wal.write_lsn();
-        self.durable.role = Role::Primary;
-        self.durable.timeline += 1;
-        self.durable.switch_lsn = Some(switch_lsn);
-        let (start, end) = self.durable.wal.get_mut().insert_record(record_size::END_OF_RECOVERY);
-        self.durable.wal.get_mut().push(WalEntry::EndOfRecovery { start, end, timeline: self.durable.timeline });
-        ctx.observe(Observation::Promoted {
-            server: self.node,
-            timeline: self.durable.timeline,
-            switch_lsn,
-            csn: self.durable.csn,
-            slots: self.durable.slots.keys().cloned().collect(),
-        });
-        // The checkpoint a promotion requests once it has written its end-of-recovery record
-        // (an online one: the server is already accepting writes).
-        self.checkpoint(ctx, CheckpointKind::Forced);
-        ctx.set_timer(Timer::Checkpoint, self.config.checkpoint_timeout_ms);
-        if self.config.bgwriter_running_xacts {
-            ctx.set_timer(Timer::BgwriterRunningXacts, LOG_SNAPSHOT_INTERVAL_MS);
         }
     }
 }
@@ -1099,7 +436,7 @@ impl Component for Postgres {
                     .or_insert_with(|| Shared::new(Session::Replication { exported_snapshot: None, walsender: None }));
                 let reply = match request {
                     ReplRequest::CreateSlot { slot, plugin, failover } => {
-                        let reply = self.create_slot(ctx, from, session, slot.clone(), plugin);
+                        let reply = self.create_slot(ctx, from, session, slot.clone(), plugin, None);
                         if failover
                             && self.config.major_version >= 17
                             && let Some(created) = self.durable.slots.get_mut().get_mut(&slot)
@@ -1136,6 +473,7 @@ impl Component for Postgres {
             Msg::Control(Control::Checkpoint) if self.durable.role == Role::Primary => {
                 self.checkpoint(ctx, CheckpointKind::Forced)
             }
+            Msg::Control(Control::Shutdown) => self.shutdown(ctx),
             Msg::Control(Control::WalBurst { bytes }) if self.durable.role == Role::Primary => {
                 let before = self.durable.wal.write_lsn();
                 let (start, end) = self.durable.wal.get_mut().insert_record(bytes);
@@ -1186,176 +524,4 @@ impl Component for Postgres {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::core::component::Outbox;
-    use crate::core::time::SimTime;
-
-    fn server(cap_mb: Option<u64>) -> Postgres {
-        let config = PostgresConfig {
-            major_version: 15,
-            wal_segment_size: 16 << 20,
-            checkpoint_timeout_ms: 300_000,
-            max_wal_size_mb: 1024,
-            max_slot_wal_keep_size_mb: cap_mb,
-            wal_keep_size_mb: 0,
-            bgwriter_running_xacts: false,
-            walsender_keepalives: true,
-            scan_rows_per_second: 1000,
-            replication_delay_ms: 0,
-            has_standby: false,
-            sync_replication_slots: false,
-            synchronized_standby_slots: false,
-            initial_wal_lsn: Lsn(0x16B_3748),
-            tables: Vec::new(),
-        };
-        let mut pg = Postgres::new(Node::Pg1, Role::Primary, Fixed::new(config), &[]);
-        let mut out = Outbox::default();
-        pg.start(&mut Ctx::new(SimTime(0), Node::Pg1, &mut out));
-        pg
-    }
-
-    fn send(pg: &mut Postgres, msg: Msg) -> Outbox {
-        let mut out = Outbox::default();
-        pg.on_message(&mut Ctx::new(SimTime(1), Node::Pg1, &mut out), Node::Connect, msg);
-        out
-    }
-
-    fn stream(pg: &mut Postgres, session: SessionId) -> Outbox {
-        let repl = |request| Msg::Repl { session, request };
-        send(pg, Msg::Sql { session: 100, request: SqlRequest::EnsurePublication { name: "p".into() } });
-        send(pg, repl(ReplRequest::StartReplication { slot: "s".into(), start: Lsn::INVALID, publication: "p".into() }))
-    }
-
-    /// Issue 16 item 8: a slot past the cap but not yet invalidated (no checkpoint since the
-    /// burst) is lost at the checkpoint that ends crash recovery, before any client can read
-    /// from it; the first start of a server makes no such checkpoint.
-    #[test]
-    fn crash_recovery_ends_with_a_checkpoint_that_invalidates_a_slot_past_the_cap() {
-        let mut pg = server(Some(64));
-        send(
-            &mut pg,
-            Msg::Repl {
-                session: 1,
-                request: ReplRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into(), failover: false },
-            },
-        );
-        // 256MB: past the 64MB cap, too little for a volume checkpoint (33 segments).
-        let out = send(&mut pg, Msg::Control(Control::WalBurst { bytes: 256 << 20 }));
-        assert!(out.observations.iter().all(|o| !matches!(o, Observation::Checkpoint { .. })), "no checkpoint yet");
-        let row = pg.slot_row(pg.slot("s").expect("slot"));
-        assert_eq!(row.wal_status.as_deref(), Some("unreserved"));
-
-        pg.crash();
-        let mut out = Outbox::default();
-        pg.start(&mut Ctx::new(SimTime(2), Node::Pg1, &mut out));
-        let ended = out.observations.iter().position(|o| matches!(o, Observation::CrashRecoveryEnded { .. }));
-        let checkpoint = out.observations.iter().position(|o| matches!(o, Observation::Checkpoint { .. }));
-        assert!(ended.is_some() && checkpoint > ended, "{:?}", out.observations);
-        let invalidated = out.observations.iter().position(
-            |o| matches!(o, Observation::SlotInvalidated { slot, walsender_terminated: false, .. } if slot == "s"),
-        );
-        assert!(checkpoint.is_some() && invalidated > checkpoint, "{:?}", out.observations);
-        let row = pg.slot_row(pg.slot("s").expect("slot"));
-        assert_eq!((row.wal_status.as_deref(), row.restart_lsn), (Some("lost"), None));
-
-        // A fresh server's first start is no recovery: no checkpoint.
-        let mut fresh = server(Some(64));
-        let mut out = Outbox::default();
-        fresh.crash();
-        fresh.durable.in_production = false;
-        fresh.start(&mut Ctx::new(SimTime(3), Node::Pg1, &mut out));
-        assert!(out.observations.iter().all(|o| !matches!(o, Observation::Checkpoint { .. })));
-    }
-
-    /// Reference §7.2–7.3: a burst past `max_wal_size` runs a checkpoint; the cap invalidates
-    /// the active slot behind it, its walsender terminated first; it is lost for good.
-    #[test]
-    fn a_burst_past_the_cap_invalidates_an_active_slot_at_its_checkpoint() {
-        let mut pg = server(Some(1024));
-        send(
-            &mut pg,
-            Msg::Repl {
-                session: 1,
-                request: ReplRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into(), failover: false },
-            },
-        );
-        stream(&mut pg, 1);
-        let row = pg.slot_row(pg.slot("s").expect("slot"));
-        assert_eq!((row.wal_status.as_deref(), row.active), (Some("reserved"), true));
-
-        let out = send(&mut pg, Msg::Control(Control::WalBurst { bytes: 1 << 30 }));
-        assert!(out.observations.iter().all(|o| !matches!(o, Observation::SlotInvalidated { .. })), "within the cap");
-        let out = send(&mut pg, Msg::Control(Control::WalBurst { bytes: 1 << 30 }));
-        assert!(out.observations.iter().any(|o| matches!(o, Observation::Checkpoint { .. })), "a volume checkpoint");
-        assert!(out.observations.iter().any(
-            |o| matches!(o, Observation::SlotInvalidated { walsender_terminated: true, slot, .. } if slot == "s")
-        ));
-        assert!(out.sends.iter().any(|(to, msg)| *to == Node::Connect
-            && matches!(msg, Msg::ReplReply { reply: ReplReply::Error(text), .. } if text.contains("administrator command"))));
-        let row = pg.slot_row(pg.slot("s").expect("an invalidated slot stays"));
-        assert_eq!((row.wal_status.as_deref(), row.restart_lsn, row.active), (Some("lost"), None, false));
-
-        let out = stream(&mut pg, 2);
-        assert!(out.sends.iter().any(|(_, msg)| matches!(msg,
-            Msg::ReplReply { reply: ReplReply::Error(text), .. } if text.contains("cannot read from logical replication slot"))));
-        pg.crash();
-        let mut out = Outbox::default();
-        pg.start(&mut Ctx::new(SimTime(2), Node::Pg1, &mut out));
-        assert_eq!(pg.slot_row(pg.slot("s").expect("slot")).wal_status.as_deref(), Some("lost"), "permanent");
-    }
-
-    #[test]
-    fn without_a_cap_a_slot_holds_any_amount_of_wal() {
-        let mut pg = server(None);
-        send(
-            &mut pg,
-            Msg::Repl {
-                session: 1,
-                request: ReplRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into(), failover: false },
-            },
-        );
-        let out = send(&mut pg, Msg::Control(Control::WalBurst { bytes: 4 << 30 }));
-        assert!(out.observations.iter().any(|o| matches!(o, Observation::Checkpoint { .. })));
-        let row = pg.slot_row(pg.slot("s").expect("slot"));
-        assert_eq!(row.wal_status.as_deref(), Some("extended"), "4GB behind, more than max_wal_size + 1 segment");
-        assert!(row.restart_lsn.is_some());
-    }
-
-    /// Reference §12: with `synchronized_standby_slots`, a failover slot's walsender sends a
-    /// transaction only once the standby has flushed it.
-    #[test]
-    fn a_failover_slot_waits_for_the_standby_with_synchronized_standby_slots() {
-        let config = PostgresConfig {
-            major_version: 17,
-            has_standby: true,
-            replication_delay_ms: 5_000,
-            synchronized_standby_slots: true,
-            tables: vec![TableSpec {
-                id: TableId(0),
-                name: "public.claims".into(),
-                replica_identity: ReplicaIdentity::Full,
-            }],
-            ..(*server(None).config).clone()
-        };
-        let mut pg = Postgres::new(Node::Pg1, Role::Primary, Fixed::new(config), &[]);
-        let mut out = Outbox::default();
-        pg.start(&mut Ctx::new(SimTime(0), Node::Pg1, &mut out));
-        let create = ReplRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into(), failover: true };
-        send(&mut pg, Msg::Repl { session: 1, request: create });
-        assert!(pg.slot("s").expect("slot").failover);
-        stream(&mut pg, 1);
-        let insert =
-            RowOp::Insert { table: TableId(0), key: 7, status: crate::core::ids::Status::Submitted, amount_cents: 1 };
-        let out = send(&mut pg, Msg::Sql { session: 2, request: SqlRequest::Transaction { ops: vec![insert] } });
-        let streamed = |out: &Outbox| {
-            out.sends.iter().any(|(to, msg)| {
-                *to == Node::Connect && matches!(msg, Msg::ReplReply { reply: ReplReply::XLogData(_), .. })
-            })
-        };
-        assert!(!streamed(&out), "the standby has not flushed it yet");
-        let flushed = pg.current_wal_lsn();
-        let out = send(&mut pg, Msg::StandbyFlushed { lsn: flushed });
-        assert!(streamed(&out), "sent once the standby has it");
-    }
-}
+mod tests;

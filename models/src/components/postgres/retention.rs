@@ -1,5 +1,5 @@
-//! WAL retention for replication slots, computed the way PostgreSQL 15 computes it (reference
-//! `postgres-slots.md` §7–8).
+//! WAL retention for replication slots, computed the way PostgreSQL 15 computes it
+//! (`src/backend/access/transam/xlog.c`, `src/backend/replication/slotfuncs.c`).
 //!
 //! - [`Retention::keep_log_seg`] is `KeepLogSeg` (`xlog.c`): the oldest segment a checkpoint
 //!   keeps, from the slots' minimum `restart_lsn`, capped by `max_slot_wal_keep_size`, raised

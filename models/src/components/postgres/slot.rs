@@ -1,5 +1,6 @@
 //! Logical replication slots: where decoding starts, how positions advance, and what survives a
-//! restart (reference `postgres-slots.md` §2, §4.1, §5.1–5.2, §6).
+//! restart (`src/backend/replication/slot.c`, `src/backend/replication/logical/logical.c`,
+//! `snapbuild.c`).
 //!
 //! - `confirmed_flush` moves only forward, only on consumer confirmation
 //!   (`LogicalConfirmReceivedLocation`), and a move by walsender feedback alone never marks the
@@ -12,10 +13,13 @@
 //!   `max(requested start, confirmed_flush)`; a start below `confirmed_flush` is forwarded to it
 //!   (§4.1).
 //!
-//! Left out here (another issue makes them exact): `catalog_xmin`, invalidation and
-//! `wal_status` other than "reserved", `pg_replication_slot_advance`, the PostgreSQL 17 shutdown
-//! save, failover slots. Transactions are atomic, so no RX ever lists a running transaction and a
-//! candidate's restart point is always the RX itself.
+//! - Invalidation (§7.2) keeps the slot with `restart_lsn` invalid for good; PostgreSQL 17+
+//!   failover slots carry `failover` and, on a standby, `synced` (§12). `wal_status` is computed
+//!   by the server ([`super::retention`]).
+//!
+//! Left out here (another issue makes them exact): `catalog_xmin`, the PostgreSQL 17 shutdown
+//! save. Transactions are atomic, so no RX ever lists a running transaction and a candidate's
+//! restart point is always the RX itself.
 
 use crate::core::ids::Node;
 use crate::core::lsn::Lsn;
@@ -40,6 +44,10 @@ pub struct RestartCandidate {
 pub struct Slot {
     pub name: String,
     pub plugin: String,
+    /// The database the slot was created in (`ReplicationSlotPersistentData.database`): it
+    /// decodes only that database's transactions. `None` is the server's main database.
+    #[serde(default)]
+    pub database: Option<String>,
     /// What `pg_replslot/<name>/state` holds.
     pub saved: SlotPositions,
     /// The in-memory positions.
@@ -78,6 +86,7 @@ impl Slot {
         Slot {
             name,
             plugin,
+            database: None,
             saved: positions,
             current: positions,
             candidate: None,

@@ -1,5 +1,5 @@
-//! Tables with a primary key, row versions and MVCC visibility (reference `postgres-slots.md`
-//! §3.3–3.4 for what a snapshot sees).
+//! Tables with a primary key, row versions and MVCC visibility (what an exported
+//! snapshot sees: `SnapBuildExportSnapshot`, `src/backend/replication/logical/snapbuild.c`).
 //!
 //! Every committed change creates a new row version stamped with the commit's sequence number
 //! (csn). A snapshot is a csn: it sees exactly the versions created by commits at or before it

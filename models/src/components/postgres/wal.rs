@@ -1,5 +1,5 @@
 //! The write-ahead log: byte LSNs with real page layout, real record sizes, and the decoded view
-//! of what was written (reference `postgres-slots.md` §1).
+//! of what was written (`xlog.c`, `src/include/access/xlog_internal.h`).
 //!
 //! Positions are assigned the way `XLogInsertRecord` assigns them: a running count of usable
 //! bytes (`CurrBytePos`), each record taking `MAXALIGN(len)` of them, converted to an LSN by
@@ -70,6 +70,14 @@ pub mod record_size {
     pub const CHECKPOINT_ONLINE: u64 = 114;
     /// `XLOG/END_OF_RECOVERY`.
     pub const END_OF_RECOVERY: u64 = 42;
+
+    /// `LogicalMessage/MESSAGE` (`LogLogicalMessage`, `src/backend/replication/logical/message.c`):
+    /// the header, the main data header (a long one past 255 bytes), `xl_logical_message` (24
+    /// bytes up to the message), the prefix with its NUL, the payload.
+    pub fn logical_message(prefix_bytes: u64, payload_bytes: u64) -> u64 {
+        let data = 24 + prefix_bytes + 1 + payload_bytes;
+        HEADER + if data > 255 { 5 } else { MAIN_DATA_HEADER } + data
+    }
 }
 
 /// The WAL of one server.
@@ -150,7 +158,7 @@ impl Wal {
     }
 
     /// `pg_switch_wal()`: an `XLOG_SWITCH` record (a bare header), after which the rest of the
-    /// segment counts as used and the write pointer is the next segment's start (reference §1).
+    /// segment counts as used and the write pointer is the next segment's start (`RequestXLogSwitch`, `xlog.c`).
     /// Nothing is written when the insert position is already at a segment's start. Returns the
     /// switch record's start and end when it switched.
     pub fn switch_segment(&mut self) -> Option<(Lsn, Lsn)> {

@@ -1,11 +1,12 @@
-//! The model's side of the conformance workloads, without a server: the facts each workload is
-//! about, as the reference (`postgres-slots.md`) states them. `sim/tests/conform_pg15.rs` checks
-//! the same workloads against a real PostgreSQL 15.
+//! The model's side of the conformance workloads, without a server: the simulation's PostgreSQL
+//! component, driven through its messages, shows the facts each workload is about, as
+//! PostgreSQL 15's slot code has them (`slot.c`, `slotfuncs.c`, `logicalfuncs.c`, `xlog.c`).
+//! `conform_pg15.rs` checks the same workloads against a real PostgreSQL 15.
 
-use handoff_models::conform::observe::{ErrorClass, Outcome, Sign, SlotFacts};
-use handoff_models::conform::server::ModelServer;
-use handoff_models::conform::workload::Workload;
 use handoff_models::core::lsn::Lsn;
+use handoff_sim::conform::model::ModelSide;
+use handoff_sim::conform::observe::{ErrorClass, Outcome, Sign, SlotFacts};
+use handoff_sim::conform::workload::Workload;
 use std::path::Path;
 
 /// Per step: the outcome and the facts of each slot.
@@ -20,7 +21,7 @@ impl Run {
         let workload = Workload::parse(&text, name).expect("the workload parses");
         let segment = workload.server.wal_segment_size_bytes;
         // A server a little into a segment, as after the real side's preparation.
-        let mut model = ModelServer::new(&workload.server, Lsn(16 * segment + 0x110));
+        let mut model = ModelSide::new(&workload, Lsn(16 * segment + 0x110));
         let mut previous = model.view();
         let slots = workload.slots();
         let steps = workload

@@ -8,7 +8,7 @@
 //! `restart_lsn` and `confirmed_flush` moved since the previous step, whether the slot is active,
 //! and per step, the transactions delivered and the error class.
 
-use crate::core::lsn::Lsn;
+use handoff_models::core::lsn::Lsn;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -50,6 +50,31 @@ pub enum ErrorClass {
     InvalidLsn,
     /// Anything else, with the server's SQLSTATE and message.
     Other(String),
+}
+
+impl ErrorClass {
+    /// The class of an error by its message, as either side words it (`ERROR: replication slot
+    /// "s" does not exist`, …); unknown wording is `Other`, with the message.
+    pub fn from_message(message: &str) -> ErrorClass {
+        if message.contains("replication slot") && message.contains("does not exist") {
+            ErrorClass::SlotMissing
+        } else if message.contains("replication slot") && message.contains("already exists") {
+            ErrorClass::SlotExists
+        } else if message.contains("is active for PID") || message.ends_with("is active") {
+            ErrorClass::SlotActive
+        } else if message.contains("can no longer get changes")
+            || message.contains("cannot read from logical replication slot")
+            || message.contains("cannot be advanced")
+        {
+            ErrorClass::SlotInvalidated
+        } else if message.contains("minimum is") {
+            ErrorClass::BelowMinimum
+        } else if message.contains("invalid target WAL LSN") {
+            ErrorClass::InvalidLsn
+        } else {
+            ErrorClass::Other(message.to_string())
+        }
+    }
 }
 
 impl fmt::Display for ErrorClass {

@@ -19,9 +19,10 @@
 //! The format is described in full in `docs/conform-format.md`. Sizes and times are written the
 //! way `postgresql.conf` writes them (`"4MB"`, `"1d"`); every mistake is reported with the
 //! field, the step number and what would be accepted. A workload's transactions are held to what
-//! the model holds in memory ([`crate::core::limits`]).
+//! the model holds in memory ([`handoff_models::core::limits`]).
 
-use crate::core::limits;
+use handoff_models::core::limits;
+use handoff_models::core::units::{self, UnitError};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -32,6 +33,14 @@ pub const DEFAULT_DATABASE: &str = "handoff";
 pub const TABLE: &str = "handoff_conform";
 /// The publication decoding uses (`FOR TABLE handoff_conform`).
 pub const PUBLICATION: &str = "handoff_conform";
+/// The prefix of the logical messages a `write` step emits.
+pub const MESSAGE_PREFIX: &str = "handoff";
+
+/// The payload of the message that makes a `write` of `bytes`: the message record and its
+/// commit take about `bytes` of WAL.
+pub fn message_payload_bytes(bytes: u64) -> u64 {
+    bytes.saturating_sub(128).max(1)
+}
 
 /// A parsed, validated workload.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -211,13 +220,7 @@ pub fn confirm_name(confirm: Confirm) -> &'static str {
 
 /// `1048576` → `1MB`, the way `SHOW` prints sizes.
 pub fn format_size(bytes: u64) -> String {
-    const UNITS: [(&str, u64); 4] = [("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10), ("B", 1)];
-    for (unit, size) in UNITS {
-        if bytes >= size && bytes.is_multiple_of(size) {
-            return format!("{}{unit}", bytes / size);
-        }
-    }
-    format!("{bytes}B")
+    units::size_text(bytes)
 }
 
 // ---- The file as written -------------------------------------------------------------------
@@ -313,38 +316,23 @@ fn zero() -> Position {
 /// Parses a size the way `postgresql.conf` does: a number with `B`, `kB`, `MB`, `GB` or `TB`
 /// (a bare number is bytes here).
 pub fn parse_size_bytes(text: &str) -> Result<u64, String> {
-    let trimmed = text.trim();
-    let split = trimmed.find(|c: char| !c.is_ascii_digit()).unwrap_or(trimmed.len());
-    let (number, unit) = trimmed.split_at(split);
-    let number: u64 = number.parse().map_err(|_| format!("`{text}` is not a size like \"4MB\""))?;
-    let factor = match unit.trim() {
-        "" | "B" => 1,
-        "kB" => 1 << 10,
-        "MB" => 1 << 20,
-        "GB" => 1 << 30,
-        "TB" => 1 << 40,
-        other => {
-            return Err(format!("`{text}`: unknown unit `{other}` (use B, kB, MB, GB or TB, as postgresql.conf does)"));
+    units::parse(text, &units::SIZE_UNITS, Some(1)).map_err(|error| match error {
+        UnitError::NotANumber => format!("`{text}` is not a size like \"4MB\""),
+        UnitError::UnknownUnit(unit) => {
+            format!("`{text}`: unknown unit `{unit}` (use B, kB, MB, GB or TB, as postgresql.conf does)")
         }
-    };
-    number.checked_mul(factor).ok_or_else(|| format!("`{text}` is too large"))
+        UnitError::TooLarge => format!("`{text}` is too large"),
+    })
 }
 
 /// Parses a time the way `postgresql.conf` does: a number with `s`, `min`, `h` or `d` (a bare
 /// number is seconds).
 pub fn parse_seconds(text: &str) -> Result<u64, String> {
-    let trimmed = text.trim();
-    let split = trimmed.find(|c: char| !c.is_ascii_digit()).unwrap_or(trimmed.len());
-    let (number, unit) = trimmed.split_at(split);
-    let number: u64 = number.parse().map_err(|_| format!("`{text}` is not a time like \"300s\""))?;
-    let factor = match unit.trim() {
-        "" | "s" => 1,
-        "min" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        other => return Err(format!("`{text}`: unknown unit `{other}` (use s, min, h or d)")),
-    };
-    number.checked_mul(factor).ok_or_else(|| format!("`{text}` is too large"))
+    units::parse(text, &units::TIME_UNITS_S, Some(1)).map_err(|error| match error {
+        UnitError::NotANumber => format!("`{text}` is not a time like \"300s\""),
+        UnitError::UnknownUnit(unit) => format!("`{text}`: unknown unit `{unit}` (use s, min, h or d)"),
+        UnitError::TooLarge => format!("`{text}` is too large"),
+    })
 }
 
 fn megabytes(field: &str, text: &str) -> Result<u64, String> {

@@ -1,0 +1,228 @@
+//! Replication sessions: slot creation, walsenders and what they decode.
+
+use super::*;
+
+impl Postgres {
+    /// Every walsender decodes what it may.
+    pub(super) fn pump_walsenders(&mut self, ctx: &mut Ctx) {
+        let sessions: Vec<(Node, SessionId)> = self
+            .volatile
+            .sessions
+            .iter()
+            .filter(|(_, session)| matches!(***session, Session::Replication { walsender: Some(_), .. }))
+            .map(|(id, _)| *id)
+            .collect();
+        for (client, session) in sessions {
+            self.pump_walsender(ctx, client, session);
+        }
+    }
+
+    // ----- replication -----
+
+    pub(super) fn create_slot(
+        &mut self,
+        ctx: &mut Ctx,
+        client: Node,
+        session: SessionId,
+        name: String,
+        plugin: String,
+        database: Option<String>,
+    ) -> ReplReply {
+        if self.durable.role == Role::Standby {
+            return ReplReply::Error("ERROR: logical decoding cannot be used while in recovery".into());
+        }
+        if self.durable.slots.contains_key(&name) {
+            return ReplReply::Error(format!("ERROR: replication slot \"{name}\" already exists"));
+        }
+        // ReplicationSlotReserveWal: restart_lsn is the insert pointer, and a running-xacts
+        // record is logged right there. With no transaction running, the snapshot builder is
+        // consistent at that record; confirmed_flush is its end.
+        let restart_lsn = self.durable.wal.insert_lsn();
+        let (start, consistent_point) = self.durable.wal.get_mut().insert_record(record_size::RUNNING_XACTS);
+        debug_assert_eq!(start, restart_lsn);
+        self.durable.wal.get_mut().push(WalEntry::RunningXacts { start, end: consistent_point });
+        let mut slot = Slot::new(name.clone(), plugin, restart_lsn, consistent_point);
+        slot.database = database;
+        self.durable.slots.get_mut().insert(name.clone(), slot);
+        self.volatile.exported_snapshots_created += 1;
+        let snapshot_name = format!(
+            "{:08X}-{:08X}-{}",
+            self.durable.next_xid % 4096,
+            self.durable.csn + 2,
+            self.volatile.exported_snapshots_created
+        );
+        if let Some(Session::Replication { exported_snapshot, .. }) =
+            self.volatile.sessions.get_mut(&(client, session)).map(Shared::get_mut)
+        {
+            *exported_snapshot = Some((snapshot_name.clone(), self.durable.csn));
+        }
+        ctx.observe(Observation::SlotCreated {
+            server: self.node,
+            slot: name,
+            restart_lsn,
+            consistent_point,
+            snapshot_name: snapshot_name.clone(),
+        });
+        self.after_wal_append(ctx);
+        ReplReply::SlotCreated { consistent_point, snapshot_name }
+    }
+
+    pub(super) fn start_replication(
+        &mut self,
+        ctx: &mut Ctx,
+        client: Node,
+        session: SessionId,
+        slot_name: String,
+        requested: Lsn,
+        publication: String,
+    ) -> Option<ReplReply> {
+        if self.durable.role == Role::Standby {
+            return Some(ReplReply::Error("ERROR: logical decoding cannot be used while in recovery".into()));
+        }
+        if !self.durable.publications.contains_key(&publication) {
+            return Some(ReplReply::Error(format!("ERROR: publication \"{publication}\" does not exist")));
+        }
+        let Some(slot) = self.durable.slots.get_mut().get_mut(&slot_name) else {
+            return Some(ReplReply::Error(format!("ERROR: replication slot \"{slot_name}\" does not exist")));
+        };
+        if let Some((holder, _)) = slot.active
+            && slot.active != Some((client, session))
+        {
+            return Some(ReplReply::Error(format!(
+                "ERROR: replication slot \"{slot_name}\" is active for PID of {holder}"
+            )));
+        }
+        if slot.is_invalidated() {
+            return Some(ReplReply::Error(format!(
+                "ERROR: cannot read from logical replication slot \"{slot_name}\" DETAIL: This slot has been \
+                 invalidated because it exceeded the maximum reserved size."
+            )));
+        }
+        slot.active = Some((client, session));
+        let start = slot.effective_start(requested);
+        let restart_lsn = slot.current.restart_lsn;
+        ctx.observe(Observation::StreamStarted {
+            server: self.node,
+            client,
+            slot: slot_name.clone(),
+            requested,
+            confirmed_flush: slot.current.confirmed_flush,
+            start,
+            restart_lsn,
+        });
+        // Decoding always reads from restart_lsn.
+        let next_entry = self.durable.wal.first_entry_at_or_after(restart_lsn);
+        if let Some(Session::Replication { exported_snapshot, walsender }) =
+            self.volatile.sessions.get_mut(&(client, session)).map(Shared::get_mut)
+        {
+            // The exported snapshot dies with the session's next command.
+            *exported_snapshot = None;
+            *walsender = Some(Walsender {
+                slot: slot_name,
+                start,
+                publication,
+                next_entry,
+                client_flush: Lsn::INVALID,
+                keepalive_sent: Lsn::INVALID,
+            });
+        }
+        ctx.send(client, Msg::ReplReply { session, reply: ReplReply::StreamingStarted });
+        self.pump_walsender(ctx, client, session);
+        None
+    }
+
+    /// Decodes WAL for one walsender up to the flush pointer and sends what it emits.
+    pub(super) fn pump_walsender(&mut self, ctx: &mut Ctx, client: Node, session: SessionId) {
+        let entries = self.durable.wal.entries.len();
+        let Some(shared) = self.volatile.sessions.get_mut(&(client, session)) else { return };
+        if !matches!(&**shared, Session::Replication { walsender: Some(walsender), .. } if walsender.next_entry < entries)
+        {
+            return;
+        }
+        let Session::Replication { walsender: Some(walsender), .. } = shared.get_mut() else {
+            return;
+        };
+        let entries = &self.durable.wal.entries;
+        let published = &self.durable.publications;
+        let Some(slot) = self.durable.slots.get(&walsender.slot) else {
+            return;
+        };
+        // `synchronized_standby_slots` (§12): a failover slot's walsender waits for the standby
+        // to flush what it would send. Only the original primary lists a standby.
+        let wait_for_standby = self.config.synchronized_standby_slots && slot.failover && self.node == Node::Pg1;
+        let slot_database = slot.database.clone();
+        while walsender.next_entry < entries.len() {
+            if wait_for_standby && entries[walsender.next_entry].end() > self.volatile.standby_flushed {
+                return;
+            }
+            match &entries[walsender.next_entry] {
+                WalEntry::Txn(txn) if txn.commit_lsn >= walsender.start => {
+                    if let Some(decoded) =
+                        decode_txn(&self.config, published, &walsender.publication, slot_database.as_deref(), txn)
+                    {
+                        ctx.send(client, Msg::ReplReply { session, reply: ReplReply::XLogData(decoded) });
+                    }
+                }
+                WalEntry::RunningXacts { start, .. } => {
+                    let slot = self.durable.slots.get_mut().get_mut(&walsender.slot).expect("the slot exists");
+                    let result = slot.process_running_xacts(*start);
+                    observe_restart_advance(ctx, self.node, slot, result);
+                }
+                _ => {}
+            }
+            walsender.next_entry += 1;
+        }
+        // Caught up (`WalSndWaitForWal`): while the client's reported flush is behind what was
+        // sent, a keep-alive carries `sentPtr`, the end of the WAL read, other databases' WAL
+        // included (`WalSndKeepalive`, `walsender.c`). One per position here.
+        let sent = self.durable.wal.write_lsn();
+        if self.config.walsender_keepalives && walsender.client_flush < sent && walsender.keepalive_sent < sent {
+            walsender.keepalive_sent = sent;
+            ctx.send(client, Msg::ReplReply { session, reply: ReplReply::Keepalive { wal_end: sent } });
+        }
+    }
+
+    pub(super) fn status_update(&mut self, ctx: &mut Ctx, client: Node, session: SessionId, flush: Lsn) {
+        let Some(shared) = self.volatile.sessions.get_mut(&(client, session)) else { return };
+        let Session::Replication { walsender: Some(walsender), .. } = &**shared else { return };
+        // Tracked only for keep-alives: writing it copies the session, on every status update.
+        if self.config.walsender_keepalives
+            && walsender.client_flush != flush
+            && let Session::Replication { walsender: Some(walsender), .. } = shared.get_mut()
+        {
+            walsender.client_flush = flush;
+        }
+        let Session::Replication { walsender: Some(walsender), .. } = &**shared else { return };
+        let Some(slot) = self.durable.slots.get_mut().get_mut(&walsender.slot) else {
+            return;
+        };
+        let result = slot.confirm(flush);
+        if let Some((from, to)) = result.moved {
+            ctx.observe(Observation::SlotConfirmed {
+                server: self.node,
+                slot: slot.name.clone(),
+                from,
+                to,
+                by: client,
+            });
+        }
+        observe_restart_advance(ctx, self.node, slot, result);
+    }
+
+    pub(super) fn close_session(&mut self, ctx: &mut Ctx, client: Node, session: SessionId) {
+        if let Some(removed) = self.volatile.sessions.remove(&(client, session)) {
+            match *removed {
+                Session::Sql { scan: Some(_) } => ctx.cancel_timer(Timer::ScanBatch { client }),
+                Session::Replication { walsender: Some(_), .. } => {
+                    let released = |slot: &Slot| slot.active == Some((client, session));
+                    if self.durable.slots.values().any(released) {
+                        for slot in self.durable.slots.get_mut().values_mut().filter(|slot| released(slot)) {
+                            slot.active = None;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,472 @@
+//! The model's side of a conformance run: the simulation's own PostgreSQL component
+//! ([`Postgres`]), driven step by step through its messages the way the lenses drive it.
+//!
+//! A thin adapter turns each workload step into the SQL and replication requests the real side
+//! sends ([`SqlRequest`], [`ReplRequest`], [`Control`]), delivers them with
+//! [`Component::on_message`] at the current simulated time, keeps the timers the component arms
+//! and fires them in time order when a step lets time pass (`sleep`, `stream`), and plays the
+//! stream consumer: it reads what the walsender sends and confirms as the workload says —
+//! commits (Debezium's `lsn.flush.mode=connector`), keep-alives by pgjdbc's rule (debezium
+//! reference §5.5), or nothing. A `restart` is a clean shutdown ([`Control::Shutdown`]) or none,
+//! then [`Component::crash`] and [`Component::start`], as the lenses restart a process.
+//!
+//! Each workload database holds its own `handoff_conform` table; the server is PostgreSQL 15
+//! with the workload's settings, WAL continuing where the real server's did.
+
+use super::observe::{ErrorClass, Outcome, ServerView, SlotRow};
+use super::workload::{
+    Confirm, MESSAGE_PREFIX, PUBLICATION, Position, RestartMode, Step, TABLE, Workload, message_payload_bytes,
+};
+use handoff_models::components::postgres::{Postgres, PostgresConfig, TableSpec};
+use handoff_models::core::change::{ReplicaIdentity, RowOp};
+use handoff_models::core::component::{Component, Ctx, Outbox, Timer, TimerRequest};
+use handoff_models::core::ids::Role;
+use handoff_models::core::ids::{Key, Node, Status, TableId, Xid};
+use handoff_models::core::lsn::Lsn;
+use handoff_models::core::protocol::{Control, Msg, ReplReply, ReplRequest, SessionId, SqlReply, SqlRequest};
+use handoff_models::core::shared::Fixed;
+use handoff_models::core::time::SimTime;
+use std::collections::{BTreeMap, VecDeque};
+
+/// The node the adapter speaks as: every client of the server.
+const CLIENT: Node = Node::Connect;
+/// The SQL session every SQL step runs in.
+const SQL_SESSION: SessionId = 1;
+
+/// The rows of one database's table: the next key to insert and the live keys, in order.
+#[derive(Default)]
+struct Rows {
+    last_key: Key,
+    live: Vec<Key>,
+}
+
+/// An open `START_REPLICATION` session, as its consumer sees it.
+struct Stream {
+    session: SessionId,
+    confirm: Confirm,
+    /// `CopyBothResponse` arrived.
+    started: bool,
+    /// The xids of the transactions received (named once the step is over: a transaction
+    /// streams before its `COMMIT` returns to the session that ran it).
+    delivered: Vec<Xid>,
+    /// pgjdbc's state: the last flush confirmed explicitly, the flush reported, and the LSN of
+    /// the last data message (a COMMIT's is the end of its commit record).
+    explicit_flush: Lsn,
+    flush: Lsn,
+    last_data_start: Lsn,
+}
+
+/// The simulated server and its clients.
+pub struct ModelSide {
+    pg: Postgres,
+    now_ms: u64,
+    /// Armed timers and when they fire.
+    timers: BTreeMap<Timer, u64>,
+    next_session: SessionId,
+    /// Each workload database's table.
+    tables: BTreeMap<String, TableId>,
+    rows: BTreeMap<TableId, Rows>,
+    /// Workload transaction names by xid.
+    names: BTreeMap<Xid, String>,
+    streams: BTreeMap<String, Stream>,
+    /// Streams the server ended (walsender terminated, server restarted) that the workload has
+    /// not stopped yet, with what they had delivered.
+    ended: BTreeMap<String, Vec<Xid>>,
+    /// A replication error that answered a `START_REPLICATION`.
+    start_error: Option<String>,
+}
+
+impl ModelSide {
+    /// A freshly started server for `workload` whose WAL continues at `start` (the position a
+    /// real server was at when the workload began, or a little into a segment).
+    pub fn new(workload: &Workload, start: Lsn) -> ModelSide {
+        let settings = &workload.server;
+        let tables: BTreeMap<String, TableId> = workload
+            .databases
+            .iter()
+            .enumerate()
+            .map(|(index, database)| (database.clone(), TableId(index as u16)))
+            .collect();
+        let config = PostgresConfig {
+            major_version: 15,
+            wal_segment_size: settings.wal_segment_size_bytes,
+            checkpoint_timeout_ms: settings.checkpoint_timeout_s * 1000,
+            max_wal_size_mb: settings.max_wal_size_mb,
+            max_slot_wal_keep_size_mb: settings.max_slot_wal_keep_size_mb,
+            wal_keep_size_mb: settings.wal_keep_size_mb,
+            bgwriter_running_xacts: true,
+            walsender_keepalives: true,
+            scan_rows_per_second: 1000,
+            replication_delay_ms: 0,
+            has_standby: false,
+            sync_replication_slots: false,
+            synchronized_standby_slots: false,
+            initial_wal_lsn: if start.is_valid() { start } else { Lsn(settings.wal_segment_size_bytes) },
+            // Indexed by table id, which is the database's place in the workload's list.
+            tables: workload
+                .databases
+                .iter()
+                .enumerate()
+                .map(|(index, database)| TableSpec {
+                    id: TableId(index as u16),
+                    name: format!("public.{TABLE}"),
+                    replica_identity: ReplicaIdentity::Default,
+                    database: Some(database.clone()),
+                })
+                .collect(),
+        };
+        let mut side = ModelSide {
+            pg: Postgres::new(Node::Pg1, Role::Primary, Fixed::new(config), &[]),
+            now_ms: 0,
+            timers: BTreeMap::new(),
+            next_session: SQL_SESSION + 1,
+            tables,
+            rows: BTreeMap::new(),
+            names: BTreeMap::new(),
+            streams: BTreeMap::new(),
+            ended: BTreeMap::new(),
+            start_error: None,
+        };
+        side.call(|pg, ctx| pg.start(ctx));
+        // `CREATE PUBLICATION handoff_conform`, as the real side's preparation does.
+        side.sql(SqlRequest::EnsurePublication { name: PUBLICATION.to_string() });
+        side
+    }
+
+    // ---- Driving the component ----------------------------------------------------------
+
+    /// Runs one input of the component at the current time, applies the timers it asks for,
+    /// and returns what it sent.
+    fn input(&mut self, input: impl FnOnce(&mut Postgres, &mut Ctx)) -> Vec<(Node, Msg)> {
+        let mut out = Outbox::default();
+        input(&mut self.pg, &mut Ctx::new(SimTime(self.now_ms), Node::Pg1, &mut out));
+        for request in out.timers {
+            match request {
+                TimerRequest::Set { timer, after_ms } => {
+                    self.timers.insert(timer, self.now_ms + after_ms);
+                }
+                TimerRequest::Cancel { timer } => {
+                    self.timers.remove(&timer);
+                }
+            }
+        }
+        out.sends
+    }
+
+    /// Runs one input and every exchange it starts with the stream consumers (data, keep-alives,
+    /// their confirmations); returns the replies to SQL requests.
+    fn call(&mut self, input: impl FnOnce(&mut Postgres, &mut Ctx)) -> Vec<SqlReply> {
+        let mut pending: VecDeque<(Node, Msg)> = self.input(input).into();
+        let mut replies = Vec::new();
+        while let Some((to, msg)) = pending.pop_front() {
+            if to != CLIENT {
+                continue;
+            }
+            match msg {
+                Msg::SqlReply { reply, .. } => replies.push(reply),
+                Msg::ReplReply { session, reply } => {
+                    if let Some(flush) = self.consume(session, reply) {
+                        let request = Msg::Repl { session, request: ReplRequest::StatusUpdate { flush } };
+                        pending.extend(self.input(|pg, ctx| pg.on_message(ctx, CLIENT, request)));
+                    }
+                }
+                _ => {}
+            }
+        }
+        replies
+    }
+
+    /// One SQL request; its reply.
+    fn sql(&mut self, request: SqlRequest) -> SqlReply {
+        let msg = Msg::Sql { session: SQL_SESSION, request };
+        let replies = self.call(|pg, ctx| pg.on_message(ctx, CLIENT, msg));
+        replies.into_iter().next().unwrap_or_else(|| SqlReply::Error("the server did not answer".into()))
+    }
+
+    /// The consumer of a stream reads one message; returns the flush position to confirm.
+    fn consume(&mut self, session: SessionId, reply: ReplReply) -> Option<Lsn> {
+        let slot = self.streams.iter().find(|(_, stream)| stream.session == session).map(|(slot, _)| slot.clone())?;
+        let stream = self.streams.get_mut(&slot).expect("found");
+        match reply {
+            ReplReply::StreamingStarted => {
+                stream.started = true;
+                None
+            }
+            ReplReply::Error(text) => {
+                let stream = self.streams.remove(&slot).expect("found");
+                if stream.started {
+                    self.ended.insert(slot, stream.delivered);
+                } else {
+                    self.start_error = Some(text);
+                }
+                None
+            }
+            ReplReply::XLogData(txn) => {
+                stream.delivered.push(txn.xid);
+                stream.last_data_start = txn.end_lsn;
+                if stream.confirm == Confirm::None {
+                    return None;
+                }
+                stream.explicit_flush = txn.end_lsn;
+                stream.flush = stream.flush.max(txn.end_lsn);
+                Some(stream.flush)
+            }
+            ReplReply::Keepalive { wal_end } => {
+                let confirms = stream.confirm == Confirm::Keepalive
+                    && stream.explicit_flush >= stream.last_data_start
+                    && wal_end > stream.explicit_flush
+                    && wal_end > stream.flush;
+                if !confirms {
+                    return None;
+                }
+                stream.flush = wal_end;
+                Some(wal_end)
+            }
+            ReplReply::SlotCreated { .. } => None,
+        }
+    }
+
+    /// Lets `duration_ms` pass, firing the armed timers in time order.
+    fn advance_time(&mut self, duration_ms: u64) {
+        let target = self.now_ms + duration_ms;
+        while let Some((timer, due)) = self
+            .timers
+            .iter()
+            .map(|(timer, due)| (*timer, *due))
+            .filter(|(_, due)| *due <= target)
+            .min_by_key(|(timer, due)| (*due, *timer))
+        {
+            self.timers.remove(&timer);
+            self.now_ms = self.now_ms.max(due);
+            self.call(|pg, ctx| pg.on_timer(ctx, timer));
+        }
+        self.now_ms = target;
+    }
+
+    // ---- Steps --------------------------------------------------------------------------
+
+    /// Runs one step.
+    pub fn apply(&mut self, step: &Step) -> Outcome {
+        match step {
+            Step::CreateSlot { slot, database } => outcome(self.sql(SqlRequest::CreateSlot {
+                slot: slot.clone(),
+                plugin: "pgoutput".into(),
+                database: Some(database.clone()),
+            })),
+            Step::Write { bytes, database: _ } => outcome(self.sql(SqlRequest::EmitMessage {
+                transactional: true,
+                prefix: MESSAGE_PREFIX.to_string(),
+                payload_bytes: message_payload_bytes(*bytes),
+            })),
+            Step::Transaction { name, database, inserts, updates, deletes } => {
+                self.transaction(name, database, *inserts, *updates, *deletes)
+            }
+            Step::Checkpoint => {
+                self.call(|pg, ctx| pg.on_message(ctx, CLIENT, Msg::Control(Control::Checkpoint)));
+                Outcome::default()
+            }
+            Step::SwitchWal => outcome(self.sql(SqlRequest::SwitchWal)),
+            Step::AdvanceSlot { slot, to } => {
+                let to = self.position(slot, *to);
+                outcome(self.sql(SqlRequest::AdvanceSlot { slot: slot.clone(), to }))
+            }
+            Step::GetChanges { slot } | Step::PeekChanges { slot } => {
+                let (slot, publication) = (slot.clone(), PUBLICATION.to_string());
+                let request = if matches!(step, Step::GetChanges { .. }) {
+                    SqlRequest::GetChanges { slot, publication }
+                } else {
+                    SqlRequest::PeekChanges { slot, publication }
+                };
+                match self.sql(request) {
+                    SqlReply::Changes(txns) => {
+                        let xids: Vec<Xid> = txns.iter().map(|txn| txn.xid).collect();
+                        Outcome { delivered: Some(self.named(&xids)), ..Outcome::default() }
+                    }
+                    other => outcome(other),
+                }
+            }
+            Step::Stream { slot, seconds, confirm, start } => {
+                let started = self.start_stream(slot, *confirm, *start);
+                if started.error.is_some() {
+                    return started;
+                }
+                self.advance_time(seconds * 1000);
+                self.stop_stream(slot)
+            }
+            Step::StartStream { slot, confirm, start } => self.start_stream(slot, *confirm, *start),
+            Step::StopStream { slot } => self.stop_stream(slot),
+            Step::DropSlot { slot } => outcome(self.sql(SqlRequest::DropSlot { slot: slot.clone() })),
+            Step::Restart { mode } => {
+                self.restart(*mode);
+                Outcome::default()
+            }
+            Step::Sleep { seconds } => {
+                self.advance_time(seconds * 1000);
+                Outcome::default()
+            }
+        }
+    }
+
+    /// `BEGIN`, inserts of new keys, updates and deletes of the lowest live keys
+    /// (`… WHERE id IN (SELECT id … ORDER BY id LIMIT n)`), `COMMIT`.
+    fn transaction(&mut self, name: &str, database: &str, inserts: u32, updates: u32, deletes: u32) -> Outcome {
+        let Some(&table) = self.tables.get(database) else {
+            return error(ErrorClass::Other(format!("database {database} does not exist")));
+        };
+        let rows = self.rows.entry(table).or_default();
+        let mut ops = Vec::new();
+        let mut live = rows.live.clone();
+        let mut last_key = rows.last_key;
+        for _ in 0..inserts {
+            last_key += 1;
+            live.push(last_key);
+            ops.push(RowOp::Insert { table, key: last_key, status: Status::Submitted, amount_cents: 0 });
+        }
+        for key in live.iter().take(updates as usize) {
+            ops.push(RowOp::Update { table, key: *key, status: Status::Assessed });
+        }
+        let deleted: Vec<Key> = live.iter().take(deletes as usize).copied().collect();
+        for key in &deleted {
+            ops.push(RowOp::Delete { table, key: *key });
+        }
+        live.retain(|key| !deleted.contains(key));
+        match self.sql(SqlRequest::Transaction { ops }) {
+            SqlReply::Committed { xid, .. } => {
+                self.names.insert(xid, name.to_string());
+                let rows = self.rows.entry(table).or_default();
+                rows.live = live;
+                rows.last_key = last_key;
+                Outcome::default()
+            }
+            SqlReply::NothingChanged { .. } => Outcome::default(),
+            other => outcome(other),
+        }
+    }
+
+    /// Workload names of transactions, by xid.
+    fn named(&self, xids: &[Xid]) -> Vec<String> {
+        xids.iter().map(|xid| self.names.get(xid).cloned().unwrap_or_else(|| format!("xid {xid}"))).collect()
+    }
+
+    /// A symbolic position resolved against this server's slot; a missing slot or a NULL
+    /// position is 0/0, as on the real side.
+    fn position(&mut self, slot: &str, position: Position) -> Lsn {
+        match position {
+            Position::Zero => Lsn::INVALID,
+            Position::Current => self.current_lsn(),
+            Position::RestartLsn | Position::ConfirmedFlush => {
+                let row = self.view().slots.into_iter().find(|row| row.name == slot);
+                let lsn = row.and_then(|row| match position {
+                    Position::RestartLsn => row.restart_lsn,
+                    _ => row.confirmed_flush,
+                });
+                lsn.unwrap_or(Lsn::INVALID)
+            }
+        }
+    }
+
+    fn start_stream(&mut self, slot: &str, confirm: Confirm, start: Position) -> Outcome {
+        let start = self.position(slot, start);
+        if self.streams.contains_key(slot) {
+            // The consumer has one connection per slot; a second START_REPLICATION would find
+            // the slot active. The real side's consumer thread is replaced the same way.
+            return error(ErrorClass::SlotActive);
+        }
+        let session = self.next_session;
+        self.next_session += 1;
+        self.streams.insert(
+            slot.to_string(),
+            Stream {
+                session,
+                confirm,
+                started: false,
+                delivered: Vec::new(),
+                explicit_flush: Lsn::INVALID,
+                flush: Lsn::INVALID,
+                last_data_start: Lsn::INVALID,
+            },
+        );
+        self.ended.remove(slot);
+        self.start_error = None;
+        let request =
+            ReplRequest::StartReplication { slot: slot.to_string(), start, publication: PUBLICATION.to_string() };
+        self.call(|pg, ctx| pg.on_message(ctx, CLIENT, Msg::Repl { session, request }));
+        match self.start_error.take() {
+            Some(text) => error(ErrorClass::from_message(&text)),
+            None => Outcome::default(),
+        }
+    }
+
+    fn stop_stream(&mut self, slot: &str) -> Outcome {
+        if let Some(stream) = self.streams.remove(slot) {
+            let session = stream.session;
+            self.call(|pg, ctx| pg.on_message(ctx, CLIENT, Msg::Repl { session, request: ReplRequest::Close }));
+            return Outcome {
+                delivered: Some(self.named(&stream.delivered)),
+                ended_by_server: Some(false),
+                error: None,
+            };
+        }
+        if let Some(delivered) = self.ended.remove(slot) {
+            return Outcome { delivered: Some(self.named(&delivered)), ended_by_server: Some(true), error: None };
+        }
+        error(ErrorClass::Other(format!("no stream is open on slot {slot}")))
+    }
+
+    /// `pg_ctl restart -m fast` (a clean shutdown first) or `-m immediate` (a crash): the
+    /// process dies, its timers with it, and starts again.
+    fn restart(&mut self, mode: RestartMode) {
+        if mode == RestartMode::Fast {
+            self.call(|pg, ctx| pg.on_message(ctx, CLIENT, Msg::Control(Control::Shutdown)));
+        }
+        self.pg.crash();
+        self.timers.clear();
+        // Walsenders end with the server; their consumers see the connection close.
+        for (slot, stream) in std::mem::take(&mut self.streams) {
+            self.ended.insert(slot, stream.delivered);
+        }
+        self.call(|pg, ctx| pg.start(ctx));
+    }
+
+    // ---- What the server shows ----------------------------------------------------------
+
+    /// `pg_current_wal_lsn()`.
+    fn current_lsn(&mut self) -> Lsn {
+        match self.sql(SqlRequest::CurrentWalLsn) {
+            SqlReply::Lsn(lsn) => lsn,
+            _ => Lsn::INVALID,
+        }
+    }
+
+    /// `pg_replication_slots` and the write pointer.
+    pub fn view(&mut self) -> ServerView {
+        let current_lsn = self.current_lsn();
+        let slots = match self.sql(SqlRequest::ReplicationSlots) {
+            SqlReply::ReplicationSlots(rows) => rows
+                .into_iter()
+                .map(|row| SlotRow {
+                    name: row.slot_name,
+                    wal_status: row.wal_status,
+                    restart_lsn: row.restart_lsn,
+                    confirmed_flush: row.confirmed_flush_lsn,
+                    safe_wal_size: row.safe_wal_size,
+                    active: row.active,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        ServerView { current_lsn, slots }
+    }
+}
+
+/// A step's outcome from an SQL reply: an error by its class, anything else a success.
+fn outcome(reply: SqlReply) -> Outcome {
+    match reply {
+        SqlReply::Error(text) => error(ErrorClass::from_message(&text)),
+        _ => Outcome::default(),
+    }
+}
+
+fn error(class: ErrorClass) -> Outcome {
+    Outcome { error: Some(class), ..Outcome::default() }
+}
