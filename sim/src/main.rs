@@ -1,7 +1,8 @@
 //! `handoff`: run CDC snapshot-handoff scenarios in a deterministic simulation.
 
 use clap::{Parser, Subcommand};
-use handoff_sim::{budget, check, scenario};
+use handoff_sim::exhaustive::{budget, check};
+use handoff_sim::scenario;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -571,9 +572,9 @@ pub struct Plan {
 mod commands {
     use super::{Plan, bad_input};
     use handoff_models::spec::Spec;
-    use handoff_sim::explore::{self, Summary, Sweep};
-    use handoff_sim::workers::{self, Workers};
-    use handoff_sim::{report, runner};
+    use handoff_sim::sweep::workers::{self, Workers};
+    use handoff_sim::sweep::{self, Summary, Sweep};
+    use handoff_sim::timed::{report, runner};
     use std::io::IsTerminal;
     use std::ops::ControlFlow;
     use std::path::{Path, PathBuf};
@@ -609,7 +610,7 @@ mod commands {
         let workers = Workers { program, scenario: path.to_path_buf(), run_timeout: plan.run_timeout };
         let json = plan.json;
         let mut closed = None;
-        let swept = explore::sweep_in_workers(spec, &name, sets, &sweep, &workers, |outcome| {
+        let swept = sweep::sweep_in_workers(spec, &name, sets, &sweep, &workers, |outcome| {
             if json && let Err(code) = super::print_out(&format!("{}\n", outcome.json_line())) {
                 closed = Some(code);
                 return ControlFlow::Break(());
@@ -676,7 +677,7 @@ mod commands {
         out: Option<PathBuf>,
         max_runs: usize,
     ) -> ExitCode {
-        let shrunk = match handoff_sim::shrink::shrink(spec, seed, invariant, max_runs) {
+        let shrunk = match handoff_sim::sweep::shrink::shrink(spec, seed, invariant, max_runs) {
             Ok(shrunk) => shrunk,
             Err(error) => return bad_input(&error),
         };
@@ -687,7 +688,7 @@ mod commands {
         {
             return bad_input(&format!("{}: cannot create: {error}", dir.display()));
         }
-        if let Err(error) = handoff_sim::regressions::write(&shrunk.spec, seed, &path) {
+        if let Err(error) = handoff_sim::sweep::regressions::write(&shrunk.spec, seed, &path) {
             return bad_input(&error);
         }
         out!(format!(
@@ -703,7 +704,7 @@ mod commands {
     }
 
     pub fn merge(inputs: Vec<(String, std::io::BufReader<std::fs::File>)>, json: bool) -> ExitCode {
-        let summary = match explore::merge(inputs) {
+        let summary = match sweep::merge(inputs) {
             Ok(merged) => merged,
             Err(error) => return bad_input(&error),
         };

@@ -14,8 +14,8 @@ mod common;
 
 use handoff_models::limits;
 use handoff_models::spec::Invariant;
-use handoff_sim::runner::{self, RunLimit, RunOptions, RunResult};
 use handoff_sim::scenario::{self, load_str};
+use handoff_sim::timed::runner::{self, RunLimit, RunOptions, RunResult};
 use proptest::prelude::*;
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -191,7 +191,7 @@ fn a_run_that_reaches_its_horizon_ends_there_and_says_so() {
         result.findings.iter().all(|finding| finding.invariant != Invariant::I11),
         "the I11 the full run finds is not claimed at a cut"
     );
-    let timeline = handoff_sim::report::timeline(&spec, &result);
+    let timeline = handoff_sim::timed::report::timeline(&spec, &result);
     let last = timeline.last().expect("a timeline");
     assert!(last.starts_with("t=300.000s harness   RUN ENDED: it reached its horizon"), "{last}");
     // Without the horizon the same run reaches its acceptance timeout, undisturbed.

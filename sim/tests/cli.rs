@@ -389,7 +389,7 @@ fn check_returns_at_its_timeout() {
     assert_eq!(report["cut_short_by"], "timeout");
     assert_eq!(report["verdict"], "inconclusive");
     let seconds = report["seconds"].as_f64().expect("seconds") + report["search_seconds"].as_f64().expect("seconds");
-    let margin = handoff_sim::budget::TIMEOUT_MARGIN_MS as f64 / 1000.0;
+    let margin = handoff_sim::exhaustive::budget::TIMEOUT_MARGIN_MS as f64 / 1000.0;
     assert!((0.9..1.0 + margin).contains(&seconds), "{seconds} s");
 }
 

@@ -7,7 +7,9 @@ mod common;
 
 use common::{claims, load, load_text, run};
 use handoff_models::spec::Invariant;
-use handoff_sim::{regressions, report, scenario, shrink};
+use handoff_sim::scenario;
+use handoff_sim::sweep::{regressions, shrink};
+use handoff_sim::timed::report;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -275,7 +277,7 @@ fn a_check_script_step_that_does_not_apply_is_narrated_in_the_bound() {
     );
     let spec = load_text(&text);
     // The bound's world: its rows, its [[check.script]] transactions.
-    let (world, bounds) = handoff_sim::check::bound(&spec).expect("a bound");
+    let (world, bounds) = handoff_sim::exhaustive::check::bound(&spec).expect("a bound");
     // Delete claim 1, then update it; each answer arrives when the bound delivers it.
     let steps: Vec<Action> = ["run script 0", "deliver pg1 -> app", "run script 1", "deliver pg1 -> app"]
         .iter()

@@ -99,7 +99,8 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     };
     if let Some((schedule, items)) = &schedule {
         // The path must be one the bound can take, step by step.
-        let (world, bounds) = crate::check::bound(&spec).map_err(|problem| cx.err(root.at, "schedule", problem))?;
+        let (world, bounds) =
+            crate::exhaustive::check::bound(&spec).map_err(|problem| cx.err(root.at, "schedule", problem))?;
         if let Err((index, problem)) = handoff_models::world::World::timing(&world, &bounds, &schedule.steps) {
             return cx.fail(&items[index.min(items.len() - 1)], problem);
         }

@@ -1,9 +1,9 @@
 //! The seed database: failing runs saved as scenario files with an explicit fault schedule and
 //! the finding as their prediction, so that `handoff replay FILE` (and `cargo test`) replays them.
 
-use crate::explore::Summary;
-use crate::runner::{self, RunResult};
 use crate::scenario;
+use crate::sweep::Summary;
+use crate::timed::runner::{self, RunResult};
 use handoff_models::spec::{Invariant, Prediction, PredictionOrigin, Spec, Verdict};
 use std::path::{Path, PathBuf};
 

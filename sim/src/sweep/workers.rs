@@ -28,9 +28,9 @@
 //! `HANDOFF_TEST_HANG_SEED=7` sleeps for ever when asked for seed 7 (both take a comma-separated
 //! list of seeds).
 
-use crate::explore::{Crash, CrashCause, RunSeed, SeedOutcome, SeedRun, Summary, replay_command};
-use crate::regressions;
-use crate::runner::{self, RunOptions};
+use crate::sweep::regressions;
+use crate::sweep::{Crash, CrashCause, RunSeed, SeedOutcome, SeedRun, Summary, replay_command};
+use crate::timed::runner::{self, RunOptions};
 use handoff_models::spec::Spec;
 use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
@@ -165,7 +165,7 @@ fn crash_for_test() -> ! {
 pub(crate) struct Job<'a> {
     workers: &'a Workers,
     scenario: &'a str,
-    /// The command-line arguments that load the sweep's scenario ([`crate::explore::choice_args`]).
+    /// The command-line arguments that load the sweep's scenario ([`crate::sweep::choice_args`]).
     args: &'a [String],
     fingerprint: &'a str,
     save: Option<&'a Path>,
@@ -344,7 +344,7 @@ pub fn save_first_failures(
         return Ok(());
     }
     let fingerprint = fingerprint(spec);
-    let args = crate::explore::choice_args(&spec.prediction, sets);
+    let args = crate::sweep::choice_args(&spec.prediction, sets);
     let mut job = Job {
         workers,
         scenario,

@@ -18,8 +18,8 @@
 //! hole in the stream, …) and the kind of history its key had in the source (loaded, inserted,
 //! updated, deleted), not the key itself, which changes as rows go.
 
-use crate::regressions;
-use crate::runner::{self, RunResult};
+use crate::sweep::regressions;
+use crate::timed::runner::{self, RunResult};
 use handoff_models::checkers::Finding;
 use handoff_models::ids::{Key, Status};
 use handoff_models::observe::Observation;
