@@ -1,10 +1,10 @@
-//! Seeds per second of a sweep (`handoff explore`) over a bundled scenario.
+//! Seeds per second of a sweep (`handoff sweep`) over a bundled scenario.
 //!
 //! `cargo bench -p handoff-sim --bench sweep_throughput [-- SCENARIO [SEEDS [SAMPLES [JOBS]]]]`
 //! (SCENARIO: a bundled scenario's name, or a path ending in `.toml`)
 //!
 //! Each sample sweeps `SEEDS` consecutive seeds on `JOBS` threads (default: the machine's
-//! cores) as `handoff explore` does, but in this process (`sweep::sweep`; the command runs the
+//! cores) as `handoff sweep` does, but in this process (`sweep::sweep`; the command runs the
 //! same seeds in worker processes, see docs/performance.md); the report gives the median, minimum
 //! and maximum seeds per second of the samples, and the process's peak resident memory.
 

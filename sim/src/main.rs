@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Writes text to standard output, or returns from the function with the exit code to end on. A
-/// closed pipe (`handoff explore --json | head -1`) is the end of the output: the command stops
+/// closed pipe (`handoff sweep --json | head -1`) is the end of the output: the command stops
 /// quietly with exit 0. Any other failure to write is an error (exit 2).
 macro_rules! out {
     ($text:expr) => {
@@ -63,7 +63,12 @@ enum Command {
     },
     /// Run many seeds of a scenario in parallel worker processes, and summarise findings, coverage
     /// and the seeds whose run crashed.
-    Explore {
+    #[command(
+        alias = "explore",
+        after_help = "`handoff explore` is the former name of this command and still works: it is the same \
+            command, with the same flags and output."
+    )]
+    Sweep {
         scenario: PathBuf,
         /// How many seeds (at least 1; computed as the sweep goes, never listed).
         #[arg(long, default_value_t = 1000)]
@@ -101,10 +106,10 @@ enum Command {
         #[arg(long)]
         all_faults: bool,
     },
-    /// A worker process of `explore` (internal): loads the scenario, then runs each seed it reads
+    /// A worker process of `sweep` (internal): loads the scenario, then runs each seed it reads
     /// on standard input and writes the run as a JSON line on standard output.
-    #[command(hide = true, name = "explore-worker")]
-    ExploreWorker {
+    #[command(hide = true, name = "sweep-worker")]
+    SweepWorker {
         scenario: PathBuf,
         #[arg(long = "set", value_name = "PATH=VALUE")]
         sets: Vec<String>,
@@ -205,9 +210,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Combine the `--json` outputs of the shards of one `explore` sweep into one summary.
+    /// Combine the `--json` outputs of the shards of one sweep (`handoff sweep --shard`) into one summary.
     Merge {
-        /// The files written by `handoff explore --json --shard K/N`: one per shard, each whole,
+        /// The files written by `handoff sweep --json --shard K/N`: one per shard, each whole,
         /// all of the same scenario, `--set`s, `--start`, `--seeds` and N.
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -357,7 +362,7 @@ fn main() -> ExitCode {
             };
             commands::run(&loaded.spec, &file.display().to_string(), loaded.seed, json)
         }
-        Command::Explore {
+        Command::Sweep {
             scenario: path,
             seeds,
             start,
@@ -400,14 +405,14 @@ fn main() -> ExitCode {
                 capped("--jobs", jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())));
             let run_timeout = std::time::Duration::from_secs(run_timeout);
             let plan = Plan { seeds, start, jobs, shard, json, save, check_determinism, run_timeout };
-            commands::explore(&loaded.spec, &path, &sets, plan)
+            commands::sweep(&loaded.spec, &path, &sets, plan)
         }
-        Command::ExploreWorker { scenario: path, sets, expectation, save } => {
+        Command::SweepWorker { scenario: path, sets, expectation, save } => {
             let loaded = match scenario::load_with(&path, &expectation.choice(&sets)) {
                 Ok(loaded) => loaded,
                 Err(error) => return bad_input(&error.to_string()),
             };
-            commands::explore_worker(&loaded.spec, &path.display().to_string(), save.as_deref())
+            commands::sweep_worker(&loaded.spec, &path.display().to_string(), save.as_deref())
         }
         Command::Shrink { scenario: path, seed, sets, expectation, out, invariant, max_runs } => {
             let loaded = match scenario::load_with(&path, &expectation.choice(&sets)) {
@@ -556,7 +561,7 @@ fn parse_shard(text: &str) -> Result<(u64, u64), String> {
     Ok((k, n))
 }
 
-/// What `handoff explore` was asked for.
+/// What `handoff sweep` was asked for.
 pub struct Plan {
     pub seeds: u64,
     pub start: u64,
@@ -590,7 +595,7 @@ mod commands {
         if result.prediction_held && result.departures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
     }
 
-    pub fn explore(spec: &Spec, path: &Path, sets: &[String], plan: Plan) -> ExitCode {
+    pub fn sweep(spec: &Spec, path: &Path, sets: &[String], plan: Plan) -> ExitCode {
         let name = path.display().to_string();
         let sweep = Sweep {
             start: plan.start,
@@ -658,7 +663,7 @@ mod commands {
         Ok(this)
     }
 
-    pub fn explore_worker(spec: &Spec, name: &str, save: Option<&Path>) -> ExitCode {
+    pub fn sweep_worker(spec: &Spec, name: &str, save: Option<&Path>) -> ExitCode {
         match workers::serve(spec, name, save, std::io::stdin().lock(), std::io::stdout().lock()) {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => bad_input(&error),
@@ -754,11 +759,11 @@ mod commands {
         no_simulation()
     }
 
-    pub fn explore(_spec: &Spec, _path: &std::path::Path, _sets: &[String], _plan: Plan) -> ExitCode {
+    pub fn sweep(_spec: &Spec, _path: &std::path::Path, _sets: &[String], _plan: Plan) -> ExitCode {
         no_simulation()
     }
 
-    pub fn explore_worker(_spec: &Spec, _name: &str, _save: Option<&std::path::Path>) -> ExitCode {
+    pub fn sweep_worker(_spec: &Spec, _name: &str, _save: Option<&std::path::Path>) -> ExitCode {
         no_simulation()
     }
 

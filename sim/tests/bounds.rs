@@ -246,7 +246,7 @@ fn the_cli_reports_a_cut_run_as_undecided() {
     assert!(text.contains("harness   RUN ENDED: it reached its horizon (t=300.000s"), "{text}");
     assert!(text.contains("\nprediction UNDECIDED: the run reached its horizon"), "{text}");
     // A sweep does not pass a cut run silently either.
-    let output = handoff(&["explore", &path, "--seeds", "2", "--jobs", "1", "--set", "acceptance.horizon_ms=300000"]);
+    let output = handoff(&["sweep", &path, "--seeds", "2", "--jobs", "1", "--set", "acceptance.horizon_ms=300000"]);
     let text = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(1), "{text}");
     assert!(text.contains("2 run(s) UNDECIDED: cut by a limit"), "{text}");

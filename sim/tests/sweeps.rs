@@ -28,7 +28,7 @@ fn a_sweep_reports_the_same_runs_whatever_the_number_of_threads_and_checks_deter
     assert!(two.findings.contains_key(&I2));
 }
 
-/// A shard's `--json` output, as `handoff explore` writes it.
+/// A shard's `--json` output, as `handoff sweep` writes it.
 fn shard_text(runs: &[sweep::SeedRun], summary: &sweep::Summary) -> String {
     let mut text = String::new();
     for run in runs {

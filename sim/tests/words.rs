@@ -157,7 +157,7 @@ fn a_rebuild_under_no_data_says_it_takes_no_snapshot_and_the_record_flags_it() {
 // ----- item 13: pinned and shrunk scenarios load -----
 
 #[test]
-fn explore_save_writes_seeds_that_load_on_a_scenario_without_a_standby() {
+fn sweep_save_writes_seeds_that_load_on_a_scenario_without_a_standby() {
     // The README's naive-sink sweep: seeds 0, 6 and 21 drew a clog of pg1 <-> pg2.
     let (spec, _) = load("claims-restart-during-snapshot", &["sink.apply=naive-upsert"]);
     let dir = temp_dir("save");
@@ -408,8 +408,8 @@ fn no_report_shows_rust_debug_text() {
     let restart = scenarios.join("claims-restart-during-snapshot.toml");
     let restart = restart.to_str().expect("utf-8");
     for args in [
-        vec!["explore", restart, "--seeds", "8", "--jobs", "1", "--set", "sink.apply=naive-upsert"],
-        vec!["explore", restart, "--seeds", "8", "--jobs", "1", "--set", "sink.apply=naive-upsert", "--json"],
+        vec!["sweep", restart, "--seeds", "8", "--jobs", "1", "--set", "sink.apply=naive-upsert"],
+        vec!["sweep", restart, "--seeds", "8", "--jobs", "1", "--set", "sink.apply=naive-upsert", "--json"],
         vec!["check", scenarios.join("zoo/naive-sink.toml").to_str().expect("utf-8").to_owned().leak()],
         vec!["check", scenarios.join("zoo/naive-sink.toml").to_str().expect("utf-8").to_owned().leak(), "--json"],
     ] {

@@ -4,7 +4,7 @@ use super::*;
 
 /// `handoff merge`: combines the `--json` outputs of the shards of one sweep, read line by line.
 ///
-/// Each input is one whole `explore --json` output: its runs (and crashed seeds) in seed order, then
+/// Each input is one whole `sweep --json` output: its runs (and crashed seeds) in seed order, then
 /// its summary line. The inputs must agree on the scenario, the `--set`s, the range (`--start`,
 /// `--seeds`) and the number of shards N; each shard may be given once (so no seed is counted twice);
 /// a shard that is missing is named in the merged summary's `shard`. Every input's lines must be
@@ -64,7 +64,7 @@ pub fn merge<R: std::io::BufRead>(inputs: Vec<(String, R)>) -> Result<Summary, S
         let (at, summary) = summary_line.ok_or_else(|| {
             format!(
                 "{file}: no summary line at the end: the sweep did not finish or the file was cut short (merge takes \
-                 whole `handoff explore --json` outputs)"
+                 whole `handoff sweep --json` outputs)"
             )
         })?;
         let shard = parse_shard(&summary.shard).ok_or_else(|| {

@@ -1,4 +1,4 @@
-//! Seed sweeps: `handoff explore`, `handoff merge`.
+//! Seed sweeps: `handoff sweep`, `handoff merge`.
 //!
 //! A sweep runs a range of seeds of one scenario, each in its own fresh madsim runtime, on `--jobs`
 //! jobs. A run's trace is never kept; its findings, coverage marks and trace hash are counted into
@@ -6,7 +6,7 @@
 //! with the sweep. The seeds themselves are computed as they are needed, never listed. The report
 //! (but for its timing) does not depend on the number of jobs, nor on where the runs ran: in this
 //! process ([`sweep`], for tests and benchmarks) or in worker processes ([`sweep_in_workers`], what
-//! `handoff explore` does), where a run that kills its process is reported as a [`Crash`] and the
+//! `handoff sweep` does), where a run that kills its process is reported as a [`Crash`] and the
 //! sweep goes on (see [`crate::sweep::workers`]).
 //! `--shard K/N` takes every N-th seed of the range, starting with the K-th, so N machines of any
 //! batch system can share a sweep; `handoff merge` combines their `--json` outputs.
@@ -47,7 +47,7 @@ pub struct Sweep {
 
 impl Sweep {
     /// Refuses a sweep that would run no seed, or whose range passes the largest seed, naming the
-    /// flag at fault (`handoff explore` checks its plan with this before it runs anything).
+    /// flag at fault (`handoff sweep` checks its plan with this before it runs anything).
     pub fn check(&self) -> Result<(), String> {
         let (k, n) = self.shard;
         if k == 0 || n == 0 || k > n {
@@ -287,7 +287,7 @@ pub fn sweep_collect(spec: &Spec, scenario: &str, sets: &[String], plan: &Sweep)
     (summary, runs)
 }
 
-/// Runs a sweep with every seed in a worker process (`handoff explore-worker`, see
+/// Runs a sweep with every seed in a worker process (`handoff sweep-worker`, see
 /// [`crate::sweep::workers`]), one per job, each started once and handed seed after seed. A seed whose
 /// worker dies (a signal, an exit) or runs past `workers.run_timeout` is reported as a [`Crash`], and
 /// a new worker takes the rest. `each` sees every outcome in seed order; when it breaks, the sweep

@@ -119,7 +119,7 @@ impl Summary {
         }
     }
 
-    /// Every run ended, within its limits, as predicted, and deterministically: what `explore`
+    /// Every run ended, within its limits, as predicted, and deterministically: what `sweep`
     /// and `merge` exit 0 on. A finding the prediction does not cover, a run cut short by its
     /// horizon or trace budget (undecided), a crashed seed or two runs of one seed that differ
     /// make it false.
@@ -152,7 +152,7 @@ impl Summary {
 
     pub fn render(&self, spec: &Spec) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "explore   {} ({}), shard {}", spec.name, self.scenario, self.shard);
+        let _ = writeln!(out, "sweep     {} ({}), shard {}", spec.name, self.scenario, self.shard);
         let _ = writeln!(out, "runs      {} in {:.1}s: {:.0} runs/s", self.runs, self.seconds, self.runs_per_second);
         if let Some(seed) = self.nondeterministic_seed {
             let _ = writeln!(out, "DETERMINISM BROKEN: seed {seed} gave two different traces");

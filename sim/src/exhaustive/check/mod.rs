@@ -199,7 +199,7 @@ pub fn bound(spec: &Spec) -> Result<(Spec, Bounds), String> {
     if let Some(delay_ms) = spec.standby {
         return Err(format!(
             "{} has a standby (standby = {delay_ms}): the exhaustive world holds one PostgreSQL server; \
-             check the bound without the standby, or explore failovers in the timed lens (handoff run / explore)",
+             check the bound without the standby, or explore failovers in the timed lens (handoff run / sweep)",
             spec.name
         ));
     }

@@ -53,7 +53,7 @@ pub fn text(report: &CheckReport) -> String {
     }
     for invariant in &report.not_checked {
         out.push_str(&format!(
-            "  {:<10} {:<40} not checked by this lens (the prediction names it; run or explore checks it)\n",
+            "  {:<10} {:<40} not checked by this lens (the prediction names it; run or sweep checks it)\n",
             "",
             format!("{invariant} {}", invariant.name())
         ));
