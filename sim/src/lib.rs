@@ -15,7 +15,7 @@
 //!   depth-first explorer, the search for the shortest counterexample, the command's budget);
 //! - [`conform`]: `handoff conform`, the model against a real PostgreSQL server;
 //! - [`verdict`]: how each lens words its verdict against the prediction.
-
+//!
 //! The simulation needs madsim's simulated runtime, which exists only when the crate is built
 //! with `--cfg madsim` (set for the workspace in `.cargo/config.toml`). Without it, only the
 //! scenario loader is built, and the `handoff` binary says what is missing.
