@@ -13,7 +13,7 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    use handoff_sim::check::{self, Strategy};
+    use handoff_sim::exhaustive::check::{self, Strategy};
     use handoff_sim::scenario;
     use std::path::PathBuf;
 
@@ -43,7 +43,7 @@ fn main() {
     };
     // The memory budget `handoff check` keeps by default, so that its watchdog runs as it does
     // in the command.
-    let max_memory_bytes = handoff_sim::budget::default_max_memory();
+    let max_memory_bytes = handoff_sim::exhaustive::budget::default_max_memory();
     let plan = check::CheckPlan {
         strategy,
         max_depth: None,

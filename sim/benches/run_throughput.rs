@@ -13,7 +13,8 @@ fn main() {
 
 #[cfg(madsim)]
 fn main() {
-    use handoff_sim::{runner, scenario};
+    use handoff_sim::scenario;
+    use handoff_sim::timed::runner;
     use std::path::PathBuf;
     use std::time::Instant;
 

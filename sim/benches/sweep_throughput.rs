@@ -1,10 +1,10 @@
-//! Seeds per second of a sweep (`handoff explore`) over a bundled scenario.
+//! Seeds per second of a sweep (`handoff sweep`) over a bundled scenario.
 //!
 //! `cargo bench -p handoff-sim --bench sweep_throughput [-- SCENARIO [SEEDS [SAMPLES [JOBS]]]]`
 //! (SCENARIO: a bundled scenario's name, or a path ending in `.toml`)
 //!
 //! Each sample sweeps `SEEDS` consecutive seeds on `JOBS` threads (default: the machine's
-//! cores) as `handoff explore` does, but in this process (`explore::sweep`; the command runs the
+//! cores) as `handoff sweep` does, but in this process (`sweep::sweep`; the command runs the
 //! same seeds in worker processes, see docs/performance.md); the report gives the median, minimum
 //! and maximum seeds per second of the samples, and the process's peak resident memory.
 
@@ -15,8 +15,8 @@ fn main() {
 
 #[cfg(madsim)]
 fn main() {
-    use handoff_sim::explore::{self, Sweep};
     use handoff_sim::scenario;
+    use handoff_sim::sweep::{self, Sweep};
     use std::path::PathBuf;
 
     let args: Vec<String> = std::env::args().skip(1).filter(|arg| !arg.starts_with("--")).collect();
@@ -52,7 +52,7 @@ fn main() {
             check_determinism: false,
             progress: false,
         };
-        let summary = explore::sweep(&spec, name, &[], &plan, |run| {
+        let summary = sweep::sweep(&spec, name, &[], &plan, |run| {
             if !run.findings.is_empty() {
                 findings += 1;
             }

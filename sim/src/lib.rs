@@ -2,30 +2,29 @@
 //!
 //! The timed lens of `handoff`: scenario files, the madsim simulation that runs the models of
 //! `handoff-models` as nodes with real timeouts and seeded faults, and the reports.
-
+//!
+//! Its parts, one folder each:
+//!
+//! - [`scenario`]: scenario files: reading (with `--set` overrides and variants), validating and
+//!   writing them;
+//! - `timed`: one run of a scenario under madsim (the runner and its harness, the nodes, the
+//!   simulated network) and what `handoff run` prints;
+//! - `sweep`: seed sweeps (`handoff sweep`, in worker processes), merging shards, shrinking a
+//!   failing seed and saving it as a regression;
+//! - [`exhaustive`]: `handoff check`, the exhaustive lens on a scenario's `[check]` bound (the
+//!   depth-first explorer, the search for the shortest counterexample, the command's budget);
+//! - [`conform`]: `handoff conform`, the model against a real PostgreSQL server;
+//! - [`verdict`]: how each lens words its verdict against the prediction.
+//!
 //! The simulation needs madsim's simulated runtime, which exists only when the crate is built
 //! with `--cfg madsim` (set for the workspace in `.cargo/config.toml`). Without it, only the
 //! scenario loader is built, and the `handoff` binary says what is missing.
 
-pub mod budget;
-pub mod check;
 pub mod conform;
-pub mod dfs;
-#[cfg(madsim)]
-pub mod explore;
-#[cfg(madsim)]
-pub mod net;
-#[cfg(madsim)]
-pub mod node;
-#[cfg(madsim)]
-pub mod regressions;
-#[cfg(madsim)]
-pub mod report;
-#[cfg(madsim)]
-pub mod runner;
+pub mod exhaustive;
 pub mod scenario;
 #[cfg(madsim)]
-pub mod shrink;
-pub mod verdict;
+pub mod sweep;
 #[cfg(madsim)]
-pub mod workers;
+pub mod timed;
+pub mod verdict;

@@ -1,12 +1,13 @@
 //! `handoff`: run CDC snapshot-handoff scenarios in a deterministic simulation.
 
 use clap::{Parser, Subcommand};
-use handoff_sim::{budget, check, scenario};
+use handoff_sim::exhaustive::{budget, check};
+use handoff_sim::scenario;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Writes text to standard output, or returns from the function with the exit code to end on. A
-/// closed pipe (`handoff explore --json | head -1`) is the end of the output: the command stops
+/// closed pipe (`handoff sweep --json | head -1`) is the end of the output: the command stops
 /// quietly with exit 0. Any other failure to write is an error (exit 2).
 macro_rules! out {
     ($text:expr) => {
@@ -15,6 +16,9 @@ macro_rules! out {
         }
     };
 }
+
+mod cli;
+use cli::commands;
 
 /// mimalloc: the exhaustive lens allocates and frees component copies at every step, and the
 /// system allocator took about 40 % of its instructions (docs/performance.md). The
@@ -62,7 +66,12 @@ enum Command {
     },
     /// Run many seeds of a scenario in parallel worker processes, and summarise findings, coverage
     /// and the seeds whose run crashed.
-    Explore {
+    #[command(
+        alias = "explore",
+        after_help = "`handoff explore` is the former name of this command and still works: it is the same \
+            command, with the same flags and output."
+    )]
+    Sweep {
         scenario: PathBuf,
         /// How many seeds (at least 1; computed as the sweep goes, never listed).
         #[arg(long, default_value_t = 1000)]
@@ -100,10 +109,10 @@ enum Command {
         #[arg(long)]
         all_faults: bool,
     },
-    /// A worker process of `explore` (internal): loads the scenario, then runs each seed it reads
+    /// A worker process of `sweep` (internal): loads the scenario, then runs each seed it reads
     /// on standard input and writes the run as a JSON line on standard output.
-    #[command(hide = true, name = "explore-worker")]
-    ExploreWorker {
+    #[command(hide = true, name = "sweep-worker")]
+    SweepWorker {
         scenario: PathBuf,
         #[arg(long = "set", value_name = "PATH=VALUE")]
         sets: Vec<String>,
@@ -204,9 +213,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Combine the `--json` outputs of the shards of one `explore` sweep into one summary.
+    /// Combine the `--json` outputs of the shards of one sweep (`handoff sweep --shard`) into one summary.
     Merge {
-        /// The files written by `handoff explore --json --shard K/N`: one per shard, each whole,
+        /// The files written by `handoff sweep --json --shard K/N`: one per shard, each whole,
         /// all of the same scenario, `--set`s, `--start`, `--seeds` and N.
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -356,7 +365,7 @@ fn main() -> ExitCode {
             };
             commands::run(&loaded.spec, &file.display().to_string(), loaded.seed, json)
         }
-        Command::Explore {
+        Command::Sweep {
             scenario: path,
             seeds,
             start,
@@ -399,14 +408,14 @@ fn main() -> ExitCode {
                 capped("--jobs", jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())));
             let run_timeout = std::time::Duration::from_secs(run_timeout);
             let plan = Plan { seeds, start, jobs, shard, json, save, check_determinism, run_timeout };
-            commands::explore(&loaded.spec, &path, &sets, plan)
+            commands::sweep(&loaded.spec, &path, &sets, plan)
         }
-        Command::ExploreWorker { scenario: path, sets, expectation, save } => {
+        Command::SweepWorker { scenario: path, sets, expectation, save } => {
             let loaded = match scenario::load_with(&path, &expectation.choice(&sets)) {
                 Ok(loaded) => loaded,
                 Err(error) => return bad_input(&error.to_string()),
             };
-            commands::explore_worker(&loaded.spec, &path.display().to_string(), save.as_deref())
+            commands::sweep_worker(&loaded.spec, &path.display().to_string(), save.as_deref())
         }
         Command::Shrink { scenario: path, seed, sets, expectation, out, invariant, max_runs } => {
             let loaded = match scenario::load_with(&path, &expectation.choice(&sets)) {
@@ -556,7 +565,7 @@ fn parse_shard(text: &str) -> Result<(u64, u64), String> {
     Ok((k, n))
 }
 
-/// What `handoff explore` was asked for.
+/// What `handoff sweep` was asked for.
 pub struct Plan {
     pub seeds: u64,
     pub start: u64,
@@ -566,215 +575,4 @@ pub struct Plan {
     pub save: Option<std::path::PathBuf>,
     pub check_determinism: bool,
     pub run_timeout: std::time::Duration,
-}
-
-#[cfg(madsim)]
-mod commands {
-    use super::{Plan, bad_input};
-    use handoff_models::scenario::spec::Spec;
-    use handoff_sim::explore::{self, Summary, Sweep};
-    use handoff_sim::workers::{self, Workers};
-    use handoff_sim::{report, runner};
-    use std::io::IsTerminal;
-    use std::ops::ControlFlow;
-    use std::path::{Path, PathBuf};
-    use std::process::ExitCode;
-
-    pub fn run(spec: &Spec, name: &str, seed: u64, json: bool) -> ExitCode {
-        let result = runner::run(spec, seed);
-        if json {
-            out!(format!("{}\n", report::json(spec, name, &result)));
-        } else {
-            out!(report::text(spec, name, &result));
-        }
-        if result.prediction_held && result.departures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
-    }
-
-    pub fn explore(spec: &Spec, path: &Path, sets: &[String], plan: Plan) -> ExitCode {
-        let name = path.display().to_string();
-        let sweep = Sweep {
-            start: plan.start,
-            seeds: plan.seeds,
-            jobs: plan.jobs,
-            shard: plan.shard,
-            check_determinism: plan.check_determinism,
-            progress: !plan.json && std::io::stderr().is_terminal(),
-        };
-        if let Err(error) = sweep.check() {
-            return bad_input(&error);
-        }
-        let program = match worker_program() {
-            Ok(program) => program,
-            Err(error) => return bad_input(&error),
-        };
-        let workers = Workers { program, scenario: path.to_path_buf(), run_timeout: plan.run_timeout };
-        let json = plan.json;
-        let mut closed = None;
-        let swept = explore::sweep_in_workers(spec, &name, sets, &sweep, &workers, |outcome| {
-            if json && let Err(code) = super::print_out(&format!("{}\n", outcome.json_line())) {
-                closed = Some(code);
-                return ControlFlow::Break(());
-            }
-            ControlFlow::Continue(())
-        });
-        if let Some(code) = closed {
-            return code;
-        }
-        let summary = match swept {
-            Ok(summary) => summary,
-            Err(error) => return bad_input(&error),
-        };
-        if json {
-            out!(format!("{}\n", serde_json::json!({ "summary": summary })));
-        } else {
-            out!(summary.render(spec));
-        }
-        if let Some(dir) = &plan.save {
-            let saved = workers::save_first_failures(&workers, spec, &name, sets, &summary, dir, |path| {
-                use std::io::Write;
-                let _ = writeln!(std::io::stderr(), "saved {}", path.display());
-            });
-            if let Err(error) = saved {
-                return bad_input(&error);
-            }
-        }
-        exit_code(&summary)
-    }
-
-    /// The binary a worker process runs: this one, by its path (`std::env::current_exe`). Not
-    /// `/proc/self/exe` itself: under valgrind (`cargo xtask valgrind-sweep`) that names
-    /// valgrind's own tool, while the path is the client's. A binary rebuilt during the sweep
-    /// cannot mix in: Linux refuses to overwrite a running executable, and a replaced one leaves
-    /// this path ending in " (deleted)", which is refused here.
-    fn worker_program() -> Result<PathBuf, String> {
-        let this = std::env::current_exe()
-            .map_err(|error| format!("cannot find the handoff binary to start worker processes with: {error}"))?;
-        if !this.is_file() {
-            return Err(format!(
-                "{}: the handoff binary was replaced or removed since this command started; run it again",
-                this.display()
-            ));
-        }
-        Ok(this)
-    }
-
-    pub fn explore_worker(spec: &Spec, name: &str, save: Option<&Path>) -> ExitCode {
-        match workers::serve(spec, name, save, std::io::stdin().lock(), std::io::stdout().lock()) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(error) => bad_input(&error),
-        }
-    }
-
-    /// 1 when a run had a finding the prediction does not cover, a seed crashed, or determinism broke.
-    fn exit_code(summary: &Summary) -> ExitCode {
-        if summary.as_expected() { ExitCode::SUCCESS } else { ExitCode::from(1) }
-    }
-
-    pub fn shrink(
-        spec: &Spec,
-        seed: u64,
-        invariant: Option<handoff_models::scenario::spec::Invariant>,
-        out: Option<PathBuf>,
-        max_runs: usize,
-    ) -> ExitCode {
-        let shrunk = match handoff_sim::shrink::shrink(spec, seed, invariant, max_runs) {
-            Ok(shrunk) => shrunk,
-            Err(error) => return bad_input(&error),
-        };
-        let path =
-            out.unwrap_or_else(|| PathBuf::from("scenarios/regressions").join(format!("{}.toml", shrunk.spec.name)));
-        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty())
-            && let Err(error) = std::fs::create_dir_all(dir)
-        {
-            return bad_input(&format!("{}: cannot create: {error}", dir.display()));
-        }
-        if let Err(error) = handoff_sim::regressions::write(&shrunk.spec, seed, &path) {
-            return bad_input(&error);
-        }
-        out!(format!(
-            "finding   {}\nbefore    {}\nafter     {}\nruns      {}\nwrote     {}\nreplay    handoff replay {}\n",
-            shrunk.signature,
-            shrunk.before,
-            shrunk.after,
-            shrunk.runs,
-            path.display(),
-            path.display()
-        ));
-        ExitCode::SUCCESS
-    }
-
-    pub fn merge(inputs: Vec<(String, std::io::BufReader<std::fs::File>)>, json: bool) -> ExitCode {
-        let summary = match explore::merge(inputs) {
-            Ok(merged) => merged,
-            Err(error) => return bad_input(&error),
-        };
-        let choice = handoff_sim::scenario::Choice {
-            sets: summary.sets.clone(),
-            variant: match &summary.prediction.origin {
-                handoff_models::scenario::spec::PredictionOrigin::Variant { name, chosen: true }
-                | handoff_models::scenario::spec::PredictionOrigin::Expect { variant: Some(name), .. }
-                | handoff_models::scenario::spec::PredictionOrigin::Unpredicted { variant: Some(name), .. } => {
-                    Some(name.clone())
-                }
-                _ => None,
-            },
-            expect: match &summary.prediction.origin {
-                handoff_models::scenario::spec::PredictionOrigin::Expect { text, .. } => Some(text.clone()),
-                _ => None,
-            },
-        };
-        let spec = match handoff_sim::scenario::load_with(std::path::Path::new(&summary.scenario), &choice) {
-            Ok(loaded) => loaded.spec,
-            Err(error) => return bad_input(&format!("the merged sweep's scenario: {error}")),
-        };
-        if json {
-            out!(format!("{}\n", serde_json::json!({ "summary": summary })));
-        } else {
-            out!(summary.render(&spec));
-        }
-        exit_code(&summary)
-    }
-}
-
-#[cfg(not(madsim))]
-mod commands {
-    use super::Plan;
-    use handoff_models::scenario::spec::Spec;
-    use std::path::PathBuf;
-    use std::process::ExitCode;
-
-    fn no_simulation() -> ExitCode {
-        eprintln!(
-            "error: this build has no simulation: it was compiled without `--cfg madsim` (a RUSTFLAGS \
-             environment variable replaces the workspace's .cargo/config.toml); rebuild without RUSTFLAGS \
-             or with RUSTFLAGS=\"--cfg madsim\""
-        );
-        ExitCode::from(2)
-    }
-
-    pub fn run(_spec: &Spec, _name: &str, _seed: u64, _json: bool) -> ExitCode {
-        no_simulation()
-    }
-
-    pub fn explore(_spec: &Spec, _path: &std::path::Path, _sets: &[String], _plan: Plan) -> ExitCode {
-        no_simulation()
-    }
-
-    pub fn explore_worker(_spec: &Spec, _name: &str, _save: Option<&std::path::Path>) -> ExitCode {
-        no_simulation()
-    }
-
-    pub fn merge(_inputs: Vec<(String, std::io::BufReader<std::fs::File>)>, _json: bool) -> ExitCode {
-        no_simulation()
-    }
-
-    pub fn shrink(
-        _spec: &Spec,
-        _seed: u64,
-        _invariant: Option<handoff_models::scenario::spec::Invariant>,
-        _out: Option<PathBuf>,
-        _max_runs: usize,
-    ) -> ExitCode {
-        no_simulation()
-    }
 }

@@ -14,8 +14,8 @@ mod common;
 
 use handoff_models::core::limits;
 use handoff_models::scenario::spec::Invariant;
-use handoff_sim::runner::{self, RunLimit, RunOptions, RunResult};
 use handoff_sim::scenario::{self, load_str};
+use handoff_sim::timed::runner::{self, RunLimit, RunOptions, RunResult};
 use proptest::prelude::*;
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -191,7 +191,7 @@ fn a_run_that_reaches_its_horizon_ends_there_and_says_so() {
         result.findings.iter().all(|finding| finding.invariant != Invariant::I11),
         "the I11 the full run finds is not claimed at a cut"
     );
-    let timeline = handoff_sim::report::timeline(&spec, &result);
+    let timeline = handoff_sim::timed::report::timeline(&spec, &result);
     let last = timeline.last().expect("a timeline");
     assert!(last.starts_with("t=300.000s harness   RUN ENDED: it reached its horizon"), "{last}");
     // Without the horizon the same run reaches its acceptance timeout, undisturbed.
@@ -246,7 +246,7 @@ fn the_cli_reports_a_cut_run_as_undecided() {
     assert!(text.contains("harness   RUN ENDED: it reached its horizon (t=300.000s"), "{text}");
     assert!(text.contains("\nprediction UNDECIDED: the run reached its horizon"), "{text}");
     // A sweep does not pass a cut run silently either.
-    let output = handoff(&["explore", &path, "--seeds", "2", "--jobs", "1", "--set", "acceptance.horizon_ms=300000"]);
+    let output = handoff(&["sweep", &path, "--seeds", "2", "--jobs", "1", "--set", "acceptance.horizon_ms=300000"]);
     let text = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(1), "{text}");
     assert!(text.contains("2 run(s) UNDECIDED: cut by a limit"), "{text}");

@@ -123,13 +123,13 @@ fn bad_flags_exit_2() {
 }
 
 #[test]
-fn explore_exits_1_on_an_unpredicted_finding_and_writes_json_lines_that_merge() {
-    let dir = std::env::temp_dir().join(format!("handoff-explore-{}", std::process::id()));
+fn sweep_exits_1_on_an_unpredicted_finding_and_writes_json_lines_that_merge() {
+    let dir = std::env::temp_dir().join(format!("handoff-sweep-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let scenario = scenario("claims-restart-during-snapshot");
     let mut files = Vec::new();
     for shard in ["1/2", "2/2"] {
-        let args = ["explore", &scenario, "--start", "520", "--seeds", "6", "--shard", shard, "--jobs", "1"];
+        let args = ["sweep", &scenario, "--start", "520", "--seeds", "6", "--shard", shard, "--jobs", "1"];
         // The naive sink's variant allows I3; this sweep expects I2 alone.
         let output = handoff(&[&args[..], &["--set", "sink.apply=naive-upsert", "--expect", "I2", "--json"]].concat());
         let text = String::from_utf8_lossy(&output.stdout).to_string();
@@ -178,9 +178,9 @@ fn a_shrunk_failure_is_written_once_and_replays_to_its_finding() {
 }
 
 #[test]
-fn explore_checks_determinism_when_asked() {
+fn sweep_checks_determinism_when_asked() {
     let scenario = scenario("claims-restart-during-snapshot");
-    let args = ["explore", &scenario, "--seeds", "20", "--jobs", "2", "--check-determinism", "--json"];
+    let args = ["sweep", &scenario, "--seeds", "20", "--jobs", "2", "--check-determinism", "--json"];
     let output = handoff(&args);
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let text = String::from_utf8_lossy(&output.stdout);
@@ -189,12 +189,43 @@ fn explore_checks_determinism_when_asked() {
     assert!(summary["summary"]["nondeterministic_seed"].is_null(), "{summary}");
 }
 
+/// The seed sweep is `handoff sweep`; `explore`, its former name, is a hidden alias that runs the
+/// same command: the same seed lines and the same summary (but for its timing), and its help says so.
 #[test]
-fn explore_and_shrink_refuse_bad_flags() {
+fn explore_is_a_hidden_alias_of_sweep() {
     let scenario = scenario("claims-restart-during-snapshot");
-    assert_eq!(handoff(&["explore", &scenario, "--shard", "3/2"]).status.code(), Some(2));
-    assert_eq!(handoff(&["explore", &scenario, "--shard", "one/two"]).status.code(), Some(2));
-    assert_eq!(handoff(&["explore", &scenario, "--jobs", "0"]).status.code(), Some(2));
+    let swept = |command: &str| {
+        let output = handoff(&[command, &scenario, "--seeds", "3", "--jobs", "1", "--json"]);
+        assert_eq!(output.status.code(), Some(0), "{command}: {}", String::from_utf8_lossy(&output.stderr));
+        let mut lines: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("a JSON line"))
+            .collect();
+        let summary = lines.last_mut().and_then(|line| line["summary"].as_object_mut()).expect("a summary line");
+        for timing in ["seconds", "runs_per_second"] {
+            assert!(summary.remove(timing).is_some(), "{command}: no {timing} in the summary");
+        }
+        lines
+    };
+    let (sweep, explore) = (swept("sweep"), swept("explore"));
+    assert_eq!(sweep.len(), 4, "three seed lines and the summary");
+    assert_eq!(sweep, explore);
+    let help = String::from_utf8_lossy(&handoff(&["--help"]).stdout).to_string();
+    assert!(help.lines().any(|line| line.trim_start().starts_with("sweep ")), "{help}");
+    assert!(!help.lines().any(|line| line.trim_start().starts_with("explore")), "the alias is hidden: {help}");
+    let sweep_help = String::from_utf8_lossy(&handoff(&["sweep", "--help"]).stdout).to_string();
+    assert!(
+        sweep_help.contains("`handoff explore` is the former name of this command and still works"),
+        "{sweep_help}"
+    );
+}
+
+#[test]
+fn sweep_and_shrink_refuse_bad_flags() {
+    let scenario = scenario("claims-restart-during-snapshot");
+    assert_eq!(handoff(&["sweep", &scenario, "--shard", "3/2"]).status.code(), Some(2));
+    assert_eq!(handoff(&["sweep", &scenario, "--shard", "one/two"]).status.code(), Some(2));
+    assert_eq!(handoff(&["sweep", &scenario, "--jobs", "0"]).status.code(), Some(2));
     assert_eq!(handoff(&["shrink", &scenario, "--seed", "1", "--invariant", "I99"]).status.code(), Some(2));
     let no_finding = handoff(&["shrink", &scenario, "--seed", "1", "--set", "sink.apply=snapshot-epoch"]);
     assert_eq!(no_finding.status.code(), Some(2));
@@ -389,7 +420,7 @@ fn check_returns_at_its_timeout() {
     assert_eq!(report["cut_short_by"], "timeout");
     assert_eq!(report["verdict"], "inconclusive");
     let seconds = report["seconds"].as_f64().expect("seconds") + report["search_seconds"].as_f64().expect("seconds");
-    let margin = handoff_sim::budget::TIMEOUT_MARGIN_MS as f64 / 1000.0;
+    let margin = handoff_sim::exhaustive::budget::TIMEOUT_MARGIN_MS as f64 / 1000.0;
     assert!((0.9..1.0 + margin).contains(&seconds), "{seconds} s");
 }
 
@@ -513,9 +544,9 @@ fn json_lines(output: &Output) -> Vec<serde_json::Value> {
 }
 
 #[test]
-fn explore_survives_a_crashing_seed_and_reports_it_with_its_signal_and_replay_command() {
+fn sweep_survives_a_crashing_seed_and_reports_it_with_its_signal_and_replay_command() {
     let scenario = scenario("claims-restart-during-snapshot");
-    let args = ["explore", &scenario, "--seeds", "10", "--jobs", "2", "--set", "sink.apply=naive-upsert", "--json"];
+    let args = ["sweep", &scenario, "--seeds", "10", "--jobs", "2", "--set", "sink.apply=naive-upsert", "--json"];
     let crashed = handoff_with(&[("HANDOFF_TEST_CRASH_SEED", "5")], &args);
     assert_eq!(crashed.status.code(), Some(1), "{}", String::from_utf8_lossy(&crashed.stderr));
     let lines = json_lines(&crashed);
@@ -577,7 +608,7 @@ fn explore_survives_a_crashing_seed_and_reports_it_with_its_signal_and_replay_co
 fn a_run_past_the_run_timeout_is_killed_and_reported_as_timed_out() {
     let scenario = scenario("claims-restart-during-snapshot");
     let started = std::time::Instant::now();
-    let args = ["explore", &scenario, "--seeds", "4", "--jobs", "2", "--run-timeout", "1", "--json"];
+    let args = ["sweep", &scenario, "--seeds", "4", "--jobs", "2", "--run-timeout", "1", "--json"];
     let output = handoff_with(&[("HANDOFF_TEST_HANG_SEED", "2")], &args);
     assert!(started.elapsed() < std::time::Duration::from_secs(60), "the watchdog ended the hung run");
     assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
@@ -596,7 +627,7 @@ fn save_and_the_determinism_check_work_through_worker_processes() {
     let dir_text = dir.display().to_string();
     let scenario = scenario("claims-restart-during-snapshot");
     let args = [
-        "explore",
+        "sweep",
         &scenario,
         "--start",
         "520",
@@ -638,7 +669,7 @@ fn a_sweep_that_would_run_no_seed_or_pass_the_largest_seed_is_refused() {
         (&["--start", "18446744073709551610", "--seeds", "10"], "--seeds can be at most 6"),
         (&["--run-timeout", "0"], "--run-timeout 0"),
     ] {
-        let output = handoff(&[&["explore", &scenario][..], flags].concat());
+        let output = handoff(&[&["sweep", &scenario][..], flags].concat());
         assert_eq!(output.status.code(), Some(2), "{flags:?}");
         assert!(
             String::from_utf8_lossy(&output.stderr).contains(phrase),
@@ -648,7 +679,7 @@ fn a_sweep_that_would_run_no_seed_or_pass_the_largest_seed_is_refused() {
         assert!(output.stdout.is_empty(), "{flags:?} ran nothing");
     }
     // The last seed itself is a range of one.
-    let output = handoff(&["explore", &scenario, "--start", "18446744073709551615", "--seeds", "1", "--json"]);
+    let output = handoff(&["sweep", &scenario, "--start", "18446744073709551615", "--seeds", "1", "--json"]);
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let lines = json_lines(&output);
     assert_eq!(lines[0]["seed"], u64::MAX);
@@ -673,7 +704,7 @@ fn a_closed_output_pipe_ends_every_command_quietly() {
     let dir = std::env::temp_dir().join(format!("handoff-pipe-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let shard = dir.join("shard.jsonl");
-    let written = handoff(&["explore", &scenario, "--seeds", "2", "--json"]);
+    let written = handoff(&["sweep", &scenario, "--seeds", "2", "--json"]);
     std::fs::write(&shard, &written.stdout).expect("write");
     let shard = shard.display().to_string();
     let workload = format!("{}/../conform/heartbeats.toml", env!("CARGO_MANIFEST_DIR"));
@@ -682,9 +713,9 @@ fn a_closed_output_pipe_ends_every_command_quietly() {
         &["run", &scenario],
         &["run", &scenario, "--json"],
         &["replay", &scenario],
-        &["explore", &scenario, "--seeds", "4"],
+        &["sweep", &scenario, "--seeds", "4"],
         // Streamed seeds: the closed pipe ends the sweep (it would take ages to run them all).
-        &["explore", &scenario, "--seeds", "18446744073709551615", "--json"],
+        &["sweep", &scenario, "--seeds", "18446744073709551615", "--json"],
         &["merge", &shard],
         &["check", &scenario, "--max-states", "2000"],
         &["conform", &workload],
@@ -700,11 +731,11 @@ fn a_closed_output_pipe_ends_every_command_quietly() {
 }
 
 #[test]
-fn explore_streams_its_seeds_instead_of_listing_them() {
+fn sweep_streams_its_seeds_instead_of_listing_them() {
     // The largest range there is: a list of its seeds would not fit in any memory.
     let scenario = scenario("claims-restart-during-snapshot");
     let mut child = Command::new(env!("CARGO_BIN_EXE_handoff"))
-        .args(["explore", &scenario, "--seeds", "18446744073709551615", "--jobs", "1", "--json"])
+        .args(["sweep", &scenario, "--seeds", "18446744073709551615", "--jobs", "1", "--json"])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("the handoff binary runs");
@@ -720,7 +751,7 @@ fn explore_streams_its_seeds_instead_of_listing_them() {
 #[test]
 fn jobs_and_threads_beyond_four_per_core_are_capped_and_it_says_so() {
     let scenario = scenario("claims-restart-during-snapshot");
-    let output = handoff(&["explore", &scenario, "--seeds", "3", "--jobs", "100000", "--json"]);
+    let output = handoff(&["sweep", &scenario, "--seeds", "3", "--jobs", "100000", "--json"]);
     assert_eq!(output.status.code(), Some(0));
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let errors = String::from_utf8_lossy(&output.stderr);
@@ -729,7 +760,7 @@ fn jobs_and_threads_beyond_four_per_core_are_capped_and_it_says_so() {
     let output = handoff(&["check", &scenario, "--threads", "100000", "--max-states", "2000"]);
     let errors = String::from_utf8_lossy(&output.stderr);
     assert!(errors.contains(&format!("note: --threads 100000 capped at {}", 4 * cores)), "{errors}");
-    let output = handoff(&["explore", &scenario, "--seeds", "3", "--jobs", &(4 * cores).to_string()]);
+    let output = handoff(&["sweep", &scenario, "--seeds", "3", "--jobs", &(4 * cores).to_string()]);
     assert!(!String::from_utf8_lossy(&output.stderr).contains("capped"));
 }
 
@@ -740,7 +771,7 @@ fn merge_refuses_files_that_are_not_whole_shards_of_one_sweep_and_carries_crashe
     let scenario = scenario("claims-restart-during-snapshot");
     let sweep = |shard: &str, env: &[(&str, &str)]| {
         let output =
-            handoff_with(env, &["explore", &scenario, "--seeds", "6", "--shard", shard, "--jobs", "1", "--json"]);
+            handoff_with(env, &["sweep", &scenario, "--seeds", "6", "--shard", shard, "--jobs", "1", "--json"]);
         let path = dir.join(format!("shard-{}.jsonl", shard.replace('/', "-of-")));
         std::fs::write(&path, &output.stdout).expect("write");
         path.display().to_string()
@@ -793,7 +824,7 @@ fn short_runs_answered_in_batches_keep_every_seed_in_order_through_crashes() {
     std::fs::write(&small, text).expect("write");
     let small = small.display().to_string();
     // At 20 rows no run shows the scenario's I2 (claim 42 is not there to delete): no finding.
-    let args = ["explore", &small, "--seeds", "300", "--jobs", "2", "--expect", "holds", "--json"];
+    let args = ["sweep", &small, "--seeds", "300", "--jobs", "2", "--expect", "holds", "--json"];
     let clean = handoff(&args);
     assert_eq!(clean.status.code(), Some(0), "{}", String::from_utf8_lossy(&clean.stderr));
     let clean_lines = json_lines(&clean);
@@ -814,12 +845,12 @@ fn short_runs_answered_in_batches_keep_every_seed_in_order_through_crashes() {
 }
 
 #[test]
-fn explore_all_faults_draws_every_kind_the_system_takes_and_replays_carry_them() {
+fn sweep_all_faults_draws_every_kind_the_system_takes_and_replays_carry_them() {
     // With a standby every kind, the failover included; without one, all but the failover. A
     // `--set` of the profile's other fields alongside is fine.
     for (name, failover) in [("claims-failover", true), ("claims-restart-during-snapshot", false)] {
         let path = scenario(name);
-        let args = ["explore", &path, "--seeds", "3", "--all-faults", "--set", "fault_profile.max_faults=6", "--json"];
+        let args = ["sweep", &path, "--seeds", "3", "--all-faults", "--set", "fault_profile.max_faults=6", "--json"];
         let output = handoff(&args);
         assert!(output.status.code().is_some_and(|code| code <= 1), "{}", String::from_utf8_lossy(&output.stderr));
         let stdout = String::from_utf8_lossy(&output.stdout);

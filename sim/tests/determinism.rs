@@ -38,7 +38,7 @@ fn a_run_does_not_depend_on_what_ran_before_it_in_the_process() {
 
 #[test]
 fn a_sweep_run_finds_and_hashes_what_a_full_run_does_without_keeping_the_trace() {
-    use handoff_sim::runner::{self, RunOptions};
+    use handoff_sim::timed::runner::{self, RunOptions};
     for name in common::SCENARIOS {
         let (spec, seed) = common::load(name, &[]);
         let full = runner::run_with(&spec, seed, RunOptions::FULL);

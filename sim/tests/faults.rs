@@ -36,7 +36,7 @@ fn replay_text() -> String {
     )
 }
 
-fn replay(action: &str, delay: &str) -> handoff_sim::runner::RunResult {
+fn replay(action: &str, delay: &str) -> handoff_sim::timed::runner::RunResult {
     let text = replay_text().replace("ACTION", action).replace("DELAY", delay);
     common::run(&common::load_text(&text), 1)
 }
@@ -256,7 +256,7 @@ fn a_slot_recreation_during_the_failover_gate_waits_its_turn_and_then_runs() {
     // The run's JSON says so.
     assert_eq!(result.fault_notes.len(), 1, "{:?}", result.fault_notes);
     assert_eq!(result.fault_notes[0].outcome, "waited");
-    let json = handoff_sim::report::json(&spec, "s.toml", &result);
+    let json = handoff_sim::timed::report::json(&spec, "s.toml", &result);
     assert_eq!(json["fault_notes"][0]["fault"], "recreate-slot", "{}", json["fault_notes"]);
 }
 
@@ -290,7 +290,7 @@ fn in_the_exhaustive_world_an_operation_during_another_waits_its_turn() {
     let path = common::scenario_path("zoo/missing-log-position-check-after-snapshot-fixed");
     let sets = vec![r#"check.operations=["rebuild-connector", "recreate-slot"]"#.to_string()];
     let loaded = handoff_sim::scenario::load(&path, &sets).unwrap_or_else(|e| panic!("{e}"));
-    let (spec, bounds) = handoff_sim::check::bound(&loaded.spec).expect("a bound");
+    let (spec, bounds) = handoff_sim::exhaustive::check::bound(&loaded.spec).expect("a bound");
     // The runbook starts, and the slot recreation comes while it runs; then the world goes on,
     // delivering and firing, with no more crashes, operations or transactions.
     let mut actions = vec![

@@ -148,7 +148,7 @@ fn every_readme_command_exits_as_the_readme_says() {
     let dir = workspace();
     for example in examples {
         let mut words = example.words.clone();
-        if words.first().is_some_and(|command| command == "explore")
+        if words.first().is_some_and(|command| command == "sweep")
             && let Some(at) = words.iter().position(|word| word == "--seeds")
             && let Some(seeds) = words.get_mut(at + 1)
         {
@@ -173,7 +173,7 @@ fn every_readme_command_exits_as_the_readme_says() {
         if json {
             let report: serde_json::Value = serde_json::from_str(&text).expect("one JSON object");
             assert_eq!(report["prediction"]["held"], true, "{context}");
-        } else if ["run", "check", "explore", "replay"].contains(&words[0].as_str()) {
+        } else if ["run", "check", "sweep", "replay"].contains(&words[0].as_str()) {
             assert!(text.contains("\nprediction held: "), "{context}");
         }
         if comment.starts_with("holds") {

@@ -2,7 +2,8 @@
 //! finding, and its narrated trace matches the reviewed snapshot.
 #![cfg(madsim)]
 
-use handoff_sim::{report, runner, scenario};
+use handoff_sim::scenario;
+use handoff_sim::timed::{report, runner};
 use std::path::PathBuf;
 
 #[test]

@@ -82,7 +82,7 @@ fn the_keepalive_fix_with_a_larger_fetch_size_never_crashes() {
 
 /// The sweeps that died: every bundled scenario with `rebuild-connector` among all the fault
 /// kinds its system can take, 150 seeds each, in the release build. A crash is reported as a
-/// crashed seed (or, were the isolation broken, kills `explore`); either way the test fails.
+/// crashed seed (or, were the isolation broken, kills `sweep`); either way the test fails.
 #[test]
 fn release_sweeps_with_every_fault_kind_never_crash() {
     let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
@@ -104,7 +104,7 @@ fn release_sweeps_with_every_fault_kind_never_crash() {
         };
         let path = path.display().to_string();
         let output = release(&[
-            "explore",
+            "sweep",
             &path,
             "--seeds",
             "150",
@@ -114,13 +114,13 @@ fn release_sweeps_with_every_fault_kind_never_crash() {
             "--set",
             "fault_profile.max_faults=6",
         ]);
-        assert_eq!(output.status.signal(), None, "{path}: explore was killed by a signal");
+        assert_eq!(output.status.signal(), None, "{path}: sweep was killed by a signal");
         let code = output.status.code().expect("an exit code");
         assert!(code == 0 || code == 1, "{path}: exit {code}: {}", String::from_utf8_lossy(&output.stderr));
         let stdout = String::from_utf8_lossy(&output.stdout);
         let summary: serde_json::Value =
             serde_json::from_str(stdout.lines().last().expect("a summary line")).expect("JSON");
-        // `explore` isolates its runs in worker processes: a crash is a reported seed, not a
+        // `sweep` isolates its runs in worker processes: a crash is a reported seed, not a
         // dead sweep, so the summary must count none.
         assert_eq!(summary["summary"]["crashed_runs"], 0, "{path}: {summary}");
         assert_eq!(summary["summary"]["runs"], 150, "{path}: {summary}");
@@ -128,7 +128,7 @@ fn release_sweeps_with_every_fault_kind_never_crash() {
 }
 
 /// The standing no-false-alarm sweep (issue 16): every scenario predicted to hold and every
-/// fixed zoo twin, swept with every fault kind its system can take (`explore --all-faults`),
+/// fixed zoo twin, swept with every fault kind its system can take (`sweep --all-faults`),
 /// shows no finding the prediction does not allow. Where a fault kind exposes a real hazard of
 /// the design, the scenario says so in its `all-faults` variant, whose prediction the sweep is
 /// judged against; docs/no-false-alarms.md gives the full-size sweep (10,000 seeds each).
@@ -159,7 +159,7 @@ fn designs_that_hold_show_no_false_alarm_under_every_fault_kind() {
     for path in &designs {
         let text = std::fs::read_to_string(path).expect("readable");
         let path = path.display().to_string();
-        let mut args = vec!["explore", &path, "--seeds", "500", "--all-faults", "--json"];
+        let mut args = vec!["sweep", &path, "--seeds", "500", "--all-faults", "--json"];
         if text.contains("[variants.all-faults]") {
             args.extend(["--variant", "all-faults"]);
         }

@@ -52,7 +52,7 @@ fn bundled() -> Vec<PathBuf> {
     paths
 }
 
-/// Every run's schedule, pinned as `explore --save` and `shrink` pin it (the profile's draw made
+/// Every run's schedule, pinned as `sweep --save` and `shrink` pin it (the profile's draw made
 /// `[[fault]]`s), loads back as the same scenario: for every bundled scenario, with and without
 /// its standby, every fault kind on, many seeds.
 #[test]

@@ -4,7 +4,7 @@
 
 mod common;
 
-use handoff_sim::report;
+use handoff_sim::timed::report;
 
 fn check(name: &str) {
     let (spec, seed) = common::load(name, &[]);

@@ -6,7 +6,7 @@ mod common;
 use handoff_models::core::observe::{Observation, SnapshotCase};
 use handoff_models::scenario::spec::Invariant::{I1, I2};
 
-fn snapshots(result: &handoff_sim::runner::RunResult) -> Vec<SnapshotCase> {
+fn snapshots(result: &handoff_sim::timed::runner::RunResult) -> Vec<SnapshotCase> {
     result
         .trace
         .iter()

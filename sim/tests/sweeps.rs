@@ -3,10 +3,11 @@
 
 mod common;
 
-use handoff_models::judge::verdict::Outcome;
 use handoff_models::scenario::spec::Invariant::{I2, I3};
-use handoff_sim::explore::{self, Sweep};
-use handoff_sim::{runner, shrink};
+use handoff_models::judge::verdict::Outcome;
+use handoff_sim::sweep::shrink;
+use handoff_sim::sweep::{self, Sweep};
+use handoff_sim::timed::runner;
 use std::ops::ControlFlow;
 
 fn plan(start: u64, seeds: u64, jobs: usize, shard: (u64, u64)) -> Sweep {
@@ -18,17 +19,17 @@ fn a_sweep_reports_the_same_runs_whatever_the_number_of_threads_and_checks_deter
     let (spec, _) = common::load("claims-restart-during-snapshot", &["sink.apply=naive-upsert"]);
     let mut checked = plan(0, 300, 2, (1, 1));
     checked.check_determinism = true;
-    let (two, runs_two) = explore::sweep_collect(&spec, "x", &[], &checked);
+    let (two, runs_two) = sweep::sweep_collect(&spec, "x", &[], &checked);
     assert_eq!(two.nondeterministic_seed, None);
-    let (one, runs_one) = explore::sweep_collect(&spec, "x", &[], &plan(0, 300, 1, (1, 1)));
+    let (one, runs_one) = sweep::sweep_collect(&spec, "x", &[], &plan(0, 300, 1, (1, 1)));
     assert_eq!(runs_one, runs_two, "per-seed results, hashes included, do not depend on --jobs");
     assert_eq!(one.findings, two.findings);
     assert_eq!(one.coverage, two.coverage);
     assert!(two.findings.contains_key(&I2));
 }
 
-/// A shard's `--json` output, as `handoff explore` writes it.
-fn shard_text(runs: &[explore::SeedRun], summary: &explore::Summary) -> String {
+/// A shard's `--json` output, as `handoff sweep` writes it.
+fn shard_text(runs: &[sweep::SeedRun], summary: &sweep::Summary) -> String {
     let mut text = String::new();
     for run in runs {
         text.push_str(&serde_json::to_string(run).expect("json"));
@@ -39,17 +40,17 @@ fn shard_text(runs: &[explore::SeedRun], summary: &explore::Summary) -> String {
     text
 }
 
-fn merged(texts: &[(String, String)]) -> Result<explore::Summary, String> {
-    explore::merge(texts.iter().map(|(file, text)| (file.clone(), text.as_bytes())).collect())
+fn merged(texts: &[(String, String)]) -> Result<sweep::Summary, String> {
+    sweep::merge(texts.iter().map(|(file, text)| (file.clone(), text.as_bytes())).collect())
 }
 
 #[test]
 fn shards_merge_into_the_whole_sweep() {
     let (spec, _) = common::load("claims-restart-during-snapshot", &["sink.apply=naive-upsert"]);
-    let (whole, _) = explore::sweep_collect(&spec, "scenario.toml", &[], &plan(10, 60, 2, (1, 1)));
+    let (whole, _) = sweep::sweep_collect(&spec, "scenario.toml", &[], &plan(10, 60, 2, (1, 1)));
     let mut texts = Vec::new();
     for k in 1..=3 {
-        let (summary, runs) = explore::sweep_collect(&spec, "scenario.toml", &[], &plan(10, 60, 1, (k, 3)));
+        let (summary, runs) = sweep::sweep_collect(&spec, "scenario.toml", &[], &plan(10, 60, 1, (k, 3)));
         assert_eq!(summary.runs, 20);
         texts.push((format!("shard-{k}.jsonl"), shard_text(&runs, &summary)));
     }
@@ -71,7 +72,7 @@ fn shards_merge_into_the_whole_sweep() {
 fn merge_refuses_inputs_that_are_not_whole_shards_of_one_sweep() {
     let (spec, _) = common::load("claims-restart-during-snapshot", &[]);
     let sweep = |scenario: &str, start: u64, seeds: u64, shard: (u64, u64)| {
-        let (summary, runs) = explore::sweep_collect(&spec, scenario, &[], &plan(start, seeds, 1, shard));
+        let (summary, runs) = sweep::sweep_collect(&spec, scenario, &[], &plan(start, seeds, 1, shard));
         (runs, summary)
     };
     let (runs, summary) = sweep("a.toml", 0, 6, (1, 2));
@@ -150,7 +151,7 @@ fn a_sweep_in_worker_processes_reports_what_a_sweep_in_this_process_does() {
     let path = common::scenario_path("claims-restart-during-snapshot");
     let spec = handoff_sim::scenario::load(&path, &sets).expect("loads").spec;
     let name = path.display().to_string();
-    let workers = handoff_sim::workers::Workers {
+    let workers = handoff_sim::sweep::workers::Workers {
         program: env!("CARGO_BIN_EXE_handoff").into(),
         scenario: path.clone(),
         run_timeout: std::time::Duration::from_secs(600),
@@ -158,21 +159,21 @@ fn a_sweep_in_worker_processes_reports_what_a_sweep_in_this_process_does() {
     let mut checked = plan(515, 40, 2, (1, 1));
     checked.check_determinism = true;
     let mut outcomes = Vec::new();
-    let isolated = explore::sweep_in_workers(&spec, &name, &sets, &checked, &workers, |outcome| {
+    let isolated = sweep::sweep_in_workers(&spec, &name, &sets, &checked, &workers, |outcome| {
         outcomes.push(outcome.clone());
         ControlFlow::Continue(())
     })
     .expect("the workers start");
-    let (in_process, runs) = explore::sweep_collect(&spec, &name, &sets, &plan(515, 40, 1, (1, 1)));
-    let isolated_runs: Vec<explore::SeedRun> = outcomes
+    let (in_process, runs) = sweep::sweep_collect(&spec, &name, &sets, &plan(515, 40, 1, (1, 1)));
+    let isolated_runs: Vec<sweep::SeedRun> = outcomes
         .into_iter()
         .filter_map(|outcome| match outcome {
-            explore::SeedOutcome::Ran(run) => Some(run),
-            explore::SeedOutcome::Crashed(_) => None,
+            sweep::SeedOutcome::Ran(run) => Some(run),
+            sweep::SeedOutcome::Crashed(_) => None,
         })
         .collect();
     assert_eq!(isolated_runs, runs, "the same runs, hashes included, in the same order, and no crash");
-    let timeless = |summary: &explore::Summary| {
+    let timeless = |summary: &sweep::Summary| {
         let mut summary = summary.clone();
         (summary.seconds, summary.runs_per_second) = (0.0, 0.0);
         summary
@@ -182,7 +183,7 @@ fn a_sweep_in_worker_processes_reports_what_a_sweep_in_this_process_does() {
     // Breaking off (a closed output): the sweep stops taking seeds.
     let mut seen = 0;
     let everything = plan(0, u64::MAX, 2, (1, 1));
-    let stopped = explore::sweep_in_workers(&spec, &name, &sets, &everything, &workers, |_| {
+    let stopped = sweep::sweep_in_workers(&spec, &name, &sets, &everything, &workers, |_| {
         seen += 1;
         if seen == 3 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
     })
@@ -190,9 +191,9 @@ fn a_sweep_in_worker_processes_reports_what_a_sweep_in_this_process_does() {
     assert_eq!(seen, 3);
     assert!(stopped.runs >= 3 && stopped.runs < 100, "{}", stopped.runs);
     // A worker that cannot start stops the sweep with an error, before any seed.
-    let missing = handoff_sim::workers::Workers { program: "/nonexistent/handoff".into(), ..workers };
+    let missing = handoff_sim::sweep::workers::Workers { program: "/nonexistent/handoff".into(), ..workers };
     let mut ran = 0;
-    let error = explore::sweep_in_workers(&spec, &name, &sets, &plan(0, 4, 2, (1, 1)), &missing, |_| {
+    let error = sweep::sweep_in_workers(&spec, &name, &sets, &plan(0, 4, 2, (1, 1)), &missing, |_| {
         ran += 1;
         ControlFlow::Continue(())
     })
@@ -204,14 +205,14 @@ fn a_sweep_in_worker_processes_reports_what_a_sweep_in_this_process_does() {
 #[test]
 fn the_correct_design_shows_no_finding_and_the_naive_one_its_failure_modes() {
     let (epoch, _) = common::load("claims-restart-during-snapshot", &["sink.apply=snapshot-epoch"]);
-    let (summary, _) = explore::sweep_collect(&epoch, "x", &[], &plan(0, 200, 2, (1, 1)));
+    let (summary, _) = sweep::sweep_collect(&epoch, "x", &[], &plan(0, 200, 2, (1, 1)));
     assert!(summary.findings.is_empty(), "{:?}", summary.findings);
     // Judged against its variant's "holds": no run failed closed either.
     assert_eq!(summary.failed_closed, None);
     assert!(summary.as_expected());
     let (naive, _) = common::load("claims-restart-during-snapshot", &["sink.apply=naive-upsert"]);
     // Seeds 520..540 include 525, where a replay moves a claim back (I3).
-    let (summary, _) = explore::sweep_collect(&naive, "x", &[], &plan(520, 20, 2, (1, 1)));
+    let (summary, _) = sweep::sweep_collect(&naive, "x", &[], &plan(520, 20, 2, (1, 1)));
     assert!(summary.findings.contains_key(&I2));
     assert!(summary.findings.contains_key(&I3), "a replay moves a claim back: {:?}", summary.findings);
     // The naive sink's variant allows I3 (seed-dependent): allowed, and violated.

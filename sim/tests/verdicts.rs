@@ -1,4 +1,4 @@
-//! Verdicts (issue 16): one decision for every lens (`run`, `explore`, `check`, `merge`), allowed
+//! Verdicts (issue 16): one decision for every lens (`run`, `sweep`, `check`, `merge`), allowed
 //! invariants as "may be violated", predicted invariants that no run shows, runs that fail
 //! closed, and the prediction a changed design is judged against (variants, `--expect`).
 #![cfg(madsim)]
@@ -107,15 +107,15 @@ fn allowed_invariants_may_or_may_not_be_violated_in_every_lens() {
     assert_eq!(outcome(&report["judgement"]["invariants"], "I2"), "allowed-and-violated");
     assert_eq!(outcome(&report["judgement"]["invariants"], "I4"), "allowed-not-violated");
     assert_eq!(report["not_checked"], serde_json::json!(["I11"]));
-    // explore, and merge of its shards
-    let output = handoff(&["explore", &path, "--seeds", "4", "--jobs", "2"]);
+    // sweep, and merge of its shards
+    let output = handoff(&["sweep", &path, "--seeds", "4", "--jobs", "2"]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{text}");
     assert!(squeezed(&text).contains("I11 honest liveness 4 runs first seed 0 allowed, and violated"), "{text}");
     assert!(squeezed(&text).contains("I1 no gap 0 runs allowed, not violated"), "{text}");
     assert!(text.contains("\nprediction held: I6 fail closed was violated, as predicted\n"), "{text}");
     let dir = scratch("allowed");
-    let output = merged(&dir, &["explore", &path, "--seeds", "4"]);
+    let output = merged(&dir, &["sweep", &path, "--seeds", "4"]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{text}");
     assert!(squeezed(&text).contains("I11 honest liveness 4 runs first seed 0 allowed, and violated"), "{text}");
@@ -133,20 +133,20 @@ fn a_sweep_in_which_no_run_shows_a_predicted_invariant_says_so_and_exits_1() {
     let edit = ["--set", "prediction.findings=[\"I1\"]", "--set", "prediction.allow=[\"I2\"]"];
     let run = handoff(&[&["run", path.as_str()][..], &edit].concat());
     assert_eq!(run.status.code(), Some(1), "run says it too");
-    let output = handoff(&[&["explore", path.as_str(), "--seeds", "6", "--jobs", "2"][..], &edit].concat());
+    let output = handoff(&[&["sweep", path.as_str(), "--seeds", "6", "--jobs", "2"][..], &edit].concat());
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(1), "{text}");
     assert!(squeezed(&text).contains(" I1 no gap 0 runs PREDICTED BUT NEVER SEEN\n"), "{text}");
     assert!(text.contains("\nprediction NOT held: predicted I1 no gap to be violated, but no run violated it\n"));
     assert!(text.contains("no run(s) with a finding the prediction does not cover"), "{text}");
-    let json = handoff(&[&["explore", path.as_str(), "--seeds", "6", "--jobs", "2", "--json"][..], &edit].concat());
+    let json = handoff(&[&["sweep", path.as_str(), "--seeds", "6", "--jobs", "2", "--json"][..], &edit].concat());
     let last = stdout(&json).lines().last().expect("a summary line").to_string();
     let summary: serde_json::Value = serde_json::from_str(&last).expect("JSON");
     assert_eq!(summary["summary"]["verdict"]["held"], false);
     assert_eq!(outcome(&summary["summary"]["verdict"]["invariants"], "I1"), "predicted-but-never-seen");
     assert_eq!(outcome(&summary["summary"]["verdict"]["invariants"], "I2"), "allowed-and-violated");
     let dir = scratch("never-seen");
-    let output = merged(&dir, &[&["explore", path.as_str(), "--seeds", "6"][..], &edit].concat());
+    let output = merged(&dir, &[&["sweep", path.as_str(), "--seeds", "6"][..], &edit].concat());
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(1), "{text}");
     assert!(squeezed(&text).contains(" I1 no gap 0 runs PREDICTED BUT NEVER SEEN\n"), "{text}");
@@ -203,13 +203,12 @@ fn a_run_that_fails_closed_says_so_and_does_not_hold_a_holds_prediction() {
 #[test]
 fn a_sweep_counts_the_runs_that_fail_closed_and_judges_them() {
     let path = scenario("claims-failover");
-    let output = handoff(&["explore", &path, "--variant", "no-gate", "--seeds", "3", "--jobs", "2"]);
+    let output = handoff(&["sweep", &path, "--variant", "no-gate", "--seeds", "3", "--jobs", "2"]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{text}");
     assert!(squeezed(&text).contains(" FAILED CLOSED 3 runs first seed 0 failed closed, as predicted"));
     assert!(text.contains("--seed 0 --variant no-gate"), "the replay names the variant: {text}");
-    let output =
-        handoff(&["explore", &path, "--variant", "no-gate", "--expect", "holds", "--seeds", "3", "--jobs", "2"]);
+    let output = handoff(&["sweep", &path, "--variant", "no-gate", "--expect", "holds", "--seeds", "3", "--jobs", "2"]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(1), "{text}");
     assert!(text.contains("UNEXPECTED: the prediction says the pipeline catches up"), "{text}");

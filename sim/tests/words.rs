@@ -7,7 +7,9 @@ mod common;
 
 use common::{claims, load, load_text, run};
 use handoff_models::scenario::spec::Invariant;
-use handoff_sim::{regressions, report, scenario, shrink};
+use handoff_sim::scenario;
+use handoff_sim::sweep::{regressions, shrink};
+use handoff_sim::timed::report;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -155,7 +157,7 @@ fn a_rebuild_under_no_data_says_it_takes_no_snapshot_and_the_record_flags_it() {
 // ----- item 13: pinned and shrunk scenarios load -----
 
 #[test]
-fn explore_save_writes_seeds_that_load_on_a_scenario_without_a_standby() {
+fn sweep_save_writes_seeds_that_load_on_a_scenario_without_a_standby() {
     // The README's naive-sink sweep: seeds 0, 6 and 21 drew a clog of pg1 <-> pg2.
     let (spec, _) = load("claims-restart-during-snapshot", &["sink.apply=naive-upsert"]);
     let dir = temp_dir("save");
@@ -275,7 +277,7 @@ fn a_check_script_step_that_does_not_apply_is_narrated_in_the_bound() {
     );
     let spec = load_text(&text);
     // The bound's world: its rows, its [[check.script]] transactions.
-    let (world, bounds) = handoff_sim::check::bound(&spec).expect("a bound");
+    let (world, bounds) = handoff_sim::exhaustive::check::bound(&spec).expect("a bound");
     // Delete claim 1, then update it; each answer arrives when the bound delivers it.
     let steps: Vec<Action> = ["run script 0", "deliver pg1 -> app", "run script 1", "deliver pg1 -> app"]
         .iter()
@@ -344,7 +346,7 @@ fn debug_text(text: &str) -> Vec<String> {
 fn the_debug_text_detector_finds_what_it_should() {
     assert!(!debug_text("trigger never fired: Fault(WalBurst { bytes: 47185920 }) waiting").is_empty());
     assert!(!debug_text("connector RUNNING, phase Some(CheckingLogPosition)").is_empty());
-    assert!(!debug_text("a handoff_models::core::fault::Moment").is_empty());
+    assert!(!debug_text("a handoff_models::scenario::spec::Moment").is_empty());
     assert!(debug_text("PostgreSQL 15, {lsn=0/16B9558, lsn_proc=0/16B9558}, claims.public.claims-0@3").is_empty());
 }
 
@@ -406,8 +408,8 @@ fn no_report_shows_rust_debug_text() {
     let restart = scenarios.join("claims-restart-during-snapshot.toml");
     let restart = restart.to_str().expect("utf-8");
     for args in [
-        vec!["explore", restart, "--seeds", "8", "--jobs", "1", "--set", "sink.apply=naive-upsert"],
-        vec!["explore", restart, "--seeds", "8", "--jobs", "1", "--set", "sink.apply=naive-upsert", "--json"],
+        vec!["sweep", restart, "--seeds", "8", "--jobs", "1", "--set", "sink.apply=naive-upsert"],
+        vec!["sweep", restart, "--seeds", "8", "--jobs", "1", "--set", "sink.apply=naive-upsert", "--json"],
         vec!["check", scenarios.join("zoo/naive-sink.toml").to_str().expect("utf-8").to_owned().leak()],
         vec!["check", scenarios.join("zoo/naive-sink.toml").to_str().expect("utf-8").to_owned().leak(), "--json"],
     ] {

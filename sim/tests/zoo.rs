@@ -10,8 +10,9 @@
 #![cfg(madsim)]
 
 use handoff_models::scenario::spec::Invariant;
-use handoff_sim::check::{self, CheckPlan, Outcome, Strategy};
-use handoff_sim::{runner, scenario};
+use handoff_sim::exhaustive::check::{self, CheckPlan, Outcome, Strategy};
+use handoff_sim::scenario;
+use handoff_sim::timed::runner;
 use std::path::PathBuf;
 
 fn zoo(name: &str) -> PathBuf {

@@ -1,7 +1,7 @@
 //! `cargo xtask valgrind-sweep`: the standing memory-safety check (docs/memory-safety.md).
 //!
 //! Every bundled scenario (`scenarios/*.toml` and `scenarios/zoo/*.toml`, or the ones named with
-//! `--scenario`) is swept with `handoff explore` under valgrind's memcheck, with every fault
+//! `--scenario`) is swept with `handoff sweep` under valgrind's memcheck, with every fault
 //! kind the scenario's system can take switched on in its `[fault_profile]` (up to six faults a
 //! run), and the sweep passes only when memcheck counts zero errors in every process.
 //!
@@ -165,7 +165,7 @@ fn sweep_one(root: &Path, binary: &Path, scenario: &Path, options: &Options, log
     }
     command
         .arg(binary)
-        .arg("explore")
+        .arg("sweep")
         .arg(scenario)
         .args(["--seeds", &options.seeds.to_string(), "--start", &options.start.to_string()])
         .args(["--jobs", &options.jobs.to_string(), "--json"]);
@@ -177,13 +177,13 @@ fn sweep_one(root: &Path, binary: &Path, scenario: &Path, options: &Options, log
     let stderr = String::from_utf8_lossy(&output.stderr);
     let runs = stdout.lines().filter(|line| line.starts_with("{\"seed\"")).count() as u64;
     let (errors, crashed) = read_logs(logs)?;
-    // `explore` exits 0 or 1 by the scenario's prediction; anything else is a problem here.
+    // `sweep` exits 0 or 1 by the scenario's prediction; anything else is a problem here.
     let problem = match output.status.code() {
         Some(0 | 1) if crashed.is_empty() && runs == options.seeds => None,
         Some(0 | 1) if !crashed.is_empty() => Some(format!("a process died: {}", crashed.join("; "))),
         Some(0 | 1) => Some(format!("{runs} of {} runs reported", options.seeds)),
         _ => Some(format!(
-            "handoff explore ended with {}: {}",
+            "handoff sweep ended with {}: {}",
             crate::describe_status(output.status),
             stderr.lines().last().unwrap_or("")
         )),

@@ -2,8 +2,8 @@
 #![allow(dead_code)]
 
 use handoff_models::scenario::spec::{Invariant, Spec};
-use handoff_sim::runner::{self, RunResult};
 use handoff_sim::scenario;
+use handoff_sim::timed::runner::{self, RunResult};
 use std::path::PathBuf;
 
 /// The bundled scenarios, by file stem.

@@ -1,8 +1,8 @@
-//! Crash isolation: `handoff explore` runs its seeds in worker processes, so that a run that dies
+//! Crash isolation: `handoff sweep` runs its seeds in worker processes, so that a run that dies
 //! (a segmentation fault, an abort, a panic) or never ends costs its seed, not the sweep.
 //!
 //! Each of a sweep's jobs owns one worker, started once: the `handoff` binary itself, as
-//! `handoff explore-worker SCENARIO [--set PATH=VALUE]... [--save DIR]` (a subcommand hidden from
+//! `handoff sweep-worker SCENARIO [--set PATH=VALUE]... [--save DIR]` (a subcommand hidden from
 //! `--help`). They talk in lines, on the worker's standard input and output:
 //!
 //! - the worker loads the scenario with the same `--set`s and says `ready FINGERPRINT`, a hash of
@@ -28,9 +28,9 @@
 //! `HANDOFF_TEST_HANG_SEED=7` sleeps for ever when asked for seed 7 (both take a comma-separated
 //! list of seeds).
 
-use crate::explore::{Crash, CrashCause, RunSeed, SeedOutcome, SeedRun, Summary, replay_command};
-use crate::regressions;
-use crate::runner::{self, RunOptions};
+use crate::sweep::regressions;
+use crate::sweep::{Crash, CrashCause, RunSeed, SeedOutcome, SeedRun, Summary, replay_command};
+use crate::timed::runner::{self, RunOptions};
 use handoff_models::scenario::spec::Spec;
 use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
@@ -40,7 +40,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-/// How `handoff explore` starts its workers.
+/// How `handoff sweep` starts its workers.
 #[derive(Clone, Debug)]
 pub struct Workers {
     /// The `handoff` binary (the running one).
@@ -53,7 +53,7 @@ pub struct Workers {
 }
 
 /// The subcommand a worker is started with.
-pub const WORKER_COMMAND: &str = "explore-worker";
+pub const WORKER_COMMAND: &str = "sweep-worker";
 /// Test hook: seeds on which a worker raises SIGSEGV.
 pub const TEST_CRASH_SEED: &str = "HANDOFF_TEST_CRASH_SEED";
 /// Test hook: seeds on which a worker sleeps for ever.
@@ -95,11 +95,11 @@ pub fn serve(
         return Ok(());
     }
     for (index, line) in input.lines().enumerate() {
-        let line = line.map_err(|error| format!("explore-worker: cannot read request {}: {error}", index + 1))?;
+        let line = line.map_err(|error| format!("sweep-worker: cannot read request {}: {error}", index + 1))?;
         let request = line.trim();
         let answer = if let Some(seed) = request.strip_prefix("save ") {
             let seed = parse_seed(seed, index)?;
-            let dir = save.ok_or("explore-worker: asked to save a seed, but started without --save")?;
+            let dir = save.ok_or("sweep-worker: asked to save a seed, but started without --save")?;
             hooks(seed);
             match regressions::save_seed(spec, scenario, seed, dir) {
                 Ok(_) => "saved".to_string(),
@@ -129,7 +129,7 @@ fn die_with_supervisor() {
 }
 
 fn parse_seed(text: &str, index: usize) -> Result<u64, String> {
-    text.parse().map_err(|_| format!("explore-worker: request {}: `{text}` is not a seed", index + 1))
+    text.parse().map_err(|_| format!("sweep-worker: request {}: `{text}` is not a seed", index + 1))
 }
 
 /// A test hook's seeds, from its environment variable (none when it is unset).
@@ -165,7 +165,7 @@ fn crash_for_test() -> ! {
 pub(crate) struct Job<'a> {
     workers: &'a Workers,
     scenario: &'a str,
-    /// The command-line arguments that load the sweep's scenario ([`crate::explore::choice_args`]).
+    /// The command-line arguments that load the sweep's scenario ([`crate::sweep::choice_args`]).
     args: &'a [String],
     fingerprint: &'a str,
     save: Option<&'a Path>,
@@ -327,7 +327,7 @@ impl RunSeed for Job<'_> {
     }
 }
 
-/// `explore --save DIR` through a worker: each seed [`regressions::first_failure_seeds`] names is
+/// `sweep --save DIR` through a worker: each seed [`regressions::first_failure_seeds`] names is
 /// run again whole and pinned into `dir`, and `saved` sees each file written. A run that crashes
 /// its worker, or a file that cannot be written, stops it with an error.
 pub fn save_first_failures(
@@ -344,7 +344,7 @@ pub fn save_first_failures(
         return Ok(());
     }
     let fingerprint = fingerprint(spec);
-    let args = crate::explore::choice_args(&spec.prediction, sets);
+    let args = crate::sweep::choice_args(&spec.prediction, sets);
     let mut job = Job {
         workers,
         scenario,

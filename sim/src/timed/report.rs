@@ -1,7 +1,7 @@
 //! What `handoff run` prints: a narrated timeline, the findings, the handoff record, whether the
 //! prediction held, the trace hash — as text, or as one JSON object.
 
-use crate::runner::{RunLimit, RunResult};
+use crate::timed::runner::{RunLimit, RunResult};
 use crate::verdict::{Lens, origin, predicted, prediction_line, verdict_lines};
 use handoff_models::judge::checkers::Finding;
 use handoff_models::judge::narrate::{self, Names};

@@ -11,7 +11,7 @@
 //! between two processes, both ways, until it heals; then they leave in order, each with a fresh
 //! latency (TCP's retransmission back-off is not modelled).
 //!
-//! Delivery is a timed queue per process, read by the process's loop ([`crate::node`]) under
+//! Delivery is a timed queue per process, read by the process's loop ([`crate::timed::node`]) under
 //! madsim's clock. A process sleeps until its earliest arrival or timer; a send that brings an
 //! earlier arrival sets a madsim timer that wakes the process when the message arrives (not when
 //! it is sent), so a message costs one wake-up. Like every madsim sleep, a wake-up comes at least

@@ -1,7 +1,7 @@
 //! One modelled process as a madsim node: its connections, its timers, and the loop that feeds
 //! its [`Component`] one input at a time.
 //!
-//! Connections are the run's simulated network ([`crate::net`]), opened by the client side of
+//! Connections are the run's simulated network ([`crate::timed::net`]), opened by the client side of
 //! each protocol: a client connects to a server the first time it sends to it. A peer that dies
 //! closes its connections; the messages it sent before are still delivered, then the component
 //! hears `on_connection_lost`. A connection accepted from a peer that already had one means the
@@ -13,8 +13,8 @@
 //!
 //! At one instant the loop takes what has arrived before the timers that are due, each in order.
 
-use crate::net::{Inbound, Polled};
-use crate::runner::Shared;
+use crate::timed::net::{Inbound, Polled};
+use crate::timed::runner::Shared;
 use handoff_models::core::component::{Component, Ctx, Outbox, Timer, TimerRequest};
 use handoff_models::core::ids::Node;
 use handoff_models::core::protocol::Msg;
@@ -56,7 +56,7 @@ struct NodeLoop<C: Component + ?Sized> {
     outbox: Outbox,
     /// The simulated clock.
     time: TimeHandle,
-    /// The run follows a path ([`crate::net::Following`]): its timers fire when the path says.
+    /// The run follows a path ([`crate::timed::net::Following`]): its timers fire when the path says.
     following: bool,
 }
 

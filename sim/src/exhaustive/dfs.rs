@@ -23,7 +23,7 @@
 //! stack holds only children of the states on the trail), so the trail costs a truncate and a
 //! push a state; a thread handing states to another hands the trail above them along.
 
-use crate::budget::Budget;
+use crate::exhaustive::budget::Budget;
 use handoff_models::exhaustive::check::HandoffModel;
 use handoff_models::exhaustive::world::{Action, Copies, World};
 use stateright::{Expectation, Model};
@@ -466,7 +466,7 @@ mod tests {
     fn model(name: &str) -> HandoffModel {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios").join(name);
         let spec = crate::scenario::load(&path, &[]).expect("a bundled scenario").spec;
-        let (world, bounds) = crate::check::bound(&spec).expect("a bound");
+        let (world, bounds) = crate::exhaustive::check::bound(&spec).expect("a bound");
         HandoffModel::new(world, bounds)
     }
 
@@ -542,13 +542,13 @@ mod tests {
         let budget = Budget::new(None, 1_000, None);
         let cut = explore(&model, 2, whole(&budget));
         assert!(cut.cut_short && cut.states >= 1_000 && cut.states < 57_273, "{}", cut.states);
-        assert_eq!(budget.reached(), Some(crate::budget::Limit::MaxStates));
+        assert_eq!(budget.reached(), Some(crate::exhaustive::budget::Limit::MaxStates));
         assert_eq!(budget.spent(), cut.states, "the budget counts what the exploration generated");
         let budget = Budget::new(Some(std::time::Duration::from_millis(1)), usize::MAX, None);
         std::thread::sleep(std::time::Duration::from_millis(2));
         let late = explore(&model, 2, whole(&budget));
         assert!(late.cut_short && late.states < 57_273, "{}", late.states);
-        assert_eq!(budget.reached(), Some(crate::budget::Limit::Timeout));
+        assert_eq!(budget.reached(), Some(crate::exhaustive::budget::Limit::Timeout));
         let shallow = explore(&model, 2, Limits { max_depth: Some(5), budget: &Budget::unlimited() });
         assert!(!shallow.cut_short && shallow.max_depth == 5, "{shallow:?}");
         assert!(shallow.unique_states < 1_000, "{shallow:?}");

@@ -8,7 +8,7 @@
 //! effects are the timed lens's business), and the background workload, the timed faults and
 //! the fault profile are the timed lens's too.
 //!
-//! The default strategy explores the bound depth-first on every thread with [`crate::dfs`],
+//! The default strategy explores the bound depth-first on every thread with [`crate::exhaustive::dfs`],
 //! which walks the same `stateright::Model` with less shared state between threads; `--strategy
 //! bfs` and `random` are stateright's own checkers. The report gives the states generated and unique, the
 //! maximum depth, the time and the rate, and per property: an `always` property holds or has a
@@ -20,23 +20,28 @@
 //! threads (stateright's own BFS keeps the last discovery of a property, and its threads race);
 //! it is narrated by the simulation's narrator.
 //!
-//! The command's limits — `--timeout`, `--max-states`, `--max-memory` ([`crate::budget`]) — hold
+//! The command's limits — `--timeout`, `--max-states`, `--max-memory` ([`crate::exhaustive::budget`]) — hold
 //! for all of it: the exploration and the searches for the shortest counterexamples share one
 //! deadline, one count of states and one memory budget. A search cut short by one of them falls
 //! back on the path the exploration found (real, but not the shortest) and the report says so
 //! and why.
 
-use crate::budget::{Budget, Limit, size_text};
-use crate::dfs::{Explored, Table as Fingerprints};
-use handoff_models::core::change::RowOp;
-use handoff_models::core::component::Timer;
+use crate::exhaustive::budget::{Budget, Limit, size_text};
+use crate::exhaustive::dfs::{Explored, Table as Fingerprints};
 use handoff_models::exhaustive::check::HandoffModel;
-use handoff_models::exhaustive::world::{Action, Bounds, World};
-use handoff_models::judge::verdict::{self, Judgement, Outcome as Judged};
+use handoff_models::core::component::Timer;
+use handoff_models::core::change::RowOp;
 use handoff_models::scenario::spec::{CheckBound, Invariant, Prediction, Spec};
+use handoff_models::judge::verdict::{self, Judgement, Outcome as Judged};
+use handoff_models::exhaustive::world::{Action, Bounds, World};
 use serde::Serialize;
 use stateright::{Checker, Expectation, Model};
 use std::time::{Duration, Instant};
+
+mod shortest;
+mod text;
+use shortest::{Search, shortest};
+pub use text::text;
 
 /// How to explore.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,7 +199,7 @@ pub fn bound(spec: &Spec) -> Result<(Spec, Bounds), String> {
     if let Some(delay_ms) = spec.standby {
         return Err(format!(
             "{} has a standby (standby = {delay_ms}): the exhaustive world holds one PostgreSQL server; \
-             check the bound without the standby, or explore failovers in the timed lens (handoff run / explore)",
+             check the bound without the standby, or explore failovers in the timed lens (handoff run / sweep)",
             spec.name
         ));
     }
@@ -280,9 +285,11 @@ fn check_within(
     };
     let mut explored = match plan.strategy {
         Strategy::Bfs => joined(stateright().spawn_bfs().join(), budget),
-        Strategy::Dfs => {
-            crate::dfs::explore(&model, plan.threads, crate::dfs::Limits { max_depth: plan.max_depth, budget })
-        }
+        Strategy::Dfs => crate::exhaustive::dfs::explore(
+            &model,
+            plan.threads,
+            crate::exhaustive::dfs::Limits { max_depth: plan.max_depth, budget },
+        ),
         Strategy::Random { seed } => {
             joined(stateright().spawn_simulation(seed, stateright::UniformChooser).join(), budget)
         }
@@ -355,11 +362,7 @@ fn check_within(
             (Vec::new(), None)
         };
         let steps = path.iter().map(Action::to_string).collect();
-        let story = if path.is_empty() {
-            String::new()
-        } else {
-            handoff_models::exhaustive::check::narrate_path(&model, &path)
-        };
+        let story = if path.is_empty() { String::new() } else { handoff_models::exhaustive::check::narrate_path(&model, &path) };
         let violated_at_end =
             if path.is_empty() { Vec::new() } else { World::violated_after(&model.spec, &model.bounds, &path) };
         properties.push(PropertyReport {
@@ -442,208 +445,6 @@ fn invariant_of(property: &str) -> Option<Invariant> {
     property.split_whitespace().next().and_then(Invariant::parse)
 }
 
-/// What a search for the shortest path to a property's discovery came to.
-#[derive(Debug, PartialEq, Eq)]
-enum Search {
-    Found(Vec<Action>),
-    /// The whole bound searched, and no state shows the property.
-    Missing,
-    /// A limit of the command stopped the search.
-    CutShort(Limit),
-}
-
-/// The shortest path to a property's discovery: breadth-first, level by level. A level's
-/// states are expanded in chunks, by every thread, and the successors are merged chunk by chunk
-/// in the level's order (parent by parent, action by action), the first to reach a state
-/// keeping it; the first state of the merge that shows the property ends the search. So the
-/// path is the same whatever the number of threads, and it is the first one breadth-first
-/// search meets. The search counts the states it generates into the command's budget and asks
-/// it after every chunk: a limit reached stops it.
-fn shortest(model: &HandoffModel, property: &'static str, threads: usize, budget: &Budget) -> Search {
-    let Some(found) = model.properties().into_iter().find(|candidate| candidate.name == property) else {
-        return Search::Missing;
-    };
-    let discovered = move |state: &World| match found.expectation {
-        Expectation::Sometimes => (found.condition)(model, state),
-        Expectation::Always | Expectation::Eventually => !(found.condition)(model, state),
-    };
-    let mut visited = Fingerprints::default();
-    let mut level = Vec::new();
-    for state in model.init_states() {
-        if discovered(&state) {
-            return Search::Found(Vec::new());
-        }
-        if visited.insert(state.fingerprint()) {
-            level.push(state);
-        }
-    }
-    // Per level after the first: each state's parent (its index in the level before) and the
-    // action that led to it.
-    let mut parents: Vec<Vec<(usize, Action)>> = Vec::new();
-    let mut outcome = Search::Missing;
-    while !level.is_empty() {
-        let Level { next, links, hit, new, cut } = search_level(model, level, &visited, threads, &discovered, budget);
-        if let Some(limit) = cut {
-            outcome = Search::CutShort(limit);
-            level = next;
-            break;
-        }
-        parents.push(links);
-        visited.extend(&new);
-        if let Some(mut index) = hit {
-            let mut path = Vec::new();
-            for links in parents.iter().rev() {
-                let (parent, action) = &links[index];
-                path.push(action.clone());
-                index = *parent;
-            }
-            path.reverse();
-            outcome = Search::Found(path);
-            level = next;
-            break;
-        }
-        level = next;
-    }
-    // What the search holds is large: let it go on its own time.
-    std::thread::spawn(move || drop((level, visited, parents)));
-    outcome
-}
-
-/// A successor met while expanding a level.
-struct Successor {
-    parent: usize,
-    action: Action,
-    fingerprint: u64,
-    state: World,
-    discovered: bool,
-}
-
-/// A level's states, expanded chunk by chunk (the search stops at the first state that shows the
-/// property, or at a limit of the budget).
-fn search_level(
-    model: &HandoffModel,
-    level: Vec<World>,
-    visited: &Fingerprints,
-    threads: usize,
-    discovered: &(impl Fn(&World) -> bool + Sync),
-    budget: &Budget,
-) -> Level {
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    const CHUNK: usize = 256;
-    let width = level.len();
-    let mut chunks = Vec::new();
-    let mut rest = level.into_iter();
-    for first in (0..width).step_by(CHUNK) {
-        chunks.push(Mutex::new(Some((first, rest.by_ref().take(CHUNK).collect::<Vec<World>>()))));
-    }
-    let results: Vec<Mutex<Option<Vec<Successor>>>> = (0..chunks.len()).map(|_| Mutex::new(None)).collect();
-    let next_chunk = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    // Expands the next chunk nobody has taken; false when none is left, or the budget is spent.
-    let expand_one = |actions: &mut Vec<Action>| -> bool {
-        if budget.exhausted().is_some() {
-            return false;
-        }
-        let index = next_chunk.fetch_add(1, Ordering::Relaxed);
-        let Some(slot) = chunks.get(index) else { return false };
-        let Some((first, states)) = slot.lock().expect("a chunk's lock").take() else { return true };
-        let mut seen = Fingerprints::default();
-        let mut out = Vec::new();
-        let mut generated = 0;
-        for (offset, state) in states.into_iter().enumerate() {
-            actions.clear();
-            model.actions(&state, actions);
-            for action in actions.drain(..) {
-                let Some(next) = model.next_state(&state, action.clone()) else { continue };
-                generated += 1;
-                let fingerprint = next.fingerprint();
-                if visited.contains(fingerprint) || !seen.insert(fingerprint) {
-                    continue;
-                }
-                let discovered = discovered(&next);
-                out.push(Successor { parent: first + offset, action, fingerprint, state: next, discovered });
-            }
-        }
-        budget.spend(generated);
-        *results[index].lock().expect("a result's lock") = Some(out);
-        true
-    };
-    let mut next = Vec::with_capacity(width + width / 2);
-    let mut links = Vec::with_capacity(width + width / 2);
-    let mut new = Fingerprints::default();
-    let mut hit = None;
-    let mut cut = None;
-    let mut leftovers = Vec::new();
-    std::thread::scope(|scope| {
-        for _ in 1..threads.max(1) {
-            scope.spawn(|| {
-                let mut actions = Vec::new();
-                loop {
-                    if stop.load(Ordering::Relaxed) || !expand_one(&mut actions) {
-                        break;
-                    }
-                }
-            });
-        }
-        // This thread merges the chunks in order as they are ready, and expands while the next
-        // one is not.
-        let mut actions = Vec::new();
-        let mut merge_at = 0;
-        while merge_at < results.len() {
-            if let Some(limit) = budget.exhausted() {
-                cut = Some(limit);
-                stop.store(true, Ordering::Relaxed);
-                break;
-            }
-            let Some(successors) = results[merge_at].lock().expect("a result's lock").take() else {
-                if !expand_one(&mut actions) {
-                    std::thread::yield_now();
-                }
-                continue;
-            };
-            merge_at += 1;
-            let mut successors = successors.into_iter();
-            for successor in successors.by_ref() {
-                if new.insert(successor.fingerprint) {
-                    links.push((successor.parent, successor.action));
-                    next.push(successor.state);
-                    if successor.discovered {
-                        hit = Some(next.len() - 1);
-                        break;
-                    }
-                } else {
-                    leftovers.push(successor.state);
-                }
-            }
-            if hit.is_some() {
-                stop.store(true, Ordering::Relaxed);
-                leftovers.extend(successors.map(|successor| successor.state));
-                break;
-            }
-        }
-    });
-    // Duplicates and what a stop left unmerged: dropped on their own time.
-    let unmerged: Vec<_> = results.into_iter().filter_map(|result| result.into_inner().ok().flatten()).collect();
-    let untaken: Vec<_> = chunks.into_iter().filter_map(|chunk| chunk.into_inner().ok().flatten()).collect();
-    std::thread::spawn(move || drop((leftovers, unmerged, untaken)));
-    Level { next, links, hit, new, cut }
-}
-
-/// What a level of the search comes to.
-struct Level {
-    /// The next level's states.
-    next: Vec<World>,
-    /// Each of them: its parent's index in this level, and the step from it.
-    links: Vec<(usize, Action)>,
-    /// The first of them that shows the property.
-    hit: Option<usize>,
-    /// The fingerprints this level met first.
-    new: Fingerprints,
-    /// The limit that stopped the level before its end.
-    cut: Option<Limit>,
-}
-
 /// A counterexample as a scenario that `handoff run` replays: the scenario's pipeline and bound,
 /// the path as its `[schedule]`, and a prediction of the invariants the path's last state
 /// violates (the one the counterexample is about must be violated; the others may be).
@@ -660,7 +461,7 @@ pub fn export(spec: &Spec, property: &PropertyReport) -> Result<Spec, String> {
         // The bound runs the scenario's scripted transactions at any point: the schedule says when.
         check.scripts = std::mem::take(&mut exported.scripted);
         for txn in &mut check.scripts {
-            txn.trigger = handoff_models::core::fault::Trigger::At { at_ms: 0 };
+            txn.trigger = handoff_models::scenario::spec::Trigger::At { at_ms: 0 };
         }
     }
     exported.scripted.clear();
@@ -708,118 +509,6 @@ pub fn export(spec: &Spec, property: &PropertyReport) -> Result<Spec, String> {
     let step_ms = spec.debezium.poll_interval_ms.max(10);
     exported.schedule = Some(handoff_models::scenario::spec::Schedule { step_ms, steps: property.path.clone() });
     Ok(exported)
-}
-
-/// The text report.
-pub fn text(report: &CheckReport) -> String {
-    let mut out = String::new();
-    out.push_str(&format!("check     {} ({})\n", report.scenario, report.strategy));
-    out.push_str(&format!(
-        "states    {} generated, {} unique, max depth {}{}\n",
-        report.states,
-        report.unique_states,
-        report.max_depth,
-        if report.complete { "" } else { " (the bound was NOT explored completely)" }
-    ));
-    if let Some(limit) = report.cut_short_by {
-        out.push_str(&format!("cut short by {}\n", limit_text(report, limit)));
-    }
-    out.push_str(&format!("time      {:.2}s: {:.0} unique states/s", report.seconds, report.unique_states_per_second));
-    if report.search_states > 0 {
-        out.push_str(&format!("; {:.2}s more for the counterexamples", report.search_seconds));
-    }
-    out.push('\n');
-    match (report.peak_memory_bytes, report.max_memory_bytes) {
-        (Some(peak), Some(budget)) => out.push_str(&format!(
-            "memory    {} at the peak, of {} (--max-memory)\n",
-            size_text(peak),
-            size_text(budget)
-        )),
-        (Some(peak), None) => out.push_str(&format!("memory    {} at the peak\n", size_text(peak))),
-        (None, _) => {}
-    }
-    out.push_str("\nproperties\n");
-    for property in &report.properties {
-        let outcome = match property.outcome {
-            Outcome::Holds if report.complete => "holds",
-            Outcome::Holds => "holds so far",
-            Outcome::Counterexample => "COUNTEREXAMPLE",
-            Outcome::Reached => "reached",
-            Outcome::NotReached => "NOT REACHED",
-        };
-        let judged = property.invariant.and_then(|invariant| report.judgement.of(invariant));
-        let note = match (&property.outcome, judged) {
-            (Outcome::Holds, Some(Judged::PredictedButNeverSeen)) if !report.complete => {
-                "  PREDICTED BUT NOT FOUND before the cut (it may lie past it)".to_string()
-            }
-            (Outcome::Holds | Outcome::Counterexample, Some(judged)) => format!("  {}", judged.label()),
-            (Outcome::NotReached, _) if property.expected => "  expected (unreached_ok)".to_string(),
-            (Outcome::NotReached, _) => "  the bound proves nothing about it".to_string(),
-            _ => String::new(),
-        };
-        out.push_str(&format!("  {:<10} {:<40} {outcome}{note}\n", property.expectation, property.name));
-    }
-    for invariant in &report.not_checked {
-        out.push_str(&format!(
-            "  {:<10} {:<40} not checked by this lens (the prediction names it; run or explore checks it)\n",
-            "",
-            format!("{invariant} {}", invariant.name())
-        ));
-    }
-    out.push('\n');
-    match report.verdict {
-        Verdict::Inconclusive => out.push_str(
-            "prediction UNDECIDED: the bound was NOT explored completely, and nothing found so far contradicts it\n",
-        ),
-        _ => {
-            let lens = if report.complete { crate::verdict::Lens::Check } else { crate::verdict::Lens::CheckSoFar };
-            for line in crate::verdict::verdict_lines(&report.prediction, &report.judgement, lens, "") {
-                out.push_str(&format!("{line}\n"));
-            }
-        }
-    }
-    out.push_str(&format!(
-        "predicted   {}\nfrom        {}\n",
-        crate::verdict::predicted(&report.prediction),
-        crate::verdict::origin(&report.prediction)
-    ));
-    for property in report.properties.iter().filter(|p| p.outcome == Outcome::Counterexample) {
-        let which = match property.search_cut_short_by {
-            None => "the shortest BFS finds".to_owned(),
-            Some(limit) => format!(
-                "as the exploration found it, NOT the shortest: the search for that was cut short by {}",
-                limit_text(report, limit)
-            ),
-        };
-        out.push_str(&format!(
-            "\ncounterexample: {} ({} steps, {which})\n{}",
-            property.name,
-            property.steps.len(),
-            property.story
-        ));
-    }
-    out
-}
-
-/// A limit, as the report names it.
-fn limit_text(report: &CheckReport, limit: Limit) -> String {
-    match limit {
-        Limit::Timeout => match report.timeout_seconds {
-            Some(seconds) => format!("the timeout (--timeout {seconds})"),
-            None => "the timeout".to_owned(),
-        },
-        Limit::MaxStates => format!("the state limit (--max-states {})", report.max_states),
-        Limit::MaxMemory => match report.max_memory_bytes {
-            Some(bytes) => format!(
-                "the memory budget (--max-memory {}; the command stops at {} % of it)",
-                size_text(bytes),
-                crate::budget::STOP_PERCENT
-            ),
-            None => "the memory budget".to_owned(),
-        },
-        Limit::MaxDepth => "the depth limit (--max-depth): paths end there".to_owned(),
-        Limit::Sampled => "random walks, which sample the bound and never explore it completely".to_owned(),
-    }
 }
 
 #[cfg(test)]

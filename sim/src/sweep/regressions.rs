@@ -1,9 +1,9 @@
 //! The seed database: failing runs saved as scenario files with an explicit fault schedule and
 //! the finding as their prediction, so that `handoff replay FILE` (and `cargo test`) replays them.
 
-use crate::explore::Summary;
-use crate::runner::{self, RunResult};
 use crate::scenario;
+use crate::sweep::Summary;
+use crate::timed::runner::{self, RunResult};
 use handoff_models::scenario::spec::{Invariant, Prediction, PredictionOrigin, Spec, Verdict};
 use std::path::{Path, PathBuf};
 
@@ -59,7 +59,7 @@ pub fn write(spec: &Spec, seed: u64, path: &Path) -> Result<(), String> {
     file.write_all(text.as_bytes()).map_err(|error| format!("{}: cannot write: {error}", path.display()))
 }
 
-/// `explore --save DIR`: the first failing seed of each violated invariant, pinned.
+/// `sweep --save DIR`: the first failing seed of each violated invariant, pinned.
 pub fn save_first_failures(spec: &Spec, scenario: &str, summary: &Summary, dir: &Path) -> Result<Vec<PathBuf>, String> {
     first_failure_seeds(summary).into_iter().map(|seed| save_seed(spec, scenario, seed, dir)).collect()
 }
@@ -79,7 +79,7 @@ pub fn first_failure_seeds(summary: &Summary) -> Vec<u64> {
 pub fn save_seed(spec: &Spec, scenario: &str, seed: u64, dir: &Path) -> Result<PathBuf, String> {
     std::fs::create_dir_all(dir).map_err(|error| format!("{}: cannot create: {error}", dir.display()))?;
     let result = runner::run(spec, seed);
-    let pinned = pin(spec, &result, &format!("`handoff explore {scenario}`"));
+    let pinned = pin(spec, &result, &format!("`handoff sweep {scenario}`"));
     let path = dir.join(file_name(spec, seed));
     write(&pinned, seed, &path)?;
     Ok(path)

@@ -18,12 +18,12 @@
 //! hole in the stream, …) and the kind of history its key had in the source (loaded, inserted,
 //! updated, deleted), not the key itself, which changes as rows go.
 
-use crate::regressions;
-use crate::runner::{self, RunResult};
-use handoff_models::core::change::{ChangeKind, RowOp};
+use crate::sweep::regressions;
+use crate::timed::runner::{self, RunResult};
+use handoff_models::judge::checkers::Finding;
 use handoff_models::core::ids::{Key, Status};
 use handoff_models::core::observe::Observation;
-use handoff_models::judge::checkers::Finding;
+use handoff_models::core::change::{ChangeKind, RowOp};
 use handoff_models::scenario::spec::{Fault, Invariant, ScriptedTxn, Spec, Trigger};
 use std::fmt;
 

@@ -1,0 +1,316 @@
+//! `[connector]`: the Debezium PostgreSQL connector's properties.
+
+use super::fields::{Cx, Field, Horizon, Res, Section, out_of_range, setting_out_of_range, unknown_value};
+use super::sections::table_id;
+use super::toml_text::duration_text;
+use super::tree::Val;
+use handoff_models::components::connect::debezium::DebeziumConfig;
+use handoff_models::components::connect::debezium::LsnFlushMode;
+use handoff_models::components::connect::debezium::OffsetMismatchStrategy;
+use handoff_models::components::connect::debezium::SnapshotMode;
+use handoff_models::core::ids::TableId;
+use handoff_models::core::limits;
+use handoff_models::scenario::spec::TableSetup;
+use std::collections::BTreeMap;
+
+/// The Debezium properties the model uses.
+const MODELLED: &str = "name connector.class topic.prefix plugin.name slot.name publication.name \
+    publication.autocreate.mode snapshot.mode snapshot.fetch.size max.batch.size max.queue.size poll.interval.ms \
+    retriable.restart.connector.wait.ms tombstones.on.delete table.include.list offset.mismatch.strategy \
+    lsn.flush.mode heartbeat.interval.ms heartbeat.action.query slot.failover slot.drop.on.stop \
+    provide.transaction.metadata";
+
+/// Accepted and shown in the handoff record, with no effect on the model.
+const ACCEPTED: &str = "database.hostname database.port database.user database.password database.dbname \
+    tasks.max key.converter value.converter key.converter.schemas.enable value.converter.schemas.enable \
+    snapshot.isolation.mode snapshot.locking.mode decimal.handling.mode time.precision.mode schema.include.list \
+    errors.max.retries";
+
+pub(super) const CONNECTOR_CLASS: &str = "io.debezium.connector.postgresql.PostgresConnector";
+const DECODERBUFS: &str = "Debezium's default, decoderbufs, is not modelled";
+
+/// A connector property as a string (strings, integers and booleans are accepted).
+fn prop_text(cx: &Cx, field: &Field) -> Res<String> {
+    match &field.item.val {
+        Val::Str(text) => Ok(text.clone()),
+        Val::Int(Some(value)) => Ok(value.to_string()),
+        Val::Int(None) => cx.fail(field, "the integer is out of range"),
+        Val::Bool(flag) => Ok(flag.to_string()),
+        _ => cx.wrong(field, "a string, integer or boolean"),
+    }
+}
+
+/// An integer property's value: `60000` or `"60000"` (`None`: an integer too large for an
+/// `i64`).
+fn prop_value(cx: &Cx, field: &Field) -> Res<Option<i64>> {
+    match &field.item.val {
+        Val::Int(value) => Ok(*value),
+        Val::Str(text) => {
+            let text = text.trim();
+            match text.parse() {
+                Ok(value) => Ok(Some(value)),
+                Err(_) if is_integer(text) => Ok(None),
+                Err(_) => cx.fail(field, format!("expected an integer, found `{text}`")),
+            }
+        }
+        _ => cx.wrong(field, "an integer"),
+    }
+}
+
+/// Whether `text` is a whole number (of any size): digits, after a minus sign or not.
+fn is_integer(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit())
+}
+
+/// An integer property from `low` to `high`.
+fn prop_int(cx: &Cx, field: &Field, low: i64, high: i64) -> Res<i64> {
+    match prop_value(cx, field)? {
+        Some(value) if (low..=high).contains(&value) => Ok(value),
+        value => cx.fail(field, out_of_range(value, low, high)),
+    }
+}
+
+/// A timer property in milliseconds, from `low` to a day (as [`Cx::setting_ms`]).
+fn prop_setting_ms(cx: &Cx, field: &Field, low: u64) -> Res<u64> {
+    match prop_value(cx, field)? {
+        Some(value) if (low as i64..=limits::MAX_SETTING_MS as i64).contains(&value) => Ok(value as u64),
+        value => cx.fail(field, setting_out_of_range(value, low)),
+    }
+}
+
+/// A boolean property: `true` or `"true"`.
+pub(super) fn prop_bool(cx: &Cx, field: &Field) -> Res<bool> {
+    match &field.item.val {
+        Val::Bool(flag) => Ok(*flag),
+        Val::Str(text) if text.trim().eq_ignore_ascii_case("true") => Ok(true),
+        Val::Str(text) if text.trim().eq_ignore_ascii_case("false") => Ok(false),
+        Val::Str(text) => cx.fail(field, format!("expected true or false, found `{text}`")),
+        _ => cx.wrong(field, "a boolean"),
+    }
+}
+
+/// A property the model supports with one value only (so far).
+fn prop_only(cx: &Cx, s: &Section, key: &str, only: &str) -> Res<()> {
+    match s.get(key) {
+        Some(field) if !prop_text(cx, &field)?.trim().eq_ignore_ascii_case(only) => {
+            let text = prop_text(cx, &field)?;
+            cx.fail(&field, format!("`{text}` is not modelled yet; only {only}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+pub(super) fn connector(
+    cx: &Cx,
+    s: &Section,
+    tables: &[TableSetup],
+    horizon: &Horizon,
+) -> Res<(DebeziumConfig, BTreeMap<String, String>)> {
+    s.check_keys(cx, &format!("{MODELLED} {ACCEPTED}"), "connector property")?;
+    let text = |key: &str, default: &str| s.opt(key, default.to_owned(), |field| prop_text(cx, field));
+    let milliseconds = |key: &str, default: u64, low: u64| s.opt(key, default, |field| prop_setting_ms(cx, field, low));
+    let small = |key: &str, default: i64| {
+        s.opt(key, default, |field| prop_int(cx, field, 1, i64::from(u32::MAX))).map(|value| value as u32)
+    };
+    let flag = |key: &str, default: bool| s.opt(key, default, |field| prop_bool(cx, field));
+    let non_empty = |key: &str, default: &str| {
+        let value = text(key, default)?;
+        match s.get(key) {
+            Some(field) if value.trim().is_empty() => cx.fail(&field, "must not be empty"),
+            _ => Ok(value),
+        }
+    };
+
+    let name = non_empty("name", "claims-connector")?;
+    if let Some(field) = s.get("connector.class")
+        && prop_text(cx, &field)? != CONNECTOR_CLASS
+    {
+        return cx.fail(
+            &field,
+            format!("`{}` is not the PostgreSQL connector; expected {CONNECTOR_CLASS}", prop_text(cx, &field)?),
+        );
+    }
+    let prefix_field = s.need(cx, "topic.prefix", "; topics are <topic.prefix>.<schema>.<table>")?;
+    let topic_prefix = prop_text(cx, &prefix_field)?;
+    if topic_prefix.is_empty() || !topic_prefix.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
+        return cx.fail(
+            &prefix_field,
+            format!("`{topic_prefix}` is not a valid topic prefix (letters, digits, `.`, `_`, `-`)"),
+        );
+    }
+    let plugin_field = s.need(cx, "plugin.name", &format!("; set it to pgoutput ({DECODERBUFS})"))?;
+    let plugin_name = prop_text(cx, &plugin_field)?.trim().to_ascii_lowercase();
+    if plugin_name != "pgoutput" {
+        return cx.fail(&plugin_field, format!("`{plugin_name}` is not modelled; only pgoutput ({DECODERBUFS})"));
+    }
+    let slot_name = non_empty("slot.name", "debezium")?;
+    if slot_name.len() > 63 || !slot_name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') {
+        let field = s.need(cx, "slot.name", "")?;
+        return cx.fail(
+            &field,
+            format!("`{slot_name}` is not a valid slot name (lower-case letters, digits and `_`, at most 63)"),
+        );
+    }
+    let publication_name = non_empty("publication.name", "dbz_publication")?;
+    prop_only(cx, s, "publication.autocreate.mode", "all_tables")?;
+    let snapshot_mode = s.opt("snapshot.mode", SnapshotMode::Initial, |field| snapshot_mode(cx, field))?;
+    let snapshot_fetch_size = small("snapshot.fetch.size", 10_240)?;
+    let max_batch_size = small("max.batch.size", 2_048)?;
+    let max_queue_size = small("max.queue.size", 8_192)?;
+    if max_queue_size <= max_batch_size
+        && let Some(field) = s.get("max.queue.size").or_else(|| s.get("max.batch.size"))
+    {
+        return cx.fail(
+            &field,
+            format!("max.queue.size ({max_queue_size}) must be larger than max.batch.size ({max_batch_size})"),
+        );
+    }
+    let poll_interval_ms = milliseconds("poll.interval.ms", 500, 1)?;
+    let retriable_restart_connector_wait_ms = milliseconds("retriable.restart.connector.wait.ms", 10_000, 1)?;
+    let tombstones_on_delete = flag("tombstones.on.delete", true)?;
+    let all_tables = tables;
+    let tables = include_list(cx, s, tables)?;
+    let offset_mismatch_strategy = choose(
+        cx,
+        s,
+        "offset.mismatch.strategy",
+        &OffsetMismatchStrategy::ALL,
+        OffsetMismatchStrategy::name,
+        OffsetMismatchStrategy::NoValidation,
+    )?;
+    let lsn_flush_mode =
+        choose(cx, s, "lsn.flush.mode", &LsnFlushMode::ALL, LsnFlushMode::name, LsnFlushMode::Connector)?;
+    let heartbeat_interval_ms = milliseconds("heartbeat.interval.ms", 0, 0)?;
+    // Every heartbeat is a record in Kafka and an event of the trace: at most `MAX_HEARTBEATS`
+    // over the horizon.
+    if let Some(field) = s.get("heartbeat.interval.ms")
+        && heartbeat_interval_ms > 0
+        && horizon.ms / heartbeat_interval_ms > limits::MAX_HEARTBEATS
+    {
+        let shortest = horizon.ms.div_ceil(limits::MAX_HEARTBEATS);
+        return cx.fail(
+            &field,
+            format!(
+                "{heartbeat_interval_ms} ms makes {} heartbeats within {}, {}; expected 0 (off) or {shortest} to {}: at \
+                 most {} heartbeats in a run",
+                horizon.ms / heartbeat_interval_ms,
+                duration_text(horizon.ms),
+                horizon.describe(),
+                limits::MAX_SETTING_MS,
+                limits::MAX_HEARTBEATS
+            ),
+        );
+    }
+    let slot_failover = flag("slot.failover", false)?;
+    // The action query is modelled as an upsert into a table of the scenario: the query must
+    // name one (`INSERT INTO public.heartbeat … ON CONFLICT … DO UPDATE …`).
+    let heartbeat_action_table = match s.get("heartbeat.action.query") {
+        None => None,
+        Some(field) => {
+            let query = prop_text(cx, &field)?;
+            let named: Vec<&TableSetup> =
+                all_tables.iter().filter(|table| query.contains(table.name.as_str())).collect();
+            match named.as_slice() {
+                [table] if table.rows >= 1 => Some(table.id),
+                [table] => {
+                    return cx
+                        .fail(&field, format!("the heartbeat table {} needs its row: give it rows = 1", table.name));
+                }
+                _ => {
+                    return cx.fail(
+                        &field,
+                        "the model runs the heartbeat query as an upsert of row 1 of a table of the scenario: name \
+                         exactly one [[table]] in it, e.g. INSERT INTO public.heartbeat ...",
+                    );
+                }
+            }
+        }
+    };
+    if heartbeat_action_table.is_some() && heartbeat_interval_ms == 0 {
+        let field = s.get("heartbeat.action.query").expect("present");
+        return cx.fail(&field, "heartbeat.action.query runs only with heartbeat.interval.ms above 0");
+    }
+    for key in ["slot.drop.on.stop", "provide.transaction.metadata"] {
+        if let Some(field) = s.get(key)
+            && prop_bool(cx, &field)?
+        {
+            return cx.fail(&field, "true is not modelled yet; only false");
+        }
+    }
+    let mut properties = BTreeMap::new();
+    for entry in s.entries {
+        properties.insert(entry.key.clone(), prop_text(cx, &s.field(entry))?);
+    }
+    let debezium = DebeziumConfig {
+        version: (3, 7),
+        name,
+        topic_prefix,
+        slot_name,
+        plugin_name,
+        publication_name,
+        snapshot_mode,
+        snapshot_fetch_size,
+        max_batch_size,
+        poll_interval_ms,
+        retriable_restart_connector_wait_ms,
+        tombstones_on_delete,
+        log_position_check_enable: true,
+        offset_mismatch_strategy,
+        lsn_flush_mode,
+        heartbeat_interval_ms,
+        heartbeat_action_table,
+        slot_failover,
+        tables,
+    };
+    Ok((debezium, properties))
+}
+
+/// An enumerated connector property: one of `all`, by its Debezium name.
+fn choose<T: Copy>(cx: &Cx, s: &Section, key: &str, all: &[T], name: fn(T) -> &'static str, default: T) -> Res<T> {
+    s.opt(key, default, |field| {
+        let text = prop_text(cx, field)?;
+        match all.iter().copied().find(|value| name(*value) == text.trim()) {
+            Some(value) => Ok(value),
+            None => cx.fail(field, unknown_value(&text, all.iter().map(|value| name(*value)))),
+        }
+    })
+}
+
+fn snapshot_mode(cx: &Cx, field: &Field) -> Res<SnapshotMode> {
+    let modes = [SnapshotMode::Initial, SnapshotMode::NoData, SnapshotMode::WhenNeeded, SnapshotMode::Always];
+    let text = prop_text(cx, field)?;
+    let lower = text.trim().to_ascii_lowercase();
+    if let Some(mode) = modes.into_iter().find(|mode| mode.name() == lower) {
+        return Ok(mode);
+    }
+    let names = modes.map(SnapshotMode::name).join(", ");
+    match lower.as_str() {
+        "never" => {
+            cx.fail(field, "`never` was removed in Debezium 3.3 (DBZ-8171); it was an alias of `no_data`: use no_data")
+        }
+        "initial_only" | "configuration_based" | "custom" => {
+            cx.fail(field, format!("`{text}` is not modelled yet; expected one of {names}"))
+        }
+        _ => cx.fail(field, format!("unknown value `{text}`; expected one of {names}")),
+    }
+}
+
+/// `table.include.list`: names of `[[table]]`, in snapshot order; all tables by default.
+fn include_list(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<Vec<TableId>> {
+    let Some(field) = s.get("table.include.list") else {
+        return Ok(tables.iter().map(|table| table.id).collect());
+    };
+    let mut ids = Vec::new();
+    for name in prop_text(cx, &field)?.split(',').map(str::trim) {
+        if name.is_empty() {
+            return cx.fail(&field, "an empty table name in the list");
+        }
+        let id = table_id(cx, &field, name, tables)?;
+        if ids.contains(&id) {
+            return cx.fail(&field, format!("`{name}` is listed twice"));
+        }
+        ids.push(id);
+    }
+    Ok(ids)
+}

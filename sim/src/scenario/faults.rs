@@ -1,0 +1,215 @@
+//! `[[fault]]` and `[fault_profile]`: the faults of a run, given or drawn per seed.
+
+use super::fields::{Cx, Field, Horizon, Res, Section};
+use super::toml_text::duration_text;
+use super::units::{DURATION_UNITS, duration_ms, unknown_moment, with_unit};
+use handoff_models::core::ids::Node;
+use handoff_models::scenario::spec::Fault;
+use handoff_models::scenario::spec::FaultAction;
+use handoff_models::scenario::spec::FaultKind;
+use handoff_models::scenario::spec::FaultProfile;
+use handoff_models::scenario::spec::Moment;
+use handoff_models::scenario::spec::Spec;
+
+pub(super) fn faults(cx: &Cx, root: &Section, standby: bool, horizon: &Horizon) -> Res<Vec<Fault>> {
+    let Some(field) = root.get("fault") else { return Ok(Vec::new()) };
+    cx.items(&field, "an array of tables ([[fault]])")?.iter().map(|item| fault(cx, item, standby, horizon)).collect()
+}
+
+/// The fields of `[[fault]]` besides `at` and `action`.
+const FAULT_FIELDS: [&str; 6] =
+    ["restart_after_ms", "resume_after_ms", "promote_after_ms", "between", "duration_ms", "bytes"];
+
+/// The fields an action takes, besides `at` and `action`.
+fn fault_fields(kind: FaultKind) -> &'static [&'static str] {
+    match kind {
+        FaultKind::KillConnectWorker | FaultKind::KillConnectorTask | FaultKind::CrashPostgres => &["restart_after_ms"],
+        FaultKind::StopConnector => &["resume_after_ms"],
+        FaultKind::FailOverToStandby => &["promote_after_ms"],
+        FaultKind::Clog => &["between", "duration_ms"],
+        FaultKind::WalBurst => &["bytes"],
+        FaultKind::RecreateSlot | FaultKind::RebuildConnector | FaultKind::Checkpoint => &[],
+    }
+}
+
+fn fault(cx: &Cx, item: &Field, standby: bool, horizon: &Horizon) -> Res<Fault> {
+    let s = cx.section(item)?;
+    s.check_keys(cx, &format!("at action {}", FAULT_FIELDS.join(" ")), "field")?;
+    let trigger = s.req(cx, "at", |field| cx.trigger(field, horizon))?;
+    let action_field = s.need(cx, "action", "")?;
+    let kind = cx.choice(&action_field, &FaultKind::ALL.map(|kind| (kind.name(), kind)))?;
+    let action = kind.name();
+    let takes = fault_fields(kind);
+    for key in FAULT_FIELDS.into_iter().filter(|key| !takes.contains(key)) {
+        if let Some(field) = s.get(key) {
+            let takes = if takes.is_empty() { "no other field".to_owned() } else { takes.join(" and ") };
+            return cx.fail(&field, format!("does not apply to action {action} (it takes {takes})"));
+        }
+    }
+    if kind == FaultKind::FailOverToStandby && !standby {
+        return cx.fail(&action_field, "fail-over-to-standby needs a standby: add [postgres.standby]");
+    }
+    let needed = |key: &str| s.need(cx, key, &format!(" (required by action {action})"));
+    // Delays are times of the run: within its horizon.
+    let optional = |key: &str| s.get(key).map(|field| cx.time_ms(&field, 0, horizon)).transpose();
+    let required = |key: &str| needed(key).and_then(|field| cx.time_ms(&field, 0, horizon));
+    let action = match kind {
+        FaultKind::KillConnectWorker => {
+            FaultAction::KillConnectWorker { restart_after_ms: optional("restart_after_ms")? }
+        }
+        FaultKind::KillConnectorTask => {
+            FaultAction::KillConnectorTask { restart_after_ms: optional("restart_after_ms")? }
+        }
+        FaultKind::StopConnector => FaultAction::StopConnector { resume_after_ms: optional("resume_after_ms")? },
+        FaultKind::CrashPostgres => FaultAction::CrashPostgres { restart_after_ms: required("restart_after_ms")? },
+        FaultKind::FailOverToStandby => {
+            FaultAction::FailOverToStandby { promote_after_ms: required("promote_after_ms")? }
+        }
+        FaultKind::RecreateSlot => FaultAction::RecreateSlot,
+        FaultKind::RebuildConnector => FaultAction::RebuildConnector,
+        FaultKind::Clog => FaultAction::Clog {
+            between: clog_between(cx, &needed("between")?, standby)?,
+            duration_ms: needed("duration_ms").and_then(|field| cx.time_ms(&field, 1, horizon))?,
+        },
+        FaultKind::WalBurst => FaultAction::WalBurst { bytes: wal_burst_bytes(cx, &needed("bytes")?)? },
+        FaultKind::Checkpoint => FaultAction::Checkpoint,
+    };
+    Ok(Fault { trigger, action })
+}
+
+/// The processes a clog can name: the database service and the machines.
+const CLOG_NODES: [Node; 9] = [
+    Node::Postgres,
+    Node::Pg1,
+    Node::Pg2,
+    Node::Connect,
+    Node::Kafka,
+    Node::Sink,
+    Node::App,
+    Node::Operator,
+    Node::Loader,
+];
+
+/// `between = ["connect", "postgres"]`: two distinct processes.
+fn clog_between(cx: &Cx, field: &Field, standby: bool) -> Res<(Node, Node)> {
+    let items = cx.items(field, "an array of two process names, like [\"connect\", \"postgres\"]")?;
+    let [first, second] = items.as_slice() else {
+        let count = items.len();
+        return cx.fail(field, format!("expected two process names, found {count}; like [\"connect\", \"postgres\"]"));
+    };
+    let nodes = CLOG_NODES.map(|node| (node.name(), node));
+    let (a, b) = (cx.choice(first, &nodes)?, cx.choice(second, &nodes)?);
+    if a == b {
+        return cx.fail(second, format!("a clog is between two different processes; `{a}` is named twice"));
+    }
+    if let Some(item) = [(first, a), (second, b)].into_iter().find(|(_, node)| *node == Node::Pg2 && !standby) {
+        return cx.fail(item.0, "pg2 is the standby: add [postgres.standby]");
+    }
+    Ok((a, b))
+}
+
+/// The most WAL a burst may write.
+const MAX_WAL_BURST: u64 = 64 << 30;
+
+/// `bytes = "64MB"`: 1 byte to 64GB.
+fn wal_burst_bytes(cx: &Cx, field: &Field) -> Res<u64> {
+    let text = cx.string(field)?;
+    let Some(bytes) = with_unit(text, &handoff_models::core::units::SIZE_UNITS) else {
+        return cx.fail(
+            field,
+            format!("`{text}` is not a size; expected a number and a unit (B, kB, MB, GB), like \"64MB\""),
+        );
+    };
+    if !(1..=MAX_WAL_BURST).contains(&bytes) {
+        return cx.fail(field, format!("`{text}` is out of range; expected 1B to 64GB"));
+    }
+    Ok(bytes)
+}
+
+/// `[fault_profile]`: faults generated per seed (swarm testing).
+pub(super) fn fault_profile(cx: &Cx, s: &Section, standby: bool, horizon: &Horizon) -> Res<FaultProfile> {
+    s.check_keys(cx, "kinds max_faults window moments", "field")?;
+    let kinds_field = s.need(cx, "kinds", "; name the fault actions the seed may draw, like [\"clog\"]")?;
+    let kinds = listed_once(cx, &kinds_field, "an array of fault actions, like [\"clog\"]", |item| {
+        let kind = cx.choice(item, &FaultKind::ALL.map(|kind| (kind.name(), kind)))?;
+        if kind == FaultKind::FailOverToStandby && !standby {
+            return cx.fail(item, "fail-over-to-standby needs a standby: add [postgres.standby]");
+        }
+        Ok(kind)
+    })?;
+    if kinds.is_empty() {
+        return cx.fail(&kinds_field, "must name at least one fault action");
+    }
+    let max_faults = s.opt("max_faults", 3, |field| cx.int(field, 0, 20).map(|value| value as u32))?;
+    // The default window is the first minute, or the whole run if its horizon is shorter.
+    let window_ms = s.opt("window", (0, horizon.ms.min(60_000)), |field| window(cx, field, horizon))?;
+    let moments = s.opt("moments", Vec::new(), |field| {
+        listed_once(cx, field, "an array of moments, like [\"snapshot-completed\"]", |item| {
+            let text = cx.string(item)?;
+            match Moment::parse(text) {
+                Some(moment) => Ok(moment),
+                None => cx.fail(item, unknown_moment(text)),
+            }
+        })
+    })?;
+    Ok(FaultProfile { kinds, max_faults, window_ms, moments })
+}
+
+/// The elements of an array, each read by `read` and none twice.
+fn listed_once<T: PartialEq>(cx: &Cx, field: &Field, expected: &str, read: impl Fn(&Field) -> Res<T>) -> Res<Vec<T>> {
+    let mut values = Vec::new();
+    for item in cx.items(field, expected)? {
+        let value = read(&item)?;
+        if values.contains(&value) {
+            return cx.fail(&item, format!("`{}` is listed twice", cx.string(&item)?));
+        }
+        values.push(value);
+    }
+    Ok(values)
+}
+
+/// `window = ["0s", "60s"]`: two times within the horizon, the start not after the end.
+fn window(cx: &Cx, field: &Field, horizon: &Horizon) -> Res<(u64, u64)> {
+    let items = cx.items(field, "an array of two times, like [\"0s\", \"60s\"]")?;
+    let [start, end] = items.as_slice() else {
+        return cx.fail(field, format!("expected two times, found {}; like [\"0s\", \"60s\"]", items.len()));
+    };
+    let time = |item: &Field| {
+        let text = cx.string(item)?;
+        match duration_ms(text) {
+            Some(ms) if ms <= horizon.ms => Ok(ms),
+            Some(_) => cx.fail(
+                item,
+                format!(
+                    "`{text}` is out of range; expected 0s to {}, {}",
+                    duration_text(horizon.ms),
+                    horizon.describe()
+                ),
+            ),
+            None => cx.fail(item, format!("`{text}` is not a time; expected a number and a unit ({DURATION_UNITS})")),
+        }
+    };
+    let (start_ms, end_ms) = (time(start)?, time(end)?);
+    if start_ms > end_ms {
+        let (from, to) = (cx.string(start)?, cx.string(end)?);
+        return cx.fail(field, format!("the start ({from}) is after the end ({to})"));
+    }
+    Ok((start_ms, end_ms))
+}
+
+/// The `--set` that lets a profile draw every fault kind the scenario's system can take
+/// (`sweep --all-faults`): all of them, less `fail-over-to-standby` without a standby.
+pub fn every_fault_kind(spec: &Spec) -> String {
+    every_fault_kind_with(spec.standby.is_some())
+}
+
+/// As [`every_fault_kind`], for a system with or without a standby.
+pub fn every_fault_kind_with(standby: bool) -> String {
+    use handoff_models::scenario::spec::FaultKind;
+    let kinds: Vec<String> = FaultKind::ALL
+        .iter()
+        .filter(|kind| handoff_models::scenario::faults::applies(**kind, standby))
+        .map(|kind| format!("\"{}\"", kind.name()))
+        .collect();
+    format!("fault_profile.kinds=[{}]", kinds.join(", "))
+}

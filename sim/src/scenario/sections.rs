@@ -1,0 +1,420 @@
+//! The sections: the whole file, and the sections of the pipeline's processes (`[postgres]`,
+//! `[[table]]`, `[connect]`, `[kafka]`, `[sink]`, `[handoff]`, `[failover]`, `[acceptance]`).
+
+use super::Loaded;
+use super::bound::{check, schedule};
+use super::connector::{connector, prop_bool};
+use super::faults::{fault_profile, faults};
+use super::fields::{Cx, Field, Horizon, Res, Section, out_of_range};
+use super::prediction::prediction;
+use super::toml_text::{duration_text, size_text};
+use super::tree::Val;
+use super::units::{DURATION_UNITS, duration_ms, with_unit};
+use super::workload::workload;
+use handoff_models::components::connect::ConnectConfig;
+use handoff_models::core::ids::TableId;
+use handoff_models::core::limits;
+use handoff_models::components::operator::GatePolicy;
+use handoff_models::core::change::ReplicaIdentity;
+use handoff_models::components::sink::ApplyRule;
+use handoff_models::core::protocol::OffsetReset;
+use handoff_models::scenario::spec::Acceptance;
+use handoff_models::scenario::spec::HandoffMethod;
+use handoff_models::scenario::spec::Spec;
+use handoff_models::scenario::spec::TableSetup;
+
+pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
+    let known = "name description seed versions postgres table connector connect kafka sink workload fault \
+        fault_profile handoff failover acceptance prediction check schedule variants";
+    root.check_keys(cx, known, "field")?;
+    let name = root.req(cx, "name", |field| cx.owned(field))?;
+    let description = root.opt("description", String::new(), |field| cx.owned(field))?;
+    let seed = root.opt("seed", 1, |field| cx.u64(field))?;
+    // The horizon first: the times of every other section are held to it.
+    let (acceptance, horizon) = acceptance(cx, &root.sub(cx, "acceptance")?)?;
+    let postgres = postgres(cx, &root.sub(cx, "postgres")?)?;
+    let tables = tables(cx, root)?;
+    let (mut debezium, connector_properties) = connector(cx, &root.sub(cx, "connector")?, &tables, &horizon)?;
+    if debezium.slot_failover
+        && postgres.version < 17
+        && let Some(field) = root.sub(cx, "connector")?.get("slot.failover")
+    {
+        return cx.fail(&field, "slot.failover needs PostgreSQL 17 or later ([postgres] version = 17)");
+    }
+    debezium.version = versions(cx, &root.sub(cx, "versions")?)?;
+    let (connect, connector_start_ms) = connect(cx, &root.sub(cx, "connect")?, &horizon)?;
+    let kafka_partitions = kafka(cx, &root.sub(cx, "kafka")?)?;
+    let sink = sink(cx, &root.sub(cx, "sink")?)?;
+    let (background, scripted) = workload(cx, &root.sub(cx, "workload")?, &tables, &horizon)?;
+    let faults = faults(cx, root, postgres.standby.is_some(), &horizon)?;
+    let profile = match root.get("fault_profile") {
+        Some(field) => Some(fault_profile(cx, &cx.section(&field)?, postgres.standby.is_some(), &horizon)?),
+        None => None,
+    };
+    let handoff = handoff(cx, &root.sub(cx, "handoff")?, &horizon)?;
+    let gate = failover(cx, &root.sub(cx, "failover")?, postgres.standby.is_some())?;
+    let prediction = prediction(cx, root)?;
+    let check = match root.get("check") {
+        Some(field) => Some(check(cx, &cx.section(&field)?, &tables)?),
+        None => None,
+    };
+    let schedule = match root.get("schedule") {
+        Some(field) => Some(schedule(cx, root, &cx.section(&field)?, &horizon)?),
+        None => None,
+    };
+    let spec = Spec {
+        name,
+        description,
+        postgres_major_version: postgres.version,
+        wal_segment_size: postgres.wal_segment_size,
+        checkpoint_timeout_ms: postgres.checkpoint_timeout_ms,
+        max_wal_size_mb: postgres.max_wal_size_mb,
+        max_slot_wal_keep_size_mb: postgres.max_slot_wal_keep_size_mb,
+        wal_keep_size_mb: postgres.wal_keep_size_mb,
+        scan_rows_per_second: postgres.scan_rows_per_second,
+        standby: postgres.standby,
+        sync_replication_slots: postgres.sync_replication_slots,
+        synchronized_standby_slots: postgres.synchronized_standby_slots,
+        tables,
+        debezium,
+        connector_properties,
+        connector_start_ms,
+        connect,
+        kafka_partitions,
+        sink_rule: sink.rule,
+        sink_group: sink.group,
+        sink_auto_commit_interval_ms: sink.auto_commit_interval_ms,
+        sink_max_poll_records: sink.max_poll_records,
+        sink_auto_offset_reset: sink.auto_offset_reset,
+        background,
+        scripted,
+        faults,
+        profile,
+        handoff,
+        gate,
+        acceptance,
+        prediction,
+        check,
+        schedule: schedule.as_ref().map(|(schedule, _)| schedule.clone()),
+    };
+    if let Some((schedule, items)) = &schedule {
+        // The path must be one the bound can take, step by step.
+        let (world, bounds) =
+            crate::exhaustive::check::bound(&spec).map_err(|problem| cx.err(root.at, "schedule", problem))?;
+        if let Err((index, problem)) = handoff_models::exhaustive::world::World::timing(&world, &bounds, &schedule.steps) {
+            return cx.fail(&items[index.min(items.len() - 1)], problem);
+        }
+    }
+    Ok(Loaded { spec, seed })
+}
+
+/// `[versions]`: the releases whose behaviour differs in the model.
+fn versions(cx: &Cx, s: &Section) -> Res<(u32, u32)> {
+    s.check_keys(cx, "debezium", "field")?;
+    s.opt("debezium", (3, 7), |field| {
+        // `3.7` unquoted (as `--set versions.debezium=3.7` gives it) is a float: use its text.
+        let text = match &field.item.val {
+            Val::Float(_, raw) => raw.as_str(),
+            _ => cx.string(field)?,
+        };
+        let parsed = text.split_once('.').and_then(|(major, minor)| {
+            let minor = minor.split('.').next()?;
+            Some((major.trim().parse::<u32>().ok()?, minor.trim().parse::<u32>().ok()?))
+        });
+        match parsed {
+            Some(version) if ((1, 0)..=(3, 7)).contains(&version) => Ok(version),
+            Some(_) => cx.fail(field, format!("`{text}`: the model knows Debezium 1.0 to 3.7")),
+            None => cx.fail(field, format!("`{text}` is not a release like \"3.7\" or \"2.6\"")),
+        }
+    })
+}
+
+struct Postgres {
+    version: u32,
+    wal_segment_size: u64,
+    checkpoint_timeout_ms: u64,
+    max_wal_size_mb: u64,
+    max_slot_wal_keep_size_mb: Option<u64>,
+    wal_keep_size_mb: u64,
+    scan_rows_per_second: u64,
+    standby: Option<u64>,
+    sync_replication_slots: bool,
+    synchronized_standby_slots: bool,
+}
+
+fn postgres(cx: &Cx, s: &Section) -> Res<Postgres> {
+    s.check_keys(
+        cx,
+        "version wal_segment_size checkpoint_timeout max_wal_size max_slot_wal_keep_size wal_keep_size \
+         synchronized_standby_slots scan_rows_per_second standby",
+        "field",
+    )?;
+    let version = s.opt("version", 15, |field| match cx.int(field, 15, 18)? {
+        18 => cx.fail(
+            field,
+            "PostgreSQL 18 is not modelled yet (idle_replication_slot_timeout, its view and error changes); use 15, 16 \
+             or 17",
+        ),
+        version => Ok(version as u32),
+    })?;
+    let wal_segment_size = s.opt("wal_segment_size", 16 << 20, |field| {
+        let text = cx.string(field)?;
+        let Some(bytes) = with_unit(text, &handoff_models::core::units::SIZE_UNITS) else {
+            return cx.fail(
+                field,
+                format!("`{text}` is not a size; expected a power of two from 1MB to 1GB, like \"16MB\""),
+            );
+        };
+        if !bytes.is_power_of_two() || !(1 << 20..=1 << 30).contains(&bytes) {
+            return cx.fail(field, format!("`{text}` is out of range; expected a power of two from 1MB to 1GB"));
+        }
+        Ok(bytes)
+    })?;
+    let checkpoint_timeout_ms = s.opt("checkpoint_timeout", 300_000, |field| {
+        let text = cx.string(field)?;
+        let Some(ms) = duration_ms(text) else {
+            return cx.fail(
+                field,
+                format!("`{text}` is not a duration; expected a number and a unit ({DURATION_UNITS}), like \"5min\""),
+            );
+        };
+        if !(30_000..=86_400_000).contains(&ms) {
+            return cx.fail(field, format!("`{text}` is out of range; expected 30s to 1d"));
+        }
+        Ok(ms)
+    })?;
+    // Sizes in whole megabytes, as PostgreSQL keeps them (`GUC_UNIT_MB`), up to its own maximum.
+    let megabytes = |field: &Field, minimum_bytes: u64| -> Res<u64> {
+        let text = cx.string(field)?;
+        let range = format!("{} to {}", size_text(minimum_bytes), size_text(MAX_SETTING_MB << 20));
+        match with_unit(text, &handoff_models::core::units::SIZE_UNITS) {
+            Some(bytes) if !(minimum_bytes..=MAX_SETTING_MB << 20).contains(&bytes) => {
+                cx.fail(field, format!("`{text}` is out of range; expected {range}"))
+            }
+            Some(bytes) if bytes % (1 << 20) == 0 => Ok(bytes >> 20),
+            Some(_) => cx.fail(field, format!("`{text}` must be whole megabytes, {range}")),
+            None => cx.fail(field, format!("`{text}` is not a size like \"4MB\" or \"1GB\"")),
+        }
+    };
+    let max_wal_size_mb = s.opt("max_wal_size", 1024, |field| megabytes(field, 2 * wal_segment_size))?;
+    let max_slot_wal_keep_size_mb = s.opt("max_slot_wal_keep_size", None, |field| {
+        if cx.string(field)? == "-1" { Ok(None) } else { megabytes(field, 0).map(Some) }
+    })?;
+    let wal_keep_size_mb =
+        s.opt("wal_keep_size", 0, |field| if cx.string(field)? == "0" { Ok(0) } else { megabytes(field, 0) })?;
+    let scan_rows_per_second =
+        s.opt("scan_rows_per_second", 20_000, |field| cx.int(field, 1, MAX_SCAN_ROWS_PER_SECOND))? as u64;
+    let mut sync_replication_slots = false;
+    let standby = match s.get("standby") {
+        None => None,
+        Some(field) => {
+            let standby = cx.section(&field)?;
+            standby.check_keys(cx, "replication_delay_ms sync_replication_slots", "field")?;
+            if let Some(field) = standby.get("sync_replication_slots") {
+                sync_replication_slots = prop_bool(cx, &field)?;
+                if sync_replication_slots && version < 17 {
+                    return cx.fail(&field, "sync_replication_slots needs PostgreSQL 17 or later (version = 17)");
+                }
+            }
+            Some(standby.opt("replication_delay_ms", 0, |field| cx.setting_ms(field, 0))?)
+        }
+    };
+    // The primary's `synchronized_standby_slots`: the standby's physical slot, by name.
+    let synchronized_standby_slots = match s.get("synchronized_standby_slots") {
+        None => false,
+        Some(field) => {
+            let names = cx.string(&field)?.trim();
+            if version < 17 {
+                return cx.fail(&field, "synchronized_standby_slots needs PostgreSQL 17 or later (version = 17)");
+            }
+            if standby.is_none() {
+                return cx.fail(&field, "synchronized_standby_slots names a standby's slot: add [postgres.standby]");
+            }
+            !names.is_empty()
+        }
+    };
+    Ok(Postgres {
+        version,
+        wal_segment_size,
+        checkpoint_timeout_ms,
+        max_wal_size_mb,
+        max_slot_wal_keep_size_mb,
+        wal_keep_size_mb,
+        scan_rows_per_second,
+        standby,
+        sync_replication_slots,
+        synchronized_standby_slots,
+    })
+}
+
+/// The largest `max_wal_size`, `max_slot_wal_keep_size` and `wal_keep_size`: PostgreSQL's own
+/// maximum for a size in megabytes (`MAX_KILOBYTES`, `INT_MAX`).
+const MAX_SETTING_MB: u64 = i32::MAX as u64;
+
+/// The fastest snapshot `SELECT`: a billion rows a second, a million-row table in a millisecond.
+const MAX_SCAN_ROWS_PER_SECOND: i64 = 1_000_000_000;
+
+fn tables(cx: &Cx, root: &Section) -> Res<Vec<TableSetup>> {
+    let field = root.need(cx, "table", "; add at least one [[table]]")?;
+    let items = cx.items(&field, "an array of tables ([[table]])")?;
+    if items.is_empty() {
+        return cx.fail(&field, "at least one [[table]] is required");
+    }
+    if let Some(item) = items.get(limits::MAX_TABLES) {
+        let problem = format!("too many tables: {}; expected 1 to {}", items.len(), limits::MAX_TABLES);
+        return cx.fail(item, problem);
+    }
+    let mut tables: Vec<TableSetup> = Vec::new();
+    let mut all_rows = 0;
+    for (index, item) in items.iter().enumerate() {
+        let s = cx.section(item)?;
+        s.check_keys(cx, "name rows replica_identity", "field")?;
+        let name_field = s.need(cx, "name", "")?;
+        let name = table_name(cx, &name_field)?;
+        if let Some(previous) = tables.iter().position(|table| table.name == name) {
+            return cx.fail(&name_field, format!("`{name}` is already table[{previous}]"));
+        }
+        let id = TableId(index as u16);
+        // All tables together hold at most `MAX_ROWS` rows.
+        let left = limits::MAX_ROWS - all_rows;
+        let rows = s.opt("rows", 0, |field| match field.item.val {
+            Val::Int(Some(value)) if (0..=left as i64).contains(&value) => Ok(value as u32),
+            Val::Int(value) => {
+                let before =
+                    if all_rows > 0 { format!(", {all_rows} of them in the tables before") } else { String::new() };
+                let limit = limits::MAX_ROWS;
+                cx.fail(
+                    field,
+                    format!("{}: at most {limit} rows in all tables{before}", out_of_range(value, 0, left as i64)),
+                )
+            }
+            _ => cx.wrong(field, "an integer"),
+        })?;
+        all_rows += u64::from(rows);
+        let identities = [("default", ReplicaIdentity::Default), ("full", ReplicaIdentity::Full)];
+        let replica_identity =
+            s.opt("replica_identity", ReplicaIdentity::Default, |field| cx.choice(field, &identities))?;
+        tables.push(TableSetup { id, name, rows, replica_identity });
+    }
+    Ok(tables)
+}
+
+/// `schema.table`.
+fn table_name(cx: &Cx, field: &Field) -> Res<String> {
+    let name = cx.string(field)?;
+    let identifier = |part: &str| {
+        part.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+    };
+    match name.split_once('.') {
+        Some((schema, table)) if identifier(schema) && identifier(table) => Ok(name.to_owned()),
+        _ => cx.fail(field, format!("`{name}` is not a schema-qualified table name like \"public.claims\"")),
+    }
+}
+
+pub(super) fn table_id(cx: &Cx, field: &Field, name: &str, tables: &[TableSetup]) -> Res<TableId> {
+    match tables.iter().find(|table| table.name == name) {
+        Some(table) => Ok(table.id),
+        None => {
+            let names: Vec<&str> = tables.iter().map(|table| table.name.as_str()).collect();
+            cx.fail(field, format!("`{name}` is not a table of [[table]]; the tables are {}", names.join(", ")))
+        }
+    }
+}
+
+fn connect(cx: &Cx, s: &Section, horizon: &Horizon) -> Res<(ConnectConfig, u64)> {
+    s.check_keys(cx, "offset.flush.interval.ms offset.flush.timeout.ms start_at_ms", "field")?;
+    let setting = |key: &str, default: u64| s.opt(key, default, |field| cx.setting_ms(field, 1));
+    let config = ConnectConfig {
+        offset_flush_interval_ms: setting("offset.flush.interval.ms", 60_000)?,
+        offset_flush_timeout_ms: setting("offset.flush.timeout.ms", 5_000)?,
+    };
+    let start_at_ms = s.opt("start_at_ms", 0, |field| cx.time_ms(field, 0, horizon))?;
+    Ok((config, start_at_ms))
+}
+
+fn kafka(cx: &Cx, s: &Section) -> Res<u32> {
+    s.check_keys(cx, "partitions", "field")?;
+    s.opt("partitions", 1, |field| cx.int(field, 1, 64).map(|value| value as u32))
+}
+
+struct Sink {
+    rule: ApplyRule,
+    group: String,
+    auto_commit_interval_ms: u64,
+    max_poll_records: u32,
+    auto_offset_reset: OffsetReset,
+}
+
+fn sink(cx: &Cx, s: &Section) -> Res<Sink> {
+    s.check_keys(cx, "apply group.id auto.commit.interval.ms max.poll.records auto.offset.reset", "field")?;
+    let rules = [ApplyRule::VersionGuard, ApplyRule::NaiveUpsert, ApplyRule::SnapshotEpoch];
+    let rules = rules.map(|rule| (rule.name(), rule));
+    let rule = s.req(cx, "apply", |field| cx.choice(field, &rules))?;
+    let group = s.opt("group.id", "claims-search-index".to_owned(), |field| match cx.string(field)? {
+        "" => cx.fail(field, "must not be empty"),
+        group => Ok(group.to_owned()),
+    })?;
+    let auto_commit_interval_ms = s.opt("auto.commit.interval.ms", 5_000, |field| cx.setting_ms(field, 1))?;
+    let max_poll_records = s.opt("max.poll.records", 500, |field| cx.u32(field, 1))?;
+    // The sink is a plain consumer group: `ConsumerConfig`'s default, `latest`.
+    let resets = OffsetReset::ALL.map(|reset| (reset.name(), reset));
+    let auto_offset_reset =
+        s.opt("auto.offset.reset", OffsetReset::CONSUMER_DEFAULT, |field| cx.choice(field, &resets))?;
+    Ok(Sink { rule, group, auto_commit_interval_ms, max_poll_records, auto_offset_reset })
+}
+
+fn handoff(cx: &Cx, s: &Section, horizon: &Horizon) -> Res<HandoffMethod> {
+    s.check_keys(cx, "method read_at_ms", "field")?;
+    let methods = [("connector-snapshot", false), ("plain-read", true)];
+    let method = s.get("method");
+    let plain = method.as_ref().map_or(Ok(false), |field| cx.choice(field, &methods))?;
+    match (plain, s.get("read_at_ms"), method) {
+        (true, Some(field), _) => Ok(HandoffMethod::PlainRead { read_at_ms: cx.time_ms(&field, 0, horizon)? }),
+        (true, None, Some(method)) => {
+            Err(cx.err(method.at, &s.field_path("read_at_ms"), "required with method = \"plain-read\""))
+        }
+        (false, Some(field), _) => {
+            cx.fail(&field, "applies only to method = \"plain-read\" (the method is connector-snapshot)")
+        }
+        _ => Ok(HandoffMethod::ConnectorSnapshot),
+    }
+}
+
+fn failover(cx: &Cx, s: &Section, standby: bool) -> Res<GatePolicy> {
+    s.check_keys(cx, "gate", "field")?;
+    let gates = [("off", GatePolicy::Off), ("rebuild", GatePolicy::Rebuild), ("fail-closed", GatePolicy::FailClosed)];
+    let Some(field) = s.get("gate") else { return Ok(GatePolicy::Off) };
+    let gate = cx.choice(&field, &gates)?;
+    if gate != GatePolicy::Off && !standby {
+        return cx.fail(
+            &field,
+            format!("gate `{}` needs a standby to fail over to: add [postgres.standby]", cx.string(&field)?),
+        );
+    }
+    Ok(gate)
+}
+
+fn acceptance(cx: &Cx, s: &Section) -> Res<(Acceptance, Horizon)> {
+    s.check_keys(cx, "timeout_ms sample_size horizon_ms", "field")?;
+    let (low, high) = (limits::MIN_HORIZON_MS as i64, limits::MAX_HORIZON_MS as i64);
+    let horizon_ms = s.opt("horizon_ms", limits::DEFAULT_HORIZON_MS, |field| match field.item.val {
+        Val::Int(Some(value)) if (low..=high).contains(&value) => Ok(value as u64),
+        Val::Int(value) => cx.fail(
+            field,
+            format!(
+                "{} ({} to {})",
+                out_of_range(value, low, high),
+                duration_text(low as u64),
+                duration_text(high as u64)
+            ),
+        ),
+        _ => cx.wrong(field, "an integer"),
+    })?;
+    let acceptance = Acceptance {
+        timeout_ms: s.opt("timeout_ms", 600_000, |field| cx.int(field, 0, high).map(|value| value as u64))?,
+        sample_size: s.opt("sample_size", 20, |field| cx.u32(field, 0))?,
+        horizon_ms,
+    };
+    Ok((acceptance, Horizon { ms: horizon_ms, given: s.get("horizon_ms").is_some() }))
+}

@@ -1,0 +1,449 @@
+//! Writing a scenario.
+
+use super::connector::CONNECTOR_CLASS;
+use super::load::load_str;
+use super::toml_text::{
+    basic_string, duration_text, float_text, size_text, toml_key, toml_string, toml_strings, trigger_text,
+};
+use handoff_models::core::ids::Node;
+use handoff_models::core::ids::TableId;
+use handoff_models::components::operator::GatePolicy;
+use handoff_models::core::change::ReplicaIdentity;
+use handoff_models::core::change::RowOp;
+use handoff_models::scenario::spec::CheckBound;
+use handoff_models::scenario::spec::FaultAction;
+use handoff_models::scenario::spec::FaultKind;
+use handoff_models::scenario::spec::HandoffMethod;
+use handoff_models::scenario::spec::Invariant;
+use handoff_models::scenario::spec::ScriptedTxn;
+use handoff_models::scenario::spec::Spec;
+use std::fmt::Display;
+
+/// Writes `spec` as a scenario file (docs/scenario-format.md) that [`load_str`] reads back to
+/// the same `Spec`, with `seed` as its seed: for `handoff shrink` and for saving failing seeds.
+///
+/// Sections come in the order the bundled scenarios use, and every value the `Spec` holds is
+/// written explicitly, so the file does not depend on the format's defaults. The connector's
+/// modelled properties are written from `spec.debezium` (keeping the text of
+/// `spec.connector_properties` where it means the same value), and every other property from
+/// `spec.connector_properties` as given.
+///
+/// An error names what the format cannot express: a scripted transaction with other than one
+/// operation, a table that is not in `spec.tables`, or any value the loader would reject or
+/// read differently (the written text is read back and compared before it is returned).
+pub fn to_toml(spec: &Spec, seed: u64) -> Result<String, String> {
+    if i64::try_from(seed).is_err() {
+        return Err(format!("seed {seed} does not fit in a TOML integer; at most {}", i64::MAX));
+    }
+    let mut w = Writer::default();
+    write_top(&mut w, spec, seed);
+    write_versions(&mut w, spec);
+    write_postgres(&mut w, spec);
+    write_tables(&mut w, spec);
+    write_connector(&mut w, spec)?;
+    write_connect(&mut w, spec);
+    write_kafka(&mut w, spec);
+    write_sink(&mut w, spec);
+    write_workload(&mut w, spec)?;
+    write_faults(&mut w, spec);
+    write_fault_profile(&mut w, spec);
+    write_handoff(&mut w, spec);
+    write_failover(&mut w, spec);
+    write_acceptance(&mut w, spec);
+    write_prediction(&mut w, spec);
+    write_check(&mut w, spec)?;
+    write_schedule(&mut w, spec);
+    check_read_back(&w.text, spec, seed)?;
+    Ok(w.text)
+}
+
+/// The text of a scenario file, a line at a time.
+#[derive(Default)]
+struct Writer {
+    text: String,
+}
+
+impl Writer {
+    /// `[header]`, after a blank line.
+    fn table(&mut self, header: &str) {
+        self.blank_line();
+        self.text.push_str(&format!("[{header}]\n"));
+    }
+
+    /// `[[header]]`: one more entry of an array of tables.
+    fn entry(&mut self, header: &str) {
+        self.blank_line();
+        self.text.push_str(&format!("[[{header}]]\n"));
+    }
+
+    /// `key = value`; `value` is TOML already.
+    fn field(&mut self, key: &str, value: impl Display) {
+        self.text.push_str(&format!("{} = {value}\n", toml_key(key)));
+    }
+
+    fn blank_line(&mut self) {
+        if !self.text.is_empty() {
+            self.text.push('\n');
+        }
+    }
+}
+
+fn write_top(w: &mut Writer, spec: &Spec, seed: u64) {
+    w.field("name", toml_string(&spec.name));
+    w.field("description", toml_string(&spec.description));
+    w.field("seed", seed);
+}
+
+fn write_versions(w: &mut Writer, spec: &Spec) {
+    let (major, minor) = spec.debezium.version;
+    if (major, minor) != (3, 7) {
+        w.table("versions");
+        w.field("debezium", toml_string(&format!("{major}.{minor}")));
+    }
+}
+
+fn write_postgres(w: &mut Writer, spec: &Spec) {
+    w.table("postgres");
+    w.field("version", spec.postgres_major_version);
+    w.field("wal_segment_size", toml_string(&size_text(spec.wal_segment_size)));
+    w.field("checkpoint_timeout", toml_string(&duration_text(spec.checkpoint_timeout_ms)));
+    if spec.max_wal_size_mb != 1024 {
+        w.field("max_wal_size", toml_string(&size_text(spec.max_wal_size_mb << 20)));
+    }
+    if let Some(cap_mb) = spec.max_slot_wal_keep_size_mb {
+        w.field("max_slot_wal_keep_size", toml_string(&size_text(cap_mb << 20)));
+    }
+    if spec.wal_keep_size_mb != 0 {
+        w.field("wal_keep_size", toml_string(&size_text(spec.wal_keep_size_mb << 20)));
+    }
+    if spec.synchronized_standby_slots {
+        w.field("synchronized_standby_slots", toml_string("standby_slot"));
+    }
+    w.field("scan_rows_per_second", spec.scan_rows_per_second);
+    if let Some(replication_delay_ms) = spec.standby {
+        w.table("postgres.standby");
+        w.field("replication_delay_ms", replication_delay_ms);
+        if spec.sync_replication_slots {
+            w.field("sync_replication_slots", true);
+        }
+    }
+}
+
+fn write_tables(w: &mut Writer, spec: &Spec) {
+    for table in &spec.tables {
+        w.entry("table");
+        w.field("name", toml_string(&table.name));
+        w.field("rows", table.rows);
+        let identity = match table.replica_identity {
+            ReplicaIdentity::Default => "default",
+            ReplicaIdentity::Full => "full",
+        };
+        w.field("replica_identity", toml_string(identity));
+    }
+}
+
+/// A table's name from its id.
+fn table_name_of(spec: &Spec, table: TableId, whose: &str) -> Result<String, String> {
+    match spec.tables.get(usize::from(table.0)) {
+        Some(setup) => Ok(setup.name.clone()),
+        None => Err(format!("{whose} names table {} but the scenario has {} tables", table.0, spec.tables.len())),
+    }
+}
+
+/// A modelled connector property as the `Spec` holds it.
+enum Modelled {
+    /// A text the loader takes as written.
+    Text(String),
+    /// A text the loader trims and lower-cases.
+    Lower(String),
+    Int(u64),
+    Bool(bool),
+    /// `table.include.list`: names separated by commas.
+    Tables(Vec<String>),
+}
+
+impl Modelled {
+    /// Whether `text`, as the scenario gave it, means this value to the loader.
+    fn means(&self, text: &str) -> bool {
+        match self {
+            Modelled::Text(value) => text == value,
+            Modelled::Lower(value) => text.trim().to_ascii_lowercase() == *value,
+            Modelled::Int(value) => text.trim().parse::<i64>().ok().and_then(|n| u64::try_from(n).ok()) == Some(*value),
+            Modelled::Bool(value) => text.trim().eq_ignore_ascii_case(if *value { "true" } else { "false" }),
+            Modelled::Tables(names) => text.split(',').map(str::trim).eq(names.iter().map(String::as_str)),
+        }
+    }
+
+    /// The value as TOML.
+    fn toml(&self) -> String {
+        match self {
+            Modelled::Text(value) | Modelled::Lower(value) => toml_string(value),
+            Modelled::Int(value) => value.to_string(),
+            Modelled::Bool(value) => value.to_string(),
+            Modelled::Tables(names) => toml_string(&names.join(",")),
+        }
+    }
+}
+
+/// Debezium's default `max.queue.size`.
+const DEFAULT_MAX_QUEUE_SIZE: u32 = 8_192;
+
+fn write_connector(w: &mut Writer, spec: &Spec) -> Result<(), String> {
+    let d = &spec.debezium;
+    let tables =
+        d.tables.iter().map(|table| table_name_of(spec, *table, "table.include.list")).collect::<Result<_, _>>()?;
+    let mut modelled = vec![
+        ("name", Modelled::Text(d.name.clone())),
+        ("connector.class", Modelled::Text(CONNECTOR_CLASS.to_owned())),
+        ("topic.prefix", Modelled::Text(d.topic_prefix.clone())),
+        ("plugin.name", Modelled::Lower(d.plugin_name.clone())),
+        ("slot.name", Modelled::Text(d.slot_name.clone())),
+        ("publication.name", Modelled::Text(d.publication_name.clone())),
+        ("snapshot.mode", Modelled::Lower(d.snapshot_mode.name().to_owned())),
+        ("snapshot.fetch.size", Modelled::Int(u64::from(d.snapshot_fetch_size))),
+        ("max.batch.size", Modelled::Int(u64::from(d.max_batch_size))),
+        ("poll.interval.ms", Modelled::Int(d.poll_interval_ms)),
+        ("retriable.restart.connector.wait.ms", Modelled::Int(d.retriable_restart_connector_wait_ms)),
+        ("tombstones.on.delete", Modelled::Bool(d.tombstones_on_delete)),
+        ("table.include.list", Modelled::Tables(tables)),
+    ];
+    // The default queue must stay larger than the batch.
+    if d.max_batch_size >= DEFAULT_MAX_QUEUE_SIZE && !spec.connector_properties.contains_key("max.queue.size") {
+        modelled.push(("max.queue.size", Modelled::Int(u64::from(d.max_batch_size.saturating_mul(4)))));
+    }
+    w.table("connector");
+    for (key, value) in &modelled {
+        match spec.connector_properties.get(*key) {
+            Some(text) if value.means(text) => w.field(key, property_value(text)),
+            _ => w.field(key, value.toml()),
+        }
+    }
+    for (key, text) in &spec.connector_properties {
+        if !modelled.iter().any(|(written, _)| written == key) {
+            w.field(key, property_value(text));
+        }
+    }
+    Ok(())
+}
+
+/// A connector property's text as TOML: an integer or a boolean when it is one, else a string.
+fn property_value(text: &str) -> String {
+    let integer = text.parse::<i64>().is_ok_and(|value| value.to_string() == text);
+    if integer || text == "true" || text == "false" { text.to_owned() } else { toml_string(text) }
+}
+
+fn write_connect(w: &mut Writer, spec: &Spec) {
+    w.table("connect");
+    w.field("offset.flush.interval.ms", spec.connect.offset_flush_interval_ms);
+    w.field("offset.flush.timeout.ms", spec.connect.offset_flush_timeout_ms);
+    w.field("start_at_ms", spec.connector_start_ms);
+}
+
+fn write_kafka(w: &mut Writer, spec: &Spec) {
+    w.table("kafka");
+    w.field("partitions", spec.kafka_partitions);
+}
+
+fn write_sink(w: &mut Writer, spec: &Spec) {
+    w.table("sink");
+    w.field("apply", toml_string(spec.sink_rule.name()));
+    w.field("group.id", toml_string(&spec.sink_group));
+    w.field("auto.commit.interval.ms", spec.sink_auto_commit_interval_ms);
+    w.field("max.poll.records", spec.sink_max_poll_records);
+    w.field("auto.offset.reset", toml_string(spec.sink_auto_offset_reset.name()));
+}
+
+fn write_workload(w: &mut Writer, spec: &Spec) -> Result<(), String> {
+    if let Some(background) = &spec.background {
+        w.table("workload");
+        w.field("start_ms", background.start_ms);
+        w.field("end_ms", background.end_ms);
+        w.field("inserts_per_second", float_text(background.inserts_per_second));
+        w.field("updates_per_second", float_text(background.updates_per_second));
+        w.field("deletes_per_second", float_text(background.deletes_per_second));
+    }
+    for (index, txn) in spec.scripted.iter().enumerate() {
+        write_script(w, spec, "workload.script", index, txn)?;
+    }
+    Ok(())
+}
+
+/// One `[[workload.script]]` entry (with its `at`) or `[[check.script]]` one (without).
+fn write_script(w: &mut Writer, spec: &Spec, header: &str, index: usize, txn: &ScriptedTxn) -> Result<(), String> {
+    let whose = format!("{} entry {index} ({})", header.replace('.', " "), basic_string(&txn.label));
+    let [op] = txn.ops.as_slice() else {
+        return Err(format!("{whose} has {} operations; the format has one operation per [[{header}]]", txn.ops.len()));
+    };
+    w.entry(header);
+    if header == "workload.script" {
+        w.field("at", toml_string(&trigger_text(&txn.trigger)));
+    }
+    {
+        let table = match *op {
+            RowOp::Insert { table, key, status, amount_cents } => {
+                w.field("insert", key);
+                w.field("status", toml_string(status.name()));
+                w.field("amount_cents", amount_cents);
+                table
+            }
+            RowOp::Update { table, key, status } => {
+                w.field("update", key);
+                w.field("status", toml_string(status.name()));
+                table
+            }
+            RowOp::Delete { table, key } => {
+                w.field("delete", key);
+                table
+            }
+        };
+        if table != TableId(0) {
+            w.field("table", toml_string(&table_name_of(spec, table, &whose)?));
+        }
+        if !txn.label.is_empty() {
+            w.field("label", toml_string(&txn.label));
+        }
+    }
+    Ok(())
+}
+
+fn write_check(w: &mut Writer, spec: &Spec) -> Result<(), String> {
+    let Some(check) = &spec.check else { return Ok(()) };
+    w.table("check");
+    w.field("rows", check.rows);
+    let name = |node: &Node| CheckBound::CRASHABLE.iter().find(|(_, n)| n == node).map(|(name, _)| *name);
+    let crash: Option<Vec<&str>> = check.crash.iter().map(name).collect();
+    let crash = crash.ok_or_else(|| {
+        let named: Vec<&str> = check.crash.iter().map(|node| node.name()).collect();
+        let crashable: Vec<&str> = CheckBound::CRASHABLE.iter().map(|(name, _)| *name).collect();
+        format!(
+            "[check] crash names a process a bound cannot crash: {}; it can crash {}",
+            named.join(", "),
+            crashable.join(", ")
+        )
+    })?;
+    w.field("crash", toml_strings(crash));
+    w.field("crashes", check.crashes);
+    w.field("periodic_fires", check.periodic_fires);
+    if !check.operations.is_empty() {
+        w.field("operations", toml_strings(check.operations.iter().map(|operation| operation.name())));
+        w.field("operate_while", toml_string(check.operate_while.name()));
+    }
+    if !check.unreached_ok.is_empty() {
+        w.field("unreached_ok", toml_strings(check.unreached_ok.iter().map(String::as_str)));
+    }
+    for (index, txn) in check.scripts.iter().enumerate() {
+        write_script(w, spec, "check.script", index, txn)?;
+    }
+    Ok(())
+}
+
+fn write_schedule(w: &mut Writer, spec: &Spec) {
+    let Some(schedule) = &spec.schedule else { return };
+    w.table("schedule");
+    w.field("step_ms", schedule.step_ms);
+    w.text.push_str("steps = [\n");
+    for step in &schedule.steps {
+        w.text.push_str(&format!("    {},\n", toml_string(&step.to_string())));
+    }
+    w.text.push_str("]\n");
+}
+
+fn write_faults(w: &mut Writer, spec: &Spec) {
+    for fault in &spec.faults {
+        w.entry("fault");
+        w.field("at", toml_string(&trigger_text(&fault.trigger)));
+        w.field("action", toml_string(FaultKind::of(&fault.action).name()));
+        match fault.action {
+            FaultAction::KillConnectWorker { restart_after_ms }
+            | FaultAction::KillConnectorTask { restart_after_ms } => {
+                if let Some(ms) = restart_after_ms {
+                    w.field("restart_after_ms", ms);
+                }
+            }
+            FaultAction::StopConnector { resume_after_ms } => {
+                if let Some(ms) = resume_after_ms {
+                    w.field("resume_after_ms", ms);
+                }
+            }
+            FaultAction::CrashPostgres { restart_after_ms } => w.field("restart_after_ms", restart_after_ms),
+            FaultAction::FailOverToStandby { promote_after_ms } => w.field("promote_after_ms", promote_after_ms),
+            FaultAction::Clog { between: (a, b), duration_ms } => {
+                w.field("between", toml_strings([a.name(), b.name()]));
+                w.field("duration_ms", duration_ms);
+            }
+            FaultAction::WalBurst { bytes } => w.field("bytes", toml_string(&size_text(bytes))),
+            FaultAction::RecreateSlot | FaultAction::RebuildConnector | FaultAction::Checkpoint => {}
+        }
+    }
+}
+
+fn write_fault_profile(w: &mut Writer, spec: &Spec) {
+    let Some(profile) = &spec.profile else { return };
+    w.table("fault_profile");
+    w.field("kinds", toml_strings(profile.kinds.iter().map(|kind| kind.name())));
+    w.field("max_faults", profile.max_faults);
+    let (start, end) = profile.window_ms;
+    w.field("window", toml_strings([duration_text(start), duration_text(end)]));
+    w.field("moments", toml_strings(profile.moments.iter().map(|moment| moment.name())));
+}
+
+fn write_handoff(w: &mut Writer, spec: &Spec) {
+    if let HandoffMethod::PlainRead { read_at_ms } = spec.handoff {
+        w.table("handoff");
+        w.field("method", toml_string("plain-read"));
+        w.field("read_at_ms", read_at_ms);
+    }
+}
+
+fn write_failover(w: &mut Writer, spec: &Spec) {
+    let gate = match spec.gate {
+        GatePolicy::Off => return,
+        GatePolicy::Rebuild => "rebuild",
+        GatePolicy::FailClosed => "fail-closed",
+    };
+    w.table("failover");
+    w.field("gate", toml_string(gate));
+}
+
+fn write_acceptance(w: &mut Writer, spec: &Spec) {
+    w.table("acceptance");
+    w.field("timeout_ms", spec.acceptance.timeout_ms);
+    w.field("sample_size", spec.acceptance.sample_size);
+    w.field("horizon_ms", spec.acceptance.horizon_ms);
+}
+
+fn write_prediction(w: &mut Writer, spec: &Spec) {
+    let prediction = &spec.prediction;
+    w.table("prediction");
+    w.field("verdict", toml_string(prediction.verdict.name()));
+    w.field("findings", toml_strings(prediction.findings.iter().map(Invariant::to_string)));
+    if !prediction.allow.is_empty() || prediction.may_fail_closed {
+        let fails_closed = prediction.may_fail_closed.then(|| "fails-closed".to_string());
+        w.field("allow", toml_strings(prediction.allow.iter().map(Invariant::to_string).chain(fails_closed)));
+    }
+    w.field("why", toml_string(&prediction.why));
+}
+
+/// Reads the written text back: it must load, to the same `Spec` (but for the connector
+/// properties, which gain the modelled ones) and seed.
+fn check_read_back(text: &str, spec: &Spec, seed: u64) -> Result<(), String> {
+    let loaded = load_str("(written)", text, &[])
+        .map_err(|error| format!("the scenario written for `{}` does not load: {error}", spec.name))?;
+    if loaded.seed != seed {
+        return Err(format!(
+            "the scenario written for `{}` reads back with seed {}, not {seed}",
+            spec.name, loaded.seed
+        ));
+    }
+    let mut read = loaded.spec;
+    read.connector_properties.clone_from(&spec.connector_properties);
+    // The written file's prediction is its own, whatever the run's came from.
+    read.prediction.origin.clone_from(&spec.prediction.origin);
+    if read != *spec {
+        let (written, read) = (format!("{spec:#?}"), format!("{read:#?}"));
+        let difference = written.lines().zip(read.lines()).find(|(a, b)| a != b);
+        let (a, b) = difference.map_or(("", ""), |(a, b)| (a.trim(), b.trim()));
+        return Err(format!("the scenario written for `{}` reads back differently: `{a}` as `{b}`", spec.name));
+    }
+    Ok(())
+}

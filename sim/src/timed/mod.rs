@@ -1,0 +1,8 @@
+//! The timed lens: one run of a scenario under madsim ([`runner`]), each modelled process a
+//! madsim node ([`node`]) on the run's simulated network ([`net`]), and what `handoff run`
+//! prints ([`report`]).
+
+pub mod net;
+pub mod node;
+pub mod report;
+pub mod runner;
