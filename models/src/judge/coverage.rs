@@ -5,8 +5,9 @@
 //! marks, DESIGN.md §2.3). A mark is set by the trace alone, never by a component's private
 //! state.
 //!
-//! Not marked yet, because the models do not have them: a slot going unreserved (WAL retention
-//! and `wal_status`), an incremental snapshot's chunk window, an exactly-once transaction.
+//! Not marked yet: a slot going `unreserved` or `lost` (the server models WAL retention and
+//! invalidates slots at a checkpoint, but no mark says a run got there). Not marked because the
+//! models do not have them: an incremental snapshot's chunk window, an exactly-once transaction.
 
 use crate::core::change::ChangeKind;
 use crate::core::event::Origin;

@@ -13,7 +13,7 @@
 //! Does not verify: a stream start without a requested position (0/0, a fresh start: the
 //! handoff is I4's question); positions past a switch point once a snapshot has started on the
 //! promoted server (a rebuild: its positions are the new timeline's); a stop or a rebuild (those
-//! are the correct outcomes; whether a stopped pipeline says so is I11, later).
+//! are the correct outcomes; whether a stopped pipeline says so is I11's question).
 
 use super::{Evidence, Finding};
 use crate::core::ids::Node;

@@ -8,8 +8,9 @@
 //! the moment (simulated time, LSN) it became true.
 //!
 //! Checked: I1 no gap, I2 no resurrection, I3 monotonic apply, I4 one history, I5 ack ≤ durable,
-//! I6 fail closed, I8 failover gate. Not yet: I7, I9–I12 (outbox, liveness, compaction — other
-//! issues).
+//! I6 fail closed, I8 failover gate. I11 honest liveness is judged by the timed lens, which alone
+//! knows how long the pipeline had to catch up after the last fault (`handoff-sim`'s runner). Not
+//! yet: I7, I9, I10, I12 (marker order, outbox, compaction — other issues).
 
 mod ack_durable;
 mod fail_closed;
