@@ -29,7 +29,8 @@
 //! An exhaustive check in a few lines: two claims, an update and a delete that may run at any
 //! point, one crash of the Connect worker. A naive sink (last write wins, deletes forget) ends up
 //! with a deleted claim, and the shortest way there is the restart-during-snapshot mechanism of
-//! the Debezium reference §4.4:
+//! Debezium's restart of an incomplete snapshot (`RelationalSnapshotChangeEventSource.doExecute`
+//! redoes it from scratch, at a later position, and cannot retract a row deleted in between):
 //!
 //! ```
 //! use handoff_models::exhaustive::check::HandoffModel;

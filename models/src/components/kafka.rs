@@ -1,5 +1,6 @@
 //! Kafka: partition logs keyed by record key, Connect's offsets topic, consumer-group offsets
-//! (reference `kafka-connect.md` §4, §6, and §1.1 for the offsets topic).
+//! (Apache Kafka: `BuiltInPartitioner.partitionForKey`, `KafkaOffsetBackingStore` for the offsets
+//! topic, `KafkaConsumer` and `ConsumerConfig` for the group).
 //!
 //! - A record's partition is `toPositive(murmur2(keyBytes)) % partitions`, the default
 //!   partitioner, over the key as the JSON converter writes it (`{"id":17}`); order holds per

@@ -1,7 +1,10 @@
 //! The wall-clock handoff some teams use instead of the connector's snapshot: a bulk loader reads
 //! the table with a plain `SELECT` at a chosen time and publishes the rows to the change topic
 //! as snapshot records, and the connector is started later with `snapshot.mode=no_data`
-//! (reference `../DOMAIN.md` §1: "a plain read before the slot exists leaves a gap").
+//! (a plain read before the slot exists leaves a gap: only the snapshot a logical slot exports at
+//! its consistent point, `SnapBuildExportSnapshot` in PostgreSQL's
+//! `src/backend/replication/logical/snapbuild.c`, joins the stream without one; PostgreSQL
+//! documentation, "Logical Decoding Concepts", § Exported Snapshots).
 //!
 //! The loader reads `pg_current_wal_lsn()` just before its `SELECT` and stamps the records'
 //! `source.lsn` with it, as a careful loader would; the `SELECT` itself runs in its own statement

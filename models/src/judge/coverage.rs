@@ -1,8 +1,8 @@
 //! Coverage marks: the interesting situations a run reached, read off its trace.
 //!
-//! A sweep that never reached a situation proved nothing about it, so `handoff explore` counts
-//! the runs that reached each mark and flags the marks no run reached (TigerBeetle's coverage
-//! marks, DESIGN.md §2.3). A mark is set by the trace alone, never by a component's private
+//! A sweep that never reached a situation proved nothing about it, so `handoff explore` counts the
+//! runs that reached each mark and flags the marks no run reached (TigerBeetle's coverage marks,
+//! `src/testing/marks.zig`). A mark is set by the trace alone, never by a component's private
 //! state.
 //!
 //! Not marked yet: a slot going `unreserved` or `lost` (the server models WAL retention and

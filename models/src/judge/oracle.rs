@@ -1,5 +1,5 @@
 //! The oracle: the source's committed history, the truth every checker compares against
-//! (DESIGN.md §2.2).
+//! (the oracle of property-based testing: an independent record of what should be true).
 //!
 //! It is built only from what the PostgreSQL model reports — commits and promotions — never from
 //! the pipeline's bookkeeping. After a promotion, the history that survives is the promoted

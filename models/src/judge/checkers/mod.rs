@@ -1,5 +1,6 @@
-//! The checkers: each invariant of DESIGN.md §3 that this version checks, one file each, fed the
-//! trace one event at a time and, at the acceptance boundary, the sink's final state.
+//! The checkers: each invariant of the README's table ("The invariants") that this version checks,
+//! one file each, fed the trace one event at a time and, at the acceptance boundary, the sink's
+//! final state.
 //!
 //! Every checker compares what the pipeline delivered (Kafka's logs, the sink's applies) with the
 //! oracle, the committed source history. None of them trusts the pipeline's own bookkeeping:
