@@ -18,7 +18,7 @@ use crate::core::event::{KafkaRecord, SourceOffset, Topic, TopicPartition};
 use crate::core::ids::{Key, Node};
 use crate::core::observe::Observation;
 use crate::core::protocol::{KafkaReply, KafkaRequest, Msg};
-use crate::core::shared::{Fixed, Shared};
+use crate::core::shared::{CopyOnWrite, Fixed};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -42,11 +42,11 @@ struct PendingFetch {
 pub struct Kafka {
     pub config: Fixed<KafkaConfig>,
     /// Partition logs (shared between states until a produce appends).
-    pub logs: Shared<BTreeMap<TopicPartition, PartitionLog>>,
+    pub logs: CopyOnWrite<BTreeMap<TopicPartition, PartitionLog>>,
     /// The offsets topic after compaction: connector → offset.
-    pub source_offsets: Shared<BTreeMap<String, SourceOffset>>,
+    pub source_offsets: CopyOnWrite<BTreeMap<String, SourceOffset>>,
     /// Committed consumer-group offsets.
-    pub groups: Shared<BTreeMap<String, BTreeMap<TopicPartition, u64>>>,
+    pub groups: CopyOnWrite<BTreeMap<String, BTreeMap<TopicPartition, u64>>>,
     pending_fetches: Vec<PendingFetch>,
 }
 
@@ -196,9 +196,9 @@ impl Kafka {
         }
         Kafka {
             config,
-            logs: Shared::new(logs),
-            source_offsets: Shared::new(BTreeMap::new()),
-            groups: Shared::new(BTreeMap::new()),
+            logs: CopyOnWrite::new(logs),
+            source_offsets: CopyOnWrite::new(BTreeMap::new()),
+            groups: CopyOnWrite::new(BTreeMap::new()),
             pending_fetches: Vec::new(),
         }
     }

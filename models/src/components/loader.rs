@@ -16,7 +16,7 @@ use crate::core::ids::{Node, TableId};
 use crate::core::lsn::Lsn;
 use crate::core::observe::Observation;
 use crate::core::protocol::{KafkaReply, KafkaRequest, Msg, SqlReply, SqlRequest};
-use crate::core::shared::Shared;
+use crate::core::shared::CopyOnWrite;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -27,7 +27,7 @@ pub struct Loader {
     lsn: Option<Lsn>,
     rows: Vec<SourceRecord>,
     /// The produce request, kept until acknowledged (sent again after a lost connection).
-    producing: Option<Shared<Vec<SourceRecord>>>,
+    producing: Option<CopyOnWrite<Vec<SourceRecord>>>,
     done: bool,
 }
 
@@ -51,7 +51,7 @@ impl Loader {
         }
         let records = std::mem::take(&mut self.rows);
         ctx.observe(Observation::LoaderRead { rows: records.len(), lsn: self.lsn.unwrap_or_default() });
-        let records = Shared::new(records);
+        let records = CopyOnWrite::new(records);
         self.producing = Some(records.clone());
         ctx.send(Node::Kafka, Msg::Kafka { request_id: 1, request: KafkaRequest::Produce { records } });
     }

@@ -76,7 +76,7 @@ use crate::core::ids::{Key, Node, Row, TableId};
 use crate::core::lsn::Lsn;
 use crate::core::observe::{Observation, SnapshotCase};
 use crate::core::protocol::{DecodedTxn, Msg, ReplReply, ReplRequest, SessionId, SlotRow, SqlReply, SqlRequest};
-use crate::core::shared::{Fixed, Shared};
+use crate::core::shared::{CopyOnWrite, Fixed};
 use serde::{Deserialize, Serialize};
 
 /// `MAX_ATTEMPTS_FOR_OBTAINING_REPLICATION_SLOT` (`PostgresConnection`).
@@ -316,13 +316,13 @@ pub struct DebeziumTask {
     /// The offset loaded at start (None: no stored offset, or dropped by `when_needed`).
     stored: Option<SourceOffset>,
     /// The slot row read at start (`startingSlotInfo`).
-    starting_slot: Option<Shared<SlotRow>>,
+    starting_slot: Option<CopyOnWrite<SlotRow>>,
     /// `(consistent_point, snapshot_name)` if this start created the slot.
-    slot_created: Option<Shared<(Lsn, String)>>,
+    slot_created: Option<CopyOnWrite<(Lsn, String)>>,
     snapshot: Option<SnapshotRun>,
     snapshot_attempts: u32,
     /// The change-event queue `poll()` drains.
-    pub queue: Shared<Vec<SourceRecord>>,
+    pub queue: CopyOnWrite<Vec<SourceRecord>>,
     jdbc: Option<SessionId>,
     replication: Option<SessionId>,
     next_session: SessionId,
@@ -359,7 +359,7 @@ impl DebeziumTask {
             slot_created: None,
             snapshot: None,
             snapshot_attempts: 0,
-            queue: Shared::new(Vec::new()),
+            queue: CopyOnWrite::new(Vec::new()),
             jdbc: None,
             replication: None,
             next_session: first_session,
@@ -652,7 +652,7 @@ impl DebeziumTask {
 
     fn on_slot_read(&mut self, ctx: &mut Ctx, row: Option<SlotRow>) -> TaskEvent {
         ctx.observe(Observation::SlotRead { row: row.clone() });
-        self.starting_slot = row.map(Shared::new);
+        self.starting_slot = row.map(CopyOnWrite::new);
         self.phase = Phase::EnsuringPublication;
         let name = self.config.publication_name.clone();
         self.sql(ctx, SqlRequest::EnsurePublication { name });
@@ -772,7 +772,7 @@ impl DebeziumTask {
         match (&self.phase, reply) {
             (_, ReplReply::Error(error)) => self.retriable(ctx, format!("org.postgresql.util.PSQLException: {error}")),
             (Phase::CreatingSlot, ReplReply::SlotCreated { consistent_point, snapshot_name }) => {
-                self.slot_created = Some(Shared::new((consistent_point, snapshot_name)));
+                self.slot_created = Some(CopyOnWrite::new((consistent_point, snapshot_name)));
                 self.decide_snapshot(ctx)
             }
             (Phase::StartingStream, ReplReply::StreamingStarted) => {
@@ -941,7 +941,7 @@ impl DebeziumTask {
         if count == self.queue.len() {
             // The usual case: the whole queue, handed over without a copy; the next batch is
             // likely as large.
-            return std::mem::replace(&mut self.queue, Shared::new(Vec::with_capacity(count))).into_inner();
+            return std::mem::replace(&mut self.queue, CopyOnWrite::new(Vec::with_capacity(count))).into_inner();
         }
         self.queue.get_mut().drain(..count).collect()
     }
@@ -991,7 +991,7 @@ mod tests {
         let mut task = task();
         let mut out = Outbox::default();
         let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
-        task.slot_created = Some(Shared::new((Lsn(0x100), "snap".into())));
+        task.slot_created = Some(CopyOnWrite::new((Lsn(0x100), "snap".into())));
         task.begin_snapshot(&mut ctx, SnapshotCase::SlotCreatedNow, Lsn(0x100));
         let rows = vec![(1, row(1)), (2, row(1)), (3, row(1))];
         task.on_sql_reply(&mut ctx, SqlReply::Rows { table: TableId(0), rows, done: true });

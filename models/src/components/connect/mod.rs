@@ -43,7 +43,7 @@ use crate::core::observe::Observation;
 use crate::core::protocol::{
     Control, KAFKA_RECONNECT_BACKOFF_MS, KafkaReply, KafkaRequest, Msg, RestReply, RestRequest,
 };
-use crate::core::shared::{Fixed, Shared};
+use crate::core::shared::{CopyOnWrite, Fixed};
 use crate::core::time::SimTime;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -101,8 +101,8 @@ enum TaskState {
 struct TaskRuntime {
     state: TaskState,
     /// Shared between states until a step changes the task (many Connect steps only read it).
-    debezium: Shared<DebeziumTask>,
-    submitted: Shared<VecDeque<Submitted>>,
+    debezium: CopyOnWrite<DebeziumTask>,
+    submitted: CopyOnWrite<VecDeque<Submitted>>,
     next_seq: u64,
     /// The committable snapshot (refreshed at each poll).
     committable: Option<SourceOffset>,
@@ -135,7 +135,7 @@ struct Volatile {
     task: Option<TaskRuntime>,
     /// Kafka requests awaiting a reply: id, purpose, and the request (re-sent after a lost
     /// connection, as the Kafka clients retry).
-    pending: Vec<(u64, Pending, Shared<KafkaRequest>)>,
+    pending: Vec<(u64, Pending, CopyOnWrite<KafkaRequest>)>,
     next_request: u64,
     next_session: u64,
 }
@@ -207,16 +207,16 @@ impl ConnectWorker {
     fn request(&mut self, ctx: &mut Ctx, purpose: Pending, request: KafkaRequest) {
         let request_id = self.volatile.next_request;
         self.volatile.next_request += 1;
-        self.volatile.pending.push((request_id, purpose, Shared::new(request.clone())));
+        self.volatile.pending.push((request_id, purpose, CopyOnWrite::new(request.clone())));
         ctx.send(Node::Kafka, Msg::Kafka { request_id, request });
     }
 
     fn start_task(&mut self, ctx: &mut Ctx) {
-        let debezium = Shared::new(DebeziumTask::new(self.debezium, self.volatile.next_session));
+        let debezium = CopyOnWrite::new(DebeziumTask::new(self.debezium, self.volatile.next_session));
         self.volatile.task = Some(TaskRuntime {
             state: TaskState::Starting,
             debezium,
-            submitted: Shared::new(VecDeque::new()),
+            submitted: CopyOnWrite::new(VecDeque::new()),
             next_seq: 0,
             committable: None,
             writer_data: None,
@@ -343,7 +343,7 @@ impl ConnectWorker {
                 .count(),
             completion_marker: batch.iter().any(|record| record.offset.snapshot_completed),
         };
-        self.request(ctx, purpose, KafkaRequest::Produce { records: Shared::new(batch) });
+        self.request(ctx, purpose, KafkaRequest::Produce { records: CopyOnWrite::new(batch) });
     }
 
     fn on_produced(&mut self, ctx: &mut Ctx, first_seq: u64, last_seq: u64, changes: usize, completion_marker: bool) {

@@ -60,7 +60,7 @@ use crate::core::observe::{Observation, ScanSnapshot};
 use crate::core::protocol::{
     Control, DecodedTxn, FailoverSlot, Msg, ReplReply, ReplRequest, SessionId, SlotRow, SqlReply, SqlRequest,
 };
-use crate::core::shared::{Fixed, Shared};
+use crate::core::shared::{CopyOnWrite, Fixed};
 use crate::core::wal::{CommittedTxn, WalEntry};
 use retention::{Retention, WalAvailability};
 use serde::{Deserialize, Serialize};
@@ -128,14 +128,14 @@ pub struct Durable {
     /// Where this server's timeline branched from the old one (set by promotion).
     pub switch_lsn: Option<Lsn>,
     /// Shared between states until a step writes it (most requests only read it).
-    pub wal: Shared<Wal>,
-    pub tables: Shared<Vec<Table>>,
+    pub wal: CopyOnWrite<Wal>,
+    pub tables: CopyOnWrite<Vec<Table>>,
     pub next_xid: Xid,
     /// The last commit's sequence number.
     pub csn: Csn,
-    pub slots: Shared<BTreeMap<String, Slot>>,
+    pub slots: CopyOnWrite<BTreeMap<String, Slot>>,
     /// Publications: name → `None` for `FOR ALL TABLES`, or the table list.
-    pub publications: Shared<BTreeMap<String, Option<BTreeSet<TableId>>>>,
+    pub publications: CopyOnWrite<BTreeMap<String, Option<BTreeSet<TableId>>>>,
     /// Checkpoint bookkeeping: the WAL position of the last checkpoint record.
     pub last_checkpoint_lsn: Lsn,
     /// The last checkpoint's redo pointer (WAL-volume checkpoints count segments from it).
@@ -149,7 +149,7 @@ pub struct Durable {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 struct Scan {
     table: TableId,
-    rows: Shared<Vec<(Key, Row)>>,
+    rows: CopyOnWrite<Vec<(Key, Row)>>,
     position: usize,
     fetch_size: u32,
 }
@@ -197,7 +197,7 @@ enum CheckpointKind {
 struct Volatile {
     up: bool,
     /// Each session shared between states until a step changes it.
-    sessions: BTreeMap<(Node, SessionId), Shared<Session>>,
+    sessions: BTreeMap<(Node, SessionId), CopyOnWrite<Session>>,
     /// WAL entries already shipped to the standby.
     shipped_entries: usize,
     /// A delayed shipment to the standby is pending.
@@ -249,12 +249,12 @@ impl Postgres {
                 last_checkpoint_lsn: wal.write_lsn(),
                 last_checkpoint_redo: wal.write_lsn(),
                 in_production: false,
-                wal: Shared::new(wal),
-                tables: Shared::new(tables),
+                wal: CopyOnWrite::new(wal),
+                tables: CopyOnWrite::new(tables),
                 next_xid: 740,
                 csn: 0,
-                slots: Shared::new(BTreeMap::new()),
-                publications: Shared::new(BTreeMap::new()),
+                slots: CopyOnWrite::new(BTreeMap::new()),
+                publications: CopyOnWrite::new(BTreeMap::new()),
             },
             config,
             volatile: Volatile::default(),
@@ -405,7 +405,7 @@ impl Postgres {
         for change in &changes {
             self.durable.tables.get_mut()[usize::from(change.table.0)].apply(&change.kind, change.key, csn);
         }
-        let txn = Shared::new(CommittedTxn {
+        let txn = CopyOnWrite::new(CommittedTxn {
             xid,
             csn,
             first_lsn: first_lsn.unwrap_or(commit_lsn),
@@ -660,7 +660,7 @@ impl Postgres {
             self.volatile.exported_snapshots_created
         );
         if let Some(Session::Replication { exported_snapshot, .. }) =
-            self.volatile.sessions.get_mut(&(client, session)).map(Shared::get_mut)
+            self.volatile.sessions.get_mut(&(client, session)).map(CopyOnWrite::get_mut)
         {
             *exported_snapshot = Some((snapshot_name.clone(), self.durable.csn));
         }
@@ -721,7 +721,7 @@ impl Postgres {
         // Decoding always reads from restart_lsn.
         let next_entry = self.durable.wal.first_entry_at_or_after(restart_lsn);
         if let Some(Session::Replication { exported_snapshot, walsender }) =
-            self.volatile.sessions.get_mut(&(client, session)).map(Shared::get_mut)
+            self.volatile.sessions.get_mut(&(client, session)).map(CopyOnWrite::get_mut)
         {
             // The exported snapshot dies with the session's next command.
             *exported_snapshot = None;
@@ -857,7 +857,10 @@ impl Postgres {
         // A one-statement transaction keeps nothing in its session (autocommit); other requests
         // open one.
         if !matches!(request, SqlRequest::Transaction { .. }) {
-            self.volatile.sessions.entry((client, session)).or_insert_with(|| Shared::new(Session::Sql { scan: None }));
+            self.volatile
+                .sessions
+                .entry((client, session))
+                .or_insert_with(|| CopyOnWrite::new(Session::Sql { scan: None }));
         }
         Some(match request {
             SqlRequest::Transaction { ops } => self.execute(ctx, &ops),
@@ -947,9 +950,9 @@ impl Postgres {
             wal_lsn: self.current_wal_lsn(),
             rows: rows.len(),
         });
-        let scan = Scan { table, rows: Shared::new(rows), position: 0, fetch_size: fetch_size.max(1) };
+        let scan = Scan { table, rows: CopyOnWrite::new(rows), position: 0, fetch_size: fetch_size.max(1) };
         let delay = self.batch_time_ms(&scan);
-        self.volatile.sessions.insert((client, session), Shared::new(Session::Sql { scan: Some(scan) }));
+        self.volatile.sessions.insert((client, session), CopyOnWrite::new(Session::Sql { scan: Some(scan) }));
         ctx.set_timer(Timer::ScanBatch { client }, delay);
         None
     }
@@ -974,7 +977,7 @@ impl Postgres {
         let table = scan.table;
         if done {
             // The cursor is exhausted; the session stays open.
-            self.volatile.sessions.insert((client, session), Shared::new(Session::Sql { scan: None }));
+            self.volatile.sessions.insert((client, session), CopyOnWrite::new(Session::Sql { scan: None }));
         } else {
             ctx.set_timer(Timer::ScanBatch { client }, batch_time_ms(scan, self.config.scan_rows_per_second));
         }
@@ -1093,10 +1096,9 @@ impl Component for Postgres {
                 }
             }
             Msg::Repl { session, request } => {
-                self.volatile
-                    .sessions
-                    .entry((from, session))
-                    .or_insert_with(|| Shared::new(Session::Replication { exported_snapshot: None, walsender: None }));
+                self.volatile.sessions.entry((from, session)).or_insert_with(|| {
+                    CopyOnWrite::new(Session::Replication { exported_snapshot: None, walsender: None })
+                });
                 let reply = match request {
                     ReplRequest::CreateSlot { slot, plugin, failover } => {
                         let reply = self.create_slot(ctx, from, session, slot.clone(), plugin);

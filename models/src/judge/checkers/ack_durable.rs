@@ -154,7 +154,7 @@ mod tests {
     use crate::core::ids::{Node, Row, Status, TableId};
     use crate::core::lsn::Lsn;
     use crate::core::observe::{Observation, TraceEvent};
-    use crate::core::shared::{ByContent, Shared};
+    use crate::core::shared::{ByContent, CopyOnWrite};
     use crate::core::time::SimTime;
     use crate::core::wal::CommittedTxn;
     use crate::judge::checkers::Checkers;
@@ -181,7 +181,7 @@ mod tests {
             timeline: 1,
             changes: vec![Change { lsn: Lsn(lsn), table, key, kind: ChangeKind::Insert { after } }],
         };
-        Observation::Committed { server: Node::Pg1, txn: ByContent(Shared::new(txn)) }
+        Observation::Committed { server: Node::Pg1, txn: ByContent(CopyOnWrite::new(txn)) }
     }
 
     fn stored_at(lsn: u64) -> Observation {

@@ -27,7 +27,7 @@ use crate::core::event::{KafkaRecord, SourceOffset};
 use crate::core::ids::{Key, TableId};
 use crate::core::lsn::Lsn;
 use crate::core::observe::{Doc, Observation, TraceEvent};
-use crate::core::shared::{Fixed, Shared};
+use crate::core::shared::{CopyOnWrite, Fixed};
 use crate::core::time::SimTime;
 use crate::judge::narrate::Names;
 use crate::judge::oracle::Oracle;
@@ -129,8 +129,8 @@ pub struct Boundary {
 pub struct Evidence {
     /// The source's history and what reached Kafka: the bulk of the evidence, shared between
     /// the exhaustive lens's states until one of them changes it.
-    pub oracle: Shared<Oracle>,
-    pub published: Shared<Published>,
+    pub oracle: CopyOnWrite<Oracle>,
+    pub published: CopyOnWrite<Published>,
     /// The connector's offset as the offsets topic holds it.
     pub stored_offset: Option<SourceOffset>,
     pub captured: Fixed<Vec<TableId>>,
@@ -270,8 +270,8 @@ impl Checkers {
     pub fn new(oracle: Oracle, captured: Vec<TableId>) -> Checkers {
         Checkers {
             evidence: Evidence {
-                oracle: Shared::new(oracle),
-                published: Shared::new(Published::default()),
+                oracle: CopyOnWrite::new(oracle),
+                published: CopyOnWrite::new(Published::default()),
                 stored_offset: None,
                 captured: Fixed::new(captured),
                 first_stream_start: None,
