@@ -148,7 +148,10 @@ impl<T: Clone + std::hash::Hash> std::hash::Hash for ByContent<T> {
 ///
 /// Values are interned: the first of each distinct value lives until the process ends and every
 /// equal value is that one, so a process that sets up the same scenario many times keeps one copy,
-/// and equality is identity.
+/// and equality is identity. The table is bounded by the distinct configurations a process sets
+/// up (a few hundred bytes each: a sweep's variants, a test binary's scenarios), never by its runs
+/// or seeds ([`interned_values`]). Freeing a value would need a count or a lifetime on every
+/// holder, which is what this type exists to avoid.
 pub struct Fixed<T: 'static>(&'static FixedInner<T>);
 
 struct FixedInner<T> {
@@ -179,6 +182,14 @@ impl<T: std::hash::Hash + Eq + Send + Sync + 'static> Fixed<T> {
         same.push(inner);
         Fixed(inner)
     }
+}
+
+/// How many distinct values are interned in this process, of every type. The table grows with the
+/// distinct configurations a process sets up, never with the runs: running a scenario again, at
+/// any seed, interns nothing new (a test in `handoff-sim` holds it to that).
+pub fn interned_values() -> usize {
+    let interned = INTERNED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    interned.values().map(Vec::len).sum()
 }
 
 impl<T> Clone for Fixed<T> {
