@@ -5,22 +5,32 @@
 //! plus the oracle and the checkers that decide whether the connector's snapshot and its change
 //! stream formed **one history**.
 //!
-//! Every model is a [`component::Component`]: a deterministic state machine driven by messages,
-//! timers and lost connections, answering with messages, timer requests and
-//! [`observe::Observation`]s. Nothing here reads a clock or draws a random number; the lenses do
-//! that. The `handoff-sim` crate runs the models as madsim nodes with real timeouts; [`check`]
-//! composes them into one `stateright::Model` and explores every interleaving within a bound.
+//! Every model is a [`core::component::Component`]: a deterministic state machine driven by
+//! messages, timers and lost connections, answering with messages, timer requests and
+//! [`core::observe::Observation`]s. Nothing here reads a clock or draws a random number; the
+//! lenses do that. The `handoff-sim` crate runs the models as madsim nodes with real timeouts;
+//! [`exhaustive::check`] composes them into one `stateright::Model` and explores every
+//! interleaving within a bound.
 //!
-//! The life of one change, by module: a client commits ([`postgres`]), the walsender decodes it
-//! ([`postgres::slot`]), the connector turns it into a record ([`debezium`]), Connect polls,
-//! produces and flushes offsets ([`connect`]), Kafka appends it ([`kafka`]), the sink applies it
-//! ([`sink`]), and the checkers compare the sink with the committed history ([`oracle`],
-//! [`checkers`]).
+//! The crate is five layers, each a folder, each using only those before it
+//! (`models/tests/layers.rs` keeps it so): [`core`] (the names every model shares and the sans-IO
+//! contract), [`components`] (one modelled process each), [`scenario`] (what a run is made of,
+//! and the one list of its processes), [`judge`] (the oracle, the checkers, coverage, the handoff
+//! record, the narrator) and [`exhaustive`] (the stateright lens).
+//!
+//! The life of one change, by module: a client ([`components::app`]) commits it on the server
+//! ([`components::postgres`]), whose walsender decodes it from the slot's position (where a slot
+//! starts emitting and how its positions move: [`components::postgres::slot`]); the connector
+//! turns it into a record ([`components::connect::debezium`]), Connect polls, produces and flushes
+//! offsets ([`components::connect`]), Kafka appends it ([`components::kafka`]), the sink applies
+//! it ([`components::sink`]), and the checkers compare the sink with the committed history
+//! ([`judge::oracle`], [`judge::checkers`]).
 //!
 //! An exhaustive check in a few lines: two claims, an update and a delete that may run at any
 //! point, one crash of the Connect worker. A naive sink (last write wins, deletes forget) ends up
 //! with a deleted claim, and the shortest way there is the restart-during-snapshot mechanism of
-//! the Debezium reference §4.4:
+//! Debezium's restart of an incomplete snapshot (`RelationalSnapshotChangeEventSource.doExecute`
+//! redoes it from scratch, at a later position, and cannot retract a row deleted in between):
 //!
 //! ```
 //! use handoff_models::exhaustive::check::HandoffModel;

@@ -246,7 +246,7 @@ fn check_explores_the_bound_and_narrates_the_shortest_counterexample() {
     assert!(text.contains("I2 no resurrection                       COUNTEREXAMPLE  violated, as predicted"), "{text}");
     assert!(text.contains("I1 no gap                                holds\n"), "{text}");
     assert!(text.contains("a crash hits an incomplete snapshot      reached"), "{text}");
-    // The §4.4 story: the delete commits after the first snapshot read the row, the worker dies
+    // The restart-during-snapshot story: the delete commits after the first snapshot read the row, the worker dies
     // before the completion is stored, the second snapshot (case B) streams past the delete.
     let story = text.split("counterexample: I2 no resurrection").nth(1).expect("a counterexample");
     for step in ["delete claim 3", "> crash connect", "case B, slot already existed", "sink      applied"] {

@@ -1,5 +1,5 @@
-//! Each checked invariant has a run that breaks it, through the mechanism the reference
-//! describes, and the designs that avoid the mechanism keep it.
+//! Each checked invariant has a run that breaks it, through a mechanism of the real systems' code,
+//! and the designs that avoid the mechanism keep it.
 #![cfg(madsim)]
 
 mod common;

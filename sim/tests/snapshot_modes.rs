@@ -1,4 +1,5 @@
-//! Debezium's `snapshot.mode`s as the code behaves (reference `debezium-postgres.md` §4.1, §4.5).
+//! Debezium's `snapshot.mode`s as the code behaves (`PostgresConnectorConfig.SnapshotMode`,
+//! `PostgresConnection.validateLogPosition` and `fetchReplicationSlotInfo`).
 #![cfg(madsim)]
 
 mod common;

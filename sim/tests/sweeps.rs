@@ -3,8 +3,8 @@
 
 mod common;
 
-use handoff_models::scenario::spec::Invariant::{I2, I3};
 use handoff_models::judge::verdict::Outcome;
+use handoff_models::scenario::spec::Invariant::{I2, I3};
 use handoff_sim::sweep::shrink;
 use handoff_sim::sweep::{self, Sweep};
 use handoff_sim::timed::runner;

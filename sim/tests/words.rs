@@ -303,7 +303,7 @@ fn a_check_script_step_that_does_not_apply_is_narrated_in_the_bound() {
 /// Text that reads as Rust's `{:?}` output: a struct's braces, an `Option`, a path, a CamelCase
 /// name that is not a real system's.
 fn debug_text(text: &str) -> Vec<String> {
-    // Names of the real systems, and of functions and exceptions the reference quotes.
+    // Names of the real systems, and of functions and exceptions the models' comments name.
     const REAL: [&str; 12] = [
         "PostgreSQL",
         "PostgresConnector",

@@ -1,4 +1,5 @@
-//! The bug zoo (`scenarios/zoo/`): each entry is a hazard from the reference, a `[check]` bound
+//! The bug zoo (`scenarios/zoo/`): each entry is a hazard of the real systems (a Debezium issue or
+//! a code path, named in the entry's header), a `[check]` bound
 //! in which `handoff check` finds it, and the counterexample as the entry's `[schedule]`; its
 //! `-fixed` twin is the same bound with the fix, where every invariant holds.
 //!

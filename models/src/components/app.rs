@@ -19,7 +19,7 @@ use crate::core::component::{Component, Ctx, Timer};
 use crate::core::ids::Node;
 use crate::core::observe::Observation;
 use crate::core::protocol::{Control, Msg, SessionId, SqlReply, SqlRequest};
-use crate::core::shared::Shared;
+use crate::core::shared::CopyOnWrite;
 use serde::{Deserialize, Serialize};
 
 /// One application transaction.
@@ -42,7 +42,7 @@ const SCRIPTED: SessionId = 1 << 62;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct App {
-    pub workload: Shared<Workload>,
+    pub workload: CopyOnWrite<Workload>,
     next_timed: usize,
     next_session: u64,
     /// Scripted transactions sent and not answered yet.
@@ -50,7 +50,7 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(workload: Shared<Workload>) -> App {
+    pub fn new(workload: CopyOnWrite<Workload>) -> App {
         App { workload, next_timed: 0, next_session: 1, scripted_unanswered: 0 }
     }
 

@@ -1,5 +1,6 @@
 //! Kafka: partition logs keyed by record key, Connect's offsets topic, consumer-group offsets
-//! (reference `kafka-connect.md` §4, §6, and §1.1 for the offsets topic).
+//! (Apache Kafka: `BuiltInPartitioner.partitionForKey`, `KafkaOffsetBackingStore` for the offsets
+//! topic, `KafkaConsumer` and `ConsumerConfig` for the group).
 //!
 //! - A record's partition is `toPositive(murmur2(keyBytes)) % partitions`, the default
 //!   partitioner, over the key as the JSON converter writes it (`{"id":17}`); order holds per
@@ -17,7 +18,7 @@ use crate::core::event::{KafkaRecord, SourceOffset, Topic, TopicPartition};
 use crate::core::ids::{Key, Node};
 use crate::core::observe::Observation;
 use crate::core::protocol::{KafkaReply, KafkaRequest, Msg};
-use crate::core::shared::{Fixed, Shared};
+use crate::core::shared::{CopyOnWrite, Fixed};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -41,11 +42,11 @@ struct PendingFetch {
 pub struct Kafka {
     pub config: Fixed<KafkaConfig>,
     /// Partition logs (shared between states until a produce appends).
-    pub logs: Shared<BTreeMap<TopicPartition, PartitionLog>>,
+    pub logs: CopyOnWrite<BTreeMap<TopicPartition, PartitionLog>>,
     /// The offsets topic after compaction: connector → offset.
-    pub source_offsets: Shared<BTreeMap<String, SourceOffset>>,
+    pub source_offsets: CopyOnWrite<BTreeMap<String, SourceOffset>>,
     /// Committed consumer-group offsets.
-    pub groups: Shared<BTreeMap<String, BTreeMap<TopicPartition, u64>>>,
+    pub groups: CopyOnWrite<BTreeMap<String, BTreeMap<TopicPartition, u64>>>,
     pending_fetches: Vec<PendingFetch>,
 }
 
@@ -195,9 +196,9 @@ impl Kafka {
         }
         Kafka {
             config,
-            logs: Shared::new(logs),
-            source_offsets: Shared::new(BTreeMap::new()),
-            groups: Shared::new(BTreeMap::new()),
+            logs: CopyOnWrite::new(logs),
+            source_offsets: CopyOnWrite::new(BTreeMap::new()),
+            groups: CopyOnWrite::new(BTreeMap::new()),
             pending_fetches: Vec::new(),
         }
     }

@@ -1,7 +1,10 @@
 //! The wall-clock handoff some teams use instead of the connector's snapshot: a bulk loader reads
 //! the table with a plain `SELECT` at a chosen time and publishes the rows to the change topic
 //! as snapshot records, and the connector is started later with `snapshot.mode=no_data`
-//! (reference `../DOMAIN.md` §1: "a plain read before the slot exists leaves a gap").
+//! (a plain read before the slot exists leaves a gap: only the snapshot a logical slot exports at
+//! its consistent point, `SnapBuildExportSnapshot` in PostgreSQL's
+//! `src/backend/replication/logical/snapbuild.c`, joins the stream without one; PostgreSQL
+//! documentation, "Logical Decoding Concepts", § Exported Snapshots).
 //!
 //! The loader reads `pg_current_wal_lsn()` just before its `SELECT` and stamps the records'
 //! `source.lsn` with it, as a careful loader would; the `SELECT` itself runs in its own statement
@@ -13,7 +16,7 @@ use crate::core::ids::{Node, TableId};
 use crate::core::lsn::Lsn;
 use crate::core::observe::Observation;
 use crate::core::protocol::{KafkaReply, KafkaRequest, Msg, SqlReply, SqlRequest};
-use crate::core::shared::Shared;
+use crate::core::shared::CopyOnWrite;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -24,7 +27,7 @@ pub struct Loader {
     lsn: Option<Lsn>,
     rows: Vec<SourceRecord>,
     /// The produce request, kept until acknowledged (sent again after a lost connection).
-    producing: Option<Shared<Vec<SourceRecord>>>,
+    producing: Option<CopyOnWrite<Vec<SourceRecord>>>,
     done: bool,
 }
 
@@ -48,7 +51,7 @@ impl Loader {
         }
         let records = std::mem::take(&mut self.rows);
         ctx.observe(Observation::LoaderRead { rows: records.len(), lsn: self.lsn.unwrap_or_default() });
-        let records = Shared::new(records);
+        let records = CopyOnWrite::new(records);
         self.producing = Some(records.clone());
         ctx.send(Node::Kafka, Msg::Kafka { request_id: 1, request: KafkaRequest::Produce { records } });
     }

@@ -1,5 +1,7 @@
-//! The operator's failover gate (reference `postgres-slots.md` §12 "Gate to implement",
-//! `../DOMAIN.md` §1 "Failover gate").
+//! The operator's failover gate: after a failover, compare the connector's saved offset with the
+//! new source's slot before it may publish more events (the checks of the PostgreSQL 17
+//! documentation, "Logical Replication Failover": the slot is there, synced and valid, and its
+//! `confirmed_flush_lsn` is not past what the consumer holds).
 //!
 //! After a promotion, before the connector may publish again: stop it (so its last offsets are
 //! committed), read its saved offset and the new primary's slot and timeline, and decide. The

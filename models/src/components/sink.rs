@@ -2,30 +2,29 @@
 //!
 //! - `version-guard`: upsert by key and monotonic row version; a record whose version is not
 //!   newer than the document's is refused; a delete leaves a versioned tombstone so that an older
-//!   upsert cannot bring the row back (reference `kafka-connect.md` §4, "Idempotent consumer
-//!   patterns").
+//!   upsert cannot bring the row back (the idempotent consumer: Kafka's `KafkaConsumer` javadoc,
+//!   "Manual Offset Control", says an at-least-once consumer sees records again).
 //! - `naive-upsert`: last write wins, a delete forgets the key.
 //! - `snapshot-epoch`: `version-guard`, plus: a completed snapshot (all its records consumed)
-//!   removes every live document it did not see and that no record from a later source
-//!   position touched (a streamed change after its snapshot point, or a newer snapshot's read:
-//!   a consumer that lags can read two snapshots before the older one's epoch closes; seed 3349
-//!   of the restart scenario's sweep found the older epoch removing a row only the newer one
-//!   had, when the rule looked at streamed changes alone). Records are grouped into a snapshot by their `source.lsn`
-//!   (`debezium-postgres.md` §4.3: a snapshot cannot retract anything; §4.5: "sinks need
-//!   snapshot-epoch reconciliation"). Because records of one snapshot are spread over partitions,
-//!   the epoch closes only when every partition has been consumed up to where it ended when the
-//!   `snapshot=last` record was read.
+//!   removes every live document it did not see and that no record from a later source position
+//!   touched (a streamed change after its snapshot point, or a newer snapshot's read: a consumer
+//!   that lags can read two snapshots before the older one's epoch closes; seed 3349 of the restart
+//!   scenario's sweep found the older epoch removing a row only the newer one had, when the rule
+//!   looked at streamed changes alone). Records are grouped into a snapshot by their `source.lsn`
+//!   (a snapshot cannot retract anything: Debezium's `RelationalSnapshotChangeEventSource` emits
+//!   only `op=r` reads, never a delete for a row that is gone). Because records of one snapshot are
+//!   spread over partitions, the epoch closes only when every partition has been consumed up to
+//!   where it ended when the `snapshot=last` record was read.
 //!
 //! The consumer (`enable.auto.commit` semantics, at least once): fetch, apply, and commit the
-//! positions every `auto.commit.interval.ms`; a restart resumes from the committed positions.
-//! Where a partition has none, `auto.offset.reset` decides (reference `kafka-connect.md` §4,
-//! `ConsumerConfig`): `earliest` starts at the log start, `latest` at the log end as the consumer
-//! finds it (a consumer that dies before its first commit skips, on restart, what was appended
-//! meanwhile), `none` fails the consumer (`NoOffsetForPartitionException`: it stops and says
-//! so). The consumer is a plain consumer group, whose default is `latest`; a Kafka Connect sink
-//! connector's consumer gets `earliest` from its worker (`Worker.baseConsumerConfigs`), which is
-//! what a CDC projection needs. The index and its epoch bookkeeping are durable; the positions
-//! are not.
+//! positions every `auto.commit.interval.ms`; a restart resumes from the committed positions. Where
+//! a partition has none, `auto.offset.reset` decides (`ConsumerConfig`, `auto.offset.reset`):
+//! `earliest` starts at the log start, `latest` at the log end as the consumer finds it (a consumer
+//! that dies before its first commit skips, on restart, what was appended meanwhile), `none` fails
+//! the consumer (`NoOffsetForPartitionException`: it stops and says so). The consumer is a plain
+//! consumer group, whose default is `latest`; a Kafka Connect sink connector's consumer gets
+//! `earliest` from its worker (`Worker.baseConsumerConfigs`), which is what a CDC projection needs.
+//! The index and its epoch bookkeeping are durable; the positions are not.
 
 use crate::core::component::{Component, Ctx, Timer};
 use crate::core::event::{ChangeEvent, KafkaRecord, Op, TopicPartition};

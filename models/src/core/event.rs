@@ -1,8 +1,9 @@
 //! The data that flows from the connector through Kafka to the sink: Debezium change events,
 //! their source offsets, and the records that carry them.
 //!
-//! Field names follow Debezium's envelope and offset keys (reference `debezium-postgres.md`
-//! §2.2–2.3 and §4.3): `op` `r`/`c`/`u`/`d`, `source.lsn`, `source.txId`, `source.snapshot`
+//! Field names follow Debezium's envelope and offset keys (`SourceInfo`,
+//! `PostgresOffsetContext.getOffset`, `EventDispatcher.BufferingSnapshotChangeRecordReceiver`):
+//! `op` `r`/`c`/`u`/`d`, `source.lsn`, `source.txId`, `source.snapshot`
 //! `first`/`true`/`last`/`false`, and the offset keys `lsn`, `lsn_proc`, `lsn_commit`, `txId`,
 //! `snapshot`, `last_snapshot_record`, `snapshot_completed`.
 
@@ -127,7 +128,7 @@ pub enum Topic {
     /// `<topic.prefix>.<schema>.<table>`: the change topic of a captured table.
     Change(TableId),
     /// `__debezium-heartbeat.<topic.prefix>`: heartbeat records, which carry the connector's
-    /// current offset so that Connect stores it (reference `debezium-postgres.md` §5.4).
+    /// current offset so that Connect stores it (Debezium's `io.debezium.heartbeat`).
     Heartbeat,
 }
 
@@ -164,7 +165,7 @@ impl SnapshotKind {
     }
 }
 
-/// Debezium PostgreSQL's source offset (reference `debezium-postgres.md` §2.2): the value Kafka
+/// Debezium PostgreSQL's source offset (`PostgresOffsetContext.getOffset`): the value Kafka
 /// Connect stores in the offsets topic under the partition `{"server": <topic.prefix>}`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct SourceOffset {

@@ -117,7 +117,9 @@ pub enum FaultAction {
     RecreateSlot,
     /// The recovery runbook for a slot that cannot be trusted: stop the connector, delete its
     /// offsets, drop its slot (if it exists) and resume it, so that it snapshots again on a new
-    /// slot (reference `debezium-postgres.md` §4.5, `postgres-slots.md` §12 "Rebuild").
+    /// slot (an invalidated slot is never dropped by Debezium itself,
+    /// `PostgresConnection.fetchReplicationSlotInfo`; a slot that cannot resume needs a new slot
+    /// and a new snapshot, PostgreSQL documentation, "Logical Replication Failover").
     RebuildConnector,
     /// The connector's task dies on its own (the worker lives on): no final offset commit; it is
     /// restarted (`POST /connectors/<name>/tasks/0/restart`) `restart_after_ms` later.

@@ -1,7 +1,8 @@
 //! Log sequence numbers, printed the way PostgreSQL prints them.
 //!
 //! An LSN is an unsigned 64-bit byte position in the WAL stream (`XLogRecPtr`), shown as two
-//! hexadecimal halves, `hi/lo`: `0/16B3748` (reference `postgres-slots.md` §1).
+//! hexadecimal halves, `hi/lo`: `0/16B3748` (`XLogRecPtr`, printed with
+//! `LSN_FORMAT_ARGS` as `%X/%X`; `src/include/access/xlogdefs.h`).
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -26,7 +26,7 @@ pub enum ScanSnapshot {
     Statement,
 }
 
-/// Debezium's two initial-snapshot cases (reference `debezium-postgres.md` §4.2).
+/// Debezium's two initial-snapshot cases (`PostgresSnapshotChangeEventSource.connectionCreated`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SnapshotCase {
@@ -247,7 +247,7 @@ pub enum Observation {
     TaskStarted {
         offset: Option<SourceOffset>,
     },
-    /// The start-up log-position check (§3) and its verdict.
+    /// The start-up log-position check (`PostgresConnection.validateLogPosition`) and its verdict.
     LogPositionChecked {
         available: bool,
         detail: String,

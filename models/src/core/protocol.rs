@@ -12,7 +12,7 @@ use crate::core::change::{Change, RowOp};
 use crate::core::event::{KafkaRecord, SourceOffset, SourceRecord, TopicPartition};
 use crate::core::ids::{Key, Row, TableId, Xid};
 use crate::core::lsn::Lsn;
-use crate::core::shared::Shared;
+use crate::core::shared::CopyOnWrite;
 use crate::core::time::SimTime;
 use crate::core::wal::WalEntry;
 use serde::{Deserialize, Serialize};
@@ -239,9 +239,9 @@ pub struct FailoverSlot {
 /// The Kafka protocol, reduced to what the models need.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum KafkaRequest {
-    /// A produce request carrying one batch of records (`acks=all`). Shared, because a client
+    /// A produce request carrying one batch of records (`acks=all`). CopyOnWrite, because a client
     /// keeps it to send again until it is acknowledged.
-    Produce { records: Shared<Vec<SourceRecord>> },
+    Produce { records: CopyOnWrite<Vec<SourceRecord>> },
     /// Write (or with `None`, tombstone) the source offset of a connector in the offsets topic.
     WriteSourceOffset { connector: String, offset: Option<SourceOffset> },
     /// Read the offsets topic to its end and return a connector's offset.

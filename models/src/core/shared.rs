@@ -1,4 +1,7 @@
-//! Copy-on-write sharing of state between the states of an exhaustive exploration.
+//! Values held without copying them: [`CopyOnWrite`] parts of a state, shared by the states of an
+//! exhaustive exploration until one changes them; [`ByContent`], one of those hashed by content for
+//! the trace hash; and [`Fixed`] values, set up once for a run (a configuration) and shared by
+//! every copy of the components that hold them.
 
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -8,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// what it touches), with its hash kept once computed. Exploring a bound clones and hashes a whole
 /// world per successor; most of a world is the same as its predecessor's.
 #[derive(Clone, Debug)]
-pub struct Shared<T>(Arc<Inner<T>>);
+pub struct CopyOnWrite<T>(Arc<Inner<T>>);
 
 /// The value and its hash, `0` until computed (a computed `0` is kept as `1`). Two threads may
 /// both compute it; they store the same number.
@@ -25,9 +28,9 @@ impl<T: Clone> Clone for Inner<T> {
     }
 }
 
-impl<T: Clone> Shared<T> {
-    pub fn new(value: T) -> Shared<T> {
-        Shared(Arc::new(Inner { value, hash: AtomicU64::new(0) }))
+impl<T: Clone> CopyOnWrite<T> {
+    pub fn new(value: T) -> CopyOnWrite<T> {
+        CopyOnWrite(Arc::new(Inner { value, hash: AtomicU64::new(0) }))
     }
 
     /// The value: taken out when this is its only holder, copied otherwise.
@@ -47,10 +50,10 @@ impl<T: Clone> Shared<T> {
 }
 
 /// Copies of shared parts, by the part they copy, so that parts shared before stay shared after
-/// (see [`Shared::rehome`]). Each part copied is kept beside its copy, so that no address is
+/// (see [`CopyOnWrite::rehome`]). Each part copied is kept beside its copy, so that no address is
 /// freed and reused as a key while copying.
 #[allow(clippy::type_complexity)]
-pub struct Copies<T>(std::collections::BTreeMap<usize, (Shared<T>, Shared<T>)>);
+pub struct Copies<T>(std::collections::BTreeMap<usize, (CopyOnWrite<T>, CopyOnWrite<T>)>);
 
 impl<T> Default for Copies<T> {
     fn default() -> Self {
@@ -58,7 +61,7 @@ impl<T> Default for Copies<T> {
     }
 }
 
-impl<T: Clone> Shared<T> {
+impl<T: Clone> CopyOnWrite<T> {
     /// Replaces this part by a copy of its own, the same copy for every part in `copies` that
     /// shared it before. A thread that takes states over from another rehomes them: the states it
     /// goes on to generate then share parts whose reference counts only it touches, instead of
@@ -68,13 +71,13 @@ impl<T: Clone> Shared<T> {
         let (_, copy) = copies.0.entry(key).or_insert_with(|| {
             // The same content: its hash, if known, stays.
             let hash = AtomicU64::new(self.0.hash.load(Ordering::Relaxed));
-            (self.clone(), Shared(Arc::new(Inner { value: self.0.value.clone(), hash })))
+            (self.clone(), CopyOnWrite(Arc::new(Inner { value: self.0.value.clone(), hash })))
         });
         *self = copy.clone();
     }
 }
 
-impl<T> std::ops::Deref for Shared<T> {
+impl<T> std::ops::Deref for CopyOnWrite<T> {
     type Target = T;
 
     fn deref(&self) -> &T {
@@ -82,7 +85,7 @@ impl<T> std::ops::Deref for Shared<T> {
     }
 }
 
-impl<T: std::hash::Hash> std::hash::Hash for Shared<T> {
+impl<T: std::hash::Hash> std::hash::Hash for CopyOnWrite<T> {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         // aHash with fixed keys (as stateright's own fingerprints): the same component hashes the
         // same in every run.
@@ -97,23 +100,23 @@ impl<T: std::hash::Hash> std::hash::Hash for Shared<T> {
     }
 }
 
-impl<T: PartialEq> PartialEq for Shared<T> {
+impl<T: PartialEq> PartialEq for CopyOnWrite<T> {
     fn eq(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.0, &other.0) || self.0.value == other.0.value
     }
 }
 
-impl<T: Eq> Eq for Shared<T> {}
+impl<T: Eq> Eq for CopyOnWrite<T> {}
 
-impl<T: Serialize> Serialize for Shared<T> {
+impl<T: Serialize> Serialize for CopyOnWrite<T> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.0.value.serialize(serializer)
     }
 }
 
-impl<'de, T: Deserialize<'de> + Clone> Deserialize<'de> for Shared<T> {
+impl<'de, T: Deserialize<'de> + Clone> Deserialize<'de> for CopyOnWrite<T> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        T::deserialize(deserializer).map(Shared::new)
+        T::deserialize(deserializer).map(CopyOnWrite::new)
     }
 }
 
@@ -121,7 +124,7 @@ impl<'de, T: Deserialize<'de> + Clone> Deserialize<'de> for Shared<T> {
 /// covers (an observation's committed transaction), which must not depend on aHash's output.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct ByContent<T: Clone>(pub Shared<T>);
+pub struct ByContent<T: Clone>(pub CopyOnWrite<T>);
 
 impl<T: Clone> std::ops::Deref for ByContent<T> {
     type Target = T;
@@ -145,12 +148,15 @@ impl<T: Clone + std::hash::Hash> std::hash::Hash for ByContent<T> {
 ///
 /// Values are interned: the first of each distinct value lives until the process ends and every
 /// equal value is that one, so a process that sets up the same scenario many times keeps one copy,
-/// and equality is identity.
+/// and equality is identity. The table is bounded by the distinct configurations a process sets
+/// up (a few hundred bytes each: a sweep's variants, a test binary's scenarios), never by its runs
+/// or seeds ([`interned_values`]). Freeing a value would need a count or a lifetime on every
+/// holder, which is what this type exists to avoid.
 pub struct Fixed<T: 'static>(&'static FixedInner<T>);
 
 struct FixedInner<T> {
     value: T,
-    /// The content's hash (aHash with fixed keys, as `Shared`), computed once.
+    /// The content's hash (aHash with fixed keys, as `CopyOnWrite`), computed once.
     hash: u64,
 }
 
@@ -176,6 +182,14 @@ impl<T: std::hash::Hash + Eq + Send + Sync + 'static> Fixed<T> {
         same.push(inner);
         Fixed(inner)
     }
+}
+
+/// How many distinct values are interned in this process, of every type. The table grows with the
+/// distinct configurations a process sets up, never with the runs: running a scenario again, at
+/// any seed, interns nothing new (a test in `handoff-sim` holds it to that).
+pub fn interned_values() -> usize {
+    let interned = INTERNED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    interned.values().map(Vec::len).sum()
 }
 
 impl<T> Clone for Fixed<T> {
@@ -229,13 +243,13 @@ impl<'de, T: Deserialize<'de> + std::hash::Hash + Eq + Send + Sync + 'static> De
 
 #[cfg(test)]
 mod tests {
-    use super::{Copies, Fixed, Shared};
+    use super::{Copies, CopyOnWrite, Fixed};
     use std::hash::BuildHasher;
 
     #[test]
     fn rehomed_parts_stay_shared_among_themselves_and_equal_to_what_they_copied() {
-        let original = Shared::new(vec![1u32, 2, 3]);
-        let other = Shared::new(vec![4u32]);
+        let original = CopyOnWrite::new(vec![1u32, 2, 3]);
+        let other = CopyOnWrite::new(vec![4u32]);
         let hasher = std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
         let hash_before = hasher.hash_one(&original);
         let (mut a, mut b, mut c) = (original.clone(), original.clone(), other.clone());

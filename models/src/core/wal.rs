@@ -5,7 +5,7 @@
 use crate::core::change::Change;
 use crate::core::ids::{Csn, Xid};
 use crate::core::lsn::Lsn;
-use crate::core::shared::Shared;
+use crate::core::shared::CopyOnWrite;
 use crate::core::time::SimTime;
 use serde::{Deserialize, Serialize};
 
@@ -29,7 +29,7 @@ pub struct CommittedTxn {
 /// A decoded WAL entry, in LSN order.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum WalEntry {
-    Txn(Shared<CommittedTxn>),
+    Txn(CopyOnWrite<CommittedTxn>),
     /// `xl_running_xacts`, written by the background writer, at checkpoints and at slot
     /// creation. Always empty here: transactions are atomic in this model.
     RunningXacts {

@@ -1,12 +1,13 @@
 //! Coverage marks: the interesting situations a run reached, read off its trace.
 //!
-//! A sweep that never reached a situation proved nothing about it, so `handoff explore` counts
-//! the runs that reached each mark and flags the marks no run reached (TigerBeetle's coverage
-//! marks, DESIGN.md §2.3). A mark is set by the trace alone, never by a component's private
+//! A sweep that never reached a situation proved nothing about it, so `handoff explore` counts the
+//! runs that reached each mark and flags the marks no run reached (TigerBeetle's coverage marks,
+//! `src/testing/marks.zig`). A mark is set by the trace alone, never by a component's private
 //! state.
 //!
-//! Not marked yet, because the models do not have them: a slot going unreserved (WAL retention
-//! and `wal_status`), an incremental snapshot's chunk window, an exactly-once transaction.
+//! Not marked yet: a slot going `unreserved` (past `max_wal_size` but not yet invalidated). Not
+//! marked because the models do not have them: an incremental snapshot's chunk window, an
+//! exactly-once transaction.
 
 use crate::core::change::ChangeKind;
 use crate::core::event::Origin;
@@ -54,12 +55,26 @@ pub enum Mark {
     OffsetFlushTimedOut,
     /// A network link was clogged.
     LinkClogged,
+    /// A checkpoint invalidated a slot that fell behind `max_slot_wal_keep_size`.
+    SlotInvalidated,
+    /// Debezium's slot reader found the slot row not valid (`restart_lsn` NULL) and read it again:
+    /// the 900-attempt loop (`MAX_ATTEMPTS_FOR_OBTAINING_REPLICATION_SLOT`).
+    SlotInfoRetried,
+    /// The 900-attempt loop ran out and the task failed.
+    SlotInfoAttemptsExhausted,
+    /// A standby's slotsync worker copied a failover slot (PostgreSQL 17 `sync_replication_slots`).
+    SlotSynced,
+    /// A standby was promoted with a copy of the connector's slot (a synced failover slot).
+    PromotedWithSyncedSlot,
+    /// The JDBC driver confirmed a keep-alive's LSN to the slot
+    /// (`lsn.flush.mode=connector_and_driver`).
+    KeepaliveConfirmed,
     /// The run reached its acceptance boundary with the pipeline caught up.
     AcceptanceReached,
 }
 
 impl Mark {
-    pub const ALL: [Mark; 16] = [
+    pub const ALL: [Mark; 22] = [
         Mark::UpdateDuringScan,
         Mark::DeleteDuringScan,
         Mark::KilledBeforeCompletionStored,
@@ -75,6 +90,12 @@ impl Mark {
         Mark::TaskFailed,
         Mark::OffsetFlushTimedOut,
         Mark::LinkClogged,
+        Mark::SlotInvalidated,
+        Mark::SlotInfoRetried,
+        Mark::SlotInfoAttemptsExhausted,
+        Mark::SlotSynced,
+        Mark::PromotedWithSyncedSlot,
+        Mark::KeepaliveConfirmed,
         Mark::AcceptanceReached,
     ];
 
@@ -95,6 +116,12 @@ impl Mark {
             Mark::TaskFailed => "connector task failed",
             Mark::OffsetFlushTimedOut => "offset flush timed out",
             Mark::LinkClogged => "network link clogged",
+            Mark::SlotInvalidated => "slot invalidated at a checkpoint",
+            Mark::SlotInfoRetried => "slot row read again (the 900-attempt loop)",
+            Mark::SlotInfoAttemptsExhausted => "900-attempt loop ran out, task failed",
+            Mark::SlotSynced => "failover slot synced to the standby",
+            Mark::PromotedWithSyncedSlot => "promotion with a synced slot",
+            Mark::KeepaliveConfirmed => "keep-alive LSN confirmed by the driver",
             Mark::AcceptanceReached => "acceptance boundary reached",
         }
     }
@@ -116,6 +143,9 @@ pub struct Coverage {
     snapshot_unrecorded: bool,
     published: BTreeSet<(Lsn, DocId)>,
     last_confirmed: BTreeMap<(Node, String), Lsn>,
+    /// The task is in the 900-attempt loop: it found the slot row not valid and has not read a
+    /// valid one since.
+    reading_slot_again: bool,
 }
 
 impl Coverage {
@@ -159,6 +189,7 @@ impl Coverage {
                 }
                 if takes_the_task {
                     self.scanning = false;
+                    self.reading_slot_again = false;
                 }
                 if matches!(action, FaultAction::Clog { .. }) {
                     self.marks.insert(Mark::LinkClogged);
@@ -196,19 +227,105 @@ impl Coverage {
                     }
                 }
             }
-            Observation::Promoted { slots, .. } if slots.is_empty() => {
-                self.marks.insert(Mark::PromotedWithoutSlot);
+            Observation::Promoted { slots, .. } => {
+                // A promoted standby has logical slots only as copies its slotsync worker made.
+                self.marks.insert(if slots.is_empty() {
+                    Mark::PromotedWithoutSlot
+                } else {
+                    Mark::PromotedWithSyncedSlot
+                });
             }
-            Observation::LogPositionChecked { available: false, .. } => {
-                self.marks.insert(Mark::LogPositionUnavailable);
+            Observation::SlotInvalidated { .. } => {
+                self.marks.insert(Mark::SlotInvalidated);
+            }
+            Observation::SlotSynced { .. } => {
+                self.marks.insert(Mark::SlotSynced);
+            }
+            Observation::KeepaliveConfirmed { .. } => {
+                self.marks.insert(Mark::KeepaliveConfirmed);
+            }
+            Observation::SlotInfoRetry { .. } => {
+                self.marks.insert(Mark::SlotInfoRetried);
+                self.reading_slot_again = true;
+            }
+            Observation::SlotRead { .. }
+            | Observation::TaskStarted { .. }
+            | Observation::Crashed { process: Node::Connect } => {
+                self.reading_slot_again = false;
+            }
+            Observation::LogPositionChecked { available, .. } => {
+                // The row the check read was valid: the loop, if it ran, is over.
+                self.reading_slot_again = false;
+                if !available {
+                    self.marks.insert(Mark::LogPositionUnavailable);
+                }
             }
             Observation::TaskFailed { .. } => {
                 self.marks.insert(Mark::TaskFailed);
+                if std::mem::take(&mut self.reading_slot_again) {
+                    self.marks.insert(Mark::SlotInfoAttemptsExhausted);
+                }
             }
             Observation::OffsetFlushFailed { .. } => {
                 self.marks.insert(Mark::OffsetFlushTimedOut);
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Coverage, Mark};
+    use crate::core::ids::Node;
+    use crate::core::observe::{Observation, TraceEvent};
+    use crate::core::time::SimTime;
+
+    fn marks(observations: Vec<Observation>) -> Vec<Mark> {
+        let mut coverage = Coverage::default();
+        for observation in observations {
+            coverage.observe(&TraceEvent { at: SimTime::ZERO, node: Node::Connect, observation });
+        }
+        coverage.marks.into_iter().collect()
+    }
+
+    fn failed() -> Observation {
+        Observation::TaskFailed { reason: "failed".into() }
+    }
+
+    #[test]
+    fn only_a_failure_inside_the_slot_read_loop_is_the_loop_running_out() {
+        let retry = || Observation::SlotInfoRetry { attempt: 1 };
+        assert_eq!(
+            marks(vec![retry(), failed()]),
+            [Mark::TaskFailed, Mark::SlotInfoRetried, Mark::SlotInfoAttemptsExhausted]
+        );
+        // The row became valid and the check then failed the task: not the loop.
+        let checked = Observation::LogPositionChecked { available: false, detail: String::new() };
+        assert_eq!(
+            marks(vec![retry(), checked, failed()]),
+            [Mark::LogPositionUnavailable, Mark::TaskFailed, Mark::SlotInfoRetried]
+        );
+        // A valid row read, then a later failure: not the loop either.
+        assert_eq!(
+            marks(vec![retry(), Observation::SlotRead { row: None }, failed()]),
+            [Mark::TaskFailed, Mark::SlotInfoRetried]
+        );
+        // The worker crashed in the loop; the restarted task fails for another reason.
+        let crashed = Observation::Crashed { process: Node::Connect };
+        assert_eq!(marks(vec![retry(), crashed, failed()]), [Mark::TaskFailed, Mark::SlotInfoRetried]);
+    }
+
+    #[test]
+    fn a_promotion_marks_whether_the_standby_had_the_slot() {
+        let promoted = |slots: Vec<String>| Observation::Promoted {
+            server: Node::Pg2,
+            timeline: 2,
+            switch_lsn: crate::core::lsn::Lsn(0x100),
+            csn: 1,
+            slots,
+        };
+        assert_eq!(marks(vec![promoted(Vec::new())]), [Mark::PromotedWithoutSlot]);
+        assert_eq!(marks(vec![promoted(vec!["debezium".into()])]), [Mark::PromotedWithSyncedSlot]);
     }
 }

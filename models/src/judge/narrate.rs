@@ -1,6 +1,7 @@
 //! The narrator: one line of plain language per observation worth reading, in the user's terms —
 //! simulated time as `t=61.200s`, LSNs as `0/16B3748`, the real setting that mattered. The same
-//! narrator reads a simulation trace and (later) a model-checking counterexample.
+//! narrator reads a simulation trace and a model-checking counterexample (the story `handoff
+//! check` prints for each one, `exhaustive::check`).
 
 use crate::core::change::ChangeKind;
 use crate::core::event::{KafkaRecord, Topic, TopicPartition};

@@ -1,5 +1,5 @@
 //! The oracle: the source's committed history, the truth every checker compares against
-//! (DESIGN.md §2.2).
+//! (the oracle of property-based testing: an independent record of what should be true).
 //!
 //! It is built only from what the PostgreSQL model reports — commits and promotions — never from
 //! the pipeline's bookkeeping. After a promotion, the history that survives is the promoted
@@ -11,7 +11,7 @@ use crate::core::change::Change;
 use crate::core::ids::{Csn, Key, Node, Row, TableId};
 use crate::core::lsn::Lsn;
 use crate::core::observe::Observation;
-use crate::core::shared::Shared;
+use crate::core::shared::CopyOnWrite;
 use crate::core::time::SimTime;
 use crate::core::wal::CommittedTxn;
 use serde::{Deserialize, Serialize};
@@ -23,7 +23,7 @@ pub type DocId = (TableId, Key);
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct OracleCommit {
     pub server: Node,
-    pub txn: Shared<CommittedTxn>,
+    pub txn: CopyOnWrite<CommittedTxn>,
     /// When the commit was observed.
     pub at: SimTime,
     /// Lost in a failover: committed on the old primary, never on the promoted standby.
@@ -99,7 +99,7 @@ impl Oracle {
             doc.changed = false;
         }
         self.last_csn = 0;
-        let surviving: Vec<(Shared<CommittedTxn>, SimTime)> =
+        let surviving: Vec<(CopyOnWrite<CommittedTxn>, SimTime)> =
             self.commits.iter().filter(|c| !c.lost).map(|c| (c.txn.clone(), c.at)).collect();
         for (txn, at) in surviving {
             self.apply(&txn, at);

@@ -1,5 +1,5 @@
-//! The handoff record (DESIGN.md §4, `../DOMAIN.md` §1 "Acceptance"): the audit record a run
-//! ends with, at its acceptance boundary.
+//! The handoff record: the audit record a run ends with, at its acceptance boundary (the README's
+//! "What a run prints").
 //!
 //! Source tables and schema revision; the connector configuration; the snapshot completion marker
 //! and its source log position; the sink's key rule and checkpoint; the restart test's outcome;

@@ -11,7 +11,7 @@
 //! can tell, whether the pipeline failed closed (for a sweep: whether any run did). [`judge`] gives
 //! each invariant involved one [`Outcome`], and failing closed one too, judged like an invariant:
 //! required by `fails-closed`, allowed by `violated`, forbidden by `holds`. The prediction held
-//! when no outcome is [`Outcome::PredictedNeverSeen`] or [`Outcome::Unexpected`].
+//! when no outcome is [`Outcome::PredictedButNeverSeen`] or [`Outcome::Unexpected`].
 //!
 //! What it does not decide: whether a run cut by a limit decides anything (it does not: the
 //! lenses say UNDECIDED before they judge), and which invariants a lens can check at all (the

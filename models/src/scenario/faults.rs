@@ -1,4 +1,5 @@
-//! Fault schedules generated from a seed (swarm testing, DESIGN.md §2.3).
+//! Fault schedules generated from a seed (swarm testing: Groce et al., "Swarm
+//! Testing", ISSTA 2012).
 //!
 //! A schedule is data: a list of [`Fault`]s, each a trigger and an action. [`generate`] draws
 //! one from a [`FaultProfile`] with its own ChaCha8 stream of the run's seed: first which kinds

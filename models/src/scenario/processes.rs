@@ -2,7 +2,7 @@
 //!
 //! Both lenses hold the processes here and drive them only through [`Processes::with_component`]
 //! (start, messages, timers, lost connections, crash): the exhaustive lens
-//! ([`crate::exhaustive::world`]) holds each component in a [`Shared`] so that states share what
+//! ([`crate::exhaustive::world`]) holds each component in a [`CopyOnWrite`] so that states share what
 //! a step did not change; the timed lens holds each behind a lock its madsim node runs. How a
 //! lens holds a component is a [`Holder`]; the list itself is written once, in this file.
 //!
@@ -19,7 +19,7 @@ use crate::components::postgres::Postgres;
 use crate::components::sink::SearchIndex;
 use crate::core::component::Component;
 use crate::core::ids::Node;
-use crate::core::shared::{self, Shared};
+use crate::core::shared::{self, CopyOnWrite};
 
 /// What a component is to the lenses: a state machine that can be copied, compared and hashed
 /// (the exhaustive lens), and sent to the thread of a node (the timed lens).
@@ -58,15 +58,15 @@ impl Holder for Plain {
 pub struct SharedHolder;
 
 impl Holder for SharedHolder {
-    type Of<C: Process> = Shared<C>;
+    type Of<C: Process> = CopyOnWrite<C>;
     type Handle = ();
-    fn hold<C: Process>(component: C) -> Shared<C> {
-        Shared::new(component)
+    fn hold<C: Process>(component: C) -> CopyOnWrite<C> {
+        CopyOnWrite::new(component)
     }
-    fn with<C: Process, R>(held: &mut Shared<C>, f: impl FnOnce(&mut dyn Component) -> R) -> R {
+    fn with<C: Process, R>(held: &mut CopyOnWrite<C>, f: impl FnOnce(&mut dyn Component) -> R) -> R {
         f(held.get_mut())
     }
-    fn handle<C: Process>(_: &Shared<C>) {}
+    fn handle<C: Process>(_: &CopyOnWrite<C>) {}
 }
 
 /// Every process of a run. `pg2` is there when the scenario has a standby, `loader` when its
@@ -212,7 +212,7 @@ impl std::hash::Hash for Processes<SharedHolder> {
     }
 }
 
-/// The copies made while rehoming states ([`Shared::rehome`]), one table per component.
+/// The copies made while rehoming states ([`CopyOnWrite::rehome`]), one table per component.
 #[derive(Default)]
 pub struct Copies {
     pg: shared::Copies<Postgres>,

@@ -12,7 +12,7 @@ use crate::core::event::Topic;
 use crate::core::ids::Role;
 use crate::core::ids::{Key, Node, Row, TableId};
 use crate::core::lsn::Lsn;
-use crate::core::shared::{Fixed, Shared};
+use crate::core::shared::{CopyOnWrite, Fixed};
 use crate::scenario::processes::{Plain, Processes};
 use crate::scenario::spec::{HandoffMethod, Spec};
 use crate::scenario::workload;
@@ -91,7 +91,7 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
         max_poll_records: spec.sink_max_poll_records,
         auto_offset_reset: spec.sink_auto_offset_reset,
     }));
-    let app = App::new(Shared::new(workload::workload(spec, seed)));
+    let app = App::new(CopyOnWrite::new(workload::workload(spec, seed)));
     let mut operator = Operator::new(spec.gate, spec.debezium.name.clone(), spec.debezium.slot_name.clone());
     operator.rebuild_snapshots =
         spec.debezium.snapshot_mode != crate::components::connect::debezium::SnapshotMode::NoData;

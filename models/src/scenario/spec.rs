@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// An invariant of DESIGN.md §3.
+/// An invariant of the pipeline (the README's table, "The invariants").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Invariant {
     I1,
@@ -81,7 +81,7 @@ impl Invariant {
 }
 
 impl fmt::Display for Invariant {
-    /// Its identifier, `I1` to `I12` (DESIGN.md §3).
+    /// Its identifier, `I1` to `I12`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let number = Invariant::ALL.iter().position(|invariant| invariant == self).map_or(0, |index| index + 1);
         write!(f, "I{number}")

@@ -143,7 +143,9 @@ pub fn merge(inputs: Vec<(String, std::io::BufReader<std::fs::File>)>, json: boo
         variant: match &summary.prediction.origin {
             handoff_models::scenario::spec::PredictionOrigin::Variant { name, chosen: true }
             | handoff_models::scenario::spec::PredictionOrigin::Expect { variant: Some(name), .. }
-            | handoff_models::scenario::spec::PredictionOrigin::Unpredicted { variant: Some(name), .. } => Some(name.clone()),
+            | handoff_models::scenario::spec::PredictionOrigin::Unpredicted { variant: Some(name), .. } => {
+                Some(name.clone())
+            }
             _ => None,
         },
         expect: match &summary.prediction.origin {

@@ -6,8 +6,8 @@
 //! [`Component::on_message`] at the current simulated time, keeps the timers the component arms
 //! and fires them in time order when a step lets time pass (`sleep`, `stream`), and plays the
 //! stream consumer: it reads what the walsender sends and confirms as the workload says —
-//! commits (Debezium's `lsn.flush.mode=connector`), keep-alives by pgjdbc's rule (debezium
-//! reference §5.5), or nothing. A `restart` is a clean shutdown ([`Control::Shutdown`]) or none,
+//! commits (Debezium's `lsn.flush.mode=connector`), keep-alives by pgjdbc's rule
+//! (`V3PGReplicationStream.processKeepAliveMessage`), or nothing. A `restart` is a clean shutdown ([`Control::Shutdown`]) or none,
 //! then [`Component::crash`] and [`Component::start`], as the lenses restart a process.
 //!
 //! Each workload database holds its own `handoff_conform` table; the server is PostgreSQL 15

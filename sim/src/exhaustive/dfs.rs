@@ -226,7 +226,7 @@ struct Pool {
     done: bool,
 }
 
-struct Shared<'a> {
+struct Exploration<'a> {
     model: &'a HandoffModel,
     threads: usize,
     limits: Limits<'a>,
@@ -244,7 +244,7 @@ struct Shared<'a> {
     discoveries: Mutex<BTreeMap<&'static str, Trail>>,
 }
 
-impl Shared<'_> {
+impl Exploration<'_> {
     /// Work for a thread that has none; `None` when the exploration is over.
     fn take(&self) -> Option<(Vec<Job>, Trail)> {
         let mut pool = self.pool.lock().expect("the pool");
@@ -286,7 +286,7 @@ impl Shared<'_> {
 /// Explores the model's bound depth-first on `threads` threads.
 pub fn explore(model: &HandoffModel, threads: usize, limits: Limits) -> Explored {
     let threads = threads.max(1);
-    let shared = Shared {
+    let shared = Exploration {
         model,
         threads,
         limits,
@@ -345,7 +345,7 @@ fn path_of(model: &HandoffModel, trail: &[u32]) -> Vec<Action> {
 }
 
 /// One thread's share of the exploration.
-fn work(shared: &Shared) {
+fn work(shared: &Exploration) {
     let model = shared.model;
     let properties = model.properties();
     let mut found = vec![false; properties.len()];

@@ -3,13 +3,13 @@
 use super::fields::{Cx, Field, Horizon, Res, Section};
 use super::workload::{op_field, op_target, script_entry};
 use handoff_models::core::change::RowOp;
+use handoff_models::core::time::SimTime;
+use handoff_models::exhaustive::world::OperateWhile;
+use handoff_models::exhaustive::world::Operation;
 use handoff_models::scenario::spec::CheckBound;
 use handoff_models::scenario::spec::Schedule;
 use handoff_models::scenario::spec::ScriptedTxn;
 use handoff_models::scenario::spec::TableSetup;
-use handoff_models::core::time::SimTime;
-use handoff_models::exhaustive::world::OperateWhile;
-use handoff_models::exhaustive::world::Operation;
 
 /// `[check]`: the bound of `handoff check`.
 pub(super) fn check(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<CheckBound> {

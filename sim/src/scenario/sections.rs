@@ -12,11 +12,11 @@ use super::tree::Val;
 use super::units::{DURATION_UNITS, duration_ms, with_unit};
 use super::workload::workload;
 use handoff_models::components::connect::ConnectConfig;
+use handoff_models::components::operator::GatePolicy;
+use handoff_models::components::sink::ApplyRule;
+use handoff_models::core::change::ReplicaIdentity;
 use handoff_models::core::ids::TableId;
 use handoff_models::core::limits;
-use handoff_models::components::operator::GatePolicy;
-use handoff_models::core::change::ReplicaIdentity;
-use handoff_models::components::sink::ApplyRule;
 use handoff_models::core::protocol::OffsetReset;
 use handoff_models::scenario::spec::Acceptance;
 use handoff_models::scenario::spec::HandoffMethod;
@@ -101,7 +101,9 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         // The path must be one the bound can take, step by step.
         let (world, bounds) =
             crate::exhaustive::check::bound(&spec).map_err(|problem| cx.err(root.at, "schedule", problem))?;
-        if let Err((index, problem)) = handoff_models::exhaustive::world::World::timing(&world, &bounds, &schedule.steps) {
+        if let Err((index, problem)) =
+            handoff_models::exhaustive::world::World::timing(&world, &bounds, &schedule.steps)
+        {
             return cx.fail(&items[index.min(items.len() - 1)], problem);
         }
     }

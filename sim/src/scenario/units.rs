@@ -1,8 +1,8 @@
 //! Units and triggers: `5min`, `16MB`, `snapshot-scan-started + 200ms`.
 
+use handoff_models::core::units;
 use handoff_models::scenario::spec::Moment;
 use handoff_models::scenario::spec::Trigger;
-use handoff_models::core::units;
 
 /// `5min` → 300 000 (ms); `16MB` → 16 777 216 (bytes), as [`units::parse`] reads them, a unit
 /// required. A value too large for a `u64` reads as `u64::MAX`, out of every range (so that the

@@ -5,11 +5,11 @@ use super::load::load_str;
 use super::toml_text::{
     basic_string, duration_text, float_text, size_text, toml_key, toml_string, toml_strings, trigger_text,
 };
-use handoff_models::core::ids::Node;
-use handoff_models::core::ids::TableId;
 use handoff_models::components::operator::GatePolicy;
 use handoff_models::core::change::ReplicaIdentity;
 use handoff_models::core::change::RowOp;
+use handoff_models::core::ids::Node;
+use handoff_models::core::ids::TableId;
 use handoff_models::scenario::spec::CheckBound;
 use handoff_models::scenario::spec::FaultAction;
 use handoff_models::scenario::spec::FaultKind;

@@ -13,8 +13,8 @@
 
 use crate::timed::runner::{self, RunOptions, RunResult};
 use handoff_models::judge::coverage::Mark;
-use handoff_models::scenario::spec::{Invariant, Prediction, PredictionOrigin, Spec};
 use handoff_models::judge::verdict::{self, Judgement, Outcome};
+use handoff_models::scenario::spec::{Invariant, Prediction, PredictionOrigin, Spec};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;

@@ -20,10 +20,10 @@
 
 use crate::sweep::regressions;
 use crate::timed::runner::{self, RunResult};
-use handoff_models::judge::checkers::Finding;
+use handoff_models::core::change::{ChangeKind, RowOp};
 use handoff_models::core::ids::{Key, Status};
 use handoff_models::core::observe::Observation;
-use handoff_models::core::change::{ChangeKind, RowOp};
+use handoff_models::judge::checkers::Finding;
 use handoff_models::scenario::spec::{Fault, Invariant, ScriptedTxn, Spec, Trigger};
 use std::fmt;
 

@@ -227,7 +227,7 @@ impl Summary {
         }
         let _ = writeln!(
             out,
-            "  (not modelled yet, so never reached: a slot going unreserved, an incremental snapshot's chunk window)"
+            "  (not marked yet: a slot going unreserved; not modelled: an incremental snapshot's chunk window)"
         );
         let _ = writeln!(
             out,

@@ -14,7 +14,7 @@
 //! At one instant the loop takes what has arrived before the timers that are due, each in order.
 
 use crate::timed::net::{Inbound, Polled};
-use crate::timed::runner::Shared;
+use crate::timed::runner::RunState;
 use handoff_models::core::component::{Component, Ctx, Outbox, Timer, TimerRequest};
 use handoff_models::core::ids::Node;
 use handoff_models::core::protocol::Msg;
@@ -45,7 +45,7 @@ pub fn now_ms() -> u64 {
 struct NodeLoop<C: Component + ?Sized> {
     node: Node,
     model: Arc<Mutex<C>>,
-    shared: Arc<Shared>,
+    shared: Arc<RunState>,
     /// The connection this process sends on, per peer.
     links: BTreeMap<Node, u64>,
     /// The connection this process takes messages from, per peer (a connection whose sends
@@ -61,7 +61,7 @@ struct NodeLoop<C: Component + ?Sized> {
 }
 
 /// Runs a component as the node's main task until the node is killed.
-pub async fn run<C: Component + Send + ?Sized + 'static>(node: Node, model: Arc<Mutex<C>>, shared: Arc<Shared>) {
+pub async fn run<C: Component + Send + ?Sized + 'static>(node: Node, model: Arc<Mutex<C>>, shared: Arc<RunState>) {
     let following = {
         let mut net = shared.net();
         net.bind(node);

@@ -6,13 +6,43 @@ use handoff_sim::scenario;
 use handoff_sim::timed::runner::{self, RunResult};
 use std::path::PathBuf;
 
-/// The bundled scenarios, by file stem.
-pub const SCENARIOS: [&str; 4] = [
-    "claims-restart-during-snapshot",
-    "claims-wall-clock-start",
-    "claims-failover",
-    "claims-failover-right-after-snapshot",
-];
+/// The folders of bundled scenarios: the scenarios, the bug zoo and the seed database. Each file in
+/// them is a scenario a user runs as it is, so each is held to "same seed, same trace".
+pub const BUNDLED_FOLDERS: [&str; 3] = ["scenarios", "scenarios/zoo", "scenarios/regressions"];
+
+/// Every bundled scenario, read from the folders (not listed by hand, so a new file is covered the
+/// day it is added): its name (the path under `scenarios/`, without `.toml`) and its path, in
+/// name order.
+pub fn bundled() -> Vec<(String, PathBuf)> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut found = Vec::new();
+    for folder in BUNDLED_FOLDERS {
+        let dir = root.join(folder);
+        let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        let mut in_folder: Vec<(String, PathBuf)> = entries
+            .map(|entry| entry.unwrap_or_else(|e| panic!("{}: {e}", dir.display())).path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+            .map(|path| {
+                let stem = path.file_stem().expect("a file name").to_string_lossy().to_string();
+                let name = match folder.strip_prefix("scenarios/") {
+                    Some(sub) => format!("{sub}/{stem}"),
+                    None => stem,
+                };
+                (name, path)
+            })
+            .collect();
+        assert!(!in_folder.is_empty(), "{folder}/ holds no scenario");
+        in_folder.sort();
+        found.extend(in_folder);
+    }
+    found
+}
+
+/// Loads a scenario file with its own seed.
+pub fn load_path(path: &std::path::Path) -> (Spec, u64) {
+    let loaded = scenario::load(path, &[]).unwrap_or_else(|e| panic!("{e}"));
+    (loaded.spec, loaded.seed)
+}
 
 pub fn scenario_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("scenarios").join(format!("{name}.toml"))

@@ -1,51 +1,63 @@
 //! The Debezium PostgreSQL connector's task (Debezium 3.x), as it behaves in its code
-//! (reference `debezium-postgres.md`).
+//! (`debezium-connector-postgres`; each point names the class or method it follows).
 //!
-//! - §3 start-up, in order: stored offset (loaded by Connect), the log-position check
-//!   (`validateLogPosition`: only with a stored offset that is not an in-progress INITIAL
-//!   snapshot; "available" iff the slot exists and `lsn_proc` is absent or `restart_lsn ≤
-//!   lsn_proc`; unavailable → `when_needed` drops the offset, every other mode fails the task),
-//!   the slot read, the publication, `CREATE_REPLICATION_SLOT` when the slot is missing.
-//! - §4.1 `snapshot.mode` `initial`, `no_data`, `when_needed`, `always`.
-//! - §4.2 the initial snapshot's two cases: slot created by this start → the exported snapshot at
-//!   the consistent point, offset `lsn` = consistent point; slot already there → READ COMMITTED
-//!   reads and `lsn` = `pg_current_wal_lsn()` read at snapshot start, in a fresh offset context.
-//! - §4.3 emission: every row an `op=r` record; the last one held back and re-emitted with
-//!   `snapshot=last` and the completion marker in its offset; no record for absent rows.
-//! - §4.4 a restart with an incomplete snapshot redoes it from scratch (and, the slot existing by
-//!   then, as case B).
-//! - §2.2–2.3 the offset keys (`lsn`, `lsn_proc`, `lsn_commit`, `txId`, snapshot flags), with
-//!   `lsn_commit` inside a transaction naming the previous commit.
-//! - §5.1–5.3 streaming from `lsn_proc` (else `lsn`, else the slot's position) and, on a stream
-//!   restart with `lsn_proc` stored, skipping the already-processed changes of the replayed
-//!   transaction.
-//! - §2.4 the slot is confirmed only from offsets re-read from the offset store, on the poll after
-//!   a successful flush, only while streaming, only after a replication message has arrived on
-//!   the current stream (`lsnFlushingAllowed`), with `lsn_commit ?? lsn_proc`.
-//! - §5.7 a lost database connection is retriable: the task restarts in-process after
-//!   `retriable.restart.connector.wait.ms`, re-reading the stored offset.
+//! - Start-up (`PostgresConnectorTask.start`), in order: stored offset (loaded by Connect), the
+//!   log-position check (`validateLogPosition`: only with a stored offset that is not an
+//!   in-progress INITIAL snapshot; "available" iff the slot exists and `lsn_proc` is absent or
+//!   `restart_lsn ≤ lsn_proc`; unavailable → `when_needed` drops the offset, every other mode fails
+//!   the task), the slot read, the publication, `CREATE_REPLICATION_SLOT` when the slot is missing.
+//! - `snapshot.mode` `initial`, `no_data`, `when_needed`, `always`
+//!   (`PostgresConnectorConfig.SnapshotMode`).
+//! - The initial snapshot's two cases (`RelationalSnapshotChangeEventSource.doExecute`,
+//!   `PostgresSnapshotChangeEventSource.connectionCreated`): slot created by this start → the
+//!   exported snapshot at the consistent point, offset `lsn` = consistent point; slot already there
+//!   → READ COMMITTED reads and `lsn` = `pg_current_wal_lsn()` read at snapshot start, in a fresh
+//!   offset context.
+//! - Emission (`EventDispatcher.BufferingSnapshotChangeRecordReceiver`): every row an `op=r`
+//!   record; the last one held back and re-emitted with `snapshot=last` and the completion marker
+//!   in its offset; no record for absent rows.
+//! - A restart with an incomplete snapshot redoes it from scratch ("Previous snapshot was
+//!   cancelled before completion", `RelationalSnapshotChangeEventSource.doExecute`), and, the
+//!   slot existing by then, as case B.
+//! - The offset keys (`lsn`, `lsn_proc`, `lsn_commit`, `txId`, snapshot flags;
+//!   `PostgresOffsetContext.getOffset`, `SourceInfo`), with `lsn_commit` inside a transaction
+//!   naming the previous commit.
+//! - Streaming (`PostgresStreamingChangeEventSource.execute`, `WalPositionLocator`) from `lsn_proc`
+//!   (else `lsn`, else the slot's position) and, on a stream restart with `lsn_proc` stored,
+//!   skipping the already-processed changes of the replayed transaction.
+//! - The slot is confirmed (`PostgresConnectorTask.performCommit`,
+//!   `PostgresStreamingChangeEventSource.commitOffset`) only from offsets re-read from the offset
+//!   store, on the poll after a successful flush, only while streaming, only after a replication
+//!   message has arrived on the current stream (`lsnFlushingAllowed`), with `lsn_commit ??
+//!   lsn_proc`.
+//! - A lost database connection is retriable (`PostgresErrorHandler`): the task restarts in-process
+//!   after `retriable.restart.connector.wait.ms`, re-reading the stored offset.
 //!
-//! - §5.6 `offset.mismatch.strategy`: `trust_slot` and `trust_greater_lsn` skip the §3
-//!   log-position check, so a recreated or hand-advanced slot is trusted. Where the slot is
-//!   ahead of the offset, every strategy ends up streaming from the slot's position (the server
-//!   forwards a request below `confirmed_flush`; `trust_*` ask for it directly), which is what
-//!   the model does. Where the slot is behind, `trust_offset` and `trust_greater_lsn` first
-//!   advance it to the offset; the model streams from the offset without that advance, which
-//!   delivers the same changes (only the slot's `confirmed_flush` moves earlier).
+//! - `offset.mismatch.strategy` (`PostgresConnectorConfig.OffsetSlotMismatchStrategy`,
+//!   `PostgresReplicationConnection.startStreaming`): `trust_slot` and `trust_greater_lsn` skip the
+//!   start-up log-position check, so a recreated or hand-advanced slot is trusted. Where the slot
+//!   is ahead of the offset, every strategy ends up streaming from the slot's position (the server
+//!   forwards a request below `confirmed_flush`; `trust_*` ask for it directly), which is what the
+//!   model does. Where the slot is behind, `trust_offset` and `trust_greater_lsn` first advance it
+//!   to the offset; the model streams from the offset without that advance, which delivers the same
+//!   changes (only the slot's `confirmed_flush` moves earlier).
 //!
-//! - §4.5, §5.8 the slot reader (`fetchReplicationSlotInfo`): a slot row whose `restart_lsn` is
-//!   NULL (an invalidated slot) is "not yet valid" and read again every 2 s, up to 900 times,
-//!   while the task reports RUNNING, then the task fails; so `when_needed` never drops or
-//!   recreates an invalidated slot. A walsender terminated under the task (its slot invalidated
-//!   at a checkpoint) is a retriable error.
+//! - The slot reader (`PostgresConnection.fetchReplicationSlotInfo`, `readReplicationSlotInfo`): a
+//!   slot row whose `restart_lsn` is NULL (an invalidated slot) is "not yet valid" and read again
+//!   every 2 s, up to 900 times, while the task reports RUNNING, then the task fails; so
+//!   `when_needed` never drops or recreates an invalidated slot. A walsender terminated under the
+//!   task (its slot invalidated at a checkpoint) is a retriable error.
 //!
-//! - §5.4 heartbeats: every `heartbeat.interval.ms` while streaming, a record on the heartbeat
-//!   topic with the current offset (so Connect stores an offset no change record carried), and
-//!   the `heartbeat.action.query`, modelled as an update of a heartbeat table's row on a
-//!   connection of its own.
-//! - §5.5 `lsn.flush.mode`: `connector`, `manual` (never confirms), `connector_and_driver`
-//!   (pgjdbc confirms a keep-alive LSN once everything received was confirmed explicitly; with
-//!   `heartbeat.interval.ms=0` Debezium forces heartbeats every 600 000 ms).
+//! - Heartbeats (`io.debezium.heartbeat`, `PostgresConnectorTask.start`): every
+//!   `heartbeat.interval.ms` while streaming, a record on the heartbeat topic with the current
+//!   offset (so Connect stores an offset no change record carried), and the
+//!   `heartbeat.action.query`, modelled as an update of a heartbeat table's row on a connection of
+//!   its own.
+//! - `lsn.flush.mode` (`PostgresConnectorConfig.LsnFlushMode`,
+//!   `PostgresReplicationConnection.startPgReplicationStream`): `connector`, `manual` (never
+//!   confirms), `connector_and_driver` (pgjdbc confirms a keep-alive LSN once everything received
+//!   was confirmed explicitly; with `heartbeat.interval.ms=0` Debezium forces heartbeats every 600
+//!   000 ms, `applyLsnFlushModeHeartbeatFallback`).
 //!
 //! Left out (another issue makes them exact): the slot advance of
 //! `trust_offset`/`trust_greater_lsn`, `slot.max.retries`, heartbeats emitted right after a
@@ -64,7 +76,7 @@ use crate::core::ids::{Key, Node, Row, TableId};
 use crate::core::lsn::Lsn;
 use crate::core::observe::{Observation, SnapshotCase};
 use crate::core::protocol::{DecodedTxn, Msg, ReplReply, ReplRequest, SessionId, SlotRow, SqlReply, SqlRequest};
-use crate::core::shared::{Fixed, Shared};
+use crate::core::shared::{CopyOnWrite, Fixed};
 use serde::{Deserialize, Serialize};
 
 /// `MAX_ATTEMPTS_FOR_OBTAINING_REPLICATION_SLOT` (`PostgresConnection`).
@@ -93,7 +105,8 @@ impl SnapshotMode {
     }
 }
 
-/// `offset.mismatch.strategy` (3.4, reference §5.6): how the stored offset and the slot's
+/// `offset.mismatch.strategy` (3.4, DBZ-9688;
+/// `PostgresConnectorConfig.OffsetSlotMismatchStrategy`): how the stored offset and the slot's
 /// position are reconciled at start-up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -121,13 +134,15 @@ impl OffsetMismatchStrategy {
         }
     }
 
-    /// `trust_slot` and `trust_greater_lsn` skip the log-position check (§3, §5.6).
+    /// `trust_slot` and `trust_greater_lsn` skip the log-position check
+    /// (`PostgresConnection.validateLogPosition`).
     pub fn checks_log_position(self) -> bool {
         matches!(self, OffsetMismatchStrategy::NoValidation | OffsetMismatchStrategy::TrustOffset)
     }
 }
 
-/// `lsn.flush.mode` (3.4, reference §5.5): who confirms positions to the slot.
+/// `lsn.flush.mode` (3.4, DBZ-9641; `PostgresConnectorConfig.LsnFlushMode`): who confirms positions
+/// to the slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LsnFlushMode {
@@ -145,7 +160,7 @@ pub const LSN_FLUSH_MODE_HEARTBEAT_FALLBACK_MS: u64 = 600_000;
 
 impl DebeziumConfig {
     /// The heartbeat interval in effect: `connector_and_driver` with `heartbeat.interval.ms=0`
-    /// forces 600 000 ms (reference §5.5).
+    /// forces 600 000 ms (`PostgresConnectorConfig.applyLsnFlushModeHeartbeatFallback`).
     pub fn effective_heartbeat_interval_ms(&self) -> u64 {
         if self.heartbeat_interval_ms == 0 && self.lsn_flush_mode == LsnFlushMode::ConnectorAndDriver {
             LSN_FLUSH_MODE_HEARTBEAT_FALLBACK_MS
@@ -173,7 +188,8 @@ impl LsnFlushMode {
 pub struct DebeziumConfig {
     /// The Debezium release, `(major, minor)`. Before 2.7 the slot is confirmed from the offsets
     /// acknowledged in memory (`commitRecord` → `commit()`), not re-read from the offset store:
-    /// DBZ-7816 (reference §2.4, §9 row 2).
+    /// DBZ-7816 (fixed in 2.7.0.Alpha2 by `PostgresConnectorTask.performCommit` re-reading the
+    /// offsets).
     pub version: (u32, u32),
     /// `name` of the connector (the offsets-topic key).
     pub name: String,
@@ -219,9 +235,10 @@ pub struct DebeziumConfig {
 pub enum Phase {
     /// Not started, or stopped.
     Idle,
-    /// §3 step 3: waiting for the slot row to validate the stored position.
+    /// Start-up's log-position check (`validateLogPosition`): waiting for the slot row to validate
+    /// the stored position.
     CheckingLogPosition,
-    /// §3 step 4: waiting for the slot row.
+    /// Start-up's slot read (`getSlotState`): waiting for the slot row.
     ReadingSlot,
     /// Waiting for `CREATE PUBLICATION` (if needed) to answer.
     EnsuringPublication,
@@ -268,7 +285,7 @@ struct SnapshotRun {
     attempt: u32,
     case: SnapshotCase,
     lsn: Lsn,
-    /// The held-back last record (§4.3).
+    /// The held-back last record (`BufferingSnapshotChangeRecordReceiver`).
     buffered: Option<SourceRecord>,
     rows: usize,
 }
@@ -280,7 +297,8 @@ pub enum TaskEvent {
     None,
     /// Restart in-process after this many ms (a retriable error).
     RestartAfter(u64),
-    /// Read the slot row again after this many ms (the 900-attempt loop, reference §5.8).
+    /// Read the slot row again after this many ms (the 900-attempt loop,
+    /// `MAX_ATTEMPTS_FOR_OBTAINING_REPLICATION_SLOT`).
     ReadSlotAgainAfter(u64),
     /// Streaming began: heartbeats start, one every this many ms.
     HeartbeatEvery(u64),
@@ -298,13 +316,13 @@ pub struct DebeziumTask {
     /// The offset loaded at start (None: no stored offset, or dropped by `when_needed`).
     stored: Option<SourceOffset>,
     /// The slot row read at start (`startingSlotInfo`).
-    starting_slot: Option<Shared<SlotRow>>,
+    starting_slot: Option<CopyOnWrite<SlotRow>>,
     /// `(consistent_point, snapshot_name)` if this start created the slot.
-    slot_created: Option<Shared<(Lsn, String)>>,
+    slot_created: Option<CopyOnWrite<(Lsn, String)>>,
     snapshot: Option<SnapshotRun>,
     snapshot_attempts: u32,
     /// The change-event queue `poll()` drains.
-    pub queue: Shared<Vec<SourceRecord>>,
+    pub queue: CopyOnWrite<Vec<SourceRecord>>,
     jdbc: Option<SessionId>,
     replication: Option<SessionId>,
     next_session: SessionId,
@@ -341,7 +359,7 @@ impl DebeziumTask {
             slot_created: None,
             snapshot: None,
             snapshot_attempts: 0,
-            queue: Shared::new(Vec::new()),
+            queue: CopyOnWrite::new(Vec::new()),
             jdbc: None,
             replication: None,
             next_session: first_session,
@@ -565,7 +583,8 @@ impl DebeziumTask {
                         );
                     }
                 }
-                // §3 step 4 reads the slot again; the row just read is the same one.
+                // Start-up's slot read (`getSlotState`) reads the slot again; the row just read is
+                // the same one.
                 self.on_slot_read(ctx, row)
             }
             (Phase::ReadingSlot, SqlReply::Slot(row)) => self.on_slot_read(ctx, row),
@@ -600,7 +619,7 @@ impl DebeziumTask {
         }
     }
 
-    /// `fetchReplicationSlotInfo` (reference §4.5, §5.8): a slot row whose `restart_lsn` (or
+    /// `PostgresConnection.fetchReplicationSlotInfo`: a slot row whose `restart_lsn` (or
     /// flush position) is NULL — an invalidated slot's — is "not yet valid": read it again in
     /// 2 s, up to 900 times (about 30 minutes, whatever `slot.max.retries` says), while the task
     /// reports RUNNING; then fail.
@@ -633,7 +652,7 @@ impl DebeziumTask {
 
     fn on_slot_read(&mut self, ctx: &mut Ctx, row: Option<SlotRow>) -> TaskEvent {
         ctx.observe(Observation::SlotRead { row: row.clone() });
-        self.starting_slot = row.map(Shared::new);
+        self.starting_slot = row.map(CopyOnWrite::new);
         self.phase = Phase::EnsuringPublication;
         let name = self.config.publication_name.clone();
         self.sql(ctx, SqlRequest::EnsurePublication { name });
@@ -753,7 +772,7 @@ impl DebeziumTask {
         match (&self.phase, reply) {
             (_, ReplReply::Error(error)) => self.retriable(ctx, format!("org.postgresql.util.PSQLException: {error}")),
             (Phase::CreatingSlot, ReplReply::SlotCreated { consistent_point, snapshot_name }) => {
-                self.slot_created = Some(Shared::new((consistent_point, snapshot_name)));
+                self.slot_created = Some(CopyOnWrite::new((consistent_point, snapshot_name)));
                 self.decide_snapshot(ctx)
             }
             (Phase::StartingStream, ReplReply::StreamingStarted) => {
@@ -777,10 +796,10 @@ impl DebeziumTask {
         }
     }
 
-    /// A heartbeat (reference §5.4): a record on the heartbeat topic carrying the current offset,
-    /// so that Connect stores it (and the slot is confirmed to it) though no change record was
-    /// produced; and the `heartbeat.action.query`, on a connection of its own, whose write in a
-    /// published table gives a quiet database a commit to process.
+    /// A heartbeat (`io.debezium.heartbeat.HeartbeatImpl`): a record on the heartbeat topic
+    /// carrying the current offset, so that Connect stores it (and the slot is confirmed to it)
+    /// though no change record was produced; and the `heartbeat.action.query`, on a connection of
+    /// its own, whose write in a published table gives a quiet database a commit to process.
     pub fn on_heartbeat(&mut self, ctx: &mut Ctx) -> bool {
         if !self.is_streaming() {
             return false;
@@ -806,8 +825,8 @@ impl DebeziumTask {
         true
     }
 
-    /// pgjdbc's keep-alive rule (`V3PGReplicationStream.processKeepAliveMessage`, reference
-    /// §5.5), on with `lsn.flush.mode=connector_and_driver`: when the last LSN Debezium confirmed
+    /// pgjdbc's keep-alive rule (`V3PGReplicationStream.processKeepAliveMessage`, pgjdbc ≥ 42.7.0),
+    /// on with `lsn.flush.mode=connector_and_driver`: when the last LSN Debezium confirmed
     /// explicitly is at or past the start of the last data message, a keep-alive LSN beyond both
     /// the explicit and the driver's flush position is confirmed. It moves the slot past
     /// Debezium's stored offset: Debezium never stores the keep-alive LSN.
@@ -922,7 +941,7 @@ impl DebeziumTask {
         if count == self.queue.len() {
             // The usual case: the whole queue, handed over without a copy; the next batch is
             // likely as large.
-            return std::mem::replace(&mut self.queue, Shared::new(Vec::with_capacity(count))).into_inner();
+            return std::mem::replace(&mut self.queue, CopyOnWrite::new(Vec::with_capacity(count))).into_inner();
         }
         self.queue.get_mut().drain(..count).collect()
     }
@@ -972,7 +991,7 @@ mod tests {
         let mut task = task();
         let mut out = Outbox::default();
         let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
-        task.slot_created = Some(Shared::new((Lsn(0x100), "snap".into())));
+        task.slot_created = Some(CopyOnWrite::new((Lsn(0x100), "snap".into())));
         task.begin_snapshot(&mut ctx, SnapshotCase::SlotCreatedNow, Lsn(0x100));
         let rows = vec![(1, row(1)), (2, row(1)), (3, row(1))];
         task.on_sql_reply(&mut ctx, SqlReply::Rows { table: TableId(0), rows, done: true });
@@ -1115,8 +1134,9 @@ mod tests {
         ));
     }
 
-    /// Reference §5.8: a slot row with `restart_lsn` NULL is read again every 2 s, 900 times in
-    /// all, and only then does the task fail; a row that becomes valid meanwhile is taken.
+    /// `PostgresConnection.fetchReplicationSlotInfo`: a slot row with `restart_lsn` NULL is read
+    /// again every 2 s, 900 times in all, and only then does the task fail; a row that becomes
+    /// valid meanwhile is taken.
     #[test]
     fn an_invalidated_slot_keeps_the_task_in_the_900_attempt_loop() {
         let lost = SlotRow {
@@ -1154,8 +1174,8 @@ mod tests {
         assert_eq!(task.phase, Phase::EnsuringPublication);
     }
 
-    /// Reference §5.5: pgjdbc confirms a keep-alive only with `connector_and_driver`, and only
-    /// once everything received has been confirmed explicitly.
+    /// `V3PGReplicationStream.processKeepAliveMessage`: pgjdbc confirms a keep-alive only with
+    /// `connector_and_driver`, and only once everything received has been confirmed explicitly.
     #[test]
     fn the_driver_confirms_keepalives_only_when_nothing_received_is_unconfirmed() {
         let keepalive = |task: &mut DebeziumTask, lsn: u64| {

@@ -1,21 +1,24 @@
 //! A Kafka Connect worker running one source task (the Debezium PostgreSQL task), in at-least-once
-//! mode (reference `kafka-connect.md` §1, §5.4).
+//! mode, as Apache Kafka's `connect/runtime` does it (each point names the class it follows).
 //!
-//! - §1.1 `SubmittedRecords`: a FIFO of (offset, acked) for the connector's one source partition;
+//! - `SubmittedRecords`: a FIFO of (offset, acked) for the connector's one source partition;
 //!   the committable offset is the last offset of the contiguous acknowledged prefix, refreshed at
-//!   the top of every send-loop iteration (each `poll()`).
-//! - §1.2 the offset commit every `offset.flush.interval.ms` (fixed delay from task start): take
-//!   the committable snapshot, write it to the offsets topic, wait `offset.flush.timeout.ms` for the
-//!   acknowledgement; on success call `SourceTask.commit()`, on timeout put the offsets back and do
-//!   not call it. An empty flush also counts as success.
-//! - §1.4 a hard kill of the worker process loses everything volatile: the restarted task reads
+//!   the top of every send-loop iteration (each `poll()`; `AbstractWorkerSourceTask.execute`).
+//! - The offset commit every `offset.flush.interval.ms` (fixed delay from task start,
+//!   `SourceTaskOffsetCommitter`; `WorkerSourceTask.commitOffsets`, `OffsetStorageWriter`): take
+//!   the committable snapshot, write it to the offsets topic, wait `offset.flush.timeout.ms` for
+//!   the acknowledgement; on success call `SourceTask.commit()`, on timeout put the offsets back
+//!   and do not call it. An empty flush also counts as success.
+//! - A hard kill of the worker process loses everything volatile (the offsets topic is read to
+//!   its end at start, `KafkaOffsetBackingStore`): the restarted task reads
 //!   the last flushed offset and everything after it is produced again.
 //! - A task failure is not a process death: `AbstractWorkerSourceTask.execute` catches the
-//!   exception and runs `finalOffsetCommit(true)` unless the task was cancelled (§1.5), so the
+//!   exception and runs `finalOffsetCommit(true)` unless the task was cancelled, so the
 //!   acknowledged prefix is committed before the task is FAILED (`kill-connector-task`).
-//! - §1.5 a graceful stop: the poll in progress ends, in-flight records are awaited up to
-//!   `offset.flush.timeout.ms`, the final offsets are committed, `commit()` is called, then the
-//!   task's `stop()` (Debezium confirms the stored offset once and closes its connections).
+//! - A graceful stop (`Worker.stopTask`, then `AbstractWorkerSourceTask.close`): the poll in
+//!   progress ends, in-flight records are awaited up to `offset.flush.timeout.ms`, the final
+//!   offsets are committed, `commit()` is called, then the task's `stop()` (Debezium confirms the
+//!   stored offset once and closes its connections).
 //! - The producer: `max.in.flight.requests.per.connection=1`, `acks=all`; a poll's records are
 //!   sent as one request, the next one when the previous is acknowledged.
 //! - Debezium's `poll()` waits up to `poll.interval.ms` for a full batch; on the poll after
@@ -40,7 +43,7 @@ use crate::core::observe::Observation;
 use crate::core::protocol::{
     Control, KAFKA_RECONNECT_BACKOFF_MS, KafkaReply, KafkaRequest, Msg, RestReply, RestRequest,
 };
-use crate::core::shared::{Fixed, Shared};
+use crate::core::shared::{CopyOnWrite, Fixed};
 use crate::core::time::SimTime;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -98,8 +101,8 @@ enum TaskState {
 struct TaskRuntime {
     state: TaskState,
     /// Shared between states until a step changes the task (many Connect steps only read it).
-    debezium: Shared<DebeziumTask>,
-    submitted: Shared<VecDeque<Submitted>>,
+    debezium: CopyOnWrite<DebeziumTask>,
+    submitted: CopyOnWrite<VecDeque<Submitted>>,
     next_seq: u64,
     /// The committable snapshot (refreshed at each poll).
     committable: Option<SourceOffset>,
@@ -132,7 +135,7 @@ struct Volatile {
     task: Option<TaskRuntime>,
     /// Kafka requests awaiting a reply: id, purpose, and the request (re-sent after a lost
     /// connection, as the Kafka clients retry).
-    pending: Vec<(u64, Pending, Shared<KafkaRequest>)>,
+    pending: Vec<(u64, Pending, CopyOnWrite<KafkaRequest>)>,
     next_request: u64,
     next_session: u64,
 }
@@ -204,16 +207,16 @@ impl ConnectWorker {
     fn request(&mut self, ctx: &mut Ctx, purpose: Pending, request: KafkaRequest) {
         let request_id = self.volatile.next_request;
         self.volatile.next_request += 1;
-        self.volatile.pending.push((request_id, purpose, Shared::new(request.clone())));
+        self.volatile.pending.push((request_id, purpose, CopyOnWrite::new(request.clone())));
         ctx.send(Node::Kafka, Msg::Kafka { request_id, request });
     }
 
     fn start_task(&mut self, ctx: &mut Ctx) {
-        let debezium = Shared::new(DebeziumTask::new(self.debezium, self.volatile.next_session));
+        let debezium = CopyOnWrite::new(DebeziumTask::new(self.debezium, self.volatile.next_session));
         self.volatile.task = Some(TaskRuntime {
             state: TaskState::Starting,
             debezium,
-            submitted: Shared::new(VecDeque::new()),
+            submitted: CopyOnWrite::new(VecDeque::new()),
             next_seq: 0,
             committable: None,
             writer_data: None,
@@ -340,7 +343,7 @@ impl ConnectWorker {
                 .count(),
             completion_marker: batch.iter().any(|record| record.offset.snapshot_completed),
         };
-        self.request(ctx, purpose, KafkaRequest::Produce { records: Shared::new(batch) });
+        self.request(ctx, purpose, KafkaRequest::Produce { records: CopyOnWrite::new(batch) });
     }
 
     fn on_produced(&mut self, ctx: &mut Ctx, first_seq: u64, last_seq: u64, changes: usize, completion_marker: bool) {

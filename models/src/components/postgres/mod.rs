@@ -71,7 +71,7 @@ use crate::core::protocol::{
     Control, DecodedTxn, FailoverSlot, Msg, ReplReply, ReplRequest, ReplicationSlotRow, SessionId, SlotRow, SqlReply,
     SqlRequest,
 };
-use crate::core::shared::{Fixed, Shared};
+use crate::core::shared::{CopyOnWrite, Fixed};
 use crate::core::wal::{CommittedTxn, WalEntry};
 use functions::decode_txn;
 use retention::{Retention, WalAvailability};
@@ -144,14 +144,14 @@ pub struct Durable {
     /// Where this server's timeline branched from the old one (set by promotion).
     pub switch_lsn: Option<Lsn>,
     /// Shared between states until a step writes it (most requests only read it).
-    pub wal: Shared<Wal>,
-    pub tables: Shared<Vec<Table>>,
+    pub wal: CopyOnWrite<Wal>,
+    pub tables: CopyOnWrite<Vec<Table>>,
     pub next_xid: Xid,
     /// The last commit's sequence number.
     pub csn: Csn,
-    pub slots: Shared<BTreeMap<String, Slot>>,
+    pub slots: CopyOnWrite<BTreeMap<String, Slot>>,
     /// Publications: name → `None` for `FOR ALL TABLES`, or the table list.
-    pub publications: Shared<BTreeMap<String, Option<BTreeSet<TableId>>>>,
+    pub publications: CopyOnWrite<BTreeMap<String, Option<BTreeSet<TableId>>>>,
     /// Checkpoint bookkeeping: the WAL position of the last checkpoint record.
     pub last_checkpoint_lsn: Lsn,
     /// The last checkpoint's redo pointer (WAL-volume checkpoints count segments from it).
@@ -166,7 +166,7 @@ pub struct Durable {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 struct Scan {
     table: TableId,
-    rows: Shared<Vec<(Key, Row)>>,
+    rows: CopyOnWrite<Vec<(Key, Row)>>,
     position: usize,
     fetch_size: u32,
 }
@@ -217,7 +217,7 @@ enum CheckpointKind {
 struct Volatile {
     up: bool,
     /// Each session shared between states until a step changes it.
-    sessions: BTreeMap<(Node, SessionId), Shared<Session>>,
+    sessions: BTreeMap<(Node, SessionId), CopyOnWrite<Session>>,
     /// WAL entries already shipped to the standby.
     shipped_entries: usize,
     /// A delayed shipment to the standby is pending.
@@ -269,12 +269,12 @@ impl Postgres {
                 last_checkpoint_lsn: wal.write_lsn(),
                 last_checkpoint_redo: wal.write_lsn(),
                 in_production: false,
-                wal: Shared::new(wal),
-                tables: Shared::new(tables),
+                wal: CopyOnWrite::new(wal),
+                tables: CopyOnWrite::new(tables),
                 next_xid: 740,
                 csn: 0,
-                slots: Shared::new(BTreeMap::new()),
-                publications: Shared::new(BTreeMap::new()),
+                slots: CopyOnWrite::new(BTreeMap::new()),
+                publications: CopyOnWrite::new(BTreeMap::new()),
             },
             config,
             volatile: Volatile::default(),
@@ -430,10 +430,9 @@ impl Component for Postgres {
                 }
             }
             Msg::Repl { session, request } => {
-                self.volatile
-                    .sessions
-                    .entry((from, session))
-                    .or_insert_with(|| Shared::new(Session::Replication { exported_snapshot: None, walsender: None }));
+                self.volatile.sessions.entry((from, session)).or_insert_with(|| {
+                    CopyOnWrite::new(Session::Replication { exported_snapshot: None, walsender: None })
+                });
                 let reply = match request {
                     ReplRequest::CreateSlot { slot, plugin, failover } => {
                         let reply = self.create_slot(ctx, from, session, slot.clone(), plugin, None);

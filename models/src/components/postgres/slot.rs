@@ -13,13 +13,18 @@
 //!   `max(requested start, confirmed_flush)`; a start below `confirmed_flush` is forwarded to it
 //!   (§4.1).
 //!
-//! - Invalidation (§7.2) keeps the slot with `restart_lsn` invalid for good; PostgreSQL 17+
-//!   failover slots carry `failover` and, on a standby, `synced` (§12). `wal_status` is computed
-//!   by the server ([`super::retention`]).
+//! - Invalidation (PostgreSQL 15's `invalidated_at`): a checkpoint invalidates a slot that passed
+//!   `max_slot_wal_keep_size` ([`Slot::invalidate`]); `restart_lsn` becomes invalid for good, a
+//!   crash keeps it so, and every use of the slot then fails. The checkpoint that decides it, and
+//!   `wal_status`, are the server's (`retention.rs` and the checkpoint in `mod.rs`).
+//! - PostgreSQL 17 failover slots: a slot carries `failover` (created with `FAILOVER`) and
+//!   `synced` (a standby's copy made by the slotsync worker, still set after promotion); the
+//!   server does the copying.
 //!
 //! Left out here (another issue makes them exact): `catalog_xmin`, the PostgreSQL 17 shutdown
-//! save. Transactions are atomic, so no RX ever lists a running transaction and a candidate's
-//! restart point is always the RX itself.
+//! save. Transactions are atomic, so
+//! no RX ever lists a running transaction and a candidate's restart point is always the RX
+//! itself.
 
 use crate::core::ids::Node;
 use crate::core::lsn::Lsn;

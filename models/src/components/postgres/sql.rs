@@ -78,7 +78,7 @@ impl Postgres {
         for change in &changes {
             self.durable.tables.get_mut()[usize::from(change.table.0)].apply(&change.kind, change.key, csn);
         }
-        let txn = Shared::new(CommittedTxn {
+        let txn = CopyOnWrite::new(CommittedTxn {
             xid,
             csn,
             first_lsn: first_lsn.unwrap_or(commit_lsn),
@@ -107,7 +107,10 @@ impl Postgres {
         // A one-statement transaction keeps nothing in its session (autocommit); other requests
         // open one.
         if !matches!(request, SqlRequest::Transaction { .. }) {
-            self.volatile.sessions.entry((client, session)).or_insert_with(|| Shared::new(Session::Sql { scan: None }));
+            self.volatile
+                .sessions
+                .entry((client, session))
+                .or_insert_with(|| CopyOnWrite::new(Session::Sql { scan: None }));
         }
         Some(match request {
             SqlRequest::Transaction { ops } => self.execute(ctx, &ops),
@@ -211,9 +214,9 @@ impl Postgres {
             wal_lsn: self.current_wal_lsn(),
             rows: rows.len(),
         });
-        let scan = Scan { table, rows: Shared::new(rows), position: 0, fetch_size: fetch_size.max(1) };
+        let scan = Scan { table, rows: CopyOnWrite::new(rows), position: 0, fetch_size: fetch_size.max(1) };
         let delay = self.batch_time_ms(&scan);
-        self.volatile.sessions.insert((client, session), Shared::new(Session::Sql { scan: Some(scan) }));
+        self.volatile.sessions.insert((client, session), CopyOnWrite::new(Session::Sql { scan: Some(scan) }));
         ctx.set_timer(Timer::ScanBatch { client }, delay);
         None
     }
@@ -238,7 +241,7 @@ impl Postgres {
         let table = scan.table;
         if done {
             // The cursor is exhausted; the session stays open.
-            self.volatile.sessions.insert((client, session), Shared::new(Session::Sql { scan: None }));
+            self.volatile.sessions.insert((client, session), CopyOnWrite::new(Session::Sql { scan: None }));
         } else {
             ctx.set_timer(Timer::ScanBatch { client }, batch_time_ms(scan, self.config.scan_rows_per_second));
         }

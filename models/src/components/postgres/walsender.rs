@@ -52,7 +52,7 @@ impl Postgres {
             self.volatile.exported_snapshots_created
         );
         if let Some(Session::Replication { exported_snapshot, .. }) =
-            self.volatile.sessions.get_mut(&(client, session)).map(Shared::get_mut)
+            self.volatile.sessions.get_mut(&(client, session)).map(CopyOnWrite::get_mut)
         {
             *exported_snapshot = Some((snapshot_name.clone(), self.durable.csn));
         }
@@ -113,7 +113,7 @@ impl Postgres {
         // Decoding always reads from restart_lsn.
         let next_entry = self.durable.wal.first_entry_at_or_after(restart_lsn);
         if let Some(Session::Replication { exported_snapshot, walsender }) =
-            self.volatile.sessions.get_mut(&(client, session)).map(Shared::get_mut)
+            self.volatile.sessions.get_mut(&(client, session)).map(CopyOnWrite::get_mut)
         {
             // The exported snapshot dies with the session's next command.
             *exported_snapshot = None;

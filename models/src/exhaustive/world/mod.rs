@@ -23,7 +23,7 @@ use crate::core::ids::Node;
 use crate::core::lsn::Lsn;
 use crate::core::observe::{Observation, TraceEvent};
 use crate::core::protocol::{Control, Msg};
-use crate::core::shared::{self, Fixed, Shared};
+use crate::core::shared::{self, CopyOnWrite, Fixed};
 use crate::core::time::SimTime;
 use crate::core::wal::WalEntry;
 use crate::judge::checkers::{Boundary, Checkers, Finding};
@@ -99,7 +99,7 @@ pub struct World {
     operations_pending: Indices,
     pub crashes_left: u8,
     periodic_fired: Fired,
-    pub checkers: Shared<Checkers>,
+    pub checkers: CopyOnWrite<Checkers>,
     /// A crash of the Connect worker hit a snapshot that was not recorded complete.
     pub restarted_during_snapshot: bool,
     /// The captured tables (for the acceptance boundary).
@@ -258,7 +258,7 @@ impl World {
             },
             crashes_left: bounds.crashes,
             periodic_fired: Fired::default(),
-            checkers: Shared::new(
+            checkers: CopyOnWrite::new(
                 Checkers::new(Oracle::new(&system.initial_rows), spec.debezium.tables.clone())
                     .named(crate::judge::narrate::Names::of(spec))
                     .snapshot_mode(spec.debezium.snapshot_mode),
@@ -279,7 +279,7 @@ impl World {
         world
     }
 
-    /// Gives this state parts of its own (see [`Shared::rehome`]), shared with the other states
+    /// Gives this state parts of its own (see [`CopyOnWrite::rehome`]), shared with the other states
     /// rehomed with the same `copies`.
     pub fn rehome(&mut self, copies: &mut Copies) {
         self.processes.rehome(&mut copies.processes);

@@ -6,7 +6,7 @@
 use super::NODES;
 use crate::core::component::Timer;
 use crate::core::ids::Node;
-use crate::core::shared::Shared;
+use crate::core::shared::CopyOnWrite;
 use crate::exhaustive::world::Wire;
 
 /// How many processes the world has (`NODES`, in `Node`'s order).
@@ -243,7 +243,7 @@ impl Fired {
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(super) struct Links {
     /// The messages, each with its link (`from * SLOTS + to`).
-    items: Vec<(u8, Shared<Wire>)>,
+    items: Vec<(u8, CopyOnWrite<Wire>)>,
 }
 
 impl Clone for Links {
@@ -266,7 +266,7 @@ impl std::hash::Hash for Links {
 }
 
 impl Links {
-    /// Gives the messages in flight copies of their own (see [`Shared::rehome`]).
+    /// Gives the messages in flight copies of their own (see [`CopyOnWrite::rehome`]).
     pub fn rehome(&mut self, copies: &mut crate::core::shared::Copies<Wire>) {
         for (_, wire) in &mut self.items {
             wire.rehome(copies);
@@ -280,7 +280,7 @@ impl Links {
     pub fn push(&mut self, from: Node, to: Node, wire: Wire) {
         let link = Links::link(from, to);
         let at = self.items.partition_point(|(other, _)| *other <= link);
-        self.items.insert(at, (link, Shared::new(wire)));
+        self.items.insert(at, (link, CopyOnWrite::new(wire)));
     }
 
     /// The oldest item on a link.

@@ -1,34 +1,34 @@
 //! I5 ack ≤ durable: the position acknowledged upstream (the slot's `confirmed_flush`) never
 //! passes a change that is not durable downstream.
 //!
-//! Verifies: every time a client's confirmation moves a slot's `confirmed_flush` to L, no
-//! committed change of a captured table lies between the connector's durable position and L
-//! without being durable downstream. The durable position D is where a restart resumes: the
-//! offset the offsets topic holds at that moment (`lsn_proc ?? lsn`; Connect stores an offset only
-//! for a contiguous prefix of acknowledged records); without a stored offset, 0/0. The server
-//! forwards a request below `confirmed_flush` to it, skipping every transaction whose commit record
-//! starts in [D, L) (`postgres-slots.md` §4.1). A change there is durable downstream if Kafka holds
-//! it as a streamed change, or a complete published snapshot read it (its commit starts before the
-//! snapshot's position); any other would never be published (reference `debezium-postgres.md`
-//! §2.4, §9 rows 1–2: DBZ-1766, DBZ-7816).
+//! Verifies: every time a client's confirmation moves a slot's `confirmed_flush` to L, no committed
+//! change of a captured table lies between the connector's durable position and L without being
+//! durable downstream. The durable position D is where a restart resumes: the offset the offsets
+//! topic holds at that moment (`lsn_proc ?? lsn`; Connect stores an offset only for a contiguous
+//! prefix of acknowledged records); without a stored offset, 0/0. The server forwards a request
+//! below `confirmed_flush` to it, skipping every transaction whose commit record starts in [D, L)
+//! (`CreateDecodingContext`, PostgreSQL's `logical.c`). A change there is durable downstream if
+//! Kafka holds it as a streamed change, or a complete published snapshot read it (its commit starts
+//! before the snapshot's position); any other would never be published (DBZ-1766, DBZ-7816;
+//! Debezium's `PostgresConnectorTask.performCommit`).
 //!
 //! The connector's own confirmations are held to more: Debezium confirms what Connect has stored
 //! (`lsn_commit ?? lsn_proc` of the stored offset, re-read from the offset store since 2.7), and a
 //! confirmation of its own past that offset is a finding even when the changes in between are in
 //! Kafka. It confirms from producer callbacks, which Kafka delivers in order only within one
 //! partition: a later record can be acknowledged while an earlier one, for another partition, is
-//! still in flight, and a crash then loses it (reference `kafka-connect.md` §1.3 (b),
-//! `debezium-postgres.md` §9 row 2, DBZ-7816). The model's Kafka acknowledges a batch whole and in
-//! order, so its content alone would call such a confirmation safe; Connect's contract does not.
+//! still in flight, and a crash then loses it (Kafka's `SourceTask.commitRecord` javadoc;
+//! DBZ-7816). The model's Kafka acknowledges a batch whole and in order, so its content alone would
+//! call such a confirmation safe; Connect's contract does not.
 //!
 //! The JDBC driver's keep-alive confirmations are held to the changes alone. pgjdbc confirms a
 //! keep-alive's LSN only when the last flush Debezium sent covers the last data message received
-//! (`lsn.flush.mode = connector_and_driver`, `V3PGReplicationStream.processKeepAliveMessage`,
-//! `debezium-postgres.md` §5.5): every change below it was received and confirmed by Debezium
-//! before, so none lies past the stored offset, and such a confirmation, however far past the
-//! offset, is no violation. What it does cost shows at the next start (the slot's `restart_lsn`
-//! may pass the stored `lsn_proc`, and the start-up log-position check then fails the task under
-//! `snapshot.mode=initial`): I6 or I11, not I5.
+//! (`lsn.flush.mode = connector_and_driver`, pgjdbc's
+//! `V3PGReplicationStream.processKeepAliveMessage`): every change below it was received and
+//! confirmed by Debezium before, so none lies past the stored offset, and such a confirmation,
+//! however far past the offset, is no violation. What it does cost shows at the next start (the
+//! slot's `restart_lsn` may pass the stored `lsn_proc`, and the start-up log-position check then
+//! fails the task under `snapshot.mode=initial`): I6 or I11, not I5.
 //!
 //! Does not verify: that the records below the stored offset are really in Kafka (Connect's own
 //! contract, modelled faithfully, so not doubted here); positions set at slot creation (nothing
@@ -154,7 +154,7 @@ mod tests {
     use crate::core::ids::{Node, Row, Status, TableId};
     use crate::core::lsn::Lsn;
     use crate::core::observe::{Observation, TraceEvent};
-    use crate::core::shared::{ByContent, Shared};
+    use crate::core::shared::{ByContent, CopyOnWrite};
     use crate::core::time::SimTime;
     use crate::core::wal::CommittedTxn;
     use crate::judge::checkers::Checkers;
@@ -181,7 +181,7 @@ mod tests {
             timeline: 1,
             changes: vec![Change { lsn: Lsn(lsn), table, key, kind: ChangeKind::Insert { after } }],
         };
-        Observation::Committed { server: Node::Pg1, txn: ByContent(Shared::new(txn)) }
+        Observation::Committed { server: Node::Pg1, txn: ByContent(CopyOnWrite::new(txn)) }
     }
 
     fn stored_at(lsn: u64) -> Observation {

@@ -2,18 +2,19 @@
 //! WAL removed), the pipeline stops or rebuilds explicitly; it never skips silently to a later
 //! position.
 //!
-//! Verifies, at every replication stream start of the connector: the commits the server will
-//! never send although the connector asked for them — those whose commit starts in
-//! `[requested, start)` when decoding was forwarded to the slot's `confirmed_flush`
-//! (`postgres-slots.md` §4.1), and, on a promoted server asked for a position read on the old
-//! timeline past that timeline's switch point, the new timeline's commits below the requested
-//! position (§12 "Loss") — are already in Kafka. Any that is not was skipped silently. A position
-//! read on the new timeline is in its history wherever it lies (see [`super::Timelines`]).
+//! Verifies, at every replication stream start of the connector: the commits the server will never
+//! send although the connector asked for them — those whose commit starts in `[requested, start)`
+//! when decoding was forwarded to the slot's `confirmed_flush` (`CreateDecodingContext` in
+//! PostgreSQL's `src/backend/replication/logical/logical.c`), and, on a promoted server asked for a
+//! position read on the old timeline past that timeline's switch point, the new timeline's commits
+//! below the requested position (the same forwarding, on a timeline the stored position is not on)
+//! — are already in Kafka. Any that is not was skipped silently. A position read on the new
+//! timeline is in its history wherever it lies (see [`super::Timelines`]).
 //!
 //! Does not verify: a stream start without a requested position (0/0, a fresh start: the
 //! handoff is I4's question); positions past a switch point once a snapshot has started on the
 //! promoted server (a rebuild: its positions are the new timeline's); a stop or a rebuild (those
-//! are the correct outcomes; whether a stopped pipeline says so is I11, later).
+//! are the correct outcomes; whether a stopped pipeline says so is I11's question).
 
 use super::{Evidence, Finding};
 use crate::core::ids::Node;

@@ -2,12 +2,12 @@
 //! slot before more events are published.
 //!
 //! Verifies: after a promotion, if the connector streams from the promoted server without a new
-//! snapshot having started and without a gate having found the saved offset available, while
-//! its saved offset is still a position it read before the promotion (on the old timeline),
-//! then the slot it streams from must have existed at promotion, with `confirmed_flush ≤ saved`,
-//! and the saved position must lie in the new timeline's history: at or before the switch point,
-//! where the old timeline ends (`postgres-slots.md` §12 "Gate to implement"; the history as
-//! [`super::Timelines`] describes it). Otherwise the first change it publishes from that stream
+//! snapshot having started and without a gate having found the saved offset available, while its
+//! saved offset is still a position it read before the promotion (on the old timeline), then the
+//! slot it streams from must have existed at promotion, with `confirmed_flush ≤ saved`, and the
+//! saved position must lie in the new timeline's history: at or before the switch point, where the
+//! old timeline ends (the PostgreSQL 17 documentation, "Logical Replication Failover"; the history
+//! as [`super::Timelines`] describes it). Otherwise the first change it publishes from that stream
 //! is the finding.
 //!
 //! Does not verify: streams started once the saved offset is a position read on the new

@@ -1,5 +1,6 @@
-//! The checkers: each invariant of DESIGN.md §3 that this version checks, one file each, fed the
-//! trace one event at a time and, at the acceptance boundary, the sink's final state.
+//! The checkers: each invariant of the README's table ("The invariants") that this version checks,
+//! one file each, fed the trace one event at a time and, at the acceptance boundary, the sink's
+//! final state.
 //!
 //! Every checker compares what the pipeline delivered (Kafka's logs, the sink's applies) with the
 //! oracle, the committed source history. None of them trusts the pipeline's own bookkeeping:
@@ -8,8 +9,9 @@
 //! the moment (simulated time, LSN) it became true.
 //!
 //! Checked: I1 no gap, I2 no resurrection, I3 monotonic apply, I4 one history, I5 ack ≤ durable,
-//! I6 fail closed, I8 failover gate. Not yet: I7, I9–I12 (outbox, liveness, compaction — other
-//! issues).
+//! I6 fail closed, I8 failover gate. I11 honest liveness is judged by the timed lens, which alone
+//! knows how long the pipeline had to catch up after the last fault (`handoff-sim`'s runner). Not
+//! yet: I7, I9, I10, I12 (marker order, outbox, compaction — other issues).
 
 mod ack_durable;
 mod fail_closed;
@@ -25,7 +27,7 @@ use crate::core::event::{KafkaRecord, SourceOffset};
 use crate::core::ids::{Key, TableId};
 use crate::core::lsn::Lsn;
 use crate::core::observe::{Doc, Observation, TraceEvent};
-use crate::core::shared::{Fixed, Shared};
+use crate::core::shared::{CopyOnWrite, Fixed};
 use crate::core::time::SimTime;
 use crate::judge::narrate::Names;
 use crate::judge::oracle::Oracle;
@@ -127,8 +129,8 @@ pub struct Boundary {
 pub struct Evidence {
     /// The source's history and what reached Kafka: the bulk of the evidence, shared between
     /// the exhaustive lens's states until one of them changes it.
-    pub oracle: Shared<Oracle>,
-    pub published: Shared<Published>,
+    pub oracle: CopyOnWrite<Oracle>,
+    pub published: CopyOnWrite<Published>,
     /// The connector's offset as the offsets topic holds it.
     pub stored_offset: Option<SourceOffset>,
     pub captured: Fixed<Vec<TableId>>,
@@ -268,8 +270,8 @@ impl Checkers {
     pub fn new(oracle: Oracle, captured: Vec<TableId>) -> Checkers {
         Checkers {
             evidence: Evidence {
-                oracle: Shared::new(oracle),
-                published: Shared::new(Published::default()),
+                oracle: CopyOnWrite::new(oracle),
+                published: CopyOnWrite::new(Published::default()),
                 stored_offset: None,
                 captured: Fixed::new(captured),
                 first_stream_start: None,

@@ -131,7 +131,7 @@ mod tests {
     use crate::core::ids::{Node, Row, Status, TableId};
     use crate::core::lsn::Lsn;
     use crate::core::observe::{Apply, Doc, Observation, SinkAction, TraceEvent};
-    use crate::core::shared::{ByContent, Shared};
+    use crate::core::shared::{ByContent, CopyOnWrite};
     use crate::core::time::SimTime;
     use crate::core::wal::CommittedTxn;
     use crate::judge::checkers::{Boundary, Checkers, Finding};
@@ -168,7 +168,10 @@ mod tests {
                 kind: ChangeKind::Update { before: Some(row(1)), after: row(2) },
             }],
         };
-        checkers.observe(&event(1_000, Observation::Committed { server: Node::Pg1, txn: ByContent(Shared::new(txn)) }));
+        checkers.observe(&event(
+            1_000,
+            Observation::Committed { server: Node::Pg1, txn: ByContent(CopyOnWrite::new(txn)) },
+        ));
         let record = |offset, version, snapshot| KafkaRecord {
             tp: TopicPartition { topic: Topic::Change(TABLE), partition: 0 },
             offset,

@@ -2,10 +2,11 @@
 //! is absent from the sink; and once a delete is applied, no older version reappears.
 //!
 //! Verifies, during the run: after the sink applied a delete of a document (or a snapshot epoch
-//! removed it), an apply that makes it live again with a version not newer than the deleted one.
-//! At the boundary (when reached): every document whose surviving source history ends in a delete
-//! is not live in the sink; the finding names the delete's commit, so the reader can see why it
-//! never arrived (a snapshot cannot retract anything, reference `debezium-postgres.md` §4.3–4.4).
+//! removed it), an apply that makes it live again with a version not newer than the deleted one. At
+//! the boundary (when reached): every document whose surviving source history ends in a delete is
+//! not live in the sink; the finding names the delete's commit, so the reader can see why it never
+//! arrived (a snapshot cannot retract anything, and a restarted one reads at a later position:
+//! Debezium's `RelationalSnapshotChangeEventSource.doExecute`).
 //!
 //! Does not verify: documents that never existed in the surviving source (phantoms are I4).
 

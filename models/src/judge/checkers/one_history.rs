@@ -2,9 +2,11 @@
 //! covers every commit after S.
 //!
 //! Verifies, on what Kafka holds (the change topics as a consumer could read them):
-//! - the accepted snapshot — the last complete snapshot attempt, whoever published it — equals
-//!   the surviving source at one commit position S: every row it holds was the document's row at
-//!   S, and every document live at S is in it (the handoff theorem of `postgres-slots.md` §3.4);
+//! - the accepted snapshot — the last complete snapshot attempt, whoever published it — equals the
+//!   surviving source at one commit position S: every row it holds was the document's row at S, and
+//!   every document live at S is in it (the exported snapshot of `CREATE_REPLICATION_SLOT`,
+//!   `SnapBuildExportSnapshot` in `src/backend/replication/logical/snapbuild.c`, plus the commits
+//!   after its consistent point is the source's state, with no gap and no overlap);
 //! - every surviving commit after S on a captured table, up to the last one the stream
 //!   published, was published as streamed changes (a wall-clock start, a slot created after the
 //!   read, a stream that started past S all leave a hole here);

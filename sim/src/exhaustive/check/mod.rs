@@ -1,4 +1,4 @@
-//! `handoff check`: the exhaustive lens on a scenario's `[check]` bound (DESIGN.md §2.4).
+//! `handoff check`: the exhaustive lens on a scenario's `[check]` bound (stateright's `Model` and `Checker`; the README's "Checking a bound exhaustively").
 //!
 //! The bound's world is the scenario's pipeline — its connector, Connect, Kafka and sink
 //! settings — with `rows` rows per table, the bound's transactions free to run at any point,
@@ -28,12 +28,12 @@
 
 use crate::exhaustive::budget::{Budget, Limit, size_text};
 use crate::exhaustive::dfs::{Explored, Table as Fingerprints};
-use handoff_models::exhaustive::check::HandoffModel;
-use handoff_models::core::component::Timer;
 use handoff_models::core::change::RowOp;
-use handoff_models::scenario::spec::{CheckBound, Invariant, Prediction, Spec};
-use handoff_models::judge::verdict::{self, Judgement, Outcome as Judged};
+use handoff_models::core::component::Timer;
+use handoff_models::exhaustive::check::HandoffModel;
 use handoff_models::exhaustive::world::{Action, Bounds, World};
+use handoff_models::judge::verdict::{self, Judgement, Outcome as Judged};
+use handoff_models::scenario::spec::{CheckBound, Invariant, Prediction, Spec};
 use serde::Serialize;
 use stateright::{Checker, Expectation, Model};
 use std::time::{Duration, Instant};
@@ -362,7 +362,11 @@ fn check_within(
             (Vec::new(), None)
         };
         let steps = path.iter().map(Action::to_string).collect();
-        let story = if path.is_empty() { String::new() } else { handoff_models::exhaustive::check::narrate_path(&model, &path) };
+        let story = if path.is_empty() {
+            String::new()
+        } else {
+            handoff_models::exhaustive::check::narrate_path(&model, &path)
+        };
         let violated_at_end =
             if path.is_empty() { Vec::new() } else { World::violated_after(&model.spec, &model.bounds, &path) };
         properties.push(PropertyReport {

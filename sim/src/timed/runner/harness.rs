@@ -80,7 +80,7 @@ pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outco
     if let Some((schedule, timing)) = &path {
         net.follow(Following::new(timing, schedule.step_ms, schedule.steps.len()));
     }
-    let shared = Arc::new(Shared {
+    let shared = Arc::new(RunState {
         recorder: Mutex::new(recorder),
         primary: Mutex::new(Node::Pg1),
         net: Mutex::new(net),
@@ -272,7 +272,7 @@ enum HarnessStep {
 struct Harness<'a> {
     spec: &'a Spec,
     models: &'a Models,
-    shared: Arc<Shared>,
+    shared: Arc<RunState>,
     handle: madsim::runtime::Handle,
     nodes: BTreeMap<Node, madsim::runtime::NodeHandle>,
     /// Processes killed and not yet restarted.

@@ -23,25 +23,25 @@ use crate::timed::node::{self, now_ms, now_us};
 use futures::StreamExt;
 use futures::channel::mpsc;
 use futures::future::{Either, select};
-use handoff_models::judge::checkers::{Boundary, Checkers, Finding};
 use handoff_models::core::component::Component;
-use handoff_models::judge::coverage::{Coverage, Mark};
 use handoff_models::core::event::TopicPartition;
-use handoff_models::scenario::faults;
-use handoff_models::scenario::processes::{Holder, Process, Processes};
 use handoff_models::core::ids::{Fnv, Node};
 use handoff_models::core::limits;
 use handoff_models::core::lsn::Lsn;
 use handoff_models::core::observe::{Observation, TraceEvent};
-use handoff_models::judge::oracle::Oracle;
-use handoff_models::core::wal::WalEntry;
 use handoff_models::core::protocol::{Control, Msg, RestRequest};
+use handoff_models::core::time::SimTime;
+use handoff_models::core::wal::WalEntry;
+use handoff_models::exhaustive::world::{Action as WorldAction, World};
+use handoff_models::judge::checkers::{Boundary, Checkers, Finding};
+use handoff_models::judge::coverage::{Coverage, Mark};
+use handoff_models::judge::oracle::Oracle;
 use handoff_models::judge::record::{HandoffRecord, RecordInputs};
+use handoff_models::judge::verdict::{self, Judgement};
+use handoff_models::scenario::faults;
+use handoff_models::scenario::processes::{Holder, Process, Processes};
 use handoff_models::scenario::setup::{self, Options, System};
 use handoff_models::scenario::spec::{Fault, FaultAction, Invariant, Moment, Spec, Trigger};
-use handoff_models::core::time::SimTime;
-use handoff_models::judge::verdict::{self, Judgement};
-use handoff_models::exhaustive::world::{Action as WorldAction, World};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;
@@ -184,7 +184,7 @@ impl Recorder {
 }
 
 /// State shared by the nodes and the harness of one run.
-pub struct Shared {
+pub struct RunState {
     recorder: Mutex<Recorder>,
     primary: Mutex<Node>,
     net: Mutex<Net>,
@@ -197,7 +197,7 @@ struct MomentState {
     pending: Vec<PendingTrigger>,
 }
 
-impl Shared {
+impl RunState {
     /// The run's network.
     pub fn net(&self) -> MutexGuard<'_, Net> {
         self.net.lock().expect("net")
@@ -481,7 +481,7 @@ fn spawn_node(
     handle: &madsim::runtime::Handle,
     node: Node,
     model: Arc<Mutex<dyn Component + Send>>,
-    shared: Arc<Shared>,
+    shared: Arc<RunState>,
 ) -> madsim::runtime::NodeHandle {
     handle
         .create_node()
