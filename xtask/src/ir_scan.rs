@@ -302,7 +302,7 @@ define void @safe(ptr %p) {
         assert_eq!(scan.selects_of_loads, 4);
         let hazards: Vec<&Site> = scan.hazards().collect();
         assert_eq!(hazards.len(), 1, "{hazards:#?}");
-        assert_eq!(hazards[0].function, "handoff_models::judge::checkers::Checkers::observe");
+        assert_eq!(hazards[0].function, "handoff_models::checkers::Checkers::observe");
         assert_eq!(hazards[0].line, 11);
         assert!(hazards[0].condition.starts_with("%13 = trunc nuw i64 %_10.sroa.6.0.copyload.i to i1"));
         assert!(hazards[0].same_object);
@@ -317,13 +317,13 @@ define void @safe(ptr %p) {
     fn demangles_legacy_symbols() {
         assert_eq!(
             demangle("_ZN14handoff_models5event12SourceOffset14lsn_to_confirm17h0123456789abcdefE"),
-            "handoff_models::core::event::SourceOffset::lsn_to_confirm"
+            "handoff_models::event::SourceOffset::lsn_to_confirm"
         );
         assert_eq!(
             demangle(
                 "_ZN95_$LT$handoff_models..connect..ConnectWorker$u20$as$u20$handoff_models..component..Component$GT$10on_message17h0123456789abcdefE"
             ),
-            "<handoff_models::components::connect::ConnectWorker as handoff_models::core::component::Component>::on_message"
+            "<handoff_models::connect::ConnectWorker as handoff_models::component::Component>::on_message"
         );
         assert_eq!(demangle("main"), "main");
     }

@@ -1,6 +1,6 @@
 //! Coverage marks: the interesting situations a run reached, read off its trace.
 //!
-//! A sweep that never reached a situation proved nothing about it, so `handoff explore` counts the
+//! A sweep that never reached a situation proved nothing about it, so `handoff sweep` counts the
 //! runs that reached each mark and flags the marks no run reached (TigerBeetle's coverage marks,
 //! `src/testing/marks.zig`). A mark is set by the trace alone, never by a component's private
 //! state.

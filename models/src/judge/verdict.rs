@@ -1,4 +1,4 @@
-//! Whether a prediction held: the one decision `handoff run`, `explore`, `check` and `merge` all
+//! Whether a prediction held: the one decision `handoff run`, `sweep`, `check` and `merge` all
 //! make, here once.
 //!
 //! A [`Prediction`] names the invariants that **must** be violated (`findings`) and those that

@@ -55,7 +55,7 @@ impl Postgres {
         self.after_wal_append(ctx);
     }
 
-    /// `InvalidateObsoleteReplicationSlots(oldest_segment)` (§7.2): every valid slot whose
+    /// `InvalidateObsoleteReplicationSlots(oldest_segment)` (`slot.c`): every valid slot whose
     /// `restart_lsn` is before the segment is invalidated; an active one's walsender is
     /// terminated first (`FATAL: terminating connection due to administrator command`).
     pub(super) fn invalidate_obsolete_slots(&mut self, ctx: &mut Ctx, oldest_segment: u64) -> bool {
@@ -94,7 +94,7 @@ impl Postgres {
     }
 
     /// `XLogWrite` finishing segments: one far enough past the last checkpoint's redo requests
-    /// a checkpoint (`CHECKPOINT_CAUSE_XLOG`, §7.3). The model runs it at once.
+    /// a checkpoint (`CHECKPOINT_CAUSE_XLOG`, `XLogWrite` in `xlog.c`). The model runs it at once.
     pub(super) fn after_segments_written(&mut self, ctx: &mut Ctx, write_before: Lsn) {
         let retention = self.retention();
         let finished = retention.segment_of(self.durable.wal.write_lsn());

@@ -3,16 +3,16 @@
 //!
 //! - [`Retention::keep_log_seg`] is `KeepLogSeg` (`xlog.c`): the oldest segment a checkpoint
 //!   keeps, from the slots' minimum `restart_lsn`, capped by `max_slot_wal_keep_size`, raised
-//!   again to `wal_keep_size` (§7.1). The effective slot limit is therefore the larger of the two.
+//!   again to `wal_keep_size` (`KeepLogSeg`, `xlog.c`). The effective slot limit is therefore the larger of the two.
 //! - [`Retention::wal_availability`] is `GetWALAvailability`: `reserved`, `extended`,
 //!   `unreserved` or `lost` against the **write** pointer, with the cap and `wal_keep_size` terms
-//!   global (the slots' minimum) and only the slot's own segment per slot (§8).
-//! - [`Retention::safe_wal_size`] is the view's `safe_wal_size` (§8).
+//!   global (the slots' minimum) and only the slot's own segment per slot (`GetWALAvailability`, `xlog.c`).
+//! - [`Retention::safe_wal_size`] is the view's `safe_wal_size` (`pg_get_replication_slots`, `slotfuncs.c`).
 //! - [`Retention::checkpoint_segments`] is `CheckPointSegments`, which decides when WAL volume
-//!   requests a checkpoint (§7.3).
+//!   requests a checkpoint (`XLogWrite`, `xlog.c`).
 //!
 //! Nothing here removes WAL or invalidates a slot: the checkpoint does both, and only the
-//! checkpoint (§7.2).
+//! checkpoint (`InvalidateObsoleteReplicationSlots`, `slot.c`).
 
 use crate::core::lsn::Lsn;
 use serde::{Deserialize, Serialize};
@@ -162,7 +162,7 @@ mod tests {
         Retention { max_slot_wal_keep_size_mb: cap_mb, max_wal_size_mb, ..Retention::defaults(MB) }
     }
 
-    /// Reference §8, trace 1a: a 4 MB cap, 1 MB segments, the slot in segment 0x0E: unreserved
+    /// `GetWALAvailability` by hand: a 4 MB cap, 1 MB segments, the slot in segment 0x0E: unreserved
     /// once the write pointer is in segment 0x13 (+5), with `safe_wal_size` exactly 0 at
     /// 0/1300000.
     #[test]

@@ -4,14 +4,14 @@
 //!
 //! - `confirmed_flush` moves only forward, only on consumer confirmation
 //!   (`LogicalConfirmReceivedLocation`), and a move by walsender feedback alone never marks the
-//!   slot dirty: it reaches disk only with another save (§6). After a crash the slot comes back
+//!   slot dirty: it reaches disk only with another save (`ReplicationSlotSave`, `SaveSlotToPath`). After a crash the slot comes back
 //!   with its last saved positions, so the stream repeats.
 //! - `restart_lsn` moves only to running-xacts (RX) positions seen while decoding, with one
-//!   pending candidate that applies once `confirmed_flush` reaches the RX (§5.2); installing it
+//!   pending candidate that applies once `confirmed_flush` reaches the RX (`LogicalIncreaseRestartDecodingForSlot`, `logical.c`); installing it
 //!   saves the slot.
 //! - Decoding emits exactly the transactions whose commit record starts at or after
 //!   `max(requested start, confirmed_flush)`; a start below `confirmed_flush` is forwarded to it
-//!   (§4.1).
+//!   (`CreateDecodingContext`, `logical.c`).
 //!
 //! - Invalidation (PostgreSQL 15's `invalidated_at`): a checkpoint invalidates a slot that passed
 //!   `max_slot_wal_keep_size` ([`Slot::invalidate`]); `restart_lsn` becomes invalid for good, a
@@ -63,7 +63,7 @@ pub struct Slot {
     /// Marked dirty by SQL get/advance; saved at the next checkpoint.
     pub dirty: bool,
     /// PostgreSQL 15's `invalidated_at`: the `restart_lsn` the slot had when a checkpoint
-    /// invalidated it for exceeding `max_slot_wal_keep_size` (§7.2). Permanent; saved.
+    /// invalidated it for exceeding `max_slot_wal_keep_size` (`InvalidatePossiblyObsoleteSlot`, `slot.c`). Permanent; saved.
     #[serde(default)]
     pub invalidated_at: Option<Lsn>,
     /// PostgreSQL 17+: synchronized to standbys (`failover`), and, on a standby, a copy made by
@@ -147,7 +147,7 @@ impl Slot {
     }
 
     /// `InvalidateObsoleteReplicationSlots` on this slot: `restart_lsn` becomes invalid,
-    /// `confirmed_flush` stays, and the slot is saved (§7.2).
+    /// `confirmed_flush` stays, and the slot is saved (`InvalidatePossiblyObsoleteSlot`, `slot.c`).
     pub fn invalidate(&mut self) {
         self.invalidated_at = Some(self.current.restart_lsn);
         self.current.restart_lsn = Lsn::INVALID;

@@ -5,7 +5,7 @@
 //! (csn). A snapshot is a csn: it sees exactly the versions created by commits at or before it
 //! and not deleted by one of them. Commit order is WAL order here, because transactions are
 //! atomic (one step from first record to commit); the gap between a commit record reaching WAL
-//! and becoming visible in the proc array (`debezium-postgres.md` §4.4 "Gap (theoretical)") is
+//! and becoming visible in the proc array (`ProcArrayEndTransaction` after `RecordTransactionCommit`, `xact.c`) is
 //! not modelled yet.
 
 use crate::core::change::{ChangeKind, ReplicaIdentity};

@@ -79,7 +79,7 @@ fn crash_recovery_ends_with_a_checkpoint_that_invalidates_a_slot_past_the_cap() 
     assert!(out.observations.iter().all(|o| !matches!(o, Observation::Checkpoint { .. })));
 }
 
-/// Reference §7.2–7.3: a burst past `max_wal_size` runs a checkpoint; the cap invalidates
+/// `CreateCheckPoint` and `InvalidateObsoleteReplicationSlots`: a burst past `max_wal_size` runs a checkpoint; the cap invalidates
 /// the active slot behind it, its walsender terminated first; it is lost for good.
 #[test]
 fn a_burst_past_the_cap_invalidates_an_active_slot_at_its_checkpoint() {
@@ -135,7 +135,7 @@ fn without_a_cap_a_slot_holds_any_amount_of_wal() {
     assert!(row.restart_lsn.is_some());
 }
 
-/// Reference §12: with `synchronized_standby_slots`, a failover slot's walsender sends a
+/// `StandbySlotsHaveCaughtup` (`slot.c`, PostgreSQL 17): with `synchronized_standby_slots`, a failover slot's walsender sends a
 /// transaction only once the standby has flushed it.
 #[test]
 fn a_failover_slot_waits_for_the_standby_with_synchronized_standby_slots() {

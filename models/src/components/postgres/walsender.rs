@@ -147,7 +147,7 @@ impl Postgres {
         let Some(slot) = self.durable.slots.get(&walsender.slot) else {
             return;
         };
-        // `synchronized_standby_slots` (§12): a failover slot's walsender waits for the standby
+        // `synchronized_standby_slots` (`WalSndWaitForStandbyConfirmation`, `walsender.c`): a failover slot's walsender waits for the standby
         // to flush what it would send. Only the original primary lists a standby.
         let wait_for_standby = self.config.synchronized_standby_slots && slot.failover && self.node == Node::Pg1;
         let slot_database = slot.database.clone();
