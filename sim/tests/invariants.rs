@@ -71,7 +71,7 @@ fn i3_a_naive_sink_moves_a_claim_back_when_changes_are_replayed() {
     assert_eq!(result.violated(), vec![I3], "{:?}", result.findings);
     assert_eq!(result.findings[0].key, Some(7));
     let mut guarded = spec.clone();
-    guarded.sink_rule = handoff_models::components::sink::ApplyRule::VersionGuard;
+    guarded.sink.rule = handoff_models::components::sink::ApplyRule::VersionGuard;
     assert_eq!(common::run(&guarded, 1).violated(), vec![], "the version guard refuses the replayed rows");
 }
 

@@ -156,11 +156,11 @@ fn complete_scenario_reads_into_the_spec() {
     assert_eq!(loaded.seed, 7);
     assert_eq!(spec.name, "complete");
     assert_eq!(spec.description, "every section");
-    assert_eq!(spec.postgres_major_version, 16);
-    assert_eq!(spec.wal_segment_size, 64 << 20);
-    assert_eq!(spec.checkpoint_timeout_ms, 30_000);
-    assert_eq!(spec.scan_rows_per_second, 5_000);
-    assert_eq!(spec.standby, Some(25));
+    assert_eq!(spec.postgres.major_version, 16);
+    assert_eq!(spec.postgres.wal_segment_size, 64 << 20);
+    assert_eq!(spec.postgres.checkpoint_timeout_ms, 30_000);
+    assert_eq!(spec.postgres.scan_rows_per_second, 5_000);
+    assert_eq!(spec.postgres.standby, Some(25));
 
     assert_eq!(spec.tables.len(), 2);
     assert_eq!(spec.tables[0].id, TableId(0));
@@ -204,11 +204,11 @@ fn complete_scenario_reads_into_the_spec() {
     assert_eq!(spec.connect.offset_flush_interval_ms, 10_000);
     assert_eq!(spec.connect.offset_flush_timeout_ms, 5_000);
     assert_eq!(spec.connector_start_ms, 1_000);
-    assert_eq!(spec.kafka_partitions, 4);
-    assert_eq!(spec.sink_rule, ApplyRule::SnapshotEpoch);
-    assert_eq!(spec.sink_group, "claims-search-index");
-    assert_eq!(spec.sink_auto_commit_interval_ms, 5_000);
-    assert_eq!(spec.sink_max_poll_records, 50);
+    assert_eq!(spec.kafka.partitions, 4);
+    assert_eq!(spec.sink.rule, ApplyRule::SnapshotEpoch);
+    assert_eq!(spec.sink.group, "claims-search-index");
+    assert_eq!(spec.sink.auto_commit_interval_ms, 5_000);
+    assert_eq!(spec.sink.max_poll_records, 50);
 
     assert_eq!(
         spec.background,
@@ -266,11 +266,11 @@ fn minimal_scenario_takes_the_documented_defaults() {
     let spec = &loaded.spec;
     assert_eq!(loaded.seed, 1);
     assert_eq!(spec.description, "");
-    assert_eq!(spec.postgres_major_version, 15);
-    assert_eq!(spec.wal_segment_size, 16 << 20);
-    assert_eq!(spec.checkpoint_timeout_ms, 300_000);
-    assert_eq!(spec.scan_rows_per_second, 20_000);
-    assert_eq!(spec.standby, None);
+    assert_eq!(spec.postgres.major_version, 15);
+    assert_eq!(spec.postgres.wal_segment_size, 16 << 20);
+    assert_eq!(spec.postgres.checkpoint_timeout_ms, 300_000);
+    assert_eq!(spec.postgres.scan_rows_per_second, 20_000);
+    assert_eq!(spec.postgres.standby, None);
     assert_eq!(spec.tables[0].rows, 0);
     assert_eq!(spec.debezium.snapshot_mode, SnapshotMode::Initial);
     assert_eq!(spec.debezium.max_batch_size, 2_048);
@@ -279,9 +279,9 @@ fn minimal_scenario_takes_the_documented_defaults() {
     assert_eq!(spec.connector_properties.len(), 2);
     assert_eq!(spec.connect.offset_flush_interval_ms, 60_000);
     assert_eq!(spec.connector_start_ms, 0);
-    assert_eq!(spec.kafka_partitions, 1);
-    assert_eq!(spec.sink_rule, ApplyRule::VersionGuard);
-    assert_eq!(spec.sink_max_poll_records, 500);
+    assert_eq!(spec.kafka.partitions, 1);
+    assert_eq!(spec.sink.rule, ApplyRule::VersionGuard);
+    assert_eq!(spec.sink.max_poll_records, 500);
     assert_eq!(spec.background, None);
     assert!(spec.scripted.is_empty() && spec.faults.is_empty());
     assert_eq!(spec.gate, GatePolicy::Off);
@@ -490,7 +490,7 @@ fn failover_without_standby() {
     let text = format!("{MIN}[[fault]]\nat = \"1s\"\naction = \"fail-over-to-standby\"\npromote_after_ms = 100\n");
     fails(&text, &[], "s.toml:14:1: fault[0].action: ", "needs a standby");
     let with_standby = format!("{text}[postgres.standby]\n");
-    assert_eq!(ok(&with_standby, &[]).spec.standby, Some(0));
+    assert_eq!(ok(&with_standby, &[]).spec.postgres.standby, Some(0));
 }
 
 #[test]
@@ -927,12 +927,12 @@ fn set_overrides_apply_before_validation() {
         "postgres.checkpoint_timeout=1h",
     ];
     let spec = ok(MIN, &sets).spec;
-    assert_eq!(spec.sink_rule, ApplyRule::NaiveUpsert);
-    assert_eq!(spec.standby, Some(40));
+    assert_eq!(spec.sink.rule, ApplyRule::NaiveUpsert);
+    assert_eq!(spec.postgres.standby, Some(40));
     assert_eq!(spec.gate, GatePolicy::FailClosed);
     assert_eq!(spec.prediction.findings, vec![Invariant::I8]);
     assert_eq!(spec.debezium.max_batch_size, 100);
-    assert_eq!(spec.checkpoint_timeout_ms, 3_600_000);
+    assert_eq!(spec.postgres.checkpoint_timeout_ms, 3_600_000);
 
     let spec = ok(COMPLETE, &["workload.script[1].insert=2000", "fault[0].restart_after_ms=1"]).spec;
     assert_eq!(

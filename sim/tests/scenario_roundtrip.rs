@@ -5,8 +5,10 @@
 
 use handoff_models::components::connect::ConnectConfig;
 use handoff_models::components::connect::debezium::{DebeziumConfig, SnapshotMode};
+use handoff_models::components::kafka::KafkaSection;
 use handoff_models::components::operator::GatePolicy;
-use handoff_models::components::sink::ApplyRule;
+use handoff_models::components::postgres::PostgresSection;
+use handoff_models::components::sink::{ApplyRule, SinkConfig};
 use handoff_models::core::change::{ReplicaIdentity, RowOp};
 use handoff_models::core::ids::{Node, Status, TableId};
 use handoff_models::core::limits;
@@ -61,18 +63,18 @@ fn pinned_schedules_of_every_fault_kind_load() {
     for path in bundled() {
         let loaded = load(&path, &[]).unwrap_or_else(|error| panic!("{error}"));
         let mut variants = vec![loaded.spec.clone()];
-        if loaded.spec.standby.is_some()
+        if loaded.spec.postgres.standby.is_some()
             && loaded.spec.gate == GatePolicy::Off
-            && !loaded.spec.synchronized_standby_slots
+            && !loaded.spec.postgres.synchronized_standby_slots
         {
             let mut without = loaded.spec.clone();
-            without.standby = None;
-            without.sync_replication_slots = false;
+            without.postgres.standby = None;
+            without.postgres.sync_replication_slots = false;
             without.faults.retain(|fault| !matches!(fault.action, FaultAction::FailOverToStandby { .. }));
             variants.push(without);
         }
         for spec in variants {
-            let standby = spec.standby.is_some();
+            let standby = spec.postgres.standby.is_some();
             let mut profiled = spec.clone();
             profiled.profile = Some(FaultProfile {
                 kinds: FaultKind::ALL
@@ -123,16 +125,18 @@ fn everything() -> Spec {
     Spec {
         name: "every-feature".into(),
         description: "Every section.\nA \"quoted\" word, a backslash \\, three quotes \"\"\" and a tab\t.\n".into(),
-        postgres_major_version: 16,
-        wal_segment_size: 64 << 20,
-        checkpoint_timeout_ms: 90_000,
-        max_wal_size_mb: 512,
-        max_slot_wal_keep_size_mb: Some(2048),
-        wal_keep_size_mb: 128,
-        scan_rows_per_second: 5_000,
-        standby: Some(250),
-        sync_replication_slots: false,
-        synchronized_standby_slots: false,
+        postgres: PostgresSection {
+            major_version: 16,
+            wal_segment_size: 64 << 20,
+            checkpoint_timeout_ms: 90_000,
+            max_wal_size_mb: 512,
+            max_slot_wal_keep_size_mb: Some(2048),
+            wal_keep_size_mb: 128,
+            scan_rows_per_second: 5_000,
+            standby: Some(250),
+            sync_replication_slots: false,
+            synchronized_standby_slots: false,
+        },
         tables: vec![
             TableSetup {
                 id: claims,
@@ -172,12 +176,14 @@ fn everything() -> Spec {
         connector_properties: properties,
         connector_start_ms: 1_500,
         connect: ConnectConfig { offset_flush_interval_ms: 10_000, offset_flush_timeout_ms: 2_000 },
-        kafka_partitions: 4,
-        sink_rule: ApplyRule::SnapshotEpoch,
-        sink_group: "claims-index".into(),
-        sink_auto_commit_interval_ms: 1_000,
-        sink_max_poll_records: 50,
-        sink_auto_offset_reset: handoff_models::core::protocol::OffsetReset::Latest,
+        kafka: KafkaSection { partitions: 4 },
+        sink: SinkConfig {
+            rule: ApplyRule::SnapshotEpoch,
+            group: "claims-index".into(),
+            auto_commit_interval_ms: 1_000,
+            max_poll_records: 50,
+            auto_offset_reset: handoff_models::core::protocol::OffsetReset::Latest,
+        },
         background: Some(Background {
             start_ms: 5_000,
             end_ms: 120_000,
@@ -442,7 +448,7 @@ fn values_the_loader_rejects_or_reads_differently_are_refused() {
             })
         }),
         ("failover without standby", |spec| {
-            spec.standby = None;
+            spec.postgres.standby = None;
             spec.gate = GatePolicy::Off;
             spec.profile = None;
         }),
@@ -651,11 +657,11 @@ prop_compose! {
         spec.profile = profile;
         spec.background = background;
         spec.debezium.version = version.min((3, 7));
-        spec.wal_segment_size = wal_segment_size;
-        spec.checkpoint_timeout_ms = checkpoint_timeout_ms;
-        spec.max_wal_size_mb = max_wal_segments * (wal_segment_size >> 20);
-        spec.max_slot_wal_keep_size_mb = cap_mb;
-        spec.wal_keep_size_mb = wal_keep_size_mb;
+        spec.postgres.wal_segment_size = wal_segment_size;
+        spec.postgres.checkpoint_timeout_ms = checkpoint_timeout_ms;
+        spec.postgres.max_wal_size_mb = max_wal_segments * (wal_segment_size >> 20);
+        spec.postgres.max_slot_wal_keep_size_mb = cap_mb;
+        spec.postgres.wal_keep_size_mb = wal_keep_size_mb;
         spec.debezium.max_batch_size = batch;
         spec.connector_properties.insert("max.batch.size".into(), batch.to_string());
         spec.connector_properties.remove("max.queue.size");

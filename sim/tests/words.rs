@@ -43,7 +43,7 @@ fn late_consumer(reset: &str) -> String {
 #[test]
 fn a_consumer_group_defaults_to_latest_and_a_late_latest_consumer_skips_the_snapshot() {
     let default = load_text(&late_consumer("latest").replace("\"auto.offset.reset\" = \"latest\"\n", ""));
-    assert_eq!(default.sink_auto_offset_reset.name(), "latest", "ConsumerConfig's default");
+    assert_eq!(default.sink.auto_offset_reset.name(), "latest", "ConsumerConfig's default");
     let latest = run(&default, 1);
     assert!(latest.violated().contains(&Invariant::I1), "{:?}", latest.findings);
     let first = latest.findings.iter().find(|f| f.invariant == Invariant::I1).expect("an I1 finding");
@@ -118,7 +118,7 @@ fn partitions_are_named_by_topic_and_the_checkpoint_shows_the_data_topics() {
     let topics: Vec<String> = record.sink_checkpoint.iter().map(|entry| entry.topic.clone()).collect();
     assert!(!topics.is_empty() && topics.iter().all(|topic| topic == "claims.public.claims"), "{topics:?}");
     let partitions: Vec<u32> = record.sink_checkpoint.iter().map(|entry| entry.partition).collect();
-    assert_eq!(partitions, (0..spec.kafka_partitions).collect::<Vec<_>>());
+    assert_eq!(partitions, (0..spec.kafka.partitions).collect::<Vec<_>>());
     assert!(record.sink_checkpoint.iter().all(|entry| entry.committed_offset.is_some()));
     let text = record.render();
     assert!(text.contains("sink checkpoint      claims.public.claims-0@"), "{text}");

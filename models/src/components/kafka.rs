@@ -22,6 +22,14 @@ use crate::core::shared::{CopyOnWrite, Fixed};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// A scenario's `[kafka]` section. The cluster's [`KafkaConfig`] adds the topics, one per
+/// captured table (and the heartbeat topic), which the run derives.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct KafkaSection {
+    /// `num.partitions`: partitions of every change topic.
+    pub partitions: u32,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct KafkaConfig {
     /// Partitions of every change topic (`num.partitions` when Debezium auto-creates them).

@@ -152,6 +152,7 @@ impl FromIterator<((TableId, Key), Doc)> for DocList {
     }
 }
 
+/// The sink's settings: a scenario's `[sink]` section, as it is.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SinkConfig {
     pub rule: ApplyRule,

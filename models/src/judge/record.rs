@@ -302,7 +302,7 @@ impl HandoffRecord {
             schema_revision: 1,
             connector_configuration,
             snapshot_completion_marker,
-            sink_key_rule: spec.sink_rule.key_rule().into(),
+            sink_key_rule: spec.sink.rule.key_rule().into(),
             sink_checkpoint: checkpoint(spec, &inputs.sink_checkpoint),
             restart_test,
             failover_gate,
@@ -431,7 +431,7 @@ fn checkpoint(spec: &Spec, committed: &BTreeMap<TopicPartition, u64>) -> Vec<Che
     let mut entries = Vec::new();
     for table in &spec.debezium.tables {
         let topic = Topic::Change(*table);
-        for partition in 0..spec.kafka_partitions {
+        for partition in 0..spec.kafka.partitions {
             let tp = TopicPartition { topic, partition };
             entries.push(CheckpointEntry {
                 topic: names.topic(topic),

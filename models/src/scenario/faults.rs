@@ -38,7 +38,7 @@ pub fn applies(kind: FaultKind, standby: bool) -> bool {
 pub fn schedule(spec: &Spec, seed: u64) -> Vec<Fault> {
     let mut faults = spec.faults.clone();
     if let Some(profile) = &spec.profile {
-        faults.extend(generate(profile, spec.standby.is_some(), spec.acceptance.horizon_ms, seed));
+        faults.extend(generate(profile, spec.postgres.standby.is_some(), spec.acceptance.horizon_ms, seed));
     }
     faults
 }

@@ -7,7 +7,7 @@ use crate::components::kafka::{Kafka, KafkaConfig};
 use crate::components::loader::Loader;
 use crate::components::operator::Operator;
 use crate::components::postgres::{Postgres, PostgresConfig, TableSpec};
-use crate::components::sink::{SearchIndex, SinkConfig};
+use crate::components::sink::SearchIndex;
 use crate::core::event::Topic;
 use crate::core::ids::Role;
 use crate::core::ids::{Key, Node, Row, TableId};
@@ -47,23 +47,26 @@ impl Default for Options {
 
 pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
     let initial_rows = workload::initial_rows(spec, seed);
+    // The scenario's `[postgres]` settings, plus what the run adds: the tables, where the WAL
+    // starts, the lens's switches, and the standby as one server sees it.
+    let postgres = &spec.postgres;
     let pg_config = Fixed::new(PostgresConfig {
-        major_version: spec.postgres_major_version,
-        wal_segment_size: spec.wal_segment_size,
-        checkpoint_timeout_ms: spec.checkpoint_timeout_ms,
-        max_wal_size_mb: spec.max_wal_size_mb,
-        max_slot_wal_keep_size_mb: spec.max_slot_wal_keep_size_mb,
-        wal_keep_size_mb: spec.wal_keep_size_mb,
+        major_version: postgres.major_version,
+        wal_segment_size: postgres.wal_segment_size,
+        checkpoint_timeout_ms: postgres.checkpoint_timeout_ms,
+        max_wal_size_mb: postgres.max_wal_size_mb,
+        max_slot_wal_keep_size_mb: postgres.max_slot_wal_keep_size_mb,
+        wal_keep_size_mb: postgres.wal_keep_size_mb,
         bgwriter_running_xacts: options.bgwriter_running_xacts,
         // Keep-alives are sent where a consumer acts on them: Debezium's `connector` and
         // `manual` modes ignore them, and runs where nobody reads them stay as they were.
         walsender_keepalives: options.walsender_keepalives
             && spec.debezium.lsn_flush_mode == crate::components::connect::debezium::LsnFlushMode::ConnectorAndDriver,
-        scan_rows_per_second: spec.scan_rows_per_second,
-        replication_delay_ms: spec.standby.unwrap_or(0),
-        has_standby: spec.standby.is_some(),
-        sync_replication_slots: spec.sync_replication_slots,
-        synchronized_standby_slots: spec.synchronized_standby_slots,
+        scan_rows_per_second: postgres.scan_rows_per_second,
+        replication_delay_ms: postgres.standby.unwrap_or(0),
+        has_standby: postgres.standby.is_some(),
+        sync_replication_slots: postgres.sync_replication_slots,
+        synchronized_standby_slots: postgres.synchronized_standby_slots,
         initial_wal_lsn: INITIAL_WAL_LSN,
         tables: spec
             .tables
@@ -72,11 +75,11 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
             .collect(),
     });
     let pg1 = Postgres::new(Node::Pg1, Role::Primary, pg_config, &initial_rows);
-    let pg2 = spec.standby.map(|_| Postgres::new(Node::Pg2, Role::Standby, pg_config, &initial_rows));
+    let pg2 = spec.postgres.standby.map(|_| Postgres::new(Node::Pg2, Role::Standby, pg_config, &initial_rows));
     let debezium = Fixed::new(spec.debezium.clone());
     let connect = ConnectWorker::new(Fixed::new(spec.connect.clone()), debezium, TargetState::Running);
     let kafka = Kafka::new(Fixed::new(KafkaConfig {
-        partitions: spec.kafka_partitions,
+        partitions: spec.kafka.partitions,
         topics: spec
             .tables
             .iter()
@@ -84,13 +87,7 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
             .chain((spec.debezium.effective_heartbeat_interval_ms() > 0).then_some(Topic::Heartbeat))
             .collect(),
     }));
-    let sink = SearchIndex::new(Fixed::new(SinkConfig {
-        rule: spec.sink_rule,
-        group: spec.sink_group.clone(),
-        auto_commit_interval_ms: spec.sink_auto_commit_interval_ms,
-        max_poll_records: spec.sink_max_poll_records,
-        auto_offset_reset: spec.sink_auto_offset_reset,
-    }));
+    let sink = SearchIndex::new(Fixed::new(spec.sink.clone()));
     let app = App::new(CopyOnWrite::new(workload::workload(spec, seed)));
     let mut operator = Operator::new(spec.gate, spec.debezium.name.clone(), spec.debezium.slot_name.clone());
     operator.rebuild_snapshots =

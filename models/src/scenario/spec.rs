@@ -3,8 +3,10 @@
 
 use crate::components::connect::ConnectConfig;
 use crate::components::connect::debezium::DebeziumConfig;
+use crate::components::kafka::KafkaSection;
 use crate::components::operator::GatePolicy;
-use crate::components::sink::ApplyRule;
+use crate::components::postgres::PostgresSection;
+use crate::components::sink::SinkConfig;
 use crate::core::change::{ReplicaIdentity, RowOp};
 /// A scenario's faults, triggers and moments are the core's: observations name them too.
 pub use crate::core::fault::{FaultAction, Moment, Trigger};
@@ -325,20 +327,10 @@ pub struct Acceptance {
 pub struct Spec {
     pub name: String,
     pub description: String,
-    pub postgres_major_version: u32,
-    pub wal_segment_size: u64,
-    pub checkpoint_timeout_ms: u64,
-    /// `max_wal_size`, `max_slot_wal_keep_size` (`None`: -1) and `wal_keep_size`, in MB.
-    pub max_wal_size_mb: u64,
-    pub max_slot_wal_keep_size_mb: Option<u64>,
-    pub wal_keep_size_mb: u64,
-    pub scan_rows_per_second: u64,
-    /// `Some(replication_delay_ms)` when there is a standby.
-    pub standby: Option<u64>,
-    /// PostgreSQL 17+: the standby's `sync_replication_slots`, and whether the primary's
-    /// `synchronized_standby_slots` lists the standby's physical slot.
-    pub sync_replication_slots: bool,
-    pub synchronized_standby_slots: bool,
+    // The sections of the components sit where their settings were when they were flat fields:
+    // a `Spec`'s hash (the sweep's workers compare it) hashes the same fields in the same order.
+    /// `[postgres]`.
+    pub postgres: PostgresSection,
     pub tables: Vec<TableSetup>,
     pub debezium: DebeziumConfig,
     /// The connector properties as the scenario gave them (for the handoff record).
@@ -346,13 +338,10 @@ pub struct Spec {
     /// When the connector is first started (simulated ms).
     pub connector_start_ms: u64,
     pub connect: ConnectConfig,
-    pub kafka_partitions: u32,
-    pub sink_rule: ApplyRule,
-    pub sink_group: String,
-    pub sink_auto_commit_interval_ms: u64,
-    pub sink_max_poll_records: u32,
-    /// The sink consumer's `auto.offset.reset`.
-    pub sink_auto_offset_reset: crate::core::protocol::OffsetReset,
+    /// `[kafka]`.
+    pub kafka: KafkaSection,
+    /// `[sink]`.
+    pub sink: SinkConfig,
     pub background: Option<Background>,
     pub scripted: Vec<ScriptedTxn>,
     /// The explicit fault schedule.
@@ -426,16 +415,18 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
     Spec {
         name: "claims-minimal".into(),
         description: "a few claims, an update and a delete, one connector crash".into(),
-        postgres_major_version: 15,
-        wal_segment_size: 16 << 20,
-        checkpoint_timeout_ms: 300_000,
-        max_wal_size_mb: 1024,
-        max_slot_wal_keep_size_mb: None,
-        wal_keep_size_mb: 0,
-        scan_rows_per_second: 1000,
-        standby: None,
-        sync_replication_slots: false,
-        synchronized_standby_slots: false,
+        postgres: PostgresSection {
+            major_version: 15,
+            wal_segment_size: 16 << 20,
+            checkpoint_timeout_ms: 300_000,
+            max_wal_size_mb: 1024,
+            max_slot_wal_keep_size_mb: None,
+            wal_keep_size_mb: 0,
+            scan_rows_per_second: 1000,
+            standby: None,
+            sync_replication_slots: false,
+            synchronized_standby_slots: false,
+        },
         tables: vec![TableSetup {
             id: table,
             name: "public.claims".into(),
@@ -466,12 +457,14 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
         connector_properties: BTreeMap::new(),
         connector_start_ms: 0,
         connect: ConnectConfig { offset_flush_interval_ms: 60_000, offset_flush_timeout_ms: 5_000 },
-        kafka_partitions: 1,
-        sink_rule: rule,
-        sink_group: "claims-search-index".into(),
-        sink_auto_commit_interval_ms: 5_000,
-        sink_max_poll_records: 500,
-        sink_auto_offset_reset: crate::core::protocol::OffsetReset::Earliest,
+        kafka: KafkaSection { partitions: 1 },
+        sink: SinkConfig {
+            rule,
+            group: "claims-search-index".into(),
+            auto_commit_interval_ms: 5_000,
+            max_poll_records: 500,
+            auto_offset_reset: crate::core::protocol::OffsetReset::Earliest,
+        },
         background: None,
         scripted: vec![
             ScriptedTxn {

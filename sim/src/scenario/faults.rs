@@ -200,7 +200,7 @@ fn window(cx: &Cx, field: &Field, horizon: &Horizon) -> Res<(u64, u64)> {
 /// The `--set` that lets a profile draw every fault kind the scenario's system can take
 /// (`sweep --all-faults`): all of them, less `fail-over-to-standby` without a standby.
 pub fn every_fault_kind(spec: &Spec) -> String {
-    every_fault_kind_with(spec.standby.is_some())
+    every_fault_kind_with(spec.postgres.standby.is_some())
 }
 
 /// As [`every_fault_kind`], for a system with or without a standby.

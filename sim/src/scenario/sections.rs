@@ -12,8 +12,11 @@ use super::tree::Val;
 use super::units::{DURATION_UNITS, duration_ms, with_unit};
 use super::workload::workload;
 use handoff_models::components::connect::ConnectConfig;
+use handoff_models::components::kafka::KafkaSection;
 use handoff_models::components::operator::GatePolicy;
+use handoff_models::components::postgres::PostgresSection;
 use handoff_models::components::sink::ApplyRule;
+use handoff_models::components::sink::SinkConfig;
 use handoff_models::core::change::ReplicaIdentity;
 use handoff_models::core::ids::TableId;
 use handoff_models::core::limits;
@@ -36,14 +39,14 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let tables = tables(cx, root)?;
     let (mut debezium, connector_properties) = connector(cx, &root.sub(cx, "connector")?, &tables, &horizon)?;
     if debezium.slot_failover
-        && postgres.version < 17
+        && postgres.major_version < 17
         && let Some(field) = root.sub(cx, "connector")?.get("slot.failover")
     {
         return cx.fail(&field, "slot.failover needs PostgreSQL 17 or later ([postgres] version = 17)");
     }
     debezium.version = versions(cx, &root.sub(cx, "versions")?)?;
     let (connect, connector_start_ms) = connect(cx, &root.sub(cx, "connect")?, &horizon)?;
-    let kafka_partitions = kafka(cx, &root.sub(cx, "kafka")?)?;
+    let kafka = kafka(cx, &root.sub(cx, "kafka")?)?;
     let sink = sink(cx, &root.sub(cx, "sink")?)?;
     let (background, scripted) = workload(cx, &root.sub(cx, "workload")?, &tables, &horizon)?;
     let faults = faults(cx, root, postgres.standby.is_some(), &horizon)?;
@@ -65,27 +68,14 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let spec = Spec {
         name,
         description,
-        postgres_major_version: postgres.version,
-        wal_segment_size: postgres.wal_segment_size,
-        checkpoint_timeout_ms: postgres.checkpoint_timeout_ms,
-        max_wal_size_mb: postgres.max_wal_size_mb,
-        max_slot_wal_keep_size_mb: postgres.max_slot_wal_keep_size_mb,
-        wal_keep_size_mb: postgres.wal_keep_size_mb,
-        scan_rows_per_second: postgres.scan_rows_per_second,
-        standby: postgres.standby,
-        sync_replication_slots: postgres.sync_replication_slots,
-        synchronized_standby_slots: postgres.synchronized_standby_slots,
+        postgres,
         tables,
         debezium,
         connector_properties,
         connector_start_ms,
         connect,
-        kafka_partitions,
-        sink_rule: sink.rule,
-        sink_group: sink.group,
-        sink_auto_commit_interval_ms: sink.auto_commit_interval_ms,
-        sink_max_poll_records: sink.max_poll_records,
-        sink_auto_offset_reset: sink.auto_offset_reset,
+        kafka,
+        sink,
         background,
         scripted,
         faults,
@@ -131,20 +121,7 @@ fn versions(cx: &Cx, s: &Section) -> Res<(u32, u32)> {
     })
 }
 
-struct Postgres {
-    version: u32,
-    wal_segment_size: u64,
-    checkpoint_timeout_ms: u64,
-    max_wal_size_mb: u64,
-    max_slot_wal_keep_size_mb: Option<u64>,
-    wal_keep_size_mb: u64,
-    scan_rows_per_second: u64,
-    standby: Option<u64>,
-    sync_replication_slots: bool,
-    synchronized_standby_slots: bool,
-}
-
-fn postgres(cx: &Cx, s: &Section) -> Res<Postgres> {
+fn postgres(cx: &Cx, s: &Section) -> Res<PostgresSection> {
     s.check_keys(
         cx,
         "version wal_segment_size checkpoint_timeout max_wal_size max_slot_wal_keep_size wal_keep_size \
@@ -235,8 +212,8 @@ fn postgres(cx: &Cx, s: &Section) -> Res<Postgres> {
             !names.is_empty()
         }
     };
-    Ok(Postgres {
-        version,
+    Ok(PostgresSection {
+        major_version: version,
         wal_segment_size,
         checkpoint_timeout_ms,
         max_wal_size_mb,
@@ -335,20 +312,13 @@ fn connect(cx: &Cx, s: &Section, horizon: &Horizon) -> Res<(ConnectConfig, u64)>
     Ok((config, start_at_ms))
 }
 
-fn kafka(cx: &Cx, s: &Section) -> Res<u32> {
+fn kafka(cx: &Cx, s: &Section) -> Res<KafkaSection> {
     s.check_keys(cx, "partitions", "field")?;
-    s.opt("partitions", 1, |field| cx.int(field, 1, 64).map(|value| value as u32))
+    let partitions = s.opt("partitions", 1, |field| cx.int(field, 1, 64).map(|value| value as u32))?;
+    Ok(KafkaSection { partitions })
 }
 
-struct Sink {
-    rule: ApplyRule,
-    group: String,
-    auto_commit_interval_ms: u64,
-    max_poll_records: u32,
-    auto_offset_reset: OffsetReset,
-}
-
-fn sink(cx: &Cx, s: &Section) -> Res<Sink> {
+fn sink(cx: &Cx, s: &Section) -> Res<SinkConfig> {
     s.check_keys(cx, "apply group.id auto.commit.interval.ms max.poll.records auto.offset.reset", "field")?;
     let rules = [ApplyRule::VersionGuard, ApplyRule::NaiveUpsert, ApplyRule::SnapshotEpoch];
     let rules = rules.map(|rule| (rule.name(), rule));
@@ -363,7 +333,7 @@ fn sink(cx: &Cx, s: &Section) -> Res<Sink> {
     let resets = OffsetReset::ALL.map(|reset| (reset.name(), reset));
     let auto_offset_reset =
         s.opt("auto.offset.reset", OffsetReset::CONSUMER_DEFAULT, |field| cx.choice(field, &resets))?;
-    Ok(Sink { rule, group, auto_commit_interval_ms, max_poll_records, auto_offset_reset })
+    Ok(SinkConfig { rule, group, auto_commit_interval_ms, max_poll_records, auto_offset_reset })
 }
 
 fn handoff(cx: &Cx, s: &Section, horizon: &Horizon) -> Res<HandoffMethod> {

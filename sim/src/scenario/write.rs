@@ -104,26 +104,26 @@ fn write_versions(w: &mut Writer, spec: &Spec) {
 
 fn write_postgres(w: &mut Writer, spec: &Spec) {
     w.table("postgres");
-    w.field("version", spec.postgres_major_version);
-    w.field("wal_segment_size", toml_string(&size_text(spec.wal_segment_size)));
-    w.field("checkpoint_timeout", toml_string(&duration_text(spec.checkpoint_timeout_ms)));
-    if spec.max_wal_size_mb != 1024 {
-        w.field("max_wal_size", toml_string(&size_text(spec.max_wal_size_mb << 20)));
+    w.field("version", spec.postgres.major_version);
+    w.field("wal_segment_size", toml_string(&size_text(spec.postgres.wal_segment_size)));
+    w.field("checkpoint_timeout", toml_string(&duration_text(spec.postgres.checkpoint_timeout_ms)));
+    if spec.postgres.max_wal_size_mb != 1024 {
+        w.field("max_wal_size", toml_string(&size_text(spec.postgres.max_wal_size_mb << 20)));
     }
-    if let Some(cap_mb) = spec.max_slot_wal_keep_size_mb {
+    if let Some(cap_mb) = spec.postgres.max_slot_wal_keep_size_mb {
         w.field("max_slot_wal_keep_size", toml_string(&size_text(cap_mb << 20)));
     }
-    if spec.wal_keep_size_mb != 0 {
-        w.field("wal_keep_size", toml_string(&size_text(spec.wal_keep_size_mb << 20)));
+    if spec.postgres.wal_keep_size_mb != 0 {
+        w.field("wal_keep_size", toml_string(&size_text(spec.postgres.wal_keep_size_mb << 20)));
     }
-    if spec.synchronized_standby_slots {
+    if spec.postgres.synchronized_standby_slots {
         w.field("synchronized_standby_slots", toml_string("standby_slot"));
     }
-    w.field("scan_rows_per_second", spec.scan_rows_per_second);
-    if let Some(replication_delay_ms) = spec.standby {
+    w.field("scan_rows_per_second", spec.postgres.scan_rows_per_second);
+    if let Some(replication_delay_ms) = spec.postgres.standby {
         w.table("postgres.standby");
         w.field("replication_delay_ms", replication_delay_ms);
-        if spec.sync_replication_slots {
+        if spec.postgres.sync_replication_slots {
             w.field("sync_replication_slots", true);
         }
     }
@@ -241,16 +241,16 @@ fn write_connect(w: &mut Writer, spec: &Spec) {
 
 fn write_kafka(w: &mut Writer, spec: &Spec) {
     w.table("kafka");
-    w.field("partitions", spec.kafka_partitions);
+    w.field("partitions", spec.kafka.partitions);
 }
 
 fn write_sink(w: &mut Writer, spec: &Spec) {
     w.table("sink");
-    w.field("apply", toml_string(spec.sink_rule.name()));
-    w.field("group.id", toml_string(&spec.sink_group));
-    w.field("auto.commit.interval.ms", spec.sink_auto_commit_interval_ms);
-    w.field("max.poll.records", spec.sink_max_poll_records);
-    w.field("auto.offset.reset", toml_string(spec.sink_auto_offset_reset.name()));
+    w.field("apply", toml_string(spec.sink.rule.name()));
+    w.field("group.id", toml_string(&spec.sink.group));
+    w.field("auto.commit.interval.ms", spec.sink.auto_commit_interval_ms);
+    w.field("max.poll.records", spec.sink.max_poll_records);
+    w.field("auto.offset.reset", toml_string(spec.sink.auto_offset_reset.name()));
 }
 
 fn write_workload(w: &mut Writer, spec: &Spec) -> Result<(), String> {

@@ -87,11 +87,11 @@ pub fn header(spec: &Spec, scenario: &str, result: &RunResult) -> String {
         out,
         "seed      {}; PostgreSQL {}, snapshot.mode={}, offset.flush.interval.ms={}, {} partition(s), sink apply={}, {} rows",
         result.seed,
-        spec.postgres_major_version,
+        spec.postgres.major_version,
         spec.debezium.snapshot_mode.name(),
         spec.connect.offset_flush_interval_ms,
-        spec.kafka_partitions,
-        spec.sink_rule.name(),
+        spec.kafka.partitions,
+        spec.sink.rule.name(),
         rows
     );
     for (index, fault) in result.schedule.iter().enumerate() {

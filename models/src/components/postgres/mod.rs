@@ -84,6 +84,31 @@ use wal::{Wal, record_size};
 /// `LOG_SNAPSHOT_INTERVAL_MS` in `bgwriter.c`.
 pub const LOG_SNAPSHOT_INTERVAL_MS: u64 = 15_000;
 
+/// A scenario's `[postgres]` section: the cluster's settings as the scenario gives them. Names are
+/// PostgreSQL's. A server's [`PostgresConfig`] is these plus what the run adds: the tables, where
+/// the WAL starts, the switches a lens turns off, and the standby seen from one server.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PostgresSection {
+    /// Major version (15–18).
+    pub major_version: u32,
+    /// `initdb --wal-segsize`, in bytes.
+    pub wal_segment_size: u64,
+    /// `checkpoint_timeout`.
+    pub checkpoint_timeout_ms: u64,
+    /// `max_wal_size`, `max_slot_wal_keep_size` (`None`: -1) and `wal_keep_size`, in MB.
+    pub max_wal_size_mb: u64,
+    pub max_slot_wal_keep_size_mb: Option<u64>,
+    pub wal_keep_size_mb: u64,
+    /// Testbed knob: how fast a snapshot `SELECT` returns rows.
+    pub scan_rows_per_second: u64,
+    /// `Some(replication_delay_ms)` when there is a standby (`[postgres.standby]`).
+    pub standby: Option<u64>,
+    /// PostgreSQL 17+: the standby's `sync_replication_slots`, and whether the primary's
+    /// `synchronized_standby_slots` lists the standby's physical slot.
+    pub sync_replication_slots: bool,
+    pub synchronized_standby_slots: bool,
+}
+
 /// Server settings the model uses. Names are PostgreSQL's.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PostgresConfig {

@@ -196,7 +196,7 @@ pub fn bound(spec: &Spec) -> Result<(Spec, Bounds), String> {
             spec.name
         ));
     };
-    if let Some(delay_ms) = spec.standby {
+    if let Some(delay_ms) = spec.postgres.standby {
         return Err(format!(
             "{} has a standby (standby = {delay_ms}): the exhaustive world holds one PostgreSQL server; \
              check the bound without the standby, or explore failovers in the timed lens (handoff run / sweep)",

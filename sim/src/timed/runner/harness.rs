@@ -197,7 +197,7 @@ pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outco
         let kafka = models.kafka.lock().expect("kafka");
         kafka
             .groups
-            .get(&spec.sink_group)
+            .get(&spec.sink.group)
             .map(|committed| committed.iter().map(|(tp, offset)| (*tp, *offset)).collect())
             .unwrap_or_default()
     };
