@@ -66,6 +66,21 @@
 //! share an LSN (they never do here: each change has its own record). The locator is reduced to
 //! "drop replayed changes at or before the stored `lsn_proc`", which is exact while transactions
 //! do not interleave in the WAL, as here.
+//!
+//! The files: `config` (the properties), `startup` (start-up to the snapshot decision), `snapshot`,
+//! `streaming` (the replication stream and its restart filter), `offsets` (acknowledgement and the
+//! slot's confirmation); the task's state, its connections and its queue are here.
+
+mod config;
+mod offsets;
+mod snapshot;
+mod startup;
+mod streaming;
+
+pub use config::{
+    DebeziumConfig, LSN_FLUSH_MODE_HEARTBEAT_FALLBACK_MS, LsnFlushMode, MAX_ATTEMPTS_FOR_OBTAINING_REPLICATION_SLOT,
+    OffsetMismatchStrategy, PAUSE_BETWEEN_REPLICATION_SLOT_RETRIEVAL_ATTEMPTS_MS, SnapshotMode,
+};
 
 use crate::core::change::{ChangeKind, RowOp};
 use crate::core::component::Ctx;
@@ -78,157 +93,6 @@ use crate::core::observe::{Observation, SnapshotCase};
 use crate::core::protocol::{DecodedTxn, Msg, ReplReply, ReplRequest, SessionId, SlotRow, SqlReply, SqlRequest};
 use crate::core::shared::{CopyOnWrite, Fixed};
 use serde::{Deserialize, Serialize};
-
-/// `MAX_ATTEMPTS_FOR_OBTAINING_REPLICATION_SLOT` (`PostgresConnection`).
-pub const MAX_ATTEMPTS_FOR_OBTAINING_REPLICATION_SLOT: u32 = 900;
-/// `PAUSE_BETWEEN_REPLICATION_SLOT_RETRIEVAL_ATTEMPTS`: 2 s.
-pub const PAUSE_BETWEEN_REPLICATION_SLOT_RETRIEVAL_ATTEMPTS_MS: u64 = 2_000;
-
-/// `snapshot.mode`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SnapshotMode {
-    Initial,
-    NoData,
-    WhenNeeded,
-    Always,
-}
-
-impl SnapshotMode {
-    pub fn name(self) -> &'static str {
-        match self {
-            SnapshotMode::Initial => "initial",
-            SnapshotMode::NoData => "no_data",
-            SnapshotMode::WhenNeeded => "when_needed",
-            SnapshotMode::Always => "always",
-        }
-    }
-}
-
-/// `offset.mismatch.strategy` (3.4, DBZ-9688;
-/// `PostgresConnectorConfig.OffsetSlotMismatchStrategy`): how the stored offset and the slot's
-/// position are reconciled at start-up.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OffsetMismatchStrategy {
-    NoValidation,
-    TrustOffset,
-    TrustSlot,
-    TrustGreaterLsn,
-}
-
-impl OffsetMismatchStrategy {
-    pub const ALL: [OffsetMismatchStrategy; 4] = [
-        OffsetMismatchStrategy::NoValidation,
-        OffsetMismatchStrategy::TrustOffset,
-        OffsetMismatchStrategy::TrustSlot,
-        OffsetMismatchStrategy::TrustGreaterLsn,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            OffsetMismatchStrategy::NoValidation => "no_validation",
-            OffsetMismatchStrategy::TrustOffset => "trust_offset",
-            OffsetMismatchStrategy::TrustSlot => "trust_slot",
-            OffsetMismatchStrategy::TrustGreaterLsn => "trust_greater_lsn",
-        }
-    }
-
-    /// `trust_slot` and `trust_greater_lsn` skip the log-position check
-    /// (`PostgresConnection.validateLogPosition`).
-    pub fn checks_log_position(self) -> bool {
-        matches!(self, OffsetMismatchStrategy::NoValidation | OffsetMismatchStrategy::TrustOffset)
-    }
-}
-
-/// `lsn.flush.mode` (3.4, DBZ-9641; `PostgresConnectorConfig.LsnFlushMode`): who confirms positions
-/// to the slot.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LsnFlushMode {
-    /// Debezium confirms its stored offsets; the driver's keep-alive confirmation is off.
-    Connector,
-    /// Nothing confirms: the slot moves only when something outside advances it.
-    Manual,
-    /// Debezium confirms its stored offsets, and pgjdbc confirms keep-alive LSNs by its rule.
-    ConnectorAndDriver,
-}
-
-/// Debezium's fallback for `connector_and_driver` without heartbeats
-/// (`applyLsnFlushModeHeartbeatFallback`): 10 minutes.
-pub const LSN_FLUSH_MODE_HEARTBEAT_FALLBACK_MS: u64 = 600_000;
-
-impl DebeziumConfig {
-    /// The heartbeat interval in effect: `connector_and_driver` with `heartbeat.interval.ms=0`
-    /// forces 600 000 ms (`PostgresConnectorConfig.applyLsnFlushModeHeartbeatFallback`).
-    pub fn effective_heartbeat_interval_ms(&self) -> u64 {
-        if self.heartbeat_interval_ms == 0 && self.lsn_flush_mode == LsnFlushMode::ConnectorAndDriver {
-            LSN_FLUSH_MODE_HEARTBEAT_FALLBACK_MS
-        } else {
-            self.heartbeat_interval_ms
-        }
-    }
-}
-
-impl LsnFlushMode {
-    pub const ALL: [LsnFlushMode; 3] =
-        [LsnFlushMode::Connector, LsnFlushMode::Manual, LsnFlushMode::ConnectorAndDriver];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            LsnFlushMode::Connector => "connector",
-            LsnFlushMode::Manual => "manual",
-            LsnFlushMode::ConnectorAndDriver => "connector_and_driver",
-        }
-    }
-}
-
-/// The connector properties the model uses, with Debezium's defaults.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct DebeziumConfig {
-    /// The Debezium release, `(major, minor)`. Before 2.7 the slot is confirmed from the offsets
-    /// acknowledged in memory (`commitRecord` → `commit()`), not re-read from the offset store:
-    /// DBZ-7816 (fixed in 2.7.0.Alpha2 by `PostgresConnectorTask.performCommit` re-reading the
-    /// offsets).
-    pub version: (u32, u32),
-    /// `name` of the connector (the offsets-topic key).
-    pub name: String,
-    /// `topic.prefix`.
-    pub topic_prefix: String,
-    /// `slot.name` (default `debezium`).
-    pub slot_name: String,
-    /// `plugin.name` (the model supports `pgoutput`).
-    pub plugin_name: String,
-    /// `publication.name` (default `dbz_publication`).
-    pub publication_name: String,
-    /// `snapshot.mode` (default `initial`).
-    pub snapshot_mode: SnapshotMode,
-    /// `snapshot.fetch.size` (default 10 240).
-    pub snapshot_fetch_size: u32,
-    /// `max.batch.size` (default 2 048).
-    pub max_batch_size: u32,
-    /// `poll.interval.ms` (default 500).
-    pub poll_interval_ms: u64,
-    /// `retriable.restart.connector.wait.ms` (default 10 000).
-    pub retriable_restart_connector_wait_ms: u64,
-    /// `tombstones.on.delete` (default true).
-    pub tombstones_on_delete: bool,
-    /// Internal `log.position.check.enable` (default true).
-    pub log_position_check_enable: bool,
-    /// `offset.mismatch.strategy` (default `no_validation`).
-    pub offset_mismatch_strategy: OffsetMismatchStrategy,
-    /// `lsn.flush.mode` (default `connector`).
-    pub lsn_flush_mode: LsnFlushMode,
-    /// `heartbeat.interval.ms` (default 0: off).
-    pub heartbeat_interval_ms: u64,
-    /// `slot.failover` (PostgreSQL 17+, default false): create the slot as a failover slot.
-    pub slot_failover: bool,
-    /// `heartbeat.action.query`, modelled as an update of row 1 of this table (an upsert into a
-    /// heartbeat table in the publication).
-    pub heartbeat_action_table: Option<TableId>,
-    /// The captured tables (`table.include.list`), in snapshot order.
-    pub tables: Vec<TableId>,
-}
 
 /// Where the task is in its life.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -375,25 +239,6 @@ impl DebeziumTask {
         }
     }
 
-    /// Whether this release confirms the slot from offsets re-read from the offset store
-    /// (2.7 and later, DBZ-7816); before, from the offsets acknowledged in memory.
-    pub fn confirms_from_offset_store(&self) -> bool {
-        self.config.version >= (2, 7)
-    }
-
-    /// `commitRecord(record, metadata)`: Kafka acknowledged a record. A no-op since 2.7; before,
-    /// it remembered the record's offset for the next `commit()`.
-    pub fn commit_record(&mut self, offset: SourceOffset) {
-        if !self.confirms_from_offset_store() {
-            self.last_acked = Some(offset);
-        }
-    }
-
-    /// The offset `commit()` confirms before 2.7.
-    pub fn last_acked(&self) -> Option<SourceOffset> {
-        self.last_acked
-    }
-
     pub fn is_streaming(&self) -> bool {
         self.phase == Phase::Streaming
     }
@@ -452,41 +297,6 @@ impl DebeziumTask {
         }
     }
 
-    /// `PostgresConnectorTask.start()` with the offset Connect loaded.
-    pub fn start(&mut self, ctx: &mut Ctx, stored: Option<SourceOffset>) -> TaskEvent {
-        self.stored = stored;
-        self.offset = stored.unwrap_or_default();
-        self.starting_slot = None;
-        self.slot_created = None;
-        self.snapshot = None;
-        self.clear_queue();
-        self.skip_upto = None;
-        self.lsn_flushing_allowed = false;
-        self.last_flushed = Lsn::INVALID;
-        self.slot_info_attempts = 0;
-        self.last_data_start = Lsn::INVALID;
-        self.driver_flushed = Lsn::INVALID;
-        ctx.observe(Observation::TaskStarted { offset: stored });
-        if let Some(offset) = stored
-            && offset.initial_snapshot_running()
-            && self.config.snapshot_mode == SnapshotMode::NoData
-        {
-            return self.fail(
-                ctx,
-                "The connector previously stopped while taking a snapshot, but now the connector is configured \
-                 to never allow snapshots. Reconfigure the connector to use snapshots initially or when needed."
-                    .into(),
-            );
-        }
-        let check = self.config.log_position_check_enable
-            && self.config.offset_mismatch_strategy.checks_log_position()
-            && stored.is_some_and(|offset| !offset.initial_snapshot_running());
-        self.phase = if check { Phase::CheckingLogPosition } else { Phase::ReadingSlot };
-        let slot = self.config.slot_name.clone();
-        self.sql(ctx, SqlRequest::SlotInfo { slot });
-        TaskEvent::None
-    }
-
     fn fail(&mut self, ctx: &mut Ctx, reason: String) -> TaskEvent {
         self.close_sessions(ctx);
         self.clear_queue();
@@ -539,383 +349,6 @@ impl DebeziumTask {
         }
     }
 
-    fn on_sql_reply(&mut self, ctx: &mut Ctx, reply: SqlReply) -> TaskEvent {
-        if let SqlReply::Error(error) = &reply {
-            return self.retriable(ctx, format!("org.postgresql.util.PSQLException: {error}"));
-        }
-        if let (Phase::CheckingLogPosition | Phase::ReadingSlot, SqlReply::Slot(Some(row))) = (&self.phase, &reply)
-            && (row.restart_lsn.is_none() || row.confirmed_flush_lsn.is_none())
-        {
-            return self.slot_info_not_valid(ctx);
-        }
-        match (&self.phase, reply) {
-            (Phase::CheckingLogPosition, SqlReply::Slot(row)) => {
-                let stored = self.stored.unwrap_or_default();
-                let (available, detail) = match &row {
-                    None => (false, format!("slot \"{}\" does not exist", self.config.slot_name)),
-                    Some(slot) => match (stored.lsn_proc, slot.restart_lsn) {
-                        (None, _) => (true, "no lsn_proc stored: nothing to compare".into()),
-                        (Some(lsn_proc), Some(restart)) if restart <= lsn_proc => {
-                            (true, format!("restart_lsn {restart} <= lsn_proc {lsn_proc}"))
-                        }
-                        (Some(lsn_proc), restart) => (
-                            false,
-                            format!(
-                                "restart_lsn {} > lsn_proc {lsn_proc}",
-                                restart.map_or("NULL".to_string(), |lsn| lsn.to_string())
-                            ),
-                        ),
-                    },
-                };
-                ctx.observe(Observation::LogPositionChecked { available, detail });
-                if !available {
-                    if self.config.snapshot_mode == SnapshotMode::WhenNeeded {
-                        // The stored offset is dropped so that a new snapshot runs.
-                        self.stored = None;
-                        self.offset = SourceOffset::default();
-                    } else {
-                        return self.fail(
-                            ctx,
-                            "The connector is trying to read change stream starting at the stored offset, but this \
-                             is no longer available on the server. Reconfigure the connector to use a snapshot mode \
-                             when needed."
-                                .into(),
-                        );
-                    }
-                }
-                // Start-up's slot read (`getSlotState`) reads the slot again; the row just read is
-                // the same one.
-                self.on_slot_read(ctx, row)
-            }
-            (Phase::ReadingSlot, SqlReply::Slot(row)) => self.on_slot_read(ctx, row),
-            (Phase::EnsuringPublication, SqlReply::Ok) => {
-                if self.starting_slot.is_none() {
-                    self.phase = Phase::CreatingSlot;
-                    let (slot, plugin) = (self.config.slot_name.clone(), self.config.plugin_name.clone());
-                    let failover = self.config.slot_failover;
-                    self.repl(ctx, ReplRequest::CreateSlot { slot, plugin, failover });
-                    TaskEvent::None
-                } else {
-                    self.decide_snapshot(ctx)
-                }
-            }
-            (Phase::SnapshotReadingLsn, SqlReply::Lsn(lsn)) => self.begin_snapshot(ctx, SnapshotCase::SlotExisted, lsn),
-            (Phase::SnapshotScanning { table_index }, SqlReply::Rows { table, rows, done }) => {
-                let table_index = *table_index;
-                self.queue.get_mut().reserve(rows.len());
-                for (key, row) in rows {
-                    self.emit_snapshot_row(ctx, table, key, row);
-                }
-                if done {
-                    if table_index + 1 < self.config.tables.len() {
-                        self.scan_table(ctx, table_index + 1);
-                    } else {
-                        self.complete_snapshot(ctx);
-                    }
-                }
-                TaskEvent::None
-            }
-            _ => TaskEvent::None,
-        }
-    }
-
-    /// `PostgresConnection.fetchReplicationSlotInfo`: a slot row whose `restart_lsn` (or
-    /// flush position) is NULL — an invalidated slot's — is "not yet valid": read it again in
-    /// 2 s, up to 900 times (about 30 minutes, whatever `slot.max.retries` says), while the task
-    /// reports RUNNING; then fail.
-    fn slot_info_not_valid(&mut self, ctx: &mut Ctx) -> TaskEvent {
-        self.slot_info_attempts += 1;
-        if self.slot_info_attempts >= MAX_ATTEMPTS_FOR_OBTAINING_REPLICATION_SLOT {
-            return self.fail(
-                ctx,
-                "org.apache.kafka.connect.errors.ConnectException: Unable to obtain valid replication slot. Make sure \
-                 there are no long-running transactions running in parallel as they may hinder the allocation of the \
-                 replication slot when starting this connector"
-                    .into(),
-            );
-        }
-        // Narrated at the first attempt and every 100th, not all 900.
-        if self.slot_info_attempts == 1 || self.slot_info_attempts.is_multiple_of(100) {
-            ctx.observe(Observation::SlotInfoRetry { attempt: self.slot_info_attempts });
-        }
-        TaskEvent::ReadSlotAgainAfter(PAUSE_BETWEEN_REPLICATION_SLOT_RETRIEVAL_ATTEMPTS_MS)
-    }
-
-    /// The pause of the 900-attempt loop ended: read the slot row again.
-    pub fn on_slot_info_retry(&mut self, ctx: &mut Ctx) -> TaskEvent {
-        if matches!(self.phase, Phase::CheckingLogPosition | Phase::ReadingSlot) {
-            let slot = self.config.slot_name.clone();
-            self.sql(ctx, SqlRequest::SlotInfo { slot });
-        }
-        TaskEvent::None
-    }
-
-    fn on_slot_read(&mut self, ctx: &mut Ctx, row: Option<SlotRow>) -> TaskEvent {
-        ctx.observe(Observation::SlotRead { row: row.clone() });
-        self.starting_slot = row.map(CopyOnWrite::new);
-        self.phase = Phase::EnsuringPublication;
-        let name = self.config.publication_name.clone();
-        self.sql(ctx, SqlRequest::EnsurePublication { name });
-        TaskEvent::None
-    }
-
-    fn decide_snapshot(&mut self, ctx: &mut Ctx) -> TaskEvent {
-        let stored = self.stored;
-        let (snapshot, reason) = match (self.config.snapshot_mode, stored) {
-            (SnapshotMode::NoData, _) => (false, "snapshot.mode=no_data never snapshots data".to_string()),
-            (SnapshotMode::Always, _) => (true, "snapshot.mode=always snapshots at every start".to_string()),
-            (mode, None) => (true, format!("snapshot.mode={}: no stored offset", mode.name())),
-            (mode, Some(offset)) if offset.initial_snapshot_running() => (
-                true,
-                format!(
-                    "snapshot.mode={}: previous snapshot was cancelled before completion; a new snapshot will be taken",
-                    mode.name()
-                ),
-            ),
-            (mode, Some(_)) => (false, format!("snapshot.mode={}: stored offset, snapshot completed", mode.name())),
-        };
-        ctx.observe(Observation::SnapshotDecided { snapshot, reason });
-        if !snapshot {
-            return self.start_streaming(ctx);
-        }
-        match self.slot_created.as_deref() {
-            Some((consistent_point, _)) => self.begin_snapshot(ctx, SnapshotCase::SlotCreatedNow, *consistent_point),
-            None => {
-                self.phase = Phase::SnapshotReadingLsn;
-                self.sql(ctx, SqlRequest::CurrentWalLsn);
-                TaskEvent::None
-            }
-        }
-    }
-
-    fn begin_snapshot(&mut self, ctx: &mut Ctx, case: SnapshotCase, lsn: Lsn) -> TaskEvent {
-        self.snapshot_attempts += 1;
-        let attempt = self.snapshot_attempts;
-        // A fresh offset context: no lsn_proc, no lsn_commit.
-        self.offset = SourceOffset { lsn: Some(lsn), snapshot: Some(SnapshotKind::Initial), ..SourceOffset::default() };
-        self.snapshot = Some(SnapshotRun { attempt, case, lsn, buffered: None, rows: 0 });
-        ctx.observe(Observation::SnapshotStarted { attempt, case, lsn });
-        if self.config.tables.is_empty() {
-            self.complete_snapshot(ctx);
-            return TaskEvent::None;
-        }
-        self.scan_table(ctx, 0);
-        TaskEvent::None
-    }
-
-    fn scan_table(&mut self, ctx: &mut Ctx, table_index: usize) {
-        self.phase = Phase::SnapshotScanning { table_index };
-        let exported_snapshot = match self.snapshot.as_ref().map(|run| run.case) {
-            Some(SnapshotCase::SlotCreatedNow) => self.slot_created.as_deref().map(|(_, name)| name.clone()),
-            _ => None,
-        };
-        let table = self.config.tables[table_index];
-        let fetch_size = self.config.snapshot_fetch_size;
-        self.sql(ctx, SqlRequest::ScanTable { table, exported_snapshot, fetch_size });
-    }
-
-    fn emit_snapshot_row(&mut self, ctx: &mut Ctx, table: TableId, key: Key, row: Row) {
-        let Some(run) = self.snapshot.as_mut() else { return };
-        let marker = if run.rows == 0 { SnapshotMarker::First } else { SnapshotMarker::Middle };
-        run.rows += 1;
-        let record = SourceRecord {
-            topic: Topic::Change(table),
-            key,
-            value: Some(ChangeEvent::snapshot_read(Origin::Postgresql, table, row, run.lsn, marker, ctx.now.ms())),
-            offset: self.offset,
-        };
-        if let Some(previous) = run.buffered.replace(record) {
-            self.queue.get_mut().push(previous);
-        }
-    }
-
-    fn complete_snapshot(&mut self, ctx: &mut Ctx) {
-        let Some(mut run) = self.snapshot.take() else { return };
-        self.offset.last_snapshot_record = true;
-        self.offset.snapshot_completed = true;
-        if let Some(mut last) = run.buffered.take() {
-            if let Some(value) = last.value.as_mut() {
-                value.source.snapshot = SnapshotMarker::Last;
-            }
-            last.offset = self.offset;
-            self.queue.get_mut().push(last);
-        }
-        ctx.observe(Observation::SnapshotCompleted { attempt: run.attempt, rows: run.rows, lsn: run.lsn });
-        self.start_streaming(ctx);
-    }
-
-    fn start_streaming(&mut self, ctx: &mut Ctx) -> TaskEvent {
-        // Requested start: lsn_proc if stored, else lsn, else the slot's own position (0/0).
-        let start = self.offset.resume_lsn().unwrap_or(Lsn::INVALID);
-        // The search for already-processed events runs only when lsn_proc is stored.
-        self.skip_upto = self.offset.lsn_proc;
-        // `WalPositionLocator`'s false-match guard (debezium-connector-postgres#76, in 3.7): when
-        // the stored event was a COMMIT (`messageType`), a DML arriving at its LSN is new: the
-        // next WAL record starts where the commit record ends, so the next transaction's first
-        // change can carry the stored lsn_proc. Before, the locator took it for a replay.
-        self.skip_stored_commit = self.config.version >= (3, 7)
-            && self.offset.lsn_proc.is_some()
-            && self.offset.message_type == Some(MessageType::Commit);
-        // Streaming offsets carry no snapshot keys.
-        self.offset.snapshot = None;
-        self.offset.last_snapshot_record = false;
-        self.offset.snapshot_completed = false;
-        self.lsn_flushing_allowed = false;
-        self.phase = Phase::StartingStream;
-        ctx.observe(Observation::StreamingRequested { start, skip_processed_upto: self.skip_upto });
-        let (slot, publication) = (self.config.slot_name.clone(), self.config.publication_name.clone());
-        self.repl(ctx, ReplRequest::StartReplication { slot, start, publication });
-        TaskEvent::None
-    }
-
-    fn on_repl_reply(&mut self, ctx: &mut Ctx, reply: ReplReply) -> TaskEvent {
-        match (&self.phase, reply) {
-            (_, ReplReply::Error(error)) => self.retriable(ctx, format!("org.postgresql.util.PSQLException: {error}")),
-            (Phase::CreatingSlot, ReplReply::SlotCreated { consistent_point, snapshot_name }) => {
-                self.slot_created = Some(CopyOnWrite::new((consistent_point, snapshot_name)));
-                self.decide_snapshot(ctx)
-            }
-            (Phase::StartingStream, ReplReply::StreamingStarted) => {
-                self.phase = Phase::Streaming;
-                match self.config.effective_heartbeat_interval_ms() {
-                    0 => TaskEvent::None,
-                    interval_ms => TaskEvent::HeartbeatEvery(interval_ms),
-                }
-            }
-            (Phase::Streaming, ReplReply::XLogData(txn)) => {
-                self.lsn_flushing_allowed = true;
-                self.last_data_start = txn.end_lsn;
-                self.process_transaction(txn);
-                TaskEvent::None
-            }
-            (Phase::Streaming, ReplReply::Keepalive { wal_end }) => {
-                self.on_keepalive(ctx, wal_end);
-                TaskEvent::None
-            }
-            _ => TaskEvent::None,
-        }
-    }
-
-    /// A heartbeat (`io.debezium.heartbeat.HeartbeatImpl`): a record on the heartbeat topic
-    /// carrying the current offset, so that Connect stores it (and the slot is confirmed to it)
-    /// though no change record was produced; and the `heartbeat.action.query`, on a connection of
-    /// its own, whose write in a published table gives a quiet database a commit to process.
-    pub fn on_heartbeat(&mut self, ctx: &mut Ctx) -> bool {
-        if !self.is_streaming() {
-            return false;
-        }
-        if self.offset.lsn_to_confirm().is_some() {
-            let record = SourceRecord { topic: Topic::Heartbeat, key: 0, value: None, offset: self.offset };
-            self.queue.get_mut().push(record);
-        }
-        if let Some(table) = self.config.heartbeat_action_table {
-            let session = match self.heartbeat_session {
-                Some(session) => session,
-                None => {
-                    let session = self.new_session();
-                    self.heartbeat_session = Some(session);
-                    session
-                }
-            };
-            let ops = vec![RowOp::Update { table, key: 1, status: crate::core::ids::Status::Assessed }];
-            ctx.send(Node::Postgres, Msg::Sql { session, request: SqlRequest::Transaction { ops } });
-        }
-        let lsn = self.offset.lsn_to_confirm();
-        ctx.observe(Observation::Heartbeat { lsn, action_query: self.config.heartbeat_action_table.is_some() });
-        true
-    }
-
-    /// pgjdbc's keep-alive rule (`V3PGReplicationStream.processKeepAliveMessage`, pgjdbc ≥ 42.7.0),
-    /// on with `lsn.flush.mode=connector_and_driver`: when the last LSN Debezium confirmed
-    /// explicitly is at or past the start of the last data message, a keep-alive LSN beyond both
-    /// the explicit and the driver's flush position is confirmed. It moves the slot past
-    /// Debezium's stored offset: Debezium never stores the keep-alive LSN.
-    fn on_keepalive(&mut self, ctx: &mut Ctx, wal_end: Lsn) {
-        if self.config.lsn_flush_mode != LsnFlushMode::ConnectorAndDriver {
-            return;
-        }
-        if self.last_flushed >= self.last_data_start && wal_end > self.last_flushed && wal_end > self.driver_flushed {
-            self.driver_flushed = wal_end;
-            ctx.observe(Observation::KeepaliveConfirmed { lsn: wal_end });
-            self.repl(ctx, ReplRequest::StatusUpdate { flush: wal_end });
-        }
-    }
-
-    /// `processReplicationMessages` for one transaction: BEGIN, each change, COMMIT.
-    fn process_transaction(&mut self, txn: DecodedTxn) {
-        // BEGIN: position only.
-        self.offset.tx_id = Some(txn.xid);
-        for change in &txn.changes {
-            let replayed = |upto: Lsn| change.lsn < upto || (change.lsn == upto && !self.skip_stored_commit);
-            if self.skip_upto.is_some_and(replayed) {
-                // Already processed before the restart: filtered out by the position locator.
-                continue;
-            }
-            self.skip_upto = None;
-            self.offset.lsn = Some(change.lsn);
-            self.offset.lsn_proc = Some(change.lsn);
-            self.offset.ts_usec = txn.commit_time.ms() * 1000;
-            self.offset.message_type = Some(match change.kind {
-                ChangeKind::Insert { .. } => MessageType::Insert,
-                ChangeKind::Update { .. } => MessageType::Update,
-                ChangeKind::Delete { .. } => MessageType::Delete,
-            });
-            if !self.config.tables.contains(&change.table) {
-                continue; // a filtered table moves the offset but emits nothing
-            }
-            let (op, before, after) = match change.kind {
-                ChangeKind::Insert { after } => (Op::Create, None, Some(after)),
-                ChangeKind::Update { before, after } => (Op::Update, before, Some(after)),
-                ChangeKind::Delete { before } => (Op::Delete, before, None),
-            };
-            let value = ChangeEvent {
-                op,
-                before,
-                after,
-                source: SourceInfo {
-                    connector: Origin::Postgresql,
-                    table: change.table,
-                    lsn: change.lsn,
-                    tx_id: Some(txn.xid),
-                    snapshot: SnapshotMarker::Streamed,
-                    ts_ms: txn.commit_time.ms(),
-                },
-            };
-            let topic = Topic::Change(change.table);
-            self.queue.get_mut().push(SourceRecord { topic, key: change.key, value: Some(value), offset: self.offset });
-            if op == Op::Delete && self.config.tombstones_on_delete {
-                self.queue.get_mut().push(SourceRecord { topic, key: change.key, value: None, offset: self.offset });
-            }
-        }
-        // COMMIT: lsn_commit = lsn_proc = the commit's end.
-        self.skip_upto = self.skip_upto.filter(|upto| *upto > txn.end_lsn);
-        self.offset.lsn = Some(txn.end_lsn);
-        self.offset.lsn_proc = Some(txn.end_lsn);
-        self.offset.lsn_commit = Some(txn.end_lsn);
-        self.offset.message_type = Some(MessageType::Commit);
-    }
-
-    /// `performCommit()`: confirm `lsn_commit ?? lsn_proc` of the offset Connect hands over (re-read
-    /// from the offset store since 2.7; before, the last one Kafka acknowledged, in memory) to the
-    /// slot, only while streaming.
-    pub fn commit_offset(&mut self, ctx: &mut Ctx, stored: Option<SourceOffset>) {
-        if let Some(flush) = self.commit_moves(stored) {
-            self.last_flushed = flush;
-            let from_offset_store = self.confirms_from_offset_store();
-            ctx.observe(Observation::LsnFlushed { lsn: flush, from_offset_store });
-            self.repl(ctx, ReplRequest::StatusUpdate { flush });
-        }
-    }
-
-    /// Where `commit_offset` would confirm the slot to, if it would send a confirmation at all.
-    pub fn commit_moves(&self, stored: Option<SourceOffset>) -> Option<Lsn> {
-        if !self.is_streaming() || !self.lsn_flushing_allowed || self.config.lsn_flush_mode == LsnFlushMode::Manual {
-            return None;
-        }
-        let lsn = stored.and_then(|offset| offset.lsn_to_confirm())?;
-        Some(lsn).filter(|lsn| *lsn > self.last_flushed)
-    }
-
     fn clear_queue(&mut self) {
         if !self.queue.is_empty() {
             self.queue.get_mut().clear();
@@ -925,11 +358,6 @@ impl DebeziumTask {
     /// Records waiting in the queue.
     pub fn queued(&self) -> usize {
         self.queue.len()
-    }
-
-    /// The last LSN the task has completely processed on its current stream.
-    pub fn processed_upto(&self) -> Option<Lsn> {
-        if self.is_streaming() { self.offset.lsn_proc.or(self.offset.lsn) } else { None }
     }
 
     /// Drains up to `max.batch.size` records for `poll()`.
@@ -947,6 +375,8 @@ impl DebeziumTask {
     }
 }
 
+// The tests stay inline: they build the task from a scenario, and models/tests/layers.rs leaves
+// out inline `#[cfg(test)]` modules only.
 #[cfg(test)]
 mod tests {
     use super::*;

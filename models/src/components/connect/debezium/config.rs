@@ -1,0 +1,155 @@
+//! The connector properties the model uses (`PostgresConnectorConfig`) and their enums.
+
+use crate::core::ids::TableId;
+use serde::{Deserialize, Serialize};
+
+/// `MAX_ATTEMPTS_FOR_OBTAINING_REPLICATION_SLOT` (`PostgresConnection`).
+pub const MAX_ATTEMPTS_FOR_OBTAINING_REPLICATION_SLOT: u32 = 900;
+/// `PAUSE_BETWEEN_REPLICATION_SLOT_RETRIEVAL_ATTEMPTS`: 2 s.
+pub const PAUSE_BETWEEN_REPLICATION_SLOT_RETRIEVAL_ATTEMPTS_MS: u64 = 2_000;
+
+/// `snapshot.mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SnapshotMode {
+    Initial,
+    NoData,
+    WhenNeeded,
+    Always,
+}
+
+impl SnapshotMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            SnapshotMode::Initial => "initial",
+            SnapshotMode::NoData => "no_data",
+            SnapshotMode::WhenNeeded => "when_needed",
+            SnapshotMode::Always => "always",
+        }
+    }
+}
+
+/// `offset.mismatch.strategy` (3.4, DBZ-9688;
+/// `PostgresConnectorConfig.OffsetSlotMismatchStrategy`): how the stored offset and the slot's
+/// position are reconciled at start-up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OffsetMismatchStrategy {
+    NoValidation,
+    TrustOffset,
+    TrustSlot,
+    TrustGreaterLsn,
+}
+
+impl OffsetMismatchStrategy {
+    pub const ALL: [OffsetMismatchStrategy; 4] = [
+        OffsetMismatchStrategy::NoValidation,
+        OffsetMismatchStrategy::TrustOffset,
+        OffsetMismatchStrategy::TrustSlot,
+        OffsetMismatchStrategy::TrustGreaterLsn,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OffsetMismatchStrategy::NoValidation => "no_validation",
+            OffsetMismatchStrategy::TrustOffset => "trust_offset",
+            OffsetMismatchStrategy::TrustSlot => "trust_slot",
+            OffsetMismatchStrategy::TrustGreaterLsn => "trust_greater_lsn",
+        }
+    }
+
+    /// `trust_slot` and `trust_greater_lsn` skip the log-position check
+    /// (`PostgresConnection.validateLogPosition`).
+    pub fn checks_log_position(self) -> bool {
+        matches!(self, OffsetMismatchStrategy::NoValidation | OffsetMismatchStrategy::TrustOffset)
+    }
+}
+
+/// `lsn.flush.mode` (3.4, DBZ-9641; `PostgresConnectorConfig.LsnFlushMode`): who confirms positions
+/// to the slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LsnFlushMode {
+    /// Debezium confirms its stored offsets; the driver's keep-alive confirmation is off.
+    Connector,
+    /// Nothing confirms: the slot moves only when something outside advances it.
+    Manual,
+    /// Debezium confirms its stored offsets, and pgjdbc confirms keep-alive LSNs by its rule.
+    ConnectorAndDriver,
+}
+
+/// Debezium's fallback for `connector_and_driver` without heartbeats
+/// (`applyLsnFlushModeHeartbeatFallback`): 10 minutes.
+pub const LSN_FLUSH_MODE_HEARTBEAT_FALLBACK_MS: u64 = 600_000;
+
+impl DebeziumConfig {
+    /// The heartbeat interval in effect: `connector_and_driver` with `heartbeat.interval.ms=0`
+    /// forces 600 000 ms (`PostgresConnectorConfig.applyLsnFlushModeHeartbeatFallback`).
+    pub fn effective_heartbeat_interval_ms(&self) -> u64 {
+        if self.heartbeat_interval_ms == 0 && self.lsn_flush_mode == LsnFlushMode::ConnectorAndDriver {
+            LSN_FLUSH_MODE_HEARTBEAT_FALLBACK_MS
+        } else {
+            self.heartbeat_interval_ms
+        }
+    }
+}
+
+impl LsnFlushMode {
+    pub const ALL: [LsnFlushMode; 3] =
+        [LsnFlushMode::Connector, LsnFlushMode::Manual, LsnFlushMode::ConnectorAndDriver];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LsnFlushMode::Connector => "connector",
+            LsnFlushMode::Manual => "manual",
+            LsnFlushMode::ConnectorAndDriver => "connector_and_driver",
+        }
+    }
+}
+
+/// The connector properties the model uses, with Debezium's defaults.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct DebeziumConfig {
+    /// The Debezium release, `(major, minor)`. Before 2.7 the slot is confirmed from the offsets
+    /// acknowledged in memory (`commitRecord` → `commit()`), not re-read from the offset store:
+    /// DBZ-7816 (fixed in 2.7.0.Alpha2 by `PostgresConnectorTask.performCommit` re-reading the
+    /// offsets).
+    pub version: (u32, u32),
+    /// `name` of the connector (the offsets-topic key).
+    pub name: String,
+    /// `topic.prefix`.
+    pub topic_prefix: String,
+    /// `slot.name` (default `debezium`).
+    pub slot_name: String,
+    /// `plugin.name` (the model supports `pgoutput`).
+    pub plugin_name: String,
+    /// `publication.name` (default `dbz_publication`).
+    pub publication_name: String,
+    /// `snapshot.mode` (default `initial`).
+    pub snapshot_mode: SnapshotMode,
+    /// `snapshot.fetch.size` (default 10 240).
+    pub snapshot_fetch_size: u32,
+    /// `max.batch.size` (default 2 048).
+    pub max_batch_size: u32,
+    /// `poll.interval.ms` (default 500).
+    pub poll_interval_ms: u64,
+    /// `retriable.restart.connector.wait.ms` (default 10 000).
+    pub retriable_restart_connector_wait_ms: u64,
+    /// `tombstones.on.delete` (default true).
+    pub tombstones_on_delete: bool,
+    /// Internal `log.position.check.enable` (default true).
+    pub log_position_check_enable: bool,
+    /// `offset.mismatch.strategy` (default `no_validation`).
+    pub offset_mismatch_strategy: OffsetMismatchStrategy,
+    /// `lsn.flush.mode` (default `connector`).
+    pub lsn_flush_mode: LsnFlushMode,
+    /// `heartbeat.interval.ms` (default 0: off).
+    pub heartbeat_interval_ms: u64,
+    /// `slot.failover` (PostgreSQL 17+, default false): create the slot as a failover slot.
+    pub slot_failover: bool,
+    /// `heartbeat.action.query`, modelled as an update of row 1 of this table (an upsert into a
+    /// heartbeat table in the publication).
+    pub heartbeat_action_table: Option<TableId>,
+    /// The captured tables (`table.include.list`), in snapshot order.
+    pub tables: Vec<TableId>,
+}
