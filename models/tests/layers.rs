@@ -17,7 +17,8 @@
 //!
 //! The sources are parsed (syn): every path that starts with `crate::`, `super::` or `self::`
 //! counts, in `use` declarations, types, expressions, patterns and macro bodies. Test modules
-//! (`#[cfg(test)]`) are left out: a component's tests may build it from a scenario.
+//! (`#[cfg(test)]`, inline or in a file of their own) are left out: a component's tests may build
+//! it from a scenario.
 
 use proc_macro2::{TokenStream, TokenTree};
 use std::collections::{BTreeMap, BTreeSet};
@@ -72,6 +73,8 @@ fn layer_of(unit: &str) -> Option<usize> {
 struct Uses<'a> {
     here: &'a [String],
     found: Vec<ModPath>,
+    /// Test modules declared here (`#[cfg(test)] mod NAME`).
+    test_modules: Vec<ModPath>,
 }
 
 impl Uses<'_> {
@@ -187,7 +190,12 @@ impl<'ast> Visit<'ast> for Uses<'_> {
     }
 
     fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
-        if !is_cfg_test(&item.attrs) {
+        if is_cfg_test(&item.attrs) {
+            // `#[cfg(test)] mod tests;`: the file is test code too.
+            let mut path = self.here.to_vec();
+            path.push(item.ident.to_string());
+            self.test_modules.push(path);
+        } else {
             syn::visit::visit_item_mod(self, item);
         }
     }
@@ -215,12 +223,21 @@ struct Graph {
 fn graph(files: &[(ModPath, String, String)]) -> Result<Graph, String> {
     let modules: BTreeSet<ModPath> = files.iter().map(|(module, _, _)| module.clone()).collect();
     let mut edges: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    let mut parsed = Vec::new();
+    let mut test_modules: Vec<ModPath> = Vec::new();
     for (module, name, text) in files {
         let ast = syn::parse_file(text).map_err(|error| format!("{name}: {error}"))?;
-        let mut uses = Uses { here: module, found: Vec::new() };
+        let mut uses = Uses { here: module, found: Vec::new(), test_modules: Vec::new() };
         uses.visit_file(&ast);
+        test_modules.append(&mut uses.test_modules);
+        parsed.push((module, name, uses.found));
+    }
+    for (module, name, found) in parsed {
+        if test_modules.iter().any(|test| module.starts_with(test)) {
+            continue; // a test module in its own file
+        }
         let from = unit_of(module);
-        for path in uses.found {
+        for path in found {
             // The longest prefix that is a module of the crate.
             let Some(target) = (1..=path.len()).rev().map(|n| path[..n].to_vec()).find(|p| modules.contains(p)) else {
                 continue;
@@ -349,9 +366,10 @@ fn a_component_using_the_scenario_and_a_cycle_are_caught() {
         file("core::event", "pub struct E; fn g() { matches!(1, _ if super::observe::f() == ()); }"),
         file("components", ""),
         file("components::sink", "use crate::core::ids::Node; fn f(s: crate::scenario::spec::Spec) {}"),
-        file("components::kafka", "use crate::core::{ids::Node, event::E};"),
+        file("components::kafka", "use crate::core::{ids::Node, event::E}; #[cfg(test)] mod tests;"),
         file("scenario", ""),
         file("scenario::spec", "pub struct Spec; #[cfg(test)] mod tests { use crate::judge::x; }"),
+        file("components::kafka::tests", "use crate::scenario::spec::Spec;"),
     ];
     let graph = graph(&files).expect("parses");
     let breaks = layering_breaks(&graph);
