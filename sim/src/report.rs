@@ -3,6 +3,7 @@
 
 use crate::runner::{RunLimit, RunResult};
 use crate::verdict::{Lens, origin, predicted, prediction_line, verdict_lines};
+use handoff_models::components::connect::ConnectorState;
 use handoff_models::judge::checkers::Finding;
 use handoff_models::judge::narrate::{self, Names};
 use handoff_models::scenario::spec::{Invariant, Spec, Trigger};
@@ -169,7 +170,7 @@ pub fn text(spec: &Spec, scenario: &str, result: &RunResult) -> String {
              not made)",
             stopped.at,
             stopped.reason,
-            if stopped.status == "FAILED" { "failed" } else { "stopped" }
+            if stopped.status == ConnectorState::Failed { "failed" } else { "stopped" }
         );
     }
     for unfired in &result.unfired {
