@@ -119,3 +119,155 @@ fn published_between(evidence: &Evidence, from: Lsn, to: Lsn) -> bool {
             })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Acceptance, Circumstances, decide};
+    use crate::components::connect::TargetState;
+    use crate::components::sink::ApplyRule;
+    use crate::core::component::{Component, Ctx, Outbox};
+    use crate::core::ids::Node;
+    use crate::core::lsn::Lsn;
+    use crate::core::protocol::{Control, KafkaReply, Msg};
+    use crate::core::time::SimTime;
+    use crate::exhaustive::world::{Bounds, World};
+    use crate::judge::checkers::{Checkers, Evidence, RunEnd};
+    use crate::judge::oracle::Oracle;
+    use crate::scenario::processes::{Holder, Plain, Processes};
+    use crate::scenario::setup::{self, Options};
+    use crate::scenario::spec::{Spec, claims_minimal};
+
+    fn spec() -> Spec {
+        claims_minimal(2, ApplyRule::SnapshotEpoch)
+    }
+
+    /// The processes as the scenario builds them: nothing started.
+    fn fresh() -> Processes<Plain> {
+        setup::build(&spec(), 0, Options { bgwriter_running_xacts: false, walsender_keepalives: false }).processes
+    }
+
+    fn evidence() -> Evidence {
+        Checkers::new(Oracle::new(&[]), Vec::new()).evidence
+    }
+
+    /// Circumstances that hold nothing back: the Connect worker up, no stream forwarded, no
+    /// captured commit.
+    fn settled(evidence: &Evidence) -> Circumstances<'_, fn() -> Option<Lsn>> {
+        Circumstances { held: false, connect_up: true, stream_start: None, evidence, last_captured_commit: || None }
+    }
+
+    /// Runs `f` on the component of `node` with a context at t=0.
+    fn act<H: Holder>(processes: &mut Processes<H>, node: Node, f: impl FnOnce(&mut dyn Component, &mut Ctx)) {
+        let mut outbox = Outbox::default();
+        let mut ctx = Ctx::new(SimTime::ZERO, node, &mut outbox);
+        processes.with_component(node, |component| f(component, &mut ctx)).expect("the process exists");
+    }
+
+    /// A world taken, one first possible step at a time and without crashes, to where the
+    /// pipeline has caught up: the snapshot published, applied and the connector streaming.
+    fn caught_up_world() -> World {
+        let spec = spec();
+        let bounds = Bounds {
+            crashable: Vec::new(),
+            crashes: 0,
+            periodic_fires: 1,
+            disabled_timers: Vec::new(),
+            operations: Vec::new(),
+            operate_while: Default::default(),
+            reductions: true,
+        };
+        let mut world = World::new(&spec, &bounds);
+        let mut actions = Vec::new();
+        for _ in 0..10_000 {
+            if world.at_acceptance_boundary() {
+                return world;
+            }
+            actions.clear();
+            world.actions(&bounds, &mut actions);
+            let Some(action) = actions.first() else { break };
+            world.step(&action.clone());
+        }
+        panic!("the walk did not reach the acceptance boundary");
+    }
+
+    #[test]
+    fn a_connector_not_yet_started_is_pending() {
+        let processes = fresh();
+        let evidence = evidence();
+        assert_eq!(decide(&processes, settled(&evidence)), Acceptance::Pending);
+    }
+
+    #[test]
+    fn a_stopped_connector_ends_the_run_unless_the_lens_holds_it() {
+        let mut processes = fresh();
+        processes.connect.target_state = TargetState::Stopped;
+        let evidence = evidence();
+        assert_eq!(decide(&processes, settled(&evidence)), Acceptance::Ended(RunEnd::ConnectorStopped));
+        // An operator's procedure under way (the timed lens) stops the connector on its way to
+        // resuming it: the run goes on.
+        let held = Circumstances { held: true, ..settled(&evidence) };
+        assert_eq!(decide(&processes, held), Acceptance::Pending);
+    }
+
+    #[test]
+    fn a_failed_task_ends_the_run_even_with_its_worker_down() {
+        let mut processes = fresh();
+        act(&mut processes, Node::Connect, |connect, ctx| connect.start(ctx));
+        act(&mut processes, Node::Connect, |connect, ctx| {
+            connect.on_message(ctx, Node::Operator, Msg::Control(Control::KillTask))
+        });
+        let evidence = evidence();
+        let down = Circumstances { connect_up: false, ..settled(&evidence) };
+        assert_eq!(decide(&processes, down), Acceptance::Ended(RunEnd::TaskFailed { failure: String::new() }));
+    }
+
+    #[test]
+    fn a_failed_sink_consumer_ends_the_run() {
+        let mut processes = fresh();
+        let mut outbox = Outbox::default();
+        let mut ctx = Ctx::new(SimTime::ZERO, Node::Sink, &mut outbox);
+        processes.sink.start(&mut ctx);
+        let request_id = match outbox.sends.first() {
+            Some((Node::Kafka, Msg::Kafka { request_id, .. })) => *request_id,
+            other => panic!("the sink first asks Kafka for its group: {other:?}"),
+        };
+        let tp = processes.kafka.log_end_offsets()[0].0;
+        let mut ctx = Ctx::new(SimTime::ZERO, Node::Sink, &mut outbox);
+        // No committed offset and `auto.offset.reset=none`: NoOffsetForPartitionException.
+        let reply = KafkaReply::Group { committed: Vec::new(), partitions: vec![(tp, None)] };
+        processes.sink.on_message(&mut ctx, Node::Kafka, Msg::KafkaReply { request_id, reply });
+        let evidence = evidence();
+        match decide(&processes, settled(&evidence)) {
+            Acceptance::Ended(RunEnd::SinkFailed { failure }) => {
+                assert!(failure.contains("NoOffsetForPartitionException"), "{failure}")
+            }
+            other => panic!("expected the sink's failure, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_caught_up_pipeline_reaches_the_boundary_and_only_then() {
+        let world = caught_up_world();
+        let processes = &world.processes;
+        let evidence = &world.checkers.evidence;
+        let ends = processes.kafka.log_end_offsets();
+        assert!(ends.iter().any(|(_, end)| *end > 0), "the snapshot reached Kafka: {ends:?}");
+        assert_eq!(decide(processes, settled(evidence)), Acceptance::Ended(RunEnd::CaughtUp));
+        // Each thing that holds the boundary back.
+        assert_eq!(decide(processes, Circumstances { held: true, ..settled(evidence) }), Acceptance::Pending);
+        assert_eq!(decide(processes, Circumstances { connect_up: false, ..settled(evidence) }), Acceptance::Pending);
+        let processed = processes.connect.processed_upto().expect("streaming");
+        let later = Lsn(processed.0 + 0x100);
+        let behind = |stream_start| Circumstances {
+            held: false,
+            connect_up: true,
+            stream_start,
+            evidence,
+            last_captured_commit: move || Some(later),
+        };
+        assert_eq!(decide(processes, behind(None)), Acceptance::Pending);
+        // The timed lens's forwarded stream: decoding began at `later`, past every commit the
+        // connector had not processed (there are none here, so all of them are in Kafka).
+        assert_eq!(decide(processes, behind(Some(later))), Acceptance::Ended(RunEnd::CaughtUp));
+    }
+}

@@ -47,3 +47,62 @@ pub fn check<H: Holder>(processes: &Processes<H>, ended: &RunEnded) -> Option<Fi
             .seen(format!("the connector reports RUNNING; {}", ended.reason)),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{RunEnded, check};
+    use crate::components::connect::ConnectorState;
+    use crate::components::sink::ApplyRule;
+    use crate::core::component::{Component, Ctx, Outbox};
+    use crate::core::ids::Node;
+    use crate::core::protocol::{Control, Msg};
+    use crate::core::time::SimTime;
+    use crate::scenario::processes::{Plain, Processes};
+    use crate::scenario::setup::{self, Options};
+    use crate::scenario::spec::{Invariant, claims_minimal};
+
+    const STUCK: &str = "the pipeline did not catch up within acceptance.timeout_ms=600000 after the last fault or \
+                         transaction at t=1.000s (connector RUNNING, its task is starting)";
+
+    /// The processes with the Connect worker started: its task RUNNING, nothing caught up.
+    fn running() -> Processes<Plain> {
+        let spec = claims_minimal(2, ApplyRule::SnapshotEpoch);
+        let mut processes =
+            setup::build(&spec, 0, Options { bgwriter_running_xacts: false, walsender_keepalives: false }).processes;
+        let mut outbox = Outbox::default();
+        processes.connect.start(&mut Ctx::new(SimTime::ZERO, Node::Connect, &mut outbox));
+        assert_eq!(processes.connect.status(), ConnectorState::Running);
+        processes
+    }
+
+    fn stuck(reached: bool) -> RunEnded<'static> {
+        RunEnded { reached, reason: STUCK, at: SimTime(601_000), timeout_ms: 600_000 }
+    }
+
+    #[test]
+    fn a_running_connector_that_never_catches_up_is_i11() {
+        let finding = check(&running(), &stuck(false)).expect("an I11 finding");
+        assert_eq!(finding.invariant, Invariant::I11);
+        assert_eq!(finding.at, SimTime(601_000));
+        assert_eq!(
+            finding.expected,
+            "the pipeline catches up within acceptance.timeout_ms=600000, or the connector says it cannot"
+        );
+        assert_eq!(finding.seen, format!("the connector reports RUNNING; {STUCK}"));
+    }
+
+    #[test]
+    fn a_failed_connector_is_honest() {
+        let mut processes = running();
+        let mut outbox = Outbox::default();
+        let mut ctx = Ctx::new(SimTime::ZERO, Node::Connect, &mut outbox);
+        processes.connect.on_message(&mut ctx, Node::Operator, Msg::Control(Control::KillTask));
+        assert_eq!(processes.connect.status(), ConnectorState::Failed);
+        assert_eq!(check(&processes, &stuck(false)), None);
+    }
+
+    #[test]
+    fn a_run_that_reached_its_boundary_has_nothing_to_say() {
+        assert_eq!(check(&running(), &stuck(true)), None);
+    }
+}
