@@ -310,6 +310,7 @@ pub fn json(spec: &Spec, scenario: &str, result: &RunResult) -> serde_json::Valu
             "invariants": result.judgement.invariants,
             "failing_closed": result.judgement.failing_closed,
         },
+        "end": result.boundary.end,
         "failed_closed": result.failed_closed.as_ref().map(|stopped| serde_json::json!({
             "at_ms": stopped.at.ms(),
             "status": stopped.status,

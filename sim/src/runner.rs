@@ -26,6 +26,7 @@ use futures::future::{Either, select};
 use handoff_models::components::connect::ConnectorState;
 use handoff_models::core::component::Component;
 use handoff_models::core::event::TopicPartition;
+use handoff_models::core::fault::FaultOutcome;
 use handoff_models::core::ids::{Fnv, Node};
 use handoff_models::core::limits;
 use handoff_models::core::lsn::Lsn;
@@ -130,7 +131,7 @@ pub struct FaultNote {
     /// The fault, or the operator's procedure, as the timeline names it.
     pub fault: String,
     /// `refused` (it did nothing) or `waited` (it ran once the procedure before it ended).
-    pub outcome: &'static str,
+    pub outcome: FaultOutcome,
     pub reason: String,
 }
 
@@ -168,13 +169,13 @@ impl Recorder {
             Observation::FaultRefused { action, reason } => self.fault_notes.push(FaultNote {
                 at_ms: event.at.ms(),
                 fault: action.to_string(),
-                outcome: "refused",
+                outcome: FaultOutcome::Refused,
                 reason: reason.clone(),
             }),
             Observation::OperatorWaits { procedure, behind } => self.fault_notes.push(FaultNote {
                 at_ms: event.at.ms(),
                 fault: procedure.clone(),
-                outcome: "waited",
+                outcome: FaultOutcome::Waited,
                 reason: format!("{behind} was under way; it ran when that ended"),
             }),
             _ => {}
