@@ -3,6 +3,7 @@
 
 mod common;
 
+use handoff_models::components::connect::ConnectorState;
 use handoff_models::core::fault::FaultOutcome;
 use handoff_models::core::lsn::Lsn;
 use handoff_models::core::observe::Observation;
@@ -385,7 +386,7 @@ fn a_stop_accepted_before_the_worker_dies_is_honoured_when_it_restarts() {
     let stopped_start = trace
         .iter()
         .position(
-            |e| matches!(&e.observation, Observation::WorkerStarted { target_state } if target_state == "STOPPED"),
+            |e| matches!(&e.observation, Observation::WorkerStarted { target_state } if *target_state == ConnectorState::Stopped),
         )
         .expect("the second restart reads back STOPPED");
     let next_task = trace[stopped_start..]

@@ -674,8 +674,8 @@ impl Component for ConnectWorker {
         self.task_died = false;
         ctx.observe(Observation::WorkerStarted {
             target_state: match self.target_state {
-                TargetState::Running => "RUNNING".into(),
-                TargetState::Stopped => "STOPPED".into(),
+                TargetState::Running => ConnectorState::Running,
+                TargetState::Stopped => ConnectorState::Stopped,
             },
         });
         if self.target_state == TargetState::Running {
