@@ -69,23 +69,23 @@ pub fn decide<H: Holder, L: FnOnce() -> Option<Lsn>>(
     if let Some(failure) = H::read(&processes.sink, |sink| sink.failed().map(str::to_string)) {
         return Acceptance::Ended(RunEnd::SinkFailed { failure });
     }
-    let connect = H::read(&processes.connect, |connect| {
-        let status = connect.status();
-        let failure = match connect.debezium_phase() {
-            Some(Phase::Failed { reason }) if status == ConnectorState::Failed => reason.clone(),
-            _ => String::new(),
-        };
-        (status, failure, connect.is_drained(), connect.processed_upto())
-    });
-    let (status, failure, drained, processed) = connect;
+    let status = H::read(&processes.connect, |connect| connect.status());
     match status {
-        ConnectorState::Failed => return Acceptance::Ended(RunEnd::TaskFailed { failure }),
+        ConnectorState::Failed => {
+            let failure = H::read(&processes.connect, |connect| match connect.debezium_phase() {
+                Some(Phase::Failed { reason }) => reason.clone(),
+                _ => String::new(),
+            });
+            return Acceptance::Ended(RunEnd::TaskFailed { failure });
+        }
         ConnectorState::Stopped => return Acceptance::Ended(RunEnd::ConnectorStopped),
         _ => {}
     }
-    if !connect_up || status != ConnectorState::Running || !drained {
+    if !connect_up || status != ConnectorState::Running || !H::read(&processes.connect, |connect| connect.is_drained())
+    {
         return Acceptance::Pending;
     }
+    let processed = H::read(&processes.connect, |connect| connect.processed_upto());
     let Some(mut processed) = processed else { return Acceptance::Pending };
     // What the connector has processed, or, when its stream was forwarded past its offset (a
     // recreated slot's confirmed_flush) over commits that are all in Kafka already, where
