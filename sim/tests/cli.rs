@@ -80,6 +80,59 @@ fn the_json_report_has_the_documented_fields() {
     assert!(report["stats"]["sim_time_ms"].as_u64().is_some_and(|n| n > 0));
 }
 
+/// `--json` gives each outcome typed, a `kind` and its data, beside the sentence it always had.
+#[test]
+fn the_json_report_types_the_outcomes() {
+    let json = |args: &[&str]| -> serde_json::Value {
+        let output = handoff(args);
+        serde_json::from_slice(&output.stdout).expect("one JSON object")
+    };
+    // A task that fails on its own: the run ends short of its boundary, and says why.
+    let report = json(&["run", &scenario("claims-failover"), "--set", "failover.gate=off", "--json"]);
+    let record = &report["handoff_record"];
+    assert_eq!(report["end"]["kind"], "task-failed");
+    assert_eq!(record["acceptance_end"], report["end"]);
+    assert_eq!(record["acceptance_reached"], false);
+    let failure = report["end"]["failure"].as_str().expect("the task's failure");
+    assert!(!failure.is_empty());
+    assert_eq!(record["acceptance_note"], format!("the connector task FAILED: {failure}"));
+    assert_eq!(report["failed_closed"]["status"], "FAILED");
+    assert_eq!(record["failover_gate"]["result"]["kind"], "no-gate");
+    assert_eq!(record["failover_gate"]["outcome"], "no gate ran: the connector decided by itself");
+
+    // The restart drill: the restart test failed, with the counts the reconciliation gives.
+    let report = json(&["run", &scenario("claims-restart-during-snapshot"), "--json"]);
+    let record = &report["handoff_record"];
+    assert_eq!(report["end"]["kind"], "caught-up");
+    assert_eq!(record["acceptance_end"]["kind"], "caught-up");
+    let result = &record["restart_test"]["result"];
+    assert_eq!(result["kind"], "failed");
+    for keys in ["keys_missing", "keys_extra", "keys_differing"] {
+        assert_eq!(result[keys].as_u64(), record[keys].as_array().map(|list| list.len() as u64), "{keys}");
+    }
+    assert!(record["restart_test"]["outcome"].as_str().is_some_and(|text| text.starts_with("failed: ")));
+    let marker = &record["snapshot_completion_marker"];
+    assert!(["not-stored", "stored", "superseded"].contains(&marker["marker_outcome"]["kind"].as_str().unwrap_or("")));
+
+    // The failover with its gate: rebuilt from a new snapshot after the failover.
+    let report = json(&["run", &scenario("claims-failover"), "--json"]);
+    let record = &report["handoff_record"];
+    assert_eq!(record["failover_gate"]["result"]["kind"], "rebuilt-from-new-snapshot");
+    assert_eq!(record["rebuild"]["kind"], "new-snapshot");
+    assert_eq!(record["rebuild"]["after"]["kind"], "failover");
+    let at_ms = record["rebuild"]["at_ms"].as_u64().expect("when");
+    assert_eq!(
+        record["rebuild_from_new_snapshot"],
+        format!("a new snapshot started at t={}.{:03}s after the failover", at_ms / 1000, at_ms % 1000)
+    );
+
+    // A connector that says RUNNING and never catches up: timed out, I11.
+    let report = json(&["run", &scenario("claims-slot-cap-stopped-connector"), "--json"]);
+    assert_eq!(report["end"], serde_json::json!({ "kind": "timed-out", "connector": "RUNNING" }));
+    assert_eq!(report["findings"][0]["invariant"], "I11");
+    assert!(report["failed_closed"].is_null());
+}
+
 #[test]
 fn the_same_seed_prints_the_same_trace_hash_and_another_seed_another() {
     let hash = |seed: &str| {

@@ -3,6 +3,8 @@
 
 mod common;
 
+use handoff_models::components::connect::ConnectorState;
+use handoff_models::core::fault::FaultOutcome;
 use handoff_models::core::lsn::Lsn;
 use handoff_models::core::observe::Observation;
 use handoff_models::scenario::spec::Invariant::I3;
@@ -255,7 +257,7 @@ fn a_slot_recreation_during_the_failover_gate_waits_its_turn_and_then_runs() {
     );
     // The run's JSON says so.
     assert_eq!(result.fault_notes.len(), 1, "{:?}", result.fault_notes);
-    assert_eq!(result.fault_notes[0].outcome, "waited");
+    assert_eq!(result.fault_notes[0].outcome, FaultOutcome::Waited);
     let json = handoff_sim::timed::report::json(&spec, "s.toml", &result);
     assert_eq!(json["fault_notes"][0]["fault"], "recreate-slot", "{}", json["fault_notes"]);
 }
@@ -280,7 +282,7 @@ fn a_fault_that_cannot_act_is_refused_with_a_reason() {
         .collect();
     assert_eq!(refused, vec!["the Connect worker is down: no task runs"]);
     assert_eq!(result.fault_notes.len(), 1);
-    assert_eq!(result.fault_notes[0].outcome, "refused");
+    assert_eq!(result.fault_notes[0].outcome, FaultOutcome::Refused);
     assert_eq!(result.fault_notes[0].at_ms, 72_000);
 }
 
@@ -384,7 +386,7 @@ fn a_stop_accepted_before_the_worker_dies_is_honoured_when_it_restarts() {
     let stopped_start = trace
         .iter()
         .position(
-            |e| matches!(&e.observation, Observation::WorkerStarted { target_state } if target_state == "STOPPED"),
+            |e| matches!(&e.observation, Observation::WorkerStarted { target_state } if *target_state == ConnectorState::Stopped),
         )
         .expect("the second restart reads back STOPPED");
     let next_task = trace[stopped_start..]
@@ -420,7 +422,7 @@ fn a_second_failover_with_no_standby_left_is_refused_with_a_reason() {
     assert_eq!(refused[0].0, 75_000);
     assert!(refused[0].1.starts_with("no standby is left to promote"), "{refused:?}");
     assert_eq!(result.fault_notes.len(), 1);
-    assert_eq!(result.fault_notes[0].outcome, "refused");
+    assert_eq!(result.fault_notes[0].outcome, FaultOutcome::Refused);
 }
 
 #[test]

@@ -16,6 +16,7 @@ use crate::core::event::SourceOffset;
 use crate::core::ids::Node;
 use crate::core::lsn::Lsn;
 use crate::core::observe::{GateVerdict, Observation};
+use crate::core::protocol::ConnectorState;
 use crate::core::protocol::{
     Control, KafkaReply, KafkaRequest, Msg, RestReply, RestRequest, SlotRow, SqlReply, SqlRequest,
 };
@@ -318,11 +319,11 @@ impl Component for Operator {
                 self.rest(ctx, RestRequest::Status);
             }
             (Step::AwaitingStopped, Msg::RestReply { reply: RestReply::Status { state } }) => {
-                if state == "STOPPED" && self.rebuilding {
+                if state == ConnectorState::Stopped && self.rebuilding {
                     self.step = Step::DeletingOffsets;
                     self.action(ctx, "runbook: delete the connector's offsets");
                     self.rest(ctx, RestRequest::DeleteOffsets);
-                } else if state == "STOPPED" {
+                } else if state == ConnectorState::Stopped {
                     self.step = Step::ReadingOffset;
                     let connector = self.connector.clone();
                     self.send(
@@ -330,7 +331,7 @@ impl Component for Operator {
                         Node::Kafka,
                         Msg::Kafka { request_id: 1, request: KafkaRequest::ReadSourceOffset { connector } },
                     );
-                } else if state == "RUNNING" {
+                } else if state == ConnectorState::Running {
                     // Someone resumed the connector after this procedure's stop (a second
                     // operator, a deployment tool): its target state is RUNNING again, and it
                     // would never come to STOPPED. Stop it again, as a person watching would.

@@ -193,3 +193,22 @@ impl fmt::Display for FaultAction {
         }
     }
 }
+
+/// What became of a fault that did not simply take effect when it came: `refused` (it did
+/// nothing where the run stood) or `waited` (an operator's procedure ran once the one before it
+/// ended). `--json` gives it as the fault note's `outcome`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultOutcome {
+    Refused,
+    Waited,
+}
+
+impl fmt::Display for FaultOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FaultOutcome::Refused => "refused",
+            FaultOutcome::Waited => "waited",
+        })
+    }
+}

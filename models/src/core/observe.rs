@@ -10,6 +10,7 @@ use crate::core::fault::{FaultAction, Moment};
 use crate::core::ids::Role;
 use crate::core::ids::{Csn, Key, Node, Row, TableId};
 use crate::core::lsn::Lsn;
+use crate::core::protocol::ConnectorState;
 use crate::core::protocol::SlotRow;
 use crate::core::shared::ByContent;
 use crate::core::time::SimTime;
@@ -240,8 +241,10 @@ pub enum Observation {
     },
 
     // ----- Kafka Connect and Debezium -----
+    /// The worker started; the connector's target state as it read it back from the config
+    /// topic (RUNNING or STOPPED).
     WorkerStarted {
-        target_state: String,
+        target_state: ConnectorState,
     },
     /// The source task started and loaded its stored offset.
     TaskStarted {

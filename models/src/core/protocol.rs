@@ -296,8 +296,53 @@ pub enum RestRequest {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum RestReply {
     Ok,
-    Status { state: String },
+    Status { state: ConnectorState },
     Error(String),
+}
+
+/// A connector's task state as `GET /connectors/<name>/status` shows it (Kafka Connect's
+/// `AbstractStatus.State`, with the `STOPPED` of KIP-875), spelled as the REST API spells it.
+/// It lives here, with the REST protocol, because both ends of that protocol read it: the
+/// Connect worker ([`crate::components::connect`]) reports it, the operator acts on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ConnectorState {
+    /// No task runs and none failed: the worker has not (re)started it yet.
+    Unassigned,
+    Running,
+    /// The task is stopping gracefully (its final offset commit under way).
+    Stopping,
+    /// The connector's target state is STOPPED: no task runs.
+    Stopped,
+    /// The task failed and waits for `POST /connectors/<name>/tasks/0/restart`.
+    Failed,
+}
+
+impl ConnectorState {
+    /// The REST API's spelling (`RUNNING`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ConnectorState::Unassigned => "UNASSIGNED",
+            ConnectorState::Running => "RUNNING",
+            ConnectorState::Stopping => "STOPPING",
+            ConnectorState::Stopped => "STOPPED",
+            ConnectorState::Failed => "FAILED",
+        }
+    }
+}
+
+impl std::fmt::Display for ConnectorState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Hashed as its REST name, as the string it replaced was: the fingerprints of the exhaustive
+/// lens's states (a status reply in flight is part of one) stay what they were.
+impl std::hash::Hash for ConnectorState {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name().hash(state);
+    }
 }
 
 /// Harness actions delivered as messages so both lenses can drive them.

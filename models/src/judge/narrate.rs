@@ -8,6 +8,7 @@ use crate::core::event::{KafkaRecord, Topic, TopicPartition};
 use crate::core::ids::Role;
 use crate::core::ids::TableId;
 use crate::core::observe::{GateVerdict, Observation, ScanSnapshot, SinkAction, SnapshotCase, TraceEvent};
+use crate::core::protocol::ConnectorState;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -206,7 +207,7 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             if slots.is_empty() { "none".to_string() } else { slots.join(", ") }
         ),
         Observation::WorkerStarted { target_state } => {
-            if target_state == "RUNNING" {
+            if *target_state == ConnectorState::Running {
                 format!("worker started; connector target state {target_state}")
             } else {
                 format!(

@@ -14,7 +14,7 @@ use crate::core::ids::{Key, Row};
 use crate::core::lsn::Lsn;
 use crate::core::observe::{Doc, GateVerdict, Observation, TraceEvent};
 use crate::core::time::SimTime;
-use crate::judge::checkers::Boundary;
+use crate::judge::checkers::{Boundary, RunEnd};
 use crate::judge::oracle::Oracle;
 use crate::scenario::spec::Spec;
 use crate::scenario::workload::{Draw, stream};
@@ -32,6 +32,34 @@ pub struct SnapshotMarkerRecord {
     /// flush by a streaming offset (Debezium keeps the marker only in the last snapshot record's
     /// offset), or never stored.
     pub marker: String,
+    /// The same, typed.
+    pub marker_outcome: MarkerOutcome,
+}
+
+/// What became of a snapshot's completion marker (`{"kind": "stored", "at_ms": 10001}`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum MarkerOutcome {
+    /// No offset flush after the snapshot completed.
+    NotStored,
+    /// An offset flush stored `snapshot_completed=true`.
+    Stored { at_ms: u64 },
+    /// The first offset stored after it was already a streaming offset (`offset`).
+    Superseded { at_ms: u64, offset: String },
+}
+
+impl MarkerOutcome {
+    /// The record's sentence.
+    pub fn sentence(&self) -> String {
+        match self {
+            MarkerOutcome::NotStored => "not stored: no offset flush after it".into(),
+            MarkerOutcome::Stored { at_ms } => format!("snapshot_completed=true stored at {}", SimTime(*at_ms)),
+            MarkerOutcome::Superseded { at_ms, offset } => format!(
+                "completed; the first offset stored after it, at {}, is already a streaming offset ({offset})",
+                SimTime(*at_ms)
+            ),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,6 +68,22 @@ pub struct RestartTest {
     /// A kill or stop hit while a snapshot was not yet recorded complete.
     pub restarted_during_snapshot: bool,
     pub outcome: String,
+    /// The outcome, typed.
+    pub result: RestartResult,
+}
+
+/// The restart test's outcome (`{"kind": "failed", "keys_missing": 1, ...}`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum RestartResult {
+    /// No restart hit an incomplete snapshot.
+    NotRun,
+    /// A restart hit one, but the run did not reach its acceptance boundary.
+    Undecided,
+    /// The index matches the bounded source query.
+    Passed,
+    /// It does not: so many keys missing, extra (resurrected) and differing.
+    Failed { keys_missing: usize, keys_extra: usize, keys_differing: usize },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,6 +94,58 @@ pub struct FailoverGateRecord {
     pub saved_offset: Option<String>,
     pub new_source_slot: Option<String>,
     pub outcome: String,
+    /// The outcome, typed.
+    pub result: GateResult,
+}
+
+/// The failover gate's outcome (`{"kind": "rebuilt-from-new-snapshot"}`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum GateResult {
+    /// No gate ran: the connector decided by itself.
+    NoGate,
+    /// The resume position was available: the connector resumed.
+    Resumed,
+    /// Unavailable: rebuilt from a new snapshot.
+    RebuiltFromNewSnapshot,
+    /// Unavailable: rebuilt on a new slot without a snapshot (`snapshot.mode=no_data`).
+    RebuiltWithoutSnapshot,
+    /// Unavailable: the gate failed closed.
+    FailedClosed,
+}
+
+/// A rebuild the run took (`{"kind": "new-snapshot", "at_ms": 61000, "after": {"kind":
+/// "failover"}}`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Rebuild {
+    /// A new snapshot started at `at_ms` after `after`.
+    NewSnapshot { at_ms: u64, after: RebuildCause },
+    /// `by` resumed the connector on a new slot at `at_ms` without a snapshot: what was committed
+    /// before the new slot is in no snapshot and no stream.
+    WithoutSnapshot { at_ms: u64, by: RebuildCause },
+    /// `snapshot.mode=when_needed` found the stored position unavailable at `at_ms` and
+    /// re-snapshots.
+    WhenNeeded { at_ms: u64 },
+}
+
+/// What a rebuild followed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum RebuildCause {
+    /// The `rebuild-connector` runbook, run at `at_ms`.
+    Runbook { at_ms: u64 },
+    /// The failover (its gate, or the connector by itself).
+    Failover,
+}
+
+impl RebuildCause {
+    fn words(&self) -> String {
+        match self {
+            RebuildCause::Runbook { at_ms } => format!("the rebuild-connector runbook at {}", SimTime(*at_ms)),
+            RebuildCause::Failover => "the failover".into(),
+        }
+    }
 }
 
 /// The sink group's committed position in one partition of a data topic it reads.
@@ -83,6 +179,8 @@ pub struct HandoffRecord {
     pub restart_test: Option<RestartTest>,
     pub failover_gate: Option<FailoverGateRecord>,
     pub rebuild_from_new_snapshot: Option<String>,
+    /// The rebuild, typed.
+    pub rebuild: Option<Rebuild>,
     /// A rebuild (the runbook's `rebuild-connector`, or the failover gate's) resumed the
     /// connector on a new slot without a snapshot (`snapshot.mode=no_data`): it cannot restore
     /// what was committed before the new slot.
@@ -90,6 +188,8 @@ pub struct HandoffRecord {
     pub acceptance_at: SimTime,
     pub acceptance_reached: bool,
     pub acceptance_note: String,
+    /// How the run ended, typed (`acceptance_note` says it in words).
+    pub acceptance_end: RunEnd,
     pub source_row_count: usize,
     pub sink_row_count: usize,
     pub keys_missing: Vec<Key>,
@@ -170,31 +270,41 @@ impl HandoffRecord {
         let mut snapshot_open = false;
         let mut restarted_during_snapshot = false;
         let mut failover_gate: Option<FailoverGateRecord> = None;
-        let mut rebuild = None;
+        let mut rebuild: Option<(String, Rebuild)> = None;
         let mut rebuild_without_snapshot = false;
         // A rebuild under way (what it is, for the record) until the connector decides whether
         // it snapshots.
-        let mut rebuilding: Option<String> = None;
+        let mut rebuilding: Option<RebuildCause> = None;
         let mut promoted = false;
         for event in inputs.trace {
             match &event.observation {
                 Observation::SnapshotStarted { .. } => {
                     snapshot_attempts += 1;
                     snapshot_open = true;
-                    if let Some(what) = rebuilding.take() {
-                        rebuild = Some(format!("a new snapshot started at {} after {what}", event.at));
-                    } else if promoted && rebuild.is_none() {
-                        rebuild = Some(format!("a new snapshot started at {} after the failover", event.at));
+                    let after = match rebuilding.take() {
+                        Some(cause) => Some(cause),
+                        None if promoted && rebuild.is_none() => Some(RebuildCause::Failover),
+                        None => None,
+                    };
+                    if let Some(after) = after {
+                        rebuild = Some((
+                            format!("a new snapshot started at {} after {}", event.at, after.words()),
+                            Rebuild::NewSnapshot { at_ms: event.at.ms(), after },
+                        ));
                     }
                 }
                 Observation::SnapshotDecided { snapshot: false, reason } => {
-                    if let Some(what) = rebuilding.take() {
+                    if let Some(by) = rebuilding.take() {
                         rebuild_without_snapshot = true;
-                        rebuild = Some(format!(
-                            "WITHOUT A SNAPSHOT: {what} resumed the connector on a new slot at {} ({reason}); a rebuild \
-                             that cannot restore history: what was committed before the new slot is in no snapshot and \
-                             no stream",
-                            event.at
+                        rebuild = Some((
+                            format!(
+                                "WITHOUT A SNAPSHOT: {} resumed the connector on a new slot at {} ({reason}); a \
+                                 rebuild that cannot restore history: what was committed before the new slot is in no \
+                                 snapshot and no stream",
+                                by.words(),
+                                event.at
+                            ),
+                            Rebuild::WithoutSnapshot { at_ms: event.at.ms(), by },
                         ));
                     }
                 }
@@ -202,20 +312,25 @@ impl HandoffRecord {
                     snapshot_completion_marker = Some(SnapshotMarkerRecord {
                         completed_at: event.at,
                         lsn: *lsn,
-                        marker: "not stored: no offset flush after it".into(),
+                        marker: MarkerOutcome::NotStored.sentence(),
+                        marker_outcome: MarkerOutcome::NotStored,
                     });
                 }
                 Observation::SourceOffsetStored { offset: Some(offset), .. } => {
                     if let Some(marker) = snapshot_completion_marker.as_mut()
-                        && marker.marker.starts_with("not stored")
+                        && marker.marker_outcome == MarkerOutcome::NotStored
                     {
-                        if offset.snapshot_completed {
-                            marker.marker = format!("snapshot_completed=true stored at {}", event.at);
+                        let at_ms = event.at.ms();
+                        let outcome = if offset.snapshot_completed {
+                            Some(MarkerOutcome::Stored { at_ms })
                         } else if offset.snapshot.is_none() {
-                            marker.marker = format!(
-                                "completed; the first offset stored after it, at {}, is already a streaming offset ({offset})",
-                                event.at
-                            );
+                            Some(MarkerOutcome::Superseded { at_ms, offset: offset.to_string() })
+                        } else {
+                            None
+                        };
+                        if let Some(outcome) = outcome {
+                            marker.marker = outcome.sentence();
+                            marker.marker_outcome = outcome;
                         }
                     }
                     if offset.snapshot.is_none() || offset.snapshot_completed {
@@ -227,7 +342,7 @@ impl HandoffRecord {
                         restarted_during_snapshot = true;
                     }
                     FaultAction::RebuildConnector => {
-                        rebuilding = Some(format!("the rebuild-connector runbook at {}", event.at));
+                        rebuilding = Some(RebuildCause::Runbook { at_ms: event.at.ms() });
                     }
                     FaultAction::FailOverToStandby { .. } => {}
                     _ => {}
@@ -240,11 +355,12 @@ impl HandoffRecord {
                         saved_offset: None,
                         new_source_slot: None,
                         outcome: "no gate ran: the connector decided by itself".into(),
+                        result: GateResult::NoGate,
                     });
                 }
                 Observation::GateChecked { saved_offset, slot, verdict, detail, .. } => {
                     if *verdict == GateVerdict::Rebuild {
-                        rebuilding = Some("the failover".into());
+                        rebuilding = Some(RebuildCause::Failover);
                     }
                     if let Some(gate) = failover_gate.as_mut() {
                         gate.saved_offset = saved_offset.as_deref().map(SourceOffset::to_string);
@@ -256,18 +372,26 @@ impl HandoffRecord {
                             ),
                             None => "no slot".into(),
                         });
-                        gate.outcome = match verdict {
-                            GateVerdict::Available => format!("passed: {detail}; resumed"),
+                        (gate.outcome, gate.result) = match verdict {
+                            GateVerdict::Available => (format!("passed: {detail}; resumed"), GateResult::Resumed),
                             GateVerdict::Rebuild
                                 if spec.debezium.snapshot_mode
                                     == crate::components::connect::debezium::SnapshotMode::NoData =>
                             {
-                                format!(
-                                    "unavailable: {detail}; rebuilt on a new slot WITHOUT a snapshot (snapshot.mode=no_data)"
+                                (
+                                    format!(
+                                        "unavailable: {detail}; rebuilt on a new slot WITHOUT a snapshot (snapshot.mode=no_data)"
+                                    ),
+                                    GateResult::RebuiltWithoutSnapshot,
                                 )
                             }
-                            GateVerdict::Rebuild => format!("unavailable: {detail}; rebuilt from a new snapshot"),
-                            GateVerdict::FailClosed => format!("unavailable: {detail}; failed closed"),
+                            GateVerdict::Rebuild => (
+                                format!("unavailable: {detail}; rebuilt from a new snapshot"),
+                                GateResult::RebuiltFromNewSnapshot,
+                            ),
+                            GateVerdict::FailClosed => {
+                                (format!("unavailable: {detail}; failed closed"), GateResult::FailedClosed)
+                            }
                         };
                     }
                 }
@@ -276,27 +400,42 @@ impl HandoffRecord {
                         && spec.debezium.snapshot_mode
                             == crate::components::connect::debezium::SnapshotMode::WhenNeeded =>
                 {
-                    rebuild = Some(format!("snapshot.mode=when_needed re-snapshots at {}: {detail}", event.at));
+                    rebuild = Some((
+                        format!("snapshot.mode=when_needed re-snapshots at {}: {detail}", event.at),
+                        Rebuild::WhenNeeded { at_ms: event.at.ms() },
+                    ));
                 }
                 _ => {}
             }
         }
         let reconciliation_ok = keys_missing.is_empty() && keys_extra.is_empty() && keys_differing.is_empty();
-        let restart_test = (snapshot_attempts > 0).then(|| RestartTest {
-            snapshot_attempts,
-            restarted_during_snapshot,
-            outcome: match (restarted_during_snapshot, inputs.boundary.reached, reconciliation_ok) {
-                (false, _, _) => "not run: no restart hit an incomplete snapshot".into(),
-                (true, false, _) => format!("undecided: acceptance not reached ({})", inputs.boundary.reason),
-                (true, true, true) => "passed: the index matches the bounded source query".into(),
-                (true, true, false) => format!(
-                    "failed: {} missing, {} resurrected or extra, {} differing",
-                    keys_missing.len(),
-                    keys_extra.len(),
-                    keys_differing.len()
+        let restart_test = (snapshot_attempts > 0).then(|| {
+            let (outcome, result) = match (restarted_during_snapshot, inputs.boundary.reached, reconciliation_ok) {
+                (false, _, _) => ("not run: no restart hit an incomplete snapshot".into(), RestartResult::NotRun),
+                (true, false, _) => (
+                    format!("undecided: acceptance not reached ({})", inputs.boundary.reason),
+                    RestartResult::Undecided,
                 ),
-            },
+                (true, true, true) => {
+                    ("passed: the index matches the bounded source query".into(), RestartResult::Passed)
+                }
+                (true, true, false) => (
+                    format!(
+                        "failed: {} missing, {} resurrected or extra, {} differing",
+                        keys_missing.len(),
+                        keys_extra.len(),
+                        keys_differing.len()
+                    ),
+                    RestartResult::Failed {
+                        keys_missing: keys_missing.len(),
+                        keys_extra: keys_extra.len(),
+                        keys_differing: keys_differing.len(),
+                    },
+                ),
+            };
+            RestartTest { snapshot_attempts, restarted_during_snapshot, outcome, result }
         });
+        let (rebuild_from_new_snapshot, rebuild) = rebuild.unzip();
         HandoffRecord {
             source_tables: spec.tables.iter().map(|t| t.name.clone()).collect(),
             schema_revision: 1,
@@ -306,11 +445,13 @@ impl HandoffRecord {
             sink_checkpoint: checkpoint(spec, &inputs.sink_checkpoint),
             restart_test,
             failover_gate,
-            rebuild_from_new_snapshot: rebuild,
+            rebuild_from_new_snapshot,
+            rebuild,
             rebuild_without_snapshot,
             acceptance_at: inputs.boundary.at,
             acceptance_reached: inputs.boundary.reached,
             acceptance_note: inputs.boundary.reason.clone(),
+            acceptance_end: inputs.boundary.end.clone(),
             source_row_count: source.len(),
             sink_row_count: sink.len(),
             counts_match: source.len() == sink.len(),

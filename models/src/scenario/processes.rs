@@ -34,6 +34,8 @@ pub trait Holder {
     type Handle;
     fn hold<C: Process>(component: C) -> Self::Of<C>;
     fn with<C: Process, R>(held: &mut Self::Of<C>, f: impl FnOnce(&mut dyn Component) -> R) -> R;
+    /// Reads a held component (the judge reads the processes of either lens this way).
+    fn read<C: Process, R>(held: &Self::Of<C>, f: impl FnOnce(&C) -> R) -> R;
     fn handle<C: Process>(held: &Self::Of<C>) -> Self::Handle;
 }
 
@@ -48,6 +50,9 @@ impl Holder for Plain {
         component
     }
     fn with<C: Process, R>(held: &mut C, f: impl FnOnce(&mut dyn Component) -> R) -> R {
+        f(held)
+    }
+    fn read<C: Process, R>(held: &C, f: impl FnOnce(&C) -> R) -> R {
         f(held)
     }
     fn handle<C: Process>(_: &C) {}
@@ -65,6 +70,9 @@ impl Holder for SharedHolder {
     }
     fn with<C: Process, R>(held: &mut CopyOnWrite<C>, f: impl FnOnce(&mut dyn Component) -> R) -> R {
         f(held.get_mut())
+    }
+    fn read<C: Process, R>(held: &CopyOnWrite<C>, f: impl FnOnce(&C) -> R) -> R {
+        f(held)
     }
     fn handle<C: Process>(_: &CopyOnWrite<C>) {}
 }

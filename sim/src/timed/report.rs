@@ -3,6 +3,7 @@
 
 use crate::timed::runner::{RunLimit, RunResult};
 use crate::verdict::{Lens, origin, predicted, prediction_line, verdict_lines};
+use handoff_models::components::connect::ConnectorState;
 use handoff_models::judge::checkers::Finding;
 use handoff_models::judge::narrate::{self, Names};
 use handoff_models::scenario::spec::{Invariant, Spec, Trigger};
@@ -169,7 +170,7 @@ pub fn text(spec: &Spec, scenario: &str, result: &RunResult) -> String {
              not made)",
             stopped.at,
             stopped.reason,
-            if stopped.status == "FAILED" { "failed" } else { "stopped" }
+            if stopped.status == ConnectorState::Failed { "failed" } else { "stopped" }
         );
     }
     for unfired in &result.unfired {
@@ -309,6 +310,7 @@ pub fn json(spec: &Spec, scenario: &str, result: &RunResult) -> serde_json::Valu
             "invariants": result.judgement.invariants,
             "failing_closed": result.judgement.failing_closed,
         },
+        "end": result.boundary.end,
         "failed_closed": result.failed_closed.as_ref().map(|stopped| serde_json::json!({
             "at_ms": stopped.at.ms(),
             "status": stopped.status,

@@ -40,6 +40,9 @@ use crate::core::event::{SourceOffset, SourceRecord};
 use crate::core::fault::FaultAction;
 use crate::core::ids::Node;
 use crate::core::observe::Observation;
+/// The worker's status, as its REST API reports it (defined with the REST protocol, which the
+/// operator reads too).
+pub use crate::core::protocol::ConnectorState;
 use crate::core::protocol::{
     Control, KAFKA_RECONNECT_BACKOFF_MS, KafkaReply, KafkaRequest, Msg, RestReply, RestRequest,
 };
@@ -166,21 +169,21 @@ impl ConnectWorker {
     }
 
     /// The task's state as the REST API shows it.
-    pub fn status(&self) -> &'static str {
+    pub fn status(&self) -> ConnectorState {
         match &self.volatile.task {
             None => {
                 if self.target_state == TargetState::Stopped {
-                    "STOPPED"
+                    ConnectorState::Stopped
                 } else if self.task_died {
-                    "FAILED"
+                    ConnectorState::Failed
                 } else {
-                    "UNASSIGNED"
+                    ConnectorState::Unassigned
                 }
             }
             Some(task) => match task.state {
-                TaskState::Failed => "FAILED",
-                TaskState::Stopping => "STOPPING",
-                _ => "RUNNING",
+                TaskState::Failed => ConnectorState::Failed,
+                TaskState::Stopping => ConnectorState::Stopping,
+                _ => ConnectorState::Running,
             },
         }
     }
@@ -558,8 +561,8 @@ impl ConnectWorker {
     fn fail_task(&mut self, ctx: &mut Ctx) {
         let Some(task) = self.volatile.task.as_mut() else {
             let reason = match self.status() {
-                "STOPPED" => "the connector is STOPPED: no task runs",
-                "FAILED" => "the task has already failed and waits for a restart",
+                ConnectorState::Stopped => "the connector is STOPPED: no task runs",
+                ConnectorState::Failed => "the task has already failed and waits for a restart",
                 _ => "no task runs",
             };
             ctx.observe(Observation::FaultRefused {
@@ -623,7 +626,7 @@ impl ConnectWorker {
                     return;
                 }
             }
-            RestRequest::Status => RestReply::Status { state: self.status().into() },
+            RestRequest::Status => RestReply::Status { state: self.status() },
             RestRequest::RestartTask => {
                 if self.target_state == TargetState::Running {
                     match self.volatile.task.as_mut() {
@@ -674,8 +677,8 @@ impl Component for ConnectWorker {
         self.task_died = false;
         ctx.observe(Observation::WorkerStarted {
             target_state: match self.target_state {
-                TargetState::Running => "RUNNING".into(),
-                TargetState::Stopped => "STOPPED".into(),
+                TargetState::Running => ConnectorState::Running,
+                TargetState::Stopped => ConnectorState::Stopped,
             },
         });
         if self.target_state == TargetState::Running {

@@ -26,7 +26,8 @@ use crate::core::protocol::{Control, Msg};
 use crate::core::shared::{self, CopyOnWrite, Fixed};
 use crate::core::time::SimTime;
 use crate::core::wal::WalEntry;
-use crate::judge::checkers::{Boundary, Checkers, Finding};
+use crate::judge::acceptance::{self, Acceptance, Circumstances};
+use crate::judge::checkers::{Boundary, Checkers, Finding, RunEnd};
 use crate::judge::oracle::Oracle;
 use crate::scenario::processes::{self, Processes, SharedHolder};
 use crate::scenario::setup::{self, Options};
@@ -591,29 +592,25 @@ impl World {
         })
     }
 
-    /// Whether the pipeline has caught up: nothing in flight, every scripted transaction run,
-    /// the connector streaming with everything decoded and acknowledged, the sink at the end of
-    /// every partition.
+    /// Whether the pipeline has caught up ([`acceptance::decide`]): nothing in flight, every
+    /// scripted transaction run, no process down, the loader's read done, the connector
+    /// streaming with everything decoded and acknowledged, the sink at the end of every
+    /// partition.
     pub fn at_acceptance_boundary(&self) -> bool {
-        if !self.links.is_empty() || !self.scripted_pending.is_empty() || !self.down.is_empty() {
-            return false;
-        }
-        if self.processes.loader.as_ref().is_some_and(|loader| !loader.is_done()) {
-            return false;
-        }
-        if self.processes.connect.status() != "RUNNING" || !self.processes.connect.is_drained() {
-            return false;
-        }
-        let Some(processed) = self.processes.connect.processed_upto() else { return false };
-        if self.last_captured_commit().is_some_and(|last| processed < last) {
-            return false;
-        }
-        self.processes
-            .kafka
-            .log_end_offsets()
-            .iter()
-            .all(|(tp, end)| self.processes.sink.positions().get(tp).is_some_and(|position| position >= end))
-            && !self.processes.sink.has_closing_epochs()
+        let held = !self.links.is_empty()
+            || !self.scripted_pending.is_empty()
+            || !self.down.is_empty()
+            || self.processes.loader.as_ref().is_some_and(|loader| !loader.is_done());
+        let circumstances = Circumstances {
+            held,
+            // A process down holds the run already.
+            connect_up: true,
+            // The world does not forward a stream's start past what the connector processed.
+            stream_start: None,
+            evidence: &self.checkers.evidence,
+            last_captured_commit: || self.last_captured_commit(),
+        };
+        acceptance::decide(&self.processes, circumstances) == Acceptance::Ended(RunEnd::CaughtUp)
     }
 
     /// Findings so far, and at the boundary the boundary checks too.
@@ -632,6 +629,7 @@ impl World {
             at: SimTime::ZERO,
             reached: true,
             reason: "the pipeline caught up".into(),
+            end: RunEnd::CaughtUp,
             sink: self.processes.sink.docs.to_list(),
         });
         read(checkers.findings())

@@ -9,13 +9,14 @@
 //! the moment (simulated time, LSN) it became true.
 //!
 //! Checked: I1 no gap, I2 no resurrection, I3 monotonic apply, I4 one history, I5 ack ≤ durable,
-//! I6 fail closed, I8 failover gate. I11 honest liveness is judged by the timed lens, which alone
-//! knows how long the pipeline had to catch up after the last fault (`handoff-sim`'s runner). Not
-//! yet: I7, I9, I10, I12 (marker order, outbox, compaction — other issues).
+//! I6 fail closed, I8 failover gate, and I11 honest liveness where a timed run ends
+//! ([`honest_liveness`]: it reads the processes, not the trace). Not yet: I7, I9, I10, I12
+//! (outbox, compaction — other issues).
 
 mod ack_durable;
 mod fail_closed;
 mod failover_gate;
+pub mod honest_liveness;
 mod monotonic_apply;
 mod no_gap;
 mod no_resurrection;
@@ -27,6 +28,7 @@ use crate::core::event::{KafkaRecord, SourceOffset};
 use crate::core::ids::{Key, TableId};
 use crate::core::lsn::Lsn;
 use crate::core::observe::{Doc, Observation, TraceEvent};
+use crate::core::protocol::ConnectorState;
 use crate::core::shared::{CopyOnWrite, Fixed};
 use crate::core::time::SimTime;
 use crate::judge::narrate::Names;
@@ -120,8 +122,54 @@ pub struct Boundary {
     /// I2 at the boundary) are not made and `reason` says why.
     pub reached: bool,
     pub reason: String,
+    /// How the run ended, typed (`reason` says it in words).
+    pub end: RunEnd,
     /// The sink's documents.
     pub sink: DocList,
+}
+
+/// How a run ended: at its acceptance boundary, stopped short of it and saying so, not caught up
+/// in time, or cut by a limit. `--json` gives it with a `kind` tag (`{"kind": "task-failed",
+/// "failure": "..."}`); the boundary's `reason` keeps the sentence.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum RunEnd {
+    /// The pipeline caught up with the source: the acceptance boundary.
+    CaughtUp,
+    /// The connector's task FAILED, with Debezium's reason.
+    TaskFailed { failure: String },
+    /// The connector is STOPPED.
+    ConnectorStopped,
+    /// The sink's consumer FAILED, with the consumer's exception.
+    SinkFailed { failure: String },
+    /// Neither caught up nor stopped within `acceptance.timeout_ms` after the last fault or
+    /// transaction; the connector's status then.
+    TimedOut { connector: ConnectorState },
+    /// The run reached a limit (its horizon or its trace budget) first: undecided.
+    Limit,
+}
+
+impl RunEnd {
+    /// Whether the run reached its acceptance boundary.
+    pub fn reached(&self) -> bool {
+        matches!(self, RunEnd::CaughtUp)
+    }
+
+    /// Whether the run stopped short of its boundary because a process said it cannot go on.
+    pub fn stopped(&self) -> bool {
+        matches!(self, RunEnd::TaskFailed { .. } | RunEnd::ConnectorStopped | RunEnd::SinkFailed { .. })
+    }
+
+    /// The timed lens's reason for an end its acceptance check decides (the boundary's words).
+    pub fn reason(&self) -> Option<String> {
+        match self {
+            RunEnd::CaughtUp => Some("the pipeline caught up with the source".into()),
+            RunEnd::TaskFailed { failure } => Some(format!("the connector task FAILED: {failure}")),
+            RunEnd::ConnectorStopped => Some("the connector is STOPPED".into()),
+            RunEnd::SinkFailed { failure } => Some(format!("the sink's consumer FAILED: {failure}")),
+            RunEnd::TimedOut { .. } | RunEnd::Limit => None,
+        }
+    }
 }
 
 /// What every checker can read: the oracle, Kafka's published content, the stored offset.

@@ -134,7 +134,7 @@ mod tests {
     use crate::core::shared::{ByContent, CopyOnWrite};
     use crate::core::time::SimTime;
     use crate::core::wal::CommittedTxn;
-    use crate::judge::checkers::{Boundary, Checkers, Finding};
+    use crate::judge::checkers::{Boundary, Checkers, Finding, RunEnd};
     use crate::judge::oracle::Oracle;
     use crate::scenario::spec::Invariant;
 
@@ -213,7 +213,13 @@ mod tests {
             checkers.observe(&event(3_000, Observation::SinkApplied { applies }));
         }
         let sink: DocList = vec![((TABLE, 1), Doc::Live(row(1)))].into();
-        checkers.finish(&Boundary { at: SimTime(9_000), reached: true, reason: String::new(), sink });
+        checkers.finish(&Boundary {
+            at: SimTime(9_000),
+            reached: true,
+            reason: String::new(),
+            end: RunEnd::CaughtUp,
+            sink,
+        });
         let i1: Vec<&Finding> = checkers.findings().iter().filter(|f| f.invariant == Invariant::I1).collect();
         assert_eq!(i1.len(), 1, "{:?}", checkers.findings());
         assert_eq!(checkers.violated(Invariant::I3), moved_back);

@@ -230,6 +230,16 @@ pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outco
         status: models.connect.lock().expect("connect").status(),
         reason: reason.clone(),
     });
+    // How the run ended, typed: the acceptance check on the state the run ended in (nothing ran
+    // since the loop decided), or the limit it reached.
+    let end = match limit {
+        Some(_) => RunEnd::Limit,
+        None => harness
+            .decision()
+            .ended()
+            .unwrap_or_else(|| RunEnd::TimedOut { connector: models.connect.lock().expect("connect").status() }),
+    };
+    debug_assert_eq!(end.reached(), reached, "the typed end says what the loop decided");
     let departures = shared.net().following().map(Following::departures).unwrap_or_default();
     harness.tear_down().await;
     drop(harness);
@@ -240,7 +250,7 @@ pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outco
     Outcome {
         recorder,
         schedule,
-        boundary: Boundary { at, reached, reason, sink: sink_docs },
+        boundary: Boundary { at, reached, reason, end, sink: sink_docs },
         limit,
         liveness,
         failed_closed,
@@ -522,70 +532,26 @@ impl Harness<'_> {
 
     /// `Some((reached, reason))` when the run can end.
     fn acceptance(&self) -> Option<(bool, String)> {
-        // An operator's procedure stops the connector on its way to resuming it.
-        if self.models.operator.lock().expect("operator").is_busy() {
-            return None;
-        }
-        // A consumer that failed says so: the pipeline stopped, loudly.
-        if let Some(reason) = self.models.sink.lock().expect("sink").failed() {
-            return Some((false, format!("the sink's consumer FAILED: {reason}")));
-        }
+        let end = self.decision().ended()?;
+        Some((end.reached(), end.reason().unwrap_or_default()))
+    }
+
+    /// Where the run stands ([`acceptance::decide`]), with what this lens knows: an operator's
+    /// procedure stops the connector on its way to resuming it; the worker's node may be down;
+    /// the connector's stream may have been forwarded past its offset.
+    fn decision(&self) -> acceptance::Acceptance {
+        let held = self.models.operator.lock().expect("operator").is_busy();
         let recorder = self.shared.recorder.lock().expect("recorder");
-        let stream_start = recorder.stream_start;
-        let evidence = &recorder.checkers.evidence;
-        // Every captured change committed in [from, to) is in Kafka already.
-        let published_between = |from: Lsn, to: Lsn| {
-            evidence.oracle.commits.iter().filter(|commit| !commit.lost).all(|commit| {
-                commit.txn.commit_lsn < from
-                    || commit.txn.commit_lsn >= to
-                    || commit.txn.changes.iter().all(|change| {
-                        !evidence.captured.contains(&change.table)
-                            || evidence.published.has_change(
-                                change.lsn,
-                                (change.table, change.key),
-                                change.kind.after(),
-                            )
-                    })
-            })
-        };
-        let connect = self.models.connect.lock().expect("connect");
-        let status = connect.status();
-        if status == "FAILED" {
-            let reason = match connect.debezium_phase() {
-                Some(handoff_models::components::connect::debezium::Phase::Failed { reason }) => reason.clone(),
-                _ => String::new(),
-            };
-            return Some((false, format!("the connector task FAILED: {reason}")));
-        }
-        if status == "STOPPED" {
-            return Some((false, "the connector is STOPPED".into()));
-        }
-        if !self.nodes.contains_key(&Node::Connect) || status != "RUNNING" || !connect.is_drained() {
-            return None;
-        }
-        // What the connector has processed, or, when its stream was forwarded past its offset (a
-        // recreated slot's confirmed_flush) over commits that are all in Kafka already, where
-        // decoding began: nothing before it is still to come. (Commits it skipped that never
-        // reached Kafka leave the pipeline short: RUNNING and never catching up, I11.)
-        let mut processed = connect.processed_upto()?;
-        if let Some(start) = stream_start
-            && start > processed
-            && published_between(processed, start)
-        {
-            processed = start;
-        }
-        drop(connect);
-        drop(recorder);
-        if self.last_captured_commit().is_some_and(|last| processed < last) {
-            return None;
-        }
-        let kafka = self.models.kafka.lock().expect("kafka");
-        let sink = self.models.sink.lock().expect("sink");
-        let caught_up = kafka
-            .log_end_offsets()
-            .iter()
-            .all(|(tp, end)| sink.positions().get(tp).is_some_and(|position| position >= end));
-        (caught_up && !sink.has_closing_epochs()).then(|| (true, "the pipeline caught up with the source".into()))
+        acceptance::decide(
+            self.models,
+            acceptance::Circumstances {
+                held,
+                connect_up: self.nodes.contains_key(&Node::Connect),
+                stream_start: recorder.stream_start,
+                evidence: &recorder.checkers.evidence,
+                last_captured_commit: || self.last_captured_commit(),
+            },
+        )
     }
 
     /// Why the run ended at a limit, in the words of the boundary's reason.
@@ -610,26 +576,8 @@ impl Harness<'_> {
         )
     }
 
-    /// I11 honest liveness: a connector that reports RUNNING while the pipeline does not catch up
-    /// within the bound is a finding; one that says FAILED or STOPPED is honest.
+    /// I11 honest liveness ([`honest_liveness`]).
     fn liveness_finding(&self, reached: bool, reason: &str, at: SimTime, timeout_ms: u64) -> Option<Finding> {
-        if reached {
-            return None;
-        }
-        // A failed consumer said it cannot go on (`auto.offset.reset=none`): honest, not stuck.
-        if self.models.sink.lock().expect("sink").failed().is_some() {
-            return None;
-        }
-        let status = self.models.connect.lock().expect("connect").status();
-        if status != "RUNNING" {
-            return None;
-        }
-        Some(
-            Finding::new(Invariant::I11, None, at)
-                .expected(format!(
-                    "the pipeline catches up within acceptance.timeout_ms={timeout_ms}, or the connector says it cannot"
-                ))
-                .seen(format!("the connector reports RUNNING; {reason}")),
-        )
+        honest_liveness::check(self.models, &honest_liveness::RunEnded { reached, reason, at, timeout_ms })
     }
 }

@@ -23,8 +23,10 @@ use crate::timed::node::{self, now_ms, now_us};
 use futures::StreamExt;
 use futures::channel::mpsc;
 use futures::future::{Either, select};
+use handoff_models::components::connect::ConnectorState;
 use handoff_models::core::component::Component;
 use handoff_models::core::event::TopicPartition;
+use handoff_models::core::fault::FaultOutcome;
 use handoff_models::core::ids::{Fnv, Node};
 use handoff_models::core::limits;
 use handoff_models::core::lsn::Lsn;
@@ -33,7 +35,9 @@ use handoff_models::core::protocol::{Control, Msg, RestRequest};
 use handoff_models::core::time::SimTime;
 use handoff_models::core::wal::WalEntry;
 use handoff_models::exhaustive::world::{Action as WorldAction, World};
-use handoff_models::judge::checkers::{Boundary, Checkers, Finding};
+use handoff_models::judge::acceptance;
+use handoff_models::judge::checkers::honest_liveness;
+use handoff_models::judge::checkers::{Boundary, Checkers, Finding, RunEnd};
 use handoff_models::judge::coverage::{Coverage, Mark};
 use handoff_models::judge::oracle::Oracle;
 use handoff_models::judge::record::{HandoffRecord, RecordInputs};
@@ -94,6 +98,9 @@ impl Holder for Locked {
     fn with<C: Process, R>(held: &mut Arc<Mutex<C>>, f: impl FnOnce(&mut dyn Component) -> R) -> R {
         f(&mut *held.lock().expect("a component's lock"))
     }
+    fn read<C: Process, R>(held: &Arc<Mutex<C>>, f: impl FnOnce(&C) -> R) -> R {
+        f(&held.lock().expect("a component's lock"))
+    }
     fn handle<C: Process>(held: &Arc<Mutex<C>>) -> Arc<Mutex<dyn Component + Send>> {
         held.clone()
     }
@@ -127,7 +134,7 @@ pub struct FaultNote {
     /// The fault, or the operator's procedure, as the timeline names it.
     pub fault: String,
     /// `refused` (it did nothing) or `waited` (it ran once the procedure before it ended).
-    pub outcome: &'static str,
+    pub outcome: FaultOutcome,
     pub reason: String,
 }
 
@@ -165,13 +172,13 @@ impl Recorder {
             Observation::FaultRefused { action, reason } => self.fault_notes.push(FaultNote {
                 at_ms: event.at.ms(),
                 fault: action.to_string(),
-                outcome: "refused",
+                outcome: FaultOutcome::Refused,
                 reason: reason.clone(),
             }),
             Observation::OperatorWaits { procedure, behind } => self.fault_notes.push(FaultNote {
                 at_ms: event.at.ms(),
                 fault: procedure.clone(),
-                outcome: "waited",
+                outcome: FaultOutcome::Waited,
                 reason: format!("{behind} was under way; it ran when that ended"),
             }),
             _ => {}
@@ -357,7 +364,7 @@ pub struct FailedClosed {
     /// kept its trace; else when the run ended).
     pub at: SimTime,
     /// The connector's status at the end (`FAILED`, `STOPPED`, …).
-    pub status: &'static str,
+    pub status: ConnectorState,
     /// Why the run ended there, in the boundary's words.
     pub reason: String,
 }
@@ -436,8 +443,8 @@ fn finish(spec: &Spec, seed: u64, options: RunOptions, outcome: Outcome) -> RunR
     if let Some(stopped) = &mut failed_closed {
         // The moment the connector stopped for good, where the trace says it.
         let last_stop = trace.iter().rev().find(|event| match &event.observation {
-            Observation::TaskFailed { .. } => stopped.status == "FAILED",
-            Observation::TaskStopped { .. } => stopped.status != "FAILED",
+            Observation::TaskFailed { .. } => stopped.status == ConnectorState::Failed,
+            Observation::TaskStopped { .. } => stopped.status != ConnectorState::Failed,
             _ => false,
         });
         if let Some(event) = last_stop {
