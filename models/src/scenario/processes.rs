@@ -60,9 +60,9 @@ impl Holder for Plain {
 
 /// Copy on write, shared between the states of an exploration.
 #[derive(Clone, Copy, Debug)]
-pub struct SharedHolder;
+pub struct CopyOnWriteHolder;
 
-impl Holder for SharedHolder {
+impl Holder for CopyOnWriteHolder {
     type Of<C: Process> = CopyOnWrite<C>;
     type Handle = ();
     fn hold<C: Process>(component: C) -> CopyOnWrite<C> {
@@ -189,7 +189,7 @@ impl<H: Holder> std::fmt::Debug for Processes<H> {
     }
 }
 
-impl PartialEq for Processes<SharedHolder> {
+impl PartialEq for Processes<CopyOnWriteHolder> {
     fn eq(&self, other: &Self) -> bool {
         self.pg1 == other.pg1
             && self.pg2 == other.pg2
@@ -202,9 +202,9 @@ impl PartialEq for Processes<SharedHolder> {
     }
 }
 
-impl Eq for Processes<SharedHolder> {}
+impl Eq for Processes<CopyOnWriteHolder> {}
 
-impl std::hash::Hash for Processes<SharedHolder> {
+impl std::hash::Hash for Processes<CopyOnWriteHolder> {
     fn hash<S: std::hash::Hasher>(&self, state: &mut S) {
         self.pg1.hash(state);
         // The exhaustive world has no standby: hashing nothing for it keeps its fingerprints.
@@ -232,7 +232,7 @@ pub struct Copies {
     loader: shared::Copies<Loader>,
 }
 
-impl Processes<SharedHolder> {
+impl Processes<CopyOnWriteHolder> {
     /// Gives this state components of its own, shared with the other states rehomed with the
     /// same `copies`.
     pub fn rehome(&mut self, copies: &mut Copies) {

@@ -29,7 +29,7 @@ use crate::core::wal::WalEntry;
 use crate::judge::acceptance::{self, Acceptance, Circumstances};
 use crate::judge::checkers::{Boundary, Checkers, Finding, RunEnd};
 use crate::judge::oracle::Oracle;
-use crate::scenario::processes::{self, Processes, SharedHolder};
+use crate::scenario::processes::{self, CopyOnWriteHolder, Processes};
 use crate::scenario::setup::{self, Options};
 use crate::scenario::spec::{Invariant, Spec};
 use serde::{Deserialize, Serialize};
@@ -87,7 +87,7 @@ fn is_periodic(timer: Timer) -> bool {
 pub struct World {
     /// The processes (the loader only when the scenario's handoff is a plain read; never a
     /// standby).
-    pub processes: Processes<SharedHolder>,
+    pub processes: Processes<CopyOnWriteHolder>,
     /// What is on its way, per link (each queue shared between states until one changes it).
     links: Links,
     timers: Timers,
