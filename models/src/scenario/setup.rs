@@ -6,7 +6,7 @@ use crate::components::connect::{ConnectWorker, TargetState};
 use crate::components::kafka::{Kafka, KafkaConfig};
 use crate::components::loader::Loader;
 use crate::components::operator::Operator;
-use crate::components::postgres::{Postgres, PostgresConfig, TableSpec};
+use crate::components::postgres::{Postgres, PostgresConfig, ServerRun, TableSpec};
 use crate::components::sink::SearchIndex;
 use crate::core::event::Topic;
 use crate::core::ids::Role;
@@ -49,31 +49,28 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
     let initial_rows = workload::initial_rows(spec, seed);
     // The scenario's `[postgres]` settings, plus what the run adds: the tables, where the WAL
     // starts, the lens's switches, and the standby as one server sees it.
-    let postgres = &spec.postgres;
-    let pg_config = Fixed::new(PostgresConfig {
-        major_version: postgres.major_version,
-        wal_segment_size: postgres.wal_segment_size,
-        checkpoint_timeout_ms: postgres.checkpoint_timeout_ms,
-        max_wal_size_mb: postgres.max_wal_size_mb,
-        max_slot_wal_keep_size_mb: postgres.max_slot_wal_keep_size_mb,
-        wal_keep_size_mb: postgres.wal_keep_size_mb,
-        bgwriter_running_xacts: options.bgwriter_running_xacts,
-        // Keep-alives are sent where a consumer acts on them: Debezium's `connector` and
-        // `manual` modes ignore them, and runs where nobody reads them stay as they were.
-        walsender_keepalives: options.walsender_keepalives
-            && spec.debezium.lsn_flush_mode == crate::components::connect::debezium::LsnFlushMode::ConnectorAndDriver,
-        scan_rows_per_second: postgres.scan_rows_per_second,
-        replication_delay_ms: postgres.standby.unwrap_or(0),
-        has_standby: postgres.standby.is_some(),
-        sync_replication_slots: postgres.sync_replication_slots,
-        synchronized_standby_slots: postgres.synchronized_standby_slots,
-        initial_wal_lsn: INITIAL_WAL_LSN,
-        tables: spec
-            .tables
-            .iter()
-            .map(|t| TableSpec { id: t.id, name: t.name.clone(), replica_identity: t.replica_identity, database: None })
-            .collect(),
-    });
+    let pg_config = Fixed::new(PostgresConfig::new(
+        &spec.postgres,
+        ServerRun {
+            bgwriter_running_xacts: options.bgwriter_running_xacts,
+            // Keep-alives are sent where a consumer acts on them: Debezium's `connector` and
+            // `manual` modes ignore them, and runs where nobody reads them stay as they were.
+            walsender_keepalives: options.walsender_keepalives
+                && spec.debezium.lsn_flush_mode
+                    == crate::components::connect::debezium::LsnFlushMode::ConnectorAndDriver,
+            initial_wal_lsn: INITIAL_WAL_LSN,
+            tables: spec
+                .tables
+                .iter()
+                .map(|t| TableSpec {
+                    id: t.id,
+                    name: t.name.clone(),
+                    replica_identity: t.replica_identity,
+                    database: None,
+                })
+                .collect(),
+        },
+    ));
     let pg1 = Postgres::new(Node::Pg1, Role::Primary, pg_config, &initial_rows);
     let pg2 = spec.postgres.standby.map(|_| Postgres::new(Node::Pg2, Role::Standby, pg_config, &initial_rows));
     let debezium = Fixed::new(spec.debezium.clone());

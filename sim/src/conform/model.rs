@@ -17,7 +17,7 @@ use super::observe::{ErrorClass, Outcome, ServerView, SlotRow};
 use super::workload::{
     Confirm, MESSAGE_PREFIX, PUBLICATION, Position, RestartMode, Step, TABLE, Workload, message_payload_bytes,
 };
-use handoff_models::components::postgres::{Postgres, PostgresConfig, TableSpec};
+use handoff_models::components::postgres::{Postgres, PostgresConfig, PostgresSection, ServerRun, TableSpec};
 use handoff_models::core::change::{ReplicaIdentity, RowOp};
 use handoff_models::core::component::{Component, Ctx, Outbox, Timer, TimerRequest};
 use handoff_models::core::ids::Role;
@@ -87,20 +87,21 @@ impl ModelSide {
             .enumerate()
             .map(|(index, database)| (database.clone(), TableId(index as u16)))
             .collect();
-        let config = PostgresConfig {
+        let section = PostgresSection {
             major_version: 15,
             wal_segment_size: settings.wal_segment_size_bytes,
             checkpoint_timeout_ms: settings.checkpoint_timeout_s * 1000,
             max_wal_size_mb: settings.max_wal_size_mb,
             max_slot_wal_keep_size_mb: settings.max_slot_wal_keep_size_mb,
             wal_keep_size_mb: settings.wal_keep_size_mb,
-            bgwriter_running_xacts: true,
-            walsender_keepalives: true,
             scan_rows_per_second: 1000,
-            replication_delay_ms: 0,
-            has_standby: false,
+            standby: None,
             sync_replication_slots: false,
             synchronized_standby_slots: false,
+        };
+        let run = ServerRun {
+            bgwriter_running_xacts: true,
+            walsender_keepalives: true,
             initial_wal_lsn: if start.is_valid() { start } else { Lsn(settings.wal_segment_size_bytes) },
             // Indexed by table id, which is the database's place in the workload's list.
             tables: workload
@@ -115,6 +116,7 @@ impl ModelSide {
                 })
                 .collect(),
         };
+        let config = PostgresConfig::new(&section, run);
         let mut side = ModelSide {
             pg: Postgres::new(Node::Pg1, Role::Primary, Fixed::new(config), &[]),
             now_ms: 0,

@@ -20,15 +20,8 @@ pub(super) fn trigger_text(trigger: &Trigger) -> String {
     }
 }
 
-/// `5min`, `90s`, `1500ms`; `0s`.
-pub(super) fn duration_text(ms: u64) -> String {
-    handoff_models::core::units::duration_text(ms)
-}
-
-/// `16MB`, `64GB`, `1536B` (terabytes are not written: no size of the format reaches them).
-pub(super) fn size_text(bytes: u64) -> String {
-    handoff_models::core::units::size_text(bytes)
-}
+/// `5min`, `90s`, `1500ms`, `0s`; `16MB`, `64GB`, `1536B`: the largest unit that is exact.
+pub(super) use handoff_models::core::units::{duration_text, size_text};
 
 /// A float that reads back as the same value: Rust's shortest form (`1.0`, `2.5`, `1e-7`).
 pub(super) fn float_text(value: f64) -> String {

@@ -148,6 +148,41 @@ pub struct PostgresConfig {
     pub tables: Vec<TableSpec>,
 }
 
+/// What a run adds to the scenario's `[postgres]` settings to make a server's configuration.
+#[derive(Clone, Debug)]
+pub struct ServerRun {
+    /// See [`PostgresConfig::bgwriter_running_xacts`].
+    pub bgwriter_running_xacts: bool,
+    /// See [`PostgresConfig::walsender_keepalives`].
+    pub walsender_keepalives: bool,
+    pub initial_wal_lsn: Lsn,
+    pub tables: Vec<TableSpec>,
+}
+
+impl PostgresConfig {
+    /// A server's configuration: the scenario's settings plus what the run adds (the standby as
+    /// one server sees it: whether there is one, and how late WAL reaches it).
+    pub fn new(section: &PostgresSection, run: ServerRun) -> PostgresConfig {
+        PostgresConfig {
+            major_version: section.major_version,
+            wal_segment_size: section.wal_segment_size,
+            checkpoint_timeout_ms: section.checkpoint_timeout_ms,
+            max_wal_size_mb: section.max_wal_size_mb,
+            max_slot_wal_keep_size_mb: section.max_slot_wal_keep_size_mb,
+            wal_keep_size_mb: section.wal_keep_size_mb,
+            bgwriter_running_xacts: run.bgwriter_running_xacts,
+            walsender_keepalives: run.walsender_keepalives,
+            scan_rows_per_second: section.scan_rows_per_second,
+            replication_delay_ms: section.standby.unwrap_or(0),
+            has_standby: section.standby.is_some(),
+            sync_replication_slots: section.sync_replication_slots,
+            synchronized_standby_slots: section.synchronized_standby_slots,
+            initial_wal_lsn: run.initial_wal_lsn,
+            tables: run.tables,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TableSpec {
     pub id: TableId,

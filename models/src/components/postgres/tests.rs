@@ -3,23 +3,25 @@ use crate::core::component::Outbox;
 use crate::core::time::SimTime;
 
 fn server(cap_mb: Option<u64>) -> Postgres {
-    let config = PostgresConfig {
+    let section = PostgresSection {
         major_version: 15,
         wal_segment_size: 16 << 20,
         checkpoint_timeout_ms: 300_000,
         max_wal_size_mb: 1024,
         max_slot_wal_keep_size_mb: cap_mb,
         wal_keep_size_mb: 0,
-        bgwriter_running_xacts: false,
-        walsender_keepalives: true,
         scan_rows_per_second: 1000,
-        replication_delay_ms: 0,
-        has_standby: false,
+        standby: None,
         sync_replication_slots: false,
         synchronized_standby_slots: false,
+    };
+    let run = ServerRun {
+        bgwriter_running_xacts: false,
+        walsender_keepalives: true,
         initial_wal_lsn: Lsn(0x16B_3748),
         tables: Vec::new(),
     };
+    let config = PostgresConfig::new(&section, run);
     let mut pg = Postgres::new(Node::Pg1, Role::Primary, Fixed::new(config), &[]);
     let mut out = Outbox::default();
     pg.start(&mut Ctx::new(SimTime(0), Node::Pg1, &mut out));
