@@ -357,6 +357,15 @@ impl Postgres {
         self.durable.slots.get(name)
     }
 
+    /// The end of the last committed transaction that changed one of `tables`: what a consumer of
+    /// those tables must have processed to have caught up.
+    pub fn last_commit_touching(&self, tables: &[TableId]) -> Option<Lsn> {
+        self.durable.wal.entries.iter().rev().find_map(|entry| match entry {
+            WalEntry::Txn(txn) if txn.changes.iter().any(|c| tables.contains(&c.table)) => Some(txn.end_lsn),
+            _ => None,
+        })
+    }
+
     /// `pg_current_wal_lsn()`.
     pub fn current_wal_lsn(&self) -> Lsn {
         self.durable.wal.write_lsn()

@@ -25,7 +25,6 @@ use crate::core::observe::{Observation, TraceEvent};
 use crate::core::protocol::{Control, Msg};
 use crate::core::shared::{self, CopyOnWrite, Fixed};
 use crate::core::time::SimTime;
-use crate::core::wal::WalEntry;
 use crate::judge::acceptance::{self, Acceptance, Circumstances};
 use crate::judge::checkers::{Boundary, Checkers, Finding, RunEnd};
 use crate::judge::oracle::Oracle;
@@ -586,10 +585,7 @@ impl World {
     }
 
     fn last_captured_commit(&self) -> Option<Lsn> {
-        self.processes.pg1.durable.wal.entries.iter().rev().find_map(|entry| match entry {
-            WalEntry::Txn(txn) if txn.changes.iter().any(|c| self.captured.contains(&c.table)) => Some(txn.end_lsn),
-            _ => None,
-        })
+        self.processes.pg1.last_commit_touching(&self.captured)
     }
 
     /// Whether the pipeline has caught up ([`acceptance::decide`]): nothing in flight, every

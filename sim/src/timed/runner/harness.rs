@@ -521,13 +521,7 @@ impl Harness<'_> {
             Node::Pg2 => self.models.pg2.as_ref().expect("pg2 exists").clone(),
             _ => self.models.pg1.clone(),
         };
-        let pg = primary.lock().expect("pg");
-        pg.durable.wal.entries.iter().rev().find_map(|entry| match entry {
-            WalEntry::Txn(txn) if txn.changes.iter().any(|c| self.spec.debezium.tables.contains(&c.table)) => {
-                Some(txn.end_lsn)
-            }
-            _ => None,
-        })
+        primary.lock().expect("pg").last_commit_touching(&self.spec.debezium.tables)
     }
 
     /// `Some((reached, reason))` when the run can end.

@@ -33,7 +33,6 @@ use handoff_models::core::lsn::Lsn;
 use handoff_models::core::observe::{Observation, TraceEvent};
 use handoff_models::core::protocol::{Control, Msg, RestRequest};
 use handoff_models::core::time::SimTime;
-use handoff_models::core::wal::WalEntry;
 use handoff_models::exhaustive::world::{Action as WorldAction, World};
 use handoff_models::judge::acceptance;
 use handoff_models::judge::checkers::honest_liveness;
