@@ -111,6 +111,69 @@ pub enum SqlRequest {
     AdvanceSlot { slot: String, to: Lsn },
     /// `SELECT … FROM pg_replication_slots`: every slot.
     ReplicationSlots,
+    // ----- sessions and transaction blocks (reference postgres-transactions.md §1–§2) -----
+    /// `BEGIN ISOLATION LEVEL …`: opens a transaction block in the session. No xid is assigned
+    /// until the block first writes (`AssignTransactionId` is lazy, `xact.c`).
+    Begin { isolation: Isolation },
+    /// One DML statement: inside the session's transaction block when one is open, else
+    /// autocommit. Each row it changes is its own WAL record with its own LSN (`INSERT … VALUES
+    /// (…),(…)`, `UPDATE … WHERE id IN (…)`); with `copy`, the inserts are `COPY FROM`'s
+    /// `Heap2 MULTI_INSERT` and share one LSN (`heap_multi_insert`, `DecodeMultiInsert`).
+    Statement { ops: Vec<RowOp>, copy: bool },
+    /// `COMMIT` of the session's transaction block.
+    Commit,
+    /// `ROLLBACK` of the session's transaction block.
+    Rollback,
+    /// `SELECT id, … FROM <table> ORDER BY id` in the session: the transaction's snapshot under
+    /// REPEATABLE READ, a fresh statement snapshot under READ COMMITTED or outside a block.
+    Select { table: TableId },
+    /// `SET TRANSACTION SNAPSHOT '<name>'` (REPEATABLE READ blocks only, first statement).
+    ImportSnapshot { name: String },
+    /// `SELECT pg_current_snapshot()`: `xmin:xmax:xip,…`.
+    CurrentSnapshot,
+}
+
+/// `transaction_isolation` of a transaction block (reference postgres-transactions.md §2.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Isolation {
+    /// A fresh snapshot per statement (the default).
+    #[default]
+    ReadCommitted,
+    /// One snapshot, taken at the block's first statement, for the whole block.
+    RepeatableRead,
+}
+
+impl Isolation {
+    pub fn name(self) -> &'static str {
+        match self {
+            Isolation::ReadCommitted => "READ COMMITTED",
+            Isolation::RepeatableRead => "REPEATABLE READ",
+        }
+    }
+}
+
+/// An MVCC snapshot as `pg_current_snapshot()` prints it (`xmin:xmax:xip1,xip2`): every xid below
+/// `xmin` is finished, every xid at or above `xmax` is invisible, and `xip` lists the xids in
+/// between still running when it was taken (reference postgres-transactions.md §2.1).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SnapshotXids {
+    pub xmin: Xid,
+    pub xmax: Xid,
+    pub xip: Vec<Xid>,
+}
+
+impl std::fmt::Display for SnapshotXids {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:", self.xmin, self.xmax)?;
+        for (i, xid) in self.xip.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{xid}")?;
+        }
+        Ok(())
+    }
 }
 
 /// A row of `pg_replication_slots` with every column the conformance suite compares.
@@ -172,6 +235,17 @@ pub enum SqlReply {
     Changes(Vec<DecodedTxn>),
     /// `pg_replication_slots`.
     ReplicationSlots(Vec<ReplicationSlotRow>),
+    /// A statement inside a transaction block ran: the changes it wrote, with their LSNs
+    /// (empty: it changed no row). The block stays open.
+    StatementDone {
+        changes: Vec<Change>,
+    },
+    /// `ROLLBACK`: the block's xid, if it had one (its ABORT record was written).
+    RolledBack {
+        xid: Option<Xid>,
+    },
+    /// `pg_current_snapshot()`.
+    Snapshot(SnapshotXids),
 }
 
 /// What a replication session asks of a walsender.
@@ -190,6 +264,9 @@ pub enum ReplRequest {
         slot: String,
         start: Lsn,
         publication: String,
+        /// pgoutput's `messages` option: send logical decoding messages (Debezium sets it on
+        /// PostgreSQL ≥ 14, `PgOutputMessageDecoder.defaultOptions`).
+        messages: bool,
     },
     /// Standby status update: the client has flushed everything up to `flush`.
     StatusUpdate {
@@ -208,6 +285,20 @@ pub struct DecodedTxn {
     pub end_lsn: Lsn,
     pub commit_time: SimTime,
     pub changes: Vec<Change>,
+    /// Its transactional logical messages (`pg_logical_emit_message(true, …)`), each stamped
+    /// with the end of its record; sent only to a client that asked for `messages`. Between
+    /// the changes by LSN.
+    pub messages: Vec<DecodedMessage>,
+}
+
+/// A logical decoding message as pgoutput sends it (`M`, `logicalrep_write_message`): `lsn`
+/// is the end of its WAL record (`message_cb_wrapper` gets `buf->endptr`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct DecodedMessage {
+    pub lsn: Lsn,
+    pub transactional: bool,
+    pub prefix: String,
+    pub payload_bytes: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -219,6 +310,9 @@ pub enum ReplReply {
     /// `CopyBothResponse`: streaming has begun.
     StreamingStarted,
     XLogData(DecodedTxn),
+    /// A non-transactional logical message, sent as soon as its record is decoded, between
+    /// whole transactions (only with the `messages` option).
+    Message(DecodedMessage),
     /// A primary keep-alive message: `walEnd` is the end of the WAL the walsender has read.
     Keepalive {
         wal_end: Lsn,

@@ -203,6 +203,8 @@ impl ModelSide {
                 }
                 None
             }
+            // Conformance streams do not ask for messages (yet).
+            ReplReply::Message(_) => None,
             ReplReply::XLogData(txn) => {
                 stream.delivered.push(txn.xid);
                 stream.last_data_start = txn.end_lsn;
@@ -390,8 +392,12 @@ impl ModelSide {
         );
         self.ended.remove(slot);
         self.start_error = None;
-        let request =
-            ReplRequest::StartReplication { slot: slot.to_string(), start, publication: PUBLICATION.to_string() };
+        let request = ReplRequest::StartReplication {
+            slot: slot.to_string(),
+            start,
+            publication: PUBLICATION.to_string(),
+            messages: false,
+        };
         self.call(|pg, ctx| pg.on_message(ctx, CLIENT, Msg::Repl { session, request }));
         match self.start_error.take() {
             Some(text) => error(ErrorClass::from_message(&text)),

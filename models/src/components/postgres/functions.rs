@@ -57,6 +57,7 @@ pub(super) fn decode_txn(
         end_lsn: txn.end_lsn,
         commit_time: txn.commit_time,
         changes,
+        messages: Vec::new(),
     })
 }
 

@@ -513,7 +513,7 @@ impl Component for Postgres {
                         }
                         Some(reply)
                     }
-                    ReplRequest::StartReplication { slot, start, publication } => {
+                    ReplRequest::StartReplication { slot, start, publication, messages: _ } => {
                         self.start_replication(ctx, from, session, slot, start, publication)
                     }
                     ReplRequest::StatusUpdate { flush } => {

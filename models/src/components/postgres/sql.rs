@@ -175,6 +175,14 @@ impl Postgres {
                 self.close_session(ctx, client, session);
                 return None;
             }
+            // Issue 18 (in progress): transaction blocks.
+            SqlRequest::Begin { .. }
+            | SqlRequest::Statement { .. }
+            | SqlRequest::Commit
+            | SqlRequest::Rollback
+            | SqlRequest::Select { .. }
+            | SqlRequest::ImportSnapshot { .. }
+            | SqlRequest::CurrentSnapshot => SqlReply::Error("ERROR: not supported by the model yet".into()),
         })
     }
 

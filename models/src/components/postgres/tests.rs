@@ -37,7 +37,15 @@ fn send(pg: &mut Postgres, msg: Msg) -> Outbox {
 fn stream(pg: &mut Postgres, session: SessionId) -> Outbox {
     let repl = |request| Msg::Repl { session, request };
     send(pg, Msg::Sql { session: 100, request: SqlRequest::EnsurePublication { name: "p".into() } });
-    send(pg, repl(ReplRequest::StartReplication { slot: "s".into(), start: Lsn::INVALID, publication: "p".into() }))
+    send(
+        pg,
+        repl(ReplRequest::StartReplication {
+            slot: "s".into(),
+            start: Lsn::INVALID,
+            publication: "p".into(),
+            messages: false,
+        }),
+    )
 }
 
 /// Issue 16 item 8: a slot past the cap but not yet invalidated (no checkpoint since the

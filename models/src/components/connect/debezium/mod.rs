@@ -413,6 +413,7 @@ mod tests {
             end_lsn: Lsn(commit + 40),
             commit_time: SimTime(1),
             changes,
+            messages: Vec::new(),
         }
     }
 

@@ -24,7 +24,9 @@ impl DebeziumTask {
         self.phase = Phase::StartingStream;
         ctx.observe(Observation::StreamingRequested { start, skip_processed_upto: self.skip_upto });
         let (slot, publication) = (self.config.slot_name.clone(), self.config.publication_name.clone());
-        self.repl(ctx, ReplRequest::StartReplication { slot, start, publication });
+        // `messages=true` on PostgreSQL ≥ 14 (`PgOutputMessageDecoder.defaultOptions`); every
+        // modelled server is 15 or later.
+        self.repl(ctx, ReplRequest::StartReplication { slot, start, publication, messages: true });
         TaskEvent::None
     }
 
