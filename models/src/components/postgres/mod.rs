@@ -56,6 +56,8 @@ mod checkpoint;
 mod functions;
 pub mod retention;
 pub mod slot;
+pub mod snapbuild;
+pub mod snapshot;
 mod sql;
 mod standby;
 pub mod table;
