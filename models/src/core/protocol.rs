@@ -189,6 +189,8 @@ pub struct ReplicationSlotRow {
     pub wal_status: Option<String>,
     /// `None` is SQL NULL.
     pub safe_wal_size: Option<i64>,
+    /// The oldest xid whose catalog rows the slot still needs (`None` is SQL NULL).
+    pub catalog_xmin: Option<Xid>,
 }
 
 /// A row of `pg_replication_slots` (the columns the models read).
