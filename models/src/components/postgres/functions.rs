@@ -35,7 +35,10 @@ fn acquire_error(slot: Option<&Slot>, name: &str) -> Option<String> {
 }
 
 impl Postgres {
-    /// `pg_logical_slot_get_changes` (`consume`) or `pg_logical_slot_peek_changes`.
+    /// `pg_logical_slot_get_changes` (`consume`) or `pg_logical_slot_peek_changes`, with
+    /// pgoutput's `messages` option or without: what was emitted, in order (whole transactions
+    /// as [`ReplReply::XLogData`], non-transactional messages as [`ReplReply::Message`]), or the
+    /// error.
     pub(super) fn logical_slot_changes(
         &mut self,
         ctx: &mut Ctx,
@@ -43,22 +46,23 @@ impl Postgres {
         name: &str,
         publication: &str,
         consume: bool,
-    ) -> SqlReply {
+        messages: bool,
+    ) -> Result<Vec<ReplReply>, SqlReply> {
         if self.durable.role == Role::Standby {
-            return SqlReply::Error("ERROR: logical decoding cannot be used while in recovery".into());
+            return Err(SqlReply::Error("ERROR: logical decoding cannot be used while in recovery".into()));
         }
         if let Some(error) = acquire_error(self.durable.slots.get(name), name) {
-            return SqlReply::Error(error);
+            return Err(SqlReply::Error(error));
         }
         if self.durable.slots.get(name).is_some_and(Slot::is_invalidated) {
             // PostgreSQL 15's `CreateDecodingContext`.
-            return SqlReply::Error(format!(
+            return Err(SqlReply::Error(format!(
                 "ERROR: can no longer get changes from replication slot \"{name}\" DETAIL: This slot has been \
                  invalidated because it exceeded the maximum reserved size."
-            ));
+            )));
         }
         if !self.durable.publications.contains_key(publication) {
-            return SqlReply::Error(format!("ERROR: publication \"{publication}\" does not exist"));
+            return Err(SqlReply::Error(format!("ERROR: publication \"{publication}\" does not exist")));
         }
         // Decoding reads up to the flush pointer (`end_of_wal = GetFlushRecPtr()`), which is the
         // end of WAL here.
@@ -72,8 +76,7 @@ impl Postgres {
             publication,
             slot_database: slot.database.as_deref(),
             start: slot.effective_start(Lsn::INVALID),
-            // The SQL functions are called here without pgoutput's `messages` option.
-            messages: false,
+            messages,
             wal: &self.durable.wal,
             read_from,
         };
@@ -82,9 +85,10 @@ impl Postgres {
         let mut running_xacts = Vec::new();
         for entry in &self.durable.wal.entries[first..] {
             match buffer.decode(&cx, entry) {
-                Decoded::Txn(txn) => emitted.push(txn),
+                Decoded::Txn(txn) => emitted.push(ReplReply::XLogData(txn)),
+                Decoded::Message(message) => emitted.push(ReplReply::Message(message)),
                 Decoded::RunningXacts { rx, restart, catalog_xmin } => running_xacts.push((rx, restart, catalog_xmin)),
-                Decoded::Message(_) | Decoded::Nothing => {}
+                Decoded::Nothing => {}
             }
         }
         let slot = self.durable.slots.get_mut().get_mut(name).expect("acquired");
@@ -106,7 +110,7 @@ impl Postgres {
             observe_restart_advance(ctx, self.node, slot, result);
             slot.dirty = true;
         }
-        SqlReply::Changes(emitted)
+        Ok(emitted)
     }
 
     /// `pg_replication_slot_advance(slot, to)`, its checks in PostgreSQL's order: the target,

@@ -125,11 +125,13 @@ impl Postgres {
                 }
             }
             SqlRequest::SwitchWal => self.switch_wal(ctx),
-            SqlRequest::GetChanges { slot, publication } => {
-                self.logical_slot_changes(ctx, client, &slot, &publication, true)
-            }
-            SqlRequest::PeekChanges { slot, publication } => {
-                self.logical_slot_changes(ctx, client, &slot, &publication, false)
+            SqlRequest::GetChanges { slot, publication } => self.slot_txns(ctx, client, &slot, &publication, true),
+            SqlRequest::PeekChanges { slot, publication } => self.slot_txns(ctx, client, &slot, &publication, false),
+            SqlRequest::SlotChanges { slot, publication, consume, messages } => {
+                match self.logical_slot_changes(ctx, client, &slot, &publication, consume, messages) {
+                    Ok(emitted) => SqlReply::Decoded(emitted),
+                    Err(error) => error,
+                }
             }
             SqlRequest::AdvanceSlot { slot, to } => self.replication_slot_advance(ctx, client, &slot, to),
             SqlRequest::ReplicationSlots => SqlReply::ReplicationSlots(self.replication_slots()),
@@ -194,6 +196,23 @@ impl Postgres {
         self.set_scan(client, session, Some(scan));
         ctx.set_timer(Timer::ScanBatch { client }, delay);
         None
+    }
+
+    /// `pg_logical_slot_get_changes` / `peek_changes` without pgoutput's `messages` option:
+    /// the transactions.
+    fn slot_txns(&mut self, ctx: &mut Ctx, client: Node, slot: &str, publication: &str, consume: bool) -> SqlReply {
+        match self.logical_slot_changes(ctx, client, slot, publication, consume, false) {
+            Ok(emitted) => SqlReply::Changes(
+                emitted
+                    .into_iter()
+                    .filter_map(|item| match item {
+                        ReplReply::XLogData(txn) => Some(txn),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+            Err(error) => error,
+        }
     }
 
     /// The session's cursor (the session keeps its transaction block).

@@ -387,6 +387,20 @@ fn logical_messages_transactional_in_their_transaction_the_others_at_once() {
     assert_eq!(streamed.len(), 3);
     assert!(matches!(&streamed[2], ReplReply::Message(message) if message.prefix == "kept"));
 
+    // The SQL peek with `messages` emits the same, in the same order; without the option only
+    // the transaction, without its message.
+    let peek = |h: &mut Harness, messages: bool| {
+        h.sql(
+            Node::App,
+            5,
+            SqlRequest::SlotChanges { slot: "s".into(), publication: "p".into(), consume: false, messages },
+        )
+    };
+    h.send(Node::Connect, Msg::Repl { session: STREAM, request: ReplRequest::Close });
+    assert_eq!(peek(&mut h, true), Some(SqlReply::Decoded(h.streamed())));
+    let Some(SqlReply::Decoded(plain)) = peek(&mut h, false) else { panic!("decoded") };
+    assert!(matches!(&plain[..], [ReplReply::XLogData(txn)] if txn.messages.is_empty() && txn.changes.len() == 2));
+
     // Without the `messages` option nothing of them is sent.
     let mut quiet = Harness::new();
     quiet.create_slot_and_stream(false);
