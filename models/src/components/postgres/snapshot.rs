@@ -21,8 +21,10 @@
 //! (`SnapBuildInitialSnapshot`, `snapbuild.c`): every csn up to the last one written before
 //! that point, with no exception, even those still in the proc array.
 
-use crate::core::ids::{Csn, Xid};
-use crate::core::protocol::SnapshotXids;
+use super::xact::ABORTED_BLOCK;
+use super::{Postgres, Session};
+use crate::core::ids::{Csn, Node, Xid};
+use crate::core::protocol::{Isolation, SessionId, SnapshotXids, SqlReply};
 use serde::{Deserialize, Serialize};
 
 /// The commits a snapshot sees, by commit sequence number: every csn up to `upto` except those
@@ -43,6 +45,11 @@ impl SeenCommits {
     pub fn sees(&self, csn: Csn) -> bool {
         csn <= self.upto && !self.except.contains(&csn)
     }
+
+    /// The last csn up to which every commit is seen.
+    pub fn prefix(&self) -> Csn {
+        self.except.iter().copied().min().map_or(self.upto, |first| first - 1).min(self.upto)
+    }
 }
 
 /// One snapshot in both forms: what `pg_current_snapshot()` prints, and the commits it sees.
@@ -50,6 +57,14 @@ impl SeenCommits {
 pub struct Snapshot {
     pub xids: SnapshotXids,
     pub seen: SeenCommits,
+}
+
+/// A snapshot a slot's creation exported, with its name (`SnapBuildExportSnapshot`): valid until
+/// the exporting session's next command.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Exported {
+    pub name: String,
+    pub snapshot: Snapshot,
 }
 
 /// `GetSnapshotData` for a session whose own xid is `own`: `running` are the top-level xids in
@@ -62,6 +77,81 @@ pub fn snapshot_xids(running: &[Xid], next_xid: Xid, own: Option<Xid>) -> Snapsh
     let xip: Vec<Xid> = running.iter().copied().filter(|xid| *xid < xmax && Some(*xid) != own).collect();
     let xmin = xip.iter().copied().chain(own).fold(xmax, Xid::min);
     SnapshotXids { xmin, xmax, xip }
+}
+
+impl Postgres {
+    /// `GetSnapshotData` now, for a session whose block has the xid `own`, in both forms.
+    pub(super) fn take_snapshot(&self, own: Option<Xid>) -> Snapshot {
+        let running = self.running_xids();
+        // The blocks between their commit record and their visibility. One that wrote no row
+        // has no csn of its own (it shares the previous commit's) and hides nothing.
+        let except = self
+            .volatile
+            .committing
+            .iter()
+            .filter(
+                |committing| matches!(&committing.reply, SqlReply::Committed { changes, .. } if !changes.is_empty()),
+            )
+            .map(|committing| committing.csn)
+            .collect();
+        Snapshot {
+            xids: snapshot_xids(&running, self.durable.next_xid, own),
+            seen: SeenCommits { upto: self.durable.csn, except },
+        }
+    }
+
+    /// The snapshot a statement of the session runs on (`GetTransactionSnapshot`,
+    /// `snapmgr.c`): under REPEATABLE READ the block's, taken at its first statement (now, if
+    /// this is it); otherwise a fresh one. An aborted block runs nothing.
+    pub(super) fn statement_snapshot(&mut self, client: Node, session: SessionId) -> Result<Snapshot, String> {
+        match self.block(client, session) {
+            Some(block) if block.failed.is_some() => Err(ABORTED_BLOCK.into()),
+            Some(block) if block.isolation == Isolation::RepeatableRead => match &block.snapshot {
+                Some(snapshot) => Ok(snapshot.clone()),
+                None => {
+                    let snapshot = self.take_snapshot(block.xid);
+                    self.block_mut(client, session).expect("open").snapshot = Some(snapshot.clone());
+                    Ok(snapshot)
+                }
+            },
+            Some(block) => Ok(self.take_snapshot(block.xid)),
+            None => Ok(self.take_snapshot(None)),
+        }
+    }
+
+    /// `SET TRANSACTION SNAPSHOT '<name>'` (`ImportSnapshot`, `snapmgr.c`), its checks in
+    /// PostgreSQL's order: the first statement of a block without an xid; REPEATABLE READ (a
+    /// READ COMMITTED block would take a new snapshot at its next statement; outside a block the
+    /// implicit transaction is READ COMMITTED); a snapshot of that name still exported (its
+    /// session has sent no other command).
+    pub(super) fn import_snapshot(&mut self, client: Node, session: SessionId, name: &str) -> SqlReply {
+        match self.block(client, session) {
+            Some(block) if block.failed.is_some() => return SqlReply::Error(ABORTED_BLOCK.into()),
+            Some(block) if block.snapshot.is_some() || block.xid.is_some() => {
+                return SqlReply::Error("ERROR: SET TRANSACTION SNAPSHOT must be called before any query".into());
+            }
+            Some(block) if block.isolation == Isolation::RepeatableRead => {}
+            _ => {
+                return SqlReply::Error(
+                    "ERROR: a snapshot-importing transaction must have isolation level SERIALIZABLE or REPEATABLE READ"
+                        .into(),
+                );
+            }
+        }
+        let exported = self.volatile.sessions.values().find_map(|other| match &**other {
+            Session::Replication { exported_snapshot: Some(exported), .. } if exported.name == name => {
+                Some(exported.snapshot.clone())
+            }
+            _ => None,
+        });
+        match exported {
+            Some(snapshot) => {
+                self.block_mut(client, session).expect("open").snapshot = Some(snapshot);
+                SqlReply::Ok
+            }
+            None => SqlReply::Error(format!("ERROR: invalid snapshot identifier: \"{name}\"")),
+        }
+    }
 }
 
 #[cfg(test)]
