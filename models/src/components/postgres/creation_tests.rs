@@ -421,3 +421,34 @@ fn a_creation_whose_session_ends_while_waiting_is_dropped() {
     let out = sql(&mut pg, 3, SqlRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into(), database: None });
     assert!(matches!(sql_reply(&out, 3), Some(SqlReply::Lsn(_))), "created at once now");
 }
+
+/// `pg_create_logical_replication_slot` in a block that has written would wait for itself:
+/// PostgreSQL refuses it (`CreateInitDecodingContext`), and so does the model.
+#[test]
+fn a_block_that_has_written_cannot_create_a_slot() {
+    let mut pg = server();
+    open_writing(&mut pg, 1, U, 1);
+    let out = sql(&mut pg, 1, SqlRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into(), database: None });
+    assert_eq!(
+        sql_reply(&out, 1),
+        Some(SqlReply::Error(
+            "ERROR: cannot create logical replication slot in transaction that has performed writes".into()
+        ))
+    );
+    assert!(pg.slot("s").is_none() && pg.volatile.creating.is_empty());
+}
+
+/// A crash while a creation waits: the ephemeral slot is gone after the restart.
+#[test]
+fn a_crash_drops_a_slot_being_created() {
+    let mut pg = server();
+    open_writing(&mut pg, 1, T_DB2, 1);
+    let out = sql(&mut pg, 2, SqlRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into(), database: None });
+    assert_eq!(sql_reply(&out, 2), None);
+    pg.crash();
+    let mut out = Outbox::default();
+    pg.start(&mut Ctx::new(SimTime(2), Node::Pg1, &mut out));
+    assert!(pg.slot("s").is_none());
+    let out = sql(&mut pg, 3, SqlRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into(), database: None });
+    assert!(matches!(sql_reply(&out, 3), Some(SqlReply::Lsn(_))), "nothing runs after the crash: created at once");
+}

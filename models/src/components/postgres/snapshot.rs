@@ -20,6 +20,14 @@
 //! transactions whose commit record precedes its consistent point
 //! (`SnapBuildInitialSnapshot`, `snapbuild.c`): every csn up to the last one written before
 //! that point, with no exception, even those still in the proc array.
+//!
+//! READ COMMITTED takes a snapshot per statement; REPEATABLE READ takes one at the block's first
+//! statement and keeps it, or imports an exported one with `SET TRANSACTION SNAPSHOT`
+//! (`GetTransactionSnapshot`, `ImportSnapshot`, `src/backend/utils/time/snapmgr.c`).
+//!
+//! Left out: an import's check that the exporter is in the same database; a READ COMMITTED
+//! block that has only read before its import is told its isolation level is wrong (PostgreSQL
+//! says it "must be called before any query" first); SERIALIZABLE.
 
 use super::xact::ABORTED_BLOCK;
 use super::{Postgres, Session};

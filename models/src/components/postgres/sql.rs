@@ -110,6 +110,12 @@ impl Postgres {
                     SqlReply::Ok
                 }
             },
+            SqlRequest::CreateSlot { .. } if self.block(client, session).is_some_and(|block| block.xid.is_some()) => {
+                // `CreateInitDecodingContext`: the creation would wait for its own xid.
+                SqlReply::Error(
+                    "ERROR: cannot create logical replication slot in transaction that has performed writes".into(),
+                )
+            }
             SqlRequest::CreateSlot { slot, plugin, database } => {
                 let via = creation::CreateVia::Sql;
                 return self

@@ -2,11 +2,11 @@
 //! snapshot sees: `SnapBuildExportSnapshot`, `src/backend/replication/logical/snapbuild.c`).
 //!
 //! Every committed change creates a new row version stamped with the commit's sequence number
-//! (csn). A snapshot is a csn: it sees exactly the versions created by commits at or before it
-//! and not deleted by one of them. Commit order is WAL order here, because transactions are
-//! atomic (one step from first record to commit); the gap between a commit record reaching WAL
-//! and becoming visible in the proc array (`ProcArrayEndTransaction` after `RecordTransactionCommit`, `xact.c`) is
-//! not modelled yet.
+//! (csn), given when its commit record is written, so in WAL order. A snapshot sees a set of
+//! commits: every csn up to one, except those not yet visible when it was taken
+//! ([`SeenCommits`]; a commit record is in WAL before `ProcArrayEndTransaction` makes it visible,
+//! `xact.c`). It sees exactly the versions created by a commit it sees and not deleted or
+//! replaced by one. Why that equals PostgreSQL's xid snapshots is in `snapshot.rs`.
 
 use super::snapshot::SeenCommits;
 use crate::core::change::{ChangeKind, ReplicaIdentity};

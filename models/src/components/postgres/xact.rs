@@ -36,8 +36,9 @@
 //! (PostgreSQL writes the rows before the locked one first, then waits); waiters wake in the
 //! order they began waiting; a deadlock is reported at once to the waiter that closes the
 //! cycle (PostgreSQL reports it after `deadlock_timeout`, 1 s); subtransactions are not
-//! modelled. A snapshot sees the commits before the oldest one still becoming visible (commits
-//! become visible in WAL order here).
+//! modelled. Blocks whose commit records are written become visible one after the other, in
+//! commit order, in one step; a snapshot taken meanwhile sees every commit but theirs
+//! (`snapshot.rs`).
 
 use super::snapshot::{SeenCommits, Snapshot};
 use super::*;
