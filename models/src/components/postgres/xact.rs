@@ -344,8 +344,15 @@ impl Postgres {
         None
     }
 
-    /// `xid` ended (committed and visible, or aborted): the statements waiting for it run again,
-    /// in the order they began waiting.
+    /// `xid` ended: committed and out of the proc array, or aborted; its lock is released
+    /// (`XactLockTableDelete` at the end of `CommitTransaction` / `AbortTransaction`). Whatever
+    /// waits on it (`XactLockTableWait`) goes on from here: the statements waiting for one of
+    /// its rows, in the order they began waiting.
+    fn xid_ended(&mut self, ctx: &mut Ctx, xid: Xid) {
+        self.wake_waiters(ctx, xid);
+    }
+
+    /// The statements waiting for a row of `xid` run again, in the order they began waiting.
     fn wake_waiters(&mut self, ctx: &mut Ctx, xid: Xid) {
         let waiting: Vec<(Node, SessionId)> = self
             .volatile
@@ -402,7 +409,7 @@ impl Postgres {
         self.release_locks(xid, &rows);
         self.after_wal_append(ctx);
         self.after_segments_written(ctx, write_before);
-        self.wake_waiters(ctx, xid);
+        self.xid_ended(ctx, xid);
     }
 
     /// `ROLLBACK`. Outside a block PostgreSQL only warns.
@@ -481,7 +488,7 @@ impl Postgres {
             if self.volatile.sessions.contains_key(&(committing.client, committing.session)) {
                 ctx.send(committing.client, Msg::SqlReply { session: committing.session, reply: committing.reply });
             }
-            self.wake_waiters(ctx, committing.xid);
+            self.xid_ended(ctx, committing.xid);
         }
     }
 
