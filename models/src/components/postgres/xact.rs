@@ -90,7 +90,8 @@ pub(super) struct Committing {
     pub client: Node,
     pub session: SessionId,
     pub xid: Xid,
-    pub csn: Csn,
+    /// Its commit's csn (`None`: it changed no row, only wrote messages).
+    pub csn: Option<Csn>,
     /// The rows it locked.
     pub locked: Vec<(TableId, Key)>,
     pub reply: SqlReply,
@@ -135,7 +136,7 @@ impl Postgres {
     /// What a new statement snapshot sees: every commit before the oldest one not yet out of the
     /// proc array.
     pub(super) fn visible_csn(&self) -> Csn {
-        self.volatile.committing.first().map_or(self.durable.csn, |committing| committing.csn - 1)
+        self.volatile.committing.iter().find_map(|committing| committing.csn).map_or(self.durable.csn, |csn| csn - 1)
     }
 
     fn block(&self, client: Node, session: SessionId) -> Option<&Block> {
@@ -470,7 +471,7 @@ impl Postgres {
             client,
             session,
             xid,
-            csn,
+            csn: (!block.changes.is_empty()).then_some(csn),
             locked: block.staged.keys().copied().collect(),
             reply: SqlReply::Committed { xid, commit_lsn, end_lsn, changes: block.changes },
         });

@@ -608,3 +608,33 @@ fn a_deadlock_fails_the_block_that_closes_the_cycle_and_frees_the_other() {
     assert_eq!(changes.len(), 2);
     assert_eq!(h.pg.table(T).current(2).map(|row| row.status), Some(Status::Approved));
 }
+
+/// A block that wrote only a transactional message commits (an xid, a commit record) without
+/// hiding anything from new snapshots while it becomes visible.
+#[test]
+fn a_message_only_block_commits_and_hides_nothing() {
+    let mut h = Harness::new();
+    h.sql(Node::App, 9, SqlRequest::Transaction { ops: vec![insert(T, 1)] });
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    h.sql(Node::App, 1, SqlRequest::EmitMessage { transactional: true, prefix: "m".into(), payload_bytes: 4 });
+    assert_eq!(h.pg.running_xids().len(), 1, "the message assigned an xid");
+    assert_eq!(h.sql(Node::App, 1, SqlRequest::Commit), None);
+    assert!(matches!(h.pg.durable.wal.entries.last(), Some(WalEntry::Commit(txn)) if txn.changes.is_empty()));
+    let Some(SqlReply::Rows { rows, .. }) = h.sql(Node::App, 2, SqlRequest::Select { table: T }) else {
+        panic!("rows")
+    };
+    assert_eq!(rows.len(), 1, "the earlier commit stays visible");
+    assert!(matches!(h.commit_visible_reply(1), SqlReply::Committed { changes, .. } if changes.is_empty()));
+}
+
+impl Harness {
+    fn commit_visible_reply(&mut self, session: SessionId) -> SqlReply {
+        self.commits_visible()
+            .into_iter()
+            .find_map(|(_, msg)| match msg {
+                Msg::SqlReply { session: s, reply } if s == session => Some(reply),
+                _ => None,
+            })
+            .expect("answered")
+    }
+}
