@@ -638,3 +638,51 @@ impl Harness {
             .expect("answered")
     }
 }
+
+/// Trace T4: a reconnect re-delivers, whole, a transaction that began before the start and
+/// commits after it (its change below the start included); one whose commit starts exactly at
+/// the start is delivered; one committed between `confirmed_flush` and a higher start is
+/// skipped.
+#[test]
+fn a_restart_redelivers_an_old_open_transaction_whole() {
+    let mut h = Harness::new();
+    h.create_slot_and_stream(false);
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    let a1 = Harness::changes_of(h.statement(Node::App, 1, vec![insert(T, 1)]));
+    h.sql(Node::App, 2, SqlRequest::Transaction { ops: vec![insert(T, 2)] });
+    let b_end = h.streamed_txns()[0].end_lsn;
+    let a2 = Harness::changes_of(h.statement(Node::App, 1, vec![insert(T, 3)]));
+    assert_eq!(a2[0].lsn, b_end);
+    h.sql(Node::App, 3, SqlRequest::Transaction { ops: vec![insert(T, 4)] });
+    let c_end = h.streamed_txns()[1].end_lsn;
+    let SqlReply::Committed { xid: a_xid, commit_lsn: a_commit, .. } = h.commit(Node::App, 1) else {
+        panic!("A commits")
+    };
+    assert_eq!(a_commit, c_end, "A's commit record follows C's");
+    let first_run: Vec<Xid> = h.streamed_txns().iter().map(|txn| txn.xid).collect();
+    assert_eq!(first_run.len(), 3);
+    assert_eq!(first_run[2], a_xid, "B, C, A");
+    // The consumer confirms B's end only, and reconnects there.
+    h.send(Node::Connect, Msg::Repl { session: STREAM, request: ReplRequest::StatusUpdate { flush: b_end } });
+    for (start, expected) in [(b_end, vec![first_run[1], a_xid]), (c_end, vec![a_xid])] {
+        h.send(Node::Connect, Msg::Repl { session: STREAM, request: ReplRequest::Close });
+        h.sent.clear();
+        h.send(
+            Node::Connect,
+            Msg::Repl {
+                session: STREAM,
+                request: ReplRequest::StartReplication {
+                    slot: "s".into(),
+                    start,
+                    publication: "p".into(),
+                    messages: false,
+                },
+            },
+        );
+        let txns = h.streamed_txns();
+        assert_eq!(txns.iter().map(|txn| txn.xid).collect::<Vec<_>>(), expected, "from {start}");
+        let a = txns.last().expect("A");
+        assert_eq!(a.changes, [a1[0], a2[0]], "A whole, its change below the start included");
+        assert!(a.first_lsn < start);
+    }
+}
