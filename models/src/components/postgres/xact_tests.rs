@@ -686,3 +686,37 @@ fn a_restart_redelivers_an_old_open_transaction_whole() {
         assert!(a.first_lsn < start);
     }
 }
+
+/// §4.1: a running-xacts record written between a commit record and the commit's visibility
+/// still lists the xid (it is in the proc array until `ProcArrayEndTransaction`), though its
+/// commit record is earlier in WAL; the moment is named `commit-in-wal`.
+#[test]
+fn a_running_xacts_record_in_the_commit_window_lists_the_committed_xid() {
+    let mut h = Harness::new();
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    h.statement(Node::App, 1, vec![insert(T, 1)]);
+    let xid = h.pg.running_xids()[0];
+    assert_eq!(h.sql(Node::App, 1, SqlRequest::Commit), None);
+    let rx = h.checkpoint();
+    let wal = &h.pg.durable.wal;
+    let WalEntry::RunningXacts { xids, next_xid, .. } = &wal.entries[wal.first_entry_at_or_after(rx)] else {
+        panic!("an RX")
+    };
+    assert_eq!((xids.clone(), *next_xid), (vec![xid], xid + 1));
+    assert!(wal.entries.iter().any(|e| matches!(e, WalEntry::Commit(txn) if txn.xid == xid && txn.end_lsn <= rx)));
+    h.commits_visible();
+    assert!(h.pg.running_xids().is_empty());
+    assert_eq!(crate::core::fault::Moment::parse("commit-in-wal"), Some(crate::core::fault::Moment::CommitInWal));
+}
+
+/// A `COPY` outside a block is an autocommit transaction of one step: one `Txn` entry whose
+/// rows share the `MULTI_INSERT` record's LSN.
+#[test]
+fn an_autocommit_copy_is_one_step_with_one_record_for_its_rows() {
+    let mut h = Harness::new();
+    let reply = h.sql(Node::App, 1, SqlRequest::Statement { ops: vec![insert(T, 1), insert(T, 2)], copy: true });
+    let Some(SqlReply::Committed { changes, .. }) = reply else { panic!("committed: {reply:?}") };
+    assert_eq!(changes[0].lsn, changes[1].lsn);
+    assert!(matches!(h.pg.durable.wal.entries.last(), Some(WalEntry::Txn(_))));
+    assert!(!h.commit_visible_armed, "no visibility window for an autocommit transaction");
+}
