@@ -233,6 +233,7 @@ impl Postgres {
             changes.extend_from_slice(&record);
             self.durable.wal.get_mut().push(WalEntry::Changes { xid, start, end, changes: record });
         }
+        self.arm_wal_writer(ctx);
         let mut locked = Vec::with_capacity(changes.len());
         let block = self.block_mut(client, session).expect("open");
         block.first_lsn.get_or_insert(changes[0].lsn);
@@ -404,8 +405,9 @@ impl Postgres {
     fn abort(&mut self, ctx: &mut Ctx, block: &Block) {
         let Some(xid) = block.xid else { return };
         let write_before = self.durable.wal.write_lsn();
-        let (start, end) = self.durable.wal.get_mut().insert_record(record_size::ABORT);
+        let (start, end) = self.durable.wal.get_mut().insert_record_unflushed(record_size::ABORT);
         self.durable.wal.get_mut().push(WalEntry::Abort { xid, start, end });
+        self.arm_wal_writer(ctx);
         let rows: Vec<(TableId, Key)> = block.staged.keys().copied().collect();
         self.release_locks(xid, &rows);
         self.after_wal_append(ctx);
@@ -515,7 +517,7 @@ impl Postgres {
         let database = self.block(client, session).and_then(|block| block.database.clone());
         let write_before = self.durable.wal.write_lsn();
         let size = record_size::logical_message(prefix.len() as u64, payload_bytes);
-        let (start, end) = self.durable.wal.get_mut().insert_record(size);
+        let (start, end) = self.durable.wal.get_mut().insert_record_unflushed(size);
         self.durable.wal.get_mut().push(WalEntry::Message {
             xid,
             transactional,
@@ -525,6 +527,7 @@ impl Postgres {
             start,
             end,
         });
+        self.arm_wal_writer(ctx);
         if transactional {
             self.block_mut(client, session).expect("open").first_lsn.get_or_insert(start);
         }
@@ -630,7 +633,25 @@ impl Postgres {
         Ok(pending)
     }
 
-    /// Inserts the change records of `pending`: one per row, or with `copy` one
+    /// The WAL writer flushes, within `wal_writer_delay`, what was inserted without a flush
+    /// (`WalWriterMain`, `src/backend/postmaster/walwriter.c`; `XLogBackgroundFlush`): armed
+    /// when an unflushed record starts a tail of them.
+    pub(super) fn arm_wal_writer(&mut self, ctx: &mut Ctx) {
+        if self.durable.wal.flush_lsn() < self.durable.wal.write_lsn() && !self.volatile.wal_writer_armed {
+            self.volatile.wal_writer_armed = true;
+            ctx.set_timer(Timer::WalWriter, WAL_WRITER_DELAY_MS);
+        }
+    }
+
+    /// [`Timer::WalWriter`]: everything inserted is flushed, and decodable.
+    pub(super) fn wal_writer(&mut self, ctx: &mut Ctx) {
+        self.volatile.wal_writer_armed = false;
+        if self.durable.wal.get_mut().flush() {
+            self.after_wal_append(ctx);
+        }
+    }
+
+    /// Inserts the change records of `pending`, not flushed: one per row, or with `copy` one
     /// `MULTI_INSERT` for the inserts (each other row its own record). Returns each record's
     /// start, end and changes.
     pub(super) fn insert_change_records(
@@ -645,18 +666,19 @@ impl Postgres {
             if !inserts.is_empty() {
                 let sizes: Vec<u64> =
                     inserts.iter().map(|(_, _, kind)| kind.after().map_or(0, |row| row.tuple_data_bytes())).collect();
-                let (start, end) = self.durable.wal.get_mut().insert_record(record_size::heap_multi_insert(&sizes));
+                let (start, end) =
+                    self.durable.wal.get_mut().insert_record_unflushed(record_size::heap_multi_insert(&sizes));
                 let changes =
                     inserts.into_iter().map(|(table, key, kind)| Change { lsn: start, table, key, kind }).collect();
                 records.push((start, end, changes));
             }
             for (table, key, kind) in others {
-                let (start, end) = self.durable.wal.get_mut().insert_record(change_record_len(&kind));
+                let (start, end) = self.durable.wal.get_mut().insert_record_unflushed(change_record_len(&kind));
                 records.push((start, end, vec![Change { lsn: start, table, key, kind }]));
             }
         } else {
             for (table, key, kind) in pending {
-                let (start, end) = self.durable.wal.get_mut().insert_record(change_record_len(&kind));
+                let (start, end) = self.durable.wal.get_mut().insert_record_unflushed(change_record_len(&kind));
                 records.push((start, end, vec![Change { lsn: start, table, key, kind }]));
             }
         }

@@ -105,6 +105,14 @@ impl Harness {
         sends
     }
 
+    /// The WAL writer flushes (`wal_writer_delay` after the first unflushed record).
+    fn wal_writer(&mut self) {
+        let mut out = Outbox::default();
+        self.now_ms += WAL_WRITER_DELAY_MS;
+        self.pg.on_timer(&mut Ctx::new(SimTime(self.now_ms), Node::Pg1, &mut out), Timer::WalWriter);
+        self.absorb(out);
+    }
+
     /// `COMMIT`, then the commit becoming visible: the reply.
     fn commit(&mut self, client: Node, session: SessionId) -> SqlReply {
         if let Some(reply) = self.sql(client, session, SqlRequest::Commit) {
@@ -359,8 +367,9 @@ fn logical_messages_transactional_in_their_transaction_the_others_at_once() {
     let Some(SqlReply::Lsn(nontx_lsn)) = h.sql(Node::App, 1, emit(false, "n")) else { panic!("an LSN") };
     let c2 = Harness::changes_of(h.statement(Node::App, 1, vec![insert(T, 171)]));
     assert_eq!(c2[0].lsn, nontx_lsn, "a message's LSN is its record's end: the next record's start");
-    let streamed = h.streamed();
-    assert_eq!(streamed.len(), 1, "the non-transactional message is sent at once");
+    assert!(h.streamed().is_empty(), "nothing of the block is flushed yet");
+    h.wal_writer();
+    assert_eq!(h.streamed().len(), 1, "the non-transactional message is sent once decoded");
     h.commit(Node::App, 1);
 
     let streamed = h.streamed();
@@ -383,6 +392,7 @@ fn logical_messages_transactional_in_their_transaction_the_others_at_once() {
     h.sql(Node::App, 1, emit(true, "gone"));
     h.sql(Node::App, 1, emit(false, "kept"));
     h.sql(Node::App, 1, SqlRequest::Rollback);
+    h.wal_writer();
     let streamed = h.streamed();
     assert_eq!(streamed.len(), 3);
     assert!(matches!(&streamed[2], ReplReply::Message(message) if message.prefix == "kept"));
@@ -406,6 +416,7 @@ fn logical_messages_transactional_in_their_transaction_the_others_at_once() {
     quiet.create_slot_and_stream(false);
     quiet.sql(Node::App, 1, emit(false, "n"));
     quiet.sql(Node::App, 1, emit(true, "t"));
+    quiet.wal_writer();
     assert!(quiet.streamed().is_empty(), "{:?}", quiet.streamed());
 }
 
@@ -538,7 +549,11 @@ fn a_crash_aborts_every_open_block() {
     h.confirm_all();
     h.begin(Node::App, 1, Isolation::ReadCommitted);
     h.statement(Node::App, 1, vec![insert(T, 1)]);
+    h.wal_writer();
+    let flushed = h.pg.durable.wal.entries.len();
+    h.statement(Node::App, 1, vec![insert(T, 2)]);
     h.pg.crash();
+    assert_eq!(h.pg.durable.wal.entries.len(), flushed, "the record not flushed is lost, the flushed one kept");
     let mut out = Outbox::default();
     h.pg.start(&mut Ctx::new(SimTime(100), Node::Pg1, &mut out));
     assert!(h.pg.running_xids().is_empty());
@@ -719,4 +734,36 @@ fn an_autocommit_copy_is_one_step_with_one_record_for_its_rows() {
     assert_eq!(changes[0].lsn, changes[1].lsn);
     assert!(matches!(h.pg.durable.wal.entries.last(), Some(WalEntry::Txn(_))));
     assert!(!h.commit_visible_armed, "no visibility window for an autocommit transaction");
+}
+
+/// Facts §0: an ABORT record is not flushed when written (`RecordTransactionAbort`): a
+/// `pg_logical_slot_get_changes` right after a ROLLBACK reads to the flush pointer, the start of
+/// the ABORT record, and confirms that; the WAL writer flushes it `wal_writer_delay` later. A
+/// COMMIT flushes everything before it.
+#[test]
+fn an_abort_record_is_flushed_by_the_wal_writer_and_a_commit_flushes_at_once() {
+    let mut h = Harness::new();
+    h.sql(Node::Connect, 1, SqlRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into(), database: None });
+    h.sql(Node::Connect, 100, SqlRequest::EnsurePublication { name: "p".into() });
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    h.statement(Node::App, 1, vec![insert(T, 1)]);
+    h.sql(Node::App, 1, SqlRequest::Rollback);
+    let WalEntry::Abort { start: abort_start, end: abort_end, .. } = *h.pg.durable.wal.entries.last().expect("ABORT")
+    else {
+        panic!("an ABORT record last")
+    };
+    let get =
+        |h: &mut Harness| h.sql(Node::Connect, 1, SqlRequest::GetChanges { slot: "s".into(), publication: "p".into() });
+    assert_eq!(get(&mut h), Some(SqlReply::Changes(Vec::new())));
+    let flushed = h.slot().current.confirmed_flush;
+    assert!(flushed <= abort_start, "confirmed to the flush pointer, before the ABORT record");
+    assert_eq!(h.pg.current_wal_lsn(), flushed);
+    h.wal_writer();
+    get(&mut h);
+    assert_eq!(h.slot().current.confirmed_flush, abort_end, "flushed by the WAL writer");
+
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    h.statement(Node::App, 1, vec![insert(T, 2)]);
+    let SqlReply::Committed { end_lsn, .. } = h.commit(Node::App, 1) else { panic!("commits") };
+    assert_eq!(h.pg.current_wal_lsn(), end_lsn, "the commit flushed its records and itself");
 }
