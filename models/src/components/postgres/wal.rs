@@ -11,9 +11,15 @@
 //! with their changes, running-xacts records (the only points a logical slot's `restart_lsn` can
 //! move to), checkpoints, WAL from databases nobody captures, and the end of recovery.
 //!
-//! Left out (another issue makes them exact): the write/flush lag (`wal_writer_delay`; here every
-//! record is written and flushed when it is inserted), full-page images after a checkpoint,
-//! segment recycling and removal.
+//! Flushing: a commit record is flushed with everything before it (`XLogFlush` in
+//! `RecordTransactionCommit`); a transaction block's change records and messages, an ABORT
+//! record and a non-transactional message outside a transaction are not, until the next
+//! flushing record or the WAL writer (`wal_writer_delay` later). Decoding reads to the flush
+//! pointer. The model counts every other record as flushed when inserted (running-xacts records
+//! included, which PostgreSQL does not flush either), and writing and flushing as one.
+//!
+//! Left out (another issue makes them exact): full-page images after a checkpoint, index
+//! records, segment recycling and removal.
 
 use crate::core::lsn::Lsn;
 use crate::core::wal::WalEntry;

@@ -7,7 +7,9 @@
 //!   in the proc array ([`Postgres::running_xids`]), so in every running-xacts record.
 //! - Each changed row is its own WAL record ([`WalEntry::Changes`]) with its own LSN, written
 //!   when the statement runs (`heap_insert`, `heap_update`, `heap_delete`); a `COPY`'s inserts
-//!   share one `MULTI_INSERT` record and its LSN (`heap_multi_insert`).
+//!   share one `MULTI_INSERT` record and its LSN (`heap_multi_insert`). They are not flushed
+//!   until the block's commit (or another flush, or the WAL writer): decoding, which reads to
+//!   the flush pointer, sees them then.
 //! - The block's changes are staged in its session: nobody else sees them until it commits; its
 //!   own statements do. The rows it changed are locked: another statement touching one waits
 //!   (`heap_update` → `XactLockTableWait`) until the holder ends, then, under READ COMMITTED,
