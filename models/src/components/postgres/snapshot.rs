@@ -91,17 +91,9 @@ impl Postgres {
     /// `GetSnapshotData` now, for a session whose block has the xid `own`, in both forms.
     pub(super) fn take_snapshot(&self, own: Option<Xid>) -> Snapshot {
         let running = self.running_xids();
-        // The blocks between their commit record and their visibility. One that wrote no row
-        // has no csn of its own (it shares the previous commit's) and hides nothing.
-        let except = self
-            .volatile
-            .committing
-            .iter()
-            .filter(
-                |committing| matches!(&committing.reply, SqlReply::Committed { changes, .. } if !changes.is_empty()),
-            )
-            .map(|committing| committing.csn)
-            .collect();
+        // The blocks between their commit record and their visibility (one that changed no row
+        // has no csn, and hides nothing).
+        let except = self.volatile.committing.iter().filter_map(|committing| committing.csn).collect();
         Snapshot {
             xids: snapshot_xids(&running, self.durable.next_xid, own),
             seen: SeenCommits { upto: self.durable.csn, except },
