@@ -18,7 +18,11 @@
 //! the end of its session or a crash drops it (`ReplicationSlotRelease`, `ReplicationSlotCleanup`).
 //!
 //! Left out: a slot being created is not listed by `pg_replication_slots`, and holds no
-//! `catalog_xmin` until it exists.
+//! `catalog_xmin` until it exists; the record logged after a wait is flushed at once, like
+//! every running-xacts record here (PostgreSQL only asks the WAL writer to flush it,
+//! `LogCurrentRunningXacts` → `XLogSetAsyncXactLSN`, so the decoder reading it may wait up to
+//! `wal_writer_delay` more); a creation ends in the step the last waited transaction ends (the
+//! decoder's wake-up, its record and its reading take no time).
 
 use super::snapbuild::{Progress, RunningXacts, SlotCreation};
 use super::snapshot::{Exported, SeenCommits, Snapshot};
