@@ -136,6 +136,7 @@ fn everything() -> Spec {
             standby: Some(250),
             sync_replication_slots: false,
             synchronized_standby_slots: false,
+            idle_in_transaction_session_timeout_ms: 0,
         },
         tables: vec![
             TableSetup {

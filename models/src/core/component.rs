@@ -59,11 +59,14 @@ pub enum Timer {
     CommitVisible,
     /// PostgreSQL: the WAL writer flushes what was inserted without a flush (`wal_writer_delay`).
     WalWriter,
+    /// PostgreSQL: a session has been idle in a transaction block for
+    /// `idle_in_transaction_session_timeout`.
+    IdleInTransactionTimeout,
 }
 
 impl Timer {
     /// Every timer but the scan batch (one per client).
-    pub const PLAIN: [Timer; 17] = [
+    pub const PLAIN: [Timer; 18] = [
         Timer::BgwriterRunningXacts,
         Timer::Checkpoint,
         Timer::ShipWal,
@@ -81,6 +84,7 @@ impl Timer {
         Timer::OperatorRetry,
         Timer::CommitVisible,
         Timer::WalWriter,
+        Timer::IdleInTransactionTimeout,
     ];
 
     /// Its name in a schedule and a timeline: `offset-flush`, `scan-batch:connect`.
@@ -104,6 +108,7 @@ impl Timer {
             Timer::OperatorRetry => "operator-retry".into(),
             Timer::CommitVisible => "commit-visible".into(),
             Timer::WalWriter => "wal-writer".into(),
+            Timer::IdleInTransactionTimeout => "idle-in-transaction-session-timeout".into(),
         }
     }
 }

@@ -455,6 +455,15 @@ pub enum Observation {
         at: Lsn,
         xids: Vec<crate::core::ids::Xid>,
     },
+    /// `idle_in_transaction_session_timeout` ended a session idle in a transaction block: the
+    /// backend exits ("terminating connection due to idle-in-transaction timeout") and its
+    /// transaction aborts (`xid`: the one it had, whose ABORT record is written).
+    SessionTerminated {
+        server: Node,
+        client: Node,
+        xid: Option<crate::core::ids::Xid>,
+        idle_ms: u64,
+    },
 }
 
 /// An observation with its time and node: one line of the trace.

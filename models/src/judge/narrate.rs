@@ -165,6 +165,17 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
         Observation::CommitWritten { xid, commit_lsn, .. } => {
             format!("transaction {xid}: commit record at {commit_lsn} in WAL; not yet visible")
         }
+        Observation::SessionTerminated { client, xid, idle_ms, .. } => {
+            let what = match xid {
+                Some(xid) => format!("its transaction {xid} aborted"),
+                None => "its transaction had written nothing".to_string(),
+            };
+            format!(
+                "terminated a session of {client} idle in transaction for {} (idle_in_transaction_session_timeout): \
+                 {what}",
+                crate::core::units::duration_text(*idle_ms)
+            )
+        }
         Observation::SlotCreationWaiting { slot, found, at, xids, .. } => {
             let xids: Vec<String> = xids.iter().map(|xid| xid.to_string()).collect();
             format!(

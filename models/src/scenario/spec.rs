@@ -426,6 +426,7 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
             standby: None,
             sync_replication_slots: false,
             synchronized_standby_slots: false,
+            idle_in_transaction_session_timeout_ms: 0,
         },
         tables: vec![TableSetup {
             id: table,

@@ -98,6 +98,7 @@ impl ModelSide {
             standby: None,
             sync_replication_slots: false,
             synchronized_standby_slots: false,
+            idle_in_transaction_session_timeout_ms: 0,
         };
         let run = ServerRun {
             bgwriter_running_xacts: true,

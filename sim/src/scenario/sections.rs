@@ -125,7 +125,7 @@ fn postgres(cx: &Cx, s: &Section) -> Res<PostgresSection> {
     s.check_keys(
         cx,
         "version wal_segment_size checkpoint_timeout max_wal_size max_slot_wal_keep_size wal_keep_size \
-         synchronized_standby_slots scan_rows_per_second standby",
+         synchronized_standby_slots scan_rows_per_second standby idle_in_transaction_session_timeout",
         "field",
     )?;
     let version = s.opt("version", 15, |field| match cx.int(field, 15, 18)? {
@@ -212,6 +212,26 @@ fn postgres(cx: &Cx, s: &Section) -> Res<PostgresSection> {
             !names.is_empty()
         }
     };
+    // `idle_in_transaction_session_timeout`: PostgreSQL units, a bare number is milliseconds
+    // (its `GUC_UNIT_MS`), 0 is off; at most `INT_MAX` ms as in `guc_tables.c`.
+    let idle_in_transaction_session_timeout_ms = s.opt("idle_in_transaction_session_timeout", 0, |field| {
+        let ms = match field.item.val {
+            Val::Int(Some(ms)) => u64::try_from(ms).ok(),
+            Val::Int(None) => None,
+            _ => {
+                let text = cx.string(field)?;
+                if text.trim() == "0" { Some(0) } else { duration_ms(text) }
+            }
+        };
+        match ms {
+            Some(ms) if ms <= i32::MAX as u64 => Ok(ms),
+            Some(_) => cx.fail(field, "is out of range; expected 0 (off) to 2147483647ms (about 24 days)"),
+            None => cx.fail(
+                field,
+                format!("is not a duration; expected 0 (off) or a number and a unit ({DURATION_UNITS}), like \"5min\""),
+            ),
+        }
+    })?;
     Ok(PostgresSection {
         major_version: version,
         wal_segment_size,
@@ -223,6 +243,7 @@ fn postgres(cx: &Cx, s: &Section) -> Res<PostgresSection> {
         standby,
         sync_replication_slots,
         synchronized_standby_slots,
+        idle_in_transaction_session_timeout_ms,
     })
 }
 

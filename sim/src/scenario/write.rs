@@ -120,6 +120,12 @@ fn write_postgres(w: &mut Writer, spec: &Spec) {
         w.field("synchronized_standby_slots", toml_string("standby_slot"));
     }
     w.field("scan_rows_per_second", spec.postgres.scan_rows_per_second);
+    if spec.postgres.idle_in_transaction_session_timeout_ms != 0 {
+        w.field(
+            "idle_in_transaction_session_timeout",
+            toml_string(&duration_text(spec.postgres.idle_in_transaction_session_timeout_ms)),
+        );
+    }
     if let Some(replication_delay_ms) = spec.postgres.standby {
         w.table("postgres.standby");
         w.field("replication_delay_ms", replication_delay_ms);

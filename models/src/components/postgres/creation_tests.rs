@@ -24,6 +24,7 @@ fn server() -> Postgres {
         standby: None,
         sync_replication_slots: false,
         synchronized_standby_slots: false,
+        idle_in_transaction_session_timeout_ms: 0,
     };
     let tables = vec![
         TableSpec { id: U, name: "public.u".into(), replica_identity: ReplicaIdentity::Default, database: None },

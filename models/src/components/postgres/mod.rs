@@ -67,6 +67,7 @@ mod checkpoint;
 mod creation;
 mod decode;
 mod functions;
+mod idle;
 pub mod retention;
 pub mod slot;
 pub mod snapbuild;
@@ -125,6 +126,8 @@ pub struct PostgresSection {
     /// `synchronized_standby_slots` lists the standby's physical slot.
     pub sync_replication_slots: bool,
     pub synchronized_standby_slots: bool,
+    /// `idle_in_transaction_session_timeout` (0: off, PostgreSQL's default).
+    pub idle_in_transaction_session_timeout_ms: u64,
 }
 
 /// Server settings the model uses. Names are PostgreSQL's.
@@ -164,6 +167,9 @@ pub struct PostgresConfig {
     /// Where the WAL of a fresh cluster continues (the position after `initdb` and the load).
     pub initial_wal_lsn: Lsn,
     pub tables: Vec<TableSpec>,
+    /// `idle_in_transaction_session_timeout` in ms (0: off): a session idle in a transaction
+    /// block this long is terminated, and its transaction aborted.
+    pub idle_in_transaction_session_timeout_ms: u64,
 }
 
 /// What a run adds to the scenario's `[postgres]` settings to make a server's configuration.
@@ -197,6 +203,7 @@ impl PostgresConfig {
             synchronized_standby_slots: section.synchronized_standby_slots,
             initial_wal_lsn: run.initial_wal_lsn,
             tables: run.tables,
+            idle_in_transaction_session_timeout_ms: section.idle_in_transaction_session_timeout_ms,
         }
     }
 }
@@ -333,6 +340,9 @@ struct Volatile {
     wal_writer_armed: bool,
     /// Slots being created whose decoder waits for transactions to end, by name.
     creating: BTreeMap<String, creation::Creating>,
+    /// Sessions idle in a transaction block, with the time `idle_in_transaction_session_timeout`
+    /// ends them (only with the timeout on).
+    idle_in_transaction: BTreeMap<(Node, SessionId), u64>,
 }
 
 /// A PostgreSQL server (`Pg1` or `Pg2`).
@@ -541,8 +551,16 @@ impl Component for Postgres {
     fn on_message(&mut self, ctx: &mut Ctx, from: Node, msg: Msg) {
         match msg {
             Msg::Sql { session, request } => {
+                let idle_timeout = self.config.idle_in_transaction_session_timeout_ms > 0;
+                if idle_timeout {
+                    // A message from the client cancels the session's idle timer.
+                    self.volatile.idle_in_transaction.remove(&(from, session));
+                }
                 if let Some(reply) = self.sql(ctx, from, session, request) {
                     ctx.send(from, Msg::SqlReply { session, reply });
+                    if idle_timeout {
+                        self.idle_in_transaction_from(ctx, from, session);
+                    }
                 }
             }
             Msg::Repl { session, request } => {
@@ -619,6 +637,7 @@ impl Component for Postgres {
             }
             Timer::CommitVisible => self.commits_visible(ctx),
             Timer::WalWriter => self.wal_writer(ctx),
+            Timer::IdleInTransactionTimeout => self.idle_in_transaction_timeout(ctx),
             _ => {}
         }
     }

@@ -14,6 +14,7 @@ fn server(cap_mb: Option<u64>) -> Postgres {
         standby: None,
         sync_replication_slots: false,
         synchronized_standby_slots: false,
+        idle_in_transaction_session_timeout_ms: 0,
     };
     let run = ServerRun {
         bgwriter_running_xacts: false,

@@ -381,6 +381,7 @@ impl Postgres {
             };
             if let Some(reply) = reply {
                 ctx.send(client, Msg::SqlReply { session, reply });
+                self.idle_in_transaction_from(ctx, client, session);
             }
         }
     }

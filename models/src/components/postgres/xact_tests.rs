@@ -32,6 +32,11 @@ fn update(table: TableId, key: Key, status: Status) -> RowOp {
 
 impl Harness {
     fn new() -> Harness {
+        Harness::with_idle_timeout(0)
+    }
+
+    /// A server with `idle_in_transaction_session_timeout` set (0: off).
+    fn with_idle_timeout(idle_in_transaction_session_timeout_ms: u64) -> Harness {
         let section = PostgresSection {
             major_version: 15,
             wal_segment_size: 16 << 20,
@@ -43,6 +48,7 @@ impl Harness {
             standby: None,
             sync_replication_slots: false,
             synchronized_standby_slots: false,
+            idle_in_transaction_session_timeout_ms,
         };
         let table = |id: u16, database: Option<&str>| TableSpec {
             id: TableId(id),
@@ -766,4 +772,83 @@ fn an_abort_record_is_flushed_by_the_wal_writer_and_a_commit_flushes_at_once() {
     h.statement(Node::App, 1, vec![insert(T, 2)]);
     let SqlReply::Committed { end_lsn, .. } = h.commit(Node::App, 1) else { panic!("commits") };
     assert_eq!(h.pg.current_wal_lsn(), end_lsn, "the commit flushed its records and itself");
+}
+
+// ----- idle_in_transaction_session_timeout -----
+
+/// Fires the idle-in-transaction timer at `at_ms`: what the server sent, and the timer it set
+/// next (its delay), if any.
+fn idle_timer_fires(h: &mut Harness, at_ms: u64) -> (Vec<(Node, Msg)>, Option<u64>) {
+    let mut out = Outbox::default();
+    h.now_ms = at_ms;
+    h.pg.on_timer(&mut Ctx::new(SimTime(at_ms), Node::Pg1, &mut out), Timer::IdleInTransactionTimeout);
+    let sends = out.sends.clone();
+    let next = out.timers.iter().find_map(|timer| match *timer {
+        TimerRequest::Set { timer: Timer::IdleInTransactionTimeout, after_ms } => Some(after_ms),
+        _ => None,
+    });
+    h.absorb(out);
+    (sends, next)
+}
+
+#[test]
+fn an_idle_in_transaction_session_is_terminated_and_its_transaction_aborted() {
+    let mut h = Harness::with_idle_timeout(30_000);
+    // A session of db2 writes and goes idle in its transaction at t=3 ms.
+    h.begin(Node::App, 7, Isolation::ReadCommitted);
+    assert!(!Harness::changes_of(h.statement(Node::App, 7, vec![insert(OTHER_DB, 1)])).is_empty());
+    let idle_since = h.now_ms;
+    let xid = h.pg.running_xids()[0];
+    // Before the timeout: nothing happens to it (and a message from it restarts its clock).
+    let (sends, next) = idle_timer_fires(&mut h, idle_since + 29_999);
+    assert!(sends.is_empty(), "terminated early: {sends:?}");
+    assert_eq!(next, Some(1), "the timer is set again for the session's deadline");
+    assert_eq!(h.pg.running_xids(), vec![xid]);
+    // At the timeout: FATAL to the client, the block aborted with an ABORT record.
+    let (sends, next) = idle_timer_fires(&mut h, idle_since + 30_000);
+    assert_eq!(next, None);
+    assert!(
+        sends.iter().any(|(to, msg)| *to == Node::App
+            && matches!(msg, Msg::SqlReply { session: 7, reply: SqlReply::Error(text) } if text.contains("idle-in-transaction timeout"))),
+        "the client reads the FATAL error: {sends:?}"
+    );
+    assert!(h.pg.running_xids().is_empty(), "its xid is no longer running");
+    assert!(
+        h.pg.durable
+            .wal
+            .entries
+            .iter()
+            .any(|entry| matches!(entry, WalEntry::Abort { xid: aborted, .. } if *aborted == xid)),
+        "the backend's exit writes the ABORT record"
+    );
+    assert!(
+        h.observations.iter().any(|o| matches!(o, Observation::SessionTerminated { xid: Some(x), .. } if *x == xid))
+    );
+    // The row never existed.
+    assert_eq!(h.pg.table(OTHER_DB).current(1), None);
+}
+
+#[test]
+fn a_session_that_keeps_talking_or_has_no_block_is_not_terminated() {
+    let mut h = Harness::with_idle_timeout(30_000);
+    h.begin(Node::App, 7, Isolation::ReadCommitted);
+    h.statement(Node::App, 7, vec![insert(T, 1)]);
+    // An autocommit session is idle, but not in a transaction: no timer for it.
+    h.statement(Node::App, 8, vec![insert(T, 2)]);
+    // Session 7 speaks again at 20 s: its clock restarts.
+    h.now_ms = 20_000;
+    h.statement(Node::App, 7, vec![insert(T, 3)]);
+    let (sends, next) = idle_timer_fires(&mut h, 30_010);
+    assert!(sends.is_empty(), "{sends:?}");
+    assert_eq!(next, Some(20_001 + 30_000 - 30_010), "set for the restarted deadline");
+    // Without the setting there is no timer at all.
+    let mut off = Harness::new();
+    off.begin(Node::App, 7, Isolation::ReadCommitted);
+    let mut out = Outbox::default();
+    off.pg.on_message(
+        &mut Ctx::new(SimTime(5), Node::Pg1, &mut out),
+        Node::App,
+        Msg::Sql { session: 7, request: SqlRequest::Statement { ops: vec![insert(T, 1)], copy: false } },
+    );
+    assert!(!out.timers.iter().any(|t| matches!(t, TimerRequest::Set { timer: Timer::IdleInTransactionTimeout, .. })));
 }

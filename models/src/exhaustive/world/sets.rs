@@ -49,6 +49,7 @@ fn timer_index(timer: Timer) -> usize {
         Timer::OperatorRetry => SLOTS + 14,
         Timer::CommitVisible => SLOTS + 15,
         Timer::WalWriter => SLOTS + 16,
+        Timer::IdleInTransactionTimeout => SLOTS + 17,
     }
 }
 
