@@ -87,6 +87,8 @@ pub struct ModelSide {
     next_session: SessionId,
     /// Each workload database's table.
     tables: BTreeMap<String, TableId>,
+    /// The workload's first database: the model's main one.
+    main_database: String,
     rows: BTreeMap<TableId, Rows>,
     /// Workload transaction names by xid.
     names: BTreeMap<Xid, String>,
@@ -144,7 +146,7 @@ impl ModelSide {
                     id: TableId(index as u16),
                     name: format!("public.{TABLE}"),
                     replica_identity: ReplicaIdentity::Default,
-                    database: Some(database.clone()),
+                    database: model_database(workload, database),
                 })
                 .collect(),
         };
@@ -155,6 +157,7 @@ impl ModelSide {
             timers: BTreeMap::new(),
             next_session: SQL_SESSION + 1,
             tables,
+            main_database: workload.databases[0].clone(),
             rows: BTreeMap::new(),
             names: BTreeMap::new(),
             detailed: Vec::new(),
@@ -222,6 +225,8 @@ impl ModelSide {
     fn sql_on(&mut self, session: SessionId, request: SqlRequest) -> Option<SqlReply> {
         let msg = Msg::Sql { session, request };
         self.call(|pg, ctx| pg.on_message(ctx, CLIENT, msg));
+        // What the server does in the same instant (a commit becoming visible and answering).
+        self.advance_time(0);
         self.sql_replies.get_mut(&session).and_then(VecDeque::pop_front)
     }
 
@@ -313,7 +318,7 @@ impl ModelSide {
             Step::CreateSlot { slot, database, session: None, .. } => outcome(self.sql(SqlRequest::CreateSlot {
                 slot: slot.clone(),
                 plugin: "pgoutput".into(),
-                database: Some(database.clone()),
+                database: self.model_database(database),
             })),
             Step::CreateSlot { slot, database, session: Some(session), export_snapshot } => {
                 self.start_creation(slot, database, session, *export_snapshot);
@@ -337,15 +342,24 @@ impl ModelSide {
                 outcome(self.sql(SqlRequest::AdvanceSlot { slot: slot.clone(), to }))
             }
             Step::GetChanges { slot } | Step::PeekChanges { slot } => {
-                let (slot, publication) = (slot.clone(), PUBLICATION.to_string());
-                let request = if matches!(step, Step::GetChanges { .. }) {
-                    SqlRequest::GetChanges { slot, publication }
-                } else {
-                    SqlRequest::PeekChanges { slot, publication }
+                let request = SqlRequest::SlotChanges {
+                    slot: slot.clone(),
+                    publication: PUBLICATION.to_string(),
+                    consume: matches!(step, Step::GetChanges { .. }),
+                    messages: false,
                 };
                 match self.sql(request) {
-                    SqlReply::Changes(txns) => {
-                        let deliveries: Vec<Delivery> = txns.iter().map(|txn| delivery(txn, false)).collect();
+                    SqlReply::Decoded(emitted) => {
+                        let deliveries: Vec<Delivery> = emitted
+                            .iter()
+                            .filter_map(|reply| match reply {
+                                ReplReply::XLogData(txn) => Some(delivery(txn, false)),
+                                ReplReply::Message(message) => Some(Delivery::Message {
+                                    text: message_text(message.transactional, &message.prefix, message.payload_bytes),
+                                }),
+                                _ => None,
+                            })
+                            .collect();
                         Outcome { delivered: Some(self.named(&deliveries)), ..Outcome::default() }
                     }
                     other => outcome(other),
@@ -545,11 +559,16 @@ impl ModelSide {
             let request = SqlRequest::CreateSlot {
                 slot: slot.to_string(),
                 plugin: "pgoutput".into(),
-                database: Some(database.to_string()),
+                database: self.model_database(database),
             };
             Msg::Sql { session: id, request }
         };
         self.call(|pg, ctx| pg.on_message(ctx, CLIENT, msg));
+    }
+
+    /// A workload database as the model names it: the first, the server's main one, is `None`.
+    fn model_database(&self, database: &str) -> Option<String> {
+        (self.main_database != database).then(|| database.to_string())
     }
 
     /// Where each slot creation stands after a step: `waiting` until its reply came.
@@ -747,13 +766,20 @@ impl ModelSide {
                     confirmed_flush: row.confirmed_flush_lsn,
                     safe_wal_size: row.safe_wal_size,
                     active: row.active,
-                    catalog_xmin: None,
+                    catalog_xmin: row.catalog_xmin,
                 })
                 .collect(),
             _ => Vec::new(),
         };
         ServerView { current_lsn, insert_lsn: self.pg.durable.wal.insert_lsn(), slots }
     }
+}
+
+/// A workload database as the model names it: the first, the server's main one, is `None` (a
+/// logical message outside a block that wrote is the main database's, as the model has no
+/// database per session).
+fn model_database(workload: &Workload, database: &str) -> Option<String> {
+    (workload.databases[0] != database).then(|| database.to_string())
 }
 
 /// A decoded transaction as delivered: its changes and, with `messages`, its transactional
