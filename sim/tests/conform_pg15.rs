@@ -110,6 +110,7 @@ fn the_conformance_suite_has_the_workloads_the_issue_asks_for() {
         "interleaved-commits-in-commit-order",
         "rolled-back-transaction-never-delivered",
         "transactional-and-non-transactional-messages",
+        "repeatable-read-and-read-committed-reads",
     ] {
         assert!(names.iter().any(|name| name == wanted), "conform/{wanted}.toml is missing");
     }
