@@ -584,3 +584,27 @@ impl Harness {
         );
     }
 }
+
+/// Two blocks waiting for each other: the one that closes the cycle fails with a deadlock, its
+/// block aborts, and the other one's statement runs.
+#[test]
+fn a_deadlock_fails_the_block_that_closes_the_cycle_and_frees_the_other() {
+    let mut h = Harness::new();
+    h.sql(Node::App, 9, SqlRequest::Transaction { ops: vec![insert(T, 1), insert(T, 2)] });
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    h.begin(Node::App, 2, Isolation::ReadCommitted);
+    h.statement(Node::App, 1, vec![update(T, 1, Status::Assessed)]);
+    h.statement(Node::App, 2, vec![update(T, 2, Status::Assessed)]);
+    assert_eq!(h.statement(Node::App, 1, vec![update(T, 2, Status::Approved)]), None, "1 waits for 2");
+    let sent_before = h.sent.len();
+    let reply = h.statement(Node::App, 2, vec![update(T, 1, Status::Approved)]);
+    assert!(matches!(reply, Some(SqlReply::Error(text)) if text.starts_with("ERROR: deadlock detected")));
+    let woken = h.sent[sent_before..].iter().find_map(|(to, msg)| match msg {
+        Msg::SqlReply { session: 1, reply } if *to == Node::App => Some(reply.clone()),
+        _ => None,
+    });
+    assert!(matches!(&woken, Some(SqlReply::StatementDone { changes }) if changes.len() == 1), "{woken:?}");
+    let SqlReply::Committed { changes, .. } = h.commit(Node::App, 1) else { panic!("1 commits") };
+    assert_eq!(changes.len(), 2);
+    assert_eq!(h.pg.table(T).current(2).map(|row| row.status), Some(Status::Approved));
+}
