@@ -189,13 +189,13 @@ fn reads_pgoutput_changes_and_messages() {
     let delete = change(b'D', &[(b'K', tuple(&[Some("131"), None]))]);
     assert_eq!(delete, PgOutput::Change { kind: b'D', first_column: Some("131".into()) });
     let mut message = vec![b'M', 1];
-    message.extend(0x0EBB_000u64.to_be_bytes());
+    message.extend(0x00EB_B000_u64.to_be_bytes());
     message.extend(b"p\0");
     message.extend(8u32.to_be_bytes());
     message.extend(b"x-commit");
     assert_eq!(
         parse_pgoutput(&message).expect("parses"),
-        PgOutput::Message { transactional: true, lsn: 0x0EBB_000, prefix: "p".into(), content: b"x-commit".to_vec() }
+        PgOutput::Message { transactional: true, lsn: 0x00EB_B000, prefix: "p".into(), content: b"x-commit".to_vec() }
     );
     message.truncate(message.len() - 1);
     assert!(parse_pgoutput(&message).is_err(), "a message cut short is an error");
