@@ -444,6 +444,17 @@ pub enum Observation {
         commit_lsn: Lsn,
         end_lsn: Lsn,
     },
+    /// A slot being created found the running-xacts record at `at` a new phase (`found`: the
+    /// server log's "initial starting point" or "initial consistent point") and waits for the
+    /// transactions `xids` to end before it logs another one (`SnapBuildFindSnapshot`,
+    /// `SnapBuildWaitSnapshot`, `snapbuild.c`); its session gets no answer meanwhile.
+    SlotCreationWaiting {
+        server: Node,
+        slot: String,
+        found: String,
+        at: Lsn,
+        xids: Vec<crate::core::ids::Xid>,
+    },
 }
 
 /// An observation with its time and node: one line of the trace.

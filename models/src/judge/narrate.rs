@@ -165,6 +165,13 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
         Observation::CommitWritten { xid, commit_lsn, .. } => {
             format!("transaction {xid}: commit record at {commit_lsn} in WAL; not yet visible")
         }
+        Observation::SlotCreationWaiting { slot, found, at, xids, .. } => {
+            let xids: Vec<String> = xids.iter().map(|xid| xid.to_string()).collect();
+            format!(
+                "slot \"{slot}\" being created: found {found} at {at}; waiting for transaction(s) {} to end",
+                xids.join(", ")
+            )
+        }
         Observation::SlotInvalidated { slot, restart_lsn, oldest_kept, walsender_terminated, .. } => {
             let mut text = format!(
                 "invalidating slot \"{slot}\" because its restart_lsn {restart_lsn} exceeds max_slot_wal_keep_size \

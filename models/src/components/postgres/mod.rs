@@ -22,10 +22,16 @@
 //!   `restart_lsn` and `catalog_xmin` candidates of each running-xacts record.
 //! - `functions`: `pg_logical_slot_get_changes` / `peek_changes`, `pg_replication_slot_advance`,
 //!   `pg_replication_slots`, `pg_logical_emit_message`, `pg_switch_wal`.
-//! - `walsender`: slot creation (`restart_lsn` at the insert pointer, a running-xacts record
-//!   there, `confirmed_flush` at its end, an exported snapshot valid until the creating session's
-//!   next command: `ReplicationSlotReserveWal`, `slot.c`; `DecodingContextFindStartpoint`,
-//!   `logical.c`), `START_REPLICATION` (reading from `restart_lsn`, a start below
+//! - [`snapbuild`]: the snapshot builder of a slot being created (`snapbuild.c`): the phases to
+//!   the consistent point, the transactions each one waits for, the exported snapshot.
+//! - [`snapshot`]: MVCC snapshots as `pg_current_snapshot()` prints them (`GetSnapshotData`) and
+//!   as the tables are read (the commits they see); `SET TRANSACTION SNAPSHOT`.
+//! - `creation`: slot creation (`restart_lsn` at the insert pointer, a running-xacts record
+//!   there, the creating session waiting while transactions it must outlive run, a record after
+//!   each wait, `confirmed_flush` at the end of the consistent one, an exported snapshot valid
+//!   until the creating session's next command: `ReplicationSlotReserveWal`, `slot.c`;
+//!   `DecodingContextFindStartpoint`, `logical.c`).
+//! - `walsender`: `START_REPLICATION` (reading from `restart_lsn`, a start below
 //!   `confirmed_flush` forwarded to it: `CreateDecodingContext`), keep-alives carrying the end of
 //!   the WAL read while the client's reported flush is behind it (`WalSndWaitForWal`,
 //!   `walsender.c`; sent only where the consumer acts on them: Debezium's
@@ -51,18 +57,20 @@
 //! `handoff conform` drives this component through its messages against a real PostgreSQL 15
 //! (the workloads in `conform/`), step by step, and finds no disagreement.
 //!
-//! Left out (another issue makes them exact): slot creation waiting for running transactions,
-//! the background writer's running-xacts record
+//! Left out (another issue makes them exact): the background writer's running-xacts record
 //! 15 s after every start whatever was written (its first tick here writes one only after
 //! important WAL), the slotsync worker's own polling interval (200 ms to 30 s) and its
 //! "sync-ready" wait, the 17 shutdown save of `confirmed_flush`, the decoding check that a SQL
 //! session is in the slot's database, `idle_replication_slot_timeout` (18).
 
 mod checkpoint;
+mod creation;
 mod decode;
 mod functions;
 pub mod retention;
 pub mod slot;
+pub mod snapbuild;
+pub mod snapshot;
 mod sql;
 mod standby;
 pub mod table;
@@ -273,7 +281,7 @@ enum Session {
         parked: Option<Box<xact::Parked>>,
     },
     Replication {
-        exported_snapshot: Option<(String, Csn)>,
+        exported_snapshot: Option<snapshot::Exported>,
         walsender: Option<Walsender>,
     },
 }
@@ -318,6 +326,8 @@ struct Volatile {
     lock_waits: Vec<(Node, SessionId)>,
     /// Blocks whose commit record is written, not yet visible, in commit order.
     committing: Vec<xact::Committing>,
+    /// Slots being created whose decoder waits for transactions to end, by name.
+    creating: BTreeMap<String, creation::Creating>,
 }
 
 /// A PostgreSQL server (`Pg1` or `Pg2`).
@@ -412,12 +422,15 @@ impl Postgres {
 
     /// The minimum `restart_lsn` over valid slots (`XLogGetReplicationSlotMinimumLSN`).
     fn slots_minimum(&self) -> Option<Lsn> {
-        self.durable
+        let created = self
+            .durable
             .slots
             .values()
             .filter(|slot| !slot.is_invalidated() && slot.current.restart_lsn.is_valid())
-            .map(|slot| slot.current.restart_lsn)
-            .min()
+            .map(|slot| slot.current.restart_lsn);
+        // A slot being created has reserved its WAL too.
+        let creating = self.volatile.creating.values().map(|creating| creating.creation.restart_lsn);
+        created.chain(creating).min()
     }
 
     /// A slot's `wal_status` as `pg_get_replication_slots` computes it (`pg_get_replication_slots`): `lost`
@@ -532,14 +545,8 @@ impl Component for Postgres {
                 });
                 let reply = match request {
                     ReplRequest::CreateSlot { slot, plugin, failover } => {
-                        let reply = self.create_slot(ctx, from, session, slot.clone(), plugin, None);
-                        if failover
-                            && self.config.major_version >= 17
-                            && let Some(created) = self.durable.slots.get_mut().get_mut(&slot)
-                        {
-                            created.failover = true;
-                        }
-                        Some(reply)
+                        let via = creation::CreateVia::Replication { failover };
+                        self.create_slot(ctx, from, session, slot, plugin, None, via)
                     }
                     ReplRequest::StartReplication { slot, start, publication, messages } => self.start_replication(
                         ctx,
@@ -625,6 +632,8 @@ impl Component for Postgres {
     }
 }
 
+#[cfg(test)]
+mod creation_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -110,12 +110,17 @@ impl Postgres {
                     SqlReply::Ok
                 }
             },
+            SqlRequest::CreateSlot { .. } if self.block(client, session).is_some_and(|block| block.xid.is_some()) => {
+                // `CreateInitDecodingContext`: the creation would wait for its own xid.
+                SqlReply::Error(
+                    "ERROR: cannot create logical replication slot in transaction that has performed writes".into(),
+                )
+            }
             SqlRequest::CreateSlot { slot, plugin, database } => {
-                match self.create_slot(ctx, client, session, slot, plugin, database) {
-                    ReplReply::SlotCreated { consistent_point, .. } => SqlReply::Lsn(consistent_point),
-                    ReplReply::Error(error) => SqlReply::Error(error),
-                    _ => SqlReply::Error("ERROR: unexpected".into()),
-                }
+                let via = creation::CreateVia::Sql;
+                return self
+                    .create_slot(ctx, client, session, slot, plugin, database, via)
+                    .map(creation::creation_sql_reply);
             }
             SqlRequest::EmitMessage { transactional, prefix, payload_bytes } => {
                 if self.in_block(client, session) {
@@ -148,10 +153,11 @@ impl Postgres {
                 self.close_session(ctx, client, session);
                 return None;
             }
-            // Issue 18 (in progress): snapshots of transaction blocks.
-            SqlRequest::ImportSnapshot { .. } | SqlRequest::CurrentSnapshot => {
-                SqlReply::Error("ERROR: not supported by the model yet".into())
-            }
+            SqlRequest::ImportSnapshot { name } => self.import_snapshot(client, session, &name),
+            SqlRequest::CurrentSnapshot => match self.statement_snapshot(client, session) {
+                Ok(snapshot) => SqlReply::Snapshot(snapshot.xids),
+                Err(error) => SqlReply::Error(error),
+            },
         })
     }
 
@@ -164,24 +170,28 @@ impl Postgres {
         exported: Option<String>,
         fetch_size: u32,
     ) -> Option<SqlReply> {
-        let (snapshot_csn, snapshot) = match exported {
+        let (seen, snapshot) = match exported {
             Some(name) => {
                 let found = self.volatile.sessions.iter().find_map(|((owner, _), other)| match &**other {
-                    Session::Replication { exported_snapshot: Some((exported, csn)), .. }
-                        if *owner == client && *exported == name =>
+                    Session::Replication { exported_snapshot: Some(exported), .. }
+                        if *owner == client && exported.name == name =>
                     {
-                        Some(*csn)
+                        Some(exported.snapshot.seen.clone())
                     }
                     _ => None,
                 });
                 match found {
-                    Some(csn) => (csn, ScanSnapshot::Exported { name }),
+                    Some(seen) => (seen, ScanSnapshot::Exported { name }),
                     None => return Some(SqlReply::Error(format!("ERROR: invalid snapshot identifier: \"{name}\""))),
                 }
             }
-            None => (self.visible_csn(), ScanSnapshot::Statement),
+            None => (self.take_snapshot(None).seen, ScanSnapshot::Statement),
         };
-        let rows = self.table(table).scan(snapshot_csn);
+        let rows =
+            if seen.except.is_empty() { self.table(table).scan(seen.upto) } else { self.table(table).scan_seen(&seen) };
+        // The observation's csn is the run's commits the snapshot sees from the first on: all of
+        // them up to `upto`, but for a commit not yet visible.
+        let snapshot_csn = seen.prefix();
         ctx.observe(Observation::ScanStarted {
             server: self.node,
             client,

@@ -2,12 +2,13 @@
 //! snapshot sees: `SnapBuildExportSnapshot`, `src/backend/replication/logical/snapbuild.c`).
 //!
 //! Every committed change creates a new row version stamped with the commit's sequence number
-//! (csn). A snapshot is a csn: it sees exactly the versions created by commits at or before it
-//! and not deleted by one of them. Commit order is WAL order here, because transactions are
-//! atomic (one step from first record to commit); the gap between a commit record reaching WAL
-//! and becoming visible in the proc array (`ProcArrayEndTransaction` after `RecordTransactionCommit`, `xact.c`) is
-//! not modelled yet.
+//! (csn), given when its commit record is written, so in WAL order. A snapshot sees a set of
+//! commits: every csn up to one, except those not yet visible when it was taken
+//! ([`SeenCommits`]; a commit record is in WAL before `ProcArrayEndTransaction` makes it visible,
+//! `xact.c`). It sees exactly the versions created by a commit it sees and not deleted or
+//! replaced by one. Why that equals PostgreSQL's xid snapshots is in `snapshot.rs`.
 
+use super::snapshot::SeenCommits;
 use crate::core::change::{ChangeKind, ReplicaIdentity};
 use crate::core::ids::{Csn, Key, Row, TableId};
 use crate::core::keymap::KeyMap;
@@ -39,6 +40,10 @@ impl RowVersion {
 
     fn visible_at(&self, snapshot: Csn) -> bool {
         self.created <= snapshot && snapshot < self.deleted
+    }
+
+    fn visible_to(&self, seen: &SeenCommits) -> bool {
+        seen.sees(self.created) && (self.is_live() || !seen.sees(self.deleted))
     }
 }
 
@@ -73,6 +78,16 @@ impl Versions {
             .rev()
             .chain(std::iter::once(&self.first))
             .find(|version| version.visible_at(snapshot))
+            .map(|version| version.row)
+    }
+
+    /// The newest version visible to a snapshot that sees `seen`.
+    fn visible_to(&self, seen: &SeenCommits) -> Option<Row> {
+        self.later
+            .iter()
+            .rev()
+            .chain(std::iter::once(&self.first))
+            .find(|version| version.visible_to(seen))
             .map(|version| version.row)
     }
 }
@@ -129,6 +144,22 @@ impl Table {
             }
         });
         rows
+    }
+
+    /// `SELECT * FROM t ORDER BY id` under a snapshot that sees the commits `seen`.
+    pub fn scan_seen(&self, seen: &SeenCommits) -> Vec<(Key, Row)> {
+        let mut rows = Vec::with_capacity(self.rows.len());
+        self.rows.for_each(|key, versions| {
+            if let Some(row) = versions.visible_to(seen) {
+                rows.push((key, row));
+            }
+        });
+        rows
+    }
+
+    /// The row of `key` visible to a snapshot that sees the commits `seen`.
+    pub fn visible_to(&self, key: Key, seen: &SeenCommits) -> Option<Row> {
+        self.rows.get(key)?.visible_to(seen)
     }
 
     /// Live rows as of the latest commit.
@@ -194,5 +225,24 @@ mod tests {
         assert_eq!(table.scan(3), vec![(1, row(2)), (3, row(1))]);
         assert_eq!(table.current(2), None);
         assert_eq!(table.visible(2, 1), Some(row(1)));
+    }
+
+    /// A commit not yet visible (`except`) is skipped: the version before it is seen, and a
+    /// delete by it has not happened.
+    #[test]
+    fn a_snapshot_skips_the_commits_it_does_not_see() {
+        let mut table = Table::new(TableId(0), ReplicaIdentity::Full);
+        table.load(1, row(1));
+        table.load(2, row(1));
+        table.apply(&ChangeKind::Update { before: Some(row(1)), after: row(2) }, 1, 1);
+        table.apply(&ChangeKind::Delete { before: Some(row(1)) }, 2, 2);
+        table.apply(&ChangeKind::Insert { after: row(1) }, 3, 3);
+        let all = SeenCommits::upto(3);
+        assert_eq!(table.scan_seen(&all), table.scan(3));
+        let without_1_and_2 = SeenCommits { upto: 3, except: vec![1, 2] };
+        assert_eq!(table.scan_seen(&without_1_and_2), vec![(1, row(1)), (2, row(1)), (3, row(1))]);
+        assert_eq!(table.visible_to(1, &without_1_and_2), Some(row(1)));
+        let without_3 = SeenCommits { upto: 3, except: vec![3] };
+        assert_eq!(table.scan_seen(&without_3), vec![(1, row(2))]);
     }
 }

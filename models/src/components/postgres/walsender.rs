@@ -1,4 +1,4 @@
-//! Replication sessions: slot creation, walsenders and what they decode.
+//! Replication sessions: walsenders and what they decode (slot creation is `creation.rs`).
 
 use super::decode::{DecodeContext, Decoded};
 use super::*;
@@ -26,73 +26,6 @@ impl Postgres {
     }
 
     // ----- replication -----
-
-    pub(super) fn create_slot(
-        &mut self,
-        ctx: &mut Ctx,
-        client: Node,
-        session: SessionId,
-        name: String,
-        plugin: String,
-        database: Option<String>,
-    ) -> ReplReply {
-        if self.durable.role == Role::Standby {
-            return ReplReply::Error("ERROR: logical decoding cannot be used while in recovery".into());
-        }
-        if self.durable.slots.contains_key(&name) {
-            return ReplReply::Error(format!("ERROR: replication slot \"{name}\" already exists"));
-        }
-        // ReplicationSlotReserveWal: restart_lsn is the insert pointer, and a running-xacts
-        // record is logged right there. With no transaction running, the snapshot builder is
-        // consistent at that record; confirmed_flush is its end.
-        let restart_lsn = self.durable.wal.insert_lsn();
-        let xids = self.running_xids();
-        let (start, consistent_point) =
-            self.durable.wal.get_mut().insert_record(record_size::running_xacts(xids.len()));
-        debug_assert_eq!(start, restart_lsn);
-        // `GetOldestSafeDecodingTransactionId`: the oldest running xid, or the oldest
-        // `catalog_xmin` of the other slots if older.
-        let oldest_running = xids.first().copied().unwrap_or(self.durable.next_xid);
-        let catalog_xmin = self
-            .durable
-            .slots
-            .values()
-            .filter(|slot| slot.catalog_xmin != 0)
-            .map(|slot| slot.catalog_xmin)
-            .fold(oldest_running, Xid::min);
-        self.durable.wal.get_mut().push(WalEntry::RunningXacts {
-            start,
-            end: consistent_point,
-            xids,
-            next_xid: self.durable.next_xid,
-        });
-        let mut slot = Slot::new(name.clone(), plugin, restart_lsn, consistent_point);
-        slot.database = database;
-        slot.catalog_xmin = catalog_xmin;
-        slot.saved_catalog_xmin = catalog_xmin;
-        self.durable.slots.get_mut().insert(name.clone(), slot);
-        self.volatile.exported_snapshots_created += 1;
-        let snapshot_name = format!(
-            "{:08X}-{:08X}-{}",
-            self.durable.next_xid % 4096,
-            self.durable.csn + 2,
-            self.volatile.exported_snapshots_created
-        );
-        if let Some(Session::Replication { exported_snapshot, .. }) =
-            self.volatile.sessions.get_mut(&(client, session)).map(CopyOnWrite::get_mut)
-        {
-            *exported_snapshot = Some((snapshot_name.clone(), self.durable.csn));
-        }
-        ctx.observe(Observation::SlotCreated {
-            server: self.node,
-            slot: name,
-            restart_lsn,
-            consistent_point,
-            snapshot_name: snapshot_name.clone(),
-        });
-        self.after_wal_append(ctx);
-        ReplReply::SlotCreated { consistent_point, snapshot_name }
-    }
 
     pub(super) fn start_replication(
         &mut self,
@@ -249,6 +182,7 @@ impl Postgres {
     }
 
     pub(super) fn close_session(&mut self, ctx: &mut Ctx, client: Node, session: SessionId) {
+        self.drop_creation_of(client, session);
         self.end_session_block(ctx, client, session);
         if let Some(removed) = self.volatile.sessions.remove(&(client, session)) {
             match *removed {

@@ -36,9 +36,11 @@
 //! (PostgreSQL writes the rows before the locked one first, then waits); waiters wake in the
 //! order they began waiting; a deadlock is reported at once to the waiter that closes the
 //! cycle (PostgreSQL reports it after `deadlock_timeout`, 1 s); subtransactions are not
-//! modelled. A snapshot sees the commits before the oldest one still becoming visible (commits
-//! become visible in WAL order here).
+//! modelled. Blocks whose commit records are written become visible one after the other, in
+//! commit order, in one step; a snapshot taken meanwhile sees every commit but theirs
+//! (`snapshot.rs`).
 
+use super::snapshot::{SeenCommits, Snapshot};
 use super::*;
 use crate::core::protocol::Isolation;
 
@@ -56,8 +58,9 @@ pub(super) struct Block {
     pub changes: Vec<Change>,
     /// The rows as it changed them (`None`: deleted): what its own statements see.
     pub staged: BTreeMap<(TableId, Key), Option<Row>>,
-    /// REPEATABLE READ: the csn of the snapshot taken at its first statement.
-    pub snapshot_csn: Option<Csn>,
+    /// REPEATABLE READ: the snapshot taken at its first statement, or imported
+    /// (`SET TRANSACTION SNAPSHOT`).
+    pub snapshot: Option<Snapshot>,
     /// An error aborted it (`TBLOCK_ABORT`): the xid it had, if any.
     pub failed: Option<Option<Xid>>,
 }
@@ -71,7 +74,7 @@ impl Block {
             database: None,
             changes: Vec::new(),
             staged: BTreeMap::new(),
-            snapshot_csn: None,
+            snapshot: None,
             failed: None,
         }
     }
@@ -96,7 +99,8 @@ pub(super) struct Committing {
     pub reply: SqlReply,
 }
 
-const ABORTED_BLOCK: &str = "ERROR: current transaction is aborted, commands ignored until end of transaction block";
+pub(super) const ABORTED_BLOCK: &str =
+    "ERROR: current transaction is aborted, commands ignored until end of transaction block";
 
 fn serialization_failure() -> String {
     "ERROR: could not serialize access due to concurrent update".into()
@@ -132,20 +136,14 @@ impl Postgres {
         xids
     }
 
-    /// What a new statement snapshot sees: every commit before the oldest one not yet out of the
-    /// proc array.
-    pub(super) fn visible_csn(&self) -> Csn {
-        self.volatile.committing.first().map_or(self.durable.csn, |committing| committing.csn - 1)
-    }
-
-    fn block(&self, client: Node, session: SessionId) -> Option<&Block> {
+    pub(super) fn block(&self, client: Node, session: SessionId) -> Option<&Block> {
         match self.volatile.sessions.get(&(client, session)).map(|shared| &**shared) {
             Some(Session::Sql { block: Some(block), .. }) => Some(block),
             _ => None,
         }
     }
 
-    fn block_mut(&mut self, client: Node, session: SessionId) -> Option<&mut Block> {
+    pub(super) fn block_mut(&mut self, client: Node, session: SessionId) -> Option<&mut Block> {
         match self.volatile.sessions.get_mut(&(client, session)).map(CopyOnWrite::get_mut) {
             Some(Session::Sql { block: Some(block), .. }) => Some(block),
             _ => None,
@@ -205,16 +203,17 @@ impl Postgres {
             return Some(reply);
         }
         // REPEATABLE READ takes its snapshot at the first statement, before any wait.
-        if block.isolation == Isolation::RepeatableRead && block.snapshot_csn.is_none() {
-            let csn = self.visible_csn();
-            self.block_mut(client, session).expect("open").snapshot_csn = Some(csn);
+        if block.isolation == Isolation::RepeatableRead && block.snapshot.is_none() {
+            let snapshot = self.take_snapshot(block.xid);
+            self.block_mut(client, session).expect("open").snapshot = Some(snapshot);
         }
         let block = self.block(client, session).expect("open");
         let own_xid = block.xid;
         if let Some(holder) = self.lock_holder(&ops, own_xid) {
             return self.park(ctx, client, session, holder, SqlRequest::Statement { ops, copy });
         }
-        let pending = match self.plan(&ops, &block.staged, block.snapshot_csn) {
+        let seen = block.snapshot.as_ref().map(|snapshot| &snapshot.seen);
+        let pending = match self.plan(&ops, &block.staged, seen) {
             Ok(pending) => pending,
             Err(error) => {
                 self.fail_block(ctx, client, session);
@@ -403,6 +402,7 @@ impl Postgres {
         self.after_wal_append(ctx);
         self.after_segments_written(ctx, write_before);
         self.wake_waiters(ctx, xid);
+        self.creations_transaction_ended(ctx, xid);
     }
 
     /// `ROLLBACK`. Outside a block PostgreSQL only warns.
@@ -476,12 +476,16 @@ impl Postgres {
     /// [`Timer::CommitVisible`]: every block whose commit record is written leaves the proc
     /// array, in commit order: visible, locks released, COMMIT answered, waiters woken.
     pub(super) fn commits_visible(&mut self, ctx: &mut Ctx) {
-        for committing in std::mem::take(&mut self.volatile.committing) {
+        // One after the other: while one leaves, the later ones are still in the proc array (a
+        // running-xacts record a woken slot creation logs lists them).
+        while !self.volatile.committing.is_empty() {
+            let committing = self.volatile.committing.remove(0);
             self.release_locks(committing.xid, &committing.locked);
             if self.volatile.sessions.contains_key(&(committing.client, committing.session)) {
                 ctx.send(committing.client, Msg::SqlReply { session: committing.session, reply: committing.reply });
             }
             self.wake_waiters(ctx, committing.xid);
+            self.creations_transaction_ended(ctx, committing.xid);
         }
     }
 
@@ -528,19 +532,11 @@ impl Postgres {
     /// `SELECT … ORDER BY id` in the session: its block's snapshot under REPEATABLE READ (taken
     /// now if this is its first statement), a fresh one otherwise, with the block's own changes.
     pub(super) fn select(&mut self, client: Node, session: SessionId, table: TableId) -> SqlReply {
-        let snapshot = match self.block(client, session) {
-            Some(block) if block.failed.is_some() => return SqlReply::Error(ABORTED_BLOCK.into()),
-            Some(block) if block.isolation == Isolation::RepeatableRead => match block.snapshot_csn {
-                Some(csn) => csn,
-                None => {
-                    let csn = self.visible_csn();
-                    self.block_mut(client, session).expect("open").snapshot_csn = Some(csn);
-                    csn
-                }
-            },
-            _ => self.visible_csn(),
+        let snapshot = match self.statement_snapshot(client, session) {
+            Ok(snapshot) => snapshot,
+            Err(error) => return SqlReply::Error(error),
         };
-        let mut rows: BTreeMap<Key, Row> = self.table(table).scan(snapshot).into_iter().collect();
+        let mut rows: BTreeMap<Key, Row> = self.table(table).scan_seen(&snapshot.seen).into_iter().collect();
         if let Some(block) = self.block(client, session) {
             for ((changed, key), row) in &block.staged {
                 if *changed != table {
@@ -565,7 +561,7 @@ impl Postgres {
         &self,
         ops: &[RowOp],
         own: &BTreeMap<(TableId, Key), Option<Row>>,
-        snapshot: Option<Csn>,
+        snapshot: Option<&SeenCommits>,
     ) -> Result<Vec<(TableId, Key, ChangeKind)>, String> {
         let mut pending: Vec<(TableId, Key, ChangeKind)> = Vec::new();
         let mut staged: BTreeMap<(TableId, Key), Option<Row>> = BTreeMap::new();
@@ -593,10 +589,10 @@ impl Postgres {
                     let current = match (mine, snapshot) {
                         (Some(row), _) => row,
                         (None, None) => self.table(table).current(key),
-                        (None, Some(csn)) => {
-                            let visible = self.table(table).visible(key, csn);
+                        (None, Some(seen)) => {
+                            let visible = self.table(table).visible_to(key, seen);
                             if visible.is_some()
-                                && self.table(table).last_change_csn(key).is_some_and(|last| last > csn)
+                                && self.table(table).last_change_csn(key).is_some_and(|last| !seen.sees(last))
                             {
                                 return Err(serialization_failure());
                             }
