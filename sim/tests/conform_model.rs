@@ -345,3 +345,18 @@ fn repeatable_read_and_read_committed_reads() {
     assert_eq!(rows(27), [2, 3], "outside its block, a fresh snapshot");
     assert_eq!(rows(29), [2, 3], "t_rc's insert rolled back");
 }
+
+/// E1c: a transaction begun in another database after a checkpoint pins restart_lsn at that
+/// checkpoint's RX (the last before its first record); its ROLLBACK releases like a commit.
+#[test]
+fn rollback_in_another_database_releases_like_commit() {
+    let run = Sessions::of("rollback-in-another-database-releases-like-commit");
+    assert_eq!(run.delivered(5), ["a1 [insert 1]"]);
+    assert_eq!(run.placed(5, "s1"), placed("step 4", "end of step 4", "after a1"));
+    assert_eq!(run.delivered(11), ["a2 [insert 2]"]);
+    assert_eq!(run.placed(11, "s1"), placed("step 4", "end of step 10", "other1"));
+    assert_eq!(run.placed(13, "s1"), placed("step 4", "end of step 12", "other1"), "a checkpoint listing it");
+    assert!(run.delivered(15).is_empty());
+    assert_eq!(run.placed(15, "s1"), placed("step 4", "end of step 14", "other1"), "the ROLLBACK alone");
+    assert_eq!(run.placed(17, "s1"), placed("step 16", "end of step 16", "after a2"));
+}

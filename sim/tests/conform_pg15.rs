@@ -111,6 +111,7 @@ fn the_conformance_suite_has_the_workloads_the_issue_asks_for() {
         "rolled-back-transaction-never-delivered",
         "transactional-and-non-transactional-messages",
         "repeatable-read-and-read-committed-reads",
+        "rollback-in-another-database-releases-like-commit",
     ] {
         assert!(names.iter().any(|name| name == wanted), "conform/{wanted}.toml is missing");
     }
