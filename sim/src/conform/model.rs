@@ -146,7 +146,7 @@ impl ModelSide {
                     id: TableId(index as u16),
                     name: format!("public.{TABLE}"),
                     replica_identity: ReplicaIdentity::Default,
-                    database: model_database(workload, database),
+                    database: model_database(&workload.databases[0], database),
                 })
                 .collect(),
         };
@@ -568,7 +568,7 @@ impl ModelSide {
 
     /// A workload database as the model names it: the first, the server's main one, is `None`.
     fn model_database(&self, database: &str) -> Option<String> {
-        (self.main_database != database).then(|| database.to_string())
+        model_database(&self.main_database, database)
     }
 
     /// Where each slot creation stands after a step: `waiting` until its reply came.
@@ -778,8 +778,8 @@ impl ModelSide {
 /// A workload database as the model names it: the first, the server's main one, is `None` (a
 /// logical message outside a block that wrote is the main database's, as the model has no
 /// database per session).
-fn model_database(workload: &Workload, database: &str) -> Option<String> {
-    (workload.databases[0] != database).then(|| database.to_string())
+fn model_database(main_database: &str, database: &str) -> Option<String> {
+    (main_database != database).then(|| database.to_string())
 }
 
 /// A decoded transaction as delivered: its changes and, with `messages`, its transactional
