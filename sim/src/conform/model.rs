@@ -35,6 +35,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 /// The node the adapter speaks as: every client of the server.
 const CLIENT: Node = Node::Connect;
+/// `wal_writer_delay` (PostgreSQL's default): how long an ABORT record may wait to be flushed.
+const WAL_WRITER_DELAY_MS: u64 = 200;
 /// The SQL session every SQL step runs in.
 const SQL_SESSION: SessionId = 1;
 
@@ -444,6 +446,11 @@ impl ModelSide {
                 let request =
                     if matches!(step, Step::Commit { .. }) { SqlRequest::Commit } else { SqlRequest::Rollback };
                 let reply = self.sql_in(session, request);
+                if matches!(reply, SqlReply::RolledBack { xid: Some(_) }) {
+                    // The real side waits for the WAL writer to flush the ABORT record
+                    // (`XLogSetAsyncXactLSN`): let its delay pass here too.
+                    self.advance_time(WAL_WRITER_DELAY_MS);
+                }
                 if let Some(session) = self.sessions.get_mut(session) {
                     session.block = None;
                     session.xid = None;
