@@ -104,6 +104,14 @@ fn the_conformance_suite_has_the_workloads_the_issue_asks_for() {
         "redelivery-after-immediate-restart",
         "peek-versus-get",
         "start-above-and-below-confirmed-flush",
+        "open-transaction-in-another-database-holds-restart",
+        "slot-creation-waits-for-running-transactions",
+        "exported-snapshot-sees-what-the-wait-let-commit",
+        "interleaved-commits-in-commit-order",
+        "rolled-back-transaction-never-delivered",
+        "transactional-and-non-transactional-messages",
+        "repeatable-read-and-read-committed-reads",
+        "rollback-in-another-database-releases-like-commit",
     ] {
         assert!(names.iter().any(|name| name == wanted), "conform/{wanted}.toml is missing");
     }

@@ -20,13 +20,13 @@ pub mod workload;
 
 use handoff_models::core::lsn::Lsn;
 use model::ModelSide;
-use observe::{FACTS_HEADER, Outcome, ServerView, SlotFacts};
+use observe::{FACTS_HEADER, Landmarks, Outcome, ServerView, SlotFacts};
 use pgwire::Target;
 use real::{RealServer, RestartWith};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use workload::Workload;
+use workload::{Compared, Workload};
 
 /// One side's result of a step.
 #[derive(Clone, Debug, Serialize)]
@@ -69,13 +69,29 @@ pub struct Against {
     pub restart: Option<RestartWith>,
 }
 
-fn facts(
-    slots: &[String],
-    view: &ServerView,
-    previous: Option<&ServerView>,
+/// What one side shows of the workload's slots after a step, positions and xids placed by the
+/// side's own `landmarks`.
+struct Facts<'a> {
+    slots: &'a [String],
     segment_size: u64,
-) -> BTreeMap<String, SlotFacts> {
-    slots.iter().map(|slot| (slot.clone(), SlotFacts::derive(slot, view, previous, segment_size))).collect()
+    compared: &'a [Compared],
+}
+
+impl Facts<'_> {
+    fn of(
+        &self,
+        view: &ServerView,
+        previous: Option<&ServerView>,
+        landmarks: &Landmarks,
+    ) -> BTreeMap<String, SlotFacts> {
+        self.slots
+            .iter()
+            .map(|slot| {
+                let facts = SlotFacts::derive(slot, view, previous, self.segment_size);
+                (slot.clone(), facts.locate(slot, view, landmarks, self.compared))
+            })
+            .collect()
+    }
 }
 
 /// Runs `workload` on the model, and on the server when one is given.
@@ -96,13 +112,17 @@ pub fn run(workload: &Workload, against: Option<Against>) -> Result<Report, Stri
         Some(real) => Some(real.view()?),
         None => None,
     };
+    let facts = Facts { slots: &slots, segment_size, compared: &workload.compare };
+    let (mut model_landmarks, mut real_landmarks) = (Landmarks::default(), Landmarks::default());
     let mut steps = Vec::new();
     let result = (|| -> Result<(), String> {
         for (index, step) in workload.steps.iter().enumerate() {
             let model_outcome = model.apply(step);
             let model_view = model.view();
+            model_landmarks.steps.push((index + 1, previous_model.insert_lsn, model_view.insert_lsn));
+            model_landmarks.xids = model.xids();
             let model_side = Side {
-                facts: facts(&slots, &model_view, Some(&previous_model), segment_size),
+                facts: facts.of(&model_view, Some(&previous_model), &model_landmarks),
                 outcome: model_outcome,
                 view: model_view.clone(),
             };
@@ -111,8 +131,11 @@ pub fn run(workload: &Workload, against: Option<Against>) -> Result<Report, Stri
                 Some(real) => {
                     let outcome = real.apply(step).map_err(|e| format!("step {} ({step}): {e}", index + 1))?;
                     let view = real.view()?;
+                    let before = previous_real.as_ref().map_or(view.insert_lsn, |previous| previous.insert_lsn);
+                    real_landmarks.steps.push((index + 1, before, view.insert_lsn));
+                    real_landmarks.xids = real.xids();
                     let side = Side {
-                        facts: facts(&slots, &view, previous_real.as_ref(), segment_size),
+                        facts: facts.of(&view, previous_real.as_ref(), &real_landmarks),
                         outcome,
                         view: view.clone(),
                     };
@@ -167,6 +190,15 @@ fn compare(model: &Side, server: &Side) -> Vec<String> {
     if model.outcome.ended_by_server != server.outcome.ended_by_server {
         differences.push("ended_by_server".to_string());
     }
+    if model.outcome.rows != server.outcome.rows {
+        differences.push("rows".to_string());
+    }
+    if model.outcome.snapshot != server.outcome.snapshot {
+        differences.push("snapshot".to_string());
+    }
+    if model.outcome.creations != server.outcome.creations {
+        differences.push("creations".to_string());
+    }
     differences
 }
 
@@ -180,6 +212,16 @@ fn outcome_text(outcome: &Outcome) -> String {
     }
     if let Some(error) = &outcome.error {
         parts.push(format!("error: {error}"));
+    }
+    if let Some(rows) = &outcome.rows {
+        let ids: Vec<String> = rows.iter().map(i64::to_string).collect();
+        parts.push(format!("rows [{}]", ids.join(", ")));
+    }
+    if let Some(snapshot) = &outcome.snapshot {
+        parts.push(format!("snapshot {snapshot}"));
+    }
+    if let Some(creations) = &outcome.creations {
+        parts.push(format!("creating [{}]", creations.join(", ")));
     }
     parts.join("; ")
 }

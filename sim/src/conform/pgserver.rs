@@ -395,7 +395,7 @@ mod tests {
                 PgOutput::Commit { commit_lsn, end_lsn } => {
                     return (begin.expect("Begin before Commit"), commit_lsn, end_lsn);
                 }
-                PgOutput::Other(_) => {}
+                PgOutput::Change { .. } | PgOutput::Message { .. } | PgOutput::Other(_) => {}
             }
         }
         panic!("no transaction within 10 s");

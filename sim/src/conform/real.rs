@@ -12,11 +12,13 @@
 //! At the end it drops the slots it created and resets the settings it changed. It refuses to
 //! start when a slot the workload creates already exists.
 
-use super::observe::{ErrorClass, Outcome, ServerView, SlotRow};
+use super::observe::{
+    Delivery, ErrorClass, Landmarks, Outcome, ServerView, SlotRow, change_text, delivered_text, message_text,
+};
 use super::pgserver::PgCtl;
 use super::pgwire::{Connection, PgError, PgOutput, ReplicationMessage, Target, parse_pgoutput};
 use super::workload::{
-    Confirm, MESSAGE_PREFIX, PUBLICATION, Position, RestartMode, Step, TABLE, Workload, format_size,
+    Confirm, MESSAGE_PREFIX, PUBLICATION, Position, RestartMode, StatementKind, Step, TABLE, Workload, format_size,
     message_payload_bytes,
 };
 use handoff_models::core::lsn::Lsn;
@@ -53,9 +55,35 @@ struct StreamHandle {
 }
 
 struct StreamResult {
-    delivered_xids: Vec<u32>,
+    delivered: Vec<Delivery>,
     ended_by_server: bool,
     error: Option<String>,
+}
+
+/// A workload session: a connection of its own.
+struct Session {
+    connection: Connection,
+    /// Inside a transaction block: its workload name, if it has one.
+    block: Option<Option<String>>,
+    /// The block's xid once it has one.
+    xid: Option<u32>,
+    /// The slot creation this session runs, while it has not been reported finished.
+    creation: Option<Creation>,
+}
+
+/// A slot creation sent on its own session and not waited for.
+struct Creation {
+    slot: String,
+    /// The backend's pid, to see in `pg_locks` whether it waits.
+    pid: String,
+    exports: bool,
+}
+
+/// How a slot creation stands after a step.
+enum CreationState {
+    Waiting,
+    Created,
+    Failed(ErrorClass),
 }
 
 /// A connection to the real server.
@@ -63,8 +91,13 @@ pub struct RealServer {
     target: Target,
     restart: Option<RestartWith>,
     connections: BTreeMap<String, Connection>,
-    /// Transaction ids by workload name.
+    /// Workload transaction names by xid.
     names: Arc<Mutex<BTreeMap<u32, String>>>,
+    /// The xids of the transactions of sessions, delivered with their contents.
+    detailed: Vec<u32>,
+    sessions: BTreeMap<String, Session>,
+    /// The snapshot each `export_snapshot` creation exported, by slot.
+    exported: BTreeMap<String, String>,
     next_id: BTreeMap<String, u64>,
     streams: BTreeMap<String, StreamHandle>,
     /// Slots created by this run (dropped at the end).
@@ -148,6 +181,9 @@ impl RealServer {
             restart,
             connections: BTreeMap::new(),
             names: Arc::new(Mutex::new(BTreeMap::new())),
+            detailed: Vec::new(),
+            sessions: BTreeMap::new(),
+            exported: BTreeMap::new(),
             next_id: BTreeMap::new(),
             streams: BTreeMap::new(),
             created_slots: Vec::new(),
@@ -232,7 +268,10 @@ impl RealServer {
     /// step is part of the outcome.
     pub fn apply(&mut self, step: &Step) -> Result<Outcome, String> {
         let outcome = match step {
-            Step::CreateSlot { slot, database } => {
+            Step::CreateSlot { slot, database, session: Some(session), export_snapshot } => {
+                self.start_creation(slot, database, session, *export_snapshot)?
+            }
+            Step::CreateSlot { slot, database, session: None, .. } => {
                 let result = self
                     .connection(database)?
                     .simple_query(&format!("SELECT * FROM pg_create_logical_replication_slot('{slot}', 'pgoutput')"));
@@ -307,30 +346,33 @@ impl RealServer {
                 let function = if matches!(step, Step::GetChanges { .. }) { "get" } else { "peek" };
                 let database = self.slot_database(slot);
                 let result = self.connection(&database)?.simple_query(&format!(
-                    "SELECT xid::text FROM pg_logical_slot_{function}_binary_changes('{slot}', NULL, NULL, \
-                     'proto_version', '1', 'publication_names', '{PUBLICATION}') WHERE get_byte(data, 0) = 66"
+                    "SELECT data FROM pg_logical_slot_{function}_binary_changes('{slot}', NULL, NULL, \
+                     'proto_version', '1', 'publication_names', '{PUBLICATION}')"
                 ));
                 match result {
                     Ok(rows) => {
-                        let xids: Vec<u32> = rows
-                            .iter()
-                            .filter_map(|row| row.first().cloned().flatten())
-                            .filter_map(|xid| xid.parse().ok())
-                            .collect();
-                        Outcome { delivered: Some(self.named(&xids)), ..Outcome::default() }
+                        let mut decoder = Decoder::default();
+                        for row in &rows {
+                            let data = row.first().cloned().flatten().unwrap_or_default();
+                            let bytes = hex_bytea(&data).ok_or_else(|| format!("`{data}` is not a bytea"))?;
+                            decoder.feed(parse_pgoutput(&bytes).map_err(io)?);
+                        }
+                        Outcome { delivered: Some(self.named(&decoder.delivered)), ..Outcome::default() }
                     }
                     Err(error) => sql_outcome(Err(error))?,
                 }
             }
-            Step::Stream { slot, seconds, confirm, start } => {
-                let started = self.start_stream(slot, *confirm, *start)?;
+            Step::Stream { slot, seconds, confirm, start, messages } => {
+                let started = self.start_stream(slot, *confirm, *start, *messages)?;
                 if started.error.is_some() {
                     return Ok(started);
                 }
                 std::thread::sleep(Duration::from_secs(*seconds));
                 self.stop_stream(slot)?
             }
-            Step::StartStream { slot, confirm, start } => self.start_stream(slot, *confirm, *start)?,
+            Step::StartStream { slot, confirm, start, messages } => {
+                self.start_stream(slot, *confirm, *start, *messages)?
+            }
             Step::StopStream { slot } => self.stop_stream(slot)?,
             Step::DropSlot { slot } => {
                 let result = self.admin()?.simple_query(&format!("SELECT pg_drop_replication_slot('{slot}')"));
@@ -348,22 +390,267 @@ impl RealServer {
                     .restart(&restart.data_dir, if *mode == RestartMode::Fast { "fast" } else { "immediate" })?;
                 Outcome::default()
             }
-            Step::Sleep { seconds } => {
+            Step::Sleep { seconds } | Step::Idle { seconds, .. } => {
                 std::thread::sleep(Duration::from_secs(*seconds));
                 Outcome::default()
             }
+            Step::Open { session, database } => {
+                let mut connection = Connection::connect(&self.target.with_dbname(database), false)
+                    .map_err(|e| format!("cannot connect to database {database}: {e}"))?;
+                // A multi-row UPDATE or DELETE visits its rows by the primary key index, in
+                // ascending id order (a btree scan sorts an `IN` list), as the model does.
+                connection.simple_query("SET enable_seqscan = off; SET enable_bitmapscan = off").map_err(io)?;
+                self.sessions.insert(session.clone(), Session { connection, block: None, xid: None, creation: None });
+                Outcome::default()
+            }
+            Step::Begin { session, txn, isolation } => {
+                let result = self
+                    .session(session)?
+                    .connection
+                    .simple_query(&format!("BEGIN ISOLATION LEVEL {}", isolation.name()));
+                if result.is_ok() {
+                    let session = self.session(session)?;
+                    session.block = Some(txn.clone());
+                    session.xid = None;
+                }
+                sql_outcome(result.map(|_| ()))?
+            }
+            Step::Statement { session, kind, ids, txn } => {
+                let list: Vec<String> = ids.iter().map(i64::to_string).collect();
+                let sql = match kind {
+                    StatementKind::Insert => {
+                        let values: Vec<String> = ids.iter().map(|id| format!("({id}, 0)")).collect();
+                        format!("INSERT INTO {TABLE} (id, v) VALUES {}", values.join(", "))
+                    }
+                    StatementKind::Update => format!("UPDATE {TABLE} SET v = v + 1 WHERE id IN ({})", list.join(", ")),
+                    StatementKind::Delete => format!("DELETE FROM {TABLE} WHERE id IN ({})", list.join(", ")),
+                };
+                self.write(session, &sql, txn.as_deref())?
+            }
+            Step::Message { session, transactional, prefix, content, txn } => {
+                let sql = format!(
+                    "SELECT pg_logical_emit_message({transactional}, '{prefix}', '{}')",
+                    content.replace('\'', "''")
+                );
+                self.write(session, &sql, txn.as_deref())?
+            }
+            Step::Commit { session } | Step::Rollback { session } => {
+                let rollback = matches!(step, Step::Rollback { .. });
+                let connection = &mut self.session(session)?.connection;
+                let result = connection.simple_query(if rollback { "ROLLBACK" } else { "COMMIT" });
+                let after = connection.query_one("SELECT pg_current_wal_insert_lsn()::text").map_err(io)?;
+                let session = self.session(session)?;
+                session.block = None;
+                if rollback && session.xid.take().is_some() {
+                    // An ABORT record is flushed by the WAL writer within wal_writer_delay, not
+                    // at once (`XLogSetAsyncXactLSN`); decoding reads only flushed WAL. Wait for
+                    // it, so the steps after see the server as it is a moment later.
+                    self.wait_for_flush(after.as_deref().unwrap_or_default())?;
+                }
+                sql_outcome(result.map(|_| ()))?
+            }
+            Step::ImportSnapshot { session, slot } => {
+                let name = self.exported.get(slot).cloned();
+                let Some(name) = name else {
+                    return Ok(Outcome {
+                        error: Some(ErrorClass::Other(format!("the creation of {slot} exported no snapshot"))),
+                        ..Outcome::default()
+                    });
+                };
+                let session = self.session(session)?;
+                session.block = Some(None);
+                let result = session
+                    .connection
+                    .simple_query(&format!("BEGIN ISOLATION LEVEL REPEATABLE READ; SET TRANSACTION SNAPSHOT '{name}'"));
+                sql_outcome(result.map(|_| ()))?
+            }
+            Step::Select { session } => {
+                let result =
+                    self.session(session)?.connection.simple_query(&format!("SELECT id FROM {TABLE} ORDER BY id"));
+                match result {
+                    Ok(rows) => {
+                        let ids = rows
+                            .iter()
+                            .map(|row| {
+                                let id = row.first().cloned().flatten().unwrap_or_default();
+                                id.parse::<i64>().map_err(|_| format!("`{id}` is not an id"))
+                            })
+                            .collect::<Result<Vec<i64>, String>>()?;
+                        Outcome { rows: Some(ids), ..Outcome::default() }
+                    }
+                    Err(error) => sql_outcome(Err(error))?,
+                }
+            }
+            Step::CurrentSnapshot { session } => {
+                let result = self.session(session)?.connection.query_one("SELECT pg_current_snapshot()::text");
+                match result {
+                    Ok(text) => {
+                        let text = text.unwrap_or_default();
+                        let (xmin, xmax, xip) =
+                            parse_snapshot(&text).ok_or_else(|| format!("`{text}` is not a snapshot"))?;
+                        let landmarks = Landmarks { steps: Vec::new(), xids: self.xids() };
+                        Outcome { snapshot: Some(landmarks.place_snapshot(xmin, xmax, &xip)), ..Outcome::default() }
+                    }
+                    Err(error) => sql_outcome(Err(error))?,
+                }
+            }
+            Step::Close { session } => {
+                self.sessions.remove(session);
+                Outcome::default()
+            }
         };
-        self.settle()?;
-        Ok(outcome)
+        let creations = self.settle()?;
+        Ok(Outcome { creations, ..outcome })
+    }
+
+    fn session(&mut self, name: &str) -> Result<&mut Session, String> {
+        self.sessions.get_mut(name).ok_or_else(|| format!("session {name} is not open"))
+    }
+
+    /// A write in a session: inside its block (whose xid, once it has one, gets the block's
+    /// name), or autocommit as the transaction `txn` (the statement and the query of its xid in
+    /// one implicit transaction, which writes the same WAL as the statement alone).
+    fn write(&mut self, name: &str, sql: &str, txn: Option<&str>) -> Result<Outcome, String> {
+        let session = self.session(name)?;
+        let in_block = session.block.is_some();
+        let result = session.connection.simple_query(&format!("{sql}; SELECT pg_current_xact_id_if_assigned()::text"));
+        let rows = match result {
+            Ok(rows) => rows,
+            Err(error) => return sql_outcome(Err(error)),
+        };
+        let xid = rows.first().and_then(|row| row.first().cloned().flatten());
+        let Some(xid) = xid else { return Ok(Outcome::default()) };
+        // An xid8 is epoch << 32 | xid; the server's 32-bit xid is its low half.
+        let xid = xid.parse::<u64>().map_err(|_| format!("pg_current_xact_id_if_assigned() gave `{xid}`"))? as u32;
+        let block_name = session.block.clone().flatten();
+        if in_block {
+            session.xid = Some(xid);
+        }
+        if let Some(name) = txn.map(str::to_string).or(block_name) {
+            self.names.lock().expect("not poisoned").insert(xid, name);
+            if !self.detailed.contains(&xid) {
+                self.detailed.push(xid);
+            }
+        }
+        Ok(Outcome::default())
+    }
+
+    /// Waits (up to 10 s) until the server has flushed its WAL to `lsn`.
+    fn wait_for_flush(&mut self, lsn: &str) -> Result<(), String> {
+        if Lsn::parse(lsn).is_none() {
+            return Err(format!("`{lsn}` is not an LSN"));
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let flushed = self
+                .admin()?
+                .query_one(&format!("SELECT pg_current_wal_flush_lsn() >= '{lsn}'::pg_lsn"))
+                .map_err(io)?;
+            if flushed.as_deref() == Some("t") {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!("the server had not flushed its WAL to {lsn} (an ABORT record) after 10 s"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Sends a slot creation on a new session of its own and does not wait for it.
+    fn start_creation(&mut self, slot: &str, database: &str, session: &str, exports: bool) -> Result<Outcome, String> {
+        let mut connection = Connection::connect(&self.target.with_dbname(database), exports)
+            .map_err(|e| format!("cannot connect to database {database}: {e}"))?;
+        let pid = connection.query_one("SELECT pg_backend_pid()::text").map_err(io)?.unwrap_or_default();
+        let command = if exports {
+            format!("CREATE_REPLICATION_SLOT {slot} LOGICAL pgoutput EXPORT_SNAPSHOT")
+        } else {
+            format!("SELECT * FROM pg_create_logical_replication_slot('{slot}', 'pgoutput')")
+        };
+        connection.send_query(&command).map_err(io)?;
+        self.created_slots.push(slot.to_string());
+        self.slot_databases.insert(slot.to_string(), database.to_string());
+        let creation = Some(Creation { slot: slot.to_string(), pid, exports });
+        self.sessions.insert(session.to_string(), Session { connection, block: None, xid: None, creation });
+        Ok(Outcome::default())
+    }
+
+    /// Where each slot creation stands: finished, or waiting for a transaction (an ungranted
+    /// lock on a transaction id in `pg_locks`). Between the two it is on its way (writing a
+    /// running-xacts record, taking the next lock): asked again until it is one or the other.
+    fn creations(&mut self) -> Result<Option<Vec<String>>, String> {
+        let names: Vec<String> = self
+            .sessions
+            .iter()
+            .filter(|(_, session)| session.creation.is_some())
+            .map(|(name, _)| name.clone())
+            .collect();
+        if names.is_empty() {
+            return Ok(None);
+        }
+        let mut report = Vec::new();
+        for name in names {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let state = loop {
+                let session = self.sessions.get_mut(&name).expect("listed");
+                let creation = session.creation.as_ref().expect("listed");
+                let (pid, slot, exports) = (creation.pid.clone(), creation.slot.clone(), creation.exports);
+                match session.connection.poll_result(Duration::from_millis(20)) {
+                    Ok(Some(rows)) => {
+                        if exports {
+                            // slot_name, consistent_point, snapshot_name, output_plugin.
+                            let snapshot = rows.first().and_then(|row| row.get(2).cloned().flatten());
+                            let snapshot = snapshot.ok_or("CREATE_REPLICATION_SLOT returned no snapshot name")?;
+                            self.exported.insert(slot, snapshot);
+                        }
+                        break CreationState::Created;
+                    }
+                    Ok(None) => {}
+                    Err(error) => match classify(&error) {
+                        Some(class) => break CreationState::Failed(class),
+                        None => return Err(format!("creating slot {slot}: {error}")),
+                    },
+                }
+                let waiting = self
+                    .admin()?
+                    .query_one(&format!(
+                        "SELECT count(*) FROM pg_locks WHERE pid = {pid} AND locktype = 'transactionid' AND NOT granted"
+                    ))
+                    .map_err(io)?;
+                if waiting.as_deref() != Some("0") {
+                    break CreationState::Waiting;
+                }
+                if Instant::now() > deadline {
+                    return Err(format!("the creation of slot {slot} neither finished nor waited within 30 s"));
+                }
+            };
+            let session = self.sessions.get_mut(&name).expect("listed");
+            let slot = session.creation.as_ref().expect("listed").slot.clone();
+            report.push(match state {
+                CreationState::Waiting => format!("{slot} waiting"),
+                CreationState::Created => {
+                    session.creation = None;
+                    format!("{slot} created")
+                }
+                CreationState::Failed(class) => {
+                    session.creation = None;
+                    format!("{slot} failed: {class}")
+                }
+            });
+        }
+        Ok(Some(report))
+    }
+
+    /// Workload transaction names by xid.
+    pub fn xids(&self) -> BTreeMap<u32, String> {
+        self.names.lock().expect("not poisoned").clone()
     }
 
     fn slot_database(&self, slot: &str) -> String {
         self.slot_databases.get(slot).cloned().unwrap_or_else(|| self.target.dbname.clone())
     }
 
-    fn named(&self, xids: &[u32]) -> Vec<String> {
-        let names = self.names.lock().expect("not poisoned");
-        xids.iter().map(|xid| names.get(xid).cloned().unwrap_or_else(|| format!("xid {xid}"))).collect()
+    fn named(&self, deliveries: &[Delivery]) -> Vec<String> {
+        delivered_text(deliveries, &self.names.lock().expect("not poisoned"), &self.detailed)
     }
 
     /// A symbolic position resolved against this server's slot.
@@ -387,7 +674,13 @@ impl RealServer {
         Lsn::parse(&text).ok_or_else(|| format!("`{text}` is not an LSN"))
     }
 
-    fn start_stream(&mut self, slot: &str, confirm: Confirm, start: Position) -> Result<Outcome, String> {
+    fn start_stream(
+        &mut self,
+        slot: &str,
+        confirm: Confirm,
+        start: Position,
+        messages: bool,
+    ) -> Result<Outcome, String> {
         let start = self.position(slot, start)?;
         let target = self.target.with_dbname(&self.slot_database(slot));
         let stop = Arc::new(AtomicBool::new(false));
@@ -397,7 +690,9 @@ impl RealServer {
         let thread = {
             let stop = stop.clone();
             let received = received.clone();
-            std::thread::spawn(move || consume(target, slot_name, start, confirm, stop, received, started_tx))
+            std::thread::spawn(move || {
+                consume(Consumer { target, slot: slot_name, start, confirm, messages }, stop, received, started_tx)
+            })
         };
         match started_rx.recv_timeout(Duration::from_secs(30)) {
             Ok(Ok(())) => {}
@@ -436,14 +731,17 @@ impl RealServer {
             std::thread::sleep(Duration::from_millis(50));
         }
         Ok(Outcome {
-            delivered: Some(self.named(&result.delivered_xids)),
+            delivered: Some(self.named(&result.delivered)),
             ended_by_server: Some(result.ended_by_server),
-            error: None,
+            ..Outcome::default()
         })
     }
 
-    /// Waits until the checkpointer is idle and every open stream has heard of the end of WAL.
-    fn settle(&mut self) -> Result<(), String> {
+    /// Waits until the checkpointer is idle, every open stream has heard of the end of WAL and
+    /// every slot creation has finished or waits for a transaction; returns where the creations
+    /// stand.
+    fn settle(&mut self) -> Result<Option<Vec<String>>, String> {
+        let creations = self.creations()?;
         std::thread::sleep(Duration::from_millis(50));
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
@@ -476,18 +774,20 @@ impl RealServer {
             // The consumer's confirmation reaches the slot with the walsender's next read.
             std::thread::sleep(Duration::from_millis(200));
         }
-        Ok(())
+        Ok(creations)
     }
 
     /// `pg_replication_slots` for the workload's slots, and the write pointer.
     pub fn view(&mut self) -> Result<ServerView, String> {
         let current = self.current_lsn()?;
+        let text = self.admin()?.query_one("SELECT pg_current_wal_insert_lsn()::text").map_err(io)?.unwrap_or_default();
+        let insert_lsn = Lsn::parse(&text).ok_or_else(|| format!("`{text}` is not an LSN"))?;
         let names: Vec<String> = self.slots.iter().map(|slot| format!("'{slot}'")).collect();
         let rows = self
             .admin()?
             .simple_query(&format!(
                 "SELECT slot_name::text, wal_status, restart_lsn::text, confirmed_flush_lsn::text, safe_wal_size::text, \
-                 active::text FROM pg_replication_slots WHERE slot_name IN ({}) ORDER BY slot_name",
+                 active::text, catalog_xmin::text FROM pg_replication_slots WHERE slot_name IN ({}) ORDER BY slot_name",
                 if names.is_empty() { "NULL".to_string() } else { names.join(", ") }
             ))
             .map_err(io)?;
@@ -503,10 +803,11 @@ impl RealServer {
                     confirmed_flush: lsn(&column(3)),
                     safe_wal_size: column(4).and_then(|size| size.parse().ok()),
                     active: column(5).as_deref() == Some("true"),
+                    catalog_xmin: column(6).and_then(|xid| xid.parse().ok()),
                 }
             })
             .collect();
-        Ok(ServerView { current_lsn: current, slots })
+        Ok(ServerView { current_lsn: current, insert_lsn, slots })
     }
 
     /// Stops streams, drops the slots this run created, resets the settings it changed.
@@ -565,18 +866,87 @@ pub fn classify(error: &PgError) -> Option<ErrorClass> {
     })
 }
 
-/// The consumer thread: `START_REPLICATION`, then read, confirm as told, until stopped or
-/// ended by the server.
-fn consume(
+/// What pgoutput sent, as deliveries: transactions with their contents, and the
+/// non-transactional messages between them.
+#[derive(Default)]
+struct Decoder {
+    delivered: Vec<Delivery>,
+    /// The transaction begun and not yet committed: its xid and contents.
+    open: Option<(u32, Vec<String>)>,
+}
+
+impl Decoder {
+    fn feed(&mut self, message: PgOutput) {
+        match message {
+            PgOutput::Begin { xid, .. } => self.open = Some((xid, Vec::new())),
+            PgOutput::Change { kind, first_column } => {
+                let kind = match kind {
+                    b'I' => "insert",
+                    b'U' => "update",
+                    _ => "delete",
+                };
+                if let Some((_, contents)) = self.open.as_mut() {
+                    contents.push(change_text(kind, first_column.as_deref().unwrap_or("NULL")));
+                }
+            }
+            PgOutput::Message { transactional, prefix, content, .. } => {
+                let text = message_text(transactional, &prefix, content.len() as u64);
+                match self.open.as_mut() {
+                    Some((_, contents)) if transactional => contents.push(text),
+                    _ => self.delivered.push(Delivery::Message { text }),
+                }
+            }
+            PgOutput::Commit { .. } => {
+                if let Some((xid, contents)) = self.open.take() {
+                    self.delivered.push(Delivery::Transaction { xid, contents });
+                }
+            }
+            PgOutput::Other(_) => {}
+        }
+    }
+}
+
+/// A bytea's text output (`\x0a1b…`) as bytes.
+fn hex_bytea(text: &str) -> Option<Vec<u8>> {
+    let hex = text.strip_prefix("\\x")?;
+    if !hex.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..hex.len()).step_by(2).map(|at| u8::from_str_radix(hex.get(at..at + 2)?, 16).ok()).collect()
+}
+
+/// `pg_current_snapshot()`'s text, `xmin:xmax:xip1,xip2`, as 32-bit xids.
+fn parse_snapshot(text: &str) -> Option<(u32, u32, Vec<u32>)> {
+    let mut parts = text.split(':');
+    let xid = |text: &str| text.parse::<u64>().ok().map(|xid| xid as u32);
+    let xmin = xid(parts.next()?)?;
+    let xmax = xid(parts.next()?)?;
+    let xip = parts.next()?;
+    let xip = if xip.is_empty() { Vec::new() } else { xip.split(',').map(xid).collect::<Option<Vec<u32>>>()? };
+    Some((xmin, xmax, xip))
+}
+
+/// What a consumer thread streams and how it confirms.
+struct Consumer {
     target: Target,
     slot: String,
     start: String,
     confirm: Confirm,
+    /// pgoutput's `messages` option.
+    messages: bool,
+}
+
+/// The consumer thread: `START_REPLICATION`, then read, confirm as told, until stopped or
+/// ended by the server.
+fn consume(
+    consumer: Consumer,
     stop: Arc<AtomicBool>,
     received: Arc<AtomicU64>,
     started: mpsc::Sender<Result<(), PgError>>,
 ) -> StreamResult {
-    let mut result = StreamResult { delivered_xids: Vec::new(), ended_by_server: false, error: None };
+    let Consumer { target, slot, start, confirm, messages } = consumer;
+    let mut result = StreamResult { delivered: Vec::new(), ended_by_server: false, error: None };
+    let mut decoder = Decoder::default();
     let connection = match Connection::connect(&target, true) {
         Ok(connection) => connection,
         Err(error) => {
@@ -584,7 +954,10 @@ fn consume(
             return result;
         }
     };
-    let options = [("proto_version", "1"), ("publication_names", PUBLICATION)];
+    let mut options = vec![("proto_version", "1"), ("publication_names", PUBLICATION)];
+    if messages {
+        options.push(("messages", "true"));
+    }
     let mut stream = match connection.start_replication(&slot, &start, &options) {
         Ok(stream) => stream,
         Err(error) => {
@@ -606,8 +979,13 @@ fn consume(
                 received.fetch_max(wal_end.max(wal_start), Ordering::SeqCst);
                 written = written.max(wal_start);
                 last_data_start = wal_start;
-                match parse_pgoutput(&data) {
-                    Ok(PgOutput::Begin { xid, .. }) => result.delivered_xids.push(xid),
+                let message = parse_pgoutput(&data);
+                if let Ok(message) = &message {
+                    decoder.feed(message.clone());
+                    let known = result.delivered.len();
+                    result.delivered.extend(decoder.delivered[known..].iter().cloned());
+                }
+                match message {
                     Ok(PgOutput::Commit { end_lsn, .. }) => {
                         if confirm != Confirm::None {
                             explicit_flush = end_lsn;
@@ -619,7 +997,7 @@ fn consume(
                             }
                         }
                     }
-                    Ok(PgOutput::Other(_)) => {}
+                    Ok(_) => {}
                     Err(error) => {
                         result.error = Some(error.to_string());
                         return result;
@@ -653,4 +1031,48 @@ fn consume(
     }
     let _ = stream.stop();
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_bytea_and_snapshots_as_postgresql_prints_them() {
+        assert_eq!(hex_bytea("\\x42000a"), Some(vec![0x42, 0x00, 0x0a]));
+        assert_eq!(hex_bytea("\\x4"), None);
+        assert_eq!(hex_bytea("42"), None);
+        assert_eq!(parse_snapshot("753:753:"), Some((753, 753, Vec::new())));
+        // xid8 values carry the epoch in their high half.
+        assert_eq!(parse_snapshot("4294968049:4294968052:4294968050,4294968051"), Some((753, 756, vec![754, 755])));
+        assert_eq!(parse_snapshot("753:753"), None);
+    }
+
+    /// A session's transactions are delivered with their contents; a message is inside its
+    /// transaction when transactional, between transactions otherwise.
+    #[test]
+    fn the_decoder_groups_what_pgoutput_sends() {
+        let mut decoder = Decoder::default();
+        for message in [
+            PgOutput::Message { transactional: false, lsn: 1, prefix: "y".into(), content: vec![0; 3] },
+            PgOutput::Begin { final_lsn: 9, xid: 764 },
+            PgOutput::Other(b'R'),
+            PgOutput::Change { kind: b'I', first_column: Some("170".into()) },
+            PgOutput::Message { transactional: true, lsn: 5, prefix: "x".into(), content: vec![0; 8] },
+            PgOutput::Change { kind: b'D', first_column: Some("171".into()) },
+            PgOutput::Commit { commit_lsn: 9, end_lsn: 10 },
+        ] {
+            decoder.feed(message);
+        }
+        assert_eq!(
+            decoder.delivered,
+            [
+                Delivery::Message { text: "non-transactional message y 3B".into() },
+                Delivery::Transaction {
+                    xid: 764,
+                    contents: vec!["insert 170".into(), "message x 8B".into(), "delete 171".into()]
+                },
+            ]
+        );
+    }
 }

@@ -22,6 +22,7 @@
 //! the model holds in memory ([`handoff_models::core::limits`]).
 
 use handoff_models::core::limits;
+use handoff_models::core::protocol::Isolation;
 use handoff_models::core::units::{self, UnitError};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -51,6 +52,43 @@ pub struct Workload {
     /// The databases the workload uses (the default one first).
     pub databases: Vec<String>,
     pub steps: Vec<Step>,
+    /// The slot facts compared besides the default ones (`compare = [...]`).
+    pub compare: Vec<Compared>,
+}
+
+/// A slot fact a workload asks to compare besides the default ones, whose positions and xids
+/// are shown relative to the workload's own steps and transactions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Compared {
+    /// `restart_lsn` as the step that wrote the WAL record it points to.
+    RestartLsn,
+    /// `confirmed_flush_lsn` as the step that wrote the WAL record it is the end of.
+    ConfirmedFlush,
+    /// `catalog_xmin` relative to the workload's named transactions.
+    CatalogXmin,
+}
+
+/// What a session's DML statement does to the rows `ids` of `handoff_conform`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StatementKind {
+    /// `INSERT INTO handoff_conform (id, v) VALUES (id1, 0), (id2, 0), …`, in the order given.
+    Insert,
+    /// `UPDATE handoff_conform SET v = v + 1 WHERE id IN (…)`, rows in ascending id order.
+    Update,
+    /// `DELETE FROM handoff_conform WHERE id IN (…)`, rows in ascending id order.
+    Delete,
+}
+
+impl StatementKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            StatementKind::Insert => "insert",
+            StatementKind::Update => "update",
+            StatementKind::Delete => "delete",
+        }
+    }
 }
 
 /// Server settings, in PostgreSQL's units.
@@ -106,10 +144,17 @@ pub enum RestartMode {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Step {
-    /// `pg_create_logical_replication_slot(slot, 'pgoutput')` in `database`.
+    /// `pg_create_logical_replication_slot(slot, 'pgoutput')` in `database`. With `session`, on
+    /// a connection of its own of that name, not waited for: the creation may wait for running
+    /// transactions across later steps, and every step reports whether it still waits. With
+    /// `export_snapshot` (needs `session`), `CREATE_REPLICATION_SLOT slot LOGICAL pgoutput
+    /// EXPORT_SNAPSHOT` on a replication connection, which keeps the snapshot for
+    /// `import_snapshot` until the session is closed.
     CreateSlot {
         slot: String,
         database: String,
+        session: Option<String>,
+        export_snapshot: bool,
     },
     /// `bytes` of WAL in `database` (a transactional logical message no slot emits).
     Write {
@@ -141,18 +186,21 @@ pub enum Step {
     PeekChanges {
         slot: String,
     },
-    /// `START_REPLICATION` for `seconds`, confirming as `confirm` says.
+    /// `START_REPLICATION` for `seconds`, confirming as `confirm` says; with `messages`,
+    /// pgoutput's `messages` option (logical decoding messages are sent too).
     Stream {
         slot: String,
         seconds: u64,
         confirm: Confirm,
         start: Position,
+        messages: bool,
     },
     /// A stream that stays open across the following steps until `stop_stream`.
     StartStream {
         slot: String,
         confirm: Confirm,
         start: Position,
+        messages: bool,
     },
     StopStream {
         slot: String,
@@ -167,12 +215,78 @@ pub enum Step {
     Sleep {
         seconds: u64,
     },
+    /// Opens `session`: a connection of its own to `database`.
+    Open {
+        session: String,
+        database: String,
+    },
+    /// `BEGIN ISOLATION LEVEL …`; `txn` names the transaction if it gets an xid.
+    Begin {
+        session: String,
+        txn: Option<String>,
+        isolation: Isolation,
+    },
+    /// One DML statement in the session: inside its transaction block, or autocommit as the
+    /// transaction `txn`.
+    Statement {
+        session: String,
+        kind: StatementKind,
+        ids: Vec<i64>,
+        txn: Option<String>,
+    },
+    /// `SELECT pg_logical_emit_message(transactional, prefix, content)` in the session.
+    Message {
+        session: String,
+        transactional: bool,
+        prefix: String,
+        content: String,
+        txn: Option<String>,
+    },
+    Commit {
+        session: String,
+    },
+    Rollback {
+        session: String,
+    },
+    /// A pause of `seconds` with the session idle (in its transaction, if one is open).
+    Idle {
+        session: String,
+        seconds: u64,
+    },
+    /// `BEGIN ISOLATION LEVEL REPEATABLE READ; SET TRANSACTION SNAPSHOT '…'` with the snapshot
+    /// the creation of `slot` exported.
+    ImportSnapshot {
+        session: String,
+        slot: String,
+    },
+    /// `SELECT id FROM handoff_conform ORDER BY id` in the session.
+    Select {
+        session: String,
+    },
+    /// `SELECT pg_current_snapshot()` in the session.
+    CurrentSnapshot {
+        session: String,
+    },
+    /// Closes the session's connection (an open transaction is rolled back, an exported
+    /// snapshot ends).
+    Close {
+        session: String,
+    },
 }
 
 impl fmt::Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Step::CreateSlot { slot, database } => write!(f, "create_slot {slot} in {database}"),
+            Step::CreateSlot { slot, database, session, export_snapshot } => {
+                write!(f, "create_slot {slot} in {database}")?;
+                if let Some(session) = session {
+                    write!(f, " on session {session}")?;
+                }
+                if *export_snapshot {
+                    write!(f, ", exporting its snapshot")?;
+                }
+                Ok(())
+            }
             Step::Write { bytes, database } => write!(f, "write {} in {database}", format_size(*bytes)),
             Step::Transaction { name, database, inserts, updates, deletes } => {
                 write!(f, "transaction {name} in {database} ({inserts} inserts, {updates} updates, {deletes} deletes)")
@@ -182,21 +296,62 @@ impl fmt::Display for Step {
             Step::AdvanceSlot { slot, to } => write!(f, "advance_slot {slot} to {}", position_name(*to)),
             Step::GetChanges { slot } => write!(f, "get_changes {slot}"),
             Step::PeekChanges { slot } => write!(f, "peek_changes {slot}"),
-            Step::Stream { slot, seconds, confirm, start } => write!(
+            Step::Stream { slot, seconds, confirm, start, messages } => write!(
                 f,
-                "stream {slot} for {seconds}s from {}, confirming {}",
+                "stream {slot} for {seconds}s from {}, confirming {}{}",
                 position_name(*start),
-                confirm_name(*confirm)
+                confirm_name(*confirm),
+                if *messages { ", with messages" } else { "" }
             ),
-            Step::StartStream { slot, confirm, start } => {
-                write!(f, "start_stream {slot} from {}, confirming {}", position_name(*start), confirm_name(*confirm))
-            }
+            Step::StartStream { slot, confirm, start, messages } => write!(
+                f,
+                "start_stream {slot} from {}, confirming {}{}",
+                position_name(*start),
+                confirm_name(*confirm),
+                if *messages { ", with messages" } else { "" }
+            ),
             Step::StopStream { slot } => write!(f, "stop_stream {slot}"),
             Step::DropSlot { slot } => write!(f, "drop_slot {slot}"),
             Step::Restart { mode } => {
                 write!(f, "restart {}", if *mode == RestartMode::Fast { "fast" } else { "immediate" })
             }
             Step::Sleep { seconds } => write!(f, "sleep {seconds}s"),
+            Step::Open { session, database } => write!(f, "{session}: open in {database}"),
+            Step::Begin { session, txn, isolation } => {
+                write!(f, "{session}: BEGIN ISOLATION LEVEL {}", isolation.name())?;
+                match txn {
+                    Some(txn) => write!(f, " ({txn})"),
+                    None => Ok(()),
+                }
+            }
+            Step::Statement { session, kind, ids, txn } => {
+                let ids: Vec<String> = ids.iter().map(i64::to_string).collect();
+                write!(f, "{session}: {} {}", kind.name(), ids.join(", "))?;
+                match txn {
+                    Some(txn) => write!(f, " (autocommit {txn})"),
+                    None => Ok(()),
+                }
+            }
+            Step::Message { session, transactional, prefix, content, txn } => {
+                write!(
+                    f,
+                    "{session}: {} message {prefix} '{content}'",
+                    if *transactional { "transactional" } else { "non-transactional" }
+                )?;
+                match txn {
+                    Some(txn) => write!(f, " (autocommit {txn})"),
+                    None => Ok(()),
+                }
+            }
+            Step::Commit { session } => write!(f, "{session}: COMMIT"),
+            Step::Rollback { session } => write!(f, "{session}: ROLLBACK"),
+            Step::Idle { session, seconds } => write!(f, "{session}: idle {seconds}s"),
+            Step::ImportSnapshot { session, slot } => {
+                write!(f, "{session}: BEGIN ISOLATION LEVEL REPEATABLE READ; SET TRANSACTION SNAPSHOT of {slot}")
+            }
+            Step::Select { session } => write!(f, "{session}: SELECT id"),
+            Step::CurrentSnapshot { session } => write!(f, "{session}: SELECT pg_current_snapshot()"),
+            Step::Close { session } => write!(f, "{session}: close"),
         }
     }
 }
@@ -237,6 +392,8 @@ struct File {
     databases: Vec<String>,
     #[serde(default, rename = "step")]
     steps: Vec<FileStep>,
+    #[serde(default)]
+    compare: Vec<Compared>,
 }
 
 #[derive(Default, Deserialize)]
@@ -255,6 +412,9 @@ enum FileStep {
     CreateSlot {
         slot: String,
         database: Option<String>,
+        session: Option<String>,
+        #[serde(default)]
+        export_snapshot: bool,
     },
     Write {
         size: String,
@@ -288,12 +448,16 @@ enum FileStep {
         confirm: Confirm,
         #[serde(default = "zero")]
         start: Position,
+        #[serde(default)]
+        messages: bool,
     },
     StartStream {
         slot: String,
         confirm: Confirm,
         #[serde(default = "zero")]
         start: Position,
+        #[serde(default)]
+        messages: bool,
     },
     StopStream {
         slot: String,
@@ -306,6 +470,61 @@ enum FileStep {
     },
     Sleep {
         seconds: u64,
+    },
+    Open {
+        session: String,
+        database: Option<String>,
+    },
+    Begin {
+        session: String,
+        txn: Option<String>,
+        #[serde(default)]
+        isolation: Isolation,
+    },
+    Insert {
+        session: String,
+        ids: Vec<i64>,
+        txn: Option<String>,
+    },
+    Update {
+        session: String,
+        ids: Vec<i64>,
+        txn: Option<String>,
+    },
+    Delete {
+        session: String,
+        ids: Vec<i64>,
+        txn: Option<String>,
+    },
+    Message {
+        session: String,
+        transactional: bool,
+        prefix: String,
+        content: String,
+        txn: Option<String>,
+    },
+    Commit {
+        session: String,
+    },
+    Rollback {
+        session: String,
+    },
+    Idle {
+        session: String,
+        seconds: u64,
+    },
+    ImportSnapshot {
+        session: String,
+        slot: String,
+    },
+    Select {
+        session: String,
+    },
+    Snapshot {
+        session: String,
+    },
+    Close {
+        session: String,
     },
 }
 
@@ -411,9 +630,15 @@ impl Workload {
         for (index, step) in file.steps.into_iter().enumerate() {
             let number = index + 1;
             let step = match step {
-                FileStep::CreateSlot { slot, database: db } => {
+                FileStep::CreateSlot { slot, database: db, session, export_snapshot } => {
                     check_identifier(&format!("step {number}: slot"), &slot)?;
-                    Step::CreateSlot { slot, database: database(number, db)? }
+                    if export_snapshot && session.is_none() {
+                        return Err(format!(
+                            "step {number}: create_slot {slot}: export_snapshot needs a session (the replication \
+                             connection that keeps the snapshot)"
+                        ));
+                    }
+                    Step::CreateSlot { slot, database: database(number, db)?, session, export_snapshot }
                 }
                 FileStep::Write { size, database: db } => {
                     let bytes = parse_size_bytes(&size).map_err(|e| format!("step {number}: write.size: {e}"))?;
@@ -452,13 +677,15 @@ impl Workload {
                 FileStep::AdvanceSlot { slot, to } => Step::AdvanceSlot { slot, to },
                 FileStep::GetChanges { slot } => Step::GetChanges { slot },
                 FileStep::PeekChanges { slot } => Step::PeekChanges { slot },
-                FileStep::Stream { slot, seconds, confirm, start } => {
+                FileStep::Stream { slot, seconds, confirm, start, messages } => {
                     if !(1..=600).contains(&seconds) {
                         return Err(format!("step {number}: stream.seconds must be from 1 to 600, not {seconds}"));
                     }
-                    Step::Stream { slot, seconds, confirm, start }
+                    Step::Stream { slot, seconds, confirm, start, messages }
                 }
-                FileStep::StartStream { slot, confirm, start } => Step::StartStream { slot, confirm, start },
+                FileStep::StartStream { slot, confirm, start, messages } => {
+                    Step::StartStream { slot, confirm, start, messages }
+                }
                 FileStep::StopStream { slot } => Step::StopStream { slot },
                 FileStep::DropSlot { slot } => Step::DropSlot { slot },
                 FileStep::Restart { mode } => Step::Restart { mode },
@@ -468,17 +695,75 @@ impl Workload {
                     }
                     Step::Sleep { seconds }
                 }
+                FileStep::Open { session, database: db } => Step::Open { session, database: database(number, db)? },
+                FileStep::Begin { session, txn, isolation } => Step::Begin { session, txn, isolation },
+                FileStep::Insert { session, ids, txn } => {
+                    Step::Statement { session, kind: StatementKind::Insert, ids, txn }
+                }
+                FileStep::Update { session, ids, txn } => {
+                    Step::Statement { session, kind: StatementKind::Update, ids, txn }
+                }
+                FileStep::Delete { session, ids, txn } => {
+                    Step::Statement { session, kind: StatementKind::Delete, ids, txn }
+                }
+                FileStep::Message { session, transactional, prefix, content, txn } => {
+                    check_identifier(&format!("step {number}: message.prefix"), &prefix)?;
+                    let most = MAX_MESSAGE_CONTENT_BYTES;
+                    if content.len() > most || content.chars().any(|c| c.is_control()) {
+                        return Err(format!(
+                            "step {number}: message.content must be 0 to {most} bytes of printable text, not {} bytes",
+                            content.len()
+                        ));
+                    }
+                    Step::Message { session, transactional, prefix, content, txn }
+                }
+                FileStep::Commit { session } => Step::Commit { session },
+                FileStep::Rollback { session } => Step::Rollback { session },
+                FileStep::Idle { session, seconds } => {
+                    if !(1..=3600).contains(&seconds) {
+                        return Err(format!("step {number}: idle.seconds must be from 1 to 3600, not {seconds}"));
+                    }
+                    Step::Idle { session, seconds }
+                }
+                FileStep::ImportSnapshot { session, slot } => Step::ImportSnapshot { session, slot },
+                FileStep::Select { session } => Step::Select { session },
+                FileStep::Snapshot { session } => Step::CurrentSnapshot { session },
+                FileStep::Close { session } => Step::Close { session },
             };
+            if let Step::Statement { ids, .. } = &step {
+                let most = MAX_STATEMENT_ROWS;
+                if ids.is_empty() || ids.len() > most {
+                    return Err(format!("step {number}: a statement names {} ids; expected 1 to {most}", ids.len()));
+                }
+                if let Some(id) = ids.iter().find(|id| **id < 1) {
+                    return Err(format!("step {number}: id {id} is out of range; ids are from 1"));
+                }
+                let distinct: std::collections::BTreeSet<i64> = ids.iter().copied().collect();
+                if distinct.len() != ids.len() {
+                    return Err(format!("step {number}: a statement names an id twice"));
+                }
+                all_changes += ids.len() as u64;
+            }
             steps.push(step);
         }
         let mut names = std::collections::BTreeSet::new();
         for (index, step) in steps.iter().enumerate() {
-            if let Step::Transaction { name, .. } = step
-                && !names.insert(name.clone())
-            {
-                return Err(format!("step {}: transaction name `{name}` is used twice", index + 1));
+            let name = match step {
+                Step::Transaction { name, .. } => Some(name),
+                Step::Begin { txn, .. } | Step::Statement { txn, .. } | Step::Message { txn, .. } => txn.as_ref(),
+                _ => None,
+            };
+            if let Some(name) = name {
+                check_identifier(&format!("step {}: transaction name", index + 1), name)?;
+                if !names.insert(name.clone()) {
+                    return Err(format!("step {}: transaction name `{name}` is used twice", index + 1));
+                }
             }
         }
+        check_sessions(&steps)?;
+        let mut compare = file.compare.clone();
+        compare.sort();
+        compare.dedup();
         Ok(Workload {
             name: file.name,
             description: file.description,
@@ -491,6 +776,7 @@ impl Workload {
             },
             databases,
             steps,
+            compare,
         })
     }
 
@@ -506,6 +792,116 @@ impl Workload {
         }
         slots
     }
+}
+
+/// The most rows a session's statement names.
+pub const MAX_STATEMENT_ROWS: usize = 1000;
+/// The longest logical message content a step emits.
+pub const MAX_MESSAGE_CONTENT_BYTES: usize = 1000;
+
+/// What the steps know of a session.
+struct SessionState {
+    /// `Some(name)` inside a transaction block (`None` inside: the block has no name).
+    block: Option<Option<String>>,
+    /// Opened by a `create_slot`: it runs nothing else.
+    creates_slot: bool,
+}
+
+/// Sessions are opened before use, a block is begun before it commits, a write inside a block
+/// has a transaction name, and so on: checked before anything runs, step by step.
+fn check_sessions(steps: &[Step]) -> Result<(), String> {
+    use std::collections::BTreeMap;
+    let mut sessions: BTreeMap<&str, SessionState> = BTreeMap::new();
+    let mut exported: Vec<&str> = Vec::new();
+    for (index, step) in steps.iter().enumerate() {
+        let number = index + 1;
+        let session_of = |sessions: &BTreeMap<&str, SessionState>, session: &str| -> Result<(), String> {
+            match sessions.get(session) {
+                None => Err(format!("step {number}: session `{session}` is not open (open it with an `open` step)")),
+                Some(state) if state.creates_slot => Err(format!(
+                    "step {number}: session `{session}` creates a slot; it runs nothing else (open another session)"
+                )),
+                Some(_) => Ok(()),
+            }
+        };
+        match step {
+            Step::Open { session, .. } | Step::CreateSlot { session: Some(session), .. } => {
+                check_identifier(&format!("step {number}: session"), session)?;
+                if sessions.contains_key(session.as_str()) {
+                    return Err(format!("step {number}: session `{session}` is already open"));
+                }
+                let creates_slot = matches!(step, Step::CreateSlot { .. });
+                sessions.insert(session, SessionState { block: None, creates_slot });
+                if let Step::CreateSlot { slot, export_snapshot: true, .. } = step {
+                    exported.push(slot);
+                }
+            }
+            Step::Begin { session, txn, .. } => {
+                session_of(&sessions, session)?;
+                let state = sessions.get_mut(session.as_str()).expect("checked");
+                if state.block.is_some() {
+                    return Err(format!("step {number}: session `{session}` is already in a transaction block"));
+                }
+                state.block = Some(txn.clone());
+            }
+            Step::ImportSnapshot { session, slot } => {
+                session_of(&sessions, session)?;
+                if !exported.contains(&slot.as_str()) {
+                    return Err(format!(
+                        "step {number}: no earlier create_slot of {slot} exports a snapshot (give it export_snapshot = true)"
+                    ));
+                }
+                let state = sessions.get_mut(session.as_str()).expect("checked");
+                if state.block.is_some() {
+                    return Err(format!("step {number}: session `{session}` is already in a transaction block"));
+                }
+                state.block = Some(None);
+            }
+            Step::Statement { session, txn, .. } | Step::Message { session, txn, .. } => {
+                session_of(&sessions, session)?;
+                let state = &sessions[session.as_str()];
+                let writes_xid = !matches!(step, Step::Message { transactional: false, .. });
+                match (&state.block, txn) {
+                    (Some(_), Some(txn)) => {
+                        return Err(format!(
+                            "step {number}: `{txn}`: a statement inside a transaction block belongs to the block's \
+                             transaction (name it at its begin)"
+                        ));
+                    }
+                    (Some(None), None) if writes_xid => {
+                        return Err(format!(
+                            "step {number}: session `{session}` writes in a transaction block that has no name (give \
+                             its begin a txn)"
+                        ));
+                    }
+                    (None, None) if writes_xid => {
+                        return Err(format!("step {number}: an autocommit write needs a txn name"));
+                    }
+                    (None, Some(txn)) if !writes_xid => {
+                        return Err(format!(
+                            "step {number}: `{txn}`: a non-transactional message outside a block has no transaction"
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+            Step::Commit { session } | Step::Rollback { session } => {
+                session_of(&sessions, session)?;
+                let state = sessions.get_mut(session.as_str()).expect("checked");
+                if state.block.take().is_none() {
+                    return Err(format!("step {number}: session `{session}` has no transaction block to end"));
+                }
+            }
+            Step::Idle { session, .. } | Step::Select { session } | Step::CurrentSnapshot { session } => {
+                session_of(&sessions, session)?;
+            }
+            Step::Close { session } if sessions.remove(session.as_str()).is_none() => {
+                return Err(format!("step {number}: session `{session}` is not open"));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Slot, database and transaction names go into SQL and replication commands unquoted, so they
@@ -541,7 +937,13 @@ mod tests {
         assert_eq!(workload.steps[1], Step::Write { bytes: 5 << 20, database: "handoff".into() });
         assert_eq!(
             workload.steps[3],
-            Step::Stream { slot: "s1".into(), seconds: 2, confirm: Confirm::Keepalive, start: Position::Zero }
+            Step::Stream {
+                slot: "s1".into(),
+                seconds: 2,
+                confirm: Confirm::Keepalive,
+                start: Position::Zero,
+                messages: false
+            }
         );
     }
 
@@ -584,6 +986,90 @@ mod tests {
         );
         let most: String = (0..10).map(|n| transaction(&format!("t{n}"), 100_000)).collect();
         assert!(Workload::parse(&format!("name = \"w\"\n{most}"), "w.toml").is_ok());
+    }
+
+    #[test]
+    fn session_steps_parse() {
+        let workload = Workload::parse(
+            "name = \"w\"\ndatabases = [\"handoff\", \"other\"]\ncompare = [\"catalog_xmin\", \"restart_lsn\"]\n\
+             [[step]]\nopen = { session = \"o\", database = \"other\" }\n\
+             [[step]]\nbegin = { session = \"o\", txn = \"x1\", isolation = \"repeatable_read\" }\n\
+             [[step]]\ndelete = { session = \"o\", ids = [3, 1] }\n\
+             [[step]]\nmessage = { session = \"o\", transactional = false, prefix = \"p\", content = \"it's\" }\n\
+             [[step]]\ncreate_slot = { slot = \"s\", session = \"c\", export_snapshot = true }\n\
+             [[step]]\ncommit = { session = \"o\" }\n\
+             [[step]]\ninsert = { session = \"o\", ids = [5], txn = \"auto\" }\n\
+             [[step]]\nimport_snapshot = { session = \"o\", slot = \"s\" }\n\
+             [[step]]\nsnapshot = { session = \"o\" }\n",
+            "w.toml",
+        )
+        .unwrap();
+        assert_eq!(workload.compare, [Compared::RestartLsn, Compared::CatalogXmin]);
+        assert_eq!(
+            workload.steps[1],
+            Step::Begin { session: "o".into(), txn: Some("x1".into()), isolation: Isolation::RepeatableRead }
+        );
+        assert_eq!(
+            workload.steps[2],
+            Step::Statement { session: "o".into(), kind: StatementKind::Delete, ids: vec![3, 1], txn: None }
+        );
+        assert_eq!(
+            workload.steps[4],
+            Step::CreateSlot {
+                slot: "s".into(),
+                database: "handoff".into(),
+                session: Some("c".into()),
+                export_snapshot: true
+            }
+        );
+        assert_eq!(workload.steps[8], Step::CurrentSnapshot { session: "o".into() });
+        assert_eq!(workload.slots(), ["s"]);
+    }
+
+    #[test]
+    fn sessions_are_used_as_postgresql_allows() {
+        let error = |steps: &str| Workload::parse(&format!("name = \"w\"\n{steps}"), "w.toml").unwrap_err();
+        let open = "[[step]]\nopen = { session = \"a\" }\n";
+        let begin = "[[step]]\nbegin = { session = \"a\", txn = \"t\" }\n";
+        let unopened = error("[[step]]\nbegin = { session = \"a\" }\n");
+        assert!(unopened.contains("step 1: session `a` is not open"), "{unopened}");
+        let commit = error(&format!("{open}[[step]]\ncommit = {{ session = \"a\" }}\n"));
+        assert!(commit.contains("step 2: session `a` has no transaction block to end"), "{commit}");
+        let twice = error(&format!("{open}{begin}[[step]]\nbegin = {{ session = \"a\" }}\n"));
+        assert!(twice.contains("step 3: session `a` is already in a transaction block"), "{twice}");
+        let autocommit = error(&format!("{open}[[step]]\ninsert = {{ session = \"a\", ids = [1] }}\n"));
+        assert!(autocommit.contains("step 2: an autocommit write needs a txn name"), "{autocommit}");
+        let inside = error(&format!("{open}{begin}[[step]]\ninsert = {{ session = \"a\", ids = [1], txn = \"u\" }}\n"));
+        assert!(inside.contains("step 3: `u`: a statement inside a transaction block"), "{inside}");
+        let unnamed = error(&format!(
+            "{open}[[step]]\nbegin = {{ session = \"a\" }}\n[[step]]\nupdate = {{ session = \"a\", ids = [1] }}\n"
+        ));
+        assert!(unnamed.contains("step 3: session `a` writes in a transaction block that has no name"), "{unnamed}");
+        let reused = error(&format!("{open}{begin}[[step]]\ncommit = {{ session = \"a\" }}\n{begin}"));
+        assert!(reused.contains("step 4: transaction name `t` is used twice"), "{reused}");
+        let export = error("[[step]]\ncreate_slot = { slot = \"s\", export_snapshot = true }\n");
+        assert!(export.contains("step 1: create_slot s: export_snapshot needs a session"), "{export}");
+        let import = error(&format!(
+            "{open}[[step]]\ncreate_slot = {{ slot = \"s\", session = \"c\" }}\n\
+             [[step]]\nimport_snapshot = {{ session = \"a\", slot = \"s\" }}\n"
+        ));
+        assert!(import.contains("step 3: no earlier create_slot of s exports a snapshot"), "{import}");
+        let creator = error(
+            "[[step]]\ncreate_slot = { slot = \"s\", session = \"c\" }\n[[step]]\nselect = { session = \"c\" }\n",
+        );
+        assert!(creator.contains("step 2: session `c` creates a slot; it runs nothing else"), "{creator}");
+        let ids = error(&format!("{open}[[step]]\ndelete = {{ session = \"a\", ids = [2, 2], txn = \"t\" }}\n"));
+        assert!(ids.contains("step 2: a statement names an id twice"), "{ids}");
+        let zero = error(&format!("{open}[[step]]\ndelete = {{ session = \"a\", ids = [0], txn = \"t\" }}\n"));
+        assert!(zero.contains("step 2: id 0 is out of range; ids are from 1"), "{zero}");
+        let none = error(&format!("{open}[[step]]\ndelete = {{ session = \"a\", ids = [], txn = \"t\" }}\n"));
+        assert!(none.contains("step 2: a statement names 0 ids; expected 1 to 1000"), "{none}");
+        let prefix = error(&format!(
+            "{open}[[step]]\nmessage = {{ session = \"a\", transactional = false, prefix = \"P'\", content = \"\" }}\n"
+        ));
+        assert!(prefix.contains("step 2: message.prefix `P'` must be a lower-case identifier"), "{prefix}");
+        let compare = error("compare = [\"xmin\"]\n");
+        assert!(compare.contains("xmin"), "{compare}");
     }
 
     #[test]

@@ -13,6 +13,15 @@ pub struct Connection {
     timeout: Duration,
     /// Describes the target for error messages.
     pub(super) name: String,
+    /// What arrived so far of the answer to a query sent with [`Connection::send_query`].
+    pending: Option<PendingQuery>,
+}
+
+/// The answer to a query, as far as it has arrived.
+#[derive(Default)]
+struct PendingQuery {
+    rows: Vec<Vec<Option<String>>>,
+    failure: Option<PgError>,
 }
 
 impl Connection {
@@ -36,6 +45,7 @@ impl Connection {
             ready: false,
             timeout: DEFAULT_TIMEOUT,
             name,
+            pending: None,
         };
         let mut parameters = vec![
             ("user", target.user.as_str()),
@@ -80,25 +90,48 @@ impl Connection {
     /// the connection stays usable (unless the error was `FATAL`). Any other error leaves the
     /// connection unusable: later calls fail.
     pub fn simple_query(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, PgError> {
+        self.send_query(sql)?;
+        match self.poll_result(self.timeout)? {
+            Some(rows) => Ok(rows),
+            None => Err(timed_out(&format!("running a query on {}", self.name), self.timeout)),
+        }
+    }
+
+    /// Sends SQL with the simple-query protocol without waiting for the answer: read it with
+    /// [`poll_result`](Self::poll_result). Until the answer is read, the connection runs nothing
+    /// else (for a command that may wait on locks, such as a slot creation).
+    pub fn send_query(&mut self, sql: &str) -> Result<(), PgError> {
         self.check_ready()?;
         let mut buf = BytesMut::new();
         frontend::query(sql, &mut buf).map_err(|error| invalid_input(format!("query: {error}")))?;
         self.ready = false;
-        self.send(&buf)?;
-        let deadline = Instant::now() + self.timeout;
-        let mut rows = Vec::new();
-        let mut failure = None;
+        self.pending = Some(PendingQuery::default());
+        self.send(&buf)
+    }
+
+    /// Reads the answer to [`send_query`](Self::send_query) for up to `timeout`: the rows of
+    /// its last statement that returned rows, as [`simple_query`](Self::simple_query) gives
+    /// them, or `Ok(None)` if the server has not finished yet (what it sent so far is kept).
+    pub fn poll_result(&mut self, timeout: Duration) -> Result<Option<Vec<Vec<Option<String>>>>, PgError> {
+        let Some(mut pending) = self.pending.take() else {
+            return Err(PgError::Protocol(format!("no query is waiting for an answer on {}", self.name)));
+        };
+        let deadline = Instant::now() + timeout;
         loop {
-            let message = match self.next(deadline, "running a query") {
-                Ok(message) => message,
+            let frame = match self.read_frame(deadline) {
+                Ok(Some(frame)) => frame,
+                Ok(None) => {
+                    self.pending = Some(pending);
+                    return Ok(None);
+                }
                 // After a FATAL error the server closes the connection: report the error.
-                Err(error) => return Err(failure.unwrap_or(error)),
+                Err(error) => return Err(pending.failure.unwrap_or(error)),
             };
-            match message {
+            match Backend::decode(frame)? {
                 Backend::Message(Message::ReadyForQuery(_)) => break,
-                Backend::Message(Message::RowDescription(_)) => rows.clear(),
-                Backend::DataRow(row) => rows.push(row),
-                Backend::Error(error) => failure = Some(error),
+                Backend::Message(Message::RowDescription(_)) => pending.rows.clear(),
+                Backend::DataRow(row) => pending.rows.push(row),
+                Backend::Error(error) => pending.failure = Some(error),
                 Backend::Message(Message::CopyInResponse(_)) => {
                     let mut buf = BytesMut::new();
                     frontend::copy_fail("COPY FROM STDIN is not supported by this client", &mut buf)?;
@@ -118,9 +151,9 @@ impl Connection {
             }
         }
         self.ready = true;
-        match failure {
+        match pending.failure {
             Some(error) => Err(error),
-            None => Ok(rows),
+            None => Ok(Some(pending.rows)),
         }
     }
 

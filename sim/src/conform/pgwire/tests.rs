@@ -153,3 +153,54 @@ fn quotes_replication_options() {
     assert_eq!(quote_identifier("a\"b"), "\"a\"\"b\"");
     assert_eq!(quote_literal("it's"), "'it''s'");
 }
+
+/// Row changes carry the first column of the tuple pgoutput sends; an update's old key tuple is
+/// skipped; messages carry their flags, prefix and content.
+#[test]
+fn reads_pgoutput_changes_and_messages() {
+    // TupleData: Int16 columns, then per column 'n' | 'u' | 't' Int32 length, bytes.
+    fn tuple(columns: &[Option<&str>]) -> Vec<u8> {
+        let mut data = (columns.len() as u16).to_be_bytes().to_vec();
+        for column in columns {
+            match column {
+                None => data.push(b'n'),
+                Some(text) => {
+                    data.push(b't');
+                    data.extend((text.len() as u32).to_be_bytes());
+                    data.extend(text.as_bytes());
+                }
+            }
+        }
+        data
+    }
+    let change = |kind: u8, parts: &[(u8, Vec<u8>)]| {
+        let mut data = vec![kind];
+        data.extend(16439u32.to_be_bytes());
+        for (marker, tuple) in parts {
+            data.push(*marker);
+            data.extend(tuple);
+        }
+        parse_pgoutput(&data).expect("parses")
+    };
+    let insert = change(b'I', &[(b'N', tuple(&[Some("101"), Some("0")]))]);
+    assert_eq!(insert, PgOutput::Change { kind: b'I', first_column: Some("101".into()) });
+    let update = change(b'U', &[(b'K', tuple(&[Some("7")])), (b'N', tuple(&[Some("8"), None]))]);
+    assert_eq!(update, PgOutput::Change { kind: b'U', first_column: Some("8".into()) });
+    let delete = change(b'D', &[(b'K', tuple(&[Some("131"), None]))]);
+    assert_eq!(delete, PgOutput::Change { kind: b'D', first_column: Some("131".into()) });
+    let mut message = vec![b'M', 1];
+    message.extend(0x00EB_B000_u64.to_be_bytes());
+    message.extend(b"p\0");
+    message.extend(8u32.to_be_bytes());
+    message.extend(b"x-commit");
+    assert_eq!(
+        parse_pgoutput(&message).expect("parses"),
+        PgOutput::Message { transactional: true, lsn: 0x00EB_B000, prefix: "p".into(), content: b"x-commit".to_vec() }
+    );
+    message.truncate(message.len() - 1);
+    assert!(parse_pgoutput(&message).is_err(), "a message cut short is an error");
+    let mut bad = vec![b'I'];
+    bad.extend(1u32.to_be_bytes());
+    bad.push(b'X');
+    assert!(parse_pgoutput(&bad).is_err(), "an unknown tuple marker is an error");
+}
