@@ -441,7 +441,12 @@ impl ModelSide {
                     prefix: prefix.clone(),
                     payload_bytes: content.len() as u64,
                 };
-                self.write(session, request, txn.as_deref())
+                let outcome = self.write(session, request, txn.as_deref());
+                if !*transactional {
+                    // The real side waits for the WAL writer to flush the message.
+                    self.advance_time(WAL_WRITER_DELAY_MS);
+                }
+                outcome
             }
             Step::Commit { session } | Step::Rollback { session } => {
                 let request =

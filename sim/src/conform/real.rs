@@ -432,7 +432,19 @@ impl RealServer {
                     "SELECT pg_logical_emit_message({transactional}, '{prefix}', '{}')",
                     content.replace('\'', "''")
                 );
-                self.write(session, &sql, txn.as_deref())?
+                let outcome = self.write(session, &sql, txn.as_deref())?;
+                if !*transactional {
+                    // A non-transactional message is not flushed when written (`LogLogicalMessage`
+                    // without `flush`, PostgreSQL 15); the WAL writer flushes it within
+                    // wal_writer_delay. Wait for it, as after an ABORT record.
+                    let after = self
+                        .session(session)?
+                        .connection
+                        .query_one("SELECT pg_current_wal_insert_lsn()::text")
+                        .map_err(io)?;
+                    self.wait_for_flush(after.as_deref().unwrap_or_default())?;
+                }
+                outcome
             }
             Step::Commit { session } | Step::Rollback { session } => {
                 let rollback = matches!(step, Step::Rollback { .. });
