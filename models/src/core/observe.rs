@@ -436,6 +436,13 @@ pub enum Observation {
     CrashRecoveryEnded {
         server: Node,
     },
+    // ----- Debezium's restart search (issue 18) -----
+    /// The restart's search phase (`WalPositionLocator.resumeFromLsn`) found where to resume;
+    /// the task reconnects and streams again from the stored `lsn_proc` with the filter on.
+    WalPositionFound {
+        resume: Lsn,
+        reconnect_at: Lsn,
+    },
 }
 
 /// An observation with its time and node: one line of the trace.
