@@ -69,7 +69,7 @@ fn entry(name: &str, invariant: Invariant, sizes: (usize, usize), twin_sizes: (u
 
 #[test]
 fn dbz_7816_a_slot_confirmed_before_the_offsets_are_stored() {
-    entry("dbz-7816-slot-confirmed-before-offsets-stored", Invariant::I5, (47_250, 19_469), (188_955, 73_499));
+    entry("dbz-7816-slot-confirmed-before-offsets-stored", Invariant::I5, (48_039, 19_884), (190_753, 74_397));
 }
 
 #[test]
@@ -79,20 +79,20 @@ fn a_wall_clock_stream_start() {
 
 #[test]
 fn dbz_9688_trust_slot_after_a_recreated_slot() {
-    entry("dbz-9688-trust-slot-after-recreated-slot", Invariant::I6, (201_183, 78_093), (191_743, 74_617));
+    entry("dbz-9688-trust-slot-after-recreated-slot", Invariant::I6, (203_577, 79_201), (193_541, 75_515));
 }
 
 #[test]
 fn the_missing_log_position_check_after_a_snapshot() {
-    entry("missing-log-position-check-after-snapshot", Invariant::I6, (458_379, 171_709), (985_361, 361_107));
+    entry("missing-log-position-check-after-snapshot", Invariant::I6, (458_976, 172_049), (987_673, 362_209));
 }
 
 #[test]
 fn the_resurrection_after_an_incomplete_snapshot() {
-    entry("resurrection-after-incomplete-snapshot", Invariant::I2, (95_931, 42_650), (95_931, 42_650));
+    entry("resurrection-after-incomplete-snapshot", Invariant::I2, (96_415, 42_968), (96_415, 42_968));
 }
 
 #[test]
 fn a_naive_sink() {
-    entry("naive-sink", Invariant::I3, (57_273, 24_339), (57_273, 24_339));
+    entry("naive-sink", Invariant::I3, (57_535, 24_506), (57_535, 24_506));
 }
