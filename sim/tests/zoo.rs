@@ -67,6 +67,52 @@ fn entry(name: &str, invariant: Invariant, sizes: (usize, usize), twin_sizes: (u
     assert!(runner::run(&loaded.spec, loaded.seed).prediction_held, "{twin}: the timed run");
 }
 
+/// A historic Debezium bug (reference debezium-postgres.md §9): the entry on the release that had
+/// it, as [`entry`]; its twin on the release that fixed it, where `invariant` holds throughout the
+/// bound. The twin may keep findings of other bugs of its release (before 2.7, DBZ-7816's I5),
+/// which its prediction allows.
+#[track_caller]
+fn historic(name: &str, invariant: Invariant, sizes: (usize, usize), twin_sizes: (usize, usize)) {
+    let loaded = scenario::load(&zoo(name), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let spec = loaded.spec;
+    let report = check::check(&spec, name, PLAN).expect("a bound");
+    assert!(report.complete, "{name}: the bound is explored completely");
+    assert_eq!((report.states, report.unique_states), sizes, "{name}: the bound's size");
+    assert!(report.as_expected(), "{name}:\n{}", check::text(&report));
+    let found = report
+        .properties
+        .iter()
+        .find(|p| p.invariant == Some(invariant))
+        .unwrap_or_else(|| panic!("{name}: no property checks {invariant}"));
+    assert_eq!(found.outcome, Outcome::Counterexample, "{name}: {invariant}");
+    let schedule = spec.schedule.as_ref().expect("an entry carries its counterexample as its schedule");
+    assert_eq!(
+        found.path, schedule.steps,
+        "{name}: the shortest counterexample changed; its story now:\n{}",
+        found.story
+    );
+    let run = runner::run(&spec, loaded.seed);
+    assert!(run.departures.is_empty(), "{name}: {:?}", run.departures);
+    assert!(run.violated().contains(&invariant), "{name}: {:?}", run.violated());
+    assert!(run.prediction_held, "{name}: {:?}", run.violated());
+
+    let twin = format!("{name}-fixed");
+    let loaded = scenario::load(&zoo(&twin), &[]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(loaded.spec.check, spec.check, "{twin}: the same bound");
+    let report = check::check(&loaded.spec, &twin, PLAN).expect("a bound");
+    assert!(report.complete, "{twin}: the bound is explored completely");
+    assert_eq!((report.states, report.unique_states), twin_sizes, "{twin}: the bound's size");
+    assert!(report.as_expected(), "{twin}:\n{}", check::text(&report));
+    let fixed = report.properties.iter().find(|p| p.invariant == Some(invariant)).expect("checked");
+    assert_ne!(fixed.outcome, Outcome::Counterexample, "{twin}: {invariant} holds on the fixed release");
+    assert!(runner::run(&loaded.spec, loaded.seed).prediction_held, "{twin}: the timed run");
+}
+
+#[test]
+fn dbz_5915_6204_a_change_sharing_the_stored_lsn() {
+    historic("dbz-5915-6204-change-sharing-the-stored-lsn", Invariant::I1, (986_591, 405_056), (988_787, 406_335));
+}
+
 #[test]
 fn dbz_7816_a_slot_confirmed_before_the_offsets_are_stored() {
     entry("dbz-7816-slot-confirmed-before-offsets-stored", Invariant::I5, (48_039, 19_884), (190_753, 74_397));

@@ -435,6 +435,7 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
         }],
         debezium: DebeziumConfig {
             version: (3, 7),
+            pgjdbc: None,
             name: "claims-connector".into(),
             topic_prefix: "claims".into(),
             slot_name: "debezium".into(),

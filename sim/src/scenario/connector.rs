@@ -244,6 +244,7 @@ pub(super) fn connector(
     }
     let debezium = DebeziumConfig {
         version: (3, 7),
+        pgjdbc: None,
         name,
         topic_prefix,
         slot_name,

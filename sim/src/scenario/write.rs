@@ -96,9 +96,14 @@ fn write_top(w: &mut Writer, spec: &Spec, seed: u64) {
 
 fn write_versions(w: &mut Writer, spec: &Spec) {
     let (major, minor) = spec.debezium.version;
-    if (major, minor) != (3, 7) {
+    if (major, minor) != (3, 7) || spec.debezium.pgjdbc.is_some() {
         w.table("versions");
+    }
+    if (major, minor) != (3, 7) {
         w.field("debezium", toml_string(&format!("{major}.{minor}")));
+    }
+    if let Some((major, minor, patch)) = spec.debezium.pgjdbc {
+        w.field("pgjdbc", toml_string(&format!("{major}.{minor}.{patch}")));
     }
 }
 

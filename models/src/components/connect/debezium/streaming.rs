@@ -121,12 +121,13 @@ impl DebeziumTask {
     }
 
     /// pgjdbc's keep-alive rule (`V3PGReplicationStream.processKeepAliveMessage`, pgjdbc ≥ 42.7.0),
-    /// on with `lsn.flush.mode=connector_and_driver`: when the last LSN Debezium confirmed
+    /// on with `lsn.flush.mode=connector_and_driver`, and with a 42.7.0–42.7.5 driver under
+    /// Debezium before 3.2 (`DebeziumConfig::driver_confirms_keepalives`): when the last LSN Debezium confirmed
     /// explicitly is at or past the start of the last data message, a keep-alive LSN beyond both
     /// the explicit and the driver's flush position is confirmed. It moves the slot past
     /// Debezium's stored offset: Debezium never stores the keep-alive LSN.
     fn on_keepalive(&mut self, ctx: &mut Ctx, wal_end: Lsn) {
-        if self.config.lsn_flush_mode != LsnFlushMode::ConnectorAndDriver {
+        if !self.config.driver_confirms_keepalives() {
             return;
         }
         if self.last_flushed >= self.last_data_start && wal_end > self.last_flushed && wal_end > self.driver_flushed {
