@@ -436,6 +436,14 @@ pub enum Observation {
     CrashRecoveryEnded {
         server: Node,
     },
+    /// A transaction block's commit record is in WAL (decodable from now on); it becomes
+    /// visible and COMMIT returns in a later step ([`Moment::CommitInWal`]).
+    CommitWritten {
+        server: Node,
+        xid: crate::core::ids::Xid,
+        commit_lsn: Lsn,
+        end_lsn: Lsn,
+    },
 }
 
 /// An observation with its time and node: one line of the trace.
@@ -492,6 +500,7 @@ impl Observation {
             Observation::OffsetsCommitted { offset: Some(_) } => Some(Moment::OffsetsStored),
             Observation::TaskStarted { .. } => Some(Moment::TaskStarted),
             Observation::Promoted { .. } => Some(Moment::Promoted),
+            Observation::CommitWritten { .. } => Some(Moment::CommitInWal),
             _ => None,
         }
     }
