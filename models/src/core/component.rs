@@ -52,11 +52,16 @@ pub enum Timer {
     LoaderStart,
     /// Operator: retry a step of a procedure.
     OperatorRetry,
+    /// PostgreSQL: transaction blocks whose commit record is in WAL leave the proc array
+    /// (`ProcArrayEndTransaction` after `RecordTransactionCommit`, `xact.c`): they become
+    /// visible, release their locks, and COMMIT returns. Armed with no delay, so that other
+    /// events can come between the commit record and the visibility.
+    CommitVisible,
 }
 
 impl Timer {
     /// Every timer but the scan batch (one per client).
-    pub const PLAIN: [Timer; 15] = [
+    pub const PLAIN: [Timer; 16] = [
         Timer::BgwriterRunningXacts,
         Timer::Checkpoint,
         Timer::ShipWal,
@@ -72,6 +77,7 @@ impl Timer {
         Timer::Workload,
         Timer::LoaderStart,
         Timer::OperatorRetry,
+        Timer::CommitVisible,
     ];
 
     /// Its name in a schedule and a timeline: `offset-flush`, `scan-batch:connect`.
@@ -93,6 +99,7 @@ impl Timer {
             Timer::Workload => "workload".into(),
             Timer::LoaderStart => "loader-start".into(),
             Timer::OperatorRetry => "operator-retry".into(),
+            Timer::CommitVisible => "commit-visible".into(),
         }
     }
 }

@@ -29,10 +29,14 @@ pub enum Moment {
     TaskStarted,
     /// The standby was promoted.
     Promoted,
+    /// A transaction block's commit record is in WAL and the transaction is not yet visible to
+    /// new snapshots nor answered (`RecordTransactionCommit` done, `ProcArrayEndTransaction`
+    /// not yet, `xact.c`).
+    CommitInWal,
 }
 
 impl Moment {
-    pub const ALL: [Moment; 9] = [
+    pub const ALL: [Moment; 10] = [
         Moment::SnapshotScanStarted,
         Moment::SnapshotCompletionMarkerAcked,
         Moment::SnapshotCompleted,
@@ -42,6 +46,7 @@ impl Moment {
         Moment::OffsetsStored,
         Moment::TaskStarted,
         Moment::Promoted,
+        Moment::CommitInWal,
     ];
 
     pub fn name(self) -> &'static str {
@@ -55,6 +60,7 @@ impl Moment {
             Moment::OffsetsStored => "offsets-stored",
             Moment::TaskStarted => "task-started",
             Moment::Promoted => "promoted",
+            Moment::CommitInWal => "commit-in-wal",
         }
     }
 

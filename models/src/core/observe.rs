@@ -436,6 +436,14 @@ pub enum Observation {
     CrashRecoveryEnded {
         server: Node,
     },
+    /// A transaction block's commit record is in WAL (decodable from now on); it becomes
+    /// visible and COMMIT returns in a later step ([`Moment::CommitInWal`]).
+    CommitWritten {
+        server: Node,
+        xid: crate::core::ids::Xid,
+        commit_lsn: Lsn,
+        end_lsn: Lsn,
+    },
     // ----- Debezium's restart search (issue 18) -----
     /// The restart's search phase (`WalPositionLocator.resumeFromLsn`) found where to resume;
     /// the task reconnects and streams again from the stored `lsn_proc` with the filter on.
@@ -499,6 +507,7 @@ impl Observation {
             Observation::OffsetsCommitted { offset: Some(_) } => Some(Moment::OffsetsStored),
             Observation::TaskStarted { .. } => Some(Moment::TaskStarted),
             Observation::Promoted { .. } => Some(Moment::Promoted),
+            Observation::CommitWritten { .. } => Some(Moment::CommitInWal),
             _ => None,
         }
     }

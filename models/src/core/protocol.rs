@@ -131,6 +131,10 @@ pub enum SqlRequest {
     ImportSnapshot { name: String },
     /// `SELECT pg_current_snapshot()`: `xmin:xmax:xip,…`.
     CurrentSnapshot,
+    /// `pg_logical_slot_get_binary_changes` (`consume`) or `pg_logical_slot_peek_binary_changes`
+    /// with pgoutput's options `proto_version '1'`, `publication_names`, and `messages` as
+    /// given: answered with [`SqlReply::Decoded`], logical messages included.
+    SlotChanges { slot: String, publication: String, consume: bool, messages: bool },
 }
 
 /// `transaction_isolation` of a transaction block (reference postgres-transactions.md §2.2).
@@ -189,6 +193,8 @@ pub struct ReplicationSlotRow {
     pub wal_status: Option<String>,
     /// `None` is SQL NULL.
     pub safe_wal_size: Option<i64>,
+    /// The oldest xid whose catalog rows the slot still needs (`None` is SQL NULL).
+    pub catalog_xmin: Option<Xid>,
 }
 
 /// A row of `pg_replication_slots` (the columns the models read).
@@ -246,6 +252,10 @@ pub enum SqlReply {
     },
     /// `pg_current_snapshot()`.
     Snapshot(SnapshotXids),
+    /// What [`SqlRequest::SlotChanges`] decoded, in the order pgoutput emitted it: whole
+    /// transactions ([`ReplReply::XLogData`], their transactional messages inside) and
+    /// non-transactional messages ([`ReplReply::Message`]).
+    Decoded(Vec<ReplReply>),
 }
 
 /// What a replication session asks of a walsender.
@@ -280,8 +290,15 @@ pub enum ReplRequest {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct DecodedTxn {
     pub xid: Xid,
+    /// The XLogData position of its BEGIN as PostgreSQL 15's pgoutput sends it: BEGIN is
+    /// deferred to the first item it sends (`pgoutput_send_begin`), so this is the first sent
+    /// change's LSN (its record's start), or the first sent transactional message's (its
+    /// record's end) when that comes first. Not the transaction's first WAL record: a change of
+    /// an unpublished table, or a message the client did not ask for, is not sent.
     pub first_lsn: Lsn,
+    /// The start of its commit record (BEGIN's `final_lsn`, COMMIT's `commit_lsn`).
     pub commit_lsn: Lsn,
+    /// The end of its commit record (COMMIT's `end_lsn` and XLogData position).
     pub end_lsn: Lsn,
     pub commit_time: SimTime,
     pub changes: Vec<Change>,

@@ -30,11 +30,15 @@ pub struct CommittedTxn {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum WalEntry {
     Txn(CopyOnWrite<CommittedTxn>),
-    /// `xl_running_xacts`, written by the background writer, at checkpoints and at slot
-    /// creation. Always empty here: transactions are atomic in this model.
+    /// `xl_running_xacts` (`LogStandbySnapshot`, `src/backend/storage/ipc/standby.c`), written by
+    /// the background writer, at checkpoints and at slot creation: the top-level xids assigned
+    /// and not yet out of the proc array, in every database (`GetRunningTransactionData`,
+    /// `procarray.c`), and `nextXid`, exact at this record.
     RunningXacts {
         start: Lsn,
         end: Lsn,
+        xids: Vec<Xid>,
+        next_xid: Xid,
     },
     Checkpoint {
         start: Lsn,
@@ -51,9 +55,8 @@ pub enum WalEntry {
         end: Lsn,
         timeline: u32,
     },
-    /// `pg_logical_emit_message`: the message record and, for a transactional one, its
-    /// commit. pgoutput sends messages only with its `messages` option, which no client here
-    /// sets (`pgoutput_message`), so decoding passes over it.
+    /// Unused since transaction blocks: a logical message is [`WalEntry::Message`]. Kept so
+    /// that the variants after it keep their place.
     LogicalMessage {
         start: Lsn,
         end: Lsn,
@@ -63,13 +66,53 @@ pub enum WalEntry {
         start: Lsn,
         end: Lsn,
     },
+    // ----- transaction blocks (later additions stay at the end) -----
+    /// A change record of a transaction block, written when its statement ran, long before its
+    /// commit: one heap record per row (`heap_insert`, `heap_update`, `heap_delete`,
+    /// `src/backend/access/heap/heapam.c`), or one `Heap2 MULTI_INSERT` whose rows all carry
+    /// its start (`heap_multi_insert`, a `COPY`). Each change's `lsn` is `start`. The record's
+    /// database is its table's.
+    Changes {
+        xid: Xid,
+        start: Lsn,
+        end: Lsn,
+        changes: Vec<Change>,
+    },
+    /// The commit record of a transaction block (`XactLogCommitRecord`, `xact.c`), carrying the
+    /// whole transaction: every change (already in WAL as [`WalEntry::Changes`]) and its
+    /// positions (`first_lsn` its first record, `commit_lsn` this record's start). Its entry
+    /// starts at `commit_lsn`.
+    Commit(CopyOnWrite<CommittedTxn>),
+    /// The abort record of a transaction block that had an xid (`XactLogAbortRecord`, written by
+    /// `RecordTransactionAbort`, `xact.c`). A crash writes none.
+    Abort {
+        xid: Xid,
+        start: Lsn,
+        end: Lsn,
+    },
+    /// `pg_logical_emit_message(transactional, prefix, content)` (`LogLogicalMessage`,
+    /// `src/backend/replication/logical/message.c`): `xid` is the writer's, if it had one (a
+    /// transactional message forces one); `database` is the writer's (`None`: the main one).
+    Message {
+        xid: Option<Xid>,
+        transactional: bool,
+        prefix: String,
+        payload_bytes: u64,
+        database: Option<String>,
+        start: Lsn,
+        end: Lsn,
+    },
 }
 
 impl WalEntry {
     pub fn start(&self) -> Lsn {
         match self {
             WalEntry::Txn(txn) => txn.first_lsn,
+            WalEntry::Commit(txn) => txn.commit_lsn,
             WalEntry::RunningXacts { start, .. }
+            | WalEntry::Changes { start, .. }
+            | WalEntry::Abort { start, .. }
+            | WalEntry::Message { start, .. }
             | WalEntry::Checkpoint { start, .. }
             | WalEntry::OtherDatabase { start, .. }
             | WalEntry::EndOfRecovery { start, .. }
@@ -80,8 +123,11 @@ impl WalEntry {
 
     pub fn end(&self) -> Lsn {
         match self {
-            WalEntry::Txn(txn) => txn.end_lsn,
+            WalEntry::Txn(txn) | WalEntry::Commit(txn) => txn.end_lsn,
             WalEntry::RunningXacts { end, .. }
+            | WalEntry::Changes { end, .. }
+            | WalEntry::Abort { end, .. }
+            | WalEntry::Message { end, .. }
             | WalEntry::Checkpoint { end, .. }
             | WalEntry::OtherDatabase { end, .. }
             | WalEntry::EndOfRecovery { end, .. }
@@ -94,5 +140,14 @@ impl WalEntry {
     /// snapshot records themselves.
     pub fn is_important(&self) -> bool {
         !matches!(self, WalEntry::RunningXacts { .. })
+    }
+
+    /// A committed transaction: an autocommit one written in one step ([`WalEntry::Txn`]) or a
+    /// transaction block's commit ([`WalEntry::Commit`]).
+    pub fn committed(&self) -> Option<&CommittedTxn> {
+        match self {
+            WalEntry::Txn(txn) | WalEntry::Commit(txn) => Some(txn),
+            _ => None,
+        }
     }
 }

@@ -165,6 +165,9 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
         Observation::CrashRecoveryEnded { .. } => {
             "crash recovery done; the end-of-recovery checkpoint runs before connections are accepted".into()
         }
+        Observation::CommitWritten { xid, commit_lsn, .. } => {
+            format!("transaction {xid}: commit record at {commit_lsn} in WAL; not yet visible")
+        }
         Observation::SlotInvalidated { slot, restart_lsn, oldest_kept, walsender_terminated, .. } => {
             let mut text = format!(
                 "invalidating slot \"{slot}\" because its restart_lsn {restart_lsn} exceeds max_slot_wal_keep_size \

@@ -263,7 +263,7 @@ fn tables(cx: &Cx, root: &Section) -> Res<Vec<TableSetup>> {
     let mut all_rows = 0;
     for (index, item) in items.iter().enumerate() {
         let s = cx.section(item)?;
-        s.check_keys(cx, "name rows replica_identity", "field")?;
+        s.check_keys(cx, "name rows replica_identity database", "field")?;
         let name_field = s.need(cx, "name", "")?;
         let name = table_name(cx, &name_field)?;
         if let Some(previous) = tables.iter().position(|table| table.name == name) {
@@ -289,7 +289,13 @@ fn tables(cx: &Cx, root: &Section) -> Res<Vec<TableSetup>> {
         let identities = [("default", ReplicaIdentity::Default), ("full", ReplicaIdentity::Full)];
         let replica_identity =
             s.opt("replica_identity", ReplicaIdentity::Default, |field| cx.choice(field, &identities))?;
-        tables.push(TableSetup { id, name, rows, replica_identity });
+        let database = s.opt("database", None, |field| {
+            let name = cx.string(field)?;
+            let identifier = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if identifier { Ok(Some(name.to_owned())) } else { cx.fail(field, format!("`{name}` is not a database name like \"analytics\"")) }
+        })?;
+        tables.push(TableSetup { id, name, rows, replica_identity, database });
     }
     Ok(tables)
 }

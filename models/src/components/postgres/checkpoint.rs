@@ -4,8 +4,9 @@ use super::*;
 
 impl Postgres {
     pub(super) fn write_running_xacts(&mut self, ctx: &mut Ctx) {
-        let (start, end) = self.durable.wal.get_mut().insert_record(record_size::RUNNING_XACTS);
-        self.durable.wal.get_mut().push(WalEntry::RunningXacts { start, end });
+        let xids = self.running_xids();
+        let (start, end) = self.durable.wal.get_mut().insert_record(record_size::running_xacts(xids.len()));
+        self.durable.wal.get_mut().push(WalEntry::RunningXacts { start, end, xids, next_xid: self.durable.next_xid });
         self.volatile.entries_at_last_running_xacts = self.durable.wal.entries.len();
         self.after_wal_append(ctx);
     }

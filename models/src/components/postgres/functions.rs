@@ -21,45 +21,8 @@
 //! The SQL session is taken to be in the slot's database (PostgreSQL refuses decoding a slot
 //! from another database: "replication slot … was not created in this database").
 
+use super::decode::{DecodeContext, Decoded, ReorderBuffer};
 use super::*;
-
-/// What pgoutput emits for one committed transaction on a slot of `slot_database` decoding for
-/// `publication`: the published changes, or nothing when the transaction is in another database
-/// (`DecodeTXNNeedSkip`, `src/backend/replication/logical/decode.c`) or changed no published
-/// table (PostgreSQL ≥ 15 sends no empty transactions). A publication that does not exist
-/// publishes every table here, as the walsender checks it at start.
-pub(super) fn decode_txn(
-    config: &PostgresConfig,
-    publications: &BTreeMap<String, Option<BTreeSet<TableId>>>,
-    publication: &str,
-    slot_database: Option<&str>,
-    txn: &CommittedTxn,
-) -> Option<DecodedTxn> {
-    let database =
-        txn.changes.first().and_then(|change| config.tables[usize::from(change.table.0)].database.as_deref());
-    if database != slot_database {
-        return None;
-    }
-    let published = publications.get(publication).cloned().flatten();
-    let changes: Vec<Change> = txn
-        .changes
-        .iter()
-        .filter(|change| published.as_ref().is_none_or(|tables| tables.contains(&change.table)))
-        .copied()
-        .collect();
-    if changes.is_empty() {
-        return None;
-    }
-    Some(DecodedTxn {
-        xid: txn.xid,
-        first_lsn: txn.first_lsn,
-        commit_lsn: txn.commit_lsn,
-        end_lsn: txn.end_lsn,
-        commit_time: txn.commit_time,
-        changes,
-        messages: Vec::new(),
-    })
-}
 
 /// The prefix-less error of a slot that cannot be acquired (`ReplicationSlotAcquire`).
 fn acquire_error(slot: Option<&Slot>, name: &str) -> Option<String> {
@@ -72,7 +35,10 @@ fn acquire_error(slot: Option<&Slot>, name: &str) -> Option<String> {
 }
 
 impl Postgres {
-    /// `pg_logical_slot_get_changes` (`consume`) or `pg_logical_slot_peek_changes`.
+    /// `pg_logical_slot_get_changes` (`consume`) or `pg_logical_slot_peek_changes`, with
+    /// pgoutput's `messages` option or without: what was emitted, in order (whole transactions
+    /// as [`ReplReply::XLogData`], non-transactional messages as [`ReplReply::Message`]), or the
+    /// error.
     pub(super) fn logical_slot_changes(
         &mut self,
         ctx: &mut Ctx,
@@ -80,50 +46,54 @@ impl Postgres {
         name: &str,
         publication: &str,
         consume: bool,
-    ) -> SqlReply {
+        messages: bool,
+    ) -> Result<Vec<ReplReply>, SqlReply> {
         if self.durable.role == Role::Standby {
-            return SqlReply::Error("ERROR: logical decoding cannot be used while in recovery".into());
+            return Err(SqlReply::Error("ERROR: logical decoding cannot be used while in recovery".into()));
         }
         if let Some(error) = acquire_error(self.durable.slots.get(name), name) {
-            return SqlReply::Error(error);
+            return Err(SqlReply::Error(error));
         }
         if self.durable.slots.get(name).is_some_and(Slot::is_invalidated) {
             // PostgreSQL 15's `CreateDecodingContext`.
-            return SqlReply::Error(format!(
+            return Err(SqlReply::Error(format!(
                 "ERROR: can no longer get changes from replication slot \"{name}\" DETAIL: This slot has been \
                  invalidated because it exceeded the maximum reserved size."
-            ));
+            )));
         }
         if !self.durable.publications.contains_key(publication) {
-            return SqlReply::Error(format!("ERROR: publication \"{publication}\" does not exist"));
+            return Err(SqlReply::Error(format!("ERROR: publication \"{publication}\" does not exist")));
         }
         // Decoding reads up to the flush pointer (`end_of_wal = GetFlushRecPtr()`), which is the
         // end of WAL here.
         let end_of_wal = self.durable.wal.write_lsn();
         let slot = &self.durable.slots[name];
-        let first = self.durable.wal.first_entry_at_or_after(slot.current.restart_lsn);
-        let start = slot.effective_start(Lsn::INVALID);
-        let database = slot.database.clone();
+        let read_from = slot.current.restart_lsn;
+        let first = self.durable.wal.first_entry_at_or_after(read_from);
+        let cx = DecodeContext {
+            config: &self.config,
+            publications: &self.durable.publications,
+            publication,
+            slot_database: slot.database.as_deref(),
+            start: slot.effective_start(Lsn::INVALID),
+            messages,
+            wal: &self.durable.wal,
+            read_from,
+        };
+        let mut buffer = ReorderBuffer::default();
         let mut emitted = Vec::new();
         let mut running_xacts = Vec::new();
         for entry in &self.durable.wal.entries[first..] {
-            match entry {
-                WalEntry::Txn(txn) if txn.commit_lsn >= start => {
-                    emitted.extend(decode_txn(
-                        &self.config,
-                        &self.durable.publications,
-                        publication,
-                        database.as_deref(),
-                        txn,
-                    ));
-                }
-                WalEntry::RunningXacts { start, .. } => running_xacts.push(*start),
-                _ => {}
+            match buffer.decode(&cx, entry) {
+                Decoded::Txn(txn) => emitted.push(ReplReply::XLogData(txn)),
+                Decoded::Message(message) => emitted.push(ReplReply::Message(message)),
+                Decoded::RunningXacts { rx, restart, catalog_xmin } => running_xacts.push((rx, restart, catalog_xmin)),
+                Decoded::Nothing => {}
             }
         }
         let slot = self.durable.slots.get_mut().get_mut(name).expect("acquired");
-        for rx in running_xacts {
-            let result = slot.process_running_xacts(rx);
+        for (rx, restart, catalog_xmin) in running_xacts {
+            let result = slot.process_running_xacts(rx, restart, catalog_xmin);
             observe_restart_advance(ctx, self.node, slot, result);
         }
         if consume {
@@ -140,7 +110,7 @@ impl Postgres {
             observe_restart_advance(ctx, self.node, slot, result);
             slot.dirty = true;
         }
-        SqlReply::Changes(emitted)
+        Ok(emitted)
     }
 
     /// `pg_replication_slot_advance(slot, to)`, its checks in PostgreSQL's order: the target,
@@ -171,19 +141,33 @@ impl Postgres {
         }
         // Fast-forward decoding: read records while the end of the last one read is before the
         // target.
-        let first = self.durable.wal.first_entry_at_or_after(slot.current.restart_lsn);
+        let read_from = slot.current.restart_lsn;
+        let first = self.durable.wal.first_entry_at_or_after(read_from);
+        let cx = DecodeContext {
+            config: &self.config,
+            publications: &self.durable.publications,
+            publication: "",
+            slot_database: slot.database.as_deref(),
+            start: slot.effective_start(Lsn::INVALID),
+            messages: false,
+            wal: &self.durable.wal,
+            read_from,
+        };
+        // Fast-forward decoding still builds the reorder buffer's transactions (nothing is
+        // emitted): the running-xacts records propose the same candidates.
+        let mut buffer = ReorderBuffer::default();
         let mut running_xacts = Vec::new();
         for entry in &self.durable.wal.entries[first..] {
-            if let WalEntry::RunningXacts { start, .. } = entry {
-                running_xacts.push(*start);
+            if let Decoded::RunningXacts { rx, restart, catalog_xmin } = buffer.decode(&cx, entry) {
+                running_xacts.push((rx, restart, catalog_xmin));
             }
             if entry.end() >= target {
                 break;
             }
         }
         let slot = self.durable.slots.get_mut().get_mut(name).expect("acquired");
-        for rx in running_xacts {
-            let result = slot.process_running_xacts(rx);
+        for (rx, restart, catalog_xmin) in running_xacts {
+            let result = slot.process_running_xacts(rx, restart, catalog_xmin);
             observe_restart_advance(ctx, self.node, slot, result);
         }
         let result = slot.confirm(target);
@@ -216,18 +200,21 @@ impl Postgres {
                     } else {
                         self.retention().safe_wal_size(slot.current.restart_lsn, current)
                     },
+                    catalog_xmin: (slot.catalog_xmin != 0).then_some(slot.catalog_xmin),
                 }
             })
             .collect()
     }
 
     /// `pg_logical_emit_message(transactional, prefix, content)` with `payload_bytes` of
-    /// content; a transactional one inside `BEGIN … COMMIT` gets an xid and a commit record.
+    /// content, outside a transaction block: a transactional one is a transaction of its own
+    /// (an xid, the message record, a commit record); a non-transactional one has no xid. (In a
+    /// block: `xact.rs`.)
     pub(super) fn emit_message(
         &mut self,
         ctx: &mut Ctx,
         transactional: bool,
-        prefix: &str,
+        prefix: String,
         payload_bytes: u64,
     ) -> SqlReply {
         if self.durable.role == Role::Standby {
@@ -236,13 +223,30 @@ impl Postgres {
         let before = self.durable.wal.write_lsn();
         let size = record_size::logical_message(prefix.len() as u64, payload_bytes);
         let (start, message_end) = self.durable.wal.get_mut().insert_record(size);
-        let end = if transactional {
+        let xid = transactional.then_some(self.durable.next_xid);
+        self.durable.wal.get_mut().push(WalEntry::Message {
+            xid,
+            transactional,
+            prefix,
+            payload_bytes,
+            database: None,
+            start,
+            end: message_end,
+        });
+        if let Some(xid) = xid {
             self.durable.next_xid += 1;
-            self.durable.wal.get_mut().insert_record(record_size::COMMIT).1
-        } else {
-            message_end
-        };
-        self.durable.wal.get_mut().push(WalEntry::LogicalMessage { start, end });
+            let (commit_lsn, end_lsn) = self.durable.wal.get_mut().insert_record(record_size::COMMIT);
+            self.durable.wal.get_mut().push(WalEntry::Commit(CopyOnWrite::new(CommittedTxn {
+                xid,
+                csn: self.durable.csn,
+                first_lsn: start,
+                commit_lsn,
+                end_lsn,
+                commit_time: ctx.now,
+                timeline: self.durable.timeline,
+                changes: Vec::new(),
+            })));
+        }
         self.after_wal_append(ctx);
         self.after_segments_written(ctx, before);
         // `LogLogicalMessage` returns the end of the message record.

@@ -9,13 +9,19 @@
 //!   (`LogicalConfirmReceivedLocation`, `LogicalIncreaseRestartDecodingForSlot`,
 //!   `src/backend/replication/logical/logical.c`; `SaveSlotToPath`, `slot.c`).
 //! - [`retention`]: `KeepLogSeg`, `wal_status` and `safe_wal_size` (`xlog.c`, `slotfuncs.c`).
-//! - `sql`: transactions (one step each: they are atomic here, so no running-xacts record ever
-//!   lists a running transaction), snapshot scans, the SQL requests.
+//! - `sql`: autocommit transactions (one step each, one [`WalEntry::Txn`]), snapshot scans, the
+//!   SQL requests.
+//! - `xact`: transaction blocks in sessions (`BEGIN`, statements, `COMMIT`, `ROLLBACK`): lazy
+//!   xids, one WAL record per changed row written at statement time, row locks and their waits,
+//!   the commit record then, a step later, visibility; the proc array (running xids) that
+//!   running-xacts records list (`xact.c`, `procarray.c`).
+//! - `decode`: the reorder buffer and what pgoutput emits for a slot: whole transactions of the
+//!   slot's database, in commit order, whose commit record starts at or after
+//!   `max(start, confirmed_flush)`, only their published changes, nothing for a transaction
+//!   without any (PostgreSQL ≥ 15 sends no empty transactions); logical messages; the
+//!   `restart_lsn` and `catalog_xmin` candidates of each running-xacts record.
 //! - `functions`: `pg_logical_slot_get_changes` / `peek_changes`, `pg_replication_slot_advance`,
-//!   `pg_replication_slots`, `pg_logical_emit_message`, `pg_switch_wal`, and what pgoutput emits
-//!   for a slot: whole transactions of the slot's database, in commit order, whose commit record
-//!   starts at or after `max(start, confirmed_flush)`, only their published changes, nothing for
-//!   a transaction without any (PostgreSQL ≥ 15 sends no empty transactions).
+//!   `pg_replication_slots`, `pg_logical_emit_message`, `pg_switch_wal`.
 //! - `walsender`: slot creation (`restart_lsn` at the insert pointer, a running-xacts record
 //!   there, `confirmed_flush` at its end, an exported snapshot valid until the creating session's
 //!   next command: `ReplicationSlotReserveWal`, `slot.c`; `DecodingContextFindStartpoint`,
@@ -45,14 +51,15 @@
 //! `handoff conform` drives this component through its messages against a real PostgreSQL 15
 //! (the workloads in `conform/`), step by step, and finds no disagreement.
 //!
-//! Left out (another issue makes them exact): long-running transactions (slot creation waiting
-//! for them, running-xacts records listing them), the background writer's running-xacts record
+//! Left out (another issue makes them exact): slot creation waiting for running transactions,
+//! the background writer's running-xacts record
 //! 15 s after every start whatever was written (its first tick here writes one only after
 //! important WAL), the slotsync worker's own polling interval (200 ms to 30 s) and its
 //! "sync-ready" wait, the 17 shutdown save of `confirmed_flush`, the decoding check that a SQL
 //! session is in the slot's database, `idle_replication_slot_timeout` (18).
 
 mod checkpoint;
+mod decode;
 mod functions;
 pub mod retention;
 pub mod slot;
@@ -61,6 +68,7 @@ mod standby;
 pub mod table;
 pub mod wal;
 mod walsender;
+mod xact;
 
 use crate::core::change::{Change, ChangeKind, ReplicaIdentity, RowOp};
 use crate::core::component::{Component, Ctx, Timer};
@@ -73,7 +81,6 @@ use crate::core::protocol::{
 };
 use crate::core::shared::{CopyOnWrite, Fixed};
 use crate::core::wal::{CommittedTxn, WalEntry};
-use functions::decode_txn;
 use retention::{Retention, WalAvailability};
 use serde::{Deserialize, Serialize};
 use slot::Slot;
@@ -243,6 +250,12 @@ struct Walsender {
     /// Decoding emits transactions whose commit starts at or after this.
     start: Lsn,
     publication: String,
+    /// pgoutput's `messages` option.
+    messages: bool,
+    /// Where decoding began reading (the slot's `restart_lsn` at `START_REPLICATION`).
+    read_from: Lsn,
+    /// The open transactions decoded so far.
+    buffer: decode::ReorderBuffer,
     /// Next WAL entry to decode.
     next_entry: usize,
     /// The flush position the client last reported (`MyWalSnd->flush`).
@@ -253,8 +266,16 @@ struct Walsender {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 enum Session {
-    Sql { scan: Option<Scan> },
-    Replication { exported_snapshot: Option<(String, Csn)>, walsender: Option<Walsender> },
+    /// A SQL session: its cursor, its transaction block, the statement waiting for a row lock.
+    Sql {
+        scan: Option<Scan>,
+        block: Option<Box<xact::Block>>,
+        parked: Option<Box<xact::Parked>>,
+    },
+    Replication {
+        exported_snapshot: Option<(String, Csn)>,
+        walsender: Option<Walsender>,
+    },
 }
 
 /// What a checkpoint is for: the kinds behave differently.
@@ -289,6 +310,14 @@ struct Volatile {
     last_removed_segment: u64,
     /// The standby's reported flush position (its physical slot's `restart_lsn`).
     standby_flushed: Lsn,
+    /// How many sessions have a transaction block open.
+    open_blocks: usize,
+    /// Row locks of open transactions (and of committed ones not yet visible): row → xid.
+    row_locks: BTreeMap<(TableId, Key), Xid>,
+    /// Sessions whose statement waits for a row lock, in the order they began waiting.
+    lock_waits: Vec<(Node, SessionId)>,
+    /// Blocks whose commit record is written, not yet visible, in commit order.
+    committing: Vec<xact::Committing>,
 }
 
 /// A PostgreSQL server (`Pg1` or `Pg2`).
@@ -360,9 +389,8 @@ impl Postgres {
     /// The end of the last committed transaction that changed one of `tables`: what a consumer of
     /// those tables must have processed to have caught up.
     pub fn last_commit_touching(&self, tables: &[TableId]) -> Option<Lsn> {
-        self.durable.wal.entries.iter().rev().find_map(|entry| match entry {
-            WalEntry::Txn(txn) if txn.changes.iter().any(|c| tables.contains(&c.table)) => Some(txn.end_lsn),
-            _ => None,
+        self.durable.wal.entries.iter().rev().find_map(|entry| {
+            entry.committed().filter(|txn| txn.changes.iter().any(|c| tables.contains(&c.table))).map(|txn| txn.end_lsn)
         })
     }
 
@@ -513,9 +541,14 @@ impl Component for Postgres {
                         }
                         Some(reply)
                     }
-                    ReplRequest::StartReplication { slot, start, publication, messages: _ } => {
-                        self.start_replication(ctx, from, session, slot, start, publication)
-                    }
+                    ReplRequest::StartReplication { slot, start, publication, messages } => self.start_replication(
+                        ctx,
+                        from,
+                        session,
+                        slot,
+                        start,
+                        walsender::Output { publication, messages },
+                    ),
                     ReplRequest::StatusUpdate { flush } => {
                         self.status_update(ctx, from, session, flush);
                         None
@@ -571,6 +604,7 @@ impl Component for Postgres {
                 self.checkpoint(ctx, CheckpointKind::Requested);
                 ctx.set_timer(Timer::Checkpoint, self.config.checkpoint_timeout_ms);
             }
+            Timer::CommitVisible => self.commits_visible(ctx),
             _ => {}
         }
     }
@@ -593,3 +627,5 @@ impl Component for Postgres {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod xact_tests;

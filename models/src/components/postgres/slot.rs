@@ -21,12 +21,16 @@
 //!   `synced` (a standby's copy made by the slotsync worker, still set after promotion); the
 //!   server does the copying.
 //!
-//! Left out here (another issue makes them exact): `catalog_xmin`, the PostgreSQL 17 shutdown
-//! save. Transactions are atomic, so
-//! no RX ever lists a running transaction and a candidate's restart point is always the RX
-//! itself.
+//! - `catalog_xmin` moves the same way, with its own pending candidate
+//!   (`LogicalIncreaseXminForSlot`, `logical.c`): the decoder proposes, at each RX, the RX's
+//!   `oldestRunningXid`; it applies once `confirmed_flush` reaches the RX. A restart candidate
+//!   is the RX itself when the decoder holds no open transaction, else the last RX the decoder
+//!   had read before the oldest open transaction's first record (`SnapBuildProcessRunningXacts`,
+//!   `snapbuild.c`; the decoder's side is `decode.rs`).
+//!
+//! Left out here (another issue makes it exact): the PostgreSQL 17 shutdown save.
 
-use crate::core::ids::Node;
+use crate::core::ids::{Node, Xid};
 use crate::core::lsn::Lsn;
 use crate::core::protocol::SessionId;
 use serde::{Deserialize, Serialize};
@@ -36,6 +40,14 @@ use serde::{Deserialize, Serialize};
 pub struct SlotPositions {
     pub restart_lsn: Lsn,
     pub confirmed_flush: Lsn,
+}
+
+/// A pending `catalog_xmin` advance: applies once `confirmed_flush >= valid_at`
+/// (`candidate_xmin_lsn`, `candidate_catalog_xmin`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct XminCandidate {
+    pub valid_at: Lsn,
+    pub catalog_xmin: Xid,
 }
 
 /// A pending `restart_lsn` advance: applies once `confirmed_flush >= valid_at`.
@@ -58,6 +70,14 @@ pub struct Slot {
     /// The in-memory positions.
     pub current: SlotPositions,
     pub candidate: Option<RestartCandidate>,
+    /// `catalog_xmin` (saved with the positions: `ReplicationSlotPersistentData.catalog_xmin`),
+    /// the oldest xid whose catalog rows decoding may still need; 0 is invalid.
+    #[serde(default)]
+    pub catalog_xmin: Xid,
+    #[serde(default)]
+    pub saved_catalog_xmin: Xid,
+    #[serde(default)]
+    pub xmin_candidate: Option<XminCandidate>,
     /// The session that has acquired the slot (`active_pid`).
     pub active: Option<(Node, SessionId)>,
     /// Marked dirty by SQL get/advance; saved at the next checkpoint.
@@ -95,6 +115,9 @@ impl Slot {
             saved: positions,
             current: positions,
             candidate: None,
+            catalog_xmin: 0,
+            saved_catalog_xmin: 0,
+            xmin_candidate: None,
             active: None,
             dirty: false,
             invalidated_at: None,
@@ -110,6 +133,15 @@ impl Slot {
             result.moved = Some((self.current.confirmed_flush, lsn));
             self.current.confirmed_flush = lsn;
         }
+        let mut save = false;
+        if let Some(candidate) = self.xmin_candidate
+            && candidate.valid_at <= self.current.confirmed_flush
+            && candidate.catalog_xmin != self.catalog_xmin
+        {
+            self.xmin_candidate = None;
+            self.catalog_xmin = candidate.catalog_xmin;
+            save = true;
+        }
         if let Some(candidate) = self.candidate
             && candidate.valid_at <= self.current.confirmed_flush
         {
@@ -118,27 +150,42 @@ impl Slot {
                 self.current.restart_lsn = candidate.restart_lsn;
                 result.restart_advanced_to = Some(candidate.restart_lsn);
             }
-            // The candidate is saved to disk before it is used.
+            save = true;
+        }
+        if save {
+            // The candidates are saved to disk before they are used.
             self.save();
         }
         result
     }
 
-    /// Decoding passed a running-xacts record starting at `rx`
-    /// (`LogicalIncreaseRestartDecodingForSlot(rx, rx)`).
-    pub fn process_running_xacts(&mut self, rx: Lsn) -> Confirmed {
-        if rx <= self.current.restart_lsn {
-            return Confirmed::default();
+    /// Decoding processed a running-xacts record starting at `rx`: the decoder proposes
+    /// `restart` (`LogicalIncreaseRestartDecodingForSlot(rx, restart)`; `None`: nothing, the
+    /// oldest open transaction was first seen before any RX) and `catalog_xmin`
+    /// (`LogicalIncreaseXminForSlot(rx, oldestRunningXid)`). Each has one pending candidate;
+    /// one already confirmed past applies at once.
+    pub fn process_running_xacts(&mut self, rx: Lsn, restart: Option<Lsn>, catalog_xmin: Xid) -> Confirmed {
+        let mut apply = false;
+        if catalog_xmin > self.catalog_xmin {
+            if rx <= self.current.confirmed_flush {
+                self.xmin_candidate = Some(XminCandidate { valid_at: rx, catalog_xmin });
+                apply = true;
+            } else if self.xmin_candidate.is_none() {
+                self.xmin_candidate = Some(XminCandidate { valid_at: rx, catalog_xmin });
+            }
         }
-        if rx <= self.current.confirmed_flush {
-            self.candidate = Some(RestartCandidate { valid_at: rx, restart_lsn: rx });
-            return self.confirm(self.current.confirmed_flush);
+        if let Some(restart_lsn) = restart
+            && restart_lsn > self.current.restart_lsn
+        {
+            if rx <= self.current.confirmed_flush {
+                self.candidate = Some(RestartCandidate { valid_at: rx, restart_lsn });
+                apply = true;
+            } else if self.candidate.is_none() {
+                self.candidate = Some(RestartCandidate { valid_at: rx, restart_lsn });
+            }
+            // Otherwise dropped: only one candidate is pending at a time.
         }
-        if self.candidate.is_none() {
-            self.candidate = Some(RestartCandidate { valid_at: rx, restart_lsn: rx });
-        }
-        // Otherwise dropped: only one candidate is pending at a time.
-        Confirmed::default()
+        if apply { self.confirm(self.current.confirmed_flush) } else { Confirmed::default() }
     }
 
     /// Invalidated (`wal_status` `lost`): every use fails, and it holds no WAL.
@@ -158,6 +205,7 @@ impl Slot {
     /// `SaveSlotToPath`.
     pub fn save(&mut self) {
         self.saved = self.current;
+        self.saved_catalog_xmin = self.catalog_xmin;
         self.dirty = false;
     }
 
@@ -168,6 +216,8 @@ impl Slot {
             self.current.restart_lsn = Lsn::INVALID;
         }
         self.candidate = None;
+        self.catalog_xmin = self.saved_catalog_xmin;
+        self.xmin_candidate = None;
         self.active = None;
         self.dirty = false;
     }
@@ -206,9 +256,9 @@ mod tests {
     #[test]
     fn a_restart_candidate_applies_once_confirmed_and_saves_the_slot() {
         let mut slot = slot();
-        assert_eq!(slot.process_running_xacts(Lsn(200)), Confirmed::default());
+        assert_eq!(slot.process_running_xacts(Lsn(200), Some(Lsn(200)), 0), Confirmed::default());
         // A second RX while the first candidate is pending is dropped.
-        slot.process_running_xacts(Lsn(300));
+        slot.process_running_xacts(Lsn(300), Some(Lsn(300)), 0);
         let confirmed = slot.confirm(Lsn(250));
         assert_eq!(confirmed.restart_advanced_to, Some(Lsn(200)));
         assert_eq!(slot.saved, SlotPositions { restart_lsn: Lsn(200), confirmed_flush: Lsn(250) });

@@ -5,73 +5,35 @@ use super::*;
 impl Postgres {
     // ----- transactions -----
 
-    pub(super) fn execute(&mut self, ctx: &mut Ctx, ops: &[RowOp]) -> SqlReply {
+    /// An autocommit transaction, atomic: its change records and its commit in one step, one
+    /// [`WalEntry::Txn`] (see `xact.rs` for transaction blocks).
+    pub(super) fn execute(&mut self, ctx: &mut Ctx, ops: &[RowOp], copy: bool) -> SqlReply {
         if self.durable.role == Role::Standby {
             return SqlReply::Error("ERROR: cannot execute INSERT in a read-only transaction".into());
         }
         // Work out the changes against the current state first: an error aborts everything.
-        let mut pending: Vec<(TableId, Key, ChangeKind)> = Vec::new();
-        let mut staged: BTreeMap<(TableId, Key), Option<Row>> = BTreeMap::new();
-        for op in ops {
-            let (table, key) = match *op {
-                RowOp::Insert { table, key, .. } | RowOp::Update { table, key, .. } | RowOp::Delete { table, key } => {
-                    (table, key)
-                }
-            };
-            let current = match staged.get(&(table, key)) {
-                Some(row) => *row,
-                None => self.table(table).current(key),
-            };
-            let identity = self.table(table).replica_identity;
-            let kind = match *op {
-                RowOp::Insert { status, amount_cents, .. } => {
-                    if current.is_some() {
-                        let name = &self.config.tables[usize::from(table.0)].name;
-                        let relation = name.rsplit('.').next().unwrap_or(name);
-                        return SqlReply::Error(format!(
-                            "ERROR: duplicate key value violates unique constraint \"{relation}_pkey\" DETAIL: Key \
-                             (id)=({key}) already exists."
-                        ));
-                    }
-                    Some(ChangeKind::Insert { after: Row { version: 1, status, amount_cents } })
-                }
-                RowOp::Update { status, .. } => current.map(|old| ChangeKind::Update {
-                    before: (identity == ReplicaIdentity::Full).then_some(old),
-                    after: Row { version: old.version + 1, status, ..old },
-                }),
-                RowOp::Delete { .. } => {
-                    current.map(|old| ChangeKind::Delete { before: (identity == ReplicaIdentity::Full).then_some(old) })
-                }
-            };
-            if let Some(kind) = kind {
-                staged.insert((table, key), kind.after());
-                pending.push((table, key, kind));
-            }
-        }
+        let pending = match self.plan(ops, &BTreeMap::new(), None) {
+            Ok(pending) => pending,
+            Err(error) => return SqlReply::Error(error),
+        };
         if pending.is_empty() {
             // No row changed: no xid was assigned and nothing is written.
             return SqlReply::NothingChanged { ops: ops.to_vec() };
         }
         let xid = self.durable.next_xid;
         self.durable.next_xid += 1;
-        let mut changes = Vec::with_capacity(pending.len());
         let write_before = self.durable.wal.write_lsn();
-        let mut first_lsn = None;
-        for (table, key, kind) in pending {
-            let len = match kind {
-                ChangeKind::Insert { after } => record_size::heap_insert(after.tuple_data_bytes()),
-                ChangeKind::Update { before, after } => {
-                    record_size::heap_update(after.tuple_data_bytes(), before.map(|row| row.tuple_data_bytes()))
-                }
-                // Without a full replica identity only the 8-byte key is logged.
-                ChangeKind::Delete { before } => {
-                    record_size::heap_delete(before.map_or(8, |row| row.tuple_data_bytes()))
-                }
-            };
-            let (lsn, _) = self.durable.wal.get_mut().insert_record(len);
-            first_lsn.get_or_insert(lsn);
-            changes.push(Change { lsn, table, key, kind });
-        }
+        let changes: Vec<Change> = if copy {
+            self.insert_change_records(pending, true).into_iter().flat_map(|(_, _, changes)| changes).collect()
+        } else {
+            let mut changes = Vec::with_capacity(pending.len());
+            for (table, key, kind) in pending {
+                let (lsn, _) = self.durable.wal.get_mut().insert_record(xact::change_record_len(&kind));
+                changes.push(Change { lsn, table, key, kind });
+            }
+            changes
+        };
+        let first_lsn = changes[0].lsn;
         let (commit_lsn, end_lsn) = self.durable.wal.get_mut().insert_record(record_size::COMMIT);
         self.durable.csn += 1;
         let csn = self.durable.csn;
@@ -81,7 +43,7 @@ impl Postgres {
         let txn = CopyOnWrite::new(CommittedTxn {
             xid,
             csn,
-            first_lsn: first_lsn.unwrap_or(commit_lsn),
+            first_lsn,
             commit_lsn,
             end_lsn,
             commit_time: ctx.now,
@@ -110,10 +72,15 @@ impl Postgres {
             self.volatile
                 .sessions
                 .entry((client, session))
-                .or_insert_with(|| CopyOnWrite::new(Session::Sql { scan: None }));
+                .or_insert_with(|| CopyOnWrite::new(Session::Sql { scan: None, block: None, parked: None }));
         }
         Some(match request {
-            SqlRequest::Transaction { ops } => self.execute(ctx, &ops),
+            SqlRequest::Transaction { .. } => return self.autocommit(ctx, client, session, request),
+            SqlRequest::Begin { isolation } => self.begin(client, session, isolation),
+            SqlRequest::Statement { ops, copy } => return self.statement(ctx, client, session, ops, copy),
+            SqlRequest::Commit => return self.commit(ctx, client, session),
+            SqlRequest::Rollback => self.rollback(ctx, client, session),
+            SqlRequest::Select { table } => self.select(client, session, table),
             SqlRequest::CurrentWalLsn => {
                 if self.durable.role == Role::Standby {
                     SqlReply::Error("ERROR: recovery is in progress".into())
@@ -151,14 +118,20 @@ impl Postgres {
                 }
             }
             SqlRequest::EmitMessage { transactional, prefix, payload_bytes } => {
-                self.emit_message(ctx, transactional, &prefix, payload_bytes)
+                if self.in_block(client, session) {
+                    self.block_message(ctx, client, session, transactional, prefix, payload_bytes)
+                } else {
+                    self.emit_message(ctx, transactional, prefix, payload_bytes)
+                }
             }
             SqlRequest::SwitchWal => self.switch_wal(ctx),
-            SqlRequest::GetChanges { slot, publication } => {
-                self.logical_slot_changes(ctx, client, &slot, &publication, true)
-            }
-            SqlRequest::PeekChanges { slot, publication } => {
-                self.logical_slot_changes(ctx, client, &slot, &publication, false)
+            SqlRequest::GetChanges { slot, publication } => self.slot_txns(ctx, client, &slot, &publication, true),
+            SqlRequest::PeekChanges { slot, publication } => self.slot_txns(ctx, client, &slot, &publication, false),
+            SqlRequest::SlotChanges { slot, publication, consume, messages } => {
+                match self.logical_slot_changes(ctx, client, &slot, &publication, consume, messages) {
+                    Ok(emitted) => SqlReply::Decoded(emitted),
+                    Err(error) => error,
+                }
             }
             SqlRequest::AdvanceSlot { slot, to } => self.replication_slot_advance(ctx, client, &slot, to),
             SqlRequest::ReplicationSlots => SqlReply::ReplicationSlots(self.replication_slots()),
@@ -175,14 +148,10 @@ impl Postgres {
                 self.close_session(ctx, client, session);
                 return None;
             }
-            // Issue 18 (in progress): transaction blocks.
-            SqlRequest::Begin { .. }
-            | SqlRequest::Statement { .. }
-            | SqlRequest::Commit
-            | SqlRequest::Rollback
-            | SqlRequest::Select { .. }
-            | SqlRequest::ImportSnapshot { .. }
-            | SqlRequest::CurrentSnapshot => SqlReply::Error("ERROR: not supported by the model yet".into()),
+            // Issue 18 (in progress): snapshots of transaction blocks.
+            SqlRequest::ImportSnapshot { .. } | SqlRequest::CurrentSnapshot => {
+                SqlReply::Error("ERROR: not supported by the model yet".into())
+            }
         })
     }
 
@@ -210,7 +179,7 @@ impl Postgres {
                     None => return Some(SqlReply::Error(format!("ERROR: invalid snapshot identifier: \"{name}\""))),
                 }
             }
-            None => (self.durable.csn, ScanSnapshot::Statement),
+            None => (self.visible_csn(), ScanSnapshot::Statement),
         };
         let rows = self.table(table).scan(snapshot_csn);
         ctx.observe(Observation::ScanStarted {
@@ -224,9 +193,40 @@ impl Postgres {
         });
         let scan = Scan { table, rows: CopyOnWrite::new(rows), position: 0, fetch_size: fetch_size.max(1) };
         let delay = self.batch_time_ms(&scan);
-        self.volatile.sessions.insert((client, session), CopyOnWrite::new(Session::Sql { scan: Some(scan) }));
+        self.set_scan(client, session, Some(scan));
         ctx.set_timer(Timer::ScanBatch { client }, delay);
         None
+    }
+
+    /// `pg_logical_slot_get_changes` / `peek_changes` without pgoutput's `messages` option:
+    /// the transactions.
+    fn slot_txns(&mut self, ctx: &mut Ctx, client: Node, slot: &str, publication: &str, consume: bool) -> SqlReply {
+        match self.logical_slot_changes(ctx, client, slot, publication, consume, false) {
+            Ok(emitted) => SqlReply::Changes(
+                emitted
+                    .into_iter()
+                    .filter_map(|item| match item {
+                        ReplReply::XLogData(txn) => Some(txn),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+            Err(error) => error,
+        }
+    }
+
+    /// The session's cursor (the session keeps its transaction block).
+    fn set_scan(&mut self, client: Node, session: SessionId, new: Option<Scan>) {
+        let shared = self
+            .volatile
+            .sessions
+            .entry((client, session))
+            .or_insert_with(|| CopyOnWrite::new(Session::Sql { scan: None, block: None, parked: None }));
+        if let Session::Sql { scan, .. } = shared.get_mut() {
+            *scan = new;
+        } else {
+            *shared = CopyOnWrite::new(Session::Sql { scan: new, block: None, parked: None });
+        }
     }
 
     pub(super) fn batch_time_ms(&self, scan: &Scan) -> u64 {
@@ -235,8 +235,8 @@ impl Postgres {
 
     pub(super) fn next_scan_batch(&mut self, ctx: &mut Ctx, client: Node) {
         let found = self.volatile.sessions.iter_mut().find_map(|((owner, session), state)| match &**state {
-            Session::Sql { scan: Some(_) } if *owner == client => match state.get_mut() {
-                Session::Sql { scan: Some(scan) } => Some((*session, scan)),
+            Session::Sql { scan: Some(_), .. } if *owner == client => match state.get_mut() {
+                Session::Sql { scan: Some(scan), .. } => Some((*session, scan)),
                 _ => None,
             },
             _ => None,
@@ -249,7 +249,7 @@ impl Postgres {
         let table = scan.table;
         if done {
             // The cursor is exhausted; the session stays open.
-            self.volatile.sessions.insert((client, session), CopyOnWrite::new(Session::Sql { scan: None }));
+            self.set_scan(client, session, None);
         } else {
             ctx.set_timer(Timer::ScanBatch { client }, batch_time_ms(scan, self.config.scan_rows_per_second));
         }

@@ -86,12 +86,27 @@ impl Postgres {
             if entry.start() < self.durable.wal.write_lsn() {
                 continue; // already replayed
             }
-            if let WalEntry::Txn(txn) = &entry {
-                for change in &txn.changes {
-                    self.durable.tables.get_mut()[usize::from(change.table.0)].apply(&change.kind, change.key, txn.csn);
+            match &entry {
+                WalEntry::Txn(txn) | WalEntry::Commit(txn) => {
+                    for change in &txn.changes {
+                        self.durable.tables.get_mut()[usize::from(change.table.0)].apply(
+                            &change.kind,
+                            change.key,
+                            txn.csn,
+                        );
+                    }
+                    self.durable.csn = txn.csn;
+                    self.durable.next_xid = self.durable.next_xid.max(txn.xid + 1);
                 }
-                self.durable.csn = txn.csn;
-                self.durable.next_xid = self.durable.next_xid.max(txn.xid + 1);
+                WalEntry::Changes { xid, .. }
+                | WalEntry::Abort { xid, .. }
+                | WalEntry::Message { xid: Some(xid), .. } => {
+                    self.durable.next_xid = self.durable.next_xid.max(xid + 1);
+                }
+                WalEntry::RunningXacts { next_xid, .. } => {
+                    self.durable.next_xid = self.durable.next_xid.max(*next_xid);
+                }
+                _ => {}
             }
             self.durable.wal.get_mut().replay(entry);
         }

@@ -107,6 +107,14 @@ impl Table {
         last.is_live().then_some(last.row)
     }
 
+    /// The csn of the last commit that changed `key` (created, replaced or deleted its latest
+    /// version): under REPEATABLE READ, a change after the transaction's snapshot is a
+    /// serialization failure.
+    pub fn last_change_csn(&self, key: Key) -> Option<Csn> {
+        let last = self.rows.get(key)?.last();
+        Some(if last.is_live() { last.created } else { last.deleted })
+    }
+
     /// The row of `key` visible to a snapshot.
     pub fn visible(&self, key: Key, snapshot: Csn) -> Option<Row> {
         self.rows.get(key)?.visible_at(snapshot)

@@ -62,10 +62,25 @@ pub mod record_size {
         HEADER + BLOCK_REF + MAIN_DATA_HEADER + 8 + TUPLE_HEADER + old_tuple_bytes
     }
 
+    /// `Heap2/MULTI_INSERT` of a `COPY` (`heap_multi_insert`): `xl_heap_multi_insert` (3
+    /// bytes and a 2-byte offset per tuple), then per tuple an `xl_multi_insert_tuple` (7 bytes)
+    /// and its data from `t_bits` on, each short-aligned.
+    pub fn heap_multi_insert(tuple_data_bytes: &[u64]) -> u64 {
+        let tuples: u64 = tuple_data_bytes.iter().map(|bytes| (7 + 1 + bytes).div_ceil(2) * 2).sum();
+        HEADER + BLOCK_REF + MAIN_DATA_HEADER + 3 + 2 * tuple_data_bytes.len() as u64 + tuples
+    }
+
     /// `Transaction/COMMIT` with a commit timestamp.
     pub const COMMIT: u64 = 34;
+    /// `Transaction/ABORT` of a top-level transaction (34 bytes on PostgreSQL 15).
+    pub const ABORT: u64 = 34;
     /// `Standby/RUNNING_XACTS` with no running transactions.
     pub const RUNNING_XACTS: u64 = 50;
+
+    /// `Standby/RUNNING_XACTS` listing `xids` running transactions (4 bytes each).
+    pub fn running_xacts(xids: usize) -> u64 {
+        RUNNING_XACTS + 4 * xids as u64
+    }
     /// `XLOG/CHECKPOINT_ONLINE`.
     pub const CHECKPOINT_ONLINE: u64 = 114;
     /// `XLOG/END_OF_RECOVERY`.

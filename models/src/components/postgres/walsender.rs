@@ -1,6 +1,14 @@
 //! Replication sessions: slot creation, walsenders and what they decode.
 
+use super::decode::{DecodeContext, Decoded};
 use super::*;
+
+/// What a walsender's output plugin is asked to send: pgoutput's `publication_names` and
+/// `messages` options.
+pub(super) struct Output {
+    pub publication: String,
+    pub messages: bool,
+}
 
 impl Postgres {
     /// Every walsender decodes what it may.
@@ -38,11 +46,30 @@ impl Postgres {
         // record is logged right there. With no transaction running, the snapshot builder is
         // consistent at that record; confirmed_flush is its end.
         let restart_lsn = self.durable.wal.insert_lsn();
-        let (start, consistent_point) = self.durable.wal.get_mut().insert_record(record_size::RUNNING_XACTS);
+        let xids = self.running_xids();
+        let (start, consistent_point) =
+            self.durable.wal.get_mut().insert_record(record_size::running_xacts(xids.len()));
         debug_assert_eq!(start, restart_lsn);
-        self.durable.wal.get_mut().push(WalEntry::RunningXacts { start, end: consistent_point });
+        // `GetOldestSafeDecodingTransactionId`: the oldest running xid, or the oldest
+        // `catalog_xmin` of the other slots if older.
+        let oldest_running = xids.first().copied().unwrap_or(self.durable.next_xid);
+        let catalog_xmin = self
+            .durable
+            .slots
+            .values()
+            .filter(|slot| slot.catalog_xmin != 0)
+            .map(|slot| slot.catalog_xmin)
+            .fold(oldest_running, Xid::min);
+        self.durable.wal.get_mut().push(WalEntry::RunningXacts {
+            start,
+            end: consistent_point,
+            xids,
+            next_xid: self.durable.next_xid,
+        });
         let mut slot = Slot::new(name.clone(), plugin, restart_lsn, consistent_point);
         slot.database = database;
+        slot.catalog_xmin = catalog_xmin;
+        slot.saved_catalog_xmin = catalog_xmin;
         self.durable.slots.get_mut().insert(name.clone(), slot);
         self.volatile.exported_snapshots_created += 1;
         let snapshot_name = format!(
@@ -74,8 +101,9 @@ impl Postgres {
         session: SessionId,
         slot_name: String,
         requested: Lsn,
-        publication: String,
+        output: Output,
     ) -> Option<ReplReply> {
+        let Output { publication, messages } = output;
         if self.durable.role == Role::Standby {
             return Some(ReplReply::Error("ERROR: logical decoding cannot be used while in recovery".into()));
         }
@@ -121,6 +149,9 @@ impl Postgres {
                 slot: slot_name,
                 start,
                 publication,
+                messages,
+                read_from: restart_lsn,
+                buffer: Default::default(),
                 next_entry,
                 client_flush: Lsn::INVALID,
                 keepalive_sent: Lsn::INVALID,
@@ -143,7 +174,6 @@ impl Postgres {
             return;
         };
         let entries = &self.durable.wal.entries;
-        let published = &self.durable.publications;
         let Some(slot) = self.durable.slots.get(&walsender.slot) else {
             return;
         };
@@ -151,24 +181,33 @@ impl Postgres {
         // to flush what it would send. Only the original primary lists a standby.
         let wait_for_standby = self.config.synchronized_standby_slots && slot.failover && self.node == Node::Pg1;
         let slot_database = slot.database.clone();
+        let cx = DecodeContext {
+            config: &self.config,
+            publications: &self.durable.publications,
+            publication: &walsender.publication,
+            slot_database: slot_database.as_deref(),
+            start: walsender.start,
+            messages: walsender.messages,
+            wal: &self.durable.wal,
+            read_from: walsender.read_from,
+        };
         while walsender.next_entry < entries.len() {
             if wait_for_standby && entries[walsender.next_entry].end() > self.volatile.standby_flushed {
                 return;
             }
-            match &entries[walsender.next_entry] {
-                WalEntry::Txn(txn) if txn.commit_lsn >= walsender.start => {
-                    if let Some(decoded) =
-                        decode_txn(&self.config, published, &walsender.publication, slot_database.as_deref(), txn)
-                    {
-                        ctx.send(client, Msg::ReplReply { session, reply: ReplReply::XLogData(decoded) });
-                    }
+            match walsender.buffer.decode(&cx, &entries[walsender.next_entry]) {
+                Decoded::Txn(decoded) => {
+                    ctx.send(client, Msg::ReplReply { session, reply: ReplReply::XLogData(decoded) });
                 }
-                WalEntry::RunningXacts { start, .. } => {
+                Decoded::Message(message) => {
+                    ctx.send(client, Msg::ReplReply { session, reply: ReplReply::Message(message) });
+                }
+                Decoded::RunningXacts { rx, restart, catalog_xmin } => {
                     let slot = self.durable.slots.get_mut().get_mut(&walsender.slot).expect("the slot exists");
-                    let result = slot.process_running_xacts(*start);
+                    let result = slot.process_running_xacts(rx, restart, catalog_xmin);
                     observe_restart_advance(ctx, self.node, slot, result);
                 }
-                _ => {}
+                Decoded::Nothing => {}
             }
             walsender.next_entry += 1;
         }
@@ -210,9 +249,10 @@ impl Postgres {
     }
 
     pub(super) fn close_session(&mut self, ctx: &mut Ctx, client: Node, session: SessionId) {
+        self.end_session_block(ctx, client, session);
         if let Some(removed) = self.volatile.sessions.remove(&(client, session)) {
             match *removed {
-                Session::Sql { scan: Some(_) } => ctx.cancel_timer(Timer::ScanBatch { client }),
+                Session::Sql { scan: Some(_), .. } => ctx.cancel_timer(Timer::ScanBatch { client }),
                 Session::Replication { walsender: Some(_), .. } => {
                     let released = |slot: &Slot| slot.active == Some((client, session));
                     if self.durable.slots.values().any(released) {

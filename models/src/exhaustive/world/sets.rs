@@ -47,6 +47,7 @@ fn timer_index(timer: Timer) -> usize {
         Timer::Workload => SLOTS + 12,
         Timer::LoaderStart => SLOTS + 13,
         Timer::OperatorRetry => SLOTS + 14,
+        Timer::CommitVisible => SLOTS + 15,
     }
 }
 

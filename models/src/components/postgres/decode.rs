@@ -1,0 +1,241 @@
+//! Logical decoding of one slot: the reorder buffer and what pgoutput emits
+//! (`src/backend/replication/logical/decode.c`, `reorderbuffer.c`, `snapbuild.c`,
+//! `src/backend/replication/pgoutput/pgoutput.c`).
+//!
+//! A decoder reads the WAL from the slot's `restart_lsn`, entry by entry:
+//! - every record carrying an xid creates that transaction's entry in the reorder buffer if it
+//!   has none (`ReorderBufferProcessXid`, before any filtering by database), with `first_lsn`
+//!   its start; a change or transactional message of the slot's database is queued in it;
+//! - a commit record emits the whole transaction, its changes (and, for a client that asked for
+//!   `messages`, its transactional messages) in LSN order, iff its commit record starts at or
+//!   after `start_decoding_at` and it is in the slot's database (`DecodeCommit`,
+//!   `DecodeTXNNeedSkip`); pgoutput sends nothing for a transaction with nothing to send
+//!   (PostgreSQL ≥ 15). So transactions come out whole, in commit order, whatever order they
+//!   began in;
+//! - an abort record forgets the transaction (`ReorderBufferAbort`);
+//! - a non-transactional message is emitted at once when its record starts at or after
+//!   `start_decoding_at` (`logicalmsg_decode`), between whole transactions;
+//! - a running-xacts record (RX) proposes the slot's next `restart_lsn` and `catalog_xmin`
+//!   (`SnapBuildProcessRunningXacts`): the restart point is the last RX this decoder read
+//!   before the oldest buffered transaction's first record (its `restart_decoding_lsn`, frozen
+//!   when its entry was created from `rb->current_restart_decoding_lsn`), or the RX itself when
+//!   none is buffered; the `catalog_xmin` is the RX's `oldestRunningXid`. Then the buffered
+//!   transactions older than `oldestRunningXid` are dropped: they crashed
+//!   (`ReorderBufferAbortOld`).
+//!
+//! Positions, as pgoutput gives them in PostgreSQL 15 (reference postgres-transactions.md
+//! §6.3): a change's LSN is its record's start; a message's is its record's end; BEGIN's is the
+//! first sent item's (pgoutput defers BEGIN to the first change or message it sends,
+//! `pgoutput_send_begin`); COMMIT's is the end of the commit record. A COMMIT's end can equal a
+//! later-emitted transaction's change LSN: the record after a commit can belong to a
+//! transaction that was open before it.
+//!
+//! Transactions written in one step ([`WalEntry::Txn`]) have no record between their first and
+//! their commit, so they never need the buffer.
+//!
+//! The decoder here is always consistent: a slot's creation (and its waits) is the snapshot
+//! builder's business, in `walsender.rs`.
+
+use super::*;
+use crate::core::protocol::DecodedMessage;
+use crate::core::wal::CommittedTxn;
+
+/// One open transaction in the reorder buffer (`ReorderBufferTXN`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub(super) struct BufferedTxn {
+    pub xid: Xid,
+    /// The first record seen with its xid.
+    pub first_lsn: Lsn,
+    /// Its queued changes of the slot's database, in LSN order.
+    pub changes: Vec<Change>,
+    /// Its queued transactional messages of the slot's database.
+    pub messages: Vec<DecodedMessage>,
+}
+
+/// The reorder buffer: the open transactions a decoder has seen, in `first_lsn` order
+/// (`toplevel_by_lsn`). Empty unless transaction blocks are open.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub(super) struct ReorderBuffer {
+    pub txns: Vec<BufferedTxn>,
+}
+
+/// What a decoder emits for one WAL entry.
+pub(super) enum Decoded {
+    Nothing,
+    Txn(DecodedTxn),
+    Message(DecodedMessage),
+    /// An RX was processed: the slot's candidates (`restart`: `None` proposes nothing).
+    RunningXacts {
+        rx: Lsn,
+        restart: Option<Lsn>,
+        catalog_xmin: Xid,
+    },
+}
+
+/// What a decoder is decoding for.
+pub(super) struct DecodeContext<'a> {
+    pub config: &'a PostgresConfig,
+    pub publications: &'a BTreeMap<String, Option<BTreeSet<TableId>>>,
+    pub publication: &'a str,
+    pub slot_database: Option<&'a str>,
+    /// `start_decoding_at`: transactions whose commit starts before it are not emitted.
+    pub start: Lsn,
+    /// pgoutput's `messages` option.
+    pub messages: bool,
+    /// The WAL, and where this decoder began reading it (the slot's `restart_lsn` then).
+    pub wal: &'a Wal,
+    pub read_from: Lsn,
+}
+
+impl DecodeContext<'_> {
+    fn table_database(&self, table: TableId) -> Option<&str> {
+        self.config.tables[usize::from(table.0)].database.as_deref()
+    }
+
+    fn is_slot_database(&self, database: Option<&str>) -> bool {
+        database == self.slot_database
+    }
+
+    /// `restart_decoding_lsn` of a transaction first seen at `first_lsn`: the last RX this
+    /// decoder read before it (`None`: it read none, `InvalidXLogRecPtr`).
+    fn restart_decoding_lsn(&self, first_lsn: Lsn) -> Option<Lsn> {
+        let before = self.wal.first_entry_at_or_after(first_lsn);
+        self.wal.entries[..before].iter().rev().take_while(|entry| entry.start() >= self.read_from).find_map(|entry| {
+            match entry {
+                WalEntry::RunningXacts { start, .. } => Some(*start),
+                _ => None,
+            }
+        })
+    }
+}
+
+impl ReorderBuffer {
+    /// `ReorderBufferProcessXid`: the transaction's entry, created at its first record.
+    fn txn(&mut self, xid: Xid, lsn: Lsn) -> &mut BufferedTxn {
+        let index = match self.txns.iter().position(|txn| txn.xid == xid) {
+            Some(index) => index,
+            None => {
+                self.txns.push(BufferedTxn { xid, first_lsn: lsn, changes: Vec::new(), messages: Vec::new() });
+                self.txns.len() - 1
+            }
+        };
+        &mut self.txns[index]
+    }
+
+    fn take(&mut self, xid: Xid) -> Option<BufferedTxn> {
+        let index = self.txns.iter().position(|txn| txn.xid == xid)?;
+        Some(self.txns.remove(index))
+    }
+
+    /// Decodes one WAL entry.
+    pub(super) fn decode(&mut self, cx: &DecodeContext, entry: &WalEntry) -> Decoded {
+        match entry {
+            WalEntry::Txn(txn) => {
+                if txn.commit_lsn >= cx.start
+                    && let Some(decoded) = decode_txn(cx, txn, &txn.changes, &[])
+                {
+                    return Decoded::Txn(decoded);
+                }
+                Decoded::Nothing
+            }
+            WalEntry::Changes { xid, start, changes, .. } => {
+                let database = changes.first().and_then(|change| cx.table_database(change.table));
+                let slot_database = cx.is_slot_database(database);
+                let txn = self.txn(*xid, *start);
+                if slot_database {
+                    txn.changes.extend_from_slice(changes);
+                }
+                Decoded::Nothing
+            }
+            WalEntry::Message { xid, transactional, prefix, payload_bytes, database, start, end } => {
+                if let Some(xid) = xid {
+                    self.txn(*xid, *start);
+                }
+                if !cx.is_slot_database(database.as_deref()) {
+                    return Decoded::Nothing;
+                }
+                let message = DecodedMessage {
+                    lsn: *end,
+                    transactional: *transactional,
+                    prefix: prefix.clone(),
+                    payload_bytes: *payload_bytes,
+                };
+                match (transactional, xid) {
+                    (true, Some(xid)) => {
+                        self.txn(*xid, *start).messages.push(message);
+                        Decoded::Nothing
+                    }
+                    _ if *start >= cx.start && cx.messages => Decoded::Message(message),
+                    _ => Decoded::Nothing,
+                }
+            }
+            WalEntry::Commit(txn) => {
+                let Some(buffered) = self.take(txn.xid) else { return Decoded::Nothing };
+                if txn.commit_lsn < cx.start {
+                    return Decoded::Nothing;
+                }
+                let messages = if cx.messages { buffered.messages.as_slice() } else { &[] };
+                decode_txn(cx, txn, &buffered.changes, messages).map_or(Decoded::Nothing, Decoded::Txn)
+            }
+            WalEntry::Abort { xid, .. } => {
+                self.take(*xid);
+                Decoded::Nothing
+            }
+            WalEntry::RunningXacts { start, xids, next_xid, .. } => {
+                let restart = match self.txns.iter().min_by_key(|txn| txn.first_lsn) {
+                    Some(oldest) => cx.restart_decoding_lsn(oldest.first_lsn),
+                    None => Some(*start),
+                };
+                let oldest_running = xids.iter().copied().min().unwrap_or(*next_xid).min(*next_xid);
+                // `ReorderBufferAbortOld`: what is older than every running xid crashed.
+                self.txns.retain(|txn| txn.xid >= oldest_running);
+                Decoded::RunningXacts { rx: *start, restart, catalog_xmin: oldest_running }
+            }
+            WalEntry::Checkpoint { .. }
+            | WalEntry::OtherDatabase { .. }
+            | WalEntry::EndOfRecovery { .. }
+            | WalEntry::LogicalMessage { .. }
+            | WalEntry::Switch { .. } => Decoded::Nothing,
+        }
+    }
+}
+
+/// What pgoutput emits for one committed transaction whose queued changes are `changes` and
+/// transactional messages `messages`: the published changes and the messages in LSN order, or
+/// nothing when the transaction is in another database (`DecodeTXNNeedSkip`) or has nothing to
+/// send (PostgreSQL ≥ 15 sends no empty transactions). A publication that does not exist
+/// publishes every table here, as the walsender checks it at start. `first_lsn` is BEGIN's
+/// position: the first sent item's.
+fn decode_txn(
+    cx: &DecodeContext,
+    txn: &CommittedTxn,
+    changes: &[Change],
+    messages: &[DecodedMessage],
+) -> Option<DecodedTxn> {
+    let database = txn.changes.first().and_then(|change| cx.table_database(change.table));
+    if !txn.changes.is_empty() && !cx.is_slot_database(database) {
+        return None;
+    }
+    let published = cx.publications.get(cx.publication).and_then(Option::as_ref);
+    let changes: Vec<Change> = changes
+        .iter()
+        .filter(|change| published.is_none_or(|tables| tables.contains(&change.table)))
+        .copied()
+        .collect();
+    // A message is sent before a change at the same LSN: it ended where the change starts.
+    let first_lsn = match (changes.first(), messages.first()) {
+        (Some(change), Some(message)) => change.lsn.min(message.lsn),
+        (Some(change), None) => change.lsn,
+        (None, Some(message)) => message.lsn,
+        (None, None) => return None,
+    };
+    Some(DecodedTxn {
+        xid: txn.xid,
+        first_lsn,
+        commit_lsn: txn.commit_lsn,
+        end_lsn: txn.end_lsn,
+        commit_time: txn.commit_time,
+        changes,
+        messages: messages.to_vec(),
+    })
+}

@@ -1,0 +1,586 @@
+//! Transaction blocks, their WAL records and their decoding (issue 18 items 1 and 2), against
+//! the PostgreSQL 15 observations they model (reference postgres-transactions.md §0.3 traces).
+
+use super::*;
+use crate::core::component::{Outbox, TimerRequest};
+use crate::core::ids::Status;
+use crate::core::protocol::{DecodedMessage, Isolation};
+use crate::core::time::SimTime;
+
+/// Table 0 `public.t` in the main database, table 1 `public.t` in `db2`.
+const T: TableId = TableId(0);
+const OTHER_DB: TableId = TableId(1);
+/// The connector's replication session.
+const STREAM: SessionId = 1;
+
+struct Harness {
+    pg: Postgres,
+    now_ms: u64,
+    /// Every message sent, with the step's observations.
+    sent: Vec<(Node, Msg)>,
+    observations: Vec<Observation>,
+    commit_visible_armed: bool,
+}
+
+fn insert(table: TableId, key: Key) -> RowOp {
+    RowOp::Insert { table, key, status: Status::Submitted, amount_cents: 100 }
+}
+
+fn update(table: TableId, key: Key, status: Status) -> RowOp {
+    RowOp::Update { table, key, status }
+}
+
+impl Harness {
+    fn new() -> Harness {
+        let section = PostgresSection {
+            major_version: 15,
+            wal_segment_size: 16 << 20,
+            checkpoint_timeout_ms: 300_000,
+            max_wal_size_mb: 1024,
+            max_slot_wal_keep_size_mb: None,
+            wal_keep_size_mb: 0,
+            scan_rows_per_second: 1000,
+            standby: None,
+            sync_replication_slots: false,
+            synchronized_standby_slots: false,
+        };
+        let table = |id: u16, database: Option<&str>| TableSpec {
+            id: TableId(id),
+            name: "public.t".into(),
+            replica_identity: ReplicaIdentity::Full,
+            database: database.map(str::to_string),
+        };
+        let run = ServerRun {
+            bgwriter_running_xacts: false,
+            walsender_keepalives: false,
+            initial_wal_lsn: Lsn(0x16B_3748),
+            tables: vec![table(0, None), table(1, Some("db2"))],
+        };
+        let config = PostgresConfig::new(&section, run);
+        let mut pg = Postgres::new(Node::Pg1, Role::Primary, Fixed::new(config), &[]);
+        let mut out = Outbox::default();
+        pg.start(&mut Ctx::new(SimTime(0), Node::Pg1, &mut out));
+        Harness { pg, now_ms: 1, sent: Vec::new(), observations: Vec::new(), commit_visible_armed: false }
+    }
+
+    fn absorb(&mut self, out: Outbox) {
+        for timer in &out.timers {
+            match *timer {
+                TimerRequest::Set { timer: Timer::CommitVisible, .. } => self.commit_visible_armed = true,
+                TimerRequest::Cancel { timer: Timer::CommitVisible } => self.commit_visible_armed = false,
+                _ => {}
+            }
+        }
+        self.sent.extend(out.sends);
+        self.observations.extend(out.observations);
+    }
+
+    /// Delivers a message from `from` and returns the replies `from` got in this step.
+    fn send(&mut self, from: Node, msg: Msg) -> Vec<Msg> {
+        let mut out = Outbox::default();
+        self.now_ms += 1;
+        self.pg.on_message(&mut Ctx::new(SimTime(self.now_ms), Node::Pg1, &mut out), from, msg);
+        let replies = out.sends.iter().filter(|(to, _)| *to == from).map(|(_, msg)| msg.clone()).collect();
+        self.absorb(out);
+        replies
+    }
+
+    /// A SQL request of `client`'s session `session`; its reply in this step, if any.
+    fn sql(&mut self, client: Node, session: SessionId, request: SqlRequest) -> Option<SqlReply> {
+        self.send(client, Msg::Sql { session, request }).into_iter().find_map(|msg| match msg {
+            Msg::SqlReply { session: s, reply } if s == session => Some(reply),
+            _ => None,
+        })
+    }
+
+    /// The commit-visible timer fires (it is armed with no delay).
+    fn commits_visible(&mut self) -> Vec<(Node, Msg)> {
+        assert!(self.commit_visible_armed, "a commit is waiting to become visible");
+        self.commit_visible_armed = false;
+        let mut out = Outbox::default();
+        self.now_ms += 1;
+        self.pg.on_timer(&mut Ctx::new(SimTime(self.now_ms), Node::Pg1, &mut out), Timer::CommitVisible);
+        let sends = out.sends.clone();
+        self.absorb(out);
+        sends
+    }
+
+    /// `COMMIT`, then the commit becoming visible: the reply.
+    fn commit(&mut self, client: Node, session: SessionId) -> SqlReply {
+        if let Some(reply) = self.sql(client, session, SqlRequest::Commit) {
+            return reply;
+        }
+        self.commits_visible()
+            .into_iter()
+            .find_map(|(to, msg)| match msg {
+                Msg::SqlReply { session: s, reply } if to == client && s == session => Some(reply),
+                _ => None,
+            })
+            .expect("COMMIT answered once visible")
+    }
+
+    fn begin(&mut self, client: Node, session: SessionId, isolation: Isolation) {
+        assert_eq!(self.sql(client, session, SqlRequest::Begin { isolation }), Some(SqlReply::Ok));
+    }
+
+    fn statement(&mut self, client: Node, session: SessionId, ops: Vec<RowOp>) -> Option<SqlReply> {
+        self.sql(client, session, SqlRequest::Statement { ops, copy: false })
+    }
+
+    fn changes_of(reply: Option<SqlReply>) -> Vec<Change> {
+        match reply {
+            Some(SqlReply::StatementDone { changes }) => changes,
+            other => panic!("expected a statement's changes, got {other:?}"),
+        }
+    }
+
+    fn create_slot_and_stream(&mut self, messages: bool) {
+        self.send(
+            Node::Connect,
+            Msg::Repl {
+                session: STREAM,
+                request: ReplRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into(), failover: false },
+            },
+        );
+        self.sql(Node::Connect, 100, SqlRequest::EnsurePublication { name: "p".into() });
+        self.send(
+            Node::Connect,
+            Msg::Repl {
+                session: STREAM,
+                request: ReplRequest::StartReplication {
+                    slot: "s".into(),
+                    start: Lsn::INVALID,
+                    publication: "p".into(),
+                    messages,
+                },
+            },
+        );
+    }
+
+    /// What the walsender streamed so far: transactions and non-transactional messages.
+    fn streamed(&self) -> Vec<ReplReply> {
+        self.sent
+            .iter()
+            .filter_map(|(to, msg)| match msg {
+                Msg::ReplReply { session: STREAM, reply: reply @ (ReplReply::XLogData(_) | ReplReply::Message(_)) }
+                    if *to == Node::Connect =>
+                {
+                    Some(reply.clone())
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn streamed_txns(&self) -> Vec<DecodedTxn> {
+        self.streamed()
+            .into_iter()
+            .filter_map(|reply| match reply {
+                ReplReply::XLogData(txn) => Some(txn),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The connector confirms everything written so far.
+    fn confirm_all(&mut self) {
+        let flush = self.pg.current_wal_lsn();
+        self.send(Node::Connect, Msg::Repl { session: STREAM, request: ReplRequest::StatusUpdate { flush } });
+    }
+
+    fn checkpoint(&mut self) -> Lsn {
+        self.send(Node::Operator, Msg::Control(Control::Checkpoint));
+        self.pg
+            .durable
+            .wal
+            .entries
+            .iter()
+            .rev()
+            .find_map(|entry| match entry {
+                WalEntry::RunningXacts { start, .. } => Some(*start),
+                _ => None,
+            })
+            .expect("a checkpoint writes a running-xacts record")
+    }
+
+    fn slot(&self) -> &Slot {
+        self.pg.slot("s").expect("the slot")
+    }
+}
+
+/// Trace T1 / E3: A begins and inserts, B begins, inserts and commits, A inserts and commits.
+/// The stream delivers B, then A, each whole, in commit order; A's first change is older than
+/// B's commit, and A's second change starts exactly where B's commit record ends.
+#[test]
+fn interleaved_blocks_are_delivered_whole_in_commit_order() {
+    let mut h = Harness::new();
+    h.create_slot_and_stream(true);
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    let a1 = Harness::changes_of(h.statement(Node::App, 1, vec![insert(T, 100)]));
+    h.begin(Node::App, 2, Isolation::ReadCommitted);
+    let b1 = Harness::changes_of(h.statement(Node::App, 2, vec![insert(T, 101)]));
+    let SqlReply::Committed { end_lsn: b_end, xid: b_xid, .. } = h.commit(Node::App, 2) else { panic!("B commits") };
+    assert_eq!(h.streamed_txns().len(), 1, "B is delivered at its commit, A is still open");
+    let a2 = Harness::changes_of(h.statement(Node::App, 1, vec![insert(T, 102)]));
+    let SqlReply::Committed { xid: a_xid, commit_lsn: a_commit, .. } = h.commit(Node::App, 1) else {
+        panic!("A commits")
+    };
+
+    let txns = h.streamed_txns();
+    assert_eq!(txns.iter().map(|txn| txn.xid).collect::<Vec<_>>(), vec![b_xid, a_xid], "commit order");
+    assert!(a_xid < b_xid, "A got its xid first");
+    assert_eq!(txns[0].changes, b1);
+    assert_eq!(txns[1].changes, [a1[0], a2[0]], "A whole, its changes in LSN order");
+    assert_eq!(txns[1].first_lsn, a1[0].lsn, "BEGIN carries A's first change's LSN");
+    assert!(a1[0].lsn < b_end, "A's first change is older than B's commit");
+    assert_eq!(a2[0].lsn, b_end, "A's second change starts where B's commit record ends");
+    assert_eq!(txns[1].commit_lsn, a_commit);
+    // The oracle sees both, each at its commit record.
+    let committed: Vec<Xid> = h
+        .observations
+        .iter()
+        .filter_map(|o| match o {
+            Observation::Committed { txn, .. } => Some(txn.xid),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(committed, vec![b_xid, a_xid]);
+}
+
+/// E4: a rolled-back block writes an ABORT record and is never delivered; one without an xid
+/// writes nothing.
+#[test]
+fn a_rolled_back_block_is_never_delivered() {
+    let mut h = Harness::new();
+    h.create_slot_and_stream(true);
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    let changes = Harness::changes_of(h.statement(Node::App, 1, vec![insert(T, 1), insert(T, 2)]));
+    assert_eq!(changes.len(), 2);
+    assert!(changes[0].lsn < changes[1].lsn, "each row its own record");
+    let reply = h.sql(Node::App, 1, SqlRequest::Rollback);
+    let Some(SqlReply::RolledBack { xid: Some(xid) }) = reply else { panic!("rolled back with its xid: {reply:?}") };
+    assert!(matches!(h.pg.durable.wal.entries.last(), Some(WalEntry::Abort { xid: aborted, .. }) if *aborted == xid));
+    h.sql(Node::App, 2, SqlRequest::Transaction { ops: vec![insert(T, 3)] });
+    let txns = h.streamed_txns();
+    assert_eq!(txns.len(), 1, "only the autocommit insert: {txns:?}");
+    assert_eq!(txns[0].changes[0].key, 3);
+    assert_eq!(h.pg.table(T).current(1), None, "the rolled-back row never existed");
+
+    // A block that wrote nothing: no xid, no record.
+    let entries = h.pg.durable.wal.entries.len();
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    assert_eq!(Harness::changes_of(h.statement(Node::App, 1, vec![update(T, 999, Status::Approved)])), Vec::new());
+    assert_eq!(h.sql(Node::App, 1, SqlRequest::Rollback), Some(SqlReply::RolledBack { xid: None }));
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    assert_eq!(h.sql(Node::App, 1, SqlRequest::Commit), Some(SqlReply::Ok), "COMMIT of a block that wrote nothing");
+    assert_eq!(h.pg.durable.wal.entries.len(), entries, "nothing written");
+}
+
+/// E1 / E1c: an open block in ANOTHER database pins the slot's `restart_lsn` at the last
+/// running-xacts record before its first record, and its `catalog_xmin` at its xid, while this
+/// database's commits are delivered and confirmed; its end alone moves nothing, the next
+/// running-xacts record does once confirmed. A rollback releases like a commit.
+#[test]
+fn an_open_block_in_another_database_pins_restart_lsn_until_the_next_running_xacts() {
+    for ends_with_commit in [true, false] {
+        let mut h = Harness::new();
+        h.create_slot_and_stream(false);
+        let before = h.checkpoint();
+        h.confirm_all();
+        assert_eq!(h.slot().current.restart_lsn, before, "nothing running: the RX becomes restart_lsn");
+
+        h.begin(Node::App, 7, Isolation::ReadCommitted);
+        let first = Harness::changes_of(h.statement(Node::App, 7, vec![insert(OTHER_DB, 1)]));
+        let other_xid = h.pg.running_xids()[0];
+        assert!(first[0].lsn > before);
+        for key in 10..13 {
+            h.sql(Node::App, 1, SqlRequest::Transaction { ops: vec![insert(T, key)] });
+            let rx = h.checkpoint();
+            let WalEntry::RunningXacts { xids, .. } =
+                &h.pg.durable.wal.entries[h.pg.durable.wal.first_entry_at_or_after(rx)]
+            else {
+                panic!("an RX")
+            };
+            assert_eq!(xids, &vec![other_xid], "the RX lists the other database's xid");
+            h.confirm_all();
+            assert_eq!(h.slot().current.restart_lsn, before, "pinned at the last RX before its first record");
+            assert_eq!(h.slot().catalog_xmin, other_xid, "catalog_xmin pinned at its xid");
+            assert_eq!(h.slot().current.confirmed_flush, h.pg.current_wal_lsn(), "confirmation goes on");
+        }
+        assert_eq!(h.streamed_txns().len(), 3, "this database's commits are delivered");
+
+        if ends_with_commit {
+            h.commit(Node::App, 7);
+        } else {
+            h.sql(Node::App, 7, SqlRequest::Rollback);
+        }
+        h.confirm_all();
+        assert_eq!(h.slot().current.restart_lsn, before, "its end alone moves nothing");
+        let released = h.checkpoint();
+        h.confirm_all();
+        assert_eq!(h.slot().current.restart_lsn, released, "the next RX releases it");
+        assert_eq!(h.slot().catalog_xmin, h.pg.durable.next_xid);
+        assert_eq!(h.streamed_txns().len(), 3, "the other database's transaction is not delivered");
+        let rows = h.pg.replication_slots();
+        assert_eq!(rows[0].catalog_xmin, Some(h.pg.durable.next_xid));
+    }
+}
+
+/// E1b: an open block without an xid (a REPEATABLE READ reader) holds nothing back.
+#[test]
+fn a_block_without_an_xid_pins_nothing() {
+    let mut h = Harness::new();
+    h.create_slot_and_stream(false);
+    h.begin(Node::App, 7, Isolation::RepeatableRead);
+    assert!(matches!(h.sql(Node::App, 7, SqlRequest::Select { table: OTHER_DB }), Some(SqlReply::Rows { .. })));
+    h.sql(Node::App, 1, SqlRequest::Transaction { ops: vec![insert(T, 1)] });
+    let rx = h.checkpoint();
+    h.confirm_all();
+    assert!(h.pg.running_xids().is_empty());
+    assert_eq!(h.slot().current.restart_lsn, rx);
+    assert_eq!(h.slot().catalog_xmin, h.pg.durable.next_xid);
+}
+
+/// E5: a transactional message is delivered inside its transaction between its changes; a
+/// non-transactional one is sent at once, before the BEGIN of the transaction open around
+/// it, and even if that transaction rolls back. Both carry the end of their record.
+#[test]
+fn logical_messages_transactional_in_their_transaction_the_others_at_once() {
+    let mut h = Harness::new();
+    h.create_slot_and_stream(true);
+    let emit = |transactional: bool, prefix: &str| SqlRequest::EmitMessage {
+        transactional,
+        prefix: prefix.into(),
+        payload_bytes: 8,
+    };
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    let c1 = Harness::changes_of(h.statement(Node::App, 1, vec![insert(T, 170)]));
+    let Some(SqlReply::Lsn(tx_lsn)) = h.sql(Node::App, 1, emit(true, "m")) else { panic!("an LSN") };
+    let Some(SqlReply::Lsn(nontx_lsn)) = h.sql(Node::App, 1, emit(false, "n")) else { panic!("an LSN") };
+    let c2 = Harness::changes_of(h.statement(Node::App, 1, vec![insert(T, 171)]));
+    assert_eq!(c2[0].lsn, nontx_lsn, "a message's LSN is its record's end: the next record's start");
+    let streamed = h.streamed();
+    assert_eq!(streamed.len(), 1, "the non-transactional message is sent at once");
+    h.commit(Node::App, 1);
+
+    let streamed = h.streamed();
+    let ReplReply::Message(DecodedMessage { lsn, transactional: false, .. }) = &streamed[0] else {
+        panic!("first the non-transactional message: {streamed:?}")
+    };
+    assert_eq!(*lsn, nontx_lsn);
+    let ReplReply::XLogData(txn) = &streamed[1] else { panic!("then the transaction") };
+    assert_eq!(txn.changes, [c1[0], c2[0]]);
+    assert_eq!(
+        txn.messages,
+        vec![DecodedMessage { lsn: tx_lsn, transactional: true, prefix: "m".into(), payload_bytes: 8 }]
+    );
+    assert_eq!(txn.first_lsn, c1[0].lsn);
+
+    // A rolled-back block: its transactional message vanishes, its non-transactional one was
+    // already sent.
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    h.statement(Node::App, 1, vec![insert(T, 180)]);
+    h.sql(Node::App, 1, emit(true, "gone"));
+    h.sql(Node::App, 1, emit(false, "kept"));
+    h.sql(Node::App, 1, SqlRequest::Rollback);
+    let streamed = h.streamed();
+    assert_eq!(streamed.len(), 3);
+    assert!(matches!(&streamed[2], ReplReply::Message(message) if message.prefix == "kept"));
+
+    // The SQL peek with `messages` emits the same, in the same order; without the option only
+    // the transaction, without its message.
+    let peek = |h: &mut Harness, messages: bool| {
+        h.sql(
+            Node::App,
+            5,
+            SqlRequest::SlotChanges { slot: "s".into(), publication: "p".into(), consume: false, messages },
+        )
+    };
+    h.send(Node::Connect, Msg::Repl { session: STREAM, request: ReplRequest::Close });
+    assert_eq!(peek(&mut h, true), Some(SqlReply::Decoded(h.streamed())));
+    let Some(SqlReply::Decoded(plain)) = peek(&mut h, false) else { panic!("decoded") };
+    assert!(matches!(&plain[..], [ReplReply::XLogData(txn)] if txn.messages.is_empty() && txn.changes.len() == 2));
+
+    // Without the `messages` option nothing of them is sent.
+    let mut quiet = Harness::new();
+    quiet.create_slot_and_stream(false);
+    quiet.sql(Node::App, 1, emit(false, "n"));
+    quiet.sql(Node::App, 1, emit(true, "t"));
+    assert!(quiet.streamed().is_empty(), "{:?}", quiet.streamed());
+}
+
+/// T2 step 2: a `COPY`'s inserts are one `MULTI_INSERT` record: every row carries its start.
+#[test]
+fn a_copy_statement_writes_one_record_for_its_rows() {
+    let mut h = Harness::new();
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    let reply =
+        h.sql(Node::App, 1, SqlRequest::Statement { ops: vec![insert(T, 1), insert(T, 2), insert(T, 3)], copy: true });
+    let changes = Harness::changes_of(reply);
+    assert_eq!(changes.len(), 3);
+    assert!(changes.iter().all(|change| change.lsn == changes[0].lsn));
+    let SqlReply::Committed { changes: committed, .. } = h.commit(Node::App, 1) else { panic!("commits") };
+    assert_eq!(committed, changes);
+}
+
+/// A statement touching a row another open block changed waits for it; under READ COMMITTED
+/// it then runs against the new version (`EvalPlanQual`), under REPEATABLE READ it fails with
+/// a serialization error and the block only rolls back.
+#[test]
+fn a_row_lock_waits_then_read_committed_rereads_and_repeatable_read_fails() {
+    for isolation in [Isolation::ReadCommitted, Isolation::RepeatableRead] {
+        let mut h = Harness::new();
+        h.sql(Node::App, 9, SqlRequest::Transaction { ops: vec![insert(T, 1)] });
+        h.begin(Node::App, 1, Isolation::ReadCommitted);
+        h.statement(Node::App, 1, vec![update(T, 1, Status::Approved)]);
+        h.begin(Node::App, 2, isolation);
+        // The waiter's own statement before the wait: REPEATABLE READ takes its snapshot here.
+        h.statement(Node::App, 2, vec![insert(T, 50)]);
+        assert_eq!(h.statement(Node::App, 2, vec![update(T, 1, Status::Closed)]), None, "it waits");
+        // An autocommit statement on the same row waits too.
+        assert_eq!(h.sql(Node::App, 3, SqlRequest::Transaction { ops: vec![update(T, 1, Status::Paid)] }), None);
+        h.sql(Node::App, 1, SqlRequest::Commit);
+        let sends = h.commits_visible();
+        let reply_to = |session: SessionId| {
+            sends.iter().find_map(|(_, msg)| match msg {
+                Msg::SqlReply { session: s, reply } if *s == session => Some(reply.clone()),
+                _ => None,
+            })
+        };
+        assert!(matches!(reply_to(1), Some(SqlReply::Committed { .. })));
+        match isolation {
+            Isolation::ReadCommitted => {
+                let Some(SqlReply::StatementDone { changes }) = reply_to(2) else { panic!("{:?}", reply_to(2)) };
+                let ChangeKind::Update { before, after } = changes[0].kind else { panic!("an update") };
+                assert_eq!(before.map(|row| row.status), Some(Status::Approved), "the new version");
+                assert_eq!(after.version, 3);
+                assert_eq!(reply_to(3), None, "the autocommit statement now waits for session 2");
+                let SqlReply::Committed { .. } = h.commit(Node::App, 2) else { panic!("commits") };
+                assert_eq!(h.pg.table(T).current(1).map(|row| row.status), Some(Status::Paid));
+            }
+            Isolation::RepeatableRead => {
+                assert_eq!(
+                    reply_to(2),
+                    Some(SqlReply::Error("ERROR: could not serialize access due to concurrent update".into()))
+                );
+                assert!(matches!(reply_to(3), Some(SqlReply::Committed { .. })), "the failed block released its locks");
+                assert!(matches!(
+                    h.statement(Node::App, 2, vec![insert(T, 60)]),
+                    Some(SqlReply::Error(text)) if text.contains("current transaction is aborted")
+                ));
+                assert!(matches!(h.sql(Node::App, 2, SqlRequest::Commit), Some(SqlReply::RolledBack { .. })));
+                assert_eq!(h.pg.table(T).current(50), None, "the failed block's insert is gone");
+                assert!(
+                    matches!(
+                        h.pg.durable.wal.entries.iter().rev().find(|e| matches!(e, WalEntry::Abort { .. })),
+                        Some(WalEntry::Abort { .. })
+                    ),
+                    "the error wrote the ABORT record"
+                );
+            }
+        }
+    }
+}
+
+/// A duplicate key inside a block fails the block at once.
+#[test]
+fn a_duplicate_key_fails_the_block() {
+    let mut h = Harness::new();
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    h.statement(Node::App, 1, vec![insert(T, 1)]);
+    assert!(
+        matches!(h.statement(Node::App, 1, vec![insert(T, 1)]), Some(SqlReply::Error(text)) if text.contains("duplicate key"))
+    );
+    assert!(h.pg.running_xids().is_empty(), "the error released the xid");
+    assert!(matches!(h.sql(Node::App, 1, SqlRequest::Commit), Some(SqlReply::RolledBack { xid: Some(_) })));
+    assert_eq!(h.pg.table(T).current(1), None);
+}
+
+/// Between a commit record and its visibility a new snapshot does not see the transaction (it
+/// is decodable already); a crash there keeps it: the commit record is durable.
+#[test]
+fn a_commit_is_in_wal_before_it_is_visible_and_a_crash_between_keeps_it() {
+    for crash in [false, true] {
+        let mut h = Harness::new();
+        h.create_slot_and_stream(false);
+        h.begin(Node::App, 1, Isolation::ReadCommitted);
+        h.statement(Node::App, 1, vec![insert(T, 1)]);
+        assert_eq!(h.sql(Node::App, 1, SqlRequest::Commit), None, "COMMIT answers once visible");
+        assert!(h.observations.iter().any(|o| o.moment() == Some(crate::core::fault::Moment::CommitInWal)));
+        assert_eq!(h.streamed_txns().len(), 1, "decodable at once");
+        let Some(SqlReply::Rows { rows, .. }) = h.sql(Node::App, 2, SqlRequest::Select { table: T }) else {
+            panic!("rows")
+        };
+        assert!(rows.is_empty(), "not yet visible");
+        if crash {
+            h.pg.crash();
+            let mut out = Outbox::default();
+            h.pg.start(&mut Ctx::new(SimTime(100), Node::Pg1, &mut out));
+        } else {
+            h.commits_visible();
+        }
+        let Some(SqlReply::Rows { rows, .. }) = h.sql(Node::App, 2, SqlRequest::Select { table: T }) else {
+            panic!("rows")
+        };
+        assert_eq!(rows.len(), 1, "visible (crash: {crash})");
+    }
+}
+
+/// A crash aborts every open block: no ABORT record, the rows never existed, and the decoder
+/// drops the transaction at the first running-xacts record without it (`ReorderBufferAbortOld`
+/// runs after the restart candidate is taken, `standby_decode`), so it pins `restart_lsn` for
+/// that record still and not for the next.
+#[test]
+fn a_crash_aborts_every_open_block() {
+    let mut h = Harness::new();
+    h.create_slot_and_stream(false);
+    let before = h.checkpoint();
+    h.confirm_all();
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    h.statement(Node::App, 1, vec![insert(T, 1)]);
+    h.pg.crash();
+    let mut out = Outbox::default();
+    h.pg.start(&mut Ctx::new(SimTime(100), Node::Pg1, &mut out));
+    assert!(h.pg.running_xids().is_empty());
+    assert!(!h.pg.durable.wal.entries.iter().any(|e| matches!(e, WalEntry::Abort { .. })), "no ABORT record");
+    assert_eq!(h.sql(Node::App, 1, SqlRequest::Commit), Some(SqlReply::Ok), "the session is gone: no block");
+    assert_eq!(h.pg.table(T).current(1), None);
+    h.create_stream_again();
+    h.checkpoint();
+    h.confirm_all();
+    assert_eq!(h.slot().current.restart_lsn, before, "proposed before the crashed transaction was dropped");
+    let rx = h.checkpoint();
+    h.confirm_all();
+    assert_eq!(h.slot().current.restart_lsn, rx, "the crashed transaction holds nothing any more");
+}
+
+/// Closing a session aborts its block (an ABORT record: the backend exits through
+/// `AbortOutOfAnyTransaction`).
+#[test]
+fn closing_a_session_aborts_its_block() {
+    let mut h = Harness::new();
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    h.statement(Node::App, 1, vec![insert(T, 1)]);
+    let xid = h.pg.running_xids()[0];
+    h.sql(Node::App, 1, SqlRequest::Close);
+    assert!(matches!(h.pg.durable.wal.entries.last(), Some(WalEntry::Abort { xid: aborted, .. }) if *aborted == xid));
+    assert!(h.pg.running_xids().is_empty());
+    assert!(h.pg.volatile.row_locks.is_empty());
+}
+
+impl Harness {
+    fn create_stream_again(&mut self) {
+        self.send(
+            Node::Connect,
+            Msg::Repl {
+                session: STREAM,
+                request: ReplRequest::StartReplication {
+                    slot: "s".into(),
+                    start: Lsn::INVALID,
+                    publication: "p".into(),
+                    messages: false,
+                },
+            },
+        );
+    }
+}
