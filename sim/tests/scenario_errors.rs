@@ -508,13 +508,23 @@ fn gate_without_standby() {
 #[test]
 fn script_with_two_ops() {
     let text = format!("{MIN}[[workload.script]]\nat = \"1s\"\ninsert = 5\ndelete = 5\n");
-    fails(&text, &[], "s.toml:15:1: workload.script[0]: ", "exactly one of insert, update, delete, begin, commit, rollback or message is allowed; found insert and delete");
+    fails(
+        &text,
+        &[],
+        "s.toml:15:1: workload.script[0]: ",
+        "exactly one of insert, update, delete, begin, commit, rollback or message is allowed; found insert and delete",
+    );
 }
 
 #[test]
 fn script_with_no_op() {
     let text = format!("{MIN}[[workload.script]]\nat = \"1s\"\nlabel = \"nothing\"\n");
-    fails(&text, &[], "s.toml:12:1: workload.script[0]: ", "one of insert, update, delete, begin, commit, rollback or message is required");
+    fails(
+        &text,
+        &[],
+        "s.toml:12:1: workload.script[0]: ",
+        "one of insert, update, delete, begin, commit, rollback or message is required",
+    );
 }
 
 #[test]

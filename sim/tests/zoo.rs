@@ -142,3 +142,8 @@ fn the_resurrection_after_an_incomplete_snapshot() {
 fn a_naive_sink() {
     entry("naive-sink", Invariant::I3, (57_535, 24_506), (57_535, 24_506));
 }
+
+#[test]
+fn dbz_1554_copy_rows_sharing_an_lsn() {
+    historic("dbz-1554-copy-rows-sharing-an-lsn", Invariant::I1, (678_660, 275_845), (683_732, 278_643));
+}

@@ -40,11 +40,17 @@ pub enum StepKind {
     /// `COPY … FROM STDIN`: the step's inserts as one multi-insert.
     Copy,
     /// `BEGIN ISOLATION LEVEL …`.
-    Begin { isolation: Isolation },
+    Begin {
+        isolation: Isolation,
+    },
     Commit,
     Rollback,
     /// `SELECT pg_logical_emit_message(transactional, prefix, repeat('x', payload_bytes))`.
-    Message { transactional: bool, prefix: String, payload_bytes: u64 },
+    Message {
+        transactional: bool,
+        prefix: String,
+        payload_bytes: u64,
+    },
 }
 
 impl StepKind {
@@ -56,9 +62,9 @@ impl StepKind {
             StepKind::Begin { isolation } => format!("BEGIN ISOLATION LEVEL {}", isolation.name()),
             StepKind::Commit => "COMMIT".into(),
             StepKind::Rollback => "ROLLBACK".into(),
-            StepKind::Message { transactional, prefix, payload_bytes } => format!(
-                "pg_logical_emit_message({transactional}, '{prefix}', {payload_bytes} bytes)"
-            ),
+            StepKind::Message { transactional, prefix, payload_bytes } => {
+                format!("pg_logical_emit_message({transactional}, '{prefix}', {payload_bytes} bytes)")
+            }
         }
     }
 
