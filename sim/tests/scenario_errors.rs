@@ -1147,3 +1147,15 @@ fn a_bad_schedule_is_named() {
     let text = format!("{}[[fault]]\nat = \"1s\"\naction = \"checkpoint\"\n", with_schedule("\"crash connect\""));
     fails(&text, &[], "s.toml:", "remove [[fault]]");
 }
+
+/// `[versions] pgjdbc`: the driver release, read as `(42, minor, patch)`; anything else is named.
+#[test]
+fn the_pgjdbc_version_is_read_and_bad_ones_are_named() {
+    let with = |version: &str| format!("{MIN}[versions]\ndebezium = \"3.1\"\npgjdbc = \"{version}\"\n");
+    let loaded = ok(&with("42.7.3"), &[]);
+    assert_eq!(loaded.spec.debezium.pgjdbc, Some((42, 7, 3)));
+    assert_eq!(loaded.spec.debezium.version, (3, 1));
+    assert_eq!(ok(MIN, &[]).spec.debezium.pgjdbc, None, "the release's own driver by default");
+    fails(&with("42.8.0"), &[], "s.toml:14:1: versions.pgjdbc:", "the model knows pgjdbc 42.0.0 to 42.7.x");
+    fails(&with("latest"), &[], "s.toml:14:1: versions.pgjdbc:", "is not a pgjdbc release like \"42.7.3\"");
+}

@@ -810,6 +810,40 @@ mod tests {
         assert_eq!(task.phase, Phase::EnsuringPublication);
     }
 
+    /// DBZ-7533 / pgjdbc#3138 (row 10): a 42.7.0–42.7.5 driver confirms keep-alives by default;
+    /// Debezium switches that off only from 3.2, except with `connector_and_driver`.
+    #[test]
+    fn a_42_7_driver_confirms_keepalives_under_debezium_before_3_2() {
+        let config = |version, pgjdbc, lsn_flush_mode| DebeziumConfig {
+            version,
+            pgjdbc,
+            lsn_flush_mode,
+            ..(*task().config).clone()
+        };
+        use LsnFlushMode::{Connector, ConnectorAndDriver};
+        assert!(config((3, 1), Some((42, 7, 3)), Connector).driver_confirms_keepalives());
+        assert!(!config((3, 2), Some((42, 7, 3)), Connector).driver_confirms_keepalives(), "switched off");
+        assert!(!config((3, 1), None, Connector).driver_confirms_keepalives(), "3.1 ships 42.6.1");
+        assert!(!config((2, 6), Some((42, 6, 0)), Connector).driver_confirms_keepalives(), "no auto-flush before 42.7");
+        assert!(config((3, 7), None, ConnectorAndDriver).driver_confirms_keepalives());
+        assert!(!config((3, 7), Some((42, 6, 1)), ConnectorAndDriver).driver_confirms_keepalives());
+        // The rule itself, on a 3.1 task with a 42.7.3 driver.
+        let mut old = DebeziumTask::new(Fixed::new(config((3, 1), Some((42, 7, 3)), Connector)), 1);
+        old.phase = Phase::Streaming;
+        let mut out = Outbox::default();
+        old.on_repl_reply(
+            &mut Ctx::new(SimTime(0), Node::Connect, &mut out),
+            ReplReply::Keepalive { wal_end: Lsn(5000) },
+        );
+        assert!(
+            matches!(
+                out.sends.as_slice(),
+                [(_, Msg::Repl { request: ReplRequest::StatusUpdate { flush: Lsn(5000) }, .. })]
+            ),
+            "nothing received yet: the keep-alive is confirmed"
+        );
+    }
+
     /// `V3PGReplicationStream.processKeepAliveMessage`: pgjdbc confirms a keep-alive only with
     /// `connector_and_driver`, and only once everything received has been confirmed explicitly.
     #[test]
