@@ -155,6 +155,7 @@ fn everything() -> Spec {
         ],
         debezium: DebeziumConfig {
             version: (2, 6),
+            pgjdbc: Some((42, 7, 3)),
             name: "claims-connector".into(),
             topic_prefix: "claims".into(),
             slot_name: "claims_slot".into(),

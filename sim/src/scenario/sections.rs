@@ -100,9 +100,11 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     Ok(Loaded { spec, seed })
 }
 
-/// `[versions]`: the releases whose behaviour differs in the model: Debezium's `(major, minor)`
-/// and, if given, the pgjdbc driver's `(major, minor, patch)`.
-fn versions(cx: &Cx, s: &Section) -> Res<((u32, u32), Option<(u32, u32, u32)>)> {
+/// Debezium's `(major, minor)` and, if given, the pgjdbc driver's `(major, minor, patch)`.
+type Versions = ((u32, u32), Option<(u32, u32, u32)>);
+
+/// `[versions]`: the releases whose behaviour differs in the model.
+fn versions(cx: &Cx, s: &Section) -> Res<Versions> {
     s.check_keys(cx, "debezium pgjdbc", "field")?;
     let debezium = s.opt("debezium", (3, 7), |field| {
         // `3.7` unquoted (as `--set versions.debezium=3.7` gives it) is a float: use its text.
