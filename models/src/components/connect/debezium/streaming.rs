@@ -146,6 +146,8 @@ impl DebeziumTask {
         if self.searching {
             for index in 0..messages.len() {
                 let message = messages.get(index);
+                // pgjdbc's `lastReceiveLSN` moves with every XLogData, read or searched.
+                self.last_data_start = message.lsn();
                 let found = match self.locator.as_mut() {
                     Some(locator) => locator.resume_from_lsn(message.lsn(), message.operation(txn)),
                     None => None,
