@@ -218,6 +218,8 @@ fn complete_scenario_reads_into_the_spec() {
             inserts_per_second: 2.5,
             updates_per_second: 10.0,
             deletes_per_second: 0.0,
+            transaction_size: 1,
+            concurrency: 1,
         })
     );
     assert_eq!(spec.scripted.len(), 3);
@@ -506,13 +508,23 @@ fn gate_without_standby() {
 #[test]
 fn script_with_two_ops() {
     let text = format!("{MIN}[[workload.script]]\nat = \"1s\"\ninsert = 5\ndelete = 5\n");
-    fails(&text, &[], "s.toml:15:1: workload.script[0]: ", "exactly one of insert, update or delete");
+    fails(
+        &text,
+        &[],
+        "s.toml:15:1: workload.script[0]: ",
+        "exactly one of insert, update, delete, begin, commit, rollback or message is allowed; found insert and delete",
+    );
 }
 
 #[test]
 fn script_with_no_op() {
     let text = format!("{MIN}[[workload.script]]\nat = \"1s\"\nlabel = \"nothing\"\n");
-    fails(&text, &[], "s.toml:12:1: workload.script[0]: ", "one of insert, update or delete is required");
+    fails(
+        &text,
+        &[],
+        "s.toml:12:1: workload.script[0]: ",
+        "one of insert, update, delete, begin, commit, rollback or message is required",
+    );
 }
 
 #[test]
@@ -1134,4 +1146,16 @@ fn a_bad_schedule_is_named() {
     // The schedule is the whole story: no timed faults beside it.
     let text = format!("{}[[fault]]\nat = \"1s\"\naction = \"checkpoint\"\n", with_schedule("\"crash connect\""));
     fails(&text, &[], "s.toml:", "remove [[fault]]");
+}
+
+/// `[versions] pgjdbc`: the driver release, read as `(42, minor, patch)`; anything else is named.
+#[test]
+fn the_pgjdbc_version_is_read_and_bad_ones_are_named() {
+    let with = |version: &str| format!("{MIN}[versions]\ndebezium = \"3.1\"\npgjdbc = \"{version}\"\n");
+    let loaded = ok(&with("42.7.3"), &[]);
+    assert_eq!(loaded.spec.debezium.pgjdbc, Some((42, 7, 3)));
+    assert_eq!(loaded.spec.debezium.version, (3, 1));
+    assert_eq!(ok(MIN, &[]).spec.debezium.pgjdbc, None, "the release's own driver by default");
+    fails(&with("42.8.0"), &[], "s.toml:14:1: versions.pgjdbc:", "the model knows pgjdbc 42.0.0 to 42.7.x");
+    fails(&with("latest"), &[], "s.toml:14:1: versions.pgjdbc:", "is not a pgjdbc release like \"42.7.3\"");
 }

@@ -144,16 +144,19 @@ fn everything() -> Spec {
                 name: "public.claims".into(),
                 rows: 1_000,
                 replica_identity: ReplicaIdentity::Full,
+                database: None,
             },
             TableSetup {
                 id: payments,
                 name: "public.payments".into(),
                 rows: 10,
                 replica_identity: ReplicaIdentity::Default,
+                database: None,
             },
         ],
         debezium: DebeziumConfig {
             version: (2, 6),
+            pgjdbc: Some((42, 7, 3)),
             name: "claims-connector".into(),
             topic_prefix: "claims".into(),
             slot_name: "claims_slot".into(),
@@ -191,22 +194,27 @@ fn everything() -> Spec {
             inserts_per_second: 2.5,
             updates_per_second: 0.1,
             deletes_per_second: 1e-7,
+            transaction_size: 1,
+            concurrency: 1,
         }),
         scripted: vec![
             ScriptedTxn {
                 trigger: after(Moment::SnapshotScanStarted, 1, 200),
                 ops: vec![RowOp::Delete { table: claims, key: 42 }],
                 label: "delete claim 42 during the scan".into(),
+                step: Default::default(),
             },
             ScriptedTxn {
                 trigger: at(45_000),
                 ops: vec![RowOp::Insert { table: payments, key: 11, status: Status::Paid, amount_cents: 0 }],
                 label: String::new(),
+                step: Default::default(),
             },
             ScriptedTxn {
                 trigger: after(Moment::ChangeAcked, 3, 1_500),
                 ops: vec![RowOp::Update { table: claims, key: 17, status: Status::Closed }],
                 label: "a label\nof two lines".into(),
+                step: Default::default(),
             },
             ScriptedTxn {
                 trigger: at(0),
@@ -217,6 +225,7 @@ fn everything() -> Spec {
                     amount_cents: 100_000,
                 }],
                 label: "\"quoted\"".into(),
+                step: Default::default(),
             },
         ],
         faults: vec![
@@ -268,11 +277,13 @@ fn everything() -> Spec {
                     trigger: Trigger::At { at_ms: 0 },
                     ops: vec![RowOp::Update { table: claims, key: 2, status: Status::Paid }],
                     label: "any time".into(),
+                    step: Default::default(),
                 },
                 ScriptedTxn {
                     trigger: Trigger::At { at_ms: 0 },
                     ops: vec![RowOp::Delete { table: payments, key: 3 }],
                     label: String::new(),
+                    step: Default::default(),
                 },
             ],
             crash: vec![Node::Connect, Node::Pg1],
@@ -446,6 +457,8 @@ fn values_the_loader_rejects_or_reads_differently_are_refused() {
                 inserts_per_second: 0.0,
                 updates_per_second: 0.0,
                 deletes_per_second: 0.0,
+                transaction_size: 1,
+                concurrency: 1,
             })
         }),
         ("failover without standby", |spec| {
@@ -589,6 +602,8 @@ fn background() -> impl Strategy<Value = Option<Background>> {
             inserts_per_second: inserts.max(f64::from(floor) / 1_000.0),
             updates_per_second: updates,
             deletes_per_second: deletes,
+            transaction_size: 1,
+            concurrency: 1,
         };
         let budget = (limits::MAX_TRANSACTIONS - 6) as f64;
         while background.transactions() as f64 > budget {
@@ -652,7 +667,7 @@ prop_compose! {
         // gets an insert instead), an insert a key past the loaded ones.
         spec.scripted = scripted
             .into_iter()
-            .map(|(trigger, op, label)| ScriptedTxn { trigger, ops: vec![applicable(&spec, op)], label })
+            .map(|(trigger, op, label)| ScriptedTxn { trigger, ops: vec![applicable(&spec, op)], label, step: Default::default() })
             .collect();
         spec.faults = faults.into_iter().map(|(trigger, action)| Fault { trigger, action }).collect();
         spec.profile = profile;

@@ -67,9 +67,55 @@ fn entry(name: &str, invariant: Invariant, sizes: (usize, usize), twin_sizes: (u
     assert!(runner::run(&loaded.spec, loaded.seed).prediction_held, "{twin}: the timed run");
 }
 
+/// A historic Debezium bug (reference debezium-postgres.md §9): the entry on the release that had
+/// it, as [`entry`]; its twin on the release that fixed it, where `invariant` holds throughout the
+/// bound. The twin may keep findings of other bugs of its release (before 2.7, DBZ-7816's I5),
+/// which its prediction allows.
+#[track_caller]
+fn historic(name: &str, invariant: Invariant, sizes: (usize, usize), twin_sizes: (usize, usize)) {
+    let loaded = scenario::load(&zoo(name), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let spec = loaded.spec;
+    let report = check::check(&spec, name, PLAN).expect("a bound");
+    assert!(report.complete, "{name}: the bound is explored completely");
+    assert_eq!((report.states, report.unique_states), sizes, "{name}: the bound's size");
+    assert!(report.as_expected(), "{name}:\n{}", check::text(&report));
+    let found = report
+        .properties
+        .iter()
+        .find(|p| p.invariant == Some(invariant))
+        .unwrap_or_else(|| panic!("{name}: no property checks {invariant}"));
+    assert_eq!(found.outcome, Outcome::Counterexample, "{name}: {invariant}");
+    let schedule = spec.schedule.as_ref().expect("an entry carries its counterexample as its schedule");
+    assert_eq!(
+        found.path, schedule.steps,
+        "{name}: the shortest counterexample changed; its story now:\n{}",
+        found.story
+    );
+    let run = runner::run(&spec, loaded.seed);
+    assert!(run.departures.is_empty(), "{name}: {:?}", run.departures);
+    assert!(run.violated().contains(&invariant), "{name}: {:?}", run.violated());
+    assert!(run.prediction_held, "{name}: {:?}", run.violated());
+
+    let twin = format!("{name}-fixed");
+    let loaded = scenario::load(&zoo(&twin), &[]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(loaded.spec.check, spec.check, "{twin}: the same bound");
+    let report = check::check(&loaded.spec, &twin, PLAN).expect("a bound");
+    assert!(report.complete, "{twin}: the bound is explored completely");
+    assert_eq!((report.states, report.unique_states), twin_sizes, "{twin}: the bound's size");
+    assert!(report.as_expected(), "{twin}:\n{}", check::text(&report));
+    let fixed = report.properties.iter().find(|p| p.invariant == Some(invariant)).expect("checked");
+    assert_ne!(fixed.outcome, Outcome::Counterexample, "{twin}: {invariant} holds on the fixed release");
+    assert!(runner::run(&loaded.spec, loaded.seed).prediction_held, "{twin}: the timed run");
+}
+
+#[test]
+fn dbz_5915_6204_a_change_sharing_the_stored_lsn() {
+    historic("dbz-5915-6204-change-sharing-the-stored-lsn", Invariant::I1, (986_591, 405_056), (988_787, 406_335));
+}
+
 #[test]
 fn dbz_7816_a_slot_confirmed_before_the_offsets_are_stored() {
-    entry("dbz-7816-slot-confirmed-before-offsets-stored", Invariant::I5, (47_250, 19_469), (188_955, 73_499));
+    entry("dbz-7816-slot-confirmed-before-offsets-stored", Invariant::I5, (48_039, 19_884), (190_753, 74_397));
 }
 
 #[test]
@@ -79,20 +125,25 @@ fn a_wall_clock_stream_start() {
 
 #[test]
 fn dbz_9688_trust_slot_after_a_recreated_slot() {
-    entry("dbz-9688-trust-slot-after-recreated-slot", Invariant::I6, (201_183, 78_093), (191_743, 74_617));
+    entry("dbz-9688-trust-slot-after-recreated-slot", Invariant::I6, (203_577, 79_201), (193_541, 75_515));
 }
 
 #[test]
 fn the_missing_log_position_check_after_a_snapshot() {
-    entry("missing-log-position-check-after-snapshot", Invariant::I6, (458_379, 171_709), (985_361, 361_107));
+    entry("missing-log-position-check-after-snapshot", Invariant::I6, (458_976, 172_049), (987_673, 362_209));
 }
 
 #[test]
 fn the_resurrection_after_an_incomplete_snapshot() {
-    entry("resurrection-after-incomplete-snapshot", Invariant::I2, (95_931, 42_650), (95_931, 42_650));
+    entry("resurrection-after-incomplete-snapshot", Invariant::I2, (96_415, 42_968), (96_415, 42_968));
 }
 
 #[test]
 fn a_naive_sink() {
-    entry("naive-sink", Invariant::I3, (57_273, 24_339), (57_273, 24_339));
+    entry("naive-sink", Invariant::I3, (57_535, 24_506), (57_535, 24_506));
+}
+
+#[test]
+fn dbz_1554_copy_rows_sharing_an_lsn() {
+    historic("dbz-1554-copy-rows-sharing-an-lsn", Invariant::I1, (678_660, 275_845), (683_732, 278_643));
 }

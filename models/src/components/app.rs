@@ -1,76 +1,339 @@
 //! The claims application: runs the workload's transactions against the database service.
 //!
 //! The workload is data, generated from the run's seed before the run starts (`workload.rs`):
-//! timed transactions run at their simulated time, scripted ones when the harness says a moment
-//! has come ("while the snapshot scans"). Each transaction is one autocommit statement on a
-//! session of its own, as from a pool of connections. A transaction that fails (the server is
-//! down, or read-only) is not retried.
+//! timed steps run at their simulated time, scripted ones when the harness says a moment has
+//! come ("while the snapshot scans"). A step without a named session is one autocommit statement
+//! on a session of its own, as from a pool of connections (a one-row one is today's
+//! `BEGIN; …; COMMIT` as one request, [`SqlRequest::Transaction`]). A step of a named session
+//! (`BEGIN`, a statement, `COMMIT`, `ROLLBACK`, a logical message) goes on that session's own
+//! connection, one request at a time: the session's next step waits for the reply (a statement
+//! may wait on a row lock), for its trigger, and for the idle time its previous step asked for
+//! (`idle_ms`: a session idle in transaction). A step that fails (the server is down, or
+//! read-only) is not retried.
 //!
-//! A scripted transaction that does not apply is said, never dropped silently: one that changes
-//! no row (its key does not exist when it runs), fails (a duplicate key, a read-only server), or
-//! gets no answer (the connection to the database was lost) is reported with
-//! [`Observation::ScriptedNotApplied`]. (Its session says it is scripted, not which one: two
-//! scripted transactions with the same statement stay interchangeable for the exhaustive lens.)
-//! A background transaction that changes nothing is the workload's own business (it may update a
-//! claim a scripted delete removed).
+//! A scripted step that does not apply is said, never dropped silently: one that changes no row
+//! (its key does not exist when it runs), fails (a duplicate key, a read-only server, a statement
+//! of a block that an earlier error failed, a `COMMIT` that PostgreSQL turned into a rollback), or
+//! gets no answer (the connection to the database was lost; then the session's open transaction
+//! is lost too, and its later steps up to the next `BEGIN` are reported, not sent) is reported
+//! with [`Observation::ScriptedNotApplied`]. (An autocommit step's session says it is scripted,
+//! not which one: two scripted transactions with the same statement stay interchangeable for the
+//! exhaustive lens.) A background transaction that changes nothing is the workload's own business
+//! (it may update a claim a scripted delete removed).
 
 use crate::core::change::RowOp;
 use crate::core::component::{Component, Ctx, Timer};
 use crate::core::ids::Node;
 use crate::core::observe::Observation;
-use crate::core::protocol::{Control, Msg, SessionId, SqlReply, SqlRequest};
+use crate::core::protocol::{Control, Isolation, Msg, SessionId, SqlReply, SqlRequest};
 use crate::core::shared::CopyOnWrite;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 
-/// One application transaction.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct WorkloadTxn {
-    /// When it runs (simulated ms); `None` for a scripted transaction run on a moment.
-    pub at_ms: Option<u64>,
-    pub ops: Vec<RowOp>,
+/// What one workload step asks of PostgreSQL.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum StepKind {
+    /// One DML statement changing the step's rows (`INSERT … VALUES (…),(…)`, `UPDATE … WHERE id
+    /// IN (…)`; with `copy`, `COPY FROM`'s multi-insert).
+    #[default]
+    Statement,
+    /// `COPY … FROM STDIN`: the step's inserts as one multi-insert.
+    Copy,
+    /// `BEGIN ISOLATION LEVEL …`.
+    Begin {
+        isolation: Isolation,
+    },
+    Commit,
+    Rollback,
+    /// `SELECT pg_logical_emit_message(transactional, prefix, repeat('x', payload_bytes))`.
+    Message {
+        transactional: bool,
+        prefix: String,
+        payload_bytes: u64,
+    },
 }
 
-/// The application's transactions: `timed` in time order, `scripted` by index.
+impl StepKind {
+    /// The step in SQL's words, for the timeline.
+    pub fn describe(&self) -> String {
+        match self {
+            StepKind::Statement => "a statement".into(),
+            StepKind::Copy => "a COPY".into(),
+            StepKind::Begin { isolation } => format!("BEGIN ISOLATION LEVEL {}", isolation.name()),
+            StepKind::Commit => "COMMIT".into(),
+            StepKind::Rollback => "ROLLBACK".into(),
+            StepKind::Message { transactional, prefix, payload_bytes } => {
+                format!("pg_logical_emit_message({transactional}, '{prefix}', {payload_bytes} bytes)")
+            }
+        }
+    }
+
+    /// Whether the step belongs to the session's open transaction block (it is lost with it).
+    fn in_block(&self) -> bool {
+        match self {
+            StepKind::Statement | StepKind::Copy | StepKind::Commit | StepKind::Rollback => true,
+            StepKind::Message { transactional, .. } => *transactional,
+            StepKind::Begin { .. } => false,
+        }
+    }
+}
+
+/// One application step.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct WorkloadTxn {
+    /// When it runs (simulated ms); `None` for a scripted step run on a moment.
+    pub at_ms: Option<u64>,
+    pub ops: Vec<RowOp>,
+    /// What it asks: a statement by default.
+    pub kind: StepKind,
+    /// The named session it runs in (its place in [`Workload::sessions`]); `None`: a session of
+    /// its own, autocommit.
+    pub session: Option<u32>,
+    /// After its reply, its session stays idle this long before its next step (idle in
+    /// transaction when a block is open).
+    pub idle_ms: u64,
+}
+
+impl WorkloadTxn {
+    /// Today's step: one autocommit transaction of `ops` on a session of its own.
+    pub fn autocommit(at_ms: Option<u64>, ops: Vec<RowOp>) -> WorkloadTxn {
+        WorkloadTxn { at_ms, ops, kind: StepKind::Statement, session: None, idle_ms: 0 }
+    }
+}
+
+/// A step of a named session: a timed step or a scripted one, by index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum StepRef {
+    Timed(u32),
+    Scripted(u32),
+}
+
+/// A named session: its name (for the timeline) and its steps, in the order they run.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SessionSteps {
+    pub name: String,
+    pub steps: Vec<StepRef>,
+}
+
+/// The application's steps: `timed` in time order, `scripted` by index, and the named sessions.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Workload {
     pub timed: Vec<WorkloadTxn>,
     pub scripted: Vec<WorkloadTxn>,
+    pub sessions: Vec<SessionSteps>,
 }
 
-/// The session of a scripted transaction has this bit set.
+impl Workload {
+    fn step(&self, step: StepRef) -> &WorkloadTxn {
+        match step {
+            StepRef::Timed(index) => &self.timed[index as usize],
+            StepRef::Scripted(index) => &self.scripted[index as usize],
+        }
+    }
+}
+
+/// The session of a scripted autocommit transaction has this bit set.
 const SCRIPTED: SessionId = 1 << 62;
+/// The session of a named session has this bit set, and its place in `Workload::sessions`.
+const NAMED: SessionId = 1 << 61;
+
+/// Where a named session is.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct SessionState {
+    /// Its next step, by its place in the session's steps.
+    next: u32,
+    /// The step whose reply it waits for.
+    awaiting: Option<StepRef>,
+    /// Idle until then (simulated ms).
+    idle_until_ms: u64,
+    /// A `BEGIN` was sent and no `COMMIT` or `ROLLBACK` since.
+    in_block: bool,
+    /// The connection was lost with a block open: the block's steps up to the next `BEGIN` are
+    /// not sent.
+    block_lost: bool,
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct App {
     pub workload: CopyOnWrite<Workload>,
     next_timed: usize,
     next_session: u64,
-    /// Scripted transactions sent and not answered yet.
+    /// Scripted autocommit transactions sent and not answered yet.
     scripted_unanswered: u32,
+    /// The named sessions (empty without any).
+    sessions: Vec<SessionState>,
+    /// Scripted steps of named sessions whose trigger has come and that have not run yet.
+    due: BTreeSet<u32>,
 }
 
 impl App {
     pub fn new(workload: CopyOnWrite<Workload>) -> App {
-        App { workload, next_timed: 0, next_session: 1, scripted_unanswered: 0 }
+        let sessions = vec![SessionState::default(); workload.sessions.len()];
+        App { workload, next_timed: 0, next_session: 1, scripted_unanswered: 0, sessions, due: BTreeSet::new() }
     }
 
-    /// Whether every timed transaction has been sent.
+    /// Whether every timed step has been sent and no session has a step it is waiting to send
+    /// (one whose trigger has come, a timed one) or an answer it is waiting for.
     pub fn timed_done(&self) -> bool {
         self.next_timed >= self.workload.timed.len()
+            && self.sessions.iter().zip(&self.workload.sessions).all(|(state, session)| {
+                state.awaiting.is_none()
+                    && match session.steps.get(state.next as usize) {
+                        None => true,
+                        Some(StepRef::Timed(_)) => false,
+                        Some(StepRef::Scripted(index)) => !self.due.contains(index),
+                    }
+            })
+    }
+
+    /// Whether scripted step `index` can run now: an autocommit step always; a step of a named
+    /// session when it is the session's next one and the session waits for nothing (what the
+    /// exhaustive lens asks before it offers the step).
+    pub fn may_run_scripted(&self, index: usize, now_ms: u64) -> bool {
+        let Some(step) = self.workload.scripted.get(index) else { return false };
+        let Some(session) = step.session else { return true };
+        let state = &self.sessions[session as usize];
+        state.awaiting.is_none()
+            && state.idle_until_ms <= now_ms
+            && self.workload.sessions[session as usize].steps.get(state.next as usize)
+                == Some(&StepRef::Scripted(index as u32))
     }
 
     fn run(&mut self, ctx: &mut Ctx, txn: &WorkloadTxn) {
         let session = self.next_session | if txn.at_ms.is_none() { SCRIPTED } else { 0 };
         self.next_session += 1;
-        ctx.send(Node::Postgres, Msg::Sql { session, request: SqlRequest::Transaction { ops: txn.ops.clone() } });
+        let request = match (&txn.kind, txn.ops.len()) {
+            (StepKind::Statement, 1) => SqlRequest::Transaction { ops: txn.ops.clone() },
+            (kind, _) => request(kind, &txn.ops),
+        };
+        ctx.send(Node::Postgres, Msg::Sql { session, request });
+    }
+
+    /// Runs the steps of named session `session` that can run now, in order.
+    fn advance(&mut self, ctx: &mut Ctx, session: usize) {
+        let workload = self.workload.clone();
+        let now = ctx.now.ms();
+        loop {
+            let state = &mut self.sessions[session];
+            if state.awaiting.is_some() || state.idle_until_ms > now {
+                return;
+            }
+            let Some(&step_ref) = workload.sessions[session].steps.get(state.next as usize) else { return };
+            let due = match step_ref {
+                StepRef::Timed(index) => workload.timed[index as usize].at_ms.unwrap_or(0) <= now,
+                StepRef::Scripted(index) => self.due.remove(&index),
+            };
+            if !due {
+                return;
+            }
+            let state = &mut self.sessions[session];
+            state.next += 1;
+            let step = workload.step(step_ref);
+            if state.block_lost && step.kind.in_block() {
+                if matches!(step.kind, StepKind::Commit | StepKind::Rollback) {
+                    state.block_lost = false;
+                    state.in_block = false;
+                }
+                if matches!(step_ref, StepRef::Scripted(_)) {
+                    let reason = format!(
+                        "{}: its transaction was lost with the connection to the database",
+                        describe(&workload, session, &step.kind)
+                    );
+                    ctx.observe(Observation::ScriptedNotApplied { ops: step.ops.clone(), reason });
+                }
+                continue;
+            }
+            match step.kind {
+                StepKind::Begin { .. } => {
+                    state.in_block = true;
+                    state.block_lost = false;
+                }
+                StepKind::Commit | StepKind::Rollback => state.in_block = false,
+                _ => {}
+            }
+            state.awaiting = Some(step_ref);
+            let request = request(&step.kind, &step.ops);
+            ctx.send(Node::Postgres, Msg::Sql { session: NAMED | session as SessionId, request });
+        }
+    }
+
+    /// A reply to named session `session`.
+    fn answered(&mut self, ctx: &mut Ctx, session: usize, reply: SqlReply) {
+        let Some(state) = self.sessions.get_mut(session) else { return };
+        let Some(step_ref) = state.awaiting.take() else { return };
+        let workload = self.workload.clone();
+        let step = workload.step(step_ref);
+        state.idle_until_ms = ctx.now.ms().saturating_add(step.idle_ms);
+        let not_applied = match (&step.kind, reply) {
+            (_, SqlReply::Error(reason)) => Some(reason),
+            (StepKind::Statement | StepKind::Copy, SqlReply::StatementDone { changes }) if changes.is_empty() => {
+                Some("it changed no row: no row with that key exists when it runs".into())
+            }
+            (StepKind::Statement | StepKind::Copy, SqlReply::NothingChanged { .. }) => {
+                Some("it changed no row: no row with that key exists when it runs".into())
+            }
+            (StepKind::Commit, SqlReply::RolledBack { .. }) => {
+                Some("PostgreSQL rolled the transaction back: an earlier statement of it had failed".into())
+            }
+            _ => None,
+        };
+        if let Some(reason) = not_applied {
+            let reason = format!("{}: {reason}", describe(&workload, session, &step.kind));
+            match step_ref {
+                StepRef::Scripted(_) => {
+                    ctx.observe(Observation::ScriptedNotApplied { ops: step.ops.clone(), reason });
+                }
+                StepRef::Timed(_) if reason.contains("changed no row") => {}
+                StepRef::Timed(_) => ctx.observe(Observation::AppTxnFailed { reason }),
+            }
+        }
+        self.advance(ctx, session);
     }
 
     fn arm_next(&mut self, ctx: &mut Ctx) {
-        if let Some(txn) = self.workload.timed.get(self.next_timed) {
-            let at = txn.at_ms.unwrap_or(0);
-            ctx.set_timer(Timer::Workload, at.saturating_sub(ctx.now.ms()));
+        let now = ctx.now.ms();
+        let timed = &self.workload.timed;
+        let mut next = timed[self.next_timed.min(timed.len())..]
+            .iter()
+            .find(|txn| txn.session.is_none())
+            .map(|txn| txn.at_ms.unwrap_or(0));
+        for (state, session) in self.sessions.iter().zip(&self.workload.sessions) {
+            if state.awaiting.is_some() {
+                continue;
+            }
+            let at = match session.steps.get(state.next as usize) {
+                Some(StepRef::Timed(index)) => timed[*index as usize].at_ms.unwrap_or(0),
+                Some(StepRef::Scripted(index)) if self.due.contains(index) => 0,
+                _ => continue,
+            };
+            let at = at.max(state.idle_until_ms);
+            next = Some(next.map_or(at, |next| next.min(at)));
+        }
+        if let Some(at) = next {
+            ctx.set_timer(Timer::Workload, at.saturating_sub(now));
         }
     }
+}
+
+/// The request of a step.
+fn request(kind: &StepKind, ops: &[RowOp]) -> SqlRequest {
+    match kind {
+        StepKind::Statement => SqlRequest::Statement { ops: ops.to_vec(), copy: false },
+        StepKind::Copy => SqlRequest::Statement { ops: ops.to_vec(), copy: true },
+        StepKind::Begin { isolation } => SqlRequest::Begin { isolation: *isolation },
+        StepKind::Commit => SqlRequest::Commit,
+        StepKind::Rollback => SqlRequest::Rollback,
+        StepKind::Message { transactional, prefix, payload_bytes } => SqlRequest::EmitMessage {
+            transactional: *transactional,
+            prefix: prefix.clone(),
+            payload_bytes: *payload_bytes,
+        },
+    }
+}
+
+/// "session s1, COMMIT": a step of a named session, for the timeline.
+fn describe(workload: &Workload, session: usize, kind: &StepKind) -> String {
+    format!("session {}, {}", workload.sessions[session].name, kind.describe())
 }
 
 impl Component for App {
@@ -80,6 +343,10 @@ impl Component for App {
 
     fn on_message(&mut self, ctx: &mut Ctx, _from: Node, msg: Msg) {
         match msg {
+            Msg::SqlReply { session, reply } if session & NAMED != 0 => {
+                self.answered(ctx, (session & !NAMED) as usize, reply);
+                self.arm_next(ctx);
+            }
             Msg::SqlReply { session, reply } if session & SCRIPTED != 0 => {
                 self.scripted_unanswered = self.scripted_unanswered.saturating_sub(1);
                 match reply {
@@ -87,6 +354,12 @@ impl Component for App {
                         ops,
                         reason: "it changed no row: no row with that key exists when it runs".into(),
                     }),
+                    SqlReply::StatementDone { changes } if changes.is_empty() => {
+                        ctx.observe(Observation::ScriptedNotApplied {
+                            ops: Vec::new(),
+                            reason: "it changed no row: no row with that key exists when it runs".into(),
+                        })
+                    }
                     SqlReply::Error(reason) => ctx.observe(Observation::ScriptedNotApplied { ops: Vec::new(), reason }),
                     _ => {}
                 }
@@ -97,8 +370,17 @@ impl Component for App {
             Msg::Control(Control::RunScripted { index }) => {
                 let workload = self.workload.clone();
                 if let Some(txn) = workload.scripted.get(index) {
-                    self.scripted_unanswered += 1;
-                    self.run(ctx, txn);
+                    match txn.session {
+                        None => {
+                            self.scripted_unanswered += 1;
+                            self.run(ctx, txn);
+                        }
+                        Some(session) => {
+                            self.due.insert(index as u32);
+                            self.advance(ctx, session as usize);
+                            self.arm_next(ctx);
+                        }
+                    }
                 }
             }
             _ => {}
@@ -115,13 +397,21 @@ impl Component for App {
                 break;
             }
             self.next_timed += 1;
-            self.run(ctx, txn);
+            if txn.session.is_none() {
+                self.run(ctx, txn);
+            }
+        }
+        for session in 0..self.sessions.len() {
+            self.advance(ctx, session);
         }
         self.arm_next(ctx);
     }
 
     fn on_connection_lost(&mut self, ctx: &mut Ctx, peer: Node) {
-        if matches!(peer, Node::Postgres | Node::Pg1 | Node::Pg2) && self.scripted_unanswered > 0 {
+        if !matches!(peer, Node::Postgres | Node::Pg1 | Node::Pg2) {
+            return;
+        }
+        if self.scripted_unanswered > 0 {
             let unanswered = std::mem::take(&mut self.scripted_unanswered);
             ctx.observe(Observation::ScriptedNotApplied {
                 ops: Vec::new(),
@@ -131,6 +421,29 @@ impl Component for App {
                 ),
             });
         }
+        if self.sessions.is_empty() {
+            return;
+        }
+        let workload = self.workload.clone();
+        for session in 0..self.sessions.len() {
+            let state = &mut self.sessions[session];
+            if state.in_block {
+                state.block_lost = true;
+                state.in_block = false;
+            }
+            if let Some(step_ref) = state.awaiting.take()
+                && matches!(step_ref, StepRef::Scripted(_))
+            {
+                let step = workload.step(step_ref);
+                let reason = format!(
+                    "{}: it got no answer, the connection to the database was lost",
+                    describe(&workload, session, &step.kind)
+                );
+                ctx.observe(Observation::ScriptedNotApplied { ops: step.ops.clone(), reason });
+            }
+            self.advance(ctx, session);
+        }
+        self.arm_next(ctx);
     }
 
     fn crash(&mut self) {}

@@ -141,10 +141,12 @@ pub enum SnapshotKind {
     Incremental,
 }
 
-/// `messageType` offset key: the kind of the last message processed. The restart search compares
-/// it with what arrives at the stored LSN (`WalPositionLocator.resumeFromLsn`, the PG17 false-match
-/// guard of debezium/debezium-connector-postgres#76): a DML arriving at the LSN of a stored COMMIT
-/// is a new transaction's first change, not a replay.
+/// `messageType` offset key: the kind of the last message processed (`ReplicationMessage.Operation`,
+/// stored since Debezium 2.2, DBZ-5915). The restart search compares it with what arrives at the
+/// stored LSN (`WalPositionLocator.resumeFromLsn`): a DML arriving at the LSN of a stored COMMIT is
+/// a new transaction's first change, not a replay (debezium/dbz#76); a stored BEGIN or COMMIT at
+/// the LSN the next transaction's BEGIN and first change share resumes at that BEGIN (DBZ-5915,
+/// DBZ-6204); a stored non-transactional MESSAGE resumes at the first LSN received (dbz#1379).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum MessageType {
@@ -152,6 +154,28 @@ pub enum MessageType {
     Update,
     Delete,
     Commit,
+    Begin,
+    /// A logical decoding message (`pg_logical_emit_message`), transactional or not.
+    Message,
+}
+
+impl MessageType {
+    /// The name Debezium writes in the offset (`Operation.toString()`).
+    pub fn name(self) -> &'static str {
+        match self {
+            MessageType::Insert => "INSERT",
+            MessageType::Update => "UPDATE",
+            MessageType::Delete => "DELETE",
+            MessageType::Commit => "COMMIT",
+            MessageType::Begin => "BEGIN",
+            MessageType::Message => "MESSAGE",
+        }
+    }
+
+    /// A row change (INSERT, UPDATE, DELETE).
+    pub fn is_dml(self) -> bool {
+        matches!(self, MessageType::Insert | MessageType::Update | MessageType::Delete)
+    }
 }
 
 impl SnapshotKind {
@@ -167,7 +191,7 @@ impl SnapshotKind {
 
 /// Debezium PostgreSQL's source offset (`PostgresOffsetContext.getOffset`): the value Kafka
 /// Connect stores in the offsets topic under the partition `{"server": <topic.prefix>}`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct SourceOffset {
     /// LSN of the event the record came from (snapshot records: the snapshot's LSN).
     pub lsn: Option<Lsn>,
@@ -184,6 +208,37 @@ pub struct SourceOffset {
     pub snapshot: Option<SnapshotKind>,
     pub last_snapshot_record: bool,
     pub snapshot_completed: bool,
+    /// `lsn_events_processed` (3.7, debezium/dbz#1554): how many DML events at `lsn` were
+    /// processed (a COPY or multi-row INSERT gives several one LSN); stored only when above 0,
+    /// reset by a COMMIT (`PostgresOffsetContext.incrementLsnEventsProcessed`,
+    /// `resetLsnEventsProcessed`). Releases before 3.7 never write it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lsn_events_processed: u32,
+}
+
+fn is_zero(count: &u32) -> bool {
+    *count == 0
+}
+
+/// The derived hash, field by field, with `lsn_events_processed` only above 1: the locator acts
+/// on the count only when it is above 1 (`WalPositionLocator.resumeFromLsn`), so 0 and 1 are one
+/// position to it, and offsets written before the count existed keep their hashes (and every trace
+/// hash that contains them).
+impl std::hash::Hash for SourceOffset {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.lsn.hash(state);
+        self.lsn_proc.hash(state);
+        self.lsn_commit.hash(state);
+        self.tx_id.hash(state);
+        self.ts_usec.hash(state);
+        self.message_type.hash(state);
+        self.snapshot.hash(state);
+        self.last_snapshot_record.hash(state);
+        self.snapshot_completed.hash(state);
+        if self.lsn_events_processed > 1 {
+            self.lsn_events_processed.hash(state);
+        }
+    }
 }
 
 impl SourceOffset {

@@ -444,6 +444,13 @@ pub enum Observation {
         commit_lsn: Lsn,
         end_lsn: Lsn,
     },
+    // ----- Debezium's restart search (issue 18) -----
+    /// The restart's search phase (`WalPositionLocator.resumeFromLsn`) found where to resume;
+    /// the task reconnects and streams again from the stored `lsn_proc` with the filter on.
+    WalPositionFound {
+        resume: Lsn,
+        reconnect_at: Lsn,
+    },
     /// A slot being created found the running-xacts record at `at` a new phase (`found`: the
     /// server log's "initial starting point" or "initial consistent point") and waits for the
     /// transactions `xids` to end before it logs another one (`SnapBuildFindSnapshot`,

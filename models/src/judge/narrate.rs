@@ -159,6 +159,9 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             format!("slot \"{slot}\" saved to disk: restart_lsn {restart_lsn}, confirmed_flush {confirmed_flush}")
         }
         Observation::Checkpoint { lsn, .. } => format!("checkpoint at {lsn}"),
+        Observation::WalPositionFound { resume, reconnect_at } => format!(
+            "the restart's search found the resume position {resume}; reconnecting at lsn_proc {reconnect_at}, filtering the replay up to it"
+        ),
         Observation::CrashRecoveryEnded { .. } => {
             "crash recovery done; the end-of-recovery checkpoint runs before connections are accepted".into()
         }

@@ -66,7 +66,7 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
                     id: t.id,
                     name: t.name.clone(),
                     replica_identity: t.replica_identity,
-                    database: None,
+                    database: t.database.clone(),
                 })
                 .collect(),
         },

@@ -1,6 +1,7 @@
 //! A validated scenario: everything a run needs, in the models' terms. The `handoff-sim` crate
 //! reads scenario files (TOML) into this, with errors that name the file, line and field.
 
+pub use crate::components::app::StepKind;
 use crate::components::connect::ConnectConfig;
 use crate::components::connect::debezium::DebeziumConfig;
 use crate::components::kafka::KafkaSection;
@@ -183,6 +184,9 @@ pub struct TableSetup {
     /// Rows before the run: keys `1..=rows`.
     pub rows: u32,
     pub replica_identity: ReplicaIdentity,
+    /// The database it is in (`[[table]] database`); `None`: the main one, where the connector
+    /// reads.
+    pub database: Option<String>,
 }
 
 /// The background workload, generated from the seed.
@@ -193,6 +197,10 @@ pub struct Background {
     pub inserts_per_second: f64,
     pub updates_per_second: f64,
     pub deletes_per_second: f64,
+    /// Rows per transaction (1: each row its own autocommit transaction, as before).
+    pub transaction_size: u32,
+    /// Transactions open at once, their statements interleaved (each on a session of its own).
+    pub concurrency: u32,
 }
 
 impl std::hash::Hash for Background {
@@ -202,6 +210,8 @@ impl std::hash::Hash for Background {
         self.inserts_per_second.to_bits().hash(state);
         self.updates_per_second.to_bits().hash(state);
         self.deletes_per_second.to_bits().hash(state);
+        self.transaction_size.hash(state);
+        self.concurrency.hash(state);
     }
 }
 
@@ -222,13 +232,41 @@ impl Background {
     }
 }
 
-/// A scripted transaction.
+/// A scripted step (`[[workload.script]]`, `[[check.script]]`): by default one autocommit
+/// statement on a session of its own (today's one-row transaction); with `step`, a step of a
+/// named session (`BEGIN`, a statement, `COMMIT`, `ROLLBACK`, a logical message), idle for a
+/// while after it if it says so.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ScriptedTxn {
+    /// When it runs. A step of a named session runs at its trigger once its session's previous
+    /// step is answered and that step's idle time has passed; a session's later step without an
+    /// `at` has `At { at_ms: 0 }`: as soon as its session is ready.
     pub trigger: Trigger,
+    /// The rows its statement changes (none for `BEGIN`, `COMMIT`, `ROLLBACK`, a message).
     pub ops: Vec<RowOp>,
     /// What the author meant it to do, for the timeline.
     pub label: String,
+    /// Its session and what it asks (the default: an autocommit statement).
+    pub step: ScriptStep,
+}
+
+/// What a scripted step asks and on which session.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ScriptStep {
+    pub kind: StepKind,
+    /// The named session; `None`: a session of its own, autocommit.
+    pub session: Option<String>,
+    /// The session's database (given on its first step); `None`: the main database.
+    pub database: Option<String>,
+    /// After its reply, the session stays idle this long before its next step.
+    pub idle_ms: u64,
+}
+
+impl ScriptedTxn {
+    /// Today's step: `ops` as one autocommit transaction at `trigger`.
+    pub fn autocommit(trigger: Trigger, ops: Vec<RowOp>, label: impl Into<String>) -> ScriptedTxn {
+        ScriptedTxn { trigger, ops, label: label.into(), step: ScriptStep::default() }
+    }
 }
 
 /// How the snapshot and the stream are handed over.
@@ -433,9 +471,11 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
             name: "public.claims".into(),
             rows,
             replica_identity: ReplicaIdentity::Full,
+            database: None,
         }],
         debezium: DebeziumConfig {
             version: (3, 7),
+            pgjdbc: None,
             name: "claims-connector".into(),
             topic_prefix: "claims".into(),
             slot_name: "debezium".into(),
@@ -468,16 +508,12 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
         },
         background: None,
         scripted: vec![
-            ScriptedTxn {
-                trigger: any_time,
-                ops: vec![RowOp::Update { table, key: 1, status: Status::Approved }],
-                label: "update claim 1".into(),
-            },
-            ScriptedTxn {
-                trigger: any_time,
-                ops: vec![RowOp::Delete { table, key: 2 }],
-                label: "delete claim 2".into(),
-            },
+            ScriptedTxn::autocommit(
+                any_time,
+                vec![RowOp::Update { table, key: 1, status: Status::Approved }],
+                "update claim 1",
+            ),
+            ScriptedTxn::autocommit(any_time, vec![RowOp::Delete { table, key: 2 }], "delete claim 2"),
         ],
         faults: Vec::new(),
         profile: None,

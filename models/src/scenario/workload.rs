@@ -1,17 +1,19 @@
 //! The run's data, generated from its seed with ChaCha8: the rows loaded before the run and the
 //! application's transactions. Same spec and seed, same workload, on every machine.
 //!
-//! Background transactions change one row each: inserts of new claims (keys after the loaded
-//! ones, in time order), status updates and deletes of claims the generator believes live at that
-//! time. A scripted transaction may delete a claim the background later updates; that update then
+//! Background transactions change one row each (unless `transaction_size` groups rows into
+//! transactions, see [`transactions`]): inserts of new claims (keys after the loaded ones, in
+//! time order), status updates and deletes of claims the generator believes live at that time. A scripted transaction may delete a claim the background later updates; that update then
 //! changes nothing, as `UPDATE … WHERE id = …` would.
 
-use crate::components::app::{Workload, WorkloadTxn};
+use crate::components::app::{SessionSteps, StepKind, StepRef, Workload, WorkloadTxn};
 use crate::core::change::RowOp;
 use crate::core::ids::{Key, Row, Status, TableId};
-use crate::scenario::spec::Spec;
+use crate::core::protocol::Isolation;
+use crate::scenario::spec::{Background, Spec, TableSetup};
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{Rng, SeedableRng};
+use std::collections::BTreeSet;
 
 /// A seeded random source with the few draws the generators need.
 pub struct Draw(ChaCha8Rng);
@@ -72,7 +74,25 @@ pub fn initial_rows(spec: &Spec, seed: u64) -> Vec<(TableId, Key, Row)> {
 
 /// The application's transactions.
 pub fn workload(spec: &Spec, seed: u64) -> Workload {
-    let scripted = spec.scripted.iter().map(|txn| WorkloadTxn { at_ms: None, ops: txn.ops.clone() }).collect();
+    let mut sessions: Vec<SessionSteps> = Vec::new();
+    let mut scripted = Vec::with_capacity(spec.scripted.len());
+    for (index, txn) in spec.scripted.iter().enumerate() {
+        let session = txn.step.session.as_ref().map(|name| {
+            let place = sessions.iter().position(|session| session.name == *name).unwrap_or_else(|| {
+                sessions.push(SessionSteps { name: name.clone(), steps: Vec::new() });
+                sessions.len() - 1
+            });
+            sessions[place].steps.push(StepRef::Scripted(index as u32));
+            place as u32
+        });
+        scripted.push(WorkloadTxn {
+            at_ms: None,
+            ops: txn.ops.clone(),
+            kind: txn.step.kind.clone(),
+            session,
+            idle_ms: txn.step.idle_ms,
+        });
+    }
     let mut timed = Vec::new();
     if let Some(background) = spec.background
         && let Some(table) = spec.tables.first()
@@ -86,32 +106,129 @@ pub fn workload(spec: &Spec, seed: u64) -> Workload {
             }
         }
         events.sort_unstable();
-        // Live keys in a vector: a draw is an index, a delete a swap-remove.
-        let mut live: Vec<Key> = spec.initial_keys(table.id).collect();
-        let mut next_key = Key::from(table.rows) + 1;
-        for (at_ms, kind) in events {
-            let op = match kind {
-                0 => {
-                    let key = next_key;
-                    next_key += 1;
-                    live.push(key);
-                    let amount_cents = draw.between(10_000, 5_000_000) as u32;
-                    RowOp::Insert { table: table.id, key, status: Status::Submitted, amount_cents }
-                }
-                _ if live.is_empty() => continue,
-                1 => {
-                    let key = live[draw.below(live.len() as u64) as usize];
-                    let status =
-                        [Status::Assessed, Status::Approved, Status::Paid, Status::Closed][draw.below(4) as usize];
-                    RowOp::Update { table: table.id, key, status }
-                }
-                _ => {
-                    let key = live.swap_remove(draw.below(live.len() as u64) as usize);
-                    RowOp::Delete { table: table.id, key }
-                }
-            };
-            timed.push(WorkloadTxn { at_ms: Some(at_ms), ops: vec![op] });
+        if background.transaction_size <= 1 {
+            one_row_transactions(spec, table, &mut draw, &events, &mut timed);
+        } else {
+            transactions(table, &background, &mut draw, &events, &mut timed, &mut sessions);
         }
     }
-    Workload { timed, scripted }
+    Workload { timed, scripted, sessions }
+}
+
+/// Each row its own autocommit transaction (the generator as it has always been).
+fn one_row_transactions(
+    spec: &Spec,
+    table: &TableSetup,
+    draw: &mut Draw,
+    events: &[(u64, u8)],
+    timed: &mut Vec<WorkloadTxn>,
+) {
+    // Live keys in a vector: a draw is an index, a delete a swap-remove.
+    let mut live: Vec<Key> = spec.initial_keys(table.id).collect();
+    let mut next_key = Key::from(table.rows) + 1;
+    for &(at_ms, kind) in events {
+        let op = match kind {
+            0 => {
+                let key = next_key;
+                next_key += 1;
+                live.push(key);
+                let amount_cents = draw.between(10_000, 5_000_000) as u32;
+                RowOp::Insert { table: table.id, key, status: Status::Submitted, amount_cents }
+            }
+            _ if live.is_empty() => continue,
+            1 => {
+                let key = live[draw.below(live.len() as u64) as usize];
+                RowOp::Update { table: table.id, key, status: draw_status(draw) }
+            }
+            _ => {
+                let key = live.swap_remove(draw.below(live.len() as u64) as usize);
+                RowOp::Delete { table: table.id, key }
+            }
+        };
+        timed.push(WorkloadTxn::autocommit(Some(at_ms), vec![op]));
+    }
+}
+
+fn draw_status(draw: &mut Draw) -> Status {
+    [Status::Assessed, Status::Approved, Status::Paid, Status::Closed][draw.below(4) as usize]
+}
+
+/// Transactions of `transaction_size` rows, `concurrency` of them open at once: the rows are
+/// dealt in time order to the sessions `background-1`, `background-2`, … in turn; a session's
+/// transaction begins with its first row's statement and commits right after its last. An
+/// update or a delete draws among the committed live rows that no other open transaction has
+/// locked (so that no statement waits on another session's row lock), an insert's row becomes
+/// live for the others when its transaction commits.
+fn transactions(
+    table: &TableSetup,
+    background: &Background,
+    draw: &mut Draw,
+    events: &[(u64, u8)],
+    timed: &mut Vec<WorkloadTxn>,
+    sessions: &mut Vec<SessionSteps>,
+) {
+    let size = background.transaction_size as usize;
+    let concurrency = background.concurrency.max(1) as usize;
+    let first = sessions.len();
+    for number in 1..=concurrency {
+        sessions.push(SessionSteps { name: format!("background-{number}"), steps: Vec::new() });
+    }
+    // Committed live keys; per session, the rows its open transaction holds and its inserts.
+    let mut live: Vec<Key> = (1..=Key::from(table.rows)).collect();
+    let mut locked: Vec<BTreeSet<Key>> = vec![BTreeSet::new(); concurrency];
+    let mut inserted: Vec<Vec<Key>> = vec![Vec::new(); concurrency];
+    let mut statements = vec![0usize; concurrency];
+    let mut next_key = Key::from(table.rows) + 1;
+    let mut push = |timed: &mut Vec<WorkloadTxn>, session: usize, at_ms: u64, kind: StepKind, ops: Vec<RowOp>| {
+        sessions[first + session].steps.push(StepRef::Timed(timed.len() as u32));
+        timed.push(WorkloadTxn { at_ms: Some(at_ms), ops, kind, session: Some((first + session) as u32), idle_ms: 0 });
+    };
+    let count = events.len();
+    for (number, &(at_ms, kind)) in events.iter().enumerate() {
+        let session = number % concurrency;
+        let op = match kind {
+            0 => {
+                let key = next_key;
+                next_key += 1;
+                inserted[session].push(key);
+                let amount_cents = draw.between(10_000, 5_000_000) as u32;
+                Some(RowOp::Insert { table: table.id, key, status: Status::Submitted, amount_cents })
+            }
+            _ => {
+                // Draw again while the row is another open transaction's (they hold few rows).
+                let held =
+                    |key: &Key| locked.iter().enumerate().any(|(other, keys)| other != session && keys.contains(key));
+                let free = (0..16).filter(|_| !live.is_empty()).find_map(|_| {
+                    let place = draw.below(live.len() as u64) as usize;
+                    (!held(&live[place])).then_some(place)
+                });
+                if let Some(place) = free {
+                    let key = live[place];
+                    locked[session].insert(key);
+                    Some(if kind == 1 {
+                        RowOp::Update { table: table.id, key, status: draw_status(draw) }
+                    } else {
+                        live.swap_remove(place);
+                        RowOp::Delete { table: table.id, key }
+                    })
+                } else {
+                    None
+                }
+            }
+        };
+        let Some(op) = op else { continue };
+        if statements[session] == 0 {
+            push(timed, session, at_ms, StepKind::Begin { isolation: Isolation::ReadCommitted }, Vec::new());
+        }
+        push(timed, session, at_ms, StepKind::Statement, vec![op]);
+        statements[session] += 1;
+        // The session's last row of the window commits too.
+        let last = (number + concurrency..count).step_by(concurrency).next().is_none();
+        if statements[session] == size || last {
+            push(timed, session, at_ms, StepKind::Commit, Vec::new());
+            statements[session] = 0;
+            locked[session].clear();
+            live.append(&mut inserted[session]);
+        }
+    }
 }

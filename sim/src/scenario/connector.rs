@@ -244,6 +244,7 @@ pub(super) fn connector(
     }
     let debezium = DebeziumConfig {
         version: (3, 7),
+        pgjdbc: None,
         name,
         topic_prefix,
         slot_name,
@@ -298,8 +299,9 @@ fn snapshot_mode(cx: &Cx, field: &Field) -> Res<SnapshotMode> {
 
 /// `table.include.list`: names of `[[table]]`, in snapshot order; all tables by default.
 fn include_list(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<Vec<TableId>> {
+    // The connector reads the main database (`database.dbname`): tables of another are not its.
     let Some(field) = s.get("table.include.list") else {
-        return Ok(tables.iter().map(|table| table.id).collect());
+        return Ok(tables.iter().filter(|table| table.database.is_none()).map(|table| table.id).collect());
     };
     let mut ids = Vec::new();
     for name in prop_text(cx, &field)?.split(',').map(str::trim) {
@@ -307,6 +309,15 @@ fn include_list(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<Vec<TableId>
             return cx.fail(&field, "an empty table name in the list");
         }
         let id = table_id(cx, &field, name, tables)?;
+        if let Some(database) = &tables[usize::from(id.0)].database {
+            return cx.fail(
+                &field,
+                format!(
+                    "`{name}` is in database \"{database}\"; the connector reads the main database (a slot decodes \
+                     its own database only)"
+                ),
+            );
+        }
         if ids.contains(&id) {
             return cx.fail(&field, format!("`{name}` is listed twice"));
         }

@@ -44,7 +44,7 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     {
         return cx.fail(&field, "slot.failover needs PostgreSQL 17 or later ([postgres] version = 17)");
     }
-    debezium.version = versions(cx, &root.sub(cx, "versions")?)?;
+    (debezium.version, debezium.pgjdbc) = versions(cx, &root.sub(cx, "versions")?)?;
     let (connect, connector_start_ms) = connect(cx, &root.sub(cx, "connect")?, &horizon)?;
     let kafka = kafka(cx, &root.sub(cx, "kafka")?)?;
     let sink = sink(cx, &root.sub(cx, "sink")?)?;
@@ -100,10 +100,13 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     Ok(Loaded { spec, seed })
 }
 
+/// Debezium's `(major, minor)` and, if given, the pgjdbc driver's `(major, minor, patch)`.
+type Versions = ((u32, u32), Option<(u32, u32, u32)>);
+
 /// `[versions]`: the releases whose behaviour differs in the model.
-fn versions(cx: &Cx, s: &Section) -> Res<(u32, u32)> {
-    s.check_keys(cx, "debezium", "field")?;
-    s.opt("debezium", (3, 7), |field| {
+fn versions(cx: &Cx, s: &Section) -> Res<Versions> {
+    s.check_keys(cx, "debezium pgjdbc", "field")?;
+    let debezium = s.opt("debezium", (3, 7), |field| {
         // `3.7` unquoted (as `--set versions.debezium=3.7` gives it) is a float: use its text.
         let text = match &field.item.val {
             Val::Float(_, raw) => raw.as_str(),
@@ -118,7 +121,22 @@ fn versions(cx: &Cx, s: &Section) -> Res<(u32, u32)> {
             Some(_) => cx.fail(field, format!("`{text}`: the model knows Debezium 1.0 to 3.7")),
             None => cx.fail(field, format!("`{text}` is not a release like \"3.7\" or \"2.6\"")),
         }
-    })
+    })?;
+    let pgjdbc = match s.get("pgjdbc") {
+        None => None,
+        Some(field) => {
+            let text = cx.string(&field)?;
+            let parts: Vec<Option<u32>> = text.split('.').map(|part| part.trim().parse::<u32>().ok()).collect();
+            match parts.as_slice() {
+                [Some(42), Some(minor), Some(patch)] if *minor <= 7 => Some((42, *minor, *patch)),
+                [Some(_), Some(_), Some(_)] => {
+                    return cx.fail(&field, format!("`{text}`: the model knows pgjdbc 42.0.0 to 42.7.x"));
+                }
+                _ => return cx.fail(&field, format!("`{text}` is not a pgjdbc release like \"42.7.3\"")),
+            }
+        }
+    };
+    Ok((debezium, pgjdbc))
 }
 
 fn postgres(cx: &Cx, s: &Section) -> Res<PostgresSection> {
@@ -268,7 +286,7 @@ fn tables(cx: &Cx, root: &Section) -> Res<Vec<TableSetup>> {
     let mut all_rows = 0;
     for (index, item) in items.iter().enumerate() {
         let s = cx.section(item)?;
-        s.check_keys(cx, "name rows replica_identity", "field")?;
+        s.check_keys(cx, "name rows replica_identity database", "field")?;
         let name_field = s.need(cx, "name", "")?;
         let name = table_name(cx, &name_field)?;
         if let Some(previous) = tables.iter().position(|table| table.name == name) {
@@ -294,7 +312,17 @@ fn tables(cx: &Cx, root: &Section) -> Res<Vec<TableSetup>> {
         let identities = [("default", ReplicaIdentity::Default), ("full", ReplicaIdentity::Full)];
         let replica_identity =
             s.opt("replica_identity", ReplicaIdentity::Default, |field| cx.choice(field, &identities))?;
-        tables.push(TableSetup { id, name, rows, replica_identity });
+        let database = s.opt("database", None, |field| {
+            let name = cx.string(field)?;
+            let identifier = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if identifier {
+                Ok(Some(name.to_owned()))
+            } else {
+                cx.fail(field, format!("`{name}` is not a database name like \"analytics\""))
+            }
+        })?;
+        tables.push(TableSetup { id, name, rows, replica_identity, database });
     }
     Ok(tables)
 }

@@ -4,13 +4,16 @@
 use super::fields::{Cx, Field, Horizon, Res, Section};
 use super::sections::table_id;
 use super::toml_text::duration_text;
-use super::tree::Entry;
+use super::tree::{Entry, Val};
 use handoff_models::core::change::RowOp;
 use handoff_models::core::ids::Status;
 use handoff_models::core::ids::TableId;
 use handoff_models::core::limits;
+use handoff_models::core::protocol::Isolation;
 use handoff_models::scenario::spec::Background;
+use handoff_models::scenario::spec::ScriptStep;
 use handoff_models::scenario::spec::ScriptedTxn;
+use handoff_models::scenario::spec::StepKind;
 use handoff_models::scenario::spec::TableSetup;
 use handoff_models::scenario::spec::Trigger;
 
@@ -20,7 +23,8 @@ pub(super) fn workload(
     tables: &[TableSetup],
     horizon: &Horizon,
 ) -> Res<(Option<Background>, Vec<ScriptedTxn>)> {
-    let known = "start_ms end_ms inserts_per_second updates_per_second deletes_per_second script";
+    let known = "start_ms end_ms inserts_per_second updates_per_second deletes_per_second transaction_size \
+        concurrency script";
     s.check_keys(cx, known, "field")?;
     let start_ms = s.opt("start_ms", 0, |field| cx.time_ms(field, 0, horizon))?;
     let end_ms = s.opt("end_ms", 0, |field| cx.time_ms(field, 0, horizon))?;
@@ -38,8 +42,27 @@ pub(super) fn workload(
         };
         return Err(cx.err(at, &path, problem));
     }
-    let background =
-        busy.then_some(Background { start_ms, end_ms, inserts_per_second, updates_per_second, deletes_per_second });
+    let transaction_size = s.opt("transaction_size", 1, |field| Ok(cx.int(field, 1, MAX_TRANSACTION_SIZE)? as u32))?;
+    let concurrency = s.opt("concurrency", 1, |field| Ok(cx.int(field, 1, MAX_CONCURRENCY)? as u32))?;
+    if concurrency > 1
+        && transaction_size == 1
+        && let Some(field) = s.get("concurrency")
+    {
+        return cx.fail(
+            &field,
+            "needs transaction_size above 1: transactions of one row each are one autocommit statement, never \
+             open at the same time",
+        );
+    }
+    let background = busy.then_some(Background {
+        start_ms,
+        end_ms,
+        inserts_per_second,
+        updates_per_second,
+        deletes_per_second,
+        transaction_size,
+        concurrency,
+    });
     let mut scripted = Vec::new();
     if let Some(field) = s.get("script") {
         let items = cx.items(&field, "an array of tables ([[workload.script]])")?;
@@ -54,6 +77,7 @@ pub(super) fn workload(
         for item in &items {
             scripted.push(script_entry(cx, item, tables, Some(horizon))?);
         }
+        sessions_valid(cx, &items, &scripted, tables, true)?;
         script_steps_apply(cx, &items, &scripted, tables, background.as_ref())?;
     }
     // The background's transactions and the scripted ones: at most `MAX_TRANSACTIONS`.
@@ -98,6 +122,10 @@ fn may_run_before(other: &ScriptedTxn, this: &ScriptedTxn) -> bool {
     }
 }
 
+/// The most rows a background transaction changes, and the most open at once.
+const MAX_TRANSACTION_SIZE: i64 = 10_000;
+const MAX_CONCURRENCY: i64 = 100;
+
 /// The `insert`, `update` or `delete` field of a script entry: where an error about its step
 /// points.
 pub(super) fn op_field<'t>(cx: &Cx, item: &Field<'t>) -> Res<Field<'t>> {
@@ -119,8 +147,12 @@ fn script_steps_apply(
     background: Option<&Background>,
 ) -> Res<()> {
     let first = tables.first().map(|table| table.id);
-    for (index, (item, txn)) in items.iter().zip(scripted).enumerate() {
-        let Some(op) = txn.ops.first() else { continue };
+    for ((index, (item, txn)), op) in items
+        .iter()
+        .zip(scripted)
+        .enumerate()
+        .flat_map(|(index, step)| step.1.ops.iter().map(move |op| ((index, step), op)))
+    {
         let (table, key) = match *op {
             RowOp::Insert { table, key, .. } | RowOp::Update { table, key, .. } | RowOp::Delete { table, key } => {
                 (table, key)
@@ -181,54 +213,317 @@ pub(super) fn op_target(op: &RowOp) -> (TableId, i64) {
     }
 }
 
-/// A `[[workload.script]]` entry (`timed`: it has an `at`, within the horizon), or a
-/// `[[check.script]]` one (it may run at any point of the exhaustive lens, so it has none).
+/// The fields a script entry may have (with `at` in `[[workload.script]]`).
+const SCRIPT_FIELDS: &str = "insert update delete copy begin isolation commit rollback message transactional \
+    payload_bytes status amount_cents table session database idle_ms label";
+
+/// What a script entry does: exactly one of these.
+const WHAT: [&str; 7] = ["insert", "update", "delete", "begin", "commit", "rollback", "message"];
+
+/// A boolean field that must be `true` when given (`begin = true`).
+fn flag(cx: &Cx, field: &Field) -> Res<()> {
+    match field.item.val {
+        Val::Bool(true) => Ok(()),
+        Val::Bool(false) => cx.fail(field, "leave it out rather than set it to false"),
+        _ => cx.wrong(field, "true"),
+    }
+}
+
+/// A `[[workload.script]]` entry (`timed`: it may have an `at`, within the horizon), or a
+/// `[[check.script]]` one (it may run at any point of the exhaustive lens, so it has none). A
+/// step of a named session that gives no `at` runs as soon as its session is ready
+/// (`At { at_ms: 0 }`); [`sessions_valid`] checks that a session's first step has one.
 pub(super) fn script_entry(cx: &Cx, item: &Field, tables: &[TableSetup], timed: Option<&Horizon>) -> Res<ScriptedTxn> {
     let s = cx.section(item)?;
     let trigger = match timed {
         Some(horizon) => {
-            s.check_keys(cx, "at insert update delete status amount_cents table label", "field")?;
-            s.req(cx, "at", |field| cx.trigger(field, horizon))?
+            s.check_keys(cx, &format!("at {SCRIPT_FIELDS}"), "field")?;
+            s.opt("at", Trigger::At { at_ms: 0 }, |field| cx.trigger(field, horizon))?
         }
         None => {
-            s.check_keys(cx, "insert update delete status amount_cents table label", "field")?;
+            if let Some(field) = s.get("idle_ms") {
+                return cx.fail(
+                    &field,
+                    "time is abstract in a bound: a session stays open between its steps for as long as an \
+                     interleaving makes it, so a [[check.script]] step has no idle_ms",
+                );
+            }
+            s.check_keys(cx, SCRIPT_FIELDS, "field")?;
             Trigger::At { at_ms: 0 }
         }
     };
-    let ops: Vec<&Entry> =
-        s.entries.iter().filter(|entry| ["insert", "update", "delete"].contains(&entry.key.as_str())).collect();
-    let op = match ops.as_slice() {
-        [] => return Err(cx.err(s.at, &s.path, "one of insert, update or delete is required")),
-        [op] => *op,
+    let whats: Vec<&Entry> = s.entries.iter().filter(|entry| WHAT.contains(&entry.key.as_str())).collect();
+    let what = match whats.as_slice() {
+        [] => {
+            return Err(cx.err(
+                s.at,
+                &s.path,
+                "one of insert, update, delete, begin, commit, rollback or message is required",
+            ));
+        }
+        [what] => *what,
         [first, second, ..] => {
-            let problem =
-                format!("exactly one of insert, update or delete is allowed; found {} and {}", first.key, second.key);
+            let problem = format!(
+                "exactly one of insert, update, delete, begin, commit, rollback or message is allowed; found {} and {}",
+                first.key, second.key
+            );
             return Err(cx.err(second.at(), &s.path, problem));
         }
     };
-    let key = cx.int(&s.field(op), 1, i64::MAX)?;
-    let table = match s.get("table") {
-        Some(field) => table_id(cx, &field, cx.string(&field)?, tables)?,
-        None => TableId(0),
+    let what_key = what.key.as_str();
+    // Fields that apply to some steps only.
+    let applies = |key: &str| match key {
+        "status" => matches!(what_key, "insert" | "update"),
+        "amount_cents" | "copy" => what_key == "insert",
+        "table" => matches!(what_key, "insert" | "update" | "delete"),
+        "isolation" => what_key == "begin",
+        "transactional" | "payload_bytes" => what_key == "message",
+        _ => true,
+    };
+    for key in ["status", "amount_cents", "copy", "table", "isolation", "transactional", "payload_bytes"] {
+        if let Some(field) = s.get(key).filter(|_| !applies(key)) {
+            return cx.fail(&field, format!("does not apply to {what_key}"));
+        }
+    }
+    let session = match s.get("session") {
+        Some(field) => {
+            let name = cx.string(&field)?;
+            if name.trim().is_empty() || name.trim() != name {
+                return cx.fail(&field, format!("`{name}` is not a session name: give a word like \"s1\""));
+            }
+            Some(name.to_owned())
+        }
+        None => None,
+    };
+    let needs_session = |what: &str| -> Res<()> {
+        if session.is_none()
+            && let Some(field) = s.get(what)
+        {
+            let problem = match what {
+                "begin" | "commit" | "rollback" => {
+                    format!("needs session = \"NAME\": a transaction block is held by a named session")
+                }
+                _ => format!("needs session = \"NAME\": a step without one is an autocommit statement of its own"),
+            };
+            return cx.fail(&field, problem);
+        }
+        Ok(())
+    };
+    for key in ["begin", "commit", "rollback", "database", "idle_ms"] {
+        needs_session(key)?;
+    }
+    let database = s.opt("database", None, |field| {
+        let name = cx.string(field)?;
+        if name.is_empty() { cx.fail(field, "is empty: name a database") } else { Ok(Some(name.to_owned())) }
+    })?;
+    let idle_ms = match (s.get("idle_ms"), timed) {
+        (Some(field), Some(horizon)) => cx.time_ms(&field, 1, horizon)?,
+        _ => 0,
     };
     let statuses = [Status::Submitted, Status::Assessed, Status::Approved, Status::Paid, Status::Closed];
     let statuses = statuses.map(|status| (status.name(), status));
     let status = |default| s.opt("status", default, |field| cx.choice(field, &statuses));
-    for (key, applies) in [("status", op.key != "delete"), ("amount_cents", op.key == "insert")] {
-        if let Some(field) = s.get(key).filter(|_| !applies) {
-            return cx.fail(&field, format!("does not apply to {}", op.key));
+    let mut ops = Vec::new();
+    let kind = match what_key {
+        "begin" => {
+            flag(cx, &s.field(what))?;
+            let levels = [("read committed", Isolation::ReadCommitted), ("repeatable read", Isolation::RepeatableRead)];
+            StepKind::Begin {
+                isolation: s.opt("isolation", Isolation::ReadCommitted, |field| cx.choice(field, &levels))?,
+            }
         }
-    }
-    let row_op = match op.key.as_str() {
-        "insert" => RowOp::Insert {
-            table,
-            key,
-            status: status(Status::Submitted)?,
-            amount_cents: s.opt("amount_cents", 100_000, |field| cx.u32(field, 0))?,
-        },
-        "update" => RowOp::Update { table, key, status: status(Status::Approved)? },
-        _ => RowOp::Delete { table, key },
+        "commit" => {
+            flag(cx, &s.field(what))?;
+            StepKind::Commit
+        }
+        "rollback" => {
+            flag(cx, &s.field(what))?;
+            StepKind::Rollback
+        }
+        "message" => {
+            let prefix = cx.owned(&s.field(what))?;
+            let transactional = s.opt("transactional", true, |field| match field.item.val {
+                Val::Bool(flag) => Ok(flag),
+                _ => cx.wrong(field, "a boolean"),
+            })?;
+            let payload_bytes = s.opt("payload_bytes", 0, |field| Ok(cx.int(field, 0, MAX_PAYLOAD_BYTES)? as u64))?;
+            StepKind::Message { transactional, prefix, payload_bytes }
+        }
+        _ => {
+            let field = s.field(what);
+            let keys = match &field.item.val {
+                Val::Array(_) => {
+                    let items = cx.items(&field, "a key or an array of keys")?;
+                    if items.is_empty() {
+                        return cx.fail(&field, "is empty: name at least one key");
+                    }
+                    if let Some(item) = items.get(MAX_STATEMENT_ROWS) {
+                        return cx.fail(
+                            item,
+                            format!("too many rows: {}; a statement changes 1 to {MAX_STATEMENT_ROWS}", items.len()),
+                        );
+                    }
+                    let mut keys: Vec<i64> = Vec::new();
+                    for item in &items {
+                        let key = cx.int(item, 1, i64::MAX)?;
+                        if keys.contains(&key) {
+                            return cx.fail(item, format!("claim {key} is named twice in one statement"));
+                        }
+                        keys.push(key);
+                    }
+                    keys
+                }
+                _ => vec![cx.int(&field, 1, i64::MAX)?],
+            };
+            let table = match s.get("table") {
+                Some(field) => table_id(cx, &field, cx.string(&field)?, tables)?,
+                None => TableId(0),
+            };
+            for key in keys {
+                ops.push(match what_key {
+                    "insert" => RowOp::Insert {
+                        table,
+                        key,
+                        status: status(Status::Submitted)?,
+                        amount_cents: s.opt("amount_cents", 100_000, |field| cx.u32(field, 0))?,
+                    },
+                    "update" => RowOp::Update { table, key, status: status(Status::Approved)? },
+                    _ => RowOp::Delete { table, key },
+                });
+            }
+            match s.get("copy") {
+                Some(field) => {
+                    flag(cx, &field)?;
+                    StepKind::Copy
+                }
+                None => StepKind::Statement,
+            }
+        }
     };
     let label = s.opt("label", String::new(), |field| cx.owned(field))?;
-    Ok(ScriptedTxn { trigger, ops: vec![row_op], label })
+    Ok(ScriptedTxn { trigger, ops, label, step: ScriptStep { kind, session, database, idle_ms } })
+}
+
+/// The most rows one scripted statement changes.
+const MAX_STATEMENT_ROWS: usize = 1000;
+/// The largest logical message payload a step emits (1 GB, PostgreSQL's limit on a value).
+const MAX_PAYLOAD_BYTES: i64 = 1 << 30;
+
+/// The steps of the named sessions make sense in file order: a session's first step gives its
+/// `at` (a `[[workload.script]]`) and its `database`, a transaction is begun before its
+/// statements, `COMMIT` and `ROLLBACK` end one that is open, a statement touches only tables of
+/// its session's database, and an autocommit step has its `at`.
+pub(super) fn sessions_valid(
+    cx: &Cx,
+    items: &[Field],
+    scripted: &[ScriptedTxn],
+    tables: &[TableSetup],
+    timed: bool,
+) -> Res<()> {
+    // Per session: where it was opened, its database, and whether a block is open.
+    let mut sessions: Vec<(&str, usize, Option<&str>, bool)> = Vec::new();
+    for (index, (item, txn)) in items.iter().zip(scripted).enumerate() {
+        let s = cx.section(item)?;
+        let Some(name) = txn.step.session.as_deref() else {
+            if timed && s.get("at").is_none() {
+                return Err(cx.err(s.at, &s.path, "at is required: when the step runs (a step without session = \"NAME\" is an autocommit statement of its own)"));
+            }
+            continue;
+        };
+        let what = WHAT.iter().find_map(|key| s.get(key)).expect("a step does something");
+        let known = sessions.iter().position(|(session, ..)| *session == name);
+        let place = match known {
+            Some(place) => {
+                if let Some(field) = s.get("database") {
+                    let (_, opened, ..) = sessions[place];
+                    return cx.fail(
+                        &field,
+                        format!(
+                            "the database of session \"{name}\" is given on its first step ({}[{opened}]); a session \
+                             stays in its database",
+                            script_header(item)
+                        ),
+                    );
+                }
+                place
+            }
+            None => {
+                if matches!(txn.step.kind, StepKind::Commit | StepKind::Rollback) {
+                    return cx.fail(
+                        &what,
+                        format!(
+                            "unknown session \"{name}\": no step before this one opens it (a session's first step \
+                             is usually begin = true)"
+                        ),
+                    );
+                }
+                if timed && s.get("at").is_none() {
+                    return Err(cx.err(
+                        s.at,
+                        &s.path,
+                        format!("at is required on the first step of session \"{name}\": when it connects and runs"),
+                    ));
+                }
+                sessions.push((name, index, txn.step.database.as_deref(), false));
+                sessions.len() - 1
+            }
+        };
+        let (_, _, database, open) = &mut sessions[place];
+        match &txn.step.kind {
+            StepKind::Begin { .. } if *open => {
+                return cx.fail(
+                    &what,
+                    format!("session \"{name}\" is already in a transaction here: commit or rollback it first"),
+                );
+            }
+            StepKind::Begin { .. } => *open = true,
+            StepKind::Commit | StepKind::Rollback if !*open => {
+                return cx.fail(
+                    &what,
+                    format!(
+                        "session \"{name}\" has no transaction open here (no begin = true since its last commit or \
+                         rollback): nothing to {}",
+                        what.path.rsplit('.').next().unwrap_or("end")
+                    ),
+                );
+            }
+            StepKind::Commit | StepKind::Rollback => *open = false,
+            StepKind::Message { transactional: false, .. } => {}
+            _ if !*open => {
+                return cx.fail(
+                    &what,
+                    format!(
+                        "session \"{name}\" has not begun a transaction here: add a step with begin = true before \
+                         this one (a statement outside a transaction is an autocommit step: leave out session)"
+                    ),
+                );
+            }
+            _ => {}
+        }
+        for op in &txn.ops {
+            let (table, _) = op_target(op);
+            let setup = &tables[usize::from(table.0)];
+            if setup.database.as_deref() != *database {
+                let field = s.get("table").unwrap_or(what);
+                let of = |database: Option<&str>| {
+                    database.map_or("the main database".to_string(), |d| format!("database \"{d}\""))
+                };
+                return cx.fail(
+                    &field,
+                    format!(
+                        "{} is in {}, and session \"{name}\" in {}: a session writes the tables of its own database",
+                        setup.name,
+                        of(setup.database.as_deref()),
+                        of(*database)
+                    ),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `workload.script` or `check.script`, from an entry's path.
+fn script_header(item: &Field) -> String {
+    item.path.split('[').next().unwrap_or("workload.script").to_owned()
 }

@@ -17,6 +17,8 @@ use handoff_models::scenario::spec::HandoffMethod;
 use handoff_models::scenario::spec::Invariant;
 use handoff_models::scenario::spec::ScriptedTxn;
 use handoff_models::scenario::spec::Spec;
+use handoff_models::scenario::spec::StepKind;
+use handoff_models::scenario::spec::Trigger;
 use std::fmt::Display;
 
 /// Writes `spec` as a scenario file (docs/scenario-format.md) that [`load_str`] reads back to
@@ -28,8 +30,8 @@ use std::fmt::Display;
 /// `spec.connector_properties` where it means the same value), and every other property from
 /// `spec.connector_properties` as given.
 ///
-/// An error names what the format cannot express: a scripted transaction with other than one
-/// operation, a table that is not in `spec.tables`, or any value the loader would reject or
+/// An error names what the format cannot express: a scripted statement with no row, or rows
+/// changed in different ways (another verb, table, status or amount), a table that is not in `spec.tables`, or any value the loader would reject or
 /// read differently (the written text is read back and compared before it is returned).
 pub fn to_toml(spec: &Spec, seed: u64) -> Result<String, String> {
     if i64::try_from(seed).is_err() {
@@ -96,9 +98,14 @@ fn write_top(w: &mut Writer, spec: &Spec, seed: u64) {
 
 fn write_versions(w: &mut Writer, spec: &Spec) {
     let (major, minor) = spec.debezium.version;
-    if (major, minor) != (3, 7) {
+    if (major, minor) != (3, 7) || spec.debezium.pgjdbc.is_some() {
         w.table("versions");
+    }
+    if (major, minor) != (3, 7) {
         w.field("debezium", toml_string(&format!("{major}.{minor}")));
+    }
+    if let Some((major, minor, patch)) = spec.debezium.pgjdbc {
+        w.field("pgjdbc", toml_string(&format!("{major}.{minor}.{patch}")));
     }
 }
 
@@ -145,6 +152,9 @@ fn write_tables(w: &mut Writer, spec: &Spec) {
             ReplicaIdentity::Full => "full",
         };
         w.field("replica_identity", toml_string(identity));
+        if let Some(database) = &table.database {
+            w.field("database", toml_string(database));
+        }
     }
 }
 
@@ -267,49 +277,129 @@ fn write_workload(w: &mut Writer, spec: &Spec) -> Result<(), String> {
         w.field("inserts_per_second", float_text(background.inserts_per_second));
         w.field("updates_per_second", float_text(background.updates_per_second));
         w.field("deletes_per_second", float_text(background.deletes_per_second));
+        if background.transaction_size != 1 || background.concurrency != 1 {
+            w.field("transaction_size", background.transaction_size);
+            w.field("concurrency", background.concurrency);
+        }
     }
+    let mut sessions = Vec::new();
     for (index, txn) in spec.scripted.iter().enumerate() {
-        write_script(w, spec, "workload.script", index, txn)?;
+        write_script(w, spec, "workload.script", index, txn, &mut sessions)?;
     }
     Ok(())
 }
 
 /// One `[[workload.script]]` entry (with its `at`) or `[[check.script]]` one (without).
-fn write_script(w: &mut Writer, spec: &Spec, header: &str, index: usize, txn: &ScriptedTxn) -> Result<(), String> {
+fn write_script(
+    w: &mut Writer,
+    spec: &Spec,
+    header: &str,
+    index: usize,
+    txn: &ScriptedTxn,
+    sessions: &mut Vec<String>,
+) -> Result<(), String> {
     let whose = format!("{} entry {index} ({})", header.replace('.', " "), basic_string(&txn.label));
-    let [op] = txn.ops.as_slice() else {
-        return Err(format!("{whose} has {} operations; the format has one operation per [[{header}]]", txn.ops.len()));
+    let step = &txn.step;
+    let statement = matches!(step.kind, StepKind::Statement | StepKind::Copy);
+    if statement && txn.ops.is_empty() {
+        return Err(format!("{whose} is a statement that changes no row; the format names at least one key"));
+    }
+    if !statement && !txn.ops.is_empty() {
+        return Err(format!("{whose} is {} with rows; only a statement has rows", step.kind.describe()));
+    }
+    let first_of_session = match &step.session {
+        Some(name) if !sessions.contains(name) => {
+            sessions.push(name.clone());
+            true
+        }
+        Some(_) => false,
+        None => true,
     };
     w.entry(header);
-    if header == "workload.script" {
+    // A session's later step without a time runs when its session is ready: no `at`.
+    if header == "workload.script" && (first_of_session || txn.trigger != Trigger::At { at_ms: 0 }) {
         w.field("at", toml_string(&trigger_text(&txn.trigger)));
     }
-    {
-        let table = match *op {
-            RowOp::Insert { table, key, status, amount_cents } => {
-                w.field("insert", key);
-                w.field("status", toml_string(status.name()));
-                w.field("amount_cents", amount_cents);
-                table
-            }
-            RowOp::Update { table, key, status } => {
-                w.field("update", key);
-                w.field("status", toml_string(status.name()));
-                table
-            }
-            RowOp::Delete { table, key } => {
-                w.field("delete", key);
-                table
-            }
-        };
-        if table != TableId(0) {
-            w.field("table", toml_string(&table_name_of(spec, table, &whose)?));
+    if let Some(session) = &step.session {
+        w.field("session", toml_string(session));
+    }
+    if let Some(database) = &step.database {
+        w.field("database", toml_string(database));
+    }
+    match &step.kind {
+        StepKind::Begin { isolation } => {
+            w.field("begin", true);
+            w.field("isolation", toml_string(&isolation.name().to_lowercase()));
         }
-        if !txn.label.is_empty() {
-            w.field("label", toml_string(&txn.label));
+        StepKind::Commit => w.field("commit", true),
+        StepKind::Rollback => w.field("rollback", true),
+        StepKind::Message { transactional, prefix, payload_bytes } => {
+            w.field("message", toml_string(prefix));
+            w.field("transactional", transactional);
+            w.field("payload_bytes", payload_bytes);
         }
+        StepKind::Statement | StepKind::Copy => write_statement(w, spec, &whose, &txn.ops)?,
+    }
+    if step.idle_ms > 0 {
+        w.field("idle_ms", step.idle_ms);
+    }
+    if !txn.label.is_empty() {
+        w.field("label", toml_string(&txn.label));
     }
     Ok(())
+}
+
+/// The rows of one statement: one verb, one table, one status and amount, the keys.
+fn write_statement(w: &mut Writer, spec: &Spec, whose: &str, ops: &[RowOp]) -> Result<(), String> {
+    let first = ops[0];
+    let same = |op: &RowOp| match (first, *op) {
+        (
+            RowOp::Insert { table, status, amount_cents, .. },
+            RowOp::Insert { table: t, status: s, amount_cents: a, .. },
+        ) => table == t && status == s && amount_cents == a,
+        (RowOp::Update { table, status, .. }, RowOp::Update { table: t, status: s, .. }) => table == t && status == s,
+        (RowOp::Delete { table, .. }, RowOp::Delete { table: t, .. }) => table == t,
+        _ => false,
+    };
+    if !ops.iter().all(same) {
+        return Err(format!(
+            "{whose} changes rows in different ways (verbs, tables, statuses or amounts); the format has one statement per \
+             entry: one verb on one table, with one status and amount"
+        ));
+    }
+    let keys: Vec<i64> = ops.iter().map(|op| op_key(op)).collect();
+    let keys = if let [key] = keys.as_slice() {
+        key.to_string()
+    } else {
+        format!("[{}]", keys.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))
+    };
+    let table = match first {
+        RowOp::Insert { table, status, amount_cents, .. } => {
+            w.field("insert", &keys);
+            w.field("status", toml_string(status.name()));
+            w.field("amount_cents", amount_cents);
+            table
+        }
+        RowOp::Update { table, status, .. } => {
+            w.field("update", &keys);
+            w.field("status", toml_string(status.name()));
+            table
+        }
+        RowOp::Delete { table, .. } => {
+            w.field("delete", &keys);
+            table
+        }
+    };
+    if table != TableId(0) {
+        w.field("table", toml_string(&table_name_of(spec, table, whose)?));
+    }
+    Ok(())
+}
+
+fn op_key(op: &RowOp) -> i64 {
+    match *op {
+        RowOp::Insert { key, .. } | RowOp::Update { key, .. } | RowOp::Delete { key, .. } => key,
+    }
 }
 
 fn write_check(w: &mut Writer, spec: &Spec) -> Result<(), String> {
@@ -337,8 +427,9 @@ fn write_check(w: &mut Writer, spec: &Spec) -> Result<(), String> {
     if !check.unreached_ok.is_empty() {
         w.field("unreached_ok", toml_strings(check.unreached_ok.iter().map(String::as_str)));
     }
+    let mut sessions = Vec::new();
     for (index, txn) in check.scripts.iter().enumerate() {
-        write_script(w, spec, "check.script", index, txn)?;
+        write_script(w, spec, "check.script", index, txn, &mut sessions)?;
     }
     Ok(())
 }

@@ -212,10 +212,18 @@ fn pin_workload(spec: &Spec, seed: u64) -> Spec {
     let mut pinned = spec.clone();
     let workload = handoff_models::scenario::workload::workload(spec, seed);
     for txn in &workload.timed {
+        // A background session's step stays a step of that session.
+        let step = handoff_models::scenario::spec::ScriptStep {
+            kind: txn.kind.clone(),
+            session: txn.session.map(|session| workload.sessions[session as usize].name.clone()),
+            database: None,
+            idle_ms: txn.idle_ms,
+        };
         pinned.scripted.push(ScriptedTxn {
             trigger: Trigger::At { at_ms: txn.at_ms.unwrap_or(0) },
             ops: txn.ops.clone(),
             label: label(&txn.ops),
+            step,
         });
     }
     pinned.background = None;

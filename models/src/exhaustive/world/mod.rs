@@ -369,8 +369,12 @@ impl World {
             }
         }
         if !self.down.contains(Node::Pg1) {
+            // A step of a named session only when it is its session's next one and the session
+            // waits for no answer (the steps of one session in order, sessions interleaved).
             for index in self.scripted_pending.iter() {
-                actions.push(Action::RunScripted { index });
+                if self.processes.app.may_run_scripted(index, 0) {
+                    actions.push(Action::RunScripted { index });
+                }
             }
         }
         for node in self.down.iter() {

@@ -210,6 +210,11 @@ pub fn bound(spec: &Spec) -> Result<(Spec, Bounds), String> {
     if !check.scripts.is_empty() {
         world.scripted.clone_from(&check.scripts);
     }
+    // Time is abstract in the world: a session stays idle between its steps for as long as an
+    // interleaving makes it.
+    for txn in &mut world.scripted {
+        txn.step.idle_ms = 0;
+    }
     for (index, txn) in world.scripted.iter().enumerate() {
         for op in &txn.ops {
             if let RowOp::Update { key, .. } | RowOp::Delete { key, .. } = op
@@ -466,6 +471,7 @@ pub fn export(spec: &Spec, property: &PropertyReport) -> Result<Spec, String> {
         check.scripts = std::mem::take(&mut exported.scripted);
         for txn in &mut check.scripts {
             txn.trigger = handoff_models::scenario::spec::Trigger::At { at_ms: 0 };
+            txn.step.idle_ms = 0;
         }
     }
     exported.scripted.clear();

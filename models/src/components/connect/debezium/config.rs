@@ -83,6 +83,17 @@ pub enum LsnFlushMode {
 pub const LSN_FLUSH_MODE_HEARTBEAT_FALLBACK_MS: u64 = 600_000;
 
 impl DebeziumConfig {
+    /// Whether pgjdbc confirms keep-alive LSNs by its rule (`V3PGReplicationStream`
+    /// `processKeepAliveMessage`): a 42.7.0 or later driver does by default; from 3.2 Debezium
+    /// sets `withAutomaticFlush(false)` unless `lsn.flush.mode=connector_and_driver`
+    /// (`PostgresReplicationConnection.startPgReplicationStream`, DBZ-7533, DBZ-9641).
+    pub fn driver_confirms_keepalives(&self) -> bool {
+        let shipped = if self.version >= (3, 2) { (42, 7, 6) } else { (42, 6, 1) };
+        let auto_flush_capable = self.pgjdbc.unwrap_or(shipped) >= (42, 7, 0);
+        let switched_on = self.version < (3, 2) || self.lsn_flush_mode == LsnFlushMode::ConnectorAndDriver;
+        auto_flush_capable && switched_on
+    }
+
     /// The heartbeat interval in effect: `connector_and_driver` with `heartbeat.interval.ms=0`
     /// forces 600 000 ms (`PostgresConnectorConfig.applyLsnFlushModeHeartbeatFallback`).
     pub fn effective_heartbeat_interval_ms(&self) -> u64 {
@@ -115,6 +126,11 @@ pub struct DebeziumConfig {
     /// DBZ-7816 (fixed in 2.7.0.Alpha2 by `PostgresConnectorTask.performCommit` re-reading the
     /// offsets).
     pub version: (u32, u32),
+    /// The pgjdbc driver on the classpath, `(major, minor, patch)`; None: the one the Debezium
+    /// release ships (`version.postgresql.driver`: 42.6.x up to 3.1, 42.7.6 or later from 3.2).
+    /// pgjdbc 42.7.0 made the keep-alive auto-confirmation the default (pgjdbc#3138); Debezium
+    /// switches it off explicitly only from 3.2 (DBZ-7533), except with `connector_and_driver`.
+    pub pgjdbc: Option<(u32, u32, u32)>,
     /// `name` of the connector (the offsets-topic key).
     pub name: String,
     /// `topic.prefix`.

@@ -22,9 +22,13 @@
 //! - The offset keys (`lsn`, `lsn_proc`, `lsn_commit`, `txId`, snapshot flags;
 //!   `PostgresOffsetContext.getOffset`, `SourceInfo`), with `lsn_commit` inside a transaction
 //!   naming the previous commit.
-//! - Streaming (`PostgresStreamingChangeEventSource.execute`, `WalPositionLocator`) from `lsn_proc`
-//!   (else `lsn`, else the slot's position) and, on a stream restart with `lsn_proc` stored,
-//!   skipping the already-processed changes of the replayed transaction.
+//! - Streaming (`PostgresStreamingChangeEventSource.execute`) from `lsn_proc` (else `lsn`, else
+//!   the slot's position), each decoded transaction read as pgoutput's messages (BEGIN at the
+//!   first change's LSN, the changes, COMMIT at its end), processed as
+//!   `processReplicationMessages` does (`lastCompletelyProcessedLsn`, `lsn_commit`,
+//!   `lsn_events_processed`); on a restart with `lsn_proc` stored, the search phase and the
+//!   filtering phase of `WalPositionLocator` (`locator`, ported literally, with the rules of the
+//!   configured release).
 //! - The slot is confirmed (`PostgresConnectorTask.performCommit`,
 //!   `PostgresStreamingChangeEventSource.commitOffset`) only from offsets re-read from the offset
 //!   store, on the poll after a successful flush, only while streaming, only after a replication
@@ -59,35 +63,42 @@
 //!   was confirmed explicitly; with `heartbeat.interval.ms=0` Debezium forces heartbeats every 600
 //!   000 ms, `applyLsnFlushModeHeartbeatFallback`).
 //!
+//! - Releases (`[versions] debezium`): before 1.1 `commit()` confirms the last record `poll()`
+//!   returned (DBZ-1766); before 1.3 there is no locator (the stream skips everything at or below
+//!   the stored `lsn`, and `lsn_proc` is confirmed); before 2.7 the slot is confirmed from the
+//!   offsets acknowledged in memory (DBZ-7816); the locator's own rules are in `locator`.
+//!
 //! Left out (another issue makes them exact): the slot advance of
 //! `trust_offset`/`trust_greater_lsn`, `slot.max.retries`, heartbeats emitted right after a
-//! commit or a change (here only on the interval's timer), incremental and blocking snapshots, transaction metadata, the
-//! queue's `max.queue.size` back-pressure, the `WalPositionLocator`'s rules for changes that
-//! share an LSN (they never do here: each change has its own record). The locator is reduced to
-//! "drop replayed changes at or before the stored `lsn_proc`", which is exact while transactions
-//! do not interleave in the WAL, as here.
+//! commit or a change (here only on the interval's timer), incremental and blocking snapshots,
+//! transaction metadata (so no BEGIN record ever carries an offset), the `<prefix>.message` records
+//! of logical decoding messages (their offsets move; no record is emitted), the queue's
+//! `max.queue.size` back-pressure.
 //!
 //! The files: `config` (the properties), `startup` (start-up to the snapshot decision), `snapshot`,
 //! `streaming` (the replication stream and its restart filter), `offsets` (acknowledgement and the
 //! slot's confirmation); the task's state, its connections and its queue are here.
 
 mod config;
+mod locator;
 mod offsets;
 mod snapshot;
 mod startup;
 mod streaming;
+
+pub use locator::{LocatorRules, WalPositionLocator};
 
 pub use config::{
     DebeziumConfig, LSN_FLUSH_MODE_HEARTBEAT_FALLBACK_MS, LsnFlushMode, MAX_ATTEMPTS_FOR_OBTAINING_REPLICATION_SLOT,
     OffsetMismatchStrategy, PAUSE_BETWEEN_REPLICATION_SLOT_RETRIEVAL_ATTEMPTS_MS, SnapshotMode,
 };
 
-use crate::core::change::{ChangeKind, RowOp};
+use crate::core::change::{Change, ChangeKind, RowOp};
 use crate::core::component::Ctx;
 use crate::core::event::{
     ChangeEvent, MessageType, Op, Origin, SnapshotKind, SnapshotMarker, SourceInfo, SourceOffset, SourceRecord, Topic,
 };
-use crate::core::ids::{Key, Node, Row, TableId};
+use crate::core::ids::{Key, Node, Row, TableId, Xid};
 use crate::core::lsn::Lsn;
 use crate::core::observe::{Observation, SnapshotCase};
 use crate::core::protocol::{DecodedTxn, Msg, ReplReply, ReplRequest, SessionId, SlotRow, SqlReply, SqlRequest};
@@ -190,17 +201,24 @@ pub struct DebeziumTask {
     jdbc: Option<SessionId>,
     replication: Option<SessionId>,
     next_session: SessionId,
-    /// Replayed changes at or before this LSN are skipped (the stored `lsn_proc`).
-    skip_upto: Option<Lsn>,
-    /// The stored event at `skip_upto` was a COMMIT (its end LSN, the start of the next WAL
-    /// record): a change at that very LSN is the next transaction's first, not a replay
-    /// (dbz#76, fixed in 3.7.0.Alpha2; before, it was skipped).
-    skip_stored_commit: bool,
+    /// The restart's `WalPositionLocator` while it searches or filters (None once it passes
+    /// every message, or when there was nothing to search for).
+    locator: Option<Box<WalPositionLocator>>,
+    /// The search phase runs on the current stream (`searchWalPosition`).
+    searching: bool,
+    /// Before 1.3: every message at or below this LSN (the stored `lsn`) is skipped.
+    legacy_skip_upto: Option<Lsn>,
+    /// `lastCompletelyProcessedLsn` of the streaming source: the stream's start, then the last
+    /// message that was the last at its LSN.
+    last_completely_processed_lsn: Option<Lsn>,
+    /// `previousLsn` of `incrementLsnEventsProcessed` (3.7): the LSN of the last DML counted.
+    previous_dml_lsn: Option<Lsn>,
     /// `lsnFlushingAllowed`: false from a stream (re)start until the first message arrives.
     lsn_flushing_allowed: bool,
     /// The flushed LSN last sent to the server.
     last_flushed: Lsn,
-    /// Before 2.7: the offset of the last record Kafka acknowledged (`commitRecord`).
+    /// Before 2.7, the offset `commit()` confirms: from 1.1 that of the last record Kafka
+    /// acknowledged (`commitRecord`); before 1.1 that of the last record `poll()` returned.
     last_acked: Option<SourceOffset>,
     /// Reads of the slot row so far in this start (`fetchReplicationSlotInfo`).
     slot_info_attempts: u32,
@@ -227,8 +245,11 @@ impl DebeziumTask {
             jdbc: None,
             replication: None,
             next_session: first_session,
-            skip_upto: None,
-            skip_stored_commit: false,
+            locator: None,
+            searching: false,
+            legacy_skip_upto: None,
+            last_completely_processed_lsn: None,
+            previous_dml_lsn: None,
             lsn_flushing_allowed: false,
             last_flushed: Lsn::INVALID,
             last_acked: None,
@@ -241,6 +262,16 @@ impl DebeziumTask {
 
     pub fn is_streaming(&self) -> bool {
         self.phase == Phase::Streaming
+    }
+
+    /// The restart rules of the configured release.
+    pub fn rules(&self) -> LocatorRules {
+        LocatorRules::of(self.config.version)
+    }
+
+    /// The restart's search phase is running: messages go to the locator, none is dispatched.
+    pub fn is_searching(&self) -> bool {
+        self.is_streaming() && self.searching
     }
 
     pub fn is_running(&self) -> bool {
@@ -366,6 +397,10 @@ impl DebeziumTask {
         if count == 0 {
             return Vec::new();
         }
+        if self.confirms_last_polled() {
+            // Before 1.1, `poll()`: `lastOffset` = the last record returned (DBZ-1766).
+            self.last_acked = Some(self.queue[count - 1].offset);
+        }
         if count == self.queue.len() {
             // The usual case: the whole queue, handed over without a copy; the next batch is
             // likely as large.
@@ -449,81 +484,251 @@ mod tests {
         assert_eq!(task.offset.lsn_commit, Some(Lsn(2240)), "the COMMIT moves the in-memory offset only");
     }
 
-    #[test]
-    fn a_replayed_transaction_skips_the_changes_already_processed() {
+    fn with_version(version: (u32, u32)) -> DebeziumTask {
         let mut task = task();
-        task.phase = Phase::Streaming;
-        // Stored lsn_proc is the first change of the transaction: PostgreSQL re-sends it whole.
-        task.skip_upto = Some(Lsn(2000));
-        task.process_transaction(txn(11, 2000, &[2, 3]));
-        let keys: Vec<i64> = task.queue.iter().map(|r| r.key).collect();
-        assert_eq!(keys, vec![3]);
-        task.process_transaction(txn(12, 3000, &[4]));
-        assert_eq!(task.queue.len(), 2, "later transactions are not filtered");
+        let mut config = (*task.config).clone();
+        config.version = version;
+        task.config = Fixed::new(config);
+        task
     }
 
-    /// dbz#76: a COMMIT's end LSN is the start of the next WAL record, so the next transaction's
-    /// first change can carry the stored `lsn_proc`. Since 3.7 the locator resumes there; before,
-    /// it took the change for a replay and dropped it.
-    #[test]
-    fn a_change_at_the_stored_commit_end_is_new_since_3_7() {
-        let stored_commit = SourceOffset {
-            lsn: Some(Lsn(2000)),
-            lsn_proc: Some(Lsn(2000)),
-            lsn_commit: Some(Lsn(2000)),
-            message_type: Some(MessageType::Commit),
+    /// The replication requests the task sent.
+    fn repl_requests(out: &Outbox) -> Vec<ReplRequest> {
+        out.sends
+            .iter()
+            .filter_map(|(_, msg)| match msg {
+                Msg::Repl { request, .. } => Some(request.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A restart from `stored`: the stream starts, `txns` arrive on it (the search phase), and,
+    /// once the locator has found the resume point and the task reconnected, arrive again on the
+    /// new stream (the filtering phase, PostgreSQL re-sending the same transactions). Returns the
+    /// keys of the change records and the replication requests sent.
+    fn restart(task: &mut DebeziumTask, stored: SourceOffset, txns: &[DecodedTxn]) -> (Vec<i64>, Vec<ReplRequest>) {
+        let mut out = Outbox::default();
+        let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
+        task.offset = stored;
+        task.start_streaming(&mut ctx);
+        task.on_repl_reply(&mut ctx, ReplReply::StreamingStarted);
+        for txn in txns {
+            task.on_repl_reply(&mut ctx, ReplReply::XLogData(txn.clone()));
+        }
+        if task.phase == Phase::StartingStream {
+            task.on_repl_reply(&mut ctx, ReplReply::StreamingStarted);
+            for txn in txns {
+                task.on_repl_reply(&mut ctx, ReplReply::XLogData(txn.clone()));
+            }
+        }
+        (task.queue.iter().map(|r| r.key).collect(), repl_requests(&out))
+    }
+
+    fn stored(lsn_proc: u64, lsn_commit: u64, message_type: MessageType) -> SourceOffset {
+        SourceOffset {
+            lsn: Some(Lsn(lsn_proc)),
+            lsn_proc: Some(Lsn(lsn_proc)),
+            lsn_commit: Some(Lsn(lsn_commit)),
+            message_type: Some(message_type),
             ..Default::default()
-        };
-        for (version, expected) in [((3, 7), vec![3, 4]), ((3, 6), vec![4])] {
-            let mut task = task();
-            let mut config = (*task.config).clone();
-            config.version = version;
-            task.config = Fixed::new(config);
-            task.offset = stored_commit;
+        }
+    }
+
+    /// §5.3: the search reads the replayed transaction on a first stream, then the task
+    /// reconnects at the stored `lsn_proc` and filters the replay up to the change after it.
+    #[test]
+    fn a_restart_searches_then_reconnects_and_filters_the_replay() {
+        let mut task = task();
+        // Stored: the first change of transaction 11 (its BEGIN shares the LSN), lsn_commit the
+        // previous commit.
+        let (keys, requests) = restart(&mut task, stored(2000, 1140, MessageType::Update), &[txn(11, 2000, &[2, 3])]);
+        assert_eq!(keys, vec![3], "the stored change is skipped, the next one replayed");
+        let starts: Vec<Lsn> = requests
+            .iter()
+            .filter_map(|r| match r {
+                ReplRequest::StartReplication { start, .. } => Some(*start),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(starts, [Lsn(2000), Lsn(2000)], "the search stream, then the filtering one, both at lsn_proc");
+        assert!(requests.contains(&ReplRequest::Close), "the search stream is closed");
+        assert_eq!(task.offset.lsn_commit, Some(Lsn(2240)));
+        let mut out = Outbox::default();
+        task.process_transaction(txn(12, 3000, &[4]));
+        task.on_repl_reply(
+            &mut Ctx::new(SimTime(0), Node::Connect, &mut out),
+            ReplReply::XLogData(txn(12, 3000, &[4])),
+        );
+        assert_eq!(task.queue.len(), 3, "later transactions are not filtered");
+    }
+
+    /// The search phase dispatches nothing and the slot is not confirmed during it since 2.0
+    /// (`lsnFlushingAllowed`, DBZ-5031); before 2.0 it is.
+    #[test]
+    fn the_search_phase_confirms_nothing_since_2_0() {
+        for (version, confirms) in [((2, 0), false), ((1, 9), true)] {
+            let mut task = with_version(version);
             let mut out = Outbox::default();
-            task.start_streaming(&mut Ctx::new(SimTime(0), Node::Connect, &mut out));
-            task.phase = Phase::Streaming;
-            task.process_transaction(txn(11, 2000, &[3, 4]));
-            let keys: Vec<i64> = task.queue.iter().map(|r| r.key).collect();
+            let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
+            task.offset = stored(2000, 1140, MessageType::Update);
+            task.start_streaming(&mut ctx);
+            task.on_repl_reply(&mut ctx, ReplReply::StreamingStarted);
+            assert!(task.is_searching());
+            assert_eq!(
+                task.commit_moves(Some(stored(2240, 2240, MessageType::Commit))).is_some(),
+                confirms,
+                "{version:?}"
+            );
+        }
+    }
+
+    /// DBZ-6204 (row 5): the stored COMMIT ends where the next transaction's BEGIN and first
+    /// change start. Since 2.2 the search resumes at that BEGIN; before, the change is lost.
+    #[test]
+    fn a_change_at_the_stored_commits_end_is_new_since_2_2() {
+        for (version, expected) in [((3, 7), vec![3, 4]), ((3, 6), vec![3, 4]), ((2, 2), vec![3, 4]), ((2, 1), vec![4])]
+        {
+            let mut task = with_version(version);
+            let (keys, _) = restart(&mut task, stored(2000, 2000, MessageType::Commit), &[txn(11, 2000, &[3, 4])]);
             assert_eq!(keys, expected, "Debezium {version:?}");
         }
-        // A stored DML (lsn_proc past lsn_commit) is still skipped up to and including itself.
-        let mut task = task();
-        task.offset = SourceOffset {
-            lsn_proc: Some(Lsn(2000)),
-            lsn_commit: Some(Lsn(1900)),
-            message_type: Some(MessageType::Insert),
-            ..stored_commit
-        };
-        let mut out = Outbox::default();
-        task.start_streaming(&mut Ctx::new(SimTime(0), Node::Connect, &mut out));
-        task.phase = Phase::Streaming;
-        task.process_transaction(txn(11, 2000, &[3, 4]));
-        assert_eq!(task.queue.iter().map(|r| r.key).collect::<Vec<i64>>(), vec![4]);
     }
 
+    /// dbz#76 (row 6): the stored COMMIT's end is the LSN of a change of an older, interleaved
+    /// transaction emitted after it. Since 3.7 a false match; before, everything up to it lost.
     #[test]
-    fn a_change_at_the_stored_commits_end_is_new_after_a_commit_but_a_replay_after_a_dml() {
-        // The first transaction ends at 2240; the next one's first change sits at 2240, where the
-        // commit record ended (the seed-134 false alarm of the heartbeat fix: a heartbeat stored
-        // the COMMIT's offset, and the restart dropped the next insert as already processed).
-        let resume = |message_type| {
-            let mut task = task();
-            let mut out = Outbox::default();
-            task.offset = SourceOffset {
-                lsn: Some(Lsn(2240)),
-                lsn_proc: Some(Lsn(2240)),
-                lsn_commit: Some(Lsn(if message_type == MessageType::Commit { 2240 } else { 1140 })),
-                message_type: Some(message_type),
-                ..Default::default()
-            };
-            task.start_streaming(&mut Ctx::new(SimTime(0), Node::Connect, &mut out));
-            task.phase = Phase::Streaming;
-            task.process_transaction(txn(12, 2240, &[4, 5]));
-            task.queue.iter().map(|r| r.key).collect::<Vec<i64>>()
+    fn an_interleaved_change_at_the_stored_commits_end_is_new_since_3_7() {
+        for (version, expected) in [((3, 7), vec![3, 4]), ((3, 6), vec![])] {
+            let mut task = with_version(version);
+            let (keys, _) = restart(&mut task, stored(2000, 2000, MessageType::Commit), &[txn(11, 1900, &[3, 4])]);
+            assert_eq!(keys, expected, "Debezium {version:?}");
+        }
+    }
+
+    /// A stored DML (lsn_proc past lsn_commit) is skipped up to and including itself.
+    #[test]
+    fn a_stored_change_is_a_replay() {
+        let mut task = task();
+        let (keys, _) = restart(&mut task, stored(2240, 1140, MessageType::Update), &[txn(12, 2140, &[4, 5, 6])]);
+        assert_eq!(keys, vec![6]);
+    }
+
+    /// dbz#1554 (row 7): the count of events processed at a shared LSN, stored since 3.7.
+    #[test]
+    fn events_at_one_lsn_are_counted_in_the_offset_since_3_7() {
+        let copy = |first| {
+            let mut txn = txn(11, first, &[1, 2, 3]);
+            for change in &mut txn.changes {
+                change.lsn = Lsn(first);
+            }
+            txn
         };
-        assert_eq!(resume(MessageType::Commit), vec![4, 5], "after a stored COMMIT nothing is a replay");
-        assert_eq!(resume(MessageType::Update), vec![5], "the stored change itself is skipped");
+        let mut task = task();
+        task.phase = Phase::Streaming;
+        task.process_transaction(copy(2000));
+        let counts: Vec<u32> = task.queue.iter().map(|r| r.offset.lsn_events_processed).collect();
+        assert_eq!(counts, [1, 2, 3]);
+        assert_eq!(task.offset.lsn_events_processed, 0, "reset by the COMMIT");
+        let mut old = with_version((3, 6));
+        old.phase = Phase::Streaming;
+        old.process_transaction(copy(2000));
+        assert!(old.queue.iter().all(|r| r.offset.lsn_events_processed == 0), "3.6 does not count");
+        // Restarting from the second row's offset (after an earlier commit). 3.7 resumes at the
+        // shared LSN skipping two events, but the filter counts the BEGIN there as one of them
+        // (`skipMessage` runs for BEGIN too): the second row comes again, a duplicate.
+        let second = SourceOffset { lsn_commit: Some(Lsn(1140)), ..task.queue[1].offset };
+        for (version, expected) in [((3, 7), vec![2, 3]), ((3, 6), vec![])] {
+            let mut task = with_version(version);
+            let (keys, _) = restart(&mut task, second, &[copy(2000)]);
+            assert_eq!(keys, expected, "Debezium {version:?}");
+        }
+    }
+
+    /// DBZ-5597 (row 3, fixed): the filtering stream delivers an LSN the search never saw (the
+    /// slot was confirmed past the resume point meanwhile): the task fails.
+    #[test]
+    fn an_unseen_lsn_on_the_filtering_stream_fails_the_task_since_2_0() {
+        for version in [(2, 0), (1, 9)] {
+            let mut task = with_version(version);
+            let mut out = Outbox::default();
+            let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
+            task.offset = stored(2000, 1140, MessageType::Update);
+            task.start_streaming(&mut ctx);
+            task.on_repl_reply(&mut ctx, ReplReply::StreamingStarted);
+            task.on_repl_reply(&mut ctx, ReplReply::XLogData(txn(11, 2000, &[2, 3])));
+            task.on_repl_reply(&mut ctx, ReplReply::StreamingStarted);
+            // Forwarded past transaction 11: the next one arrives.
+            let event = task.on_repl_reply(&mut ctx, ReplReply::XLogData(txn(12, 3000, &[4])));
+            if version == (2, 0) {
+                assert_eq!(event, TaskEvent::Failed);
+                assert!(
+                    matches!(&task.phase, Phase::Failed { reason } if reason.contains("not present among LSNs seen"))
+                );
+            } else {
+                assert!(task.queue.is_empty(), "1.9 filters it, and everything after");
+                task.on_repl_reply(&mut ctx, ReplReply::XLogData(txn(13, 4000, &[5])));
+                assert!(task.queue.is_empty());
+            }
+        }
+    }
+
+    /// dbz#1379 (row 8): the stored event is a non-transactional message; only messages follow.
+    #[test]
+    fn after_a_stored_message_later_messages_are_processed_since_3_6() {
+        for (version, searching) in [((3, 6), false), ((3, 5), true)] {
+            let mut task = with_version(version);
+            let mut out = Outbox::default();
+            let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
+            task.offset = stored(2000, 2000, MessageType::Message);
+            task.start_streaming(&mut ctx);
+            task.on_repl_reply(&mut ctx, ReplReply::StreamingStarted);
+            let message = |lsn| {
+                ReplReply::Message(crate::core::protocol::DecodedMessage {
+                    lsn: Lsn(lsn),
+                    transactional: false,
+                    prefix: "heartbeat".into(),
+                    payload_bytes: 1,
+                })
+            };
+            task.on_repl_reply(&mut ctx, message(2100));
+            task.on_repl_reply(&mut ctx, ReplReply::StreamingStarted);
+            task.on_repl_reply(&mut ctx, message(2100));
+            task.on_repl_reply(&mut ctx, message(2200));
+            assert_eq!(task.is_searching(), searching, "{version:?}");
+            let expected = if searching { Some(Lsn(2000)) } else { Some(Lsn(2200)) };
+            assert_eq!(task.offset.lsn_commit, expected, "{version:?}: the messages count as commits once processed");
+        }
+    }
+
+    /// DBZ-1766 (row 1): before 1.1, `commit()` confirms the last record `poll()` returned.
+    #[test]
+    fn before_1_1_the_last_polled_record_is_confirmed() {
+        for (version, confirmed) in [((1, 0), true), ((1, 1), false)] {
+            let mut task = with_version(version);
+            task.phase = Phase::Streaming;
+            task.process_transaction(txn(10, 1000, &[1]));
+            let polled = task.drain();
+            assert_eq!(task.last_acked().is_some(), confirmed, "{version:?}");
+            task.commit_record(polled[0].offset);
+            assert!(task.last_acked().is_some());
+        }
+    }
+
+    /// Before 1.3 (no locator): the stream starts at the stored `lsn` and skips every message at
+    /// or below it; no COMMIT position is kept, so `lsn_proc` is what is confirmed.
+    #[test]
+    fn before_1_3_the_stream_skips_everything_up_to_the_stored_lsn() {
+        let mut task = with_version((1, 2));
+        task.phase = Phase::Streaming;
+        task.process_transaction(txn(10, 1000, &[1, 2]));
+        assert_eq!(task.offset.lsn_commit, None);
+        assert_eq!(task.offset.lsn_to_confirm(), Some(Lsn(1100)));
+        let mut task = with_version((1, 2));
+        let (keys, requests) =
+            restart(&mut task, stored(2000, 1140, MessageType::Update), &[txn(11, 1900, &[3, 4, 5])]);
+        assert_eq!(keys, vec![5], "the changes at 1900 and 2000 are skipped");
+        assert_eq!(requests.len(), 1, "no search, no reconnect");
     }
 
     #[test]
@@ -603,6 +808,40 @@ mod tests {
         let valid = SlotRow { restart_lsn: Some(Lsn(0x100)), wal_status: Some("reserved".into()), ..lost };
         assert_eq!(task.on_sql_reply(&mut ctx, SqlReply::Slot(Some(valid))), TaskEvent::None);
         assert_eq!(task.phase, Phase::EnsuringPublication);
+    }
+
+    /// DBZ-7533 / pgjdbc#3138 (row 10): a 42.7.0–42.7.5 driver confirms keep-alives by default;
+    /// Debezium switches that off only from 3.2, except with `connector_and_driver`.
+    #[test]
+    fn a_42_7_driver_confirms_keepalives_under_debezium_before_3_2() {
+        let config = |version, pgjdbc, lsn_flush_mode| DebeziumConfig {
+            version,
+            pgjdbc,
+            lsn_flush_mode,
+            ..(*task().config).clone()
+        };
+        use LsnFlushMode::{Connector, ConnectorAndDriver};
+        assert!(config((3, 1), Some((42, 7, 3)), Connector).driver_confirms_keepalives());
+        assert!(!config((3, 2), Some((42, 7, 3)), Connector).driver_confirms_keepalives(), "switched off");
+        assert!(!config((3, 1), None, Connector).driver_confirms_keepalives(), "3.1 ships 42.6.1");
+        assert!(!config((2, 6), Some((42, 6, 0)), Connector).driver_confirms_keepalives(), "no auto-flush before 42.7");
+        assert!(config((3, 7), None, ConnectorAndDriver).driver_confirms_keepalives());
+        assert!(!config((3, 7), Some((42, 6, 1)), ConnectorAndDriver).driver_confirms_keepalives());
+        // The rule itself, on a 3.1 task with a 42.7.3 driver.
+        let mut old = DebeziumTask::new(Fixed::new(config((3, 1), Some((42, 7, 3)), Connector)), 1);
+        old.phase = Phase::Streaming;
+        let mut out = Outbox::default();
+        old.on_repl_reply(
+            &mut Ctx::new(SimTime(0), Node::Connect, &mut out),
+            ReplReply::Keepalive { wal_end: Lsn(5000) },
+        );
+        assert!(
+            matches!(
+                out.sends.as_slice(),
+                [(_, Msg::Repl { request: ReplRequest::StatusUpdate { flush: Lsn(5000) }, .. })]
+            ),
+            "nothing received yet: the keep-alive is confirmed"
+        );
     }
 
     /// `V3PGReplicationStream.processKeepAliveMessage`: pgjdbc confirms a keep-alive only with

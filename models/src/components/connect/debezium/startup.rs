@@ -12,7 +12,11 @@ impl DebeziumTask {
         self.slot_created = None;
         self.snapshot = None;
         self.clear_queue();
-        self.skip_upto = None;
+        self.locator = None;
+        self.searching = false;
+        self.legacy_skip_upto = None;
+        self.last_completely_processed_lsn = None;
+        self.previous_dml_lsn = None;
         self.lsn_flushing_allowed = false;
         self.last_flushed = Lsn::INVALID;
         self.slot_info_attempts = 0;

@@ -5,29 +5,64 @@ use super::*;
 
 impl DebeziumTask {
     pub(super) fn start_streaming(&mut self, ctx: &mut Ctx) -> TaskEvent {
-        // Requested start: lsn_proc if stored, else lsn, else the slot's own position (0/0).
-        let start = self.offset.resume_lsn().unwrap_or(Lsn::INVALID);
-        // The search for already-processed events runs only when lsn_proc is stored.
-        self.skip_upto = self.offset.lsn_proc;
-        // `WalPositionLocator`'s false-match guard (debezium-connector-postgres#76, in 3.7): when
-        // the stored event was a COMMIT (`messageType`), a DML arriving at its LSN is new: the
-        // next WAL record starts where the commit record ends, so the next transaction's first
-        // change can carry the stored lsn_proc. Before, the locator took it for a replay.
-        self.skip_stored_commit = self.config.version >= (3, 7)
-            && self.offset.lsn_proc.is_some()
-            && self.offset.message_type == Some(MessageType::Commit);
+        let rules = self.rules();
+        // Requested start (`PostgresStreamingChangeEventSource.execute`): lsn_proc if stored, else
+        // lsn, else the slot's own position (0/0). Before 1.3 (no locator): the stored lsn.
+        let start = if rules.legacy_skip { self.offset.lsn } else { self.offset.resume_lsn() }.unwrap_or(Lsn::INVALID);
+        // The search phase runs only when lsn_proc is stored (`hasCompletelyProcessedPosition`,
+        // DBZ-7806: not right after a snapshot).
+        self.locator = match self.offset.lsn_proc {
+            Some(lsn_proc) if !rules.legacy_skip => Some(Box::new(WalPositionLocator::new(
+                rules,
+                self.offset.lsn_commit,
+                Some(lsn_proc),
+                self.offset.message_type,
+                self.offset.lsn_events_processed,
+            ))),
+            _ => None,
+        };
+        self.searching = self.locator.is_some();
+        // Before 1.3 every message at or below the requested start is skipped, for the whole
+        // stream (`AbstractMessageDecoder.shouldMessageBeSkipped`, `skipFirstFlushRecord`).
+        self.legacy_skip_upto = if rules.legacy_skip { self.offset.lsn } else { None };
+        self.last_completely_processed_lsn = Some(start).filter(|lsn| lsn.is_valid());
+        self.previous_dml_lsn = None;
         // Streaming offsets carry no snapshot keys.
         self.offset.snapshot = None;
         self.offset.last_snapshot_record = false;
         self.offset.snapshot_completed = false;
         self.lsn_flushing_allowed = false;
+        let skip_processed_upto = self.locator.as_ref().and_then(|locator| locator.last_event_stored_lsn());
+        ctx.observe(Observation::StreamingRequested {
+            start,
+            skip_processed_upto: skip_processed_upto.or(self.legacy_skip_upto),
+        });
+        self.request_stream(ctx, start);
+        TaskEvent::None
+    }
+
+    /// `startStreaming(lsn, walPosition)`: `START_REPLICATION` on the replication connection.
+    fn request_stream(&mut self, ctx: &mut Ctx, start: Lsn) {
         self.phase = Phase::StartingStream;
-        ctx.observe(Observation::StreamingRequested { start, skip_processed_upto: self.skip_upto });
         let (slot, publication) = (self.config.slot_name.clone(), self.config.publication_name.clone());
         // `messages=true` on PostgreSQL ≥ 14 (`PgOutputMessageDecoder.defaultOptions`); every
         // modelled server is 15 or later.
         self.repl(ctx, ReplRequest::StartReplication { slot, start, publication, messages: true });
-        TaskEvent::None
+    }
+
+    /// The search found the resume LSN (`execute` after `searchWalPosition`): filtering on, the
+    /// replication connection reconnected (`replicationConnection.reconnect()`), and the stream
+    /// requested again at the stored `lsn_proc` (`getLastEventStoredLsn`).
+    fn reconnect_filtering(&mut self, ctx: &mut Ctx, resume: Lsn) {
+        self.searching = false;
+        let Some(locator) = self.locator.as_mut() else { return };
+        locator.enable_filtering();
+        let reconnect_at = locator.last_event_stored_lsn().unwrap_or(Lsn::INVALID);
+        ctx.observe(Observation::WalPositionFound { resume, reconnect_at });
+        if let Some(session) = self.replication.take() {
+            ctx.send(Node::Postgres, Msg::Repl { session, request: ReplRequest::Close });
+        }
+        self.request_stream(ctx, reconnect_at);
     }
 
     pub(super) fn on_repl_reply(&mut self, ctx: &mut Ctx, reply: ReplReply) -> TaskEvent {
@@ -44,11 +79,9 @@ impl DebeziumTask {
                     interval_ms => TaskEvent::HeartbeatEvery(interval_ms),
                 }
             }
-            (Phase::Streaming, ReplReply::XLogData(txn)) => {
-                self.lsn_flushing_allowed = true;
-                self.last_data_start = txn.end_lsn;
-                self.process_transaction(txn);
-                TaskEvent::None
+            (Phase::Streaming, ReplReply::XLogData(txn)) => self.on_stream_messages(ctx, &PgOutputs::of_txn(&txn)),
+            (Phase::Streaming, ReplReply::Message(message)) => {
+                self.on_stream_messages(ctx, &PgOutputs::message(message.lsn))
             }
             (Phase::Streaming, ReplReply::Keepalive { wal_end }) => {
                 self.on_keepalive(ctx, wal_end);
@@ -88,12 +121,13 @@ impl DebeziumTask {
     }
 
     /// pgjdbc's keep-alive rule (`V3PGReplicationStream.processKeepAliveMessage`, pgjdbc ≥ 42.7.0),
-    /// on with `lsn.flush.mode=connector_and_driver`: when the last LSN Debezium confirmed
+    /// on with `lsn.flush.mode=connector_and_driver`, and with a 42.7.0–42.7.5 driver under
+    /// Debezium before 3.2 (`DebeziumConfig::driver_confirms_keepalives`): when the last LSN Debezium confirmed
     /// explicitly is at or past the start of the last data message, a keep-alive LSN beyond both
     /// the explicit and the driver's flush position is confirmed. It moves the slot past
     /// Debezium's stored offset: Debezium never stores the keep-alive LSN.
     fn on_keepalive(&mut self, ctx: &mut Ctx, wal_end: Lsn) {
-        if self.config.lsn_flush_mode != LsnFlushMode::ConnectorAndDriver {
+        if !self.config.driver_confirms_keepalives() {
             return;
         }
         if self.last_flushed >= self.last_data_start && wal_end > self.last_flushed && wal_end > self.driver_flushed {
@@ -103,62 +137,299 @@ impl DebeziumTask {
         }
     }
 
-    /// `processReplicationMessages` for one transaction: BEGIN, each change, COMMIT.
-    pub(super) fn process_transaction(&mut self, txn: DecodedTxn) {
-        // BEGIN: position only.
-        self.offset.tx_id = Some(txn.xid);
-        for change in &txn.changes {
-            let replayed = |upto: Lsn| change.lsn < upto || (change.lsn == upto && !self.skip_stored_commit);
-            if self.skip_upto.is_some_and(replayed) {
-                // Already processed before the restart: filtered out by the position locator.
+    /// The messages of one XLogData reply, read one by one (`ReplicationStream.readPending`): in
+    /// the search phase each goes to the locator; on the filtering stream each passes its filter
+    /// (`PgOutputMessageDecoder.shouldMessageBeSkipped`: BEGIN and COMMIT are processed whatever
+    /// it says); the rest is processed (`processReplicationMessages`).
+    fn on_stream_messages(&mut self, ctx: &mut Ctx, messages: &PgOutputs) -> TaskEvent {
+        let txn = messages.txn();
+        if self.searching {
+            for index in 0..messages.len() {
+                let message = messages.get(index);
+                // pgjdbc's `lastReceiveLSN` moves with every XLogData, read or searched.
+                self.last_data_start = message.lsn();
+                let found = match self.locator.as_mut() {
+                    Some(locator) => locator.resume_from_lsn(message.lsn(), message.operation(txn)),
+                    None => None,
+                };
+                if let Some(resume) = found {
+                    // The rest of this stream is dropped with the connection.
+                    self.reconnect_filtering(ctx, resume);
+                    return TaskEvent::None;
+                }
+            }
+            return TaskEvent::None;
+        }
+        // `processMessages`: a message received allows LSN flushing (DBZ-5031).
+        self.lsn_flushing_allowed = true;
+        for index in 0..messages.len() {
+            let message = messages.get(index);
+            // pgjdbc's `lastReceiveLSN`, read by its keep-alive rule.
+            self.last_data_start = message.lsn();
+            if let Some(locator) = self.locator.as_mut() {
+                let skip = match locator.skip_message(message.lsn()) {
+                    Ok(skip) => skip,
+                    Err(reason) => return self.fail(ctx, reason),
+                };
+                if !locator.filtering() {
+                    self.locator = None;
+                }
+                if skip && !matches!(message, PgOutput::Begin { .. } | PgOutput::Commit { .. }) {
+                    continue;
+                }
+            }
+            if let Some(upto) = self.legacy_skip_upto
+                && message.lsn() <= upto
+            {
                 continue;
             }
-            self.skip_upto = None;
-            self.offset.lsn = Some(change.lsn);
-            self.offset.lsn_proc = Some(change.lsn);
-            self.offset.ts_usec = txn.commit_time.ms() * 1000;
-            self.offset.message_type = Some(match change.kind {
-                ChangeKind::Insert { .. } => MessageType::Insert,
-                ChangeKind::Update { .. } => MessageType::Update,
-                ChangeKind::Delete { .. } => MessageType::Delete,
-            });
-            if !self.config.tables.contains(&change.table) {
-                continue; // a filtered table moves the offset but emits nothing
+            self.process_message(txn, message);
+        }
+        TaskEvent::None
+    }
+
+    /// `processReplicationMessages` for one message (reference §5.2): `lastCompletelyProcessedLsn`
+    /// moves on a message that is the last at its LSN (a DML, a COMMIT, a non-transactional
+    /// message; not a BEGIN or a transactional message); every message updates the position
+    /// (`updateWalPosition`); a COMMIT or a non-transactional message is a commit
+    /// (`commitMessage`: `lsn_commit = lsn_proc = its LSN`, the per-LSN count reset).
+    fn process_message(&mut self, txn: Option<&DecodedTxn>, message: PgOutput) {
+        let rules = self.rules();
+        let lsn = message.lsn();
+        if message.is_last_event_for_lsn() {
+            self.last_completely_processed_lsn = Some(lsn);
+        }
+        let xid = txn.map(|txn| txn.xid);
+        // A non-transactional message carries no commit time: the offset keeps the last one.
+        let commit_time_usec = txn.map_or(self.offset.ts_usec, |txn| txn.commit_time.ms() * 1000);
+        match message {
+            PgOutput::Begin { .. } | PgOutput::Commit { .. } if rules.legacy_skip => {
+                // Before 1.3 the pgoutput decoder passed neither BEGIN nor COMMIT on
+                // (`PgOutputMessageDecoder.shouldMessageBeSkipped`, 1.0): no commit position.
             }
-            let (op, before, after) = match change.kind {
-                ChangeKind::Insert { after } => (Op::Create, None, Some(after)),
-                ChangeKind::Update { before, after } => (Op::Update, before, Some(after)),
-                ChangeKind::Delete { before } => (Op::Delete, before, None),
-            };
-            let value = ChangeEvent {
-                op,
-                before,
-                after,
-                source: SourceInfo {
-                    connector: Origin::Postgresql,
-                    table: change.table,
-                    lsn: change.lsn,
-                    tx_id: Some(txn.xid),
-                    snapshot: SnapshotMarker::Streamed,
-                    ts_ms: txn.commit_time.ms(),
-                },
-            };
-            let topic = Topic::Change(change.table);
-            self.queue.get_mut().push(SourceRecord { topic, key: change.key, value: Some(value), offset: self.offset });
-            if op == Op::Delete && self.config.tombstones_on_delete {
-                self.queue.get_mut().push(SourceRecord { topic, key: change.key, value: None, offset: self.offset });
+            PgOutput::Begin { .. } => {
+                self.update_wal_position(lsn, xid, commit_time_usec, MessageType::Begin);
+            }
+            PgOutput::Commit { .. } => {
+                self.update_wal_position(lsn, xid, commit_time_usec, MessageType::Commit);
+                self.commit_message(lsn);
+            }
+            PgOutput::Message { transactional, .. } => {
+                let tx_id = if transactional { xid } else { None };
+                self.update_wal_position(lsn, tx_id, commit_time_usec, MessageType::Message);
+                if !transactional {
+                    self.commit_message(lsn);
+                }
+                // The `<topic.prefix>.message` record is not modelled: the offset moves only.
+            }
+            PgOutput::Change { index, .. } => {
+                let Some(txn) = txn else { return };
+                let change = &txn.changes[index];
+                let message_type = match change.kind {
+                    ChangeKind::Insert { .. } => MessageType::Insert,
+                    ChangeKind::Update { .. } => MessageType::Update,
+                    ChangeKind::Delete { .. } => MessageType::Delete,
+                };
+                if rules.counts_events_per_lsn {
+                    // `incrementLsnEventsProcessed`.
+                    if self.previous_dml_lsn == Some(lsn) {
+                        self.offset.lsn_events_processed += 1;
+                    } else {
+                        self.offset.lsn_events_processed = 1;
+                        self.previous_dml_lsn = Some(lsn);
+                    }
+                }
+                self.update_wal_position(lsn, xid, commit_time_usec, message_type);
+                if self.config.tables.contains(&change.table) {
+                    self.dispatch_change(txn, change);
+                } // a filtered table moves the offset but emits nothing
             }
         }
-        // COMMIT: lsn_commit = lsn_proc = the commit's end.
-        self.skip_upto = self.skip_upto.filter(|upto| *upto > txn.end_lsn);
-        self.offset.lsn = Some(txn.end_lsn);
-        self.offset.lsn_proc = Some(txn.end_lsn);
-        self.offset.lsn_commit = Some(txn.end_lsn);
-        self.offset.message_type = Some(MessageType::Commit);
+    }
+
+    /// `PostgresOffsetContext.updateWalPosition`: `lsn`, `lsn_proc` (the last completely
+    /// processed LSN), `txId`, the commit time and `messageType`.
+    fn update_wal_position(&mut self, lsn: Lsn, tx_id: Option<Xid>, ts_usec: u64, message_type: MessageType) {
+        self.offset.lsn = Some(lsn);
+        self.offset.lsn_proc = self.last_completely_processed_lsn;
+        self.offset.tx_id = tx_id;
+        self.offset.ts_usec = ts_usec;
+        self.offset.message_type = Some(message_type);
+    }
+
+    /// `commitMessage` with `resetLsnEventsProcessed`: `lsn_commit = lsn_proc = lsn`.
+    fn commit_message(&mut self, lsn: Lsn) {
+        self.offset.lsn_events_processed = 0;
+        self.last_completely_processed_lsn = Some(lsn);
+        self.offset.lsn_proc = Some(lsn);
+        self.offset.lsn_commit = Some(lsn);
+    }
+
+    /// `dispatchDataChangeEvent`: the change record (and a tombstone after a delete).
+    fn dispatch_change(&mut self, txn: &DecodedTxn, change: &Change) {
+        let (op, before, after) = match change.kind {
+            ChangeKind::Insert { after } => (Op::Create, None, Some(after)),
+            ChangeKind::Update { before, after } => (Op::Update, before, Some(after)),
+            ChangeKind::Delete { before } => (Op::Delete, before, None),
+        };
+        let value = ChangeEvent {
+            op,
+            before,
+            after,
+            source: SourceInfo {
+                connector: Origin::Postgresql,
+                table: change.table,
+                lsn: change.lsn,
+                tx_id: Some(txn.xid),
+                snapshot: SnapshotMarker::Streamed,
+                ts_ms: txn.commit_time.ms(),
+            },
+        };
+        let topic = Topic::Change(change.table);
+        self.queue.get_mut().push(SourceRecord { topic, key: change.key, value: Some(value), offset: self.offset });
+        if op == Op::Delete && self.config.tombstones_on_delete {
+            self.queue.get_mut().push(SourceRecord { topic, key: change.key, value: None, offset: self.offset });
+        }
+    }
+
+    /// Processes one decoded transaction as if streamed with no locator (the unit tests' helper).
+    #[cfg(test)]
+    pub(super) fn process_transaction(&mut self, txn: DecodedTxn) {
+        let mut out = crate::core::component::Outbox::default();
+        let mut ctx = Ctx::new(crate::core::time::SimTime(0), Node::Connect, &mut out);
+        self.on_stream_messages(&mut ctx, &PgOutputs::of_txn(&txn));
     }
 
     /// The last LSN the task has completely processed on its current stream.
     pub fn processed_upto(&self) -> Option<Lsn> {
         if self.is_streaming() { self.offset.lsn_proc.or(self.offset.lsn) } else { None }
+    }
+}
+
+/// One pgoutput message of the stream, as the task reads it (`ReplicationMessage`), with the LSN
+/// of its XLogData header (reference postgres-transactions.md §6.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum PgOutput {
+    /// `B`: PostgreSQL 15+ pgoutput sends it lazily, stamped with the LSN of the first change or
+    /// transactional message sent (`pgoutput_send_begin` inside `change_cb_wrapper`).
+    Begin { lsn: Lsn },
+    /// `I`/`U`/`D`: change `index` of the transaction, at its record's start.
+    Change { lsn: Lsn, index: usize },
+    /// `M`: a logical decoding message, at the end of its record.
+    Message { lsn: Lsn, transactional: bool },
+    /// `C`: at the commit record's end (`end_lsn`).
+    Commit { lsn: Lsn },
+}
+
+impl PgOutput {
+    pub(super) fn lsn(&self) -> Lsn {
+        match *self {
+            PgOutput::Begin { lsn }
+            | PgOutput::Change { lsn, .. }
+            | PgOutput::Message { lsn, .. }
+            | PgOutput::Commit { lsn } => lsn,
+        }
+    }
+
+    /// `getOperation()`.
+    pub(super) fn operation(&self, txn: Option<&DecodedTxn>) -> MessageType {
+        match *self {
+            PgOutput::Begin { .. } => MessageType::Begin,
+            PgOutput::Commit { .. } => MessageType::Commit,
+            PgOutput::Message { .. } => MessageType::Message,
+            PgOutput::Change { index, .. } => match txn.map(|txn| &txn.changes[index].kind) {
+                Some(ChangeKind::Update { .. }) => MessageType::Update,
+                Some(ChangeKind::Delete { .. }) => MessageType::Delete,
+                _ => MessageType::Insert,
+            },
+        }
+    }
+
+    /// `isLastEventForLsn()`: true for a DML (`PgOutputReplicationMessage`), a COMMIT
+    /// (`TransactionMessage`) and a non-transactional message (`LogicalDecodingMessage`).
+    pub(super) fn is_last_event_for_lsn(&self) -> bool {
+        match *self {
+            PgOutput::Begin { .. } => false,
+            PgOutput::Change { .. } | PgOutput::Commit { .. } => true,
+            PgOutput::Message { transactional, .. } => !transactional,
+        }
+    }
+}
+
+/// The pgoutput message sequence of one XLogData reply, read by index: BEGIN at the first sent
+/// item's LSN, the changes and transactional messages in WAL order (a message is stamped with
+/// its record's end, so it precedes a change starting at or after that LSN), COMMIT at `end_lsn`;
+/// or one non-transactional message. Built without allocating for a transaction without
+/// messages, the usual case.
+pub(super) struct PgOutputs<'a> {
+    txn: Option<&'a DecodedTxn>,
+    /// Changes and transactional messages merged, when the transaction has messages.
+    merged: Option<Vec<PgOutput>>,
+    single: Option<PgOutput>,
+}
+
+impl<'a> PgOutputs<'a> {
+    pub(super) fn of_txn(txn: &'a DecodedTxn) -> PgOutputs<'a> {
+        let merged = txn.messages.iter().any(|m| m.transactional).then(|| {
+            let mut items: Vec<(Lsn, u8, PgOutput)> = txn
+                .changes
+                .iter()
+                .enumerate()
+                .map(|(index, change)| (change.lsn, 1, PgOutput::Change { lsn: change.lsn, index }))
+                .chain(
+                    txn.messages
+                        .iter()
+                        .filter(|m| m.transactional)
+                        .map(|m| (m.lsn, 0, PgOutput::Message { lsn: m.lsn, transactional: true })),
+                )
+                .collect();
+            items.sort_by_key(|(lsn, order, _)| (*lsn, *order));
+            items.into_iter().map(|(_, _, message)| message).collect()
+        });
+        PgOutputs { txn: Some(txn), merged, single: None }
+    }
+
+    pub(super) fn message(lsn: Lsn) -> PgOutputs<'a> {
+        PgOutputs { txn: None, merged: None, single: Some(PgOutput::Message { lsn, transactional: false }) }
+    }
+
+    fn items(&self) -> usize {
+        match (&self.merged, self.txn) {
+            (Some(merged), _) => merged.len(),
+            (None, Some(txn)) => txn.changes.len(),
+            (None, None) => 0,
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        match (self.single, self.items()) {
+            (Some(_), _) => 1,
+            (None, 0) => 0,
+            (None, items) => items + 2,
+        }
+    }
+
+    fn item(&self, index: usize) -> PgOutput {
+        match (&self.merged, self.txn) {
+            (Some(merged), _) => merged[index],
+            (None, Some(txn)) => PgOutput::Change { lsn: txn.changes[index].lsn, index },
+            (None, None) => unreachable!("a single message has no items"),
+        }
+    }
+
+    pub(super) fn get(&self, index: usize) -> PgOutput {
+        if let Some(single) = self.single {
+            return single;
+        }
+        let items = self.items();
+        match index {
+            0 => PgOutput::Begin { lsn: self.item(0).lsn() },
+            index if index <= items => self.item(index - 1),
+            _ => PgOutput::Commit { lsn: self.txn.map_or(Lsn::INVALID, |txn| txn.end_lsn) },
+        }
+    }
+
+    pub(super) fn txn(&self) -> Option<&'a DecodedTxn> {
+        self.txn
     }
 }
