@@ -11,9 +11,9 @@ use crate::core::change::RowOp;
 use crate::core::ids::{Key, Row, Status, TableId};
 use crate::core::protocol::Isolation;
 use crate::scenario::spec::{Background, Spec, TableSetup};
-use std::collections::BTreeSet;
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{Rng, SeedableRng};
+use std::collections::BTreeSet;
 
 /// A seeded random source with the few draws the generators need.
 pub struct Draw(ChaCha8Rng);
@@ -196,7 +196,8 @@ fn transactions(
             }
             _ => {
                 // Draw again while the row is another open transaction's (they hold few rows).
-                let held = |key: &Key| locked.iter().enumerate().any(|(other, keys)| other != session && keys.contains(key));
+                let held =
+                    |key: &Key| locked.iter().enumerate().any(|(other, keys)| other != session && keys.contains(key));
                 let free = (0..16).filter(|_| !live.is_empty()).find_map(|_| {
                     let place = draw.below(live.len() as u64) as usize;
                     (!held(&live[place])).then_some(place)

@@ -45,28 +45,30 @@ pub(super) fn check(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<CheckBou
             // The bound's transactions may run in any order: an insert of a loaded key applies
             // only after a step deletes it.
             for op in &txn.ops {
-            if let RowOp::Insert { table, key, .. } = op
-                && *key <= i64::from(rows)
-                && !all.iter().any(|step| {
-                    step.ops.iter().any(|op| matches!(op, RowOp::Delete { .. }) && op_target(op) == (*table, *key))
-                })
-            {
-                return cx.fail(
-                    &op_field(cx, &item)?,
-                    format!(
-                        "the bound loads keys 1 to {rows} (rows = {rows}); claim {key} is one of them and no \
+                if let RowOp::Insert { table, key, .. } = op
+                    && *key <= i64::from(rows)
+                    && !all.iter().any(|step| {
+                        step.ops.iter().any(|op| matches!(op, RowOp::Delete { .. }) && op_target(op) == (*table, *key))
+                    })
+                {
+                    return cx.fail(
+                        &op_field(cx, &item)?,
+                        format!(
+                            "the bound loads keys 1 to {rows} (rows = {rows}); claim {key} is one of them and no \
                          [[check.script]] step deletes it: the insert would always fail with a duplicate key"
-                    ),
-                );
-            }
-            if let RowOp::Update { key, .. } | RowOp::Delete { key, .. } = op
-                && *key > i64::from(rows)
-            {
-                let at = cx.section(&item)?;
-                let op = at.get("update").or_else(|| at.get("delete")).expect("an update or a delete");
-                return cx
-                    .fail(&op, format!("the bound loads keys 1 to {rows} (rows = {rows}); {key} is not one of them"));
-            }
+                        ),
+                    );
+                }
+                if let RowOp::Update { key, .. } | RowOp::Delete { key, .. } = op
+                    && *key > i64::from(rows)
+                {
+                    let at = cx.section(&item)?;
+                    let op = at.get("update").or_else(|| at.get("delete")).expect("an update or a delete");
+                    return cx.fail(
+                        &op,
+                        format!("the bound loads keys 1 to {rows} (rows = {rows}); {key} is not one of them"),
+                    );
+                }
             }
             scripts.push(txn);
         }

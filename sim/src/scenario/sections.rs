@@ -277,7 +277,11 @@ fn tables(cx: &Cx, root: &Section) -> Res<Vec<TableSetup>> {
             let name = cx.string(field)?;
             let identifier = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
                 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if identifier { Ok(Some(name.to_owned())) } else { cx.fail(field, format!("`{name}` is not a database name like \"analytics\"")) }
+            if identifier {
+                Ok(Some(name.to_owned()))
+            } else {
+                cx.fail(field, format!("`{name}` is not a database name like \"analytics\""))
+            }
         })?;
         tables.push(TableSetup { id, name, rows, replica_identity, database });
     }

@@ -9,8 +9,8 @@ use handoff_models::core::change::RowOp;
 use handoff_models::core::ids::Status;
 use handoff_models::core::ids::TableId;
 use handoff_models::core::limits;
-use handoff_models::scenario::spec::Background;
 use handoff_models::core::protocol::Isolation;
+use handoff_models::scenario::spec::Background;
 use handoff_models::scenario::spec::ScriptStep;
 use handoff_models::scenario::spec::ScriptedTxn;
 use handoff_models::scenario::spec::StepKind;
@@ -147,8 +147,11 @@ fn script_steps_apply(
     background: Option<&Background>,
 ) -> Res<()> {
     let first = tables.first().map(|table| table.id);
-    for ((index, (item, txn)), op) in
-        items.iter().zip(scripted).enumerate().flat_map(|(index, step)| step.1.ops.iter().map(move |op| ((index, step), op)))
+    for ((index, (item, txn)), op) in items
+        .iter()
+        .zip(scripted)
+        .enumerate()
+        .flat_map(|(index, step)| step.1.ops.iter().map(move |op| ((index, step), op)))
     {
         let (table, key) = match *op {
             RowOp::Insert { table, key, .. } | RowOp::Update { table, key, .. } | RowOp::Delete { table, key } => {
@@ -324,11 +327,10 @@ pub(super) fn script_entry(cx: &Cx, item: &Field, tables: &[TableSetup], timed: 
     let kind = match what_key {
         "begin" => {
             flag(cx, &s.field(what))?;
-            let levels = [
-                ("read committed", Isolation::ReadCommitted),
-                ("repeatable read", Isolation::RepeatableRead),
-            ];
-            StepKind::Begin { isolation: s.opt("isolation", Isolation::ReadCommitted, |field| cx.choice(field, &levels))? }
+            let levels = [("read committed", Isolation::ReadCommitted), ("repeatable read", Isolation::RepeatableRead)];
+            StepKind::Begin {
+                isolation: s.opt("isolation", Isolation::ReadCommitted, |field| cx.choice(field, &levels))?,
+            }
         }
         "commit" => {
             flag(cx, &s.field(what))?;
@@ -503,7 +505,9 @@ pub(super) fn sessions_valid(
             let setup = &tables[usize::from(table.0)];
             if setup.database.as_deref() != *database {
                 let field = s.get("table").unwrap_or(what);
-                let of = |database: Option<&str>| database.map_or("the main database".to_string(), |d| format!("database \"{d}\""));
+                let of = |database: Option<&str>| {
+                    database.map_or("the main database".to_string(), |d| format!("database \"{d}\""))
+                };
                 return cx.fail(
                     &field,
                     format!(
