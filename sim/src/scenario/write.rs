@@ -327,7 +327,14 @@ fn write_script(
             w.field("transactional", transactional);
             w.field("payload_bytes", payload_bytes);
         }
-        StepKind::Statement | StepKind::Copy => write_statement(w, spec, &whose, &txn.ops)?,
+        StepKind::Statement => write_statement(w, spec, &whose, &txn.ops)?,
+        StepKind::Copy => {
+            if txn.ops.iter().any(|op| !matches!(op, RowOp::Insert { .. })) {
+                return Err(format!("{whose} is a COPY of other rows than inserts; a COPY only inserts"));
+            }
+            write_statement(w, spec, &whose, &txn.ops)?;
+            w.field("copy", true);
+        }
     }
     if step.idle_ms > 0 {
         w.field("idle_ms", step.idle_ms);
