@@ -553,7 +553,7 @@ mod tests {
         assert_eq!(run(&mut app, 5), [(s1, SqlRequest::Commit)]);
         assert!(sent(reply(&mut app, s2, done(1))).is_empty());
         assert_eq!(run(&mut app, 6), [(s2, SqlRequest::Rollback)]);
-        assert!(app.timed_done() == false, "the rollback's answer is awaited");
+        assert!(!app.timed_done(), "the rollback's answer is awaited");
         reply(&mut app, s2, SqlReply::RolledBack { xid: None });
         assert!(!app.timed_done(), "the commit's answer is awaited");
         reply(&mut app, s1, SqlReply::Ok);

@@ -290,7 +290,7 @@ mod tests {
                     overlapped |= open.len() > 1;
                 }
                 StepKind::Statement => {
-                    let rows = open.get_mut(&session).expect("a statement inside a transaction");
+                    assert!(open.contains_key(&session), "a statement inside a transaction");
                     for op in &txn.ops {
                         let row = match *op {
                             RowOp::Insert { table, key, .. }

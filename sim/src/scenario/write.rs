@@ -363,7 +363,7 @@ fn write_statement(w: &mut Writer, spec: &Spec, whose: &str, ops: &[RowOp]) -> R
              entry: one verb on one table, with one status and amount"
         ));
     }
-    let keys: Vec<i64> = ops.iter().map(|op| op_key(op)).collect();
+    let keys: Vec<i64> = ops.iter().map(op_key).collect();
     let keys = if let [key] = keys.as_slice() {
         key.to_string()
     } else {
