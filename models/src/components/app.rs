@@ -264,26 +264,27 @@ impl App {
         let workload = self.workload.clone();
         let step = workload.step(step_ref);
         state.idle_until_ms = ctx.now.ms().saturating_add(step.idle_ms);
+        const NO_ROW: &str = "it changed no row: no row with that key exists when it runs";
+        // What did not apply, and whether it failed (rather than found no row).
         let not_applied = match (&step.kind, reply) {
-            (_, SqlReply::Error(reason)) => Some(reason),
+            (_, SqlReply::Error(reason)) => Some((reason, true)),
             (StepKind::Statement | StepKind::Copy, SqlReply::StatementDone { changes }) if changes.is_empty() => {
-                Some("it changed no row: no row with that key exists when it runs".into())
+                Some((NO_ROW.into(), false))
             }
-            (StepKind::Statement | StepKind::Copy, SqlReply::NothingChanged { .. }) => {
-                Some("it changed no row: no row with that key exists when it runs".into())
-            }
+            (StepKind::Statement | StepKind::Copy, SqlReply::NothingChanged { .. }) => Some((NO_ROW.into(), false)),
             (StepKind::Commit, SqlReply::RolledBack { .. }) => {
-                Some("PostgreSQL rolled the transaction back: an earlier statement of it had failed".into())
+                Some(("PostgreSQL rolled the transaction back: an earlier statement of it had failed".into(), true))
             }
             _ => None,
         };
-        if let Some(reason) = not_applied {
+        if let Some((reason, failed)) = not_applied {
             let reason = format!("{}: {reason}", describe(&workload, session, &step.kind));
             match step_ref {
                 StepRef::Scripted(_) => {
                     ctx.observe(Observation::ScriptedNotApplied { ops: step.ops.clone(), reason });
                 }
-                StepRef::Timed(_) if reason.contains("changed no row") => {}
+                // A background statement that finds no row is the workload's own business.
+                StepRef::Timed(_) if !failed => {}
                 StepRef::Timed(_) => ctx.observe(Observation::AppTxnFailed { reason }),
             }
         }
