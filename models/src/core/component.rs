@@ -57,11 +57,13 @@ pub enum Timer {
     /// visible, release their locks, and COMMIT returns. Armed with no delay, so that other
     /// events can come between the commit record and the visibility.
     CommitVisible,
+    /// PostgreSQL: the WAL writer flushes what was inserted without a flush (`wal_writer_delay`).
+    WalWriter,
 }
 
 impl Timer {
     /// Every timer but the scan batch (one per client).
-    pub const PLAIN: [Timer; 16] = [
+    pub const PLAIN: [Timer; 17] = [
         Timer::BgwriterRunningXacts,
         Timer::Checkpoint,
         Timer::ShipWal,
@@ -78,6 +80,7 @@ impl Timer {
         Timer::LoaderStart,
         Timer::OperatorRetry,
         Timer::CommitVisible,
+        Timer::WalWriter,
     ];
 
     /// Its name in a schedule and a timeline: `offset-flush`, `scan-batch:connect`.
@@ -100,6 +103,7 @@ impl Timer {
             Timer::LoaderStart => "loader-start".into(),
             Timer::OperatorRetry => "operator-retry".into(),
             Timer::CommitVisible => "commit-visible".into(),
+            Timer::WalWriter => "wal-writer".into(),
         }
     }
 }

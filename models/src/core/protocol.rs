@@ -112,17 +112,28 @@ pub enum SqlRequest {
     /// `SELECT … FROM pg_replication_slots`: every slot.
     ReplicationSlots,
     // ----- sessions and transaction blocks (reference postgres-transactions.md §1–§2) -----
-    /// `BEGIN ISOLATION LEVEL …`: opens a transaction block in the session. No xid is assigned
-    /// until the block first writes (`AssignTransactionId` is lazy, `xact.c`).
+    /// `BEGIN ISOLATION LEVEL …`: opens a transaction block in the session (answered `Ok`; in a
+    /// block PostgreSQL only warns). No xid is assigned until the block first writes
+    /// (`AssignTransactionId` is lazy, `xact.c`).
     Begin { isolation: Isolation },
     /// One DML statement: inside the session's transaction block when one is open, else
     /// autocommit. Each row it changes is its own WAL record with its own LSN (`INSERT … VALUES
     /// (…),(…)`, `UPDATE … WHERE id IN (…)`); with `copy`, the inserts are `COPY FROM`'s
     /// `Heap2 MULTI_INSERT` and share one LSN (`heap_multi_insert`, `DecodeMultiInsert`).
+    ///
+    /// In a block it answers [`SqlReply::StatementDone`]; outside one, as
+    /// [`SqlRequest::Transaction`]. A statement touching a row another open block changed waits
+    /// for that block to end (no reply until then); an error (duplicate key, `could not
+    /// serialize access`, deadlock) fails the block: it accepts only `ROLLBACK` then.
     Statement { ops: Vec<RowOp>, copy: bool },
-    /// `COMMIT` of the session's transaction block.
+    /// `COMMIT` of the session's transaction block. A block that wrote writes its commit record
+    /// in this step and answers [`SqlReply::Committed`] in a later one, when it has become
+    /// visible (the server's `commit-visible` timer, armed with no delay); a block that wrote
+    /// nothing answers `Ok` at once, a failed one [`SqlReply::RolledBack`]. Outside a block:
+    /// `Ok`.
     Commit,
-    /// `ROLLBACK` of the session's transaction block.
+    /// `ROLLBACK` of the session's transaction block: [`SqlReply::RolledBack`] (outside a block:
+    /// `Ok`).
     Rollback,
     /// `SELECT id, … FROM <table> ORDER BY id` in the session: the transaction's snapshot under
     /// REPEATABLE READ, a fresh statement snapshot under READ COMMITTED or outside a block.

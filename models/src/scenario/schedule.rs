@@ -117,7 +117,7 @@ fn world_node(name: &str) -> Result<Node, String> {
 }
 
 fn parse_timer(text: &str) -> Result<Timer, String> {
-    const PLAIN: [Timer; 16] = Timer::PLAIN;
+    const PLAIN: [Timer; 17] = Timer::PLAIN;
     if let Some(client) = text.strip_prefix("scan-batch:") {
         return Ok(Timer::ScanBatch { client: world_node(client)? });
     }

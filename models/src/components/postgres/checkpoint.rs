@@ -107,7 +107,7 @@ impl Postgres {
     }
 
     /// `pg_ctl stop -m fast`: every session ends (a walsender's client sees the server close
-    /// the connection), the checkpointer writes the shutdown checkpoint (`CreateCheckPoint`
+    /// the connection; an open transaction block aborts, `AbortOutOfAnyTransaction`), the checkpointer writes the shutdown checkpoint (`CreateCheckPoint`
     /// with `CHECKPOINT_IS_SHUTDOWN`: never skipped, no running-xacts record, dirty slots saved,
     /// WAL retention as at every checkpoint), and the control file says `DB_SHUTDOWNED`, so the
     /// next start is no crash recovery. On PostgreSQL ≤ 16 a position moved by walsender
@@ -118,6 +118,9 @@ impl Postgres {
         if !self.volatile.up {
             return;
         }
+        // Every backend is told to exit at once: a statement waiting for a row lock ends with its
+        // backend instead of running when the holder's block aborts.
+        self.volatile.lock_waits.clear();
         let sessions: Vec<(Node, SessionId)> = self.volatile.sessions.keys().copied().collect();
         for (client, session) in sessions {
             let walsender = matches!(

@@ -64,9 +64,8 @@ impl Postgres {
         if !self.durable.publications.contains_key(publication) {
             return Err(SqlReply::Error(format!("ERROR: publication \"{publication}\" does not exist")));
         }
-        // Decoding reads up to the flush pointer (`end_of_wal = GetFlushRecPtr()`), which is the
-        // end of WAL here.
-        let end_of_wal = self.durable.wal.write_lsn();
+        // Decoding reads up to the flush pointer (`end_of_wal = GetFlushRecPtr()`).
+        let end_of_wal = self.durable.wal.flush_lsn();
         let slot = &self.durable.slots[name];
         let read_from = slot.current.restart_lsn;
         let first = self.durable.wal.first_entry_at_or_after(read_from);
@@ -83,7 +82,7 @@ impl Postgres {
         let mut buffer = ReorderBuffer::default();
         let mut emitted = Vec::new();
         let mut running_xacts = Vec::new();
-        for entry in &self.durable.wal.entries[first..] {
+        for entry in self.durable.wal.entries[first..].iter().take_while(|entry| entry.end() <= end_of_wal) {
             match buffer.decode(&cx, entry) {
                 Decoded::Txn(txn) => emitted.push(ReplReply::XLogData(txn)),
                 Decoded::Message(message) => emitted.push(ReplReply::Message(message)),
@@ -132,7 +131,7 @@ impl Postgres {
                  reserved WAL, or it has been invalidated."
             ));
         }
-        let target = to.min(self.durable.wal.write_lsn());
+        let target = to.min(self.durable.wal.flush_lsn());
         let minimum = slot.current.confirmed_flush;
         if target < minimum {
             return SqlReply::Error(format!(
@@ -222,7 +221,9 @@ impl Postgres {
         }
         let before = self.durable.wal.write_lsn();
         let size = record_size::logical_message(prefix.len() as u64, payload_bytes);
-        let (start, message_end) = self.durable.wal.get_mut().insert_record(size);
+        // A non-transactional message is not flushed (`LogLogicalMessage`); a transactional one
+        // is, by its commit.
+        let (start, message_end) = self.durable.wal.get_mut().insert_record_unflushed(size);
         let xid = transactional.then_some(self.durable.next_xid);
         self.durable.wal.get_mut().push(WalEntry::Message {
             xid,
@@ -247,6 +248,7 @@ impl Postgres {
                 changes: Vec::new(),
             })));
         }
+        self.arm_wal_writer(ctx);
         self.after_wal_append(ctx);
         self.after_segments_written(ctx, before);
         // `LogLogicalMessage` returns the end of the message record.

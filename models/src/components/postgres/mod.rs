@@ -91,6 +91,9 @@ use wal::{Wal, record_size};
 /// `LOG_SNAPSHOT_INTERVAL_MS` in `bgwriter.c`.
 pub const LOG_SNAPSHOT_INTERVAL_MS: u64 = 15_000;
 
+/// `wal_writer_delay` (its default): how long the WAL writer sleeps between flushes.
+pub const WAL_WRITER_DELAY_MS: u64 = 200;
+
 /// A scenario's `[postgres]` section: the cluster's settings as the scenario gives them. Names are
 /// PostgreSQL's. A server's [`PostgresConfig`] is these plus what the run adds: the tables, where
 /// the WAL starts, the switches a lens turns off, and the standby seen from one server.
@@ -318,6 +321,8 @@ struct Volatile {
     lock_waits: Vec<(Node, SessionId)>,
     /// Blocks whose commit record is written, not yet visible, in commit order.
     committing: Vec<xact::Committing>,
+    /// The WAL writer's flush is pending.
+    wal_writer_armed: bool,
 }
 
 /// A PostgreSQL server (`Pg1` or `Pg2`).
@@ -394,9 +399,10 @@ impl Postgres {
         })
     }
 
-    /// `pg_current_wal_lsn()`.
+    /// `pg_current_wal_lsn()`: the write pointer, which is the flush pointer here (records not
+    /// flushed are not written either).
     pub fn current_wal_lsn(&self) -> Lsn {
-        self.durable.wal.write_lsn()
+        self.durable.wal.flush_lsn()
     }
 
     /// `max_wal_size`, `max_slot_wal_keep_size`, `wal_keep_size` and the segment size.
@@ -605,6 +611,7 @@ impl Component for Postgres {
                 ctx.set_timer(Timer::Checkpoint, self.config.checkpoint_timeout_ms);
             }
             Timer::CommitVisible => self.commits_visible(ctx),
+            Timer::WalWriter => self.wal_writer(ctx),
             _ => {}
         }
     }
@@ -618,6 +625,10 @@ impl Component for Postgres {
     }
 
     fn crash(&mut self) {
+        // What was not flushed is lost.
+        if self.durable.wal.flush_lsn() < self.durable.wal.write_lsn() {
+            self.durable.wal.get_mut().lose_unflushed();
+        }
         for slot in self.durable.slots.get_mut().values_mut() {
             slot.crash();
         }

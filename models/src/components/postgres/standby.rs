@@ -4,10 +4,13 @@ use super::*;
 
 impl Postgres {
     pub(super) fn ship_wal(&mut self, ctx: &mut Ctx) {
+        // Physical replication sends what is flushed.
+        let flushed = self.durable.wal.flush_lsn();
         let entries = &self.durable.wal.entries;
-        if self.volatile.shipped_entries < entries.len() {
-            let batch = entries[self.volatile.shipped_entries..].to_vec();
-            self.volatile.shipped_entries = entries.len();
+        let end = entries.partition_point(|entry| entry.end() <= flushed).max(self.volatile.shipped_entries);
+        if self.volatile.shipped_entries < end {
+            let batch = entries[self.volatile.shipped_entries..end].to_vec();
+            self.volatile.shipped_entries = end;
             ctx.send(Node::Pg2, Msg::WalShip { entries: batch });
             // The standby's slotsync worker reads the failover slots' positions; the model lets
             // it read them with every shipment (the real worker polls every 200 ms to 30 s).

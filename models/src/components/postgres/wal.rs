@@ -11,9 +11,15 @@
 //! with their changes, running-xacts records (the only points a logical slot's `restart_lsn` can
 //! move to), checkpoints, WAL from databases nobody captures, and the end of recovery.
 //!
-//! Left out (another issue makes them exact): the write/flush lag (`wal_writer_delay`; here every
-//! record is written and flushed when it is inserted), full-page images after a checkpoint,
-//! segment recycling and removal.
+//! Flushing: a commit record is flushed with everything before it (`XLogFlush` in
+//! `RecordTransactionCommit`); a transaction block's change records and messages, an ABORT
+//! record and a non-transactional message outside a transaction are not, until the next
+//! flushing record or the WAL writer (`wal_writer_delay` later). Decoding reads to the flush
+//! pointer. The model counts every other record as flushed when inserted (running-xacts records
+//! included, which PostgreSQL does not flush either), and writing and flushing as one.
+//!
+//! Left out (another issue makes them exact): full-page images after a checkpoint, index
+//! records, segment recycling and removal.
 
 use crate::core::lsn::Lsn;
 use crate::core::wal::WalEntry;
@@ -102,12 +108,17 @@ pub struct Wal {
     /// `CurrBytePos`: usable bytes inserted so far.
     current_byte_pos: u64,
     pub entries: Vec<WalEntry>,
+    /// `Some(lsn)`: the records from `lsn` on are inserted but not flushed yet (only records
+    /// inserted with [`Wal::insert_record_unflushed`]; every other insertion flushes everything
+    /// before it).
+    #[serde(default)]
+    unflushed_from: Option<Lsn>,
 }
 
 impl Wal {
     /// A WAL whose next record starts at (or just after the page header at) `start`.
     pub fn new(segment_size: u64, start: Lsn) -> Wal {
-        let mut wal = Wal { segment_size, current_byte_pos: 0, entries: Vec::new() };
+        let mut wal = Wal { segment_size, current_byte_pos: 0, entries: Vec::new(), unflushed_from: None };
         wal.current_byte_pos = wal.rec_ptr_to_byte_pos(start);
         wal
     }
@@ -164,8 +175,48 @@ impl Wal {
         }
     }
 
-    /// Reserves space for a record of `len` bytes and returns its start and end LSNs.
+    /// Reserves space for a record of `len` bytes and returns its start and end LSNs. The record,
+    /// and everything before it, counts as flushed: a commit's `XLogFlush`, or a record the
+    /// model does not tell apart from one.
     pub fn insert_record(&mut self, len: u64) -> (Lsn, Lsn) {
+        self.unflushed_from = None;
+        self.reserve(len)
+    }
+
+    /// Reserves space for a record that is not flushed when it is inserted: a transaction block's
+    /// change records and messages, an ABORT record (`RecordTransactionAbort` only sets the
+    /// asynchronous flush request, `XLogSetAsyncXactLSN`), a non-transactional logical message
+    /// outside a transaction (`LogLogicalMessage`, `xact.c`, `message.c`). The WAL writer, or
+    /// the next flushing record, flushes it.
+    pub fn insert_record_unflushed(&mut self, len: u64) -> (Lsn, Lsn) {
+        if self.unflushed_from.is_none() {
+            self.unflushed_from = Some(self.write_lsn());
+        }
+        self.reserve(len)
+    }
+
+    /// `XLogFlush` of everything inserted: whether there was anything to flush.
+    pub fn flush(&mut self) -> bool {
+        self.unflushed_from.take().is_some()
+    }
+
+    /// The flush pointer (`GetFlushRecPtr`): the end of the last flushed record. What decoding
+    /// reads up to.
+    pub fn flush_lsn(&self) -> Lsn {
+        self.unflushed_from.unwrap_or_else(|| self.write_lsn())
+    }
+
+    /// A crash loses what was not flushed: the entries ending after the flush pointer, and
+    /// their positions, which the next records take again.
+    pub fn lose_unflushed(&mut self) {
+        if let Some(from) = self.unflushed_from.take() {
+            let kept = self.entries.partition_point(|entry| entry.end() <= from);
+            self.entries.truncate(kept);
+            self.current_byte_pos = self.rec_ptr_to_byte_pos(from);
+        }
+    }
+
+    fn reserve(&mut self, len: u64) -> (Lsn, Lsn) {
         let start = self.byte_pos_to_rec_ptr(self.current_byte_pos);
         self.current_byte_pos += len.div_ceil(MAXIMUM_ALIGNOF) * MAXIMUM_ALIGNOF;
         let end = self.byte_pos_to_end_rec_ptr(self.current_byte_pos);

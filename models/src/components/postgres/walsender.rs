@@ -191,7 +191,12 @@ impl Postgres {
             wal: &self.durable.wal,
             read_from: walsender.read_from,
         };
+        // `WalSndWaitForWal`: a logical walsender reads up to the flush pointer.
+        let flushed = self.durable.wal.flush_lsn();
         while walsender.next_entry < entries.len() {
+            if entries[walsender.next_entry].end() > flushed {
+                break;
+            }
             if wait_for_standby && entries[walsender.next_entry].end() > self.volatile.standby_flushed {
                 return;
             }
@@ -214,7 +219,7 @@ impl Postgres {
         // Caught up (`WalSndWaitForWal`): while the client's reported flush is behind what was
         // sent, a keep-alive carries `sentPtr`, the end of the WAL read, other databases' WAL
         // included (`WalSndKeepalive`, `walsender.c`). One per position here.
-        let sent = self.durable.wal.write_lsn();
+        let sent = flushed;
         if self.config.walsender_keepalives && walsender.client_flush < sent && walsender.keepalive_sent < sent {
             walsender.keepalive_sent = sent;
             ctx.send(client, Msg::ReplReply { session, reply: ReplReply::Keepalive { wal_end: sent } });

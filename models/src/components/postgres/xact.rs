@@ -7,7 +7,9 @@
 //!   in the proc array ([`Postgres::running_xids`]), so in every running-xacts record.
 //! - Each changed row is its own WAL record ([`WalEntry::Changes`]) with its own LSN, written
 //!   when the statement runs (`heap_insert`, `heap_update`, `heap_delete`); a `COPY`'s inserts
-//!   share one `MULTI_INSERT` record and its LSN (`heap_multi_insert`).
+//!   share one `MULTI_INSERT` record and its LSN (`heap_multi_insert`). They are not flushed
+//!   until the block's commit (or another flush, or the WAL writer): decoding, which reads to
+//!   the flush pointer, sees them then.
 //! - The block's changes are staged in its session: nobody else sees them until it commits; its
 //!   own statements do. The rows it changed are locked: another statement touching one waits
 //!   (`heap_update` → `XactLockTableWait`) until the holder ends, then, under READ COMMITTED,
@@ -90,7 +92,8 @@ pub(super) struct Committing {
     pub client: Node,
     pub session: SessionId,
     pub xid: Xid,
-    pub csn: Csn,
+    /// Its commit's csn (`None`: it changed no row, only wrote messages).
+    pub csn: Option<Csn>,
     /// The rows it locked.
     pub locked: Vec<(TableId, Key)>,
     pub reply: SqlReply,
@@ -135,7 +138,7 @@ impl Postgres {
     /// What a new statement snapshot sees: every commit before the oldest one not yet out of the
     /// proc array.
     pub(super) fn visible_csn(&self) -> Csn {
-        self.volatile.committing.first().map_or(self.durable.csn, |committing| committing.csn - 1)
+        self.volatile.committing.iter().find_map(|committing| committing.csn).map_or(self.durable.csn, |csn| csn - 1)
     }
 
     fn block(&self, client: Node, session: SessionId) -> Option<&Block> {
@@ -232,6 +235,7 @@ impl Postgres {
             changes.extend_from_slice(&record);
             self.durable.wal.get_mut().push(WalEntry::Changes { xid, start, end, changes: record });
         }
+        self.arm_wal_writer(ctx);
         let mut locked = Vec::with_capacity(changes.len());
         let block = self.block_mut(client, session).expect("open");
         block.first_lsn.get_or_insert(changes[0].lsn);
@@ -344,8 +348,15 @@ impl Postgres {
         None
     }
 
-    /// `xid` ended (committed and visible, or aborted): the statements waiting for it run again,
-    /// in the order they began waiting.
+    /// `xid` ended: committed and out of the proc array, or aborted; its lock is released
+    /// (`XactLockTableDelete` at the end of `CommitTransaction` / `AbortTransaction`). Whatever
+    /// waits on it (`XactLockTableWait`) goes on from here: the statements waiting for one of
+    /// its rows, in the order they began waiting.
+    fn xid_ended(&mut self, ctx: &mut Ctx, xid: Xid) {
+        self.wake_waiters(ctx, xid);
+    }
+
+    /// The statements waiting for a row of `xid` run again, in the order they began waiting.
     fn wake_waiters(&mut self, ctx: &mut Ctx, xid: Xid) {
         let waiting: Vec<(Node, SessionId)> = self
             .volatile
@@ -396,13 +407,14 @@ impl Postgres {
     fn abort(&mut self, ctx: &mut Ctx, block: &Block) {
         let Some(xid) = block.xid else { return };
         let write_before = self.durable.wal.write_lsn();
-        let (start, end) = self.durable.wal.get_mut().insert_record(record_size::ABORT);
+        let (start, end) = self.durable.wal.get_mut().insert_record_unflushed(record_size::ABORT);
         self.durable.wal.get_mut().push(WalEntry::Abort { xid, start, end });
+        self.arm_wal_writer(ctx);
         let rows: Vec<(TableId, Key)> = block.staged.keys().copied().collect();
         self.release_locks(xid, &rows);
         self.after_wal_append(ctx);
         self.after_segments_written(ctx, write_before);
-        self.wake_waiters(ctx, xid);
+        self.xid_ended(ctx, xid);
     }
 
     /// `ROLLBACK`. Outside a block PostgreSQL only warns.
@@ -463,7 +475,7 @@ impl Postgres {
             client,
             session,
             xid,
-            csn,
+            csn: (!block.changes.is_empty()).then_some(csn),
             locked: block.staged.keys().copied().collect(),
             reply: SqlReply::Committed { xid, commit_lsn, end_lsn, changes: block.changes },
         });
@@ -481,7 +493,7 @@ impl Postgres {
             if self.volatile.sessions.contains_key(&(committing.client, committing.session)) {
                 ctx.send(committing.client, Msg::SqlReply { session: committing.session, reply: committing.reply });
             }
-            self.wake_waiters(ctx, committing.xid);
+            self.xid_ended(ctx, committing.xid);
         }
     }
 
@@ -507,7 +519,7 @@ impl Postgres {
         let database = self.block(client, session).and_then(|block| block.database.clone());
         let write_before = self.durable.wal.write_lsn();
         let size = record_size::logical_message(prefix.len() as u64, payload_bytes);
-        let (start, end) = self.durable.wal.get_mut().insert_record(size);
+        let (start, end) = self.durable.wal.get_mut().insert_record_unflushed(size);
         self.durable.wal.get_mut().push(WalEntry::Message {
             xid,
             transactional,
@@ -517,6 +529,7 @@ impl Postgres {
             start,
             end,
         });
+        self.arm_wal_writer(ctx);
         if transactional {
             self.block_mut(client, session).expect("open").first_lsn.get_or_insert(start);
         }
@@ -622,7 +635,25 @@ impl Postgres {
         Ok(pending)
     }
 
-    /// Inserts the change records of `pending`: one per row, or with `copy` one
+    /// The WAL writer flushes, within `wal_writer_delay`, what was inserted without a flush
+    /// (`WalWriterMain`, `src/backend/postmaster/walwriter.c`; `XLogBackgroundFlush`): armed
+    /// when an unflushed record starts a tail of them.
+    pub(super) fn arm_wal_writer(&mut self, ctx: &mut Ctx) {
+        if self.durable.wal.flush_lsn() < self.durable.wal.write_lsn() && !self.volatile.wal_writer_armed {
+            self.volatile.wal_writer_armed = true;
+            ctx.set_timer(Timer::WalWriter, WAL_WRITER_DELAY_MS);
+        }
+    }
+
+    /// [`Timer::WalWriter`]: everything inserted is flushed, and decodable.
+    pub(super) fn wal_writer(&mut self, ctx: &mut Ctx) {
+        self.volatile.wal_writer_armed = false;
+        if self.durable.wal.get_mut().flush() {
+            self.after_wal_append(ctx);
+        }
+    }
+
+    /// Inserts the change records of `pending`, not flushed: one per row, or with `copy` one
     /// `MULTI_INSERT` for the inserts (each other row its own record). Returns each record's
     /// start, end and changes.
     pub(super) fn insert_change_records(
@@ -637,18 +668,19 @@ impl Postgres {
             if !inserts.is_empty() {
                 let sizes: Vec<u64> =
                     inserts.iter().map(|(_, _, kind)| kind.after().map_or(0, |row| row.tuple_data_bytes())).collect();
-                let (start, end) = self.durable.wal.get_mut().insert_record(record_size::heap_multi_insert(&sizes));
+                let (start, end) =
+                    self.durable.wal.get_mut().insert_record_unflushed(record_size::heap_multi_insert(&sizes));
                 let changes =
                     inserts.into_iter().map(|(table, key, kind)| Change { lsn: start, table, key, kind }).collect();
                 records.push((start, end, changes));
             }
             for (table, key, kind) in others {
-                let (start, end) = self.durable.wal.get_mut().insert_record(change_record_len(&kind));
+                let (start, end) = self.durable.wal.get_mut().insert_record_unflushed(change_record_len(&kind));
                 records.push((start, end, vec![Change { lsn: start, table, key, kind }]));
             }
         } else {
             for (table, key, kind) in pending {
-                let (start, end) = self.durable.wal.get_mut().insert_record(change_record_len(&kind));
+                let (start, end) = self.durable.wal.get_mut().insert_record_unflushed(change_record_len(&kind));
                 records.push((start, end, vec![Change { lsn: start, table, key, kind }]));
             }
         }

@@ -105,6 +105,14 @@ impl Harness {
         sends
     }
 
+    /// The WAL writer flushes (`wal_writer_delay` after the first unflushed record).
+    fn wal_writer(&mut self) {
+        let mut out = Outbox::default();
+        self.now_ms += WAL_WRITER_DELAY_MS;
+        self.pg.on_timer(&mut Ctx::new(SimTime(self.now_ms), Node::Pg1, &mut out), Timer::WalWriter);
+        self.absorb(out);
+    }
+
     /// `COMMIT`, then the commit becoming visible: the reply.
     fn commit(&mut self, client: Node, session: SessionId) -> SqlReply {
         if let Some(reply) = self.sql(client, session, SqlRequest::Commit) {
@@ -359,8 +367,9 @@ fn logical_messages_transactional_in_their_transaction_the_others_at_once() {
     let Some(SqlReply::Lsn(nontx_lsn)) = h.sql(Node::App, 1, emit(false, "n")) else { panic!("an LSN") };
     let c2 = Harness::changes_of(h.statement(Node::App, 1, vec![insert(T, 171)]));
     assert_eq!(c2[0].lsn, nontx_lsn, "a message's LSN is its record's end: the next record's start");
-    let streamed = h.streamed();
-    assert_eq!(streamed.len(), 1, "the non-transactional message is sent at once");
+    assert!(h.streamed().is_empty(), "nothing of the block is flushed yet");
+    h.wal_writer();
+    assert_eq!(h.streamed().len(), 1, "the non-transactional message is sent once decoded");
     h.commit(Node::App, 1);
 
     let streamed = h.streamed();
@@ -383,6 +392,7 @@ fn logical_messages_transactional_in_their_transaction_the_others_at_once() {
     h.sql(Node::App, 1, emit(true, "gone"));
     h.sql(Node::App, 1, emit(false, "kept"));
     h.sql(Node::App, 1, SqlRequest::Rollback);
+    h.wal_writer();
     let streamed = h.streamed();
     assert_eq!(streamed.len(), 3);
     assert!(matches!(&streamed[2], ReplReply::Message(message) if message.prefix == "kept"));
@@ -406,6 +416,7 @@ fn logical_messages_transactional_in_their_transaction_the_others_at_once() {
     quiet.create_slot_and_stream(false);
     quiet.sql(Node::App, 1, emit(false, "n"));
     quiet.sql(Node::App, 1, emit(true, "t"));
+    quiet.wal_writer();
     assert!(quiet.streamed().is_empty(), "{:?}", quiet.streamed());
 }
 
@@ -538,7 +549,11 @@ fn a_crash_aborts_every_open_block() {
     h.confirm_all();
     h.begin(Node::App, 1, Isolation::ReadCommitted);
     h.statement(Node::App, 1, vec![insert(T, 1)]);
+    h.wal_writer();
+    let flushed = h.pg.durable.wal.entries.len();
+    h.statement(Node::App, 1, vec![insert(T, 2)]);
     h.pg.crash();
+    assert_eq!(h.pg.durable.wal.entries.len(), flushed, "the record not flushed is lost, the flushed one kept");
     let mut out = Outbox::default();
     h.pg.start(&mut Ctx::new(SimTime(100), Node::Pg1, &mut out));
     assert!(h.pg.running_xids().is_empty());
@@ -583,4 +598,172 @@ impl Harness {
             },
         );
     }
+}
+
+/// Two blocks waiting for each other: the one that closes the cycle fails with a deadlock, its
+/// block aborts, and the other one's statement runs.
+#[test]
+fn a_deadlock_fails_the_block_that_closes_the_cycle_and_frees_the_other() {
+    let mut h = Harness::new();
+    h.sql(Node::App, 9, SqlRequest::Transaction { ops: vec![insert(T, 1), insert(T, 2)] });
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    h.begin(Node::App, 2, Isolation::ReadCommitted);
+    h.statement(Node::App, 1, vec![update(T, 1, Status::Assessed)]);
+    h.statement(Node::App, 2, vec![update(T, 2, Status::Assessed)]);
+    assert_eq!(h.statement(Node::App, 1, vec![update(T, 2, Status::Approved)]), None, "1 waits for 2");
+    let sent_before = h.sent.len();
+    let reply = h.statement(Node::App, 2, vec![update(T, 1, Status::Approved)]);
+    assert!(matches!(reply, Some(SqlReply::Error(text)) if text.starts_with("ERROR: deadlock detected")));
+    let woken = h.sent[sent_before..].iter().find_map(|(to, msg)| match msg {
+        Msg::SqlReply { session: 1, reply } if *to == Node::App => Some(reply.clone()),
+        _ => None,
+    });
+    assert!(matches!(&woken, Some(SqlReply::StatementDone { changes }) if changes.len() == 1), "{woken:?}");
+    let SqlReply::Committed { changes, .. } = h.commit(Node::App, 1) else { panic!("1 commits") };
+    assert_eq!(changes.len(), 2);
+    assert_eq!(h.pg.table(T).current(2).map(|row| row.status), Some(Status::Approved));
+}
+
+/// A block that wrote only a transactional message commits (an xid, a commit record) without
+/// hiding anything from new snapshots while it becomes visible.
+#[test]
+fn a_message_only_block_commits_and_hides_nothing() {
+    let mut h = Harness::new();
+    h.sql(Node::App, 9, SqlRequest::Transaction { ops: vec![insert(T, 1)] });
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    h.sql(Node::App, 1, SqlRequest::EmitMessage { transactional: true, prefix: "m".into(), payload_bytes: 4 });
+    assert_eq!(h.pg.running_xids().len(), 1, "the message assigned an xid");
+    assert_eq!(h.sql(Node::App, 1, SqlRequest::Commit), None);
+    assert!(matches!(h.pg.durable.wal.entries.last(), Some(WalEntry::Commit(txn)) if txn.changes.is_empty()));
+    let Some(SqlReply::Rows { rows, .. }) = h.sql(Node::App, 2, SqlRequest::Select { table: T }) else {
+        panic!("rows")
+    };
+    assert_eq!(rows.len(), 1, "the earlier commit stays visible");
+    assert!(matches!(h.commit_visible_reply(1), SqlReply::Committed { changes, .. } if changes.is_empty()));
+}
+
+impl Harness {
+    fn commit_visible_reply(&mut self, session: SessionId) -> SqlReply {
+        self.commits_visible()
+            .into_iter()
+            .find_map(|(_, msg)| match msg {
+                Msg::SqlReply { session: s, reply } if s == session => Some(reply),
+                _ => None,
+            })
+            .expect("answered")
+    }
+}
+
+/// Trace T4: a reconnect re-delivers, whole, a transaction that began before the start and
+/// commits after it (its change below the start included); one whose commit starts exactly at
+/// the start is delivered; one committed between `confirmed_flush` and a higher start is
+/// skipped.
+#[test]
+fn a_restart_redelivers_an_old_open_transaction_whole() {
+    let mut h = Harness::new();
+    h.create_slot_and_stream(false);
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    let a1 = Harness::changes_of(h.statement(Node::App, 1, vec![insert(T, 1)]));
+    h.sql(Node::App, 2, SqlRequest::Transaction { ops: vec![insert(T, 2)] });
+    let b_end = h.streamed_txns()[0].end_lsn;
+    let a2 = Harness::changes_of(h.statement(Node::App, 1, vec![insert(T, 3)]));
+    assert_eq!(a2[0].lsn, b_end);
+    h.sql(Node::App, 3, SqlRequest::Transaction { ops: vec![insert(T, 4)] });
+    let c_end = h.streamed_txns()[1].end_lsn;
+    let SqlReply::Committed { xid: a_xid, commit_lsn: a_commit, .. } = h.commit(Node::App, 1) else {
+        panic!("A commits")
+    };
+    assert_eq!(a_commit, c_end, "A's commit record follows C's");
+    let first_run: Vec<Xid> = h.streamed_txns().iter().map(|txn| txn.xid).collect();
+    assert_eq!(first_run.len(), 3);
+    assert_eq!(first_run[2], a_xid, "B, C, A");
+    // The consumer confirms B's end only, and reconnects there.
+    h.send(Node::Connect, Msg::Repl { session: STREAM, request: ReplRequest::StatusUpdate { flush: b_end } });
+    for (start, expected) in [(b_end, vec![first_run[1], a_xid]), (c_end, vec![a_xid])] {
+        h.send(Node::Connect, Msg::Repl { session: STREAM, request: ReplRequest::Close });
+        h.sent.clear();
+        h.send(
+            Node::Connect,
+            Msg::Repl {
+                session: STREAM,
+                request: ReplRequest::StartReplication {
+                    slot: "s".into(),
+                    start,
+                    publication: "p".into(),
+                    messages: false,
+                },
+            },
+        );
+        let txns = h.streamed_txns();
+        assert_eq!(txns.iter().map(|txn| txn.xid).collect::<Vec<_>>(), expected, "from {start}");
+        let a = txns.last().expect("A");
+        assert_eq!(a.changes, [a1[0], a2[0]], "A whole, its change below the start included");
+        assert!(a.first_lsn < start);
+    }
+}
+
+/// §4.1: a running-xacts record written between a commit record and the commit's visibility
+/// still lists the xid (it is in the proc array until `ProcArrayEndTransaction`), though its
+/// commit record is earlier in WAL; the moment is named `commit-in-wal`.
+#[test]
+fn a_running_xacts_record_in_the_commit_window_lists_the_committed_xid() {
+    let mut h = Harness::new();
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    h.statement(Node::App, 1, vec![insert(T, 1)]);
+    let xid = h.pg.running_xids()[0];
+    assert_eq!(h.sql(Node::App, 1, SqlRequest::Commit), None);
+    let rx = h.checkpoint();
+    let wal = &h.pg.durable.wal;
+    let WalEntry::RunningXacts { xids, next_xid, .. } = &wal.entries[wal.first_entry_at_or_after(rx)] else {
+        panic!("an RX")
+    };
+    assert_eq!((xids.clone(), *next_xid), (vec![xid], xid + 1));
+    assert!(wal.entries.iter().any(|e| matches!(e, WalEntry::Commit(txn) if txn.xid == xid && txn.end_lsn <= rx)));
+    h.commits_visible();
+    assert!(h.pg.running_xids().is_empty());
+    assert_eq!(crate::core::fault::Moment::parse("commit-in-wal"), Some(crate::core::fault::Moment::CommitInWal));
+}
+
+/// A `COPY` outside a block is an autocommit transaction of one step: one `Txn` entry whose
+/// rows share the `MULTI_INSERT` record's LSN.
+#[test]
+fn an_autocommit_copy_is_one_step_with_one_record_for_its_rows() {
+    let mut h = Harness::new();
+    let reply = h.sql(Node::App, 1, SqlRequest::Statement { ops: vec![insert(T, 1), insert(T, 2)], copy: true });
+    let Some(SqlReply::Committed { changes, .. }) = reply else { panic!("committed: {reply:?}") };
+    assert_eq!(changes[0].lsn, changes[1].lsn);
+    assert!(matches!(h.pg.durable.wal.entries.last(), Some(WalEntry::Txn(_))));
+    assert!(!h.commit_visible_armed, "no visibility window for an autocommit transaction");
+}
+
+/// Facts §0: an ABORT record is not flushed when written (`RecordTransactionAbort`): a
+/// `pg_logical_slot_get_changes` right after a ROLLBACK reads to the flush pointer, the start of
+/// the ABORT record, and confirms that; the WAL writer flushes it `wal_writer_delay` later. A
+/// COMMIT flushes everything before it.
+#[test]
+fn an_abort_record_is_flushed_by_the_wal_writer_and_a_commit_flushes_at_once() {
+    let mut h = Harness::new();
+    h.sql(Node::Connect, 1, SqlRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into(), database: None });
+    h.sql(Node::Connect, 100, SqlRequest::EnsurePublication { name: "p".into() });
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    h.statement(Node::App, 1, vec![insert(T, 1)]);
+    h.sql(Node::App, 1, SqlRequest::Rollback);
+    let WalEntry::Abort { start: abort_start, end: abort_end, .. } = *h.pg.durable.wal.entries.last().expect("ABORT")
+    else {
+        panic!("an ABORT record last")
+    };
+    let get =
+        |h: &mut Harness| h.sql(Node::Connect, 1, SqlRequest::GetChanges { slot: "s".into(), publication: "p".into() });
+    assert_eq!(get(&mut h), Some(SqlReply::Changes(Vec::new())));
+    let flushed = h.slot().current.confirmed_flush;
+    assert!(flushed <= abort_start, "confirmed to the flush pointer, before the ABORT record");
+    assert_eq!(h.pg.current_wal_lsn(), flushed);
+    h.wal_writer();
+    get(&mut h);
+    assert_eq!(h.slot().current.confirmed_flush, abort_end, "flushed by the WAL writer");
+
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    h.statement(Node::App, 1, vec![insert(T, 2)]);
+    let SqlReply::Committed { end_lsn, .. } = h.commit(Node::App, 1) else { panic!("commits") };
+    assert_eq!(h.pg.current_wal_lsn(), end_lsn, "the commit flushed its records and itself");
 }

@@ -48,6 +48,7 @@ fn timer_index(timer: Timer) -> usize {
         Timer::LoaderStart => SLOTS + 13,
         Timer::OperatorRetry => SLOTS + 14,
         Timer::CommitVisible => SLOTS + 15,
+        Timer::WalWriter => SLOTS + 16,
     }
 }
 
