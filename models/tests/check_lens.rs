@@ -57,3 +57,60 @@ fn the_version_guard_does_not_help_against_a_delete_that_is_never_streamed() {
         assert!(checker.discovery(invariant).is_none(), "{invariant}");
     }
 }
+
+/// Issue 18: a step of a named session is one step of the world, offered only when it is its
+/// session's next one and the session has its previous answer; the sessions interleave.
+#[test]
+fn the_steps_of_a_session_run_in_order_one_answer_at_a_time_and_sessions_interleave() {
+    use handoff_models::components::app::StepKind;
+    use handoff_models::core::change::RowOp;
+    use handoff_models::core::ids::{Status, TableId};
+    use handoff_models::core::protocol::Isolation;
+    use handoff_models::exhaustive::world::World;
+    use handoff_models::scenario::spec::{ScriptStep, ScriptedTxn, Trigger};
+    let mut spec = claims_minimal(2, ApplyRule::SnapshotEpoch);
+    let on = |session: &str, kind: StepKind, ops: Vec<RowOp>| ScriptedTxn {
+        trigger: Trigger::At { at_ms: 0 },
+        ops,
+        label: String::new(),
+        step: ScriptStep { kind, session: Some(session.into()), database: None, idle_ms: 0 },
+    };
+    let begin = || StepKind::Begin { isolation: Isolation::ReadCommitted };
+    let update = |key| vec![RowOp::Update { table: TableId(0), key, status: Status::Paid }];
+    spec.scripted = vec![
+        on("a", begin(), Vec::new()),
+        on("a", StepKind::Statement, update(1)),
+        on("b", begin(), Vec::new()),
+        on("b", StepKind::Statement, update(2)),
+        on("a", StepKind::Commit, Vec::new()),
+        on("b", StepKind::Commit, Vec::new()),
+    ];
+    let bounds = Bounds { crashable: Vec::new(), crashes: 0, ..bounds() };
+    let scripts = |world: &World| {
+        let mut actions = Vec::new();
+        world.actions(&bounds, &mut actions);
+        actions
+            .into_iter()
+            .filter_map(|action| match action {
+                Action::RunScripted { index } => Some(index),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut world = World::new(&spec, &bounds);
+    assert_eq!(scripts(&world), [0, 2], "each session's first step");
+    world.step(&Action::RunScripted { index: 0 });
+    assert_eq!(scripts(&world), [2], "a's next step waits for the BEGIN's answer");
+    world.step(&Action::RunScripted { index: 2 });
+    world.step(&Action::Deliver { from: Node::Pg1, to: Node::App });
+    assert_eq!(scripts(&world), [1], "a has its answer, b not yet");
+    world.step(&Action::Deliver { from: Node::Pg1, to: Node::App });
+    assert_eq!(scripts(&world), [1, 3]);
+    for index in [3, 1] {
+        world.step(&Action::RunScripted { index });
+    }
+    for _ in 0..2 {
+        world.step(&Action::Deliver { from: Node::Pg1, to: Node::App });
+    }
+    assert_eq!(scripts(&world), [4, 5], "both commits may come in either order");
+}

@@ -1159,3 +1159,227 @@ fn the_pgjdbc_version_is_read_and_bad_ones_are_named() {
     fails(&with("42.8.0"), &[], "s.toml:14:1: versions.pgjdbc:", "the model knows pgjdbc 42.0.0 to 42.7.x");
     fails(&with("latest"), &[], "s.toml:14:1: versions.pgjdbc:", "is not a pgjdbc release like \"42.7.3\"");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Sessions and transactions (issue 18).
+
+/// Asserts the error names `field` (`s.toml:LINE:COL: FIELD: …`) and contains `phrase`.
+#[track_caller]
+fn fails_at(text: &str, field: &str, phrase: &str) {
+    match load(text, &[]) {
+        Ok(_) => panic!("expected an error at {field}, but the scenario loaded"),
+        Err(message) => {
+            assert!(message.starts_with("s.toml:"), "{message}");
+            assert!(message.contains(&format!(": {field}: ")), "expected field {field:?} in:\n{message}");
+            assert!(message.contains(phrase), "expected {phrase:?} in:\n{message}");
+        }
+    }
+}
+
+/// `MIN` with a second table in another database and these script steps.
+fn with_steps(steps: &str) -> String {
+    format!("{MIN}[[table]]\nname = \"public.reports\"\ndatabase = \"analytics\"\n{steps}")
+}
+
+const INTERLEAVED: &str = r#"
+[[workload.script]]
+at = "1s"
+session = "s1"
+begin = true
+isolation = "repeatable read"
+
+[[workload.script]]
+session = "s1"
+insert = [10, 11]
+copy = true
+
+[[workload.script]]
+at = "2s"
+session = "s2"
+begin = true
+
+[[workload.script]]
+session = "s2"
+message = "outbox"
+payload_bytes = 12
+
+[[workload.script]]
+session = "s1"
+update = 10
+status = "paid"
+idle_ms = 5000
+
+[[workload.script]]
+session = "s2"
+rollback = true
+
+[[workload.script]]
+session = "s1"
+commit = true
+
+[[workload.script]]
+at = "3s"
+message = "heartbeat"
+transactional = false
+
+[[workload.script]]
+at = "4s"
+delete = [10, 11]
+"#;
+
+#[test]
+fn sessions_with_interleaved_transactions_load_as_written() {
+    use handoff_models::components::app::StepKind;
+    use handoff_models::core::protocol::Isolation;
+    let spec = ok(&with_steps(INTERLEAVED), &[]).spec;
+    assert_eq!(spec.tables[1].database.as_deref(), Some("analytics"));
+    assert_eq!(spec.debezium.tables, [TableId(0)], "the connector does not capture another database's table");
+    let steps: Vec<(Option<&str>, &StepKind, usize, u64)> = spec
+        .scripted
+        .iter()
+        .map(|txn| (txn.step.session.as_deref(), &txn.step.kind, txn.ops.len(), txn.step.idle_ms))
+        .collect();
+    let message = |transactional, prefix: &str, payload_bytes| StepKind::Message {
+        transactional,
+        prefix: prefix.into(),
+        payload_bytes,
+    };
+    assert_eq!(
+        steps,
+        [
+            (Some("s1"), &StepKind::Begin { isolation: Isolation::RepeatableRead }, 0, 0),
+            (Some("s1"), &StepKind::Copy, 2, 0),
+            (Some("s2"), &StepKind::Begin { isolation: Isolation::ReadCommitted }, 0, 0),
+            (Some("s2"), &message(true, "outbox", 12), 0, 0),
+            (Some("s1"), &StepKind::Statement, 1, 5000),
+            (Some("s2"), &StepKind::Rollback, 0, 0),
+            (Some("s1"), &StepKind::Commit, 0, 0),
+            (None, &message(false, "heartbeat", 0), 0, 0),
+            (None, &StepKind::Statement, 2, 0),
+        ]
+    );
+    // A session's later step without `at` runs when its session is ready.
+    assert_eq!(spec.scripted[1].trigger, Trigger::At { at_ms: 0 });
+    assert_eq!(spec.scripted[2].trigger, Trigger::At { at_ms: 2000 });
+}
+
+#[test]
+fn the_example_of_the_format_document_loads() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scenario-format.md")).unwrap();
+    let start = doc.find("Two sessions interleaved, and a session idle").expect("the example");
+    let block = &doc[start..];
+    let block = &block[block.find("```toml\n").unwrap() + 8..];
+    let block = &block[..block.find("```").unwrap()];
+    let spec = ok(&format!("{MIN}{block}"), &[]).spec;
+    assert_eq!(spec.scripted.len(), 10);
+    assert_eq!(spec.scripted[9].step.idle_ms, 3_600_000);
+}
+
+#[test]
+fn session_steps_that_make_no_sense_in_file_order_are_refused() {
+    let step = |fields: &str| format!("\n[[workload.script]]\n{fields}\n");
+    let begin = step("at = \"1s\"\nsession = \"s1\"\nbegin = true");
+    // A statement of a session that never began.
+    fails_at(
+        &with_steps(&step("at = \"1s\"\nsession = \"s1\"\nupdate = 1")),
+        "workload.script[0].update",
+        "session \"s1\" has not begun a transaction here",
+    );
+    // A commit with nothing open, after a commit.
+    fails_at(
+        &with_steps(
+            &(begin.clone() + &step("session = \"s1\"\ncommit = true") + &step("session = \"s1\"\ncommit = true")),
+        ),
+        "workload.script[2].commit",
+        "has no transaction open here",
+    );
+    // An unknown session.
+    fails_at(
+        &with_steps(&step("at = \"1s\"\nsession = \"s9\"\nrollback = true")),
+        "workload.script[0].rollback",
+        "unknown session \"s9\"",
+    );
+    // BEGIN twice.
+    fails_at(
+        &with_steps(&(begin.clone() + &step("session = \"s1\"\nbegin = true"))),
+        "workload.script[1].begin",
+        "already in a transaction",
+    );
+    // BEGIN without a session.
+    fails_at(&with_steps(&step("at = \"1s\"\nbegin = true")), "workload.script[0].begin", "needs session");
+    // A session's first step needs its time.
+    fails_at(
+        &with_steps(&step("session = \"s1\"\nbegin = true")),
+        "workload.script[0]",
+        "at is required on the first step of session \"s1\"",
+    );
+    // An autocommit step needs its time, as always.
+    fails_at(&with_steps(&step("insert = 5")), "workload.script[0]", "at is required");
+    // The database on a later step.
+    fails_at(
+        &with_steps(&(begin.clone() + &step("session = \"s1\"\ndatabase = \"analytics\"\ncommit = true"))),
+        "workload.script[1].database",
+        "given on its first step",
+    );
+    // A statement on another database's table.
+    fails_at(
+        &with_steps(&(begin.clone() + &step("session = \"s1\"\ninsert = 1\ntable = \"public.reports\""))),
+        "workload.script[1].table",
+        "public.reports is in database \"analytics\", and session \"s1\" in the main database",
+    );
+    // Fields of another kind of step.
+    fails_at(
+        &with_steps(&step("at = \"1s\"\ndelete = 1\ncopy = true")),
+        "workload.script[0].copy",
+        "does not apply to delete",
+    );
+    fails_at(
+        &with_steps(&(begin.clone() + &step("session = \"s1\"\ncommit = false"))),
+        "workload.script[1].commit",
+        "leave it out",
+    );
+    fails_at(&with_steps(&step("at = \"1s\"\ndelete = [1, 1]")), "workload.script[0].delete[1]", "named twice");
+    fails_at(
+        &with_steps(&step("at = \"1s\"\ninsert = 5\nidle_ms = 10")),
+        "workload.script[0].idle_ms",
+        "needs session",
+    );
+    // A bound has no time to idle.
+    fails_at(
+        &format!("{MIN}[check]\nrows = 2\n[[check.script]]\nsession = \"s1\"\nbegin = true\nidle_ms = 5\n"),
+        "check.script[0].idle_ms",
+        "time is abstract in a bound",
+    );
+    fails_at(
+        &format!("{MIN}[check]\nrows = 2\n[[check.script]]\nsession = \"s1\"\ncommit = true\n"),
+        "check.script[0].commit",
+        "unknown session",
+    );
+    // The connector cannot capture another database's table.
+    fails_at(
+        &with_steps("").replace(
+            "\"plugin.name\" = \"pgoutput\"",
+            "\"plugin.name\" = \"pgoutput\"\n\"table.include.list\" = \"public.reports\"",
+        ),
+        "connector.\"table.include.list\"",
+        "is in database \"analytics\"",
+    );
+}
+
+#[test]
+fn background_transactions_of_several_rows_and_their_concurrency_are_read_and_checked() {
+    let text =
+        format!("{MIN}[workload]\nend_ms = 10000\nupdates_per_second = 5\ntransaction_size = 3\nconcurrency = 2\n");
+    let background = ok(&text, &[]).spec.background.expect("a background");
+    assert_eq!((background.transaction_size, background.concurrency), (3, 2));
+    fails_at(
+        &format!("{MIN}[workload]\nend_ms = 10000\nupdates_per_second = 5\nconcurrency = 2\n"),
+        "workload.concurrency",
+        "needs transaction_size above 1",
+    );
+    fails_at(
+        &format!("{MIN}[workload]\nend_ms = 10000\nupdates_per_second = 5\ntransaction_size = 0\n"),
+        "workload.transaction_size",
+        "out of range",
+    );
+}

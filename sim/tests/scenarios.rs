@@ -132,3 +132,8 @@ fn claims_failover_pg17_synchronized_resnapshot() {
 fn claims_quiet_database_heartbeat_fix_outage() {
     check("claims-quiet-database-heartbeat-fix-outage");
 }
+
+#[test]
+fn claims_interleaved_transactions() {
+    check("claims-interleaved-transactions");
+}

@@ -264,26 +264,27 @@ impl App {
         let workload = self.workload.clone();
         let step = workload.step(step_ref);
         state.idle_until_ms = ctx.now.ms().saturating_add(step.idle_ms);
+        const NO_ROW: &str = "it changed no row: no row with that key exists when it runs";
+        // What did not apply, and whether it failed (rather than found no row).
         let not_applied = match (&step.kind, reply) {
-            (_, SqlReply::Error(reason)) => Some(reason),
+            (_, SqlReply::Error(reason)) => Some((reason, true)),
             (StepKind::Statement | StepKind::Copy, SqlReply::StatementDone { changes }) if changes.is_empty() => {
-                Some("it changed no row: no row with that key exists when it runs".into())
+                Some((NO_ROW.into(), false))
             }
-            (StepKind::Statement | StepKind::Copy, SqlReply::NothingChanged { .. }) => {
-                Some("it changed no row: no row with that key exists when it runs".into())
-            }
+            (StepKind::Statement | StepKind::Copy, SqlReply::NothingChanged { .. }) => Some((NO_ROW.into(), false)),
             (StepKind::Commit, SqlReply::RolledBack { .. }) => {
-                Some("PostgreSQL rolled the transaction back: an earlier statement of it had failed".into())
+                Some(("PostgreSQL rolled the transaction back: an earlier statement of it had failed".into(), true))
             }
             _ => None,
         };
-        if let Some(reason) = not_applied {
+        if let Some((reason, failed)) = not_applied {
             let reason = format!("{}: {reason}", describe(&workload, session, &step.kind));
             match step_ref {
                 StepRef::Scripted(_) => {
                     ctx.observe(Observation::ScriptedNotApplied { ops: step.ops.clone(), reason });
                 }
-                StepRef::Timed(_) if reason.contains("changed no row") => {}
+                // A background statement that finds no row is the workload's own business.
+                StepRef::Timed(_) if !failed => {}
                 StepRef::Timed(_) => ctx.observe(Observation::AppTxnFailed { reason }),
             }
         }
@@ -447,4 +448,222 @@ impl Component for App {
     }
 
     fn crash(&mut self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::change::Change;
+    use crate::core::component::Outbox;
+    use crate::core::ids::{Status, TableId};
+    use crate::core::lsn::Lsn;
+    use crate::core::time::SimTime;
+
+    const TABLE: TableId = TableId(0);
+
+    fn step(session: u32, kind: StepKind, ops: Vec<RowOp>) -> WorkloadTxn {
+        WorkloadTxn { at_ms: None, ops, kind, session: Some(session), idle_ms: 0 }
+    }
+
+    fn update(key: i64) -> Vec<RowOp> {
+        vec![RowOp::Update { table: TABLE, key, status: Status::Paid }]
+    }
+
+    /// Two sessions, `BEGIN`, two updates and `COMMIT` each; `s2`'s steps interleaved with `s1`'s.
+    fn two_sessions() -> App {
+        let begin = StepKind::Begin { isolation: Isolation::ReadCommitted };
+        let scripted = vec![
+            step(0, begin.clone(), Vec::new()),
+            step(0, StepKind::Statement, update(1)),
+            step(1, begin, Vec::new()),
+            step(0, StepKind::Statement, update(2)),
+            step(1, StepKind::Statement, update(3)),
+            step(0, StepKind::Commit, Vec::new()),
+            step(1, StepKind::Rollback, Vec::new()),
+        ];
+        let steps = |indices: &[u32]| indices.iter().map(|index| StepRef::Scripted(*index)).collect();
+        let sessions = vec![
+            SessionSteps { name: "s1".into(), steps: steps(&[0, 1, 3, 5]) },
+            SessionSteps { name: "s2".into(), steps: steps(&[2, 4, 6]) },
+        ];
+        App::new(CopyOnWrite::new(Workload { timed: Vec::new(), scripted, sessions }))
+    }
+
+    /// Runs one step of the app at `now_ms` and returns what it asked.
+    fn act(app: &mut App, now_ms: u64, f: impl FnOnce(&mut App, &mut Ctx)) -> Outbox {
+        let mut outbox = Outbox::default();
+        let mut ctx = Ctx::new(SimTime(now_ms), Node::App, &mut outbox);
+        f(app, &mut ctx);
+        outbox
+    }
+
+    fn run(app: &mut App, index: usize) -> Vec<(SessionId, SqlRequest)> {
+        sent(act(app, 0, |app, ctx| app.on_message(ctx, Node::App, Msg::Control(Control::RunScripted { index }))))
+    }
+
+    fn reply(app: &mut App, session: SessionId, reply: SqlReply) -> Outbox {
+        act(app, 0, |app, ctx| app.on_message(ctx, Node::Postgres, Msg::SqlReply { session, reply }))
+    }
+
+    fn sent(outbox: Outbox) -> Vec<(SessionId, SqlRequest)> {
+        outbox
+            .sends
+            .into_iter()
+            .map(|(to, msg)| match (to, msg) {
+                (Node::Postgres, Msg::Sql { session, request }) => (session, request),
+                other => panic!("the app sent {other:?}"),
+            })
+            .collect()
+    }
+
+    fn done(changes: usize) -> SqlReply {
+        let change = Change {
+            lsn: Lsn(1),
+            table: TABLE,
+            key: 1,
+            kind: crate::core::change::ChangeKind::Delete { before: None },
+        };
+        SqlReply::StatementDone { changes: vec![change; changes] }
+    }
+
+    #[test]
+    fn a_session_sends_one_request_at_a_time_in_its_order_and_sessions_interleave() {
+        let mut app = two_sessions();
+        let (s1, s2) = (NAMED, NAMED | 1);
+        assert_eq!(run(&mut app, 0), [(s1, SqlRequest::Begin { isolation: Isolation::ReadCommitted })]);
+        // s1's next step waits for the BEGIN's reply: the exhaustive lens does not offer it, and
+        // a trigger that comes early only marks it due.
+        assert!(!app.may_run_scripted(1, 0));
+        assert!(app.may_run_scripted(2, 0), "the other session is free");
+        assert!(run(&mut app, 1).is_empty(), "it waits for the reply");
+        assert!(!app.timed_done(), "a due step is still to be sent");
+        assert_eq!(
+            sent(reply(&mut app, s1, SqlReply::Ok)),
+            [(s1, SqlRequest::Statement { ops: update(1), copy: false })],
+            "the reply lets the due statement go"
+        );
+        assert_eq!(run(&mut app, 2), [(s2, SqlRequest::Begin { isolation: Isolation::ReadCommitted })]);
+        // A statement of a session that has not reached it is not offered.
+        assert!(!app.may_run_scripted(5, 0));
+        assert!(sent(reply(&mut app, s1, done(1))).is_empty());
+        assert!(app.may_run_scripted(3, 0));
+        assert_eq!(run(&mut app, 3), [(s1, SqlRequest::Statement { ops: update(2), copy: false })]);
+        assert!(sent(reply(&mut app, s2, SqlReply::Ok)).is_empty());
+        assert_eq!(run(&mut app, 4), [(s2, SqlRequest::Statement { ops: update(3), copy: false })]);
+        assert!(sent(reply(&mut app, s1, done(1))).is_empty());
+        assert_eq!(run(&mut app, 5), [(s1, SqlRequest::Commit)]);
+        assert!(sent(reply(&mut app, s2, done(1))).is_empty());
+        assert_eq!(run(&mut app, 6), [(s2, SqlRequest::Rollback)]);
+        assert!(!app.timed_done(), "the rollback's answer is awaited");
+        reply(&mut app, s2, SqlReply::RolledBack { xid: None });
+        assert!(!app.timed_done(), "the commit's answer is awaited");
+        reply(&mut app, s1, SqlReply::Ok);
+        assert!(app.timed_done());
+    }
+
+    #[test]
+    fn a_failed_statement_and_a_commit_turned_rollback_are_reported_not_dropped() {
+        let mut app = two_sessions();
+        run(&mut app, 0);
+        reply(&mut app, NAMED, SqlReply::Ok);
+        run(&mut app, 1);
+        let out = reply(&mut app, NAMED, SqlReply::Error("ERROR: duplicate key".into()));
+        match out.observations.as_slice() {
+            [Observation::ScriptedNotApplied { ops, reason }] => {
+                assert_eq!(ops, &update(1));
+                assert!(reason.contains("session s1") && reason.contains("duplicate key"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        run(&mut app, 3);
+        reply(&mut app, NAMED, SqlReply::Error("ERROR: current transaction is aborted".into()));
+        run(&mut app, 5);
+        let out = reply(&mut app, NAMED, SqlReply::RolledBack { xid: Some(7) });
+        match out.observations.as_slice() {
+            [Observation::ScriptedNotApplied { reason, .. }] => {
+                assert!(reason.contains("COMMIT") && reason.contains("rolled the transaction back"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
+        // A statement that changes no row.
+        let out = {
+            let mut app = two_sessions();
+            run(&mut app, 0);
+            reply(&mut app, NAMED, SqlReply::Ok);
+            run(&mut app, 1);
+            reply(&mut app, NAMED, done(0))
+        };
+        assert!(
+            matches!(out.observations.as_slice(), [Observation::ScriptedNotApplied { reason, .. }] if reason.contains("changed no row"))
+        );
+    }
+
+    #[test]
+    fn a_lost_connection_loses_the_open_transaction_and_its_later_steps_are_reported_not_sent() {
+        let mut app = two_sessions();
+        run(&mut app, 0);
+        reply(&mut app, NAMED, SqlReply::Ok);
+        run(&mut app, 1);
+        let out = act(&mut app, 0, |app, ctx| app.on_connection_lost(ctx, Node::Postgres));
+        assert!(
+            matches!(out.observations.as_slice(), [Observation::ScriptedNotApplied { reason, .. }] if reason.contains("got no answer"))
+        );
+        // The block is gone: its next statement and its COMMIT are not sent (autocommit would
+        // be another meaning), each is reported.
+        let out = act(&mut app, 0, |app, ctx| {
+            app.on_message(ctx, Node::App, Msg::Control(Control::RunScripted { index: 3 }))
+        });
+        assert!(out.sends.is_empty());
+        assert!(
+            matches!(out.observations.as_slice(), [Observation::ScriptedNotApplied { reason, .. }] if reason.contains("lost with the connection"))
+        );
+        let out = act(&mut app, 0, |app, ctx| {
+            app.on_message(ctx, Node::App, Msg::Control(Control::RunScripted { index: 5 }))
+        });
+        assert!(out.sends.is_empty());
+        assert_eq!(out.observations.len(), 1);
+        // The other session had not begun: its BEGIN goes.
+        assert_eq!(run(&mut app, 2), [(NAMED | 1, SqlRequest::Begin { isolation: Isolation::ReadCommitted })]);
+    }
+
+    #[test]
+    fn an_idle_step_holds_its_session_and_the_workload_timer_wakes_it() {
+        let mut app = two_sessions();
+        let mut workload = (*app.workload).clone();
+        workload.scripted[1].idle_ms = 600_000;
+        app = App::new(CopyOnWrite::new(workload));
+        run(&mut app, 0);
+        reply(&mut app, NAMED, SqlReply::Ok);
+        run(&mut app, 1);
+        let out = reply(&mut app, NAMED, done(1));
+        assert!(out.sends.is_empty());
+        // Due now, sent only once the idle time has passed.
+        let out = act(&mut app, 1_000, |app, ctx| {
+            app.on_message(ctx, Node::App, Msg::Control(Control::RunScripted { index: 3 }))
+        });
+        assert!(out.sends.is_empty());
+        assert!(
+            out.timers
+                .contains(&crate::core::component::TimerRequest::Set { timer: Timer::Workload, after_ms: 599_000 }),
+            "{:?}",
+            out.timers
+        );
+        assert!(!app.may_run_scripted(3, 1_000));
+        let out = act(&mut app, 600_000, |app, ctx| app.on_timer(ctx, Timer::Workload));
+        assert_eq!(sent(out), [(NAMED, SqlRequest::Statement { ops: update(2), copy: false })]);
+    }
+
+    #[test]
+    fn a_one_row_autocommit_step_is_still_one_transaction_request() {
+        let mut app = App::new(CopyOnWrite::new(Workload {
+            timed: Vec::new(),
+            scripted: vec![
+                WorkloadTxn::autocommit(None, update(1)),
+                WorkloadTxn { kind: StepKind::Copy, ..WorkloadTxn::autocommit(None, update(2)) },
+            ],
+            sessions: Vec::new(),
+        }));
+        assert!(matches!(run(&mut app, 0).as_slice(), [(_, SqlRequest::Transaction { ops })] if *ops == update(1)));
+        assert!(matches!(run(&mut app, 1).as_slice(), [(_, SqlRequest::Statement { copy: true, .. })]));
+    }
 }

@@ -232,3 +232,90 @@ fn transactions(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::components::sink::ApplyRule;
+    use crate::scenario::spec::claims_minimal;
+    use std::collections::BTreeMap;
+
+    fn spec(transaction_size: u32, concurrency: u32) -> Spec {
+        let mut spec = claims_minimal(50, ApplyRule::VersionGuard);
+        spec.background = Some(Background {
+            start_ms: 0,
+            end_ms: 20_000,
+            inserts_per_second: 2.0,
+            updates_per_second: 3.0,
+            deletes_per_second: 1.0,
+            transaction_size,
+            concurrency,
+        });
+        spec
+    }
+
+    #[test]
+    fn one_row_transactions_are_autocommit_steps_as_before() {
+        let workload = workload(&spec(1, 1), 7);
+        assert!(workload.sessions.is_empty());
+        assert_eq!(workload.timed.len(), 120);
+        assert!(
+            workload
+                .timed
+                .iter()
+                .all(|txn| txn.session.is_none() && txn.kind == StepKind::Statement && txn.ops.len() == 1)
+        );
+    }
+
+    #[test]
+    fn transactions_of_several_rows_interleave_and_no_row_is_held_by_two_open_transactions() {
+        let workload = workload(&spec(3, 2), 7);
+        assert_eq!(
+            workload.sessions.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+            ["background-1", "background-2"]
+        );
+        // Walk the steps in time order as the app runs them: per session, BEGIN, up to three
+        // statements, COMMIT; the two sessions' open transactions overlap.
+        let mut open: BTreeMap<u32, Vec<(TableId, Key)>> = BTreeMap::new();
+        let mut statements = 0;
+        let mut overlapped = false;
+        let mut last_at = 0;
+        for txn in &workload.timed {
+            let session = txn.session.expect("a session's step");
+            assert!(txn.at_ms.unwrap() >= last_at, "in time order");
+            last_at = txn.at_ms.unwrap();
+            match txn.kind {
+                StepKind::Begin { .. } => {
+                    assert!(open.insert(session, Vec::new()).is_none(), "BEGIN with a transaction open");
+                    overlapped |= open.len() > 1;
+                }
+                StepKind::Statement => {
+                    assert!(open.contains_key(&session), "a statement inside a transaction");
+                    for op in &txn.ops {
+                        let row = match *op {
+                            RowOp::Insert { table, key, .. }
+                            | RowOp::Update { table, key, .. }
+                            | RowOp::Delete { table, key } => (table, key),
+                        };
+                        for (other, held) in &open {
+                            assert!(*other == session || !held.contains(&row), "{row:?} held by two open transactions");
+                        }
+                        open.get_mut(&session).unwrap().push(row);
+                    }
+                    assert!(open[&session].len() <= 3, "at most transaction_size rows");
+                    statements += 1;
+                }
+                StepKind::Commit => {
+                    assert!(!open.remove(&session).expect("a COMMIT of an open transaction").is_empty());
+                }
+                ref other => panic!("{other:?}"),
+            }
+        }
+        assert!(open.is_empty(), "every transaction commits");
+        assert!(overlapped, "the two sessions' transactions are open at once");
+        assert!(statements >= 110, "{statements} rows of 120 (a draw may find every row held)");
+        // Each session's step list is its timed steps in order.
+        let listed: usize = workload.sessions.iter().map(|session| session.steps.len()).sum();
+        assert_eq!(listed, workload.timed.len());
+    }
+}

@@ -301,9 +301,9 @@ pub(super) fn script_entry(cx: &Cx, item: &Field, tables: &[TableSetup], timed: 
         {
             let problem = match what {
                 "begin" | "commit" | "rollback" => {
-                    format!("needs session = \"NAME\": a transaction block is held by a named session")
+                    "needs session = \"NAME\": a transaction block is held by a named session".to_string()
                 }
-                _ => format!("needs session = \"NAME\": a step without one is an autocommit statement of its own"),
+                _ => "needs session = \"NAME\": a step without one is an autocommit statement of its own".to_string(),
             };
             return cx.fail(&field, problem);
         }

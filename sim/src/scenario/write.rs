@@ -338,7 +338,14 @@ fn write_script(
             w.field("transactional", transactional);
             w.field("payload_bytes", payload_bytes);
         }
-        StepKind::Statement | StepKind::Copy => write_statement(w, spec, &whose, &txn.ops)?,
+        StepKind::Statement => write_statement(w, spec, &whose, &txn.ops)?,
+        StepKind::Copy => {
+            if txn.ops.iter().any(|op| !matches!(op, RowOp::Insert { .. })) {
+                return Err(format!("{whose} is a COPY of other rows than inserts; a COPY only inserts"));
+            }
+            write_statement(w, spec, &whose, &txn.ops)?;
+            w.field("copy", true);
+        }
     }
     if step.idle_ms > 0 {
         w.field("idle_ms", step.idle_ms);
@@ -367,7 +374,7 @@ fn write_statement(w: &mut Writer, spec: &Spec, whose: &str, ops: &[RowOp]) -> R
              entry: one verb on one table, with one status and amount"
         ));
     }
-    let keys: Vec<i64> = ops.iter().map(|op| op_key(op)).collect();
+    let keys: Vec<i64> = ops.iter().map(op_key).collect();
     let keys = if let [key] = keys.as_slice() {
         key.to_string()
     } else {

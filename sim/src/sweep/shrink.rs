@@ -159,9 +159,53 @@ enum Element {
 fn with_elements(spec: &Spec, elements: &[Element]) -> Spec {
     let mut next = spec.clone();
     next.faults = elements.iter().filter_map(|e| if let Element::Fault(f) = e { Some(*f) } else { None }).collect();
-    next.scripted =
-        elements.iter().filter_map(|e| if let Element::Txn(t) = e { Some(t.clone()) } else { None }).collect();
+    next.scripted = coherent_sessions(
+        elements.iter().filter_map(|e| if let Element::Txn(t) = e { Some(t.clone()) } else { None }).collect(),
+    );
     next
+}
+
+/// The steps left once some are dropped, without those of a named session that no longer make
+/// sense in order (a statement, `COMMIT` or `ROLLBACK` whose `BEGIN` was dropped, a `BEGIN` whose
+/// `COMMIT` was dropped before the next `BEGIN`): what the loader would refuse. A session keeps
+/// its database on its first step left.
+fn coherent_sessions(steps: Vec<ScriptedTxn>) -> Vec<ScriptedTxn> {
+    use handoff_models::scenario::spec::StepKind;
+    // Per session: its database, whether a step of it is kept yet, and whether a block is open.
+    let mut sessions: Vec<(String, Option<String>, bool, bool)> = Vec::new();
+    for step in &steps {
+        if let Some(name) = &step.step.session
+            && !sessions.iter().any(|(session, ..)| session == name)
+        {
+            sessions.push((name.clone(), step.step.database.clone(), false, false));
+        }
+    }
+    let mut kept = Vec::with_capacity(steps.len());
+    for mut step in steps {
+        let Some(name) = step.step.session.clone() else {
+            kept.push(step);
+            continue;
+        };
+        let (_, database, started, open) = sessions.iter_mut().find(|(session, ..)| *session == name).expect("listed");
+        let keep = match &step.step.kind {
+            StepKind::Begin { .. } => !*open,
+            StepKind::Commit | StepKind::Rollback => *open,
+            StepKind::Message { transactional: false, .. } => true,
+            _ => *open,
+        };
+        if !keep {
+            continue;
+        }
+        match step.step.kind {
+            StepKind::Begin { .. } => *open = true,
+            StepKind::Commit | StepKind::Rollback => *open = false,
+            _ => {}
+        }
+        step.step.database = if *started { None } else { database.clone() };
+        *started = true;
+        kept.push(step);
+    }
+    kept
 }
 
 /// The first table cut to `rows` rows. The transactions' keys that name loaded rows move with
@@ -348,4 +392,45 @@ pub fn shrink(spec: &Spec, seed: u64, invariant: Option<Invariant>, max_runs: us
         spec.name
     );
     Ok(Shrunk { signature: target, before, after: size(&shrunk), spec: shrunk, seed, runs })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use handoff_models::core::ids::TableId;
+    use handoff_models::core::protocol::Isolation;
+    use handoff_models::scenario::spec::{ScriptStep, StepKind};
+
+    fn on(session: &str, kind: StepKind, database: Option<&str>) -> ScriptedTxn {
+        let ops = match kind {
+            StepKind::Statement => vec![RowOp::Delete { table: TableId(0), key: 1 }],
+            _ => Vec::new(),
+        };
+        ScriptedTxn {
+            trigger: Trigger::At { at_ms: 0 },
+            ops,
+            label: String::new(),
+            step: ScriptStep { kind, session: Some(session.into()), database: database.map(Into::into), idle_ms: 0 },
+        }
+    }
+
+    #[test]
+    fn dropping_a_begin_drops_its_statements_and_commit_and_the_database_moves_to_the_first_step_left() {
+        let begin = || StepKind::Begin { isolation: Isolation::ReadCommitted };
+        // The first BEGIN (with the database) was dropped by the shrinker.
+        let left = vec![
+            on("s", StepKind::Statement, None),
+            on("s", StepKind::Commit, None),
+            on("s", begin(), None),
+            on("s", StepKind::Statement, None),
+            on("s", begin(), None),
+            on("s", StepKind::Commit, None),
+        ];
+        let kept =
+            coherent_sessions(std::iter::once(on("s", StepKind::Rollback, Some("analytics"))).chain(left).collect());
+        let kinds: Vec<&StepKind> = kept.iter().map(|step| &step.step.kind).collect();
+        assert_eq!(kinds, [&begin(), &StepKind::Statement, &StepKind::Commit]);
+        assert_eq!(kept[0].step.database.as_deref(), Some("analytics"));
+        assert!(kept[1..].iter().all(|step| step.step.database.is_none()));
+    }
 }

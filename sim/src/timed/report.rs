@@ -123,13 +123,26 @@ pub fn header(spec: &Spec, scenario: &str, result: &RunResult) -> String {
         }
     }
     let names = names(spec);
+    let mut sessions: Vec<&str> = Vec::new();
     for txn in &spec.scripted {
-        let what = if txn.label.is_empty() {
-            txn.ops.iter().map(|op| names.row_op(op)).collect::<Vec<_>>().join(", ")
-        } else {
+        let what = if !txn.label.is_empty() {
             txn.label.clone()
+        } else if txn.ops.is_empty() {
+            txn.step.kind.describe()
+        } else {
+            txn.ops.iter().map(|op| names.row_op(op)).collect::<Vec<_>>().join(", ")
         };
-        let _ = writeln!(out, "scripted  {what} at {}", trigger(&txn.trigger));
+        let when = match txn.step.session.as_deref() {
+            Some(session) if sessions.contains(&session) && txn.trigger == Trigger::At { at_ms: 0 } => {
+                format!("when session {session} is ready")
+            }
+            Some(session) => {
+                sessions.push(session);
+                format!("at {} on session {session}", trigger(&txn.trigger))
+            }
+            None => format!("at {}", trigger(&txn.trigger)),
+        };
+        let _ = writeln!(out, "scripted  {what} {when}");
     }
     if let Some(background) = spec.background {
         let _ = writeln!(

@@ -391,7 +391,11 @@ impl Harness<'_> {
             }
             HarnessStep::ScheduleEnd => {}
             HarnessStep::Action(Action::Scripted(index)) => {
-                self.shared.inject(Node::App, Node::App, Msg::Control(Control::RunScripted { index }));
+                // At the very start the application may not be listening yet (a session's later
+                // step without an `at` is due at 0): try again a millisecond later.
+                if self.shared.inject(Node::App, Node::App, Msg::Control(Control::RunScripted { index })).is_some() {
+                    self.schedule(now.saturating_add(1), HarnessStep::Action(Action::Scripted(index)));
+                }
             }
             HarnessStep::Action(Action::Fault(fault)) => {
                 let target = match fault {
