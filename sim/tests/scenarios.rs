@@ -137,3 +137,18 @@ fn claims_quiet_database_heartbeat_fix_outage() {
 fn claims_interleaved_transactions() {
     check("claims-interleaved-transactions");
 }
+
+#[test]
+fn claims_quiet_database_idle_session() {
+    check("claims-quiet-database-idle-session");
+}
+
+#[test]
+fn claims_commit_visibility_race() {
+    check("claims-commit-visibility-race");
+}
+
+#[test]
+fn claims_restart_mid_large_transaction() {
+    check("claims-restart-mid-large-transaction");
+}
