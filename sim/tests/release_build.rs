@@ -96,6 +96,11 @@ fn release_sweeps_with_every_fault_kind_never_crash() {
     assert!(scenarios.len() >= 12);
     for path in &scenarios {
         let text = std::fs::read_to_string(path).expect("readable");
+        if text.contains("\n[schedule]") {
+            // A replayed path (`[schedule]`) takes its crashes from the path: it has no fault
+            // profile to sweep (the loader refuses one).
+            continue;
+        }
         let standby = text.contains("[postgres.standby]");
         let kinds = if standby {
             MOST_KINDS.replace("\"clog\"", "\"clog\",\"fail-over-to-standby\"")

@@ -80,6 +80,9 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
         topics: spec
             .tables
             .iter()
+            // A table of another database is never captured: the connector reads its own
+            // database (`database.dbname`), so no topic of it exists.
+            .filter(|t| t.database.is_none())
             .map(|t| Topic::Change(t.id))
             .chain((spec.debezium.effective_heartbeat_interval_ms() > 0).then_some(Topic::Heartbeat))
             .collect(),

@@ -441,8 +441,9 @@ impl ModelSide {
                     prefix: prefix.clone(),
                     payload_bytes: content.len() as u64,
                 };
+                let in_block = self.sessions.get(session.as_str()).is_some_and(|s| s.block.is_some());
                 let outcome = self.write(session, request, txn.as_deref());
-                if !*transactional {
+                if !*transactional && !in_block {
                     // The real side waits for the WAL writer to flush the message.
                     self.advance_time(WAL_WRITER_DELAY_MS);
                 }

@@ -432,11 +432,14 @@ impl RealServer {
                     "SELECT pg_logical_emit_message({transactional}, '{prefix}', '{}')",
                     content.replace('\'', "''")
                 );
+                let in_block = self.session(session)?.block.is_some();
                 let outcome = self.write(session, &sql, txn.as_deref())?;
-                if !*transactional {
+                if !*transactional && !in_block {
                     // A non-transactional message is not flushed when written (`LogLogicalMessage`
-                    // without `flush`, PostgreSQL 15); the WAL writer flushes it within
-                    // wal_writer_delay. Wait for it, as after an ABORT record.
+                    // without `flush`, PostgreSQL 15). Outside a block its implicit transaction
+                    // commits asynchronously (`XLogSetAsyncXactLSN`), so the WAL writer flushes it
+                    // within wal_writer_delay: wait for it, as after an ABORT record. (Inside a
+                    // block nothing asks for that flush; the block's COMMIT does it.)
                     let after = self
                         .session(session)?
                         .connection
