@@ -17,8 +17,12 @@
 //! While it waits the slot is ephemeral (`RS_EPHEMERAL`): it has its name and holds its WAL, and
 //! the end of its session or a crash drops it (`ReplicationSlotRelease`, `ReplicationSlotCleanup`).
 //!
-//! Left out: a slot being created is not listed by `pg_replication_slots`, and holds no
-//! `catalog_xmin` until it exists; the record logged after a wait is flushed at once, like
+//! While it waits `pg_replication_slots` lists it, active, with its `restart_lsn` and
+//! `catalog_xmin` and no `confirmed_flush_lsn` (`functions.rs`). Once consistent the slot
+//! remembers where ([`Slot::creation_consistent_at`]): a later decoder reading from its
+//! `restart_lsn` rebuilds the snapshot through the same records (`decode.rs`).
+//!
+//! Left out: a slot being created holds no `catalog_xmin` against vacuum until it exists; the record logged after a wait is flushed at once, like
 //! every running-xacts record here (PostgreSQL only asks the WAL writer to flush it,
 //! `LogCurrentRunningXacts` → `XLogSetAsyncXactLSN`, so the decoder reading it may wait up to
 //! `wal_writer_delay` more); a creation ends in the step the last waited transaction ends (the
@@ -157,14 +161,17 @@ impl Postgres {
                 Progress::LogRunningXacts { .. } => {
                     self.insert_running_xacts();
                 }
-                Progress::Consistent => return Some(self.slot_created(ctx, name)),
+                Progress::Consistent => {
+                    let consistent_at = self.durable.wal.entries[index].start();
+                    return Some(self.slot_created(ctx, name, consistent_at));
+                }
             }
         }
     }
 
     /// The builder of slot `name` is consistent: the slot exists, the session gets the exported
     /// snapshot (a replication connection), and this is the answer.
-    fn slot_created(&mut self, ctx: &mut Ctx, name: &str) -> ReplReply {
+    fn slot_created(&mut self, ctx: &mut Ctx, name: &str, consistent_at: Lsn) -> ReplReply {
         let creating = self.volatile.creating.remove(name).expect("being created");
         let restart_lsn = creating.creation.restart_lsn;
         let consistent_point = creating.creation.consistent_point.expect("consistent");
@@ -172,6 +179,7 @@ impl Postgres {
         slot.database = creating.database;
         slot.catalog_xmin = creating.catalog_xmin;
         slot.saved_catalog_xmin = creating.catalog_xmin;
+        slot.creation_consistent_at = Some(consistent_at);
         if let CreateVia::Replication { failover: true } = creating.via
             && self.config.major_version >= 17
         {

@@ -453,3 +453,92 @@ fn a_crash_drops_a_slot_being_created() {
     let out = sql(&mut pg, 3, SqlRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into(), database: None });
     assert!(matches!(sql_reply(&out, 3), Some(SqlReply::Lsn(_))), "nothing runs after the crash: created at once");
 }
+
+/// `pg_replication_slots`: the row of slot `name`.
+fn slot_row(pg: &mut Postgres, name: &str) -> Option<ReplicationSlotRow> {
+    match sql_reply(&sql(pg, 9, SqlRequest::ReplicationSlots), 9) {
+        Some(SqlReply::ReplicationSlots(rows)) => rows.into_iter().find(|row| row.slot_name == name),
+        other => panic!("pg_replication_slots: {other:?}"),
+    }
+}
+
+/// `pg_logical_slot_get_changes(name, NULL, NULL)`: the xids delivered.
+fn get_changes(pg: &mut Postgres, name: &str) -> Vec<Xid> {
+    sql(pg, 9, SqlRequest::EnsurePublication { name: "p".into() });
+    match sql_reply(&sql(pg, 9, SqlRequest::GetChanges { slot: name.into(), publication: "p".into() }), 9) {
+        Some(SqlReply::Changes(decoded)) => decoded.iter().map(|txn| txn.xid).collect(),
+        other => panic!("get_changes: {other:?}"),
+    }
+}
+
+/// E2a: while its creation waits, the slot is listed (`RS_EPHEMERAL`, acquired by the creating
+/// session): active, `restart_lsn` the first record, `catalog_xmin` the oldest running xid, no
+/// `confirmed_flush_lsn` yet; once created it has one and is no longer active.
+#[test]
+fn a_slot_being_created_is_listed_active_without_confirmed_flush() {
+    let mut pg = server();
+    let x1 = open_writing(&mut pg, 1, T_DB2, 3);
+    let first = pg.durable.wal.insert_lsn();
+    sql(&mut pg, 2, SqlRequest::CreateSlot { slot: "s2".into(), plugin: "test_decoding".into(), database: None });
+    let row = slot_row(&mut pg, "s2").expect("listed while it waits");
+    assert!(row.active);
+    assert_eq!(row.restart_lsn, Some(first));
+    assert_eq!(row.confirmed_flush_lsn, None);
+    assert_eq!(row.catalog_xmin, Some(x1));
+    let waiting_status = row.wal_status;
+    commit(&mut pg, 1);
+    let row = slot_row(&mut pg, "s2").expect("created");
+    assert_eq!(row.wal_status, waiting_status, "the same wal_status as once created");
+    assert!(!row.active);
+    assert_eq!(row.restart_lsn, Some(first));
+    assert!(row.confirmed_flush_lsn.is_some());
+}
+
+/// E2a, then decoding from the creation's `restart_lsn`: the decoder rebuilds the snapshot
+/// through the creation's records (`SnapBuildFindSnapshot`), serialising none, so none proposes
+/// a restart point: `restart_lsn` stays at the first record. The second record (FULL_SNAPSHOT)
+/// proposes its `oldestRunningXid` X2; X3's change, collected in FULL_SNAPSHOT, has a base
+/// snapshot with that xmin, so the consistent record proposes X2 too, not its own
+/// `oldestRunningXid` X3 (`ReorderBufferGetOldestXmin`).
+#[test]
+fn decoding_from_the_creation_restart_lsn_rebuilds_the_snapshot() {
+    let mut pg = server();
+    open_writing(&mut pg, 1, T_DB2, 3);
+    let first = pg.durable.wal.insert_lsn();
+    sql(&mut pg, 2, SqlRequest::CreateSlot { slot: "s2".into(), plugin: "test_decoding".into(), database: None });
+    let x2 = open_writing(&mut pg, 3, U, 1);
+    commit(&mut pg, 1);
+    let x3 = open_writing(&mut pg, 4, U, 2);
+    commit(&mut pg, 3);
+    assert!(pg.slot("s2").is_some(), "created, X3 still running");
+    assert_eq!(get_changes(&mut pg, "s2"), Vec::<Xid>::new());
+    let slot = pg.slot("s2").expect("created");
+    assert_eq!((slot.current.restart_lsn, slot.catalog_xmin), (first, x2));
+    commit(&mut pg, 4);
+    assert_eq!(get_changes(&mut pg, "s2"), vec![x3]);
+    let slot = pg.slot("s2").expect("created");
+    assert_eq!((slot.current.restart_lsn, slot.catalog_xmin), (first, x2), "no later record: nothing moves");
+}
+
+/// E2c: the record that makes the creation consistent lists nothing running. Decoding from the
+/// creation's `restart_lsn` proposes nothing there (`SnapBuildFindSnapshot` returns false), so
+/// `catalog_xmin` is the second record's `oldestRunningXid` (D, begun during the wait), not the
+/// consistent record's (C's xid), and `restart_lsn` stays at the first record.
+#[test]
+fn a_creation_consistent_with_nothing_running_proposes_nothing_when_decoded_again() {
+    let mut pg = server();
+    open_writing(&mut pg, 1, U, 21);
+    let first = pg.durable.wal.insert_lsn();
+    sql(&mut pg, 2, SqlRequest::CreateSlot { slot: "s4".into(), plugin: "test_decoding".into(), database: None });
+    let d = open_writing(&mut pg, 3, U, 22);
+    commit(&mut pg, 1);
+    let out = commit(&mut pg, 3);
+    assert!(matches!(sql_reply(&out, 2), Some(SqlReply::Lsn(_))), "created when D ends");
+    let c = pg.durable.next_xid;
+    sql(&mut pg, 5, insert(U, 23));
+    let mut out = Outbox::default();
+    pg.on_timer(&mut Ctx::new(SimTime(3), Node::Pg1, &mut out), Timer::CommitVisible);
+    assert_eq!(get_changes(&mut pg, "s4"), vec![c]);
+    let slot = pg.slot("s4").expect("created");
+    assert_eq!((slot.current.restart_lsn, slot.catalog_xmin), (first, d));
+}

@@ -78,6 +78,7 @@ impl Postgres {
             messages,
             wal: &self.durable.wal,
             read_from,
+            creation_consistent_at: slot.creation_consistent_at,
         };
         let mut buffer = ReorderBuffer::default();
         let mut emitted = Vec::new();
@@ -151,6 +152,7 @@ impl Postgres {
             messages: false,
             wal: &self.durable.wal,
             read_from,
+            creation_consistent_at: slot.creation_consistent_at,
         };
         // Fast-forward decoding still builds the reorder buffer's transactions (nothing is
         // emitted): the running-xacts records propose the same candidates.
@@ -178,10 +180,38 @@ impl Postgres {
         SqlReply::Lsn(slot.current.confirmed_flush)
     }
 
-    /// `pg_replication_slots`, every slot.
+    /// `pg_replication_slots`, every slot, by name; a slot being created is listed while its
+    /// creation waits (`RS_EPHEMERAL`, acquired by the creating session: active; its
+    /// `restart_lsn` reserved, its `catalog_xmin` set, `confirmed_flush_lsn` NULL until
+    /// `DecodingContextFindStartpoint` sets it; `pg_get_replication_slots`, `slotfuncs.c`).
     pub(super) fn replication_slots(&self) -> Vec<ReplicationSlotRow> {
         let current = self.current_wal_lsn();
-        self.durable
+        let creating = self.volatile.creating.iter().map(|(name, creating)| {
+            let restart_lsn = creating.creation.restart_lsn;
+            // Active: WAL already removed reads `unreserved`, as for an acquired slot.
+            let state = match self.retention().wal_availability(
+                restart_lsn,
+                current,
+                self.slots_minimum(),
+                self.volatile.last_removed_segment,
+            ) {
+                WalAvailability::Removed => WalAvailability::Unreserved,
+                state => state,
+            };
+            ReplicationSlotRow {
+                slot_name: name.clone(),
+                plugin: creating.plugin.clone(),
+                database: creating.database.clone(),
+                active: true,
+                restart_lsn: Some(restart_lsn),
+                confirmed_flush_lsn: None,
+                wal_status: Some(state.as_str().into()),
+                safe_wal_size: self.retention().safe_wal_size(restart_lsn, current),
+                catalog_xmin: (creating.catalog_xmin != 0).then_some(creating.catalog_xmin),
+            }
+        });
+        let mut rows: Vec<ReplicationSlotRow> = self
+            .durable
             .slots
             .values()
             .map(|slot| {
@@ -202,7 +232,10 @@ impl Postgres {
                     catalog_xmin: (slot.catalog_xmin != 0).then_some(slot.catalog_xmin),
                 }
             })
-            .collect()
+            .chain(creating)
+            .collect();
+        rows.sort_by(|a, b| a.slot_name.cmp(&b.slot_name));
+        rows
     }
 
     /// `pg_logical_emit_message(transactional, prefix, content)` with `payload_bytes` of

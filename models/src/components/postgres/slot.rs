@@ -22,10 +22,11 @@
 //!   server does the copying.
 //!
 //! - `catalog_xmin` moves the same way, with its own pending candidate
-//!   (`LogicalIncreaseXminForSlot`, `logical.c`): the decoder proposes, at each RX, the RX's
-//!   `oldestRunningXid`; it applies once `confirmed_flush` reaches the RX. A restart candidate
-//!   is the RX itself when the decoder holds no open transaction, else the last RX the decoder
-//!   had read before the oldest open transaction's first record (`SnapBuildProcessRunningXacts`,
+//!   (`LogicalIncreaseXminForSlot`, `logical.c`): the decoder proposes, at each RX, the oldest
+//!   base snapshot's xmin of its open transactions, else the RX's `oldestRunningXid`; it
+//!   applies once `confirmed_flush` reaches the RX. A restart candidate is the RX itself when
+//!   the decoder holds no open transaction, else the last RX the decoder had serialised before
+//!   the oldest open transaction's first record (`SnapBuildProcessRunningXacts`,
 //!   `snapbuild.c`; the decoder's side is `decode.rs`).
 //!
 //! Left out here (another issue makes it exact): the PostgreSQL 17 shutdown save.
@@ -78,6 +79,12 @@ pub struct Slot {
     pub saved_catalog_xmin: Xid,
     #[serde(default)]
     pub xmin_candidate: Option<XminCandidate>,
+    /// The start of the running-xacts record that made its creation consistent: a decoder
+    /// reading from before it (from the creation's `restart_lsn`) rebuilds the snapshot through
+    /// the same records and serialises none of them (`SnapBuildFindSnapshot`,
+    /// `SnapBuildProcessRunningXacts`, `snapbuild.c`). `None`: not known (a slot made otherwise).
+    #[serde(default)]
+    pub creation_consistent_at: Option<Lsn>,
     /// The session that has acquired the slot (`active_pid`).
     pub active: Option<(Node, SessionId)>,
     /// Marked dirty by SQL get/advance; saved at the next checkpoint.
@@ -118,6 +125,7 @@ impl Slot {
             catalog_xmin: 0,
             saved_catalog_xmin: 0,
             xmin_candidate: None,
+            creation_consistent_at: None,
             active: None,
             dirty: false,
             invalidated_at: None,
@@ -161,12 +169,15 @@ impl Slot {
 
     /// Decoding processed a running-xacts record starting at `rx`: the decoder proposes
     /// `restart` (`LogicalIncreaseRestartDecodingForSlot(rx, restart)`; `None`: nothing, the
-    /// oldest open transaction was first seen before any RX) and `catalog_xmin`
-    /// (`LogicalIncreaseXminForSlot(rx, oldestRunningXid)`). Each has one pending candidate;
-    /// one already confirmed past applies at once.
-    pub fn process_running_xacts(&mut self, rx: Lsn, restart: Option<Lsn>, catalog_xmin: Xid) -> Confirmed {
+    /// decoder had serialised no RX before the oldest open transaction, or none at all) and
+    /// `catalog_xmin` (`LogicalIncreaseXminForSlot(rx, xmin)`; `None`: nothing, the RX made a
+    /// rebuilding decoder consistent with nothing running). Each has one pending candidate; one
+    /// already confirmed past applies at once.
+    pub fn process_running_xacts(&mut self, rx: Lsn, restart: Option<Lsn>, catalog_xmin: Option<Xid>) -> Confirmed {
         let mut apply = false;
-        if catalog_xmin > self.catalog_xmin {
+        if let Some(catalog_xmin) = catalog_xmin
+            && catalog_xmin > self.catalog_xmin
+        {
             if rx <= self.current.confirmed_flush {
                 self.xmin_candidate = Some(XminCandidate { valid_at: rx, catalog_xmin });
                 apply = true;
@@ -256,9 +267,9 @@ mod tests {
     #[test]
     fn a_restart_candidate_applies_once_confirmed_and_saves_the_slot() {
         let mut slot = slot();
-        assert_eq!(slot.process_running_xacts(Lsn(200), Some(Lsn(200)), 0), Confirmed::default());
+        assert_eq!(slot.process_running_xacts(Lsn(200), Some(Lsn(200)), None), Confirmed::default());
         // A second RX while the first candidate is pending is dropped.
-        slot.process_running_xacts(Lsn(300), Some(Lsn(300)), 0);
+        slot.process_running_xacts(Lsn(300), Some(Lsn(300)), None);
         let confirmed = slot.confirm(Lsn(250));
         assert_eq!(confirmed.restart_advanced_to, Some(Lsn(200)));
         assert_eq!(slot.saved, SlotPositions { restart_lsn: Lsn(200), confirmed_flush: Lsn(250) });

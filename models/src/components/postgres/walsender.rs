@@ -123,6 +123,7 @@ impl Postgres {
             messages: walsender.messages,
             wal: &self.durable.wal,
             read_from: walsender.read_from,
+            creation_consistent_at: slot.creation_consistent_at,
         };
         // `WalSndWaitForWal`: a logical walsender reads up to the flush pointer.
         let flushed = self.durable.wal.flush_lsn();
