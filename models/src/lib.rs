@@ -48,6 +48,7 @@
 //!     disabled_timers: vec![Timer::Checkpoint, Timer::SinkCommit, Timer::OffsetFlushTimeout],
 //!     operations: Vec::new(),
 //!     operate_while: Default::default(),
+//!     crash_while: Default::default(),
 //!     reductions: true,
 //! };
 //! let model = HandoffModel::new(claims_minimal(2, ApplyRule::NaiveUpsert), bounds);

@@ -17,6 +17,7 @@ fn bounds() -> Bounds {
         disabled_timers: vec![Timer::Checkpoint, Timer::SinkCommit, Timer::OffsetFlushTimeout],
         operations: Vec::new(),
         operate_while: Default::default(),
+        crash_while: Default::default(),
         reductions: true,
     }
 }

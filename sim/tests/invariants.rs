@@ -220,3 +220,34 @@ fn i5_keepalive_confirmations_past_the_stored_offset_put_nothing_at_risk() {
     assert!(!result.boundary.reached);
     assert!(result.boundary.reason.contains("no longer available"), "{}", result.boundary.reason);
 }
+
+/// DBZ-7533 / pgjdbc#3138 (reference debezium-postgres.md §9 row 10): Debezium before 3.2 leaves
+/// the driver's automatic flush at its default, so a 42.7.0-42.7.5 driver on the classpath
+/// confirms keep-alives under the default `lsn.flush.mode=connector` as `connector_and_driver`
+/// does (the walsender sends them to it); the 42.6.1 driver 3.1 ships does not.
+#[test]
+fn a_42_7_driver_under_debezium_3_1_confirms_keepalives() {
+    use handoff_models::core::observe::Observation;
+    let confirmations = |pgjdbc: &str| {
+        let sets = [
+            "connector.\"lsn.flush.mode\"=connector".to_owned(),
+            "versions.debezium=\"3.1\"".to_owned(),
+            format!("versions.pgjdbc=\"{pgjdbc}\""),
+        ];
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        let (spec, seed) = common::load("claims-quiet-database-keepalive-fix", &sets);
+        let result = common::run(&spec, seed);
+        let count = result
+            .trace
+            .iter()
+            .filter(|event| matches!(event.observation, Observation::KeepaliveConfirmed { .. }))
+            .count();
+        (count, result.violated())
+    };
+    let (count, violated) = confirmations("42.7.3");
+    assert!(count >= 5, "a 42.7.3 driver confirms the keep-alives after each burst: {count}");
+    assert_eq!(violated, vec![], "as with connector_and_driver: the slot follows the WAL over no captured change");
+    // Without the driver's confirmations the quiet slot falls behind the WAL bursts, as the
+    // scenario's keep-alive fix is there to prevent (what that costs is the scenario's story).
+    assert_eq!(confirmations("42.6.1").0, 0, "the shipped 42.6.1 driver never confirms a keep-alive");
+}

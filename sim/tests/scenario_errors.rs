@@ -6,7 +6,7 @@ use handoff_models::components::operator::GatePolicy;
 use handoff_models::components::sink::ApplyRule;
 use handoff_models::core::change::{ReplicaIdentity, RowOp};
 use handoff_models::core::ids::{Node, Status, TableId};
-use handoff_models::exhaustive::world::Action;
+use handoff_models::exhaustive::world::{Action, CrashWhile};
 use handoff_models::scenario::spec::{
     Background, FaultAction, FaultKind, FaultProfile, HandoffMethod, Invariant, Moment, Trigger,
 };
@@ -1071,6 +1071,9 @@ fn a_check_bound_reads_into_the_spec() {
     assert_eq!(check.crashes, 2, "crashes defaults to one per process named");
     assert_eq!(check.periodic_fires, 2);
     assert_eq!(check.unreached_ok, vec!["the acceptance boundary is reached".to_owned()]);
+    assert_eq!(check.crash_while, Default::default(), "crashes at any time by default");
+    let after = ok(&with_check("rows = 3\ncrash = [\"connect\"]\ncrash_while = \"after-streaming\"\n"), &[]);
+    assert_eq!(after.spec.check.expect("a bound").crash_while, CrashWhile::AfterStreaming);
     let ops: Vec<&RowOp> = check.scripts.iter().flat_map(|txn| &txn.ops).collect();
     assert_eq!(
         ops,
@@ -1090,6 +1093,13 @@ fn a_bad_check_bound_is_named() {
     fails(&with_check("rows = 3\ncrash = [\"zookeeper\"]\n"), &[], "s.toml:14:", "zookeeper");
     fails(&with_check("rows = 3\ncrash = [\"connect\", \"connect\"]\n"), &[], "s.toml:14:", "named twice");
     fails(&with_check("rows = 3\ncrashes = 1\n"), &[], "s.toml:14:", "name the processes that may crash");
+    fails(&with_check("rows = 3\ncrash_while = \"after-streaming\"\n"), &[], "s.toml:14:", "needs crash = [...]");
+    fails(
+        &with_check("rows = 3\ncrash = [\"connect\"]\ncrash_while = \"later\"\n"),
+        &[],
+        "s.toml:15:",
+        "after-streaming",
+    );
     fails(
         &with_check("rows = 3\nunreached_ok = [\"never\"]\n"),
         &[],

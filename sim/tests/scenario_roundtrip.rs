@@ -12,7 +12,7 @@ use handoff_models::components::sink::{ApplyRule, SinkConfig};
 use handoff_models::core::change::{ReplicaIdentity, RowOp};
 use handoff_models::core::ids::{Node, Status, TableId};
 use handoff_models::core::limits;
-use handoff_models::exhaustive::world::{OperateWhile, Operation};
+use handoff_models::exhaustive::world::{CrashWhile, OperateWhile, Operation};
 use handoff_models::scenario::spec::{
     Acceptance, Background, CheckBound, Fault, FaultAction, FaultKind, FaultProfile, HandoffMethod, Invariant, Moment,
     Prediction, PredictionOrigin, ScriptedTxn, Spec, TableSetup, Trigger, Verdict,
@@ -291,6 +291,7 @@ fn everything() -> Spec {
             periodic_fires: 2,
             operations: vec![Operation::RecreateSlot],
             operate_while: OperateWhile::ConnectDownAfterStreaming,
+            crash_while: CrashWhile::AfterStreaming,
             unreached_ok: vec!["the acceptance boundary is reached".into()],
         }),
         // A schedule excludes timed faults and workload: see the exported counterexamples.
@@ -372,7 +373,7 @@ fn every_feature_writes_the_documented_syntax() {
         "findings = [\"I2\", \"I4\"]\nallow = [\"I3\", \"fails-closed\"]\n",
         "three quotes \\\"\\\"\" and a tab\t.\n\"\"\"\n",
         "ends in a quote: \\\"\"\"\"\n",
-        "[check]\nrows = 3\ncrash = [\"connect\", \"postgres\"]\ncrashes = 2\nperiodic_fires = 2\n",
+        "[check]\nrows = 3\ncrash = [\"connect\", \"postgres\"]\ncrashes = 2\ncrash_while = \"after-streaming\"\nperiodic_fires = 2\n",
         "unreached_ok = [\"the acceptance boundary is reached\"]\n",
         "[[check.script]]\nupdate = 2\nstatus = \"paid\"\nlabel = \"any time\"\n",
         "[[check.script]]\ndelete = 3\ntable = \"public.payments\"\n",

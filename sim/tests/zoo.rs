@@ -147,3 +147,13 @@ fn a_naive_sink() {
 fn dbz_1554_copy_rows_sharing_an_lsn() {
     historic("dbz-1554-copy-rows-sharing-an-lsn", Invariant::I1, (678_660, 275_845), (683_732, 278_643));
 }
+
+#[test]
+fn dbz_76_a_change_at_the_stored_commits_end_in_an_interleaved_transaction() {
+    historic(
+        "dbz-76-commit-end-shared-by-an-interleaved-change",
+        Invariant::I1,
+        (432_487, 146_520),
+        (432_597, 146_575),
+    );
+}

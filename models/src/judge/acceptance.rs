@@ -174,6 +174,7 @@ mod tests {
             disabled_timers: Vec::new(),
             operations: Vec::new(),
             operate_while: Default::default(),
+            crash_while: Default::default(),
             reductions: true,
         };
         let mut world = World::new(&spec, &bounds);

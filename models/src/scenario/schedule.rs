@@ -52,6 +52,31 @@ pub enum OperateWhile {
     ConnectDownAfterStreaming,
 }
 
+/// When a process of `[check] crash` may crash in a bound (`[check] crash_while`): a drill's
+/// precondition, as `operate_while` is the operator's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CrashWhile {
+    /// At any point.
+    #[default]
+    AnyTime,
+    /// Only once the offsets topic holds a streamed position (`lsn_proc`): the connector has
+    /// snapshotted, streamed and stored where it was. A drill of the restart's search (which runs
+    /// only with `lsn_proc` stored) then leaves out the crashes before it, whose hazards are other
+    /// entries' (a restart during the initial snapshot, reference debezium-postgres.md §4.4).
+    AfterStreaming,
+}
+
+impl CrashWhile {
+    pub const ALL: [CrashWhile; 2] = [CrashWhile::AnyTime, CrashWhile::AfterStreaming];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CrashWhile::AnyTime => "any-time",
+            CrashWhile::AfterStreaming => "after-streaming",
+        }
+    }
+}
+
 impl OperateWhile {
     pub const ALL: [OperateWhile; 3] =
         [OperateWhile::AnyTime, OperateWhile::ConnectDown, OperateWhile::ConnectDownAfterStreaming];

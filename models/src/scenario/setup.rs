@@ -53,11 +53,10 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
         &spec.postgres,
         ServerRun {
             bgwriter_running_xacts: options.bgwriter_running_xacts,
-            // Keep-alives are sent where a consumer acts on them: Debezium's `connector` and
-            // `manual` modes ignore them, and runs where nobody reads them stay as they were.
-            walsender_keepalives: options.walsender_keepalives
-                && spec.debezium.lsn_flush_mode
-                    == crate::components::connect::debezium::LsnFlushMode::ConnectorAndDriver,
+            // Keep-alives are sent where a consumer acts on them: pgjdbc's automatic flush, on
+            // with `lsn.flush.mode=connector_and_driver` and with a 42.7.0-42.7.5 driver under
+            // Debezium before 3.2 (DBZ-7533); runs where nobody reads them stay as they were.
+            walsender_keepalives: options.walsender_keepalives && spec.debezium.driver_confirms_keepalives(),
             initial_wal_lsn: INITIAL_WAL_LSN,
             tables: spec
                 .tables

@@ -423,6 +423,8 @@ pub struct CheckBound {
     /// What the operator may do by hand, each at most once, and when.
     pub operations: Vec<crate::scenario::schedule::Operation>,
     pub operate_while: crate::scenario::schedule::OperateWhile,
+    /// When the processes in `crash` may crash.
+    pub crash_while: crate::scenario::schedule::CrashWhile,
     /// `sometimes` properties the bound is not expected to reach.
     pub unreached_ok: Vec<String>,
 }

@@ -4,8 +4,8 @@ use super::fields::{Cx, Field, Horizon, Res, Section};
 use super::workload::{op_field, op_target, script_entry};
 use handoff_models::core::change::RowOp;
 use handoff_models::core::time::SimTime;
-use handoff_models::exhaustive::world::OperateWhile;
 use handoff_models::exhaustive::world::Operation;
+use handoff_models::exhaustive::world::{CrashWhile, OperateWhile};
 use handoff_models::scenario::spec::CheckBound;
 use handoff_models::scenario::spec::Schedule;
 use handoff_models::scenario::spec::ScriptedTxn;
@@ -13,7 +13,11 @@ use handoff_models::scenario::spec::TableSetup;
 
 /// `[check]`: the bound of `handoff check`.
 pub(super) fn check(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<CheckBound> {
-    s.check_keys(cx, "rows crash crashes periodic_fires operations operate_while script unreached_ok", "field")?;
+    s.check_keys(
+        cx,
+        "rows crash crashes crash_while periodic_fires operations operate_while script unreached_ok",
+        "field",
+    )?;
     let rows = s.req(cx, "rows", |field| cx.int(field, 1, i64::from(MAX_CHECK_ROWS)))? as u32;
     let crash = s.opt("crash", Vec::new(), |field| {
         let mut nodes = Vec::new();
@@ -102,7 +106,27 @@ pub(super) fn check(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<CheckBou
     {
         return cx.fail(&field, "needs operations = [...]: name what the operator may do");
     }
-    Ok(CheckBound { rows, scripts, crash, crashes, periodic_fires, operations, operate_while, unreached_ok })
+    let crash_while = s.opt("crash_while", CrashWhile::AnyTime, |field| {
+        let names = CrashWhile::ALL.map(|when| (when.name(), when));
+        cx.choice(field, &names)
+    })?;
+    if crash_while != CrashWhile::AnyTime
+        && crash.is_empty()
+        && let Some(field) = s.get("crash_while")
+    {
+        return cx.fail(&field, "needs crash = [...]: name the processes that may crash");
+    }
+    Ok(CheckBound {
+        rows,
+        scripts,
+        crash,
+        crashes,
+        periodic_fires,
+        operations,
+        operate_while,
+        crash_while,
+        unreached_ok,
+    })
 }
 
 /// `[schedule]`: a path through the `[check]` bound for `handoff run` to follow.

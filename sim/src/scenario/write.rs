@@ -10,6 +10,7 @@ use handoff_models::core::change::ReplicaIdentity;
 use handoff_models::core::change::RowOp;
 use handoff_models::core::ids::Node;
 use handoff_models::core::ids::TableId;
+use handoff_models::scenario::schedule::CrashWhile;
 use handoff_models::scenario::spec::CheckBound;
 use handoff_models::scenario::spec::FaultAction;
 use handoff_models::scenario::spec::FaultKind;
@@ -426,6 +427,9 @@ fn write_check(w: &mut Writer, spec: &Spec) -> Result<(), String> {
     })?;
     w.field("crash", toml_strings(crash));
     w.field("crashes", check.crashes);
+    if check.crash_while != CrashWhile::AnyTime {
+        w.field("crash_while", toml_string(check.crash_while.name()));
+    }
     w.field("periodic_fires", check.periodic_fires);
     if !check.operations.is_empty() {
         w.field("operations", toml_strings(check.operations.iter().map(|operation| operation.name())));

@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 mod sets;
 
-pub use crate::scenario::schedule::{Action, NODES, OperateWhile, Operation};
+pub use crate::scenario::schedule::{Action, CrashWhile, NODES, OperateWhile, Operation};
 
 /// What travels on a link.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -61,6 +61,8 @@ pub struct Bounds {
     /// What the operator may do by hand, each at most once, and when.
     pub operations: Vec<Operation>,
     pub operate_while: OperateWhile,
+    /// When the processes in `crashable` may crash.
+    pub crash_while: CrashWhile,
     /// Reductions that keep the explored outcomes while cutting interleavings (see [`World`]).
     pub reductions: bool,
 }
@@ -408,7 +410,13 @@ impl World {
                 actions.push(Action::Operate { operation: Operation::ALL[index] });
             }
         }
-        if self.crashes_left > 0 {
+        let may_crash = match bounds.crash_while {
+            CrashWhile::AnyTime => true,
+            CrashWhile::AfterStreaming => {
+                self.processes.kafka.source_offsets.values().any(|offset| offset.lsn_proc.is_some())
+            }
+        };
+        if self.crashes_left > 0 && may_crash {
             for node in &bounds.crashable {
                 if !self.down.contains(*node) {
                     actions.push(Action::Crash { node: *node });

@@ -244,6 +244,7 @@ pub fn bound(spec: &Spec) -> Result<(Spec, Bounds), String> {
         disabled_timers: DISABLED_TIMERS.to_vec(),
         operations: check.operations.clone(),
         operate_while: check.operate_while,
+        crash_while: check.crash_while,
         reductions: true,
     };
     Ok((world, bounds))
