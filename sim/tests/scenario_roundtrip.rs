@@ -62,6 +62,10 @@ fn pinned_schedules_of_every_fault_kind_load() {
     let mut pinned_faults = 0;
     for path in bundled() {
         let loaded = load(&path, &[]).unwrap_or_else(|error| panic!("{error}"));
+        if loaded.spec.schedule.is_some() {
+            // A replayed path takes its crashes from its `[schedule]`: no profile to pin.
+            continue;
+        }
         let mut variants = vec![loaded.spec.clone()];
         if loaded.spec.postgres.standby.is_some()
             && loaded.spec.gate == GatePolicy::Off
