@@ -10,7 +10,7 @@
 //! holds everything, and the timed run holds its prediction.
 #![cfg(madsim)]
 
-use handoff_models::scenario::spec::Invariant;
+use handoff_models::scenario::spec::{Invariant, Spec};
 use handoff_sim::exhaustive::check::{self, CheckPlan, Outcome, Strategy};
 use handoff_sim::scenario;
 use handoff_sim::timed::runner;
@@ -33,6 +33,30 @@ const PLAN: CheckPlan = CheckPlan {
 /// twin's.
 #[track_caller]
 fn entry(name: &str, invariant: Invariant, sizes: (usize, usize), twin_sizes: (usize, usize)) {
+    found_and_replayed(name, invariant, sizes);
+    let (twin, loaded, report) = twin_checked(name, twin_sizes);
+    assert!(report.properties.iter().all(|p| p.outcome != Outcome::Counterexample), "{twin}");
+    assert!(runner::run(&loaded.spec, loaded.seed).prediction_held, "{twin}: the timed run");
+}
+
+/// A historic Debezium bug (reference debezium-postgres.md §9): the entry on the release that had
+/// it, as [`entry`]; its twin on the release that fixed it, where `invariant` holds throughout the
+/// bound. The twin may keep findings of other bugs of its release (before 2.7, DBZ-7816's I5),
+/// which its prediction allows.
+#[track_caller]
+fn historic(name: &str, invariant: Invariant, sizes: (usize, usize), twin_sizes: (usize, usize)) {
+    let spec = found_and_replayed(name, invariant, sizes);
+    let (twin, loaded, report) = twin_checked(name, twin_sizes);
+    assert_eq!(loaded.spec.check, spec.check, "{twin}: the same bound");
+    let fixed = report.properties.iter().find(|p| p.invariant == Some(invariant)).expect("checked");
+    assert_ne!(fixed.outcome, Outcome::Counterexample, "{twin}: {invariant} holds on the fixed release");
+    assert!(runner::run(&loaded.spec, loaded.seed).prediction_held, "{twin}: the timed run");
+}
+
+/// The entry's bound has `sizes` and a counterexample for `invariant`, the entry's `[schedule]`,
+/// and the timed lens follows that path to the same finding. Returns the entry's spec.
+#[track_caller]
+fn found_and_replayed(name: &str, invariant: Invariant, sizes: (usize, usize)) -> Spec {
     let loaded = scenario::load(&zoo(name), &[]).unwrap_or_else(|e| panic!("{e}"));
     let spec = loaded.spec;
     let report = check::check(&spec, name, PLAN).expect("a bound");
@@ -56,56 +80,20 @@ fn entry(name: &str, invariant: Invariant, sizes: (usize, usize), twin_sizes: (u
     assert!(run.departures.is_empty(), "{name}: {:?}", run.departures);
     assert!(run.violated().contains(&invariant), "{name}: {:?}", run.violated());
     assert!(run.prediction_held, "{name}: {:?}", run.violated());
-
-    let twin = format!("{name}-fixed");
-    let loaded = scenario::load(&zoo(&twin), &[]).unwrap_or_else(|e| panic!("{e}"));
-    let report = check::check(&loaded.spec, &twin, PLAN).expect("a bound");
-    assert!(report.complete, "{twin}: the bound is explored completely");
-    assert_eq!((report.states, report.unique_states), twin_sizes, "{twin}: the bound's size");
-    assert!(report.as_expected(), "{twin}:\n{}", check::text(&report));
-    assert!(report.properties.iter().all(|p| p.outcome != Outcome::Counterexample), "{twin}");
-    assert!(runner::run(&loaded.spec, loaded.seed).prediction_held, "{twin}: the timed run");
+    spec
 }
 
-/// A historic Debezium bug (reference debezium-postgres.md §9): the entry on the release that had
-/// it, as [`entry`]; its twin on the release that fixed it, where `invariant` holds throughout the
-/// bound. The twin may keep findings of other bugs of its release (before 2.7, DBZ-7816's I5),
-/// which its prediction allows.
+/// The twin `<name>-fixed`: its bound, explored completely, has `twin_sizes` and is as its
+/// prediction says.
 #[track_caller]
-fn historic(name: &str, invariant: Invariant, sizes: (usize, usize), twin_sizes: (usize, usize)) {
-    let loaded = scenario::load(&zoo(name), &[]).unwrap_or_else(|e| panic!("{e}"));
-    let spec = loaded.spec;
-    let report = check::check(&spec, name, PLAN).expect("a bound");
-    assert!(report.complete, "{name}: the bound is explored completely");
-    assert_eq!((report.states, report.unique_states), sizes, "{name}: the bound's size");
-    assert!(report.as_expected(), "{name}:\n{}", check::text(&report));
-    let found = report
-        .properties
-        .iter()
-        .find(|p| p.invariant == Some(invariant))
-        .unwrap_or_else(|| panic!("{name}: no property checks {invariant}"));
-    assert_eq!(found.outcome, Outcome::Counterexample, "{name}: {invariant}");
-    let schedule = spec.schedule.as_ref().expect("an entry carries its counterexample as its schedule");
-    assert_eq!(
-        found.path, schedule.steps,
-        "{name}: the shortest counterexample changed; its story now:\n{}",
-        found.story
-    );
-    let run = runner::run(&spec, loaded.seed);
-    assert!(run.departures.is_empty(), "{name}: {:?}", run.departures);
-    assert!(run.violated().contains(&invariant), "{name}: {:?}", run.violated());
-    assert!(run.prediction_held, "{name}: {:?}", run.violated());
-
+fn twin_checked(name: &str, twin_sizes: (usize, usize)) -> (String, scenario::Loaded, check::CheckReport) {
     let twin = format!("{name}-fixed");
     let loaded = scenario::load(&zoo(&twin), &[]).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(loaded.spec.check, spec.check, "{twin}: the same bound");
     let report = check::check(&loaded.spec, &twin, PLAN).expect("a bound");
     assert!(report.complete, "{twin}: the bound is explored completely");
     assert_eq!((report.states, report.unique_states), twin_sizes, "{twin}: the bound's size");
     assert!(report.as_expected(), "{twin}:\n{}", check::text(&report));
-    let fixed = report.properties.iter().find(|p| p.invariant == Some(invariant)).expect("checked");
-    assert_ne!(fixed.outcome, Outcome::Counterexample, "{twin}: {invariant} holds on the fixed release");
-    assert!(runner::run(&loaded.spec, loaded.seed).prediction_held, "{twin}: the timed run");
+    (twin, loaded, report)
 }
 
 #[test]

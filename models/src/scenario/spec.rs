@@ -455,19 +455,7 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
     Spec {
         name: "claims-minimal".into(),
         description: "a few claims, an update and a delete, one connector crash".into(),
-        postgres: PostgresSection {
-            major_version: 15,
-            wal_segment_size: 16 << 20,
-            checkpoint_timeout_ms: 300_000,
-            max_wal_size_mb: 1024,
-            max_slot_wal_keep_size_mb: None,
-            wal_keep_size_mb: 0,
-            scan_rows_per_second: 1000,
-            standby: None,
-            sync_replication_slots: false,
-            synchronized_standby_slots: false,
-            idle_in_transaction_session_timeout_ms: 0,
-        },
+        postgres: PostgresSection::minimal(),
         tables: vec![TableSetup {
             id: table,
             name: "public.claims".into(),

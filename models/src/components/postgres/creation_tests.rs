@@ -13,19 +13,7 @@ const U: TableId = TableId(0);
 const T_DB2: TableId = TableId(1);
 
 fn server() -> Postgres {
-    let section = PostgresSection {
-        major_version: 15,
-        wal_segment_size: 16 << 20,
-        checkpoint_timeout_ms: 300_000,
-        max_wal_size_mb: 1024,
-        max_slot_wal_keep_size_mb: None,
-        wal_keep_size_mb: 0,
-        scan_rows_per_second: 1000,
-        standby: None,
-        sync_replication_slots: false,
-        synchronized_standby_slots: false,
-        idle_in_transaction_session_timeout_ms: 0,
-    };
+    let section = PostgresSection::minimal();
     let tables = vec![
         TableSpec { id: U, name: "public.u".into(), replica_identity: ReplicaIdentity::Default, database: None },
         TableSpec {

@@ -130,6 +130,27 @@ pub struct PostgresSection {
     pub idle_in_transaction_session_timeout_ms: u64,
 }
 
+impl PostgresSection {
+    /// PostgreSQL 15 with its default settings (16MB segments, `checkpoint_timeout=5min`,
+    /// `max_wal_size=1GB`, no slot cap, no standby, no idle timeout) and snapshot scans of 1,000
+    /// rows a second: the small server of the models' tests and of the minimal spec.
+    pub fn minimal() -> PostgresSection {
+        PostgresSection {
+            major_version: 15,
+            wal_segment_size: 16 << 20,
+            checkpoint_timeout_ms: 300_000,
+            max_wal_size_mb: 1024,
+            max_slot_wal_keep_size_mb: None,
+            wal_keep_size_mb: 0,
+            scan_rows_per_second: 1000,
+            standby: None,
+            sync_replication_slots: false,
+            synchronized_standby_slots: false,
+            idle_in_transaction_session_timeout_ms: 0,
+        }
+    }
+}
+
 /// Server settings the model uses. Names are PostgreSQL's.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PostgresConfig {

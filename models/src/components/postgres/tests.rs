@@ -3,19 +3,7 @@ use crate::core::component::Outbox;
 use crate::core::time::SimTime;
 
 fn server(cap_mb: Option<u64>) -> Postgres {
-    let section = PostgresSection {
-        major_version: 15,
-        wal_segment_size: 16 << 20,
-        checkpoint_timeout_ms: 300_000,
-        max_wal_size_mb: 1024,
-        max_slot_wal_keep_size_mb: cap_mb,
-        wal_keep_size_mb: 0,
-        scan_rows_per_second: 1000,
-        standby: None,
-        sync_replication_slots: false,
-        synchronized_standby_slots: false,
-        idle_in_transaction_session_timeout_ms: 0,
-    };
+    let section = PostgresSection { max_slot_wal_keep_size_mb: cap_mb, ..PostgresSection::minimal() };
     let run = ServerRun {
         bgwriter_running_xacts: false,
         walsender_keepalives: true,

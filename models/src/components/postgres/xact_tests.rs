@@ -37,19 +37,7 @@ impl Harness {
 
     /// A server with `idle_in_transaction_session_timeout` set (0: off).
     fn with_idle_timeout(idle_in_transaction_session_timeout_ms: u64) -> Harness {
-        let section = PostgresSection {
-            major_version: 15,
-            wal_segment_size: 16 << 20,
-            checkpoint_timeout_ms: 300_000,
-            max_wal_size_mb: 1024,
-            max_slot_wal_keep_size_mb: None,
-            wal_keep_size_mb: 0,
-            scan_rows_per_second: 1000,
-            standby: None,
-            sync_replication_slots: false,
-            synchronized_standby_slots: false,
-            idle_in_transaction_session_timeout_ms,
-        };
+        let section = PostgresSection { idle_in_transaction_session_timeout_ms, ..PostgresSection::minimal() };
         let table = |id: u16, database: Option<&str>| TableSpec {
             id: TableId(id),
             name: "public.t".into(),
