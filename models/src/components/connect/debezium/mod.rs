@@ -879,4 +879,38 @@ mod tests {
         assert!(keepalive(&mut driver, 5000).is_empty(), "once");
         assert_eq!(keepalive(&mut driver, 6000), [6000]);
     }
+
+    /// pgjdbc's keep-alive guard belongs to one stream: every `START_REPLICATION` builds a new
+    /// `V3PGReplicationStream` whose positions start at `INVALID_LSN`, so before its first
+    /// XLogData a keep-alive is confirmed even though the previous stream (a restart's search
+    /// stream) received data nobody confirmed.
+    #[test]
+    fn a_new_stream_confirms_a_keepalive_before_its_first_data() {
+        let mut config = (*task().config).clone();
+        config.version = (3, 1);
+        config.pgjdbc = Some((42, 7, 3));
+        let mut driver = DebeziumTask::new(Fixed::new(config), 1);
+        driver.phase = Phase::Streaming;
+        let flushes = |task: &mut DebeziumTask, reply: ReplReply| {
+            let mut out = Outbox::default();
+            task.on_repl_reply(&mut Ctx::new(SimTime(0), Node::Connect, &mut out), reply);
+            out.sends
+                .iter()
+                .filter_map(|(_, msg)| match msg {
+                    Msg::Repl { request: ReplRequest::StatusUpdate { flush }, .. } => Some(flush.0),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        flushes(&mut driver, ReplReply::XLogData(txn(10, 1000, &[1])));
+        assert!(flushes(&mut driver, ReplReply::Keepalive { wal_end: Lsn(5000) }).is_empty(), "data unconfirmed");
+        let mut out = Outbox::default();
+        driver.request_stream(&mut Ctx::new(SimTime(0), Node::Connect, &mut out), Lsn(1000));
+        driver.phase = Phase::Streaming;
+        assert_eq!(
+            flushes(&mut driver, ReplReply::Keepalive { wal_end: Lsn(5000) }),
+            [5000],
+            "a new stream: nothing received on it yet"
+        );
+    }
 }

@@ -42,8 +42,16 @@ impl DebeziumTask {
     }
 
     /// `startStreaming(lsn, walPosition)`: `START_REPLICATION` on the replication connection.
-    fn request_stream(&mut self, ctx: &mut Ctx, start: Lsn) {
+    pub(super) fn request_stream(&mut self, ctx: &mut Ctx, start: Lsn) {
         self.phase = Phase::StartingStream;
+        // Every `START_REPLICATION` gets a new `V3PGReplicationStream`, whose positions start at
+        // `INVALID_LSN`: until its first XLogData the keep-alive rule's guard holds (0 >= 0), on
+        // the search stream and on the filtering stream alike. Kept as it was where the driver
+        // confirms nothing, so those bounds keep their states.
+        if self.config.driver_confirms_keepalives() {
+            self.last_data_start = Lsn::INVALID;
+            self.driver_flushed = Lsn::INVALID;
+        }
         let (slot, publication) = (self.config.slot_name.clone(), self.config.publication_name.clone());
         // `messages=true` on PostgreSQL ≥ 14 (`PgOutputMessageDecoder.defaultOptions`); every
         // modelled server is 15 or later.
