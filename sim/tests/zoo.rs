@@ -145,3 +145,13 @@ fn dbz_76_a_change_at_the_stored_commits_end_in_an_interleaved_transaction() {
         (432_597, 146_575),
     );
 }
+
+#[test]
+fn dbz_5031_5597_a_slot_confirmed_during_the_restart_search() {
+    historic(
+        "dbz-5031-5597-slot-confirmed-during-the-restart-search",
+        Invariant::I1,
+        (907_012, 354_252),
+        (882_974, 343_330),
+    );
+}
