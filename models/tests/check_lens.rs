@@ -115,3 +115,20 @@ fn the_steps_of_a_session_run_in_order_one_answer_at_a_time_and_sessions_interle
     }
     assert_eq!(scripts(&world), [4, 5], "both commits may come in either order");
 }
+
+/// Keep-alives reach a bound only where the JDBC driver confirms them: a 42.7.0-42.7.5 driver
+/// under Debezium before 3.2 (DBZ-7533, pgjdbc's `processKeepAliveMessage`); every other bound's
+/// walsenders send none, and keeps its size.
+#[test]
+fn a_bound_has_keepalives_only_where_the_driver_confirms_them() {
+    use handoff_models::exhaustive::world::World;
+    let keepalives = |version: (u32, u32), pgjdbc: Option<(u32, u32, u32)>| {
+        let mut spec = claims_minimal(1, ApplyRule::VersionGuard);
+        spec.debezium.version = version;
+        spec.debezium.pgjdbc = pgjdbc;
+        World::new(&spec, &bounds()).processes.pg1.config.walsender_keepalives
+    };
+    assert!(keepalives((3, 1), Some((42, 7, 3))), "a 42.7.3 driver under 3.1 confirms them");
+    assert!(!keepalives((3, 2), Some((42, 7, 3))), "3.2 switches the driver's automatic flush off");
+    assert!(!keepalives((3, 1), None), "3.1 ships 42.6.1");
+}

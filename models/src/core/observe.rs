@@ -208,7 +208,8 @@ pub enum Observation {
     SlotInfoRetry {
         attempt: u32,
     },
-    /// The JDBC driver confirmed a keep-alive's LSN to the slot (`lsn.flush.mode=connector_and_driver`).
+    /// The JDBC driver confirmed a keep-alive's LSN to the slot (`lsn.flush.mode=connector_and_driver`,
+    /// or a 42.7.0-42.7.5 driver under Debezium before 3.2).
     KeepaliveConfirmed {
         lsn: Lsn,
     },
