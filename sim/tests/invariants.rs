@@ -251,3 +251,30 @@ fn a_42_7_driver_under_debezium_3_1_confirms_keepalives() {
     // scenario's keep-alive fix is there to prevent (what that costs is the scenario's story).
     assert_eq!(confirmations("42.6.1").0, 0, "the shipped 42.6.1 driver never confirms a keep-alive");
 }
+
+/// Row 10 with a restart: a 42.7.3 driver under Debezium 3.1, or under 1.9 (before the locator
+/// fixes of 2.0), confirms the keep-alives of the other database's WAL; the slot's restart_lsn
+/// follows past the stored lsn_proc, and the restarted task's log-position check fails it under
+/// `snapshot.mode=initial`: closed and honest (no I1, no I6, no I11). 1.9 shows only DBZ-7816's
+/// I5, its own bug. From 3.2 the driver confirms nothing and the check passes.
+#[test]
+fn a_42_7_driver_before_3_2_makes_a_restart_fail_closed_and_loses_nothing() {
+    let restarted = |debezium: &str| {
+        let sets = [
+            "connector.\"lsn.flush.mode\"=connector".to_owned(),
+            format!("versions.debezium=\"{debezium}\""),
+            "versions.pgjdbc=\"42.7.3\"".to_owned(),
+        ];
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        let (spec, seed) = common::load("claims-quiet-database-keepalive-fix-restart", &sets);
+        common::run(&spec, seed)
+    };
+    for (debezium, violated) in [("3.1", vec![]), ("1.9", vec![I5])] {
+        let result = restarted(debezium);
+        assert_eq!(result.violated(), violated, "{debezium}: {:?}", result.findings);
+        assert!(!result.boundary.reached, "{debezium}");
+        assert!(result.boundary.reason.contains("no longer available"), "{debezium}: {}", result.boundary.reason);
+    }
+    let result = restarted("3.2");
+    assert!(!result.boundary.reason.contains("no longer available"), "3.2: {}", result.boundary.reason);
+}
