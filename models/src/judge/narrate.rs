@@ -207,7 +207,7 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             text
         }
         Observation::KeepaliveConfirmed { lsn } => format!(
-            "the driver confirmed keep-alive {lsn} to the slot (lsn.flush.mode=connector_and_driver; not in the stored offset)"
+            "the JDBC driver confirmed keep-alive {lsn} to the slot on its own (pgjdbc automatic flush; not in the stored offset)"
         ),
         Observation::SlotSynced { slot, restart_lsn, confirmed_flush, .. } => {
             format!("slotsync: synced slot \"{slot}\" at restart_lsn {restart_lsn}, confirmed_flush {confirmed_flush}")
