@@ -145,3 +145,8 @@ fn dbz_76_a_change_at_the_stored_commits_end_in_an_interleaved_transaction() {
         (432_597, 146_575),
     );
 }
+
+#[test]
+fn dbz_1766_the_last_polled_record_confirmed() {
+    historic("dbz-1766-last-polled-record-confirmed", Invariant::I6, (253_238, 77_983), (216_559, 64_737));
+}
