@@ -298,7 +298,7 @@ pub enum Observation {
     },
     /// Debezium confirmed this LSN to the slot (a standby status update): from the offset
     /// re-read from the offset store (2.7 and later), or from the offsets Kafka acknowledged, in
-    /// memory (before 2.7, DBZ-7816).
+    /// memory (1.1 to 2.6, DBZ-7816; before 1.1, [`Observation::LsnFlushedLastPolled`]).
     LsnFlushed {
         lsn: Lsn,
         from_offset_store: bool,
@@ -471,6 +471,12 @@ pub enum Observation {
         client: Node,
         xid: Option<crate::core::ids::Xid>,
         idle_ms: u64,
+    },
+    /// Debezium before 1.1 confirmed this LSN to the slot from the last record `poll()` returned,
+    /// whether or not Kafka had it yet (`PostgresConnectorTask.poll()` set `lastOffset`,
+    /// `commit()` confirmed it; DBZ-1766). From 1.1 a confirmation is [`Observation::LsnFlushed`].
+    LsnFlushedLastPolled {
+        lsn: Lsn,
     },
 }
 

@@ -311,6 +311,9 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
         Observation::LsnFlushed { lsn, from_offset_store: false } => format!(
             "confirmed {lsn} to the slot (from the offsets Kafka acknowledged, in memory: before Debezium 2.7, DBZ-7816)"
         ),
+        Observation::LsnFlushedLastPolled { lsn } => format!(
+            "confirmed {lsn} to the slot (from the last record poll() returned, produced or not: before Debezium 1.1, DBZ-1766)"
+        ),
         Observation::TaskFailed { reason } => format!("task FAILED: {reason}"),
         Observation::TaskRestarting { reason, after_ms } => {
             format!("retriable error ({reason}); restarting in {}.{:03}s", after_ms / 1000, after_ms % 1000)

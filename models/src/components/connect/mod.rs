@@ -422,7 +422,9 @@ impl ConnectWorker {
             // SourceTask.commit(): Debezium only sets a flag; the next poll acts on it.
             task.commit_requested = true;
         } else {
-            // Before 2.7, commit() confirms the last acknowledged offset at once.
+            // Before 2.7, commit() confirms at once the last acknowledged offset (before 1.1,
+            // the last polled one, DBZ-1766: `PostgresConnectorTask.commit()` on the committer
+            // thread, `coordinator.commitOffset(lastOffset)`).
             let acked = task.debezium.last_acked();
             task.commit_offset(ctx, acked);
         }

@@ -715,6 +715,35 @@ mod tests {
         }
     }
 
+    /// DBZ-1766 (row 1): the confirmation says where it came from, so that a timeline does not
+    /// blame a 1.0 confirmation of unproduced records on DBZ-7816's acknowledged offsets.
+    #[test]
+    fn a_confirmation_before_1_1_is_reported_as_the_last_polled_record() {
+        for (version, last_polled) in [((1, 0), true), ((1, 1), false)] {
+            let mut task = with_version(version);
+            task.phase = Phase::Streaming;
+            task.process_transaction(txn(10, 1000, &[1]));
+            let polled = task.drain();
+            task.commit_record(polled[0].offset);
+            let mut out = Outbox::default();
+            let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
+            let confirm = task.last_acked();
+            task.commit_offset(&mut ctx, confirm);
+            let observed: Vec<&Observation> = out.observations.iter().collect();
+            if last_polled {
+                assert!(
+                    matches!(observed[..], [Observation::LsnFlushedLastPolled { lsn: Lsn(1000) }]),
+                    "{version:?}: {observed:?}"
+                );
+            } else {
+                assert!(
+                    matches!(observed[..], [Observation::LsnFlushed { lsn: Lsn(1000), from_offset_store: false }]),
+                    "{version:?}: {observed:?}"
+                );
+            }
+        }
+    }
+
     /// Before 1.3 (no locator): the stream starts at the stored `lsn` and skips every message at
     /// or below it; no COMMIT position is kept, so `lsn_proc` is what is confirmed.
     #[test]

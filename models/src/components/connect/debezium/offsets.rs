@@ -32,13 +32,17 @@ impl DebeziumTask {
     }
 
     /// `performCommit()`: confirm `lsn_commit ?? lsn_proc` of the offset Connect hands over (re-read
-    /// from the offset store since 2.7; before, the last one Kafka acknowledged, in memory) to the
-    /// slot, only while streaming.
+    /// from the offset store since 2.7; from 1.1 to 2.6, the last one Kafka acknowledged, in
+    /// memory; before 1.1, the last one `poll()` returned) to the slot, only while streaming.
     pub fn commit_offset(&mut self, ctx: &mut Ctx, stored: Option<SourceOffset>) {
         if let Some(flush) = self.commit_moves(stored) {
             self.last_flushed = flush;
-            let from_offset_store = self.confirms_from_offset_store();
-            ctx.observe(Observation::LsnFlushed { lsn: flush, from_offset_store });
+            if self.confirms_last_polled() {
+                ctx.observe(Observation::LsnFlushedLastPolled { lsn: flush });
+            } else {
+                let from_offset_store = self.confirms_from_offset_store();
+                ctx.observe(Observation::LsnFlushed { lsn: flush, from_offset_store });
+            }
             self.repl(ctx, ReplRequest::StatusUpdate { flush });
         }
     }
