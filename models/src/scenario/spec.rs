@@ -110,10 +110,11 @@ pub enum FaultKind {
     Clog,
     WalBurst,
     Checkpoint,
+    AdvanceSlot,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 10] = [
+    pub const ALL: [FaultKind; 11] = [
         FaultKind::KillConnectWorker,
         FaultKind::KillConnectorTask,
         FaultKind::StopConnector,
@@ -124,6 +125,7 @@ impl FaultKind {
         FaultKind::Clog,
         FaultKind::WalBurst,
         FaultKind::Checkpoint,
+        FaultKind::AdvanceSlot,
     ];
 
     pub fn name(self) -> &'static str {
@@ -138,6 +140,7 @@ impl FaultKind {
             FaultKind::Clog => "clog",
             FaultKind::WalBurst => "wal-burst",
             FaultKind::Checkpoint => "checkpoint",
+            FaultKind::AdvanceSlot => "advance-slot",
         }
     }
 
@@ -157,6 +160,7 @@ impl FaultKind {
             FaultAction::Clog { .. } => FaultKind::Clog,
             FaultAction::WalBurst { .. } => FaultKind::WalBurst,
             FaultAction::Checkpoint => FaultKind::Checkpoint,
+            FaultAction::AdvanceSlot { .. } => FaultKind::AdvanceSlot,
         }
     }
 }
