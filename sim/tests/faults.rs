@@ -5,9 +5,10 @@ mod common;
 
 use handoff_models::components::connect::ConnectorState;
 use handoff_models::core::fault::FaultOutcome;
+use handoff_models::core::ids::Node;
 use handoff_models::core::lsn::Lsn;
 use handoff_models::core::observe::Observation;
-use handoff_models::scenario::spec::Invariant::I3;
+use handoff_models::scenario::spec::Invariant::{self, I3};
 
 fn replay_text() -> String {
     common::claims(
@@ -549,4 +550,75 @@ bytes = "45MB"
 fn bundled_with(name: &str, more: &str) -> handoff_models::scenario::spec::Spec {
     let text = std::fs::read_to_string(common::scenario_path(name)).expect("the scenario");
     common::load_text(&(text + more))
+}
+
+/// A connector streaming with updates from 10 s to 30 s, stopped at 15 s and resumed at 25 s, with
+/// `more` appended (the hand advance's faults, a `[versions]`, connector properties).
+fn stopped_connector_with(connector_more: &str, more: &str) -> handoff_models::scenario::spec::Spec {
+    common::load_text(&format!(
+        r#"name = "advance-slot"
+[[table]]
+name = "public.claims"
+rows = 3
+[connector]
+"topic.prefix" = "claims"
+"plugin.name" = "pgoutput"
+{connector_more}
+[sink]
+apply = "version-guard"
+"auto.offset.reset" = "earliest"
+[workload]
+start_ms = 10000
+end_ms = 30000
+updates_per_second = 2
+[[fault]]
+at = "15s"
+action = "stop-connector"
+resume_after_ms = 10000
+[prediction]
+verdict = "holds"
+why = "judged by the test"
+{more}"#
+    ))
+}
+
+/// The operator's advance is refused while the connector's walsender holds the slot (PostgreSQL's
+/// `ReplicationSlotAcquire`): the timeline gives PostgreSQL's error, nothing moves, and the run
+/// holds.
+#[test]
+fn a_slot_advanced_by_hand_while_the_connector_streams_is_refused() {
+    let spec = stopped_connector_with("", "[[fault]]\nat = \"12s\"\naction = \"advance-slot\"\n");
+    let result = common::run(&spec, 1);
+    let refused = result.trace.iter().any(|e| {
+        matches!(&e.observation, Observation::OperatorAction { action }
+            if action.contains("failed") && action.contains("replication slot \"debezium\" is active"))
+    });
+    assert!(refused, "PostgreSQL refuses the advance of an active slot");
+    assert!(
+        !result.trace.iter().any(|e| matches!(e.observation, Observation::SlotConfirmed { by: Node::Operator, .. }))
+    );
+    assert_eq!(result.violated(), vec![], "{:?}", result.findings);
+}
+
+/// Advanced while the connector is stopped, the slot moves to the WAL end; on resume Debezium 3.7
+/// (no seek under `no_validation`) passes the log-position check and streams past the updates
+/// committed meanwhile (I6); Debezium 2.5 with `internal.slot.seek.to.known.offset.on.start`
+/// seeks the slot back to the stored offset, PostgreSQL refuses, and the task fails instead.
+#[test]
+fn a_slot_advanced_by_hand_while_the_connector_is_stopped_is_skipped_silently_or_refused_by_the_seek() {
+    let advance = "[[fault]]\nat = \"20s\"\naction = \"advance-slot\"\n";
+    let result = common::run(&stopped_connector_with("", advance), 1);
+    assert!(
+        result.trace.iter().any(|e| matches!(e.observation, Observation::SlotConfirmed { by: Node::Operator, .. }))
+    );
+    assert!(result.violated().contains(&Invariant::I6), "{:?}", result.findings);
+
+    let seek = "\"internal.slot.seek.to.known.offset.on.start\" = true";
+    let result = common::run(&stopped_connector_with(seek, &format!("{advance}[versions]\ndebezium = \"2.5\"\n")), 1);
+    let failed = result.trace.iter().any(|e| {
+        matches!(&e.observation, Observation::TaskFailed { reason }
+            if reason.contains("Cannot seek to the last known offset") && reason.contains("cannot advance replication slot to"))
+    });
+    assert!(failed, "the seek is refused and the task fails");
+    assert!(!result.violated().contains(&Invariant::I6), "{:?}", result.findings);
 }

@@ -98,7 +98,7 @@ fn twin_checked(name: &str, twin_sizes: (usize, usize)) -> (String, scenario::Lo
 
 #[test]
 fn dbz_5915_6204_a_change_sharing_the_stored_lsn() {
-    historic("dbz-5915-6204-change-sharing-the-stored-lsn", Invariant::I1, (986_591, 405_056), (988_787, 406_335));
+    historic("dbz-5915-6204-change-sharing-the-stored-lsn", Invariant::I1, (1_022_048, 417_027), (1_034_986, 423_485));
 }
 
 #[test]
@@ -144,4 +144,19 @@ fn dbz_76_a_change_at_the_stored_commits_end_in_an_interleaved_transaction() {
         (432_487, 146_520),
         (432_597, 146_575),
     );
+}
+
+/// DBZ-5739: a slot advanced by hand while the connector was down. 2.0 streams past the skipped
+/// commit silently; 2.1 seeks the slot to the stored offset first, PostgreSQL refuses to move it
+/// back, and the task fails.
+#[test]
+fn dbz_5739_a_slot_advanced_by_hand() {
+    historic("dbz-5739-slot-advanced-by-hand", Invariant::I6, (49_991, 20_706), (65_453, 25_981));
+}
+
+/// dbz#1863: from 3.6 `trust_offset` seeks only a slot behind the offset, so the slot advanced by
+/// hand is trusted again; 3.5 still seeks and fails.
+#[test]
+fn dbz_1863_trust_offset_after_a_slot_advanced_by_hand() {
+    historic("dbz-1863-trust-offset-slot-advanced-by-hand", Invariant::I6, (206_501, 79_751), (264_112, 98_790));
 }

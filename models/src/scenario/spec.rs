@@ -483,6 +483,7 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
             tombstones_on_delete: true,
             log_position_check_enable: true,
             offset_mismatch_strategy: crate::components::connect::debezium::OffsetMismatchStrategy::NoValidation,
+            slot_seek_to_known_offset_on_start: false,
             lsn_flush_mode: crate::components::connect::debezium::LsnFlushMode::Connector,
             heartbeat_interval_ms: 0,
             slot_failover: false,

@@ -42,9 +42,7 @@
 //!   start-up log-position check, so a recreated or hand-advanced slot is trusted. Where the slot
 //!   is ahead of the offset, every strategy ends up streaming from the slot's position (the server
 //!   forwards a request below `confirmed_flush`; `trust_*` ask for it directly), which is what the
-//!   model does. Where the slot is behind, `trust_offset` and `trust_greater_lsn` first advance it
-//!   to the offset; the model streams from the offset without that advance, which delivers the same
-//!   changes (only the slot's `confirmed_flush` moves earlier).
+//!   model does. `trust_offset` and `trust_greater_lsn` seek the slot first (below).
 //!
 //! - The slot reader (`PostgresConnection.fetchReplicationSlotInfo`, `readReplicationSlotInfo`): a
 //!   slot row whose `restart_lsn` is NULL (an invalidated slot) is "not yet valid" and read again
@@ -68,9 +66,19 @@
 //!   the stored `lsn`, and `lsn_proc` is confirmed); before 2.7 the slot is confirmed from the
 //!   offsets acknowledged in memory (DBZ-7816); the locator's own rules are in `locator`.
 //!
-//! Left out (another issue makes them exact): the slot advance of
-//! `trust_offset`/`trust_greater_lsn`, `slot.max.retries`, heartbeats emitted right after a
-//! commit or a change (here only on the interval's timer), incremental and blocking snapshots,
+//! - The slot seek (`PostgresReplicationConnection.startStreaming`, `advanceReplicationSlot`;
+//!   DBZ-5739, DBZ-7015, dbz#1863; which release seeks when: [`DebeziumConfig::slot_seek`]): before
+//!   `START_REPLICATION`, `pg_replication_slot_advance(slot, lsn_commit ?? lsn)`. A slot behind
+//!   the offset is moved up to it; a slot ahead makes PostgreSQL refuse ("cannot advance
+//!   replication slot to …, minimum is …"), which fails the task ("Cannot seek to the last known
+//!   offset …"), except in 2.2 to 2.4, which log it and stream on (DBZ-6191). The seek runs on the
+//!   first stream of a start, not again when the search reconnects (by then the slot is at the
+//!   target, and the same target is no move).
+//!
+//! Left out (another issue makes them exact): `slot.max.retries` (a refused seek from 2.5 is
+//! retried six times, 10 s apart, before the task fails; here it fails at once), heartbeats
+//! emitted right after a commit or a change (here only on the interval's timer), incremental and
+//! blocking snapshots,
 //! transaction metadata (so no BEGIN record ever carries an offset), the `<prefix>.message` records
 //! of logical decoding messages (their offsets move; no record is emitted), the queue's
 //! `max.queue.size` back-pressure.
@@ -90,7 +98,7 @@ pub use locator::{LocatorRules, WalPositionLocator};
 
 pub use config::{
     DebeziumConfig, LSN_FLUSH_MODE_HEARTBEAT_FALLBACK_MS, LsnFlushMode, MAX_ATTEMPTS_FOR_OBTAINING_REPLICATION_SLOT,
-    OffsetMismatchStrategy, PAUSE_BETWEEN_REPLICATION_SLOT_RETRIEVAL_ATTEMPTS_MS, SnapshotMode,
+    OffsetMismatchStrategy, PAUSE_BETWEEN_REPLICATION_SLOT_RETRIEVAL_ATTEMPTS_MS, SlotSeek, SnapshotMode,
 };
 
 use crate::core::change::{Change, ChangeKind, RowOp};
@@ -133,6 +141,12 @@ pub enum Phase {
     Failed {
         reason: String,
     },
+    /// The seek before the stream (`pg_replication_slot_advance(slot, target)`): waiting for
+    /// its answer, then `START_REPLICATION` at `start`.
+    SeekingSlot {
+        target: Lsn,
+        start: Lsn,
+    },
 }
 
 impl Phase {
@@ -151,6 +165,9 @@ impl Phase {
             Phase::Streaming => "streaming".into(),
             Phase::AwaitingRestart => "waiting to restart after a retriable error".into(),
             Phase::Failed { reason } => format!("failed: {reason}"),
+            Phase::SeekingSlot { target, .. } => {
+                format!("seeking the replication slot to the stored offset {target} (pg_replication_slot_advance)")
+            }
         }
     }
 }
