@@ -529,6 +529,10 @@ mod tests {
         let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
         task.offset = stored;
         task.start_streaming(&mut ctx);
+        // 2.1 to 2.4 seek the slot first (`startStreaming`); the slot is where the offset is.
+        if let Phase::SeekingSlot { target, .. } = task.phase {
+            task.on_sql_reply(&mut ctx, SqlReply::Lsn(target));
+        }
         task.on_repl_reply(&mut ctx, ReplReply::StreamingStarted);
         for txn in txns {
             task.on_repl_reply(&mut ctx, ReplReply::XLogData(txn.clone()));
@@ -598,6 +602,63 @@ mod tests {
                 "{version:?}"
             );
         }
+    }
+
+    /// DBZ-5739: the seek before the stream. 2.1 asks PostgreSQL to move the slot to the stored
+    /// `lsn_commit` and fails on its refusal (the slot is ahead); 2.2 only logs the refusal and
+    /// streams (DBZ-6191); 2.0 does not seek; 3.6 with `trust_offset` seeks only a slot behind.
+    #[test]
+    fn the_slot_seek_before_the_stream_by_release() {
+        let ahead = SlotRow {
+            slot_name: "debezium".into(),
+            plugin: "pgoutput".into(),
+            active: false,
+            restart_lsn: Some(Lsn(1000)),
+            confirmed_flush_lsn: Some(Lsn(3000)),
+            wal_status: Some("reserved".into()),
+        };
+        let behind = SlotRow { confirmed_flush_lsn: Some(Lsn(1500)), ..ahead.clone() };
+        let refusal = SqlReply::Error("ERROR: cannot advance replication slot to 0/8C0, minimum is 0/BB8".into());
+        let start = |version: (u32, u32), strategy: OffsetMismatchStrategy, slot: &SlotRow| {
+            let mut task = with_version(version);
+            let mut config = (*task.config).clone();
+            config.offset_mismatch_strategy = strategy;
+            task.config = Fixed::new(config);
+            task.starting_slot = Some(CopyOnWrite::new(slot.clone()));
+            task.offset = stored(2000, 1140, MessageType::Update);
+            let mut out = Outbox::default();
+            task.start_streaming(&mut Ctx::new(SimTime(0), Node::Connect, &mut out));
+            let seeks: Vec<Lsn> = out
+                .sends
+                .iter()
+                .filter_map(|(_, msg)| match msg {
+                    Msg::Sql { request: SqlRequest::AdvanceSlot { to, .. }, .. } => Some(*to),
+                    _ => None,
+                })
+                .collect();
+            (task, seeks)
+        };
+        let no_validation = OffsetMismatchStrategy::NoValidation;
+        let (_, seeks) = start((2, 0), no_validation, &ahead);
+        assert!(seeks.is_empty(), "no seek before 2.1");
+        let (mut task, seeks) = start((2, 1), no_validation, &ahead);
+        assert_eq!(seeks, [Lsn(1140)], "the stored lsn_commit");
+        let mut out = Outbox::default();
+        let event = task.on_sql_reply(&mut Ctx::new(SimTime(0), Node::Connect, &mut out), refusal.clone());
+        assert_eq!(event, TaskEvent::Failed);
+        assert!(
+            matches!(&task.phase, Phase::Failed { reason } if reason.contains("Cannot seek to the last known offset '0/474'"))
+        );
+        let (mut task, _) = start((2, 2), no_validation, &ahead);
+        let mut out = Outbox::default();
+        task.on_sql_reply(&mut Ctx::new(SimTime(0), Node::Connect, &mut out), refusal);
+        assert_eq!(task.phase, Phase::StartingStream, "DBZ-6191: logged, the stream starts");
+        assert!(out.observations.iter().any(|o| matches!(o, Observation::SlotSought { refused: Some(_), .. })));
+        let trust_offset = OffsetMismatchStrategy::TrustOffset;
+        assert_eq!(start((3, 5), trust_offset, &ahead).1, [Lsn(1140)]);
+        assert!(start((3, 6), trust_offset, &ahead).1.is_empty(), "dbz#1863: a slot ahead is not sought");
+        assert_eq!(start((3, 6), trust_offset, &behind).1, [Lsn(1140)], "a slot behind is");
+        assert!(start((3, 7), no_validation, &behind).1.is_empty());
     }
 
     /// DBZ-6204 (row 5): the stored COMMIT ends where the next transaction's BEGIN and first
