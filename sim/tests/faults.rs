@@ -5,6 +5,7 @@ mod common;
 
 use handoff_models::components::connect::ConnectorState;
 use handoff_models::core::fault::FaultOutcome;
+use handoff_models::core::ids::Node;
 use handoff_models::core::lsn::Lsn;
 use handoff_models::core::observe::Observation;
 use handoff_models::scenario::spec::Invariant::I3;
@@ -549,4 +550,73 @@ bytes = "45MB"
 fn bundled_with(name: &str, more: &str) -> handoff_models::scenario::spec::Spec {
     let text = std::fs::read_to_string(common::scenario_path(name)).expect("the scenario");
     common::load_text(&(text + more))
+}
+
+/// A connector streaming with updates from 10 s to 30 s, stopped at 15 s and resumed at 25 s, with
+/// `more` appended (the hand advance's faults, a `[versions]`, connector properties).
+fn stopped_connector_with(connector_more: &str, more: &str) -> handoff_models::scenario::spec::Spec {
+    common::load_text(&format!(
+        r#"name = "advance-slot"
+[[table]]
+name = "public.claims"
+rows = 3
+[connector]
+"topic.prefix" = "claims"
+"plugin.name" = "pgoutput"
+{connector_more}
+[sink]
+apply = "version-guard"
+"auto.offset.reset" = "earliest"
+[workload]
+start_ms = 10000
+end_ms = 30000
+updates_per_second = 2
+[[fault]]
+at = "15s"
+action = "stop-connector"
+resume_after_ms = 10000
+[prediction]
+verdict = "holds"
+why = "judged by the test"
+{more}"#
+    ))
+}
+
+/// The operator's advance is refused while the connector's walsender holds the slot (PostgreSQL's
+/// `ReplicationSlotAcquire`): the timeline gives PostgreSQL's error, nothing moves, and the run
+/// holds.
+#[test]
+fn a_slot_advanced_by_hand_while_the_connector_streams_is_refused() {
+    let spec = stopped_connector_with("", "[[fault]]\nat = \"12s\"\naction = \"advance-slot\"\n");
+    let result = common::run(&spec, 1);
+    let refused = result.trace.iter().any(|e| {
+        matches!(&e.observation, Observation::OperatorAction { action }
+            if action.contains("failed") && action.contains("replication slot \"debezium\" is active"))
+    });
+    assert!(refused, "PostgreSQL refuses the advance of an active slot");
+    assert!(
+        !result.trace.iter().any(|e| matches!(e.observation, Observation::SlotConfirmed { by: Node::Operator, .. }))
+    );
+    assert_eq!(result.violated(), vec![], "{:?}", result.findings);
+}
+
+/// Advanced while the connector is stopped, the slot moves to the WAL end, and its restart_lsn to
+/// the last running-xacts record the advance decoded past: in a timed run the background writer
+/// wrote one after the stored offset (every 15 s with WAL written), so on resume the start-up check
+/// sees restart_lsn > lsn_proc and the task fails instead of streaming past the updates committed
+/// meanwhile (the silent path needs no such record in between: the zoo's
+/// dbz-5739-slot-advanced-by-hand).
+#[test]
+fn a_slot_advanced_by_hand_past_a_running_xacts_record_fails_the_log_position_check() {
+    let advance = "[[fault]]\nat = \"20s\"\naction = \"advance-slot\"\n";
+    let result = common::run(&stopped_connector_with("", advance), 1);
+    assert!(
+        result.trace.iter().any(|e| matches!(e.observation, Observation::SlotConfirmed { by: Node::Operator, .. }))
+    );
+    let check_failed = result.trace.iter().any(|e| {
+        matches!(&e.observation, Observation::LogPositionChecked { available: false, detail } if detail.contains("> lsn_proc"))
+    });
+    assert!(check_failed, "the advanced restart_lsn is past the stored lsn_proc");
+    assert!(result.trace.iter().any(|e| matches!(e.observation, Observation::TaskFailed { .. })));
+    assert_eq!(result.violated(), vec![], "{:?}", result.findings);
 }

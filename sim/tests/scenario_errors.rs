@@ -6,6 +6,7 @@ use handoff_models::components::operator::GatePolicy;
 use handoff_models::components::sink::ApplyRule;
 use handoff_models::core::change::{ReplicaIdentity, RowOp};
 use handoff_models::core::ids::{Node, Status, TableId};
+use handoff_models::core::lsn::Lsn;
 use handoff_models::exhaustive::world::{Action, CrashWhile};
 use handoff_models::scenario::spec::{
     Background, FaultAction, FaultKind, FaultProfile, HandoffMethod, Invariant, Moment, Trigger,
@@ -389,6 +390,48 @@ fn the_offset_mismatch_strategy_reads_into_the_connector() {
         assert_eq!(spec.debezium.offset_mismatch_strategy, strategy);
     }
     assert_eq!(ok(MIN, &[]).spec.debezium.offset_mismatch_strategy, OffsetMismatchStrategy::NoValidation);
+}
+
+/// `internal.slot.seek.to.known.offset.on.start` by release: refused before 2.5 with what the
+/// release does instead, read from 2.5, and from 3.4 an alias of `offset.mismatch.strategy` (which
+/// wins when both are set); the name without `internal.` is refused with the real one.
+#[test]
+fn the_slot_seek_property_by_release() {
+    let seek = |value: &str| {
+        min_with(
+            "\"plugin.name\" = \"pgoutput\"\n",
+            &format!("\"plugin.name\" = \"pgoutput\"\n\"internal.slot.seek.to.known.offset.on.start\" = {value}\n"),
+        )
+    };
+    let prefix = "s.toml:7:1: connector.\"internal.slot.seek.to.known.offset.on.start\": ";
+    fails(&seek("true"), &["versions.debezium=\"2.0\""], prefix, "before 2.1 there is no seek at all");
+    fails(&seek("true"), &["versions.debezium=\"2.4\""], prefix, "exists from Debezium 2.5 (DBZ-7015)");
+    fails(&seek("true"), &["versions.debezium=\"2.1\""], prefix, "2.1 to 2.4 seek the slot at every start");
+    let on_2_5 = ok(&seek("true"), &["versions.debezium=\"2.5\""]).spec.debezium;
+    assert!(on_2_5.slot_seek_to_known_offset_on_start);
+    assert_eq!(on_2_5.offset_mismatch_strategy, OffsetMismatchStrategy::NoValidation);
+    let on_3_4 = ok(&seek("true"), &["versions.debezium=\"3.4\""]).spec.debezium;
+    assert_eq!(on_3_4.offset_mismatch_strategy, OffsetMismatchStrategy::TrustOffset, "the deprecated alias");
+    let both = ok(&seek("true"), &["connector.\"offset.mismatch.strategy\"=\"trust_slot\""]).spec.debezium;
+    assert_eq!(both.offset_mismatch_strategy, OffsetMismatchStrategy::TrustSlot, "the strategy wins");
+    let unprefixed = min_with(
+        "\"plugin.name\" = \"pgoutput\"\n",
+        "\"plugin.name\" = \"pgoutput\"\n\"slot.seek.to.known.offset.on.start\" = true\n",
+    );
+    fails(&unprefixed, &[], "s.toml:7:1: connector.\"slot.seek.to.known.offset.on.start\": ", "as internal.slot.seek");
+}
+
+/// `advance-slot` takes an optional `to_lsn`, a valid LSN.
+#[test]
+fn advance_slot_fault_target() {
+    let fault = |extra: &str| format!("{MIN}[[fault]]\nat = \"1s\"\naction = \"advance-slot\"\n{extra}");
+    let spec = ok(&fault(""), &[]).spec;
+    assert_eq!(spec.faults[0].action, FaultAction::AdvanceSlot { to_lsn: None });
+    let spec = ok(&fault("to_lsn = \"0/16B3748\"\n"), &[]).spec;
+    assert_eq!(spec.faults[0].action, FaultAction::AdvanceSlot { to_lsn: Some(Lsn(0x16B_3748)) });
+    fails(&fault("to_lsn = \"16B3748\"\n"), &[], "s.toml:15:1: fault[0].to_lsn: ", "is not an LSN");
+    fails(&fault("to_lsn = \"0/0\"\n"), &[], "s.toml:15:1: fault[0].to_lsn: ", "invalid target WAL LSN");
+    fails(&fault("bytes = \"1MB\"\n"), &[], "s.toml:15:1: fault[0].bytes: ", "it takes to_lsn");
 }
 
 #[test]

@@ -175,6 +175,7 @@ fn everything() -> Spec {
             log_position_check_enable: true,
             offset_mismatch_strategy:
                 handoff_models::components::connect::debezium::OffsetMismatchStrategy::NoValidation,
+            slot_seek_to_known_offset_on_start: false,
             lsn_flush_mode: handoff_models::components::connect::debezium::LsnFlushMode::ConnectorAndDriver,
             heartbeat_interval_ms: 5_000,
             heartbeat_action_table: Some(payments),
@@ -652,6 +653,8 @@ fn fault_action() -> impl Strategy<Value = FaultAction> {
         prop_oneof![1..=(64u64 << 30), (1..=64u64).prop_map(|mb| mb << 20)]
             .prop_map(|bytes| FaultAction::WalBurst { bytes }),
         Just(FaultAction::Checkpoint),
+        proptest::option::of(1..=u64::MAX)
+            .prop_map(|to| FaultAction::AdvanceSlot { to_lsn: to.map(handoff_models::core::lsn::Lsn) }),
     ]
 }
 

@@ -98,7 +98,7 @@ fn twin_checked(name: &str, twin_sizes: (usize, usize)) -> (String, scenario::Lo
 
 #[test]
 fn dbz_5915_6204_a_change_sharing_the_stored_lsn() {
-    historic("dbz-5915-6204-change-sharing-the-stored-lsn", Invariant::I1, (986_591, 405_056), (988_787, 406_335));
+    historic("dbz-5915-6204-change-sharing-the-stored-lsn", Invariant::I1, (1_022_048, 417_027), (1_034_986, 423_485));
 }
 
 #[test]
@@ -159,4 +159,19 @@ fn dbz_5031_5597_a_slot_confirmed_during_the_restart_search() {
 #[test]
 fn dbz_1766_the_last_polled_record_confirmed() {
     historic("dbz-1766-last-polled-record-confirmed", Invariant::I6, (253_238, 77_983), (216_559, 64_737));
+}
+
+/// DBZ-5739: a slot advanced by hand while the connector was down. 2.0 streams past the skipped
+/// commit silently; 2.1 seeks the slot to the stored offset first, PostgreSQL refuses to move it
+/// back, and the task fails.
+#[test]
+fn dbz_5739_a_slot_advanced_by_hand() {
+    historic("dbz-5739-slot-advanced-by-hand", Invariant::I6, (49_991, 20_706), (65_453, 25_981));
+}
+
+/// dbz#1863: from 3.6 `trust_offset` seeks only a slot behind the offset, so the slot advanced by
+/// hand is trusted again; 3.5 still seeks and fails.
+#[test]
+fn dbz_1863_trust_offset_after_a_slot_advanced_by_hand() {
+    historic("dbz-1863-trust-offset-slot-advanced-by-hand", Invariant::I6, (206_501, 79_751), (264_112, 98_790));
 }

@@ -47,6 +47,8 @@ enum Step {
     /// The slot-recreation procedure: dropping, then creating.
     RecreateDropping,
     RecreateCreating,
+    /// The slot advanced by hand: waiting for `pg_replication_slot_advance` to answer.
+    Advancing,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -120,6 +122,7 @@ impl Operator {
             Control::FailoverHappened => "the failover gate",
             Control::Rebuild => "rebuild-connector (the recovery runbook)",
             Control::RecreateSlot => "recreate-slot",
+            Control::AdvanceSlot { .. } => "advance-slot",
             _ => "an operator's action",
         }
     }
@@ -128,6 +131,7 @@ impl Operator {
     fn current_procedure(&self) -> &'static str {
         match self.step {
             Step::RecreateDropping | Step::RecreateCreating => "recreate-slot",
+            Step::Advancing => "advance-slot",
             _ if self.rebuilding => "rebuild-connector (the recovery runbook)",
             _ => "the failover gate",
         }
@@ -246,7 +250,12 @@ impl Component for Operator {
     fn start(&mut self, _ctx: &mut Ctx) {}
 
     fn on_message(&mut self, ctx: &mut Ctx, _from: Node, msg: Msg) {
-        if let Msg::Control(control @ (Control::RecreateSlot | Control::Rebuild | Control::FailoverHappened)) = &msg
+        if let Msg::Control(
+            control @ (Control::RecreateSlot
+            | Control::Rebuild
+            | Control::FailoverHappened
+            | Control::AdvanceSlot { .. }),
+        ) = &msg
             && self.is_busy()
         {
             if *control == Control::FailoverHappened && self.policy == GatePolicy::Off {
@@ -300,6 +309,36 @@ impl Component for Operator {
                 self.sql(ctx, SqlRequest::CreateSlot { slot, plugin: "pgoutput".into(), database: None });
             }
             (Step::RecreateCreating, Msg::SqlReply { .. }) => self.finish(ctx),
+            // `pg_replication_slot_advance` by hand, on a session of its own. PostgreSQL refuses it
+            // while a walsender holds the slot ("replication slot ... is active for PID ...",
+            // `ReplicationSlotAcquire`) and below `confirmed_flush` ("cannot advance replication
+            // slot to ..., minimum is ...", `slotfuncs.c`): the operator reports the refusal and the
+            // procedure ends there (a person stops the connector first and tries again).
+            (Step::Idle | Step::Done, Msg::Control(Control::AdvanceSlot { to })) => {
+                self.step = Step::Advancing;
+                let slot = self.slot_name.clone();
+                let target = match to {
+                    Some(lsn) => lsn.to_string(),
+                    None => "pg_current_wal_lsn()".to_string(),
+                };
+                self.action(
+                    ctx,
+                    &format!("advance slot \"{slot}\" by hand: SELECT pg_replication_slot_advance('{slot}', {target})"),
+                );
+                // `pg_current_wal_lsn()` is evaluated in the same statement; the function clamps
+                // its target to the flush pointer (`GetFlushRecPtr`), so the highest LSN stands
+                // for it.
+                self.sql(ctx, SqlRequest::AdvanceSlot { slot, to: to.unwrap_or(Lsn(u64::MAX)) });
+            }
+            (Step::Advancing, Msg::SqlReply { reply, .. }) => {
+                let text = match reply {
+                    SqlReply::Lsn(at) => format!("slot \"{}\" advanced: confirmed_flush_lsn is {at}", self.slot_name),
+                    SqlReply::Error(error) => format!("advancing slot \"{}\" failed: {error}", self.slot_name),
+                    _ => format!("slot \"{}\" advanced", self.slot_name),
+                };
+                self.action(ctx, &text);
+                self.finish(ctx);
+            }
             (Step::Idle | Step::Done, Msg::Control(Control::Rebuild)) => {
                 self.rebuilding = true;
                 self.step = Step::Stopping;

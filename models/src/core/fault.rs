@@ -2,6 +2,7 @@
 //! trigger can wait for: observations name them, so they belong to the core.
 
 use crate::core::ids::Node;
+use crate::core::lsn::Lsn;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -137,6 +138,12 @@ pub enum FaultAction {
     WalBurst { bytes: u64 },
     /// `CHECKPOINT` on the primary.
     Checkpoint,
+    /// An operator advances the connector's slot by hand:
+    /// `SELECT pg_replication_slot_advance('<slot>', <to>)` with `to_lsn`, or, without one,
+    /// `pg_current_wal_lsn()` (the WAL end: the function clamps its target to the flush pointer).
+    /// PostgreSQL refuses it while a walsender holds the slot and below `confirmed_flush`; the
+    /// operator reports the refusal and does nothing else.
+    AdvanceSlot { to_lsn: Option<Lsn> },
 }
 
 impl FaultAction {
@@ -196,6 +203,12 @@ impl fmt::Display for FaultAction {
                 write!(f, "wal-burst of {} in another database", crate::core::units::size_text(*bytes))
             }
             FaultAction::Checkpoint => write!(f, "checkpoint"),
+            FaultAction::AdvanceSlot { to_lsn: Some(lsn) } => {
+                write!(f, "advance-slot to {lsn} (pg_replication_slot_advance by hand)")
+            }
+            FaultAction::AdvanceSlot { to_lsn: None } => {
+                write!(f, "advance-slot to the WAL end (pg_replication_slot_advance by hand)")
+            }
         }
     }
 }

@@ -478,6 +478,15 @@ pub enum Observation {
     LsnFlushedLastPolled {
         lsn: Lsn,
     },
+    /// Debezium sought its slot to the stored offset before streaming
+    /// (`pg_replication_slot_advance(slot, target)`, `PostgresReplicationConnection`
+    /// `advanceReplicationSlot`): the slot moved up to `target`, or the server refused (`refused`:
+    /// its error; the slot was ahead) and the release only logged it (2.2 to 2.4, DBZ-6191).
+    SlotSought {
+        slot: String,
+        target: Lsn,
+        refused: Option<String>,
+    },
 }
 
 /// An observation with its time and node: one line of the trace.

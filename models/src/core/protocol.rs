@@ -489,6 +489,9 @@ pub enum Control {
     /// `pg_ctl stop -m fast`: walsenders end, a shutdown checkpoint is written, and the control
     /// file says the server was shut down cleanly, so the next start is no crash recovery.
     Shutdown,
+    /// The operator advances the connector's slot by hand (`pg_replication_slot_advance`) to
+    /// `to`, or to the WAL end.
+    AdvanceSlot { to: Option<Lsn> },
 }
 
 /// `reconnect.backoff.max.ms` of the Kafka clients.

@@ -159,6 +159,13 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             format!("slot \"{slot}\" saved to disk: restart_lsn {restart_lsn}, confirmed_flush {confirmed_flush}")
         }
         Observation::Checkpoint { lsn, .. } => format!("checkpoint at {lsn}"),
+        Observation::SlotSought { slot, target, refused: None } => {
+            format!("Debezium seeks slot \"{slot}\" to the stored offset {target} (pg_replication_slot_advance)")
+        }
+        Observation::SlotSought { slot, target, refused: Some(error) } => format!(
+            "Debezium's seek of slot \"{slot}\" to the stored offset {target} was refused ({error}): the slot is ahead; \
+             this release only logs it and streams on (DBZ-6191)"
+        ),
         Observation::WalPositionFound { resume, reconnect_at } => format!(
             "the restart's search found the resume position {resume}; reconnecting at lsn_proc {reconnect_at}, filtering the replay up to it"
         ),

@@ -101,6 +101,7 @@ pub fn generate(profile: &FaultProfile, standby: bool, horizon_ms: u64, seed: u6
             },
             FaultKind::WalBurst => FaultAction::WalBurst { bytes: draw.between(1, 64) << 20 },
             FaultKind::Checkpoint => FaultAction::Checkpoint,
+            FaultKind::AdvanceSlot => FaultAction::AdvanceSlot { to_lsn: None },
         };
         faults.push(Fault { trigger, action });
     }

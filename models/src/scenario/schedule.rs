@@ -37,6 +37,9 @@ pub enum Operation {
     RecreateSlot,
     /// The recovery runbook: stop the connector, delete its offsets, drop its slot, resume.
     RebuildConnector,
+    /// Advance the connector's slot to the WAL end by hand (`pg_replication_slot_advance`), the
+    /// connector's offsets left as they are.
+    AdvanceSlot,
 }
 
 /// When the operator may act in a bound (`[check] operate_while`): a drill's precondition.
@@ -91,13 +94,14 @@ impl OperateWhile {
 }
 
 impl Operation {
-    pub const ALL: [Operation; 2] = [Operation::RecreateSlot, Operation::RebuildConnector];
+    pub const ALL: [Operation; 3] = [Operation::RecreateSlot, Operation::RebuildConnector, Operation::AdvanceSlot];
 
     /// Its place in `ALL`.
     pub fn index(self) -> usize {
         match self {
             Operation::RecreateSlot => 0,
             Operation::RebuildConnector => 1,
+            Operation::AdvanceSlot => 2,
         }
     }
 
@@ -105,6 +109,7 @@ impl Operation {
         match self {
             Operation::RecreateSlot => "recreate-slot",
             Operation::RebuildConnector => "rebuild-connector",
+            Operation::AdvanceSlot => "advance-slot",
         }
     }
 
@@ -113,6 +118,7 @@ impl Operation {
         match self {
             Operation::RecreateSlot => FaultAction::RecreateSlot,
             Operation::RebuildConnector => FaultAction::RebuildConnector,
+            Operation::AdvanceSlot => FaultAction::AdvanceSlot { to_lsn: None },
         }
     }
 }
@@ -170,7 +176,9 @@ impl std::str::FromStr for Action {
                 .into_iter()
                 .find(|operation| operation.name() == *name)
                 .map(|operation| Action::Operate { operation })
-                .ok_or_else(|| format!("`{name}` is not an operation (one of recreate-slot, rebuild-connector)")),
+                .ok_or_else(|| {
+                    format!("`{name}` is not an operation (one of recreate-slot, rebuild-connector, advance-slot)")
+                }),
             _ => Err(format!(
                 "`{text}` is not a step: `deliver FROM -> TO`, `fire NODE TIMER`, `run script N`, `crash NODE`, `restart NODE` or `operator OPERATION`"
             )),

@@ -110,10 +110,11 @@ pub enum FaultKind {
     Clog,
     WalBurst,
     Checkpoint,
+    AdvanceSlot,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 10] = [
+    pub const ALL: [FaultKind; 11] = [
         FaultKind::KillConnectWorker,
         FaultKind::KillConnectorTask,
         FaultKind::StopConnector,
@@ -124,6 +125,7 @@ impl FaultKind {
         FaultKind::Clog,
         FaultKind::WalBurst,
         FaultKind::Checkpoint,
+        FaultKind::AdvanceSlot,
     ];
 
     pub fn name(self) -> &'static str {
@@ -138,6 +140,7 @@ impl FaultKind {
             FaultKind::Clog => "clog",
             FaultKind::WalBurst => "wal-burst",
             FaultKind::Checkpoint => "checkpoint",
+            FaultKind::AdvanceSlot => "advance-slot",
         }
     }
 
@@ -157,6 +160,7 @@ impl FaultKind {
             FaultAction::Clog { .. } => FaultKind::Clog,
             FaultAction::WalBurst { .. } => FaultKind::WalBurst,
             FaultAction::Checkpoint => FaultKind::Checkpoint,
+            FaultAction::AdvanceSlot { .. } => FaultKind::AdvanceSlot,
         }
     }
 }
@@ -479,6 +483,7 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
             tombstones_on_delete: true,
             log_position_check_enable: true,
             offset_mismatch_strategy: crate::components::connect::debezium::OffsetMismatchStrategy::NoValidation,
+            slot_seek_to_known_offset_on_start: false,
             lsn_flush_mode: crate::components::connect::debezium::LsnFlushMode::Connector,
             heartbeat_interval_ms: 0,
             slot_failover: false,

@@ -18,13 +18,17 @@ const MODELLED: &str = "name connector.class topic.prefix plugin.name slot.name 
     publication.autocreate.mode snapshot.mode snapshot.fetch.size max.batch.size max.queue.size poll.interval.ms \
     retriable.restart.connector.wait.ms tombstones.on.delete table.include.list offset.mismatch.strategy \
     lsn.flush.mode heartbeat.interval.ms heartbeat.action.query slot.failover slot.drop.on.stop \
-    provide.transaction.metadata";
+    provide.transaction.metadata internal.slot.seek.to.known.offset.on.start";
 
 /// Accepted and shown in the handoff record, with no effect on the model.
 const ACCEPTED: &str = "database.hostname database.port database.user database.password database.dbname \
     tasks.max key.converter value.converter key.converter.schemas.enable value.converter.schemas.enable \
     snapshot.isolation.mode snapshot.locking.mode decimal.handling.mode time.precision.mode schema.include.list \
     errors.max.retries";
+
+/// Debezium's internal property for the slot seek at start (`Field.createInternal` prefixes
+/// `internal.`; `PostgresConnectorConfig.SLOT_SEEK_TO_KNOWN_OFFSET`).
+pub(super) const SLOT_SEEK: &str = "internal.slot.seek.to.known.offset.on.start";
 
 pub(super) const CONNECTOR_CLASS: &str = "io.debezium.connector.postgresql.PostgresConnector";
 const DECODERBUFS: &str = "Debezium's default, decoderbufs, is not modelled";
@@ -107,6 +111,15 @@ pub(super) fn connector(
     tables: &[TableSetup],
     horizon: &Horizon,
 ) -> Res<(DebeziumConfig, BTreeMap<String, String>)> {
+    if let Some(field) = s.get(&SLOT_SEEK["internal.".len()..]) {
+        return cx.fail(
+            &field,
+            format!(
+                "Debezium reads this internal property as {SLOT_SEEK} (it ignores the name without the prefix); write \
+                 that"
+            ),
+        );
+    }
     s.check_keys(cx, &format!("{MODELLED} {ACCEPTED}"), "connector property")?;
     let text = |key: &str, default: &str| s.opt(key, default.to_owned(), |field| prop_text(cx, field));
     let milliseconds = |key: &str, default: u64, low: u64| s.opt(key, default, |field| prop_setting_ms(cx, field, low));
@@ -179,6 +192,7 @@ pub(super) fn connector(
         OffsetMismatchStrategy::name,
         OffsetMismatchStrategy::NoValidation,
     )?;
+    let slot_seek_to_known_offset_on_start = flag(SLOT_SEEK, false)?;
     let lsn_flush_mode =
         choose(cx, s, "lsn.flush.mode", &LsnFlushMode::ALL, LsnFlushMode::name, LsnFlushMode::Connector)?;
     let heartbeat_interval_ms = milliseconds("heartbeat.interval.ms", 0, 0)?;
@@ -258,6 +272,7 @@ pub(super) fn connector(
         tombstones_on_delete,
         log_position_check_enable: true,
         offset_mismatch_strategy,
+        slot_seek_to_known_offset_on_start,
         lsn_flush_mode,
         heartbeat_interval_ms,
         heartbeat_action_table,

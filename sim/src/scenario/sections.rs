@@ -12,6 +12,7 @@ use super::tree::Val;
 use super::units::{DURATION_UNITS, duration_ms, with_unit};
 use super::workload::workload;
 use handoff_models::components::connect::ConnectConfig;
+use handoff_models::components::connect::debezium::{DebeziumConfig, OffsetMismatchStrategy};
 use handoff_models::components::kafka::KafkaSection;
 use handoff_models::components::operator::GatePolicy;
 use handoff_models::components::postgres::PostgresSection;
@@ -45,6 +46,7 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         return cx.fail(&field, "slot.failover needs PostgreSQL 17 or later ([postgres] version = 17)");
     }
     (debezium.version, debezium.pgjdbc) = versions(cx, &root.sub(cx, "versions")?)?;
+    slot_seek_release(cx, &root.sub(cx, "connector")?, &mut debezium)?;
     let (connect, connector_start_ms) = connect(cx, &root.sub(cx, "connect")?, &horizon)?;
     let kafka = kafka(cx, &root.sub(cx, "kafka")?)?;
     let sink = sink(cx, &root.sub(cx, "sink")?)?;
@@ -98,6 +100,38 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         }
     }
     Ok(Loaded { spec, seed })
+}
+
+/// `internal.slot.seek.to.known.offset.on.start` by release: it exists from 2.5 (DBZ-7015; in 2.1
+/// to 2.4 the seek is not optional, before 2.1 there is none); from 3.4 it is a deprecated alias
+/// read only when `offset.mismatch.strategy` is not set (true → `trust_offset`, false →
+/// `no_validation`, `PostgresConnectorConfig.resolveOffsetSlotMismatchStrategy`).
+fn slot_seek_release(cx: &Cx, s: &Section, debezium: &mut DebeziumConfig) -> Res<()> {
+    let Some(field) = s.get(super::connector::SLOT_SEEK) else { return Ok(()) };
+    let (major, minor) = debezium.version;
+    if debezium.version < (2, 5) {
+        let instead = if debezium.version < (2, 1) {
+            "before 2.1 there is no seek at all (DBZ-5739 added it)"
+        } else {
+            "2.1 to 2.4 seek the slot at every start, with no property to turn it on or off (DBZ-5739)"
+        };
+        return cx.fail(
+            &field,
+            format!(
+                "{} exists from Debezium 2.5 (DBZ-7015); [versions] debezium = \"{major}.{minor}\" does not have it: \
+                 {instead}",
+                super::connector::SLOT_SEEK
+            ),
+        );
+    }
+    if debezium.version >= (3, 4) && s.get("offset.mismatch.strategy").is_none() {
+        debezium.offset_mismatch_strategy = if debezium.slot_seek_to_known_offset_on_start {
+            OffsetMismatchStrategy::TrustOffset
+        } else {
+            OffsetMismatchStrategy::NoValidation
+        };
+    }
+    Ok(())
 }
 
 /// Debezium's `(major, minor)` and, if given, the pgjdbc driver's `(major, minor, patch)`.

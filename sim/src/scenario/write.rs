@@ -481,6 +481,11 @@ fn write_faults(w: &mut Writer, spec: &Spec) {
             }
             FaultAction::WalBurst { bytes } => w.field("bytes", toml_string(&size_text(bytes))),
             FaultAction::RecreateSlot | FaultAction::RebuildConnector | FaultAction::Checkpoint => {}
+            FaultAction::AdvanceSlot { to_lsn } => {
+                if let Some(lsn) = to_lsn {
+                    w.field("to_lsn", toml_string(&lsn.to_string()));
+                }
+            }
         }
     }
 }

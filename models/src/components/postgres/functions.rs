@@ -113,14 +113,13 @@ impl Postgres {
         Ok(emitted)
     }
 
-    /// `pg_replication_slot_advance(slot, to)`, its checks in PostgreSQL's order: the target,
-    /// acquiring the slot, its reservation, the minimum.
+    /// `pg_replication_slot_advance(slot, to)`, its checks in PostgreSQL 15's order: the target,
+    /// acquiring the slot (refused while a walsender holds it), its reservation, the minimum
+    /// (`confirmed_flush` of a logical slot: a slot never moves backwards), then, on a standby,
+    /// `CreateDecodingContext`'s refusal (`CheckLogicalDecodingRequirements`).
     pub(super) fn replication_slot_advance(&mut self, ctx: &mut Ctx, client: Node, name: &str, to: Lsn) -> SqlReply {
         if !to.is_valid() {
             return SqlReply::Error("ERROR: invalid target WAL LSN".into());
-        }
-        if self.durable.role == Role::Standby {
-            return SqlReply::Error("ERROR: logical decoding cannot be used while in recovery".into());
         }
         if let Some(error) = acquire_error(self.durable.slots.get(name), name) {
             return SqlReply::Error(error);
@@ -138,6 +137,9 @@ impl Postgres {
             return SqlReply::Error(format!(
                 "ERROR: cannot advance replication slot to {target}, minimum is {minimum}"
             ));
+        }
+        if self.durable.role == Role::Standby {
+            return SqlReply::Error("ERROR: logical decoding cannot be used while in recovery".into());
         }
         // Fast-forward decoding: read records while the end of the last one read is before the
         // target.

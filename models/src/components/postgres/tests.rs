@@ -264,3 +264,30 @@ fn advance_moves_restart_lsn_only_to_a_running_xacts_record() {
     assert_eq!(Some(advanced.current.restart_lsn), rx, "the checkpoint's running-xacts record");
     assert!(advanced.current.restart_lsn > created.restart_lsn && advanced.dirty);
 }
+
+/// `pg_replication_slot_advance` on a slot a walsender holds is refused by `ReplicationSlotAcquire`
+/// ("replication slot … is active for PID …") and moves nothing; once the stream ends it is
+/// accepted, and a target past the WAL end is clamped to the flush pointer (what an operator's
+/// `pg_replication_slot_advance(slot, pg_current_wal_lsn())` gets).
+#[test]
+fn advance_is_refused_while_a_walsender_holds_the_slot() {
+    let mut pg = server(None);
+    let sql = |pg: &mut Postgres, request| match send(pg, Msg::Sql { session: 1, request }).sends.into_iter().next() {
+        Some((_, Msg::SqlReply { reply, .. })) => reply,
+        other => panic!("no SQL reply: {other:?}"),
+    };
+    let create = SqlRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into(), database: None };
+    let SqlReply::Lsn(consistent_point) = sql(&mut pg, create) else { panic!("created") };
+    sql(&mut pg, SqlRequest::EmitMessage { transactional: true, prefix: "x".into(), payload_bytes: 1_000 });
+    stream(&mut pg, 7);
+    assert!(pg.slot("s").expect("slot").active.is_some(), "the walsender holds the slot");
+    let to_end = SqlRequest::AdvanceSlot { slot: "s".into(), to: Lsn(u64::MAX) };
+    let refused = sql(&mut pg, to_end.clone());
+    assert!(matches!(&refused, SqlReply::Error(text) if text.contains("\"s\" is active")), "{refused:?}");
+    assert_eq!(pg.slot("s").expect("slot").current.confirmed_flush, consistent_point, "nothing moved");
+    send(&mut pg, Msg::Repl { session: 7, request: ReplRequest::Close });
+    let flushed = pg.durable.wal.flush_lsn();
+    assert!(flushed > consistent_point);
+    assert!(matches!(sql(&mut pg, to_end), SqlReply::Lsn(at) if at == flushed), "clamped to the flush pointer");
+    assert_eq!(pg.slot("s").expect("slot").current.confirmed_flush, flushed);
+}

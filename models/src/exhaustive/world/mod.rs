@@ -505,6 +505,7 @@ impl World {
                     let control = match operation {
                         Operation::RecreateSlot => Control::RecreateSlot,
                         Operation::RebuildConnector => Control::Rebuild,
+                        Operation::AdvanceSlot => Control::AdvanceSlot { to: None },
                     };
                     self.with(Node::Operator, |c, ctx| c.on_message(ctx, Node::Operator, Msg::Control(control)));
                 }

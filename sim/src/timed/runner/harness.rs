@@ -402,7 +402,9 @@ impl Harness<'_> {
                     FaultAction::KillConnectWorker { .. }
                     | FaultAction::StopConnector { .. }
                     | FaultAction::KillConnectorTask { .. } => Node::Connect,
-                    FaultAction::RecreateSlot | FaultAction::RebuildConnector => Node::Operator,
+                    FaultAction::RecreateSlot | FaultAction::RebuildConnector | FaultAction::AdvanceSlot { .. } => {
+                        Node::Operator
+                    }
                     FaultAction::CrashPostgres { .. }
                     | FaultAction::FailOverToStandby { .. }
                     | FaultAction::WalBurst { .. }
@@ -482,6 +484,13 @@ impl Harness<'_> {
                     }
                     FaultAction::RebuildConnector => {
                         self.shared.inject(Node::Operator, Node::Operator, Msg::Control(Control::Rebuild));
+                    }
+                    FaultAction::AdvanceSlot { to_lsn } => {
+                        self.shared.inject(
+                            Node::Operator,
+                            Node::Operator,
+                            Msg::Control(Control::AdvanceSlot { to: to_lsn }),
+                        );
                     }
                     FaultAction::KillConnectorTask { restart_after_ms } => {
                         self.shared.inject(Node::Connect, Node::Operator, Msg::Control(Control::KillTask));

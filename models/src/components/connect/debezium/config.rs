@@ -105,6 +105,60 @@ impl DebeziumConfig {
     }
 }
 
+/// Whether a stream start with a stored offset first seeks the slot to it
+/// (`PostgresReplicationConnection.startStreaming` → `advanceReplicationSlot`, before 3.6
+/// `validateSlotIsInExpectedState`: `SELECT pg_replication_slot_advance(slot, lsn_commit ??
+/// lsn)`), by release.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotSeek {
+    /// No seek (before 2.1; from 2.5 unless enabled; never with `lsn.flush.mode=manual`,
+    /// `isFlushLsnOnSource`).
+    Never,
+    /// At every stream start with a stored position, wherever the slot is.
+    Always,
+    /// 3.6+ (dbz#1863): only when the slot is behind the requested position
+    /// (`isReplicationSlotBehindOffsetStore`): a slot ahead is not sought, so nothing refuses.
+    WhenSlotBehind,
+}
+
+impl DebeziumConfig {
+    /// The seek of the configured release (DBZ-5739, DBZ-7015, DBZ-9688, dbz#1863):
+    /// - before 2.1 there is none;
+    /// - 2.1 to 2.4 seek at every start: DBZ-5739 made it mandatory before 2.1.0.Alpha2 shipped
+    ///   (the first commit's opt-in property was removed again, "Make validation mandatory");
+    /// - 2.5 to 3.3 only with `internal.slot.seek.to.known.offset.on.start=true` (DBZ-7015 made it
+    ///   opt-in, default false);
+    /// - 3.4 and 3.5 with `offset.mismatch.strategy` `trust_offset` or `trust_greater_lsn`
+    ///   (`slotSeekToKnownOffsetOnStart` ⇔ `shouldSeekSlotToOffset`);
+    /// - 3.6 on, the same strategies, and only when the slot is behind (dbz#1863).
+    pub fn slot_seek(&self) -> SlotSeek {
+        if self.lsn_flush_mode == LsnFlushMode::Manual {
+            return SlotSeek::Never;
+        }
+        let strategy_seeks = matches!(
+            self.offset_mismatch_strategy,
+            OffsetMismatchStrategy::TrustOffset | OffsetMismatchStrategy::TrustGreaterLsn
+        );
+        match self.version {
+            version if version < (2, 1) => SlotSeek::Never,
+            version if version < (2, 5) => SlotSeek::Always,
+            version if version < (3, 4) && self.slot_seek_to_known_offset_on_start => SlotSeek::Always,
+            version if version < (3, 4) => SlotSeek::Never,
+            version if version < (3, 6) && strategy_seeks => SlotSeek::Always,
+            _ if strategy_seeks => SlotSeek::WhenSlotBehind,
+            _ => SlotSeek::Never,
+        }
+    }
+
+    /// Whether PostgreSQL's refusal of the seek ("cannot advance replication slot to …") fails
+    /// the task. DBZ-6191 (2.2.0.CR1, backported to 2.1.3) let the `FAIL` case of
+    /// `event.processing.failure.handling.mode` fall through to `WARN`, so 2.2 to 2.4 log it and
+    /// stream on; DBZ-7015 (2.5) restored the failure. 2.1 is taken as 2.1.0 to 2.1.2.
+    pub fn slot_seek_refusal_fails(&self) -> bool {
+        !((2, 2)..(2, 5)).contains(&self.version)
+    }
+}
+
 impl LsnFlushMode {
     pub const ALL: [LsnFlushMode; 3] =
         [LsnFlushMode::Connector, LsnFlushMode::Manual, LsnFlushMode::ConnectorAndDriver];
@@ -157,6 +211,10 @@ pub struct DebeziumConfig {
     pub log_position_check_enable: bool,
     /// `offset.mismatch.strategy` (default `no_validation`).
     pub offset_mismatch_strategy: OffsetMismatchStrategy,
+    /// Internal `internal.slot.seek.to.known.offset.on.start` (default false; 2.5 to 3.3,
+    /// DBZ-7015; from 3.4 a deprecated alias the scenario reader resolves into
+    /// `offset_mismatch_strategy`: true → `trust_offset`).
+    pub slot_seek_to_known_offset_on_start: bool,
     /// `lsn.flush.mode` (default `connector`).
     pub lsn_flush_mode: LsnFlushMode,
     /// `heartbeat.interval.ms` (default 0: off).
@@ -168,4 +226,61 @@ pub struct DebeziumConfig {
     pub heartbeat_action_table: Option<TableId>,
     /// The captured tables (`table.include.list`), in snapshot order.
     pub tables: Vec<TableId>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(version: (u32, u32)) -> DebeziumConfig {
+        DebeziumConfig {
+            version,
+            pgjdbc: None,
+            name: "claims-connector".into(),
+            topic_prefix: "claims".into(),
+            slot_name: "debezium".into(),
+            plugin_name: "pgoutput".into(),
+            publication_name: "dbz_publication".into(),
+            snapshot_mode: SnapshotMode::Initial,
+            snapshot_fetch_size: 10_240,
+            max_batch_size: 2_048,
+            poll_interval_ms: 500,
+            retriable_restart_connector_wait_ms: 10_000,
+            tombstones_on_delete: true,
+            log_position_check_enable: true,
+            offset_mismatch_strategy: OffsetMismatchStrategy::NoValidation,
+            slot_seek_to_known_offset_on_start: false,
+            lsn_flush_mode: LsnFlushMode::Connector,
+            heartbeat_interval_ms: 0,
+            slot_failover: false,
+            heartbeat_action_table: None,
+            tables: Vec::new(),
+        }
+    }
+
+    /// The seek by release: none before 2.1, mandatory 2.1 to 2.4, opt-in 2.5 to 3.3, by strategy
+    /// from 3.4, and from 3.6 only while the slot is behind; never without LSN flushing.
+    #[test]
+    fn the_slot_seek_of_each_release() {
+        assert_eq!(config((2, 0)).slot_seek(), SlotSeek::Never);
+        assert_eq!(config((2, 1)).slot_seek(), SlotSeek::Always);
+        assert_eq!(config((2, 4)).slot_seek(), SlotSeek::Always);
+        assert_eq!(config((2, 5)).slot_seek(), SlotSeek::Never);
+        let opted = DebeziumConfig { slot_seek_to_known_offset_on_start: true, ..config((3, 3)) };
+        assert_eq!(opted.slot_seek(), SlotSeek::Always);
+        let trust = |version| DebeziumConfig {
+            offset_mismatch_strategy: OffsetMismatchStrategy::TrustOffset,
+            ..config(version)
+        };
+        assert_eq!(trust((3, 5)).slot_seek(), SlotSeek::Always);
+        assert_eq!(trust((3, 6)).slot_seek(), SlotSeek::WhenSlotBehind);
+        let slot = DebeziumConfig { offset_mismatch_strategy: OffsetMismatchStrategy::TrustSlot, ..config((3, 6)) };
+        assert_eq!(slot.slot_seek(), SlotSeek::Never);
+        let manual = DebeziumConfig { lsn_flush_mode: LsnFlushMode::Manual, ..config((2, 1)) };
+        assert_eq!(manual.slot_seek(), SlotSeek::Never);
+        // DBZ-6191: 2.2 to 2.4 only log a refused seek.
+        assert!(config((2, 1)).slot_seek_refusal_fails());
+        assert!(!config((2, 2)).slot_seek_refusal_fails() && !config((2, 4)).slot_seek_refusal_fails());
+        assert!(config((2, 5)).slot_seek_refusal_fails());
+    }
 }

@@ -42,9 +42,7 @@
 //!   start-up log-position check, so a recreated or hand-advanced slot is trusted. Where the slot
 //!   is ahead of the offset, every strategy ends up streaming from the slot's position (the server
 //!   forwards a request below `confirmed_flush`; `trust_*` ask for it directly), which is what the
-//!   model does. Where the slot is behind, `trust_offset` and `trust_greater_lsn` first advance it
-//!   to the offset; the model streams from the offset without that advance, which delivers the same
-//!   changes (only the slot's `confirmed_flush` moves earlier).
+//!   model does. `trust_offset` and `trust_greater_lsn` seek the slot first (below).
 //!
 //! - The slot reader (`PostgresConnection.fetchReplicationSlotInfo`, `readReplicationSlotInfo`): a
 //!   slot row whose `restart_lsn` is NULL (an invalidated slot) is "not yet valid" and read again
@@ -68,9 +66,19 @@
 //!   the stored `lsn`, and `lsn_proc` is confirmed); before 2.7 the slot is confirmed from the
 //!   offsets acknowledged in memory (DBZ-7816); the locator's own rules are in `locator`.
 //!
-//! Left out (another issue makes them exact): the slot advance of
-//! `trust_offset`/`trust_greater_lsn`, `slot.max.retries`, heartbeats emitted right after a
-//! commit or a change (here only on the interval's timer), incremental and blocking snapshots,
+//! - The slot seek (`PostgresReplicationConnection.startStreaming`, `advanceReplicationSlot`;
+//!   DBZ-5739, DBZ-7015, dbz#1863; which release seeks when: [`DebeziumConfig::slot_seek`]): before
+//!   `START_REPLICATION`, `pg_replication_slot_advance(slot, lsn_commit ?? lsn)`. A slot behind
+//!   the offset is moved up to it; a slot ahead makes PostgreSQL refuse ("cannot advance
+//!   replication slot to …, minimum is …"), which fails the task ("Cannot seek to the last known
+//!   offset …"), except in 2.2 to 2.4, which log it and stream on (DBZ-6191). The seek runs on the
+//!   first stream of a start, not again when the search reconnects (by then the slot is at the
+//!   target, and the same target is no move).
+//!
+//! Left out (another issue makes them exact): `slot.max.retries` (a refused seek from 2.5 is
+//! retried six times, 10 s apart, before the task fails; here it fails at once), heartbeats
+//! emitted right after a commit or a change (here only on the interval's timer), incremental and
+//! blocking snapshots,
 //! transaction metadata (so no BEGIN record ever carries an offset), the `<prefix>.message` records
 //! of logical decoding messages (their offsets move; no record is emitted), the queue's
 //! `max.queue.size` back-pressure.
@@ -90,7 +98,7 @@ pub use locator::{LocatorRules, WalPositionLocator};
 
 pub use config::{
     DebeziumConfig, LSN_FLUSH_MODE_HEARTBEAT_FALLBACK_MS, LsnFlushMode, MAX_ATTEMPTS_FOR_OBTAINING_REPLICATION_SLOT,
-    OffsetMismatchStrategy, PAUSE_BETWEEN_REPLICATION_SLOT_RETRIEVAL_ATTEMPTS_MS, SnapshotMode,
+    OffsetMismatchStrategy, PAUSE_BETWEEN_REPLICATION_SLOT_RETRIEVAL_ATTEMPTS_MS, SlotSeek, SnapshotMode,
 };
 
 use crate::core::change::{Change, ChangeKind, RowOp};
@@ -133,6 +141,12 @@ pub enum Phase {
     Failed {
         reason: String,
     },
+    /// The seek before the stream (`pg_replication_slot_advance(slot, target)`): waiting for
+    /// its answer, then `START_REPLICATION` at `start`.
+    SeekingSlot {
+        target: Lsn,
+        start: Lsn,
+    },
 }
 
 impl Phase {
@@ -151,6 +165,9 @@ impl Phase {
             Phase::Streaming => "streaming".into(),
             Phase::AwaitingRestart => "waiting to restart after a retriable error".into(),
             Phase::Failed { reason } => format!("failed: {reason}"),
+            Phase::SeekingSlot { target, .. } => {
+                format!("seeking the replication slot to the stored offset {target} (pg_replication_slot_advance)")
+            }
         }
     }
 }
@@ -512,6 +529,10 @@ mod tests {
         let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
         task.offset = stored;
         task.start_streaming(&mut ctx);
+        // 2.1 to 2.4 seek the slot first (`startStreaming`); the slot is where the offset is.
+        if let Phase::SeekingSlot { target, .. } = task.phase {
+            task.on_sql_reply(&mut ctx, SqlReply::Lsn(target));
+        }
         task.on_repl_reply(&mut ctx, ReplReply::StreamingStarted);
         for txn in txns {
             task.on_repl_reply(&mut ctx, ReplReply::XLogData(txn.clone()));
@@ -581,6 +602,63 @@ mod tests {
                 "{version:?}"
             );
         }
+    }
+
+    /// DBZ-5739: the seek before the stream. 2.1 asks PostgreSQL to move the slot to the stored
+    /// `lsn_commit` and fails on its refusal (the slot is ahead); 2.2 only logs the refusal and
+    /// streams (DBZ-6191); 2.0 does not seek; 3.6 with `trust_offset` seeks only a slot behind.
+    #[test]
+    fn the_slot_seek_before_the_stream_by_release() {
+        let ahead = SlotRow {
+            slot_name: "debezium".into(),
+            plugin: "pgoutput".into(),
+            active: false,
+            restart_lsn: Some(Lsn(1000)),
+            confirmed_flush_lsn: Some(Lsn(3000)),
+            wal_status: Some("reserved".into()),
+        };
+        let behind = SlotRow { confirmed_flush_lsn: Some(Lsn(1500)), ..ahead.clone() };
+        let refusal = SqlReply::Error("ERROR: cannot advance replication slot to 0/8C0, minimum is 0/BB8".into());
+        let start = |version: (u32, u32), strategy: OffsetMismatchStrategy, slot: &SlotRow| {
+            let mut task = with_version(version);
+            let mut config = (*task.config).clone();
+            config.offset_mismatch_strategy = strategy;
+            task.config = Fixed::new(config);
+            task.starting_slot = Some(CopyOnWrite::new(slot.clone()));
+            task.offset = stored(2000, 1140, MessageType::Update);
+            let mut out = Outbox::default();
+            task.start_streaming(&mut Ctx::new(SimTime(0), Node::Connect, &mut out));
+            let seeks: Vec<Lsn> = out
+                .sends
+                .iter()
+                .filter_map(|(_, msg)| match msg {
+                    Msg::Sql { request: SqlRequest::AdvanceSlot { to, .. }, .. } => Some(*to),
+                    _ => None,
+                })
+                .collect();
+            (task, seeks)
+        };
+        let no_validation = OffsetMismatchStrategy::NoValidation;
+        let (_, seeks) = start((2, 0), no_validation, &ahead);
+        assert!(seeks.is_empty(), "no seek before 2.1");
+        let (mut task, seeks) = start((2, 1), no_validation, &ahead);
+        assert_eq!(seeks, [Lsn(1140)], "the stored lsn_commit");
+        let mut out = Outbox::default();
+        let event = task.on_sql_reply(&mut Ctx::new(SimTime(0), Node::Connect, &mut out), refusal.clone());
+        assert_eq!(event, TaskEvent::Failed);
+        assert!(
+            matches!(&task.phase, Phase::Failed { reason } if reason.contains("Cannot seek to the last known offset '0/474'"))
+        );
+        let (mut task, _) = start((2, 2), no_validation, &ahead);
+        let mut out = Outbox::default();
+        task.on_sql_reply(&mut Ctx::new(SimTime(0), Node::Connect, &mut out), refusal);
+        assert_eq!(task.phase, Phase::StartingStream, "DBZ-6191: logged, the stream starts");
+        assert!(out.observations.iter().any(|o| matches!(o, Observation::SlotSought { refused: Some(_), .. })));
+        let trust_offset = OffsetMismatchStrategy::TrustOffset;
+        assert_eq!(start((3, 5), trust_offset, &ahead).1, [Lsn(1140)]);
+        assert!(start((3, 6), trust_offset, &ahead).1.is_empty(), "dbz#1863: a slot ahead is not sought");
+        assert_eq!(start((3, 6), trust_offset, &behind).1, [Lsn(1140)], "a slot behind is");
+        assert!(start((3, 7), no_validation, &behind).1.is_empty());
     }
 
     /// DBZ-6204 (row 5): the stored COMMIT ends where the next transaction's BEGIN and first

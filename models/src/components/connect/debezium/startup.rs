@@ -44,6 +44,9 @@ impl DebeziumTask {
     }
 
     pub(super) fn on_sql_reply(&mut self, ctx: &mut Ctx, reply: SqlReply) -> TaskEvent {
+        if let Phase::SeekingSlot { target, start } = self.phase {
+            return self.on_seek_reply(ctx, target, start, reply);
+        }
         if let SqlReply::Error(error) = &reply {
             return self.retriable(ctx, format!("org.postgresql.util.PSQLException: {error}"));
         }

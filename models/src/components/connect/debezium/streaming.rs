@@ -37,6 +37,73 @@ impl DebeziumTask {
             start,
             skip_processed_upto: skip_processed_upto.or(self.legacy_skip_upto),
         });
+        if let Some(target) = self.slot_seek_target(start) {
+            self.phase = Phase::SeekingSlot { target, start };
+            let slot = self.config.slot_name.clone();
+            self.sql(ctx, SqlRequest::AdvanceSlot { slot, to: target });
+            return TaskEvent::None;
+        }
+        self.request_stream(ctx, start);
+        TaskEvent::None
+    }
+
+    /// Where `startStreaming(offset, walPosition)` seeks the slot before `START_REPLICATION`, if
+    /// it does ([`DebeziumConfig::slot_seek`]): `walPosition.getLastCommitStoredLsn() ??
+    /// getLastEventStoredLsn()`, the locator made of the stored `lsn_commit` and `lsn_proc ?? lsn`
+    /// (`PostgresStreamingChangeEventSource.execute`; none without a stored position). 3.6+
+    /// seeks only when `offset > defaultStartingPos` (`isReplicationSlotBehindOffsetStore`), the
+    /// default start being the slot this start created (its consistent point) or the slot's
+    /// `confirmed_flush_lsn` (`initReplicationSlot`), the offset already replaced by it where
+    /// `trust_greater_lsn` trusts a slot ahead (`shouldIgnoreExistingOffsetPosition`).
+    fn slot_seek_target(&self, start: Lsn) -> Option<Lsn> {
+        let seek = self.config.slot_seek();
+        if seek == SlotSeek::Never || !start.is_valid() {
+            return None;
+        }
+        let target = self.offset.lsn_commit.unwrap_or(start);
+        if seek == SlotSeek::WhenSlotBehind {
+            let default_start = match (&self.slot_created, &self.starting_slot) {
+                (Some(created), _) => created.0,
+                (None, Some(slot)) => slot.confirmed_flush_lsn.or(slot.restart_lsn).unwrap_or(Lsn::INVALID),
+                (None, None) => return None,
+            };
+            let offset = if start < default_start && !self.config.offset_mismatch_strategy.checks_log_position() {
+                default_start
+            } else {
+                start
+            };
+            if offset <= default_start {
+                return None;
+            }
+        }
+        Some(target)
+    }
+
+    /// The seek's answer: the stream starts; or PostgreSQL refused because the slot is ahead
+    /// of the target, which fails the task ("Cannot seek to the last known offset …",
+    /// `advanceReplicationSlot`), or in 2.2 to 2.4 is only logged (DBZ-6191). Another error is
+    /// a `PSQLException` wrapped: retriable.
+    pub(super) fn on_seek_reply(&mut self, ctx: &mut Ctx, target: Lsn, start: Lsn, reply: SqlReply) -> TaskEvent {
+        let refused = match reply {
+            SqlReply::Error(error) if error.contains("cannot advance replication slot to") => Some(error),
+            SqlReply::Error(error) => {
+                return self.retriable(ctx, format!("org.postgresql.util.PSQLException: {error}"));
+            }
+            _ => None,
+        };
+        let fails = refused.is_some() && self.config.slot_seek_refusal_fails();
+        if fails {
+            let error = refused.unwrap_or_default();
+            return self.fail(
+                ctx,
+                format!(
+                    "io.debezium.DebeziumException: Cannot seek to the last known offset '{target}' on replication slot \
+                     '{}'. Error from server: {error}",
+                    self.config.slot_name
+                ),
+            );
+        }
+        ctx.observe(Observation::SlotSought { slot: self.config.slot_name.clone(), target, refused });
         self.request_stream(ctx, start);
         TaskEvent::None
     }
