@@ -145,3 +145,10 @@ fn dbz_76_a_change_at_the_stored_commits_end_in_an_interleaved_transaction() {
         (432_597, 146_575),
     );
 }
+
+/// dbz#1379 (reference §9 row 8): a stored heartbeat message; the 3.5 search waits for a COMMIT
+/// and the filter drops the heartbeat message written before it: a lost `op=m` record (I1).
+#[test]
+fn dbz_1379_a_stored_message_and_the_messages_after_it() {
+    historic("dbz-1379-stored-message-restart", Invariant::I1, (1_582_120, 530_909), (1_600_991, 540_012));
+}
