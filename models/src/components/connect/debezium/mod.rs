@@ -732,20 +732,21 @@ mod tests {
         outbox.messages = vec![decoded_message(1150, "outbox", true)];
         task.on_repl_reply(&mut ctx, ReplReply::XLogData(outbox));
         let records = task.drain();
-        let seen: Vec<(Topic, Option<Op>, i64, Lsn, Option<Xid>)> = records
+        type Seen = (Topic, Op, i64, Lsn, Option<Xid>);
+        let seen: Vec<Seen> = records
             .iter()
             .map(|r| {
                 let value = r.value.expect("a value");
-                (r.topic, Some(value.op), r.key, value.source.lsn, value.source.tx_id)
+                (r.topic, value.op, r.key, value.source.lsn, value.source.tx_id)
             })
             .collect();
         assert_eq!(
             seen,
             vec![
-                (Topic::Message, Some(Op::Message), message_key("audit"), Lsn(1000), None),
-                (Topic::Change(TableId(0)), Some(Op::Update), 1, Lsn(1100), Some(11)),
-                (Topic::Message, Some(Op::Message), message_key("outbox"), Lsn(1150), Some(11)),
-                (Topic::Change(TableId(0)), Some(Op::Update), 2, Lsn(1200), Some(11)),
+                (Topic::Message, Op::Message, message_key("audit"), Lsn(1000), None),
+                (Topic::Change(TableId(0)), Op::Update, 1, Lsn(1100), Some(11)),
+                (Topic::Message, Op::Message, message_key("outbox"), Lsn(1150), Some(11)),
+                (Topic::Change(TableId(0)), Op::Update, 2, Lsn(1200), Some(11)),
             ]
         );
         assert_eq!(records[0].offset.lsn_commit, Some(Lsn(1000)), "a non-transactional message is a commit");
