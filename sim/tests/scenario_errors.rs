@@ -375,11 +375,41 @@ fn unmodelled_connector_properties() {
         ("\"slot.drop.on.stop\" = true", "true is not modelled yet"),
         ("\"provide.transaction.metadata\" = \"true\"", "true is not modelled yet"),
         ("\"publication.autocreate.mode\" = \"filtered\"", "not modelled yet; only all_tables"),
+        (
+            "\"heartbeat.action.query\" = \"SELECT pg_logical_emit_message(false, 'hb', md5(now()::text))\"",
+            "the content `md5(now()::text)`",
+        ),
+        ("\"message.prefix.include.list\" = \"outbox.*\"", "the model takes prefixes by name"),
+        ("\"message.prefix.exclude.list\" = \"a,,b\"", "an empty prefix in the list"),
     ];
     for (line, phrase) in cases {
         let text = min_with("\"plugin.name\" = \"pgoutput\"\n", &format!("\"plugin.name\" = \"pgoutput\"\n{line}\n"));
         fails(&text, &[], "s.toml:7:1: connector.", phrase);
     }
+}
+
+/// `heartbeat.action.query` as a logical message, and the message prefix lists, read into the
+/// connector; both lists at once are refused at the second.
+#[test]
+fn message_heartbeats_and_message_prefix_lists_read_into_the_connector() {
+    use handoff_models::components::connect::debezium::{HeartbeatMessage, MessagePrefixFilter};
+    let with =
+        |lines: &str| min_with("\"plugin.name\" = \"pgoutput\"\n", &format!("\"plugin.name\" = \"pgoutput\"\n{lines}"));
+    let text = with(
+        "\"heartbeat.interval.ms\" = 10000\n\"heartbeat.action.query\" = \"SELECT pg_logical_emit_message(false, 'heartbeat', now()::varchar)\"\n\"message.prefix.exclude.list\" = \"heartbeat, audit\"\n",
+    );
+    let debezium = ok(&text, &[]).spec.debezium;
+    assert_eq!(
+        debezium.heartbeat_action_message,
+        Some(HeartbeatMessage { transactional: false, prefix: "heartbeat".into(), payload_bytes: 29 })
+    );
+    assert_eq!(debezium.heartbeat_action_table, None);
+    assert_eq!(debezium.message_prefixes, MessagePrefixFilter::Exclude(vec!["heartbeat".into(), "audit".into()]));
+    assert_eq!(ok(MIN, &[]).spec.debezium.message_prefixes, MessagePrefixFilter::All);
+    let both = with("\"message.prefix.include.list\" = \"a\"\n\"message.prefix.exclude.list\" = \"b\"\n");
+    fails(&both, &[], "s.toml:8:1: connector.\"message.prefix.exclude.list\": ", "cannot both be set");
+    let quiet = with("\"heartbeat.action.query\" = \"SELECT pg_logical_emit_message(false, 'hb', 'x')\"\n");
+    fails(&quiet, &[], "s.toml:7:1: connector.", "runs only with heartbeat.interval.ms above 0");
 }
 
 #[test]

@@ -179,6 +179,8 @@ fn everything() -> Spec {
             lsn_flush_mode: handoff_models::components::connect::debezium::LsnFlushMode::ConnectorAndDriver,
             heartbeat_interval_ms: 5_000,
             heartbeat_action_table: Some(payments),
+            heartbeat_action_message: None,
+            message_prefixes: handoff_models::components::connect::debezium::MessagePrefixFilter::All,
             slot_failover: false,
             tables: vec![payments, claims],
         },

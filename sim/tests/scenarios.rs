@@ -144,6 +144,11 @@ fn claims_quiet_database_idle_session() {
 }
 
 #[test]
+fn claims_quiet_database_message_heartbeat_restart() {
+    check("claims-quiet-database-message-heartbeat-restart");
+}
+
+#[test]
 fn claims_commit_visibility_race() {
     check("claims-commit-visibility-race");
 }

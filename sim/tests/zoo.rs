@@ -175,3 +175,10 @@ fn dbz_5739_a_slot_advanced_by_hand() {
 fn dbz_1863_trust_offset_after_a_slot_advanced_by_hand() {
     historic("dbz-1863-trust-offset-slot-advanced-by-hand", Invariant::I6, (206_501, 79_751), (264_112, 98_790));
 }
+
+/// dbz#1379 (reference §9 row 8): a stored heartbeat message; the 3.5 search waits for a COMMIT
+/// and the filter drops the heartbeat message written before it: a lost `op=m` record (I1).
+#[test]
+fn dbz_1379_a_stored_message_and_the_messages_after_it() {
+    historic("dbz-1379-stored-message-restart", Invariant::I1, (1_582_120, 530_909), (1_600_991, 540_012));
+}

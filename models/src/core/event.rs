@@ -27,6 +27,13 @@ pub enum Op {
     /// `d`: a delete.
     #[serde(rename = "d")]
     Delete,
+    /// `m`: a logical decoding message (`pg_logical_emit_message`) on `<topic.prefix>.message`
+    /// (`PostgresStreamingChangeEventSource.processReplicationMessages`,
+    /// `LogicalDecodingMessageMonitor`). It is no row change: `before` and `after` are empty,
+    /// `source.lsn` is the message's LSN, and the record's key is its prefix
+    /// ([`message_key`]).
+    #[serde(rename = "m")]
+    Message,
 }
 
 impl Op {
@@ -36,6 +43,7 @@ impl Op {
             Op::Create => 'c',
             Op::Update => 'u',
             Op::Delete => 'd',
+            Op::Message => 'm',
         }
     }
 }
@@ -130,6 +138,21 @@ pub enum Topic {
     /// `__debezium-heartbeat.<topic.prefix>`: heartbeat records, which carry the connector's
     /// current offset so that Connect stores it (Debezium's `io.debezium.heartbeat`).
     Heartbeat,
+    /// `<topic.prefix>.message`: the logical decoding messages Debezium captured (`op=m`),
+    /// keyed by prefix (`LogicalDecodingMessageMonitor`).
+    Message,
+}
+
+/// The key of a logical decoding message's record: its prefix (`{"prefix": …}`), as a stable
+/// number (FNV-1a of the prefix's bytes, non-negative), so that equal prefixes share a key and
+/// so a partition, as Kafka's key hashing gives them.
+pub fn message_key(prefix: &str) -> Key {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in prefix.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    (hash >> 1) as Key
 }
 
 /// `snapshot` offset key: which kind of snapshot is in progress.

@@ -487,6 +487,22 @@ pub enum Observation {
         target: Lsn,
         refused: Option<String>,
     },
+    // ----- Logical decoding messages (issue 18, dbz#1379) -----
+    /// `pg_logical_emit_message` wrote its record (`LogLogicalMessage`): `lsn` is the record's
+    /// end, as pgoutput stamps it; `xid` the writer's transaction for a transactional message
+    /// (it is decoded only if that transaction commits); `database` the writer's (`None`: the
+    /// main one). A non-transactional message is not flushed when written: a crash before the
+    /// next flush loses it. `committed`: a transactional message outside a transaction block,
+    /// whose transaction of its own committed (and was flushed) with it.
+    MessageWritten {
+        server: Node,
+        lsn: Lsn,
+        transactional: bool,
+        xid: Option<crate::core::ids::Xid>,
+        prefix: String,
+        database: Option<String>,
+        committed: bool,
+    },
 }
 
 /// An observation with its time and node: one line of the trace.

@@ -198,7 +198,10 @@ impl Coverage {
             Observation::Appended { records } => {
                 for record in records {
                     let Some(event) = record.value else { continue };
-                    if event.source.snapshot.is_snapshot() || event.source.connector != Origin::Postgresql {
+                    if event.source.snapshot.is_snapshot()
+                        || event.source.connector != Origin::Postgresql
+                        || event.op == crate::core::event::Op::Message
+                    {
                         continue;
                     }
                     if !self.published.insert((event.source.lsn, (event.source.table, record.key))) {

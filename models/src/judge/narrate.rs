@@ -36,6 +36,7 @@ impl Names {
         match topic {
             Topic::Change(table) => format!("{}.{}", self.topic_prefix, self.table(table)),
             Topic::Heartbeat => format!("__debezium-heartbeat.{}", self.topic_prefix),
+            Topic::Message => format!("{}.message", self.topic_prefix),
         }
     }
 
@@ -175,6 +176,17 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
         Observation::CommitWritten { xid, commit_lsn, .. } => {
             format!("transaction {xid}: commit record at {commit_lsn} in WAL; not yet visible")
         }
+        Observation::MessageWritten { lsn, transactional, xid, prefix, database, .. } => {
+            let kind = if *transactional { "transactional" } else { "non-transactional" };
+            let mut text = format!("logical message '{prefix}' ({kind}) written, ending at {lsn}");
+            if let Some(xid) = xid.filter(|_| *transactional) {
+                let _ = write!(text, ", in transaction {xid}");
+            }
+            if let Some(database) = database {
+                let _ = write!(text, ", in database \"{database}\"");
+            }
+            text
+        }
         Observation::SessionTerminated { client, xid, idle_ms, .. } => {
             let what = match xid {
                 Some(xid) => format!("its transaction {xid} aborted"),
@@ -287,7 +299,16 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                 parts.push(format!("{} snapshot row(s)", summary.snapshot_rows));
             }
             if summary.changes > 0 {
-                let keys: Vec<String> = summary.first_changes.iter().map(|(op, key)| format!("{op} {key}")).collect();
+                let keys: Vec<String> = summary
+                    .first_changes
+                    .iter()
+                    // A logical message's key is its prefix, as a number: not worth a reader's eye.
+                    .map(
+                        |(op, key)| {
+                            if *op == 'm' { "m (a logical message)".to_string() } else { format!("{op} {key}") }
+                        },
+                    )
+                    .collect();
                 let more = if summary.changes > summary.first_changes.len() { ", …" } else { "" };
                 parts.push(format!("{} change(s): {}{more}", summary.changes, keys.join(", ")));
             }

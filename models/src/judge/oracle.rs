@@ -63,6 +63,31 @@ pub struct Oracle {
     pub last_csn: Csn,
     /// Commits by the LSN of each of their change records.
     by_change_lsn: BTreeMap<Lsn, Vec<usize>>,
+    /// The logical decoding messages written in the main database, in write order.
+    pub messages: Vec<OracleMessage>,
+}
+
+/// A logical decoding message of the main database (`pg_logical_emit_message`), and whether
+/// the history keeps it: a transactional one once its transaction committed; a
+/// non-transactional one, which `LogLogicalMessage` does not flush, once a later commit of the
+/// same server flushed the WAL past it (a crash before that may lose it, so until then the
+/// oracle does not count on it).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct OracleMessage {
+    pub server: Node,
+    /// The end of its record: its XLogData position (non-transactional) or, for a
+    /// transactional one, its position inside its transaction.
+    pub lsn: Lsn,
+    pub transactional: bool,
+    pub xid: Option<crate::core::ids::Xid>,
+    pub prefix: String,
+    /// When it was written.
+    pub at: SimTime,
+    /// When its transaction committed (transactional) or a later commit flushed it.
+    pub durable_at: Option<SimTime>,
+    /// Never decodable any more: written on a server that crashed before it was durable, or on
+    /// a primary that a promotion left behind.
+    pub lost: bool,
 }
 
 impl Oracle {
@@ -77,7 +102,14 @@ impl Oracle {
             .collect();
         initial.sort_by_key(|doc| doc.id);
         initial.dedup_by_key(|doc| doc.id);
-        Oracle { commits: Vec::new(), initial, changed: BTreeMap::new(), last_csn: 0, by_change_lsn: BTreeMap::new() }
+        Oracle {
+            commits: Vec::new(),
+            initial,
+            changed: BTreeMap::new(),
+            last_csn: 0,
+            by_change_lsn: BTreeMap::new(),
+            messages: Vec::new(),
+        }
     }
 
     /// Where a loaded document is in `initial`. Loaded keys are usually consecutive, so the
@@ -127,7 +159,13 @@ impl Oracle {
     /// Feeds one observation.
     /// Whether [`Oracle::observe`] changes anything for this observation.
     pub fn observes(observation: &Observation) -> bool {
-        matches!(observation, Observation::Committed { .. } | Observation::Promoted { .. })
+        matches!(
+            observation,
+            Observation::Committed { .. }
+                | Observation::Promoted { .. }
+                | Observation::MessageWritten { database: None, .. }
+                | Observation::CrashRecoveryEnded { .. }
+        )
     }
 
     pub fn observe(&mut self, at: SimTime, observation: &Observation) {
@@ -138,6 +176,44 @@ impl Oracle {
                 }
                 self.commits.push(OracleCommit { server: *server, txn: txn.0.clone(), at, lost: false });
                 self.apply(txn, at);
+                // The commit flushed the WAL before it: the messages written before it on this
+                // server are durable; a transactional one of this transaction is decoded.
+                for message in self.messages.iter_mut().filter(|m| m.server == *server && m.durable_at.is_none()) {
+                    let durable = if message.transactional {
+                        message.xid == Some(txn.xid)
+                    } else {
+                        message.lsn <= txn.commit_lsn
+                    };
+                    if durable {
+                        message.durable_at = Some(at);
+                    }
+                }
+            }
+            Observation::MessageWritten { server, lsn, transactional, xid, prefix, database: None, committed } => {
+                if *committed {
+                    // Its transaction's commit flushed the WAL before it.
+                    for earlier in self.messages.iter_mut().filter(|m| m.server == *server && m.durable_at.is_none()) {
+                        if !earlier.transactional && earlier.lsn < *lsn {
+                            earlier.durable_at = Some(at);
+                        }
+                    }
+                }
+                self.messages.push(OracleMessage {
+                    server: *server,
+                    lsn: *lsn,
+                    transactional: *transactional,
+                    xid: *xid,
+                    prefix: prefix.clone(),
+                    at,
+                    durable_at: committed.then_some(at),
+                    lost: false,
+                });
+            }
+            Observation::CrashRecoveryEnded { server } => {
+                // What the crash did not find flushed is gone; a transaction open then aborted.
+                for message in self.messages.iter_mut().filter(|m| m.server == *server && m.durable_at.is_none()) {
+                    message.lost = true;
+                }
             }
             Observation::Promoted { server, csn, .. } => {
                 let mut changed = false;
@@ -146,6 +222,11 @@ impl Oracle {
                         commit.lost = true;
                         changed = true;
                     }
+                }
+                // The old primary's messages: the model does not tell which ones the standby
+                // replayed, so none is counted on after a promotion.
+                for message in self.messages.iter_mut().filter(|m| m.server != *server) {
+                    message.lost = true;
                 }
                 if changed {
                     self.rebuild();

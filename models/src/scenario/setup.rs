@@ -84,6 +84,9 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
             .filter(|t| t.database.is_none())
             .map(|t| Topic::Change(t.id))
             .chain((spec.debezium.effective_heartbeat_interval_ms() > 0).then_some(Topic::Heartbeat))
+            // `<topic.prefix>.message`, where the scenario writes logical decoding messages
+            // (its script, or a heartbeat.action.query that emits one).
+            .chain(writes_messages(spec).then_some(Topic::Message))
             .collect(),
     }));
     let sink = SearchIndex::new(Fixed::new(spec.sink.clone()));
@@ -104,4 +107,17 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
         initial_rows,
         connect_start_ms: spec.connector_start_ms,
     }
+}
+
+/// Whether a run of `spec` can write logical decoding messages: a scripted
+/// `pg_logical_emit_message` (in the scenario's script or its bound's), or a heartbeat action
+/// query that emits one.
+fn writes_messages(spec: &Spec) -> bool {
+    let bound_scripts = spec.check.iter().flat_map(|bound| bound.scripts.iter());
+    spec.debezium.heartbeat_action_message.is_some()
+        || spec
+            .scripted
+            .iter()
+            .chain(bound_scripts)
+            .any(|txn| matches!(txn.step.kind, crate::components::app::StepKind::Message { .. }))
 }

@@ -488,6 +488,8 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
             heartbeat_interval_ms: 0,
             slot_failover: false,
             heartbeat_action_table: None,
+            heartbeat_action_message: None,
+            message_prefixes: crate::components::connect::debezium::MessagePrefixFilter::All,
             tables: vec![table],
         },
         connector_properties: BTreeMap::new(),

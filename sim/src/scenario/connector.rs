@@ -8,6 +8,7 @@ use handoff_models::components::connect::debezium::DebeziumConfig;
 use handoff_models::components::connect::debezium::LsnFlushMode;
 use handoff_models::components::connect::debezium::OffsetMismatchStrategy;
 use handoff_models::components::connect::debezium::SnapshotMode;
+use handoff_models::components::connect::debezium::{HeartbeatMessage, MessagePrefixFilter};
 use handoff_models::core::ids::TableId;
 use handoff_models::core::limits;
 use handoff_models::scenario::spec::TableSetup;
@@ -18,7 +19,8 @@ const MODELLED: &str = "name connector.class topic.prefix plugin.name slot.name 
     publication.autocreate.mode snapshot.mode snapshot.fetch.size max.batch.size max.queue.size poll.interval.ms \
     retriable.restart.connector.wait.ms tombstones.on.delete table.include.list offset.mismatch.strategy \
     lsn.flush.mode heartbeat.interval.ms heartbeat.action.query slot.failover slot.drop.on.stop \
-    provide.transaction.metadata internal.slot.seek.to.known.offset.on.start";
+    provide.transaction.metadata internal.slot.seek.to.known.offset.on.start message.prefix.include.list \
+    message.prefix.exclude.list";
 
 /// Accepted and shown in the handoff record, with no effect on the model.
 const ACCEPTED: &str = "database.hostname database.port database.user database.password database.dbname \
@@ -217,10 +219,19 @@ pub(super) fn connector(
         );
     }
     let slot_failover = flag("slot.failover", false)?;
-    // The action query is modelled as an upsert into a table of the scenario: the query must
-    // name one (`INSERT INTO public.heartbeat … ON CONFLICT … DO UPDATE …`).
+    // The action query is a logical decoding message (`SELECT pg_logical_emit_message(…)`), or
+    // is modelled as an upsert into a table of the scenario, which the query must name
+    // (`INSERT INTO public.heartbeat … ON CONFLICT … DO UPDATE …`).
+    let heartbeat_action_message = match s.get("heartbeat.action.query") {
+        None => None,
+        Some(field) => match heartbeat_message(&prop_text(cx, &field)?) {
+            Ok(message) => message,
+            Err(problem) => return cx.fail(&field, problem),
+        },
+    };
     let heartbeat_action_table = match s.get("heartbeat.action.query") {
         None => None,
+        Some(_) if heartbeat_action_message.is_some() => None,
         Some(field) => {
             let query = prop_text(cx, &field)?;
             let named: Vec<&TableSetup> =
@@ -241,7 +252,7 @@ pub(super) fn connector(
             }
         }
     };
-    if heartbeat_action_table.is_some() && heartbeat_interval_ms == 0 {
+    if (heartbeat_action_table.is_some() || heartbeat_action_message.is_some()) && heartbeat_interval_ms == 0 {
         let field = s.get("heartbeat.action.query").expect("present");
         return cx.fail(&field, "heartbeat.action.query runs only with heartbeat.interval.ms above 0");
     }
@@ -252,6 +263,7 @@ pub(super) fn connector(
             return cx.fail(&field, "true is not modelled yet; only false");
         }
     }
+    let message_prefixes = message_prefix_filter(cx, s)?;
     let mut properties = BTreeMap::new();
     for entry in s.entries {
         properties.insert(entry.key.clone(), prop_text(cx, &s.field(entry))?);
@@ -276,6 +288,8 @@ pub(super) fn connector(
         lsn_flush_mode,
         heartbeat_interval_ms,
         heartbeat_action_table,
+        heartbeat_action_message,
+        message_prefixes,
         slot_failover,
         tables,
     };
@@ -339,4 +353,161 @@ fn include_list(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<Vec<TableId>
         ids.push(id);
     }
     Ok(ids)
+}
+
+/// The content `now()::varchar` writes: `2026-12-01 22:11:20.123456+00`.
+const NOW_TEXT_BYTES: u64 = 29;
+
+/// A `heartbeat.action.query` that emits a logical decoding message, parsed: `Ok(None)` when
+/// it does not call `pg_logical_emit_message` (a table write), `Err` with the problem when it
+/// does in a form the model does not take. The form taken is
+/// `SELECT pg_logical_emit_message(transactional, 'prefix', content)`, with `true` or `false`,
+/// a string literal, and for the content a string literal or `now()::varchar` (`::text`).
+fn heartbeat_message(query: &str) -> Result<Option<HeartbeatMessage>, String> {
+    const FUNCTION: &str = "pg_logical_emit_message";
+    let lower = query.to_ascii_lowercase();
+    if !lower.contains(FUNCTION) {
+        return Ok(None);
+    }
+    let form = format!(
+        "the model runs a message heartbeat of the form SELECT {FUNCTION}(false, 'heartbeat', now()::varchar): \
+         transactional true or false, the prefix a string literal, the content a string literal or now()::varchar"
+    );
+    let text = query.trim().trim_end_matches(';').trim_end();
+    let rest = match text.get(..6) {
+        Some(select) if select.eq_ignore_ascii_case("select") => text[6..].trim_start(),
+        _ => return Err(format!("`{query}` is not a SELECT of {FUNCTION}; {form}")),
+    };
+    let call = match rest.get(..FUNCTION.len()) {
+        Some(name) if name.eq_ignore_ascii_case(FUNCTION) => rest[FUNCTION.len()..].trim_start(),
+        _ => return Err(format!("`{query}` selects more than {FUNCTION}(…); {form}")),
+    };
+    let Some(inner) = call.strip_prefix('(').and_then(|call| call.strip_suffix(')')) else {
+        return Err(format!("`{query}`: expected {FUNCTION}(…) and nothing after it; {form}"));
+    };
+    let arguments = split_arguments(inner).ok_or_else(|| format!("`{query}`: an unterminated string literal"))?;
+    let [transactional, prefix, content] = arguments.as_slice() else {
+        return Err(format!(
+            "`{query}` passes {} argument(s) to {FUNCTION}; expected 3 (transactional, prefix, content; the flush \
+             argument of PostgreSQL 17 is not modelled)",
+            arguments.len()
+        ));
+    };
+    let transactional = match transactional.to_ascii_lowercase().as_str() {
+        "true" => true,
+        "false" => false,
+        other => return Err(format!("transactional `{other}` in `{query}`: expected true or false")),
+    };
+    let Some(prefix) = string_literal(prefix) else {
+        return Err(format!("the prefix `{prefix}` in `{query}` is not a string literal; {form}"));
+    };
+    let payload_bytes = match string_literal(content) {
+        Some(literal) => literal.len() as u64,
+        None => match content.to_ascii_lowercase().replace(' ', "").as_str() {
+            "now()::varchar" | "now()::text" | "now()::charactervarying" => NOW_TEXT_BYTES,
+            _ => return Err(format!("the content `{content}` in `{query}` is not modelled; {form}")),
+        },
+    };
+    Ok(Some(HeartbeatMessage { transactional, prefix, payload_bytes }))
+}
+
+/// The arguments of a call, split at the commas outside string literals and parentheses,
+/// trimmed; `None` for an unterminated literal.
+fn split_arguments(inner: &str) -> Option<Vec<String>> {
+    let mut arguments = Vec::new();
+    let (mut current, mut depth, mut quoted) = (String::new(), 0u32, false);
+    for c in inner.chars() {
+        match c {
+            '\'' => quoted = !quoted,
+            '(' if !quoted => depth += 1,
+            ')' if !quoted => depth = depth.saturating_sub(1),
+            ',' if !quoted && depth == 0 => {
+                arguments.push(current.trim().to_string());
+                current.clear();
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    if quoted {
+        return None;
+    }
+    arguments.push(current.trim().to_string());
+    Some(arguments)
+}
+
+/// The text of a SQL string literal (`'it''s'` is `it's`), or `None` if `text` is not one.
+fn string_literal(text: &str) -> Option<String> {
+    let inner = text.strip_prefix('\'')?.strip_suffix('\'')?;
+    // A lone quote inside: two literals or an expression, not one literal.
+    (!inner.replace("''", "").contains('\'')).then(|| inner.replace("''", "'"))
+}
+
+/// `message.prefix.include.list` / `message.prefix.exclude.list` (`LogicalDecodingMessageFilter`):
+/// comma-separated prefixes, one of the two lists at most.
+fn message_prefix_filter(cx: &Cx, s: &Section) -> Res<MessagePrefixFilter> {
+    const INCLUDE: &str = "message.prefix.include.list";
+    const EXCLUDE: &str = "message.prefix.exclude.list";
+    let list = |key: &str| -> Res<Option<Vec<String>>> {
+        let Some(field) = s.get(key) else { return Ok(None) };
+        let mut prefixes = Vec::new();
+        for prefix in prop_text(cx, &field)?.split(',').map(str::trim) {
+            if prefix.is_empty() {
+                return cx.fail(&field, "an empty prefix in the list");
+            }
+            if prefix.contains(['*', '+', '?', '[', ']', '(', ')', '{', '}', '|', '^', '$', '\\']) {
+                return cx.fail(
+                    &field,
+                    format!(
+                        "`{prefix}`: Debezium reads the list as regular expressions; the model takes prefixes by name \
+                         only (a dot matches itself)"
+                    ),
+                );
+            }
+            prefixes.push(prefix.to_string());
+        }
+        Ok(Some(prefixes))
+    };
+    match (list(INCLUDE)?, list(EXCLUDE)?) {
+        (Some(_), Some(_)) => {
+            let field = s.get(EXCLUDE).expect("present");
+            cx.fail(&field, format!("{INCLUDE} and {EXCLUDE} cannot both be set; give one of them"))
+        }
+        (Some(prefixes), None) => Ok(MessagePrefixFilter::Include(prefixes)),
+        (None, Some(prefixes)) => Ok(MessagePrefixFilter::Exclude(prefixes)),
+        (None, None) => Ok(MessagePrefixFilter::All),
+    }
+}
+
+#[cfg(test)]
+mod message_tests {
+    use super::{HeartbeatMessage, NOW_TEXT_BYTES, heartbeat_message};
+
+    #[test]
+    fn the_recommended_message_heartbeat_is_parsed() {
+        let parsed = heartbeat_message("SELECT pg_logical_emit_message(false, 'heartbeat', now()::varchar)");
+        let expected =
+            HeartbeatMessage { transactional: false, prefix: "heartbeat".into(), payload_bytes: NOW_TEXT_BYTES };
+        assert_eq!(parsed, Ok(Some(expected)));
+        let parsed = heartbeat_message("select PG_LOGICAL_EMIT_MESSAGE( true , 'it''s', 'abc');");
+        let expected = HeartbeatMessage { transactional: true, prefix: "it's".into(), payload_bytes: 3 };
+        assert_eq!(parsed, Ok(Some(expected)));
+        assert_eq!(heartbeat_message("INSERT INTO public.heartbeat (id) VALUES (1)"), Ok(None));
+    }
+
+    #[test]
+    fn unsupported_message_forms_are_refused_with_the_form_taken() {
+        for (query, problem) in [
+            ("SELECT pg_logical_emit_message(false, 'hb', now()::varchar, true)", "passes 4 argument(s)"),
+            ("SELECT pg_logical_emit_message(maybe, 'hb', 'x')", "transactional `maybe`"),
+            ("SELECT pg_logical_emit_message(false, hb, 'x')", "the prefix `hb`"),
+            ("SELECT pg_logical_emit_message(false, 'hb', md5(random()::text))", "the content `md5(random()::text)`"),
+            ("SELECT 1, pg_logical_emit_message(false, 'hb', 'x')", "selects more than"),
+            ("SELECT pg_logical_emit_message(false, 'hb, 'x')", "unterminated"),
+        ] {
+            let error = heartbeat_message(query).expect_err(query);
+            assert!(error.contains(problem), "{query}: {error}");
+        }
+    }
 }

@@ -260,6 +260,15 @@ impl Postgres {
         // is, by its commit.
         let (start, message_end) = self.durable.wal.get_mut().insert_record_unflushed(size);
         let xid = transactional.then_some(self.durable.next_xid);
+        ctx.observe(Observation::MessageWritten {
+            server: self.node,
+            lsn: message_end,
+            transactional,
+            xid,
+            prefix: prefix.clone(),
+            database: None,
+            committed: transactional,
+        });
         self.durable.wal.get_mut().push(WalEntry::Message {
             xid,
             transactional,

@@ -440,6 +440,30 @@ impl Postgres {
         })
     }
 
+    /// The end of the last captured event in this server's WAL: a commit touching one of
+    /// `tables`, or a logical message of the main database whose prefix `captures_message`
+    /// takes (non-transactional: its record's end; transactional: its transaction's commit end,
+    /// once committed). What a connector must have processed to be caught up. Scans back only
+    /// to the last captured commit, as [`Postgres::last_commit_touching`] does.
+    pub fn last_captured_event(&self, tables: &[TableId], captures_message: impl Fn(&str) -> bool) -> Option<Lsn> {
+        let entries = &self.durable.wal.entries;
+        entries.iter().enumerate().rev().find_map(|(index, entry)| match entry {
+            WalEntry::Message { xid, transactional, prefix, database: None, end, .. } if captures_message(prefix) => {
+                if !*transactional {
+                    return Some(*end);
+                }
+                // Decoded at its transaction's commit, if that comes.
+                entries[index + 1..]
+                    .iter()
+                    .find_map(|later| later.committed().filter(|txn| Some(txn.xid) == *xid).map(|txn| txn.end_lsn))
+            }
+            _ => entry
+                .committed()
+                .filter(|txn| txn.changes.iter().any(|c| tables.contains(&c.table)))
+                .map(|txn| txn.end_lsn),
+        })
+    }
+
     /// `pg_current_wal_lsn()`: the write pointer, which is the flush pointer here (records not
     /// flushed are not written either).
     pub fn current_wal_lsn(&self) -> Lsn {

@@ -524,6 +524,15 @@ impl Postgres {
         let write_before = self.durable.wal.write_lsn();
         let size = record_size::logical_message(prefix.len() as u64, payload_bytes);
         let (start, end) = self.durable.wal.get_mut().insert_record_unflushed(size);
+        ctx.observe(Observation::MessageWritten {
+            server: self.node,
+            lsn: end,
+            transactional,
+            xid,
+            prefix: prefix.clone(),
+            database: database.clone(),
+            committed: false,
+        });
         self.durable.wal.get_mut().push(WalEntry::Message {
             xid,
             transactional,

@@ -266,7 +266,8 @@ impl World {
             checkers: CopyOnWrite::new(
                 Checkers::new(Oracle::new(&system.initial_rows), spec.debezium.tables.clone())
                     .named(crate::judge::narrate::Names::of(spec))
-                    .snapshot_mode(spec.debezium.snapshot_mode),
+                    .snapshot_mode(spec.debezium.snapshot_mode)
+                    .messages(&spec.debezium),
             ),
             restarted_during_snapshot: false,
             captured: Fixed::new(spec.debezium.tables.clone()),
@@ -601,7 +602,8 @@ impl World {
     }
 
     fn last_captured_commit(&self) -> Option<Lsn> {
-        self.processes.pg1.last_commit_touching(&self.captured)
+        let evidence = &self.checkers.evidence;
+        self.processes.pg1.last_captured_event(&self.captured, |prefix| evidence.awaits_message(prefix))
     }
 
     /// Whether the pipeline has caught up ([`acceptance::decide`]): nothing in flight, every

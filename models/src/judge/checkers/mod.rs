@@ -191,6 +191,20 @@ pub struct Evidence {
     /// Whether a connector that starts without a completed snapshot in its stored offset takes
     /// one (`snapshot.mode` `initial`, `when_needed`, `always`; not `no_data`).
     pub restart_snapshots: bool,
+    /// Which logical decoding messages the connector turns into records
+    /// (`message.prefix.include.list` / `message.prefix.exclude.list`).
+    pub message_prefixes: Fixed<crate::components::connect::debezium::MessagePrefixFilter>,
+    /// The prefix of the messages the connector's own `heartbeat.action.query` writes, if it
+    /// writes messages: they never stop, so the acceptance boundary does not wait for them.
+    pub heartbeat_message_prefix: Fixed<Option<String>>,
+}
+
+impl Evidence {
+    /// Whether the acceptance boundary waits for a logical message with `prefix`: one the
+    /// connector captures, and not its own heartbeat's.
+    pub fn awaits_message(&self, prefix: &str) -> bool {
+        self.message_prefixes.captures(prefix) && self.heartbeat_message_prefix.as_deref() != Some(prefix)
+    }
 }
 
 impl Evidence {
@@ -326,6 +340,8 @@ impl Checkers {
                 names: Fixed::new(Names::default()),
                 timelines: Timelines::default(),
                 restart_snapshots: true,
+                message_prefixes: Fixed::new(Default::default()),
+                heartbeat_message_prefix: Fixed::new(None),
             },
             no_resurrection: Default::default(),
             monotonic_apply: Default::default(),
@@ -348,6 +364,16 @@ impl Checkers {
     /// completed snapshot stored takes one.
     pub fn snapshot_mode(mut self, mode: crate::components::connect::debezium::SnapshotMode) -> Checkers {
         self.evidence.restart_snapshots = mode != crate::components::connect::debezium::SnapshotMode::NoData;
+        self
+    }
+
+    /// The connector's `message.prefix.include.list` / `message.prefix.exclude.list` (which
+    /// logical decoding messages I1 expects on `<topic.prefix>.message`) and the prefix of its
+    /// message heartbeat, if any.
+    pub fn messages(mut self, debezium: &crate::components::connect::debezium::DebeziumConfig) -> Checkers {
+        self.evidence.message_prefixes = Fixed::new(debezium.message_prefixes.clone());
+        self.evidence.heartbeat_message_prefix =
+            Fixed::new(debezium.heartbeat_action_message.as_ref().map(|message| message.prefix.clone()));
         self
     }
 
@@ -419,6 +445,7 @@ impl Checkers {
         one_history::check(&self.evidence, boundary, &mut found);
         if boundary.reached {
             no_gap::check(&self.evidence, boundary, &self.findings, &mut found);
+            no_gap::check_messages(&self.evidence, boundary, &mut found);
             no_resurrection::check_boundary(&self.evidence, boundary, &mut found);
         }
         for finding in found {

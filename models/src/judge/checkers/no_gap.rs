@@ -9,13 +9,26 @@
 //! version during the run, that an older row overwrote it: I3's finding). The same version with
 //! other content means the sink holds a version from a history the source no longer has.
 //!
+//! Logical decoding messages are captured events too (`pg_logical_emit_message`; Debezium's
+//! `op=m` records on `<topic.prefix>.message`, `PostgresStreamingChangeEventSource`,
+//! `LogicalDecodingMessageFilter`): no sink reads them, so their destination is Kafka. Verifies,
+//! at the same boundary, that every message of the main database whose prefix the connector's
+//! `message.prefix.include.list` / `exclude.list` takes, durable in the source history (its
+//! transaction committed; a non-transactional one flushed by a later commit) and written after
+//! the connector's first stream began, is on that topic. A message the history keeps and Kafka
+//! never held is a gap as a lost change is (dbz#1379: messages after a restart never captured).
+//!
 //! Does not verify: deleted documents (I2); documents newer in the sink than in the source
 //! (phantoms, I4); anything when the boundary was not reached (the pipeline stopped or failed
-//! closed: the tail it did not deliver is not a gap).
+//! closed: the tail it did not deliver is not a gap); a non-transactional message no later
+//! commit flushed (a crash could have lost it: `LogLogicalMessage` does not flush), a message
+//! of a transaction block that changed no row, or of a primary a promotion left behind.
 
 use super::{Boundary, Evidence, Finding, describe_doc};
+use crate::core::event::Topic;
 use crate::core::ids::Row;
 use crate::core::observe::Doc;
+use crate::judge::oracle::OracleMessage;
 use crate::judge::oracle::{DocId, Version};
 use crate::scenario::spec::Invariant;
 
@@ -74,6 +87,57 @@ pub fn check(evidence: &Evidence, boundary: &Boundary, prior: &[Finding], found:
             }
             found.push(finding);
         }
+    }
+}
+
+/// The messages the history keeps that Kafka never held (see the module's comment).
+pub fn check_messages(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Finding>) {
+    let Some((_, stream_start)) = evidence.first_stream_start else { return };
+    let kept = |message: &&OracleMessage| !message.lost && message.durable_at.is_some();
+    // The connector's own heartbeat messages never stop: the boundary waits for none of them,
+    // only for the captured commits and the other messages. A heartbeat message before the last
+    // of those was due all the same; one after it may still be on its way.
+    let awaited_upto = evidence
+        .oracle
+        .messages
+        .iter()
+        .filter(kept)
+        .filter(|message| evidence.awaits_message(&message.prefix))
+        .map(|message| message.lsn)
+        .chain(
+            evidence
+                .oracle
+                .surviving()
+                .filter(|commit| commit.txn.changes.iter().any(|change| evidence.captured.contains(&change.table)))
+                .map(|commit| commit.txn.commit_lsn),
+        )
+        .max();
+    for message in evidence.oracle.messages.iter().filter(kept) {
+        let awaited = evidence.awaits_message(&message.prefix) || awaited_upto.is_some_and(|upto| message.lsn < upto);
+        if !awaited
+            || message.lsn <= stream_start
+            || !evidence.message_prefixes.captures(&message.prefix)
+            || evidence.published.messages.contains_key(&message.lsn)
+        {
+            continue;
+        }
+        let kind = if message.transactional { "transactional" } else { "non-transactional" };
+        found.push(
+            Finding::new(Invariant::I1, None, boundary.at)
+                .expected(format!(
+                    "the {kind} logical message '{}' written at {} ({}) on {}",
+                    message.prefix,
+                    message.at,
+                    message.lsn,
+                    evidence.names.topic(Topic::Message)
+                ))
+                .seen("Kafka never held it")
+                .lsn(message.lsn)
+                .detail(
+                    "the connector processed the WAL past it (the pipeline caught up) without publishing an op=m \
+                     record for it: the message is lost",
+                ),
+        );
     }
 }
 
@@ -240,5 +304,106 @@ mod tests {
         let unpublished = i1_detail(false, false);
         assert!(unpublished.contains("never reached Kafka"), "{unpublished}");
         assert!(unpublished.starts_with("the change committed at t=1.000s (0/210)"), "{unpublished}");
+    }
+
+    /// The messages' I1 (debezium/dbz#1379): the findings about logical messages of a run in
+    /// which a non-transactional message 'audit' is written at 0/300, then (`crash`) PostgreSQL
+    /// crashes and recovers, then a claim update commits at 0/400, which flushes the WAL before
+    /// it; `published`: the message's record reached claims.message.
+    fn message_findings(published: bool, crash: bool, excluded: bool) -> Vec<Finding> {
+        use crate::components::connect::debezium::{DebeziumConfig, MessagePrefixFilter};
+        let mut debezium: DebeziumConfig =
+            crate::scenario::spec::claims_minimal(1, crate::components::sink::ApplyRule::VersionGuard).debezium;
+        if excluded {
+            debezium.message_prefixes = MessagePrefixFilter::Exclude(vec!["audit".into()]);
+        }
+        let mut checkers = Checkers::new(Oracle::new(&[(TABLE, 1, row(1))]), vec![TABLE]).messages(&debezium);
+        checkers.observe(&event(
+            0,
+            Observation::StreamStarted {
+                server: Node::Pg1,
+                client: Node::Connect,
+                slot: "debezium".into(),
+                requested: Lsn(0x100),
+                confirmed_flush: Lsn(0x100),
+                start: Lsn(0x100),
+                restart_lsn: Lsn(0x100),
+            },
+        ));
+        checkers.observe(&event(
+            1_000,
+            Observation::MessageWritten {
+                server: Node::Pg1,
+                lsn: Lsn(0x300),
+                transactional: false,
+                xid: None,
+                prefix: "audit".into(),
+                database: None,
+                committed: false,
+            },
+        ));
+        if crash {
+            checkers.observe(&event(1_500, Observation::CrashRecoveryEnded { server: Node::Pg1 }));
+        }
+        let txn = CommittedTxn {
+            xid: 741,
+            csn: 1,
+            first_lsn: Lsn(0x380),
+            commit_lsn: Lsn(0x400),
+            end_lsn: Lsn(0x420),
+            commit_time: SimTime(2_000),
+            timeline: 1,
+            changes: vec![Change {
+                lsn: Lsn(0x380),
+                table: TABLE,
+                key: 1,
+                kind: ChangeKind::Update { before: Some(row(1)), after: row(2) },
+            }],
+        };
+        checkers.observe(&event(
+            2_000,
+            Observation::Committed { server: Node::Pg1, txn: ByContent(CopyOnWrite::new(txn)) },
+        ));
+        if published {
+            let record = KafkaRecord {
+                tp: TopicPartition { topic: Topic::Message, partition: 0 },
+                offset: 0,
+                key: crate::core::event::message_key("audit"),
+                value: Some(ChangeEvent {
+                    op: Op::Message,
+                    before: None,
+                    after: None,
+                    source: SourceInfo {
+                        connector: Origin::Postgresql,
+                        table: TableId::default(),
+                        lsn: Lsn(0x300),
+                        tx_id: None,
+                        snapshot: SnapshotMarker::Streamed,
+                        ts_ms: 1_000,
+                    },
+                }),
+            };
+            checkers.observe(&event(2_500, Observation::Appended { records: vec![record] }));
+        }
+        let sink: DocList = vec![((TABLE, 1), Doc::Live(row(2)))].into();
+        checkers.finish(&Boundary {
+            at: SimTime(9_000),
+            reached: true,
+            reason: String::new(),
+            end: RunEnd::CaughtUp,
+            sink,
+        });
+        checkers.findings().iter().filter(|f| f.invariant == Invariant::I1 && f.key.is_none()).cloned().collect()
+    }
+
+    #[test]
+    fn a_durable_message_kafka_never_held_is_a_gap() {
+        let lost = message_findings(false, false, false);
+        assert_eq!(lost.len(), 1, "{lost:?}");
+        assert_eq!(lost[0].lsn, Some(Lsn(0x300)));
+        assert!(lost[0].expected.contains("logical message 'audit'"), "{}", lost[0].expected);
+        assert!(message_findings(true, false, false).is_empty(), "published: no gap");
+        assert!(message_findings(false, true, false).is_empty(), "a crash before the flush may have lost it");
+        assert!(message_findings(false, false, true).is_empty(), "message.prefix.exclude.list names it");
     }
 }

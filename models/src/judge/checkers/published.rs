@@ -5,7 +5,7 @@
 //! `source.snapshot=first` opens one; the following snapshot records with the same
 //! `source.connector` and `source.lsn` belong to it; `source.snapshot=last` completes it.
 
-use crate::core::event::{KafkaRecord, Op, Origin, SnapshotMarker};
+use crate::core::event::{KafkaRecord, Op, Origin, SnapshotMarker, Topic};
 use crate::core::ids::{Row, TableId};
 use crate::core::lsn::Lsn;
 use crate::core::time::SimTime;
@@ -91,6 +91,9 @@ pub struct Published {
     /// Streamed Debezium changes by (change LSN, document); the first append of each.
     pub changes: BTreeMap<(Lsn, DocId), PublishedChange>,
     pub attempts: Vec<Attempt>,
+    /// Logical decoding messages on `<topic.prefix>.message` (`op=m`), by the message's LSN
+    /// (`source.lsn`): when the first record of each was appended.
+    pub messages: BTreeMap<Lsn, SimTime>,
 }
 
 impl Published {
@@ -101,6 +104,10 @@ impl Published {
         for record in records {
             self.seq += 1;
             let Some(event) = record.value else { continue };
+            if record.tp.topic == Topic::Message {
+                self.messages.entry(event.source.lsn).or_insert(at);
+                continue;
+            }
             let id = (event.source.table, record.key);
             if event.source.snapshot == SnapshotMarker::Streamed {
                 self.changes.entry((event.source.lsn, id)).or_insert(PublishedChange {

@@ -73,7 +73,8 @@ pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outco
         options.keep_trace.then(|| Vec::with_capacity(4096)),
         Checkers::new(Oracle::new(&initial_rows), spec.debezium.tables.clone())
             .named(handoff_models::judge::narrate::Names::of(&spec))
-            .snapshot_mode(spec.debezium.snapshot_mode),
+            .snapshot_mode(spec.debezium.snapshot_mode)
+            .messages(&spec.debezium),
         options.max_trace_items,
     );
     let mut net = Net::new(seed, madsim::time::TimeHandle::current());
@@ -528,13 +529,15 @@ impl Harness<'_> {
         }
     }
 
-    /// The primary's last commit that touched a captured table.
+    /// The primary's last captured event: a commit that touched a captured table, or a logical
+    /// message the connector captures.
     fn last_captured_commit(&self) -> Option<Lsn> {
         let primary = match self.shared.primary() {
             Node::Pg2 => self.models.pg2.as_ref().expect("pg2 exists").clone(),
             _ => self.models.pg1.clone(),
         };
-        primary.lock().expect("pg").last_commit_touching(&self.spec.debezium.tables)
+        let debezium = &self.spec.debezium;
+        primary.lock().expect("pg").last_captured_event(&debezium.tables, |prefix| debezium.awaits_message(prefix))
     }
 
     /// `Some((reached, reason))` when the run can end.

@@ -94,6 +94,14 @@ impl DebeziumConfig {
         auto_flush_capable && switched_on
     }
 
+    /// Whether the acceptance boundary waits for a logical message with `prefix`: one this
+    /// connector captures (`message.prefix.include.list` / `exclude.list`), and not its own
+    /// message heartbeat's, which never stops.
+    pub fn awaits_message(&self, prefix: &str) -> bool {
+        self.message_prefixes.captures(prefix)
+            && self.heartbeat_action_message.as_ref().is_none_or(|message| message.prefix != prefix)
+    }
+
     /// The heartbeat interval in effect: `connector_and_driver` with `heartbeat.interval.ms=0`
     /// forces 600 000 ms (`PostgresConnectorConfig.applyLsnFlushModeHeartbeatFallback`).
     pub fn effective_heartbeat_interval_ms(&self) -> u64 {
@@ -224,8 +232,48 @@ pub struct DebeziumConfig {
     /// `heartbeat.action.query`, modelled as an update of row 1 of this table (an upsert into a
     /// heartbeat table in the publication).
     pub heartbeat_action_table: Option<TableId>,
+    /// `heartbeat.action.query` when it emits a logical decoding message
+    /// (`SELECT pg_logical_emit_message(false, 'heartbeat', now()::varchar)`, the form advised
+    /// for quiet databases): the message it writes on every heartbeat.
+    pub heartbeat_action_message: Option<HeartbeatMessage>,
+    /// `message.prefix.include.list` / `message.prefix.exclude.list`: which logical decoding
+    /// messages become records (`LogicalDecodingMessageFilter`).
+    pub message_prefixes: MessagePrefixFilter,
     /// The captured tables (`table.include.list`), in snapshot order.
     pub tables: Vec<TableId>,
+}
+
+/// The logical decoding message a `heartbeat.action.query` of the form
+/// `SELECT pg_logical_emit_message(transactional, 'prefix', content)` writes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct HeartbeatMessage {
+    pub transactional: bool,
+    pub prefix: String,
+    /// The content's size (`now()::varchar` is 29 bytes: `2026-12-01 22:11:20.123456+00`).
+    pub payload_bytes: u64,
+}
+
+/// `LogicalDecodingMessageFilter`: a message becomes a record on `<topic.prefix>.message` when
+/// its prefix is in `message.prefix.include.list`, or, with an exclude list, not in it; with
+/// neither, every message does. (Debezium matches the lists as regular expressions against the
+/// whole prefix; the model takes prefixes by name.)
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum MessagePrefixFilter {
+    #[default]
+    All,
+    Include(Vec<String>),
+    Exclude(Vec<String>),
+}
+
+impl MessagePrefixFilter {
+    /// `LogicalDecodingMessageFilter.isIncluded(prefix)`.
+    pub fn captures(&self, prefix: &str) -> bool {
+        match self {
+            MessagePrefixFilter::All => true,
+            MessagePrefixFilter::Include(prefixes) => prefixes.iter().any(|p| p == prefix),
+            MessagePrefixFilter::Exclude(prefixes) => !prefixes.iter().any(|p| p == prefix),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -254,6 +302,8 @@ mod tests {
             heartbeat_interval_ms: 0,
             slot_failover: false,
             heartbeat_action_table: None,
+            heartbeat_action_message: None,
+            message_prefixes: MessagePrefixFilter::All,
             tables: Vec::new(),
         }
     }

@@ -97,19 +97,23 @@ mod streaming;
 pub use locator::{LocatorRules, WalPositionLocator};
 
 pub use config::{
-    DebeziumConfig, LSN_FLUSH_MODE_HEARTBEAT_FALLBACK_MS, LsnFlushMode, MAX_ATTEMPTS_FOR_OBTAINING_REPLICATION_SLOT,
-    OffsetMismatchStrategy, PAUSE_BETWEEN_REPLICATION_SLOT_RETRIEVAL_ATTEMPTS_MS, SlotSeek, SnapshotMode,
+    DebeziumConfig, HeartbeatMessage, LSN_FLUSH_MODE_HEARTBEAT_FALLBACK_MS, LsnFlushMode,
+    MAX_ATTEMPTS_FOR_OBTAINING_REPLICATION_SLOT, MessagePrefixFilter, OffsetMismatchStrategy,
+    PAUSE_BETWEEN_REPLICATION_SLOT_RETRIEVAL_ATTEMPTS_MS, SlotSeek, SnapshotMode,
 };
 
 use crate::core::change::{Change, ChangeKind, RowOp};
 use crate::core::component::Ctx;
 use crate::core::event::{
     ChangeEvent, MessageType, Op, Origin, SnapshotKind, SnapshotMarker, SourceInfo, SourceOffset, SourceRecord, Topic,
+    message_key,
 };
 use crate::core::ids::{Key, Node, Row, TableId, Xid};
 use crate::core::lsn::Lsn;
 use crate::core::observe::{Observation, SnapshotCase};
-use crate::core::protocol::{DecodedTxn, Msg, ReplReply, ReplRequest, SessionId, SlotRow, SqlReply, SqlRequest};
+use crate::core::protocol::{
+    DecodedMessage, DecodedTxn, Msg, ReplReply, ReplRequest, SessionId, SlotRow, SqlReply, SqlRequest,
+};
 use crate::core::shared::{CopyOnWrite, Fixed};
 use serde::{Deserialize, Serialize};
 
@@ -776,7 +780,108 @@ mod tests {
             assert_eq!(task.is_searching(), searching, "{version:?}");
             let expected = if searching { Some(Lsn(2000)) } else { Some(Lsn(2200)) };
             assert_eq!(task.offset.lsn_commit, expected, "{version:?}: the messages count as commits once processed");
+            // 3.6 publishes both messages on claims.message; 3.5, still searching, none.
+            let published: Vec<Lsn> = task
+                .drain()
+                .iter()
+                .filter(|record| record.topic == Topic::Message)
+                .map(|record| record.value.expect("a message record").source.lsn)
+                .collect();
+            let expected: Vec<Lsn> = if searching { vec![] } else { vec![Lsn(2100), Lsn(2200)] };
+            assert_eq!(published, expected, "{version:?}");
         }
+    }
+
+    fn decoded_message(lsn: u64, prefix: &str, transactional: bool) -> DecodedMessage {
+        DecodedMessage { lsn: Lsn(lsn), transactional, prefix: prefix.into(), payload_bytes: 8 }
+    }
+
+    /// §5.2, §7.2: a logical message becomes an `op=m` record on `<topic.prefix>.message`, keyed
+    /// by its prefix, with the offset after it (a non-transactional one is its own commit; a
+    /// transactional one carries its transaction's xid, in its place among the changes).
+    #[test]
+    fn logical_messages_become_message_records() {
+        let mut task = task();
+        task.phase = Phase::Streaming;
+        let mut out = Outbox::default();
+        let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
+        task.on_repl_reply(&mut ctx, ReplReply::Message(decoded_message(1000, "audit", false)));
+        let mut outbox = txn(11, 1100, &[1, 2]);
+        outbox.messages = vec![decoded_message(1150, "outbox", true)];
+        task.on_repl_reply(&mut ctx, ReplReply::XLogData(outbox));
+        let records = task.drain();
+        type Seen = (Topic, Op, i64, Lsn, Option<Xid>);
+        let seen: Vec<Seen> = records
+            .iter()
+            .map(|r| {
+                let value = r.value.expect("a value");
+                (r.topic, value.op, r.key, value.source.lsn, value.source.tx_id)
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                (Topic::Message, Op::Message, message_key("audit"), Lsn(1000), None),
+                (Topic::Change(TableId(0)), Op::Update, 1, Lsn(1100), Some(11)),
+                (Topic::Message, Op::Message, message_key("outbox"), Lsn(1150), Some(11)),
+                (Topic::Change(TableId(0)), Op::Update, 2, Lsn(1200), Some(11)),
+            ]
+        );
+        assert_eq!(records[0].offset.lsn_commit, Some(Lsn(1000)), "a non-transactional message is a commit");
+        assert_eq!(records[0].offset.message_type, Some(MessageType::Message));
+        assert_eq!(records[2].offset.lsn_commit, Some(Lsn(1000)), "inside a transaction, the previous commit");
+        assert_ne!(message_key("audit"), message_key("outbox"));
+    }
+
+    /// `message.prefix.exclude.list` (`LogicalDecodingMessageFilter`): an excluded message makes no
+    /// record, but Debezium processed it: the offset moves to it all the same.
+    #[test]
+    fn an_excluded_message_moves_the_offset_without_a_record() {
+        for (filter, published) in [
+            (MessagePrefixFilter::Exclude(vec!["heartbeat".into()]), 0),
+            (MessagePrefixFilter::Include(vec!["heartbeat".into()]), 1),
+            (MessagePrefixFilter::Include(vec!["outbox".into()]), 0),
+            (MessagePrefixFilter::All, 1),
+        ] {
+            let mut task = task();
+            let mut config = (*task.config).clone();
+            config.message_prefixes = filter.clone();
+            task.config = Fixed::new(config);
+            task.phase = Phase::Streaming;
+            let mut out = Outbox::default();
+            let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
+            task.on_repl_reply(&mut ctx, ReplReply::Message(decoded_message(1000, "heartbeat", false)));
+            assert_eq!(task.offset.lsn_commit, Some(Lsn(1000)), "{filter:?}");
+            assert_eq!(task.drain().len(), published, "{filter:?}");
+        }
+    }
+
+    /// A message heartbeat: `heartbeat.action.query` = `SELECT pg_logical_emit_message(false,
+    /// 'heartbeat', now()::varchar)` writes a message on the heartbeat's own session.
+    #[test]
+    fn a_message_heartbeat_emits_its_message() {
+        let mut task = task();
+        let mut config = (*task.config).clone();
+        config.heartbeat_interval_ms = 10_000;
+        config.heartbeat_action_message =
+            Some(HeartbeatMessage { transactional: false, prefix: "heartbeat".into(), payload_bytes: 29 });
+        task.config = Fixed::new(config);
+        task.phase = Phase::Streaming;
+        let mut out = Outbox::default();
+        let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
+        assert!(task.on_heartbeat(&mut ctx));
+        assert!(task.on_heartbeat(&mut ctx));
+        let emitted: Vec<(SessionId, SqlRequest)> = out
+            .sends
+            .iter()
+            .filter_map(|(_, msg)| match msg {
+                Msg::Sql { session, request } => Some((*session, request.clone())),
+                _ => None,
+            })
+            .collect();
+        let request = SqlRequest::EmitMessage { transactional: false, prefix: "heartbeat".into(), payload_bytes: 29 };
+        assert_eq!(emitted.len(), 2);
+        assert!(emitted.iter().all(|(session, sent)| *sent == request && *session == emitted[0].0), "{emitted:?}");
     }
 
     /// DBZ-1766 (row 1): before 1.1, `commit()` confirms the last record `poll()` returned.

@@ -156,7 +156,7 @@ impl DebeziumTask {
             }
             (Phase::Streaming, ReplReply::XLogData(txn)) => self.on_stream_messages(ctx, &PgOutputs::of_txn(&txn)),
             (Phase::Streaming, ReplReply::Message(message)) => {
-                self.on_stream_messages(ctx, &PgOutputs::message(message.lsn))
+                self.on_stream_messages(ctx, &PgOutputs::message(&message))
             }
             (Phase::Streaming, ReplReply::Keepalive { wal_end }) => {
                 self.on_keepalive(ctx, wal_end);
@@ -190,8 +190,28 @@ impl DebeziumTask {
             let ops = vec![RowOp::Update { table, key: 1, status: crate::core::ids::Status::Assessed }];
             ctx.send(Node::Postgres, Msg::Sql { session, request: SqlRequest::Transaction { ops } });
         }
+        // `SELECT pg_logical_emit_message(…)`: a message the slot decodes whatever the
+        // publication says (a non-transactional one at once, without a transaction).
+        if let Some(message) = self.config.heartbeat_action_message.clone() {
+            let session = match self.heartbeat_session {
+                Some(session) => session,
+                None => {
+                    let session = self.new_session();
+                    self.heartbeat_session = Some(session);
+                    session
+                }
+            };
+            let request = SqlRequest::EmitMessage {
+                transactional: message.transactional,
+                prefix: message.prefix,
+                payload_bytes: message.payload_bytes,
+            };
+            ctx.send(Node::Postgres, Msg::Sql { session, request });
+        }
         let lsn = self.offset.lsn_to_confirm();
-        ctx.observe(Observation::Heartbeat { lsn, action_query: self.config.heartbeat_action_table.is_some() });
+        let action_query =
+            self.config.heartbeat_action_table.is_some() || self.config.heartbeat_action_message.is_some();
+        ctx.observe(Observation::Heartbeat { lsn, action_query });
         true
     }
 
@@ -258,7 +278,7 @@ impl DebeziumTask {
             {
                 continue;
             }
-            self.process_message(txn, message);
+            self.process_message(messages, message);
         }
         TaskEvent::None
     }
@@ -268,7 +288,8 @@ impl DebeziumTask {
     /// message; not a BEGIN or a transactional message); every message updates the position
     /// (`updateWalPosition`); a COMMIT or a non-transactional message is a commit
     /// (`commitMessage`: `lsn_commit = lsn_proc = its LSN`, the per-LSN count reset).
-    fn process_message(&mut self, txn: Option<&DecodedTxn>, message: PgOutput) {
+    fn process_message(&mut self, messages: &PgOutputs, message: PgOutput) {
+        let txn = messages.txn();
         let rules = self.rules();
         let lsn = message.lsn();
         if message.is_last_event_for_lsn() {
@@ -289,13 +310,15 @@ impl DebeziumTask {
                 self.update_wal_position(lsn, xid, commit_time_usec, MessageType::Commit);
                 self.commit_message(lsn);
             }
-            PgOutput::Message { transactional, .. } => {
+            PgOutput::Message { transactional, index, .. } => {
                 let tx_id = if transactional { xid } else { None };
                 self.update_wal_position(lsn, tx_id, commit_time_usec, MessageType::Message);
                 if !transactional {
                     self.commit_message(lsn);
                 }
-                // The `<topic.prefix>.message` record is not modelled: the offset moves only.
+                if let Some(decoded) = messages.decoded_message(index) {
+                    self.dispatch_message(decoded, tx_id, commit_time_usec / 1000);
+                }
             }
             PgOutput::Change { index, .. } => {
                 let Some(txn) = txn else { return };
@@ -338,6 +361,33 @@ impl DebeziumTask {
         self.last_completely_processed_lsn = Some(lsn);
         self.offset.lsn_proc = Some(lsn);
         self.offset.lsn_commit = Some(lsn);
+    }
+
+    /// `dispatchLogicalDecodingMessage` (`PostgresStreamingChangeEventSource`, with
+    /// `LogicalDecodingMessageFilter`): a message whose prefix `message.prefix.include.list` /
+    /// `message.prefix.exclude.list` let through becomes an `op=m` record on
+    /// `<topic.prefix>.message`, keyed by its prefix, with the offset after the message (a
+    /// non-transactional one already committed). Reference debezium-postgres.md §5.2, §7.2.
+    fn dispatch_message(&mut self, message: &DecodedMessage, tx_id: Option<Xid>, ts_ms: u64) {
+        if !self.config.message_prefixes.captures(&message.prefix) {
+            return;
+        }
+        let value = ChangeEvent {
+            op: Op::Message,
+            before: None,
+            after: None,
+            source: SourceInfo {
+                connector: Origin::Postgresql,
+                // A message belongs to no table; the record's topic says what it is.
+                table: TableId::default(),
+                lsn: message.lsn,
+                tx_id,
+                snapshot: SnapshotMarker::Streamed,
+                ts_ms,
+            },
+        };
+        let key = message_key(&message.prefix);
+        self.queue.get_mut().push(SourceRecord { topic: Topic::Message, key, value: Some(value), offset: self.offset });
     }
 
     /// `dispatchDataChangeEvent`: the change record (and a tombstone after a delete).
@@ -390,8 +440,9 @@ pub(super) enum PgOutput {
     Begin { lsn: Lsn },
     /// `I`/`U`/`D`: change `index` of the transaction, at its record's start.
     Change { lsn: Lsn, index: usize },
-    /// `M`: a logical decoding message, at the end of its record.
-    Message { lsn: Lsn, transactional: bool },
+    /// `M`: a logical decoding message, at the end of its record; `index` is its place among
+    /// its transaction's messages (0 for a non-transactional one, which comes alone).
+    Message { lsn: Lsn, transactional: bool, index: usize },
     /// `C`: at the commit record's end (`end_lsn`).
     Commit { lsn: Lsn },
 }
@@ -440,32 +491,41 @@ pub(super) struct PgOutputs<'a> {
     txn: Option<&'a DecodedTxn>,
     /// Changes and transactional messages merged, when the transaction has messages.
     merged: Option<Vec<PgOutput>>,
-    single: Option<PgOutput>,
+    single: Option<&'a DecodedMessage>,
 }
 
 impl<'a> PgOutputs<'a> {
     pub(super) fn of_txn(txn: &'a DecodedTxn) -> PgOutputs<'a> {
-        let merged = txn.messages.iter().any(|m| m.transactional).then(|| {
-            let mut items: Vec<(Lsn, u8, PgOutput)> = txn
-                .changes
-                .iter()
-                .enumerate()
-                .map(|(index, change)| (change.lsn, 1, PgOutput::Change { lsn: change.lsn, index }))
-                .chain(
-                    txn.messages
+        let merged =
+            txn.messages.iter().any(|m| m.transactional).then(|| {
+                let mut items: Vec<(Lsn, u8, PgOutput)> =
+                    txn.changes
                         .iter()
-                        .filter(|m| m.transactional)
-                        .map(|m| (m.lsn, 0, PgOutput::Message { lsn: m.lsn, transactional: true })),
-                )
-                .collect();
-            items.sort_by_key(|(lsn, order, _)| (*lsn, *order));
-            items.into_iter().map(|(_, _, message)| message).collect()
-        });
+                        .enumerate()
+                        .map(|(index, change)| (change.lsn, 1, PgOutput::Change { lsn: change.lsn, index }))
+                        .chain(
+                            txn.messages.iter().enumerate().filter(|(_, m)| m.transactional).map(|(index, m)| {
+                                (m.lsn, 0, PgOutput::Message { lsn: m.lsn, transactional: true, index })
+                            }),
+                        )
+                        .collect();
+                items.sort_by_key(|(lsn, order, _)| (*lsn, *order));
+                items.into_iter().map(|(_, _, message)| message).collect()
+            });
         PgOutputs { txn: Some(txn), merged, single: None }
     }
 
-    pub(super) fn message(lsn: Lsn) -> PgOutputs<'a> {
-        PgOutputs { txn: None, merged: None, single: Some(PgOutput::Message { lsn, transactional: false }) }
+    pub(super) fn message(message: &'a DecodedMessage) -> PgOutputs<'a> {
+        PgOutputs { txn: None, merged: None, single: Some(message) }
+    }
+
+    /// The decoded message a [`PgOutput::Message`] of these outputs stands for.
+    pub(super) fn decoded_message(&self, index: usize) -> Option<&'a DecodedMessage> {
+        match (self.single, self.txn) {
+            (Some(message), _) => Some(message),
+            (None, Some(txn)) => txn.messages.get(index),
+            (None, None) => None,
+        }
     }
 
     fn items(&self) -> usize {
@@ -494,7 +554,7 @@ impl<'a> PgOutputs<'a> {
 
     pub(super) fn get(&self, index: usize) -> PgOutput {
         if let Some(single) = self.single {
-            return single;
+            return PgOutput::Message { lsn: single.lsn, transactional: false, index: 0 };
         }
         let items = self.items();
         match index {
