@@ -309,4 +309,19 @@ mod tests {
             assert_eq!(gap, version < (1, 3), "Debezium {version:?}: the first streamed change skipped");
         }
     }
+
+    /// A connector that never snapshots, streaming with nothing read yet and nothing captured to
+    /// wait for, has processed all there is (0/0, the position its stream asked for): the run
+    /// reaches the boundary, where the loaded rows no snapshot read are judged missing.
+    #[test]
+    fn a_stream_without_a_snapshot_that_has_read_nothing_reaches_the_boundary() {
+        let mut spec = spec();
+        spec.debezium.snapshot_mode = crate::components::connect::debezium::SnapshotMode::NoData;
+        spec.scripted.clear();
+        let world = walk_to_boundary(&spec, false);
+        assert_eq!(world.processes.connect.processed_upto(), Some(Lsn::INVALID), "streaming, nothing read");
+        let evidence = &world.checkers.evidence;
+        assert_eq!(decide(&world.processes, settled(evidence)), Acceptance::Ended(RunEnd::CaughtUp));
+        assert!(world.findings().iter().any(|finding| finding.invariant == Invariant::I1), "the loaded rows");
+    }
 }

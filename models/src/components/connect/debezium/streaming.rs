@@ -314,15 +314,17 @@ impl DebeziumTask {
 
     /// The last LSN the task has completely processed on its current stream: its offset's, or,
     /// before 1.3 (whose offset is never at a commit's end), the last COMMIT it read if later.
+    /// A stream that has read nothing yet with no position stored (no snapshot) has processed
+    /// nothing: 0/0, the position it asked for.
     pub fn processed_upto(&self) -> Option<Lsn> {
         if !self.is_streaming() {
             return None;
         }
         let offset = self.offset.lsn_proc.or(self.offset.lsn);
-        match (offset, self.last_commit_handled) {
-            (Some(offset), Some(commit)) => Some(offset.max(commit)),
-            (offset, commit) => offset.or(commit),
-        }
+        Some(match (offset, self.last_commit_handled) {
+            (Some(offset), Some(commit)) => offset.max(commit),
+            (offset, commit) => offset.or(commit).unwrap_or(Lsn::INVALID),
+        })
     }
 }
 
