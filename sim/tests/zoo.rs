@@ -158,7 +158,7 @@ fn dbz_5031_5597_a_slot_confirmed_during_the_restart_search() {
 
 #[test]
 fn dbz_1766_the_last_polled_record_confirmed() {
-    historic("dbz-1766-last-polled-record-confirmed", Invariant::I6, (253_238, 77_983), (216_559, 64_737));
+    historic("dbz-1766-last-polled-record-confirmed", Invariant::I6, (345_577, 111_056), (280_951, 89_318));
 }
 
 /// DBZ-5739: a slot advanced by hand while the connector was down. 2.0 streams past the skipped

@@ -130,12 +130,12 @@ mod tests {
     use crate::core::lsn::Lsn;
     use crate::core::protocol::{Control, KafkaReply, Msg};
     use crate::core::time::SimTime;
-    use crate::exhaustive::world::{Bounds, World};
+    use crate::exhaustive::world::{Action, Bounds, World};
     use crate::judge::checkers::{Checkers, Evidence, RunEnd};
     use crate::judge::oracle::Oracle;
     use crate::scenario::processes::{Holder, Plain, Processes};
     use crate::scenario::setup::{self, Options};
-    use crate::scenario::spec::{Spec, claims_minimal};
+    use crate::scenario::spec::{Invariant, Spec, claims_minimal};
 
     fn spec() -> Spec {
         claims_minimal(2, ApplyRule::SnapshotEpoch)
@@ -166,7 +166,13 @@ mod tests {
     /// A world taken, one first possible step at a time and without crashes, to where the
     /// pipeline has caught up: the snapshot published, applied and the connector streaming.
     fn caught_up_world() -> World {
-        let spec = spec();
+        walk_to_boundary(&spec(), false)
+    }
+
+    /// A world taken, one first possible step at a time and without crashes, to the acceptance
+    /// boundary; with `stream_scripts`, the scripted transactions run only once the connector
+    /// streams, so that their changes are streamed rather than snapshotted.
+    fn walk_to_boundary(spec: &Spec, stream_scripts: bool) -> World {
         let bounds = Bounds {
             crashable: Vec::new(),
             crashes: 0,
@@ -177,7 +183,7 @@ mod tests {
             crash_while: Default::default(),
             reductions: true,
         };
-        let mut world = World::new(&spec, &bounds);
+        let mut world = World::new(spec, &bounds);
         let mut actions = Vec::new();
         for _ in 0..10_000 {
             if world.at_acceptance_boundary() {
@@ -185,7 +191,12 @@ mod tests {
             }
             actions.clear();
             world.actions(&bounds, &mut actions);
-            let Some(action) = actions.first() else { break };
+            let streaming = world.processes.connect.processed_upto().is_some();
+            let chosen = actions
+                .iter()
+                .find(|action| !stream_scripts || streaming || !matches!(action, Action::RunScripted { .. }))
+                .or(actions.first());
+            let Some(action) = chosen else { break };
             world.step(&action.clone());
         }
         panic!("the walk did not reach the acceptance boundary");
@@ -270,5 +281,47 @@ mod tests {
         // The timed lens's forwarded stream: decoding began at `later`, past every commit the
         // connector had not processed (there are none here, so all of them are in Kafka).
         assert_eq!(decide(processes, behind(Some(later))), Acceptance::Ended(RunEnd::CaughtUp));
+    }
+
+    /// Before 1.3 the offset never holds a commit's end (the pgoutput decoder passed no COMMIT
+    /// on): a pipeline that has streamed a change still reaches the boundary, once the task has
+    /// read the COMMIT of the last captured transaction; 3.7 for contrast.
+    #[test]
+    fn a_pre_1_3_pipeline_that_streamed_a_change_reaches_the_boundary() {
+        for version in [(1, 0), (1, 2), (3, 7)] {
+            let mut spec = spec();
+            spec.debezium.version = version;
+            let world = walk_to_boundary(&spec, true);
+            let evidence = &world.checkers.evidence;
+            let streamed = evidence.oracle.commits.iter().flat_map(|commit| &commit.txn.changes).any(|change| {
+                evidence.published.has_change(change.lsn, (change.table, change.key), change.kind.after())
+            });
+            assert!(streamed, "Debezium {version:?}: a scripted change was streamed to Kafka");
+            let last = world.processes.pg1.last_commit_touching(&spec.debezium.tables).expect("a captured commit");
+            let processed = world.processes.connect.processed_upto().expect("streaming");
+            assert!(processed >= last, "Debezium {version:?}: processed {processed} reaches the last commit {last}");
+            assert_eq!(decide(&world.processes, settled(evidence)), Acceptance::Ended(RunEnd::CaughtUp));
+            // And so the model's pre-1.3 skip is judged: the stream started at the snapshot's
+            // stored LSN, the consistent point, where the first change after the slot's creation
+            // starts; it was skipped (`skipFirstFlushRecord`) and never reached Kafka.
+            // From 1.3 on nothing is skipped there.
+            let gap = world.findings().iter().any(|finding| finding.invariant == Invariant::I1);
+            assert_eq!(gap, version < (1, 3), "Debezium {version:?}: the first streamed change skipped");
+        }
+    }
+
+    /// A connector that never snapshots, streaming with nothing read yet and nothing captured to
+    /// wait for, has processed all there is (0/0, the position its stream asked for): the run
+    /// reaches the boundary, where the loaded rows no snapshot read are judged missing.
+    #[test]
+    fn a_stream_without_a_snapshot_that_has_read_nothing_reaches_the_boundary() {
+        let mut spec = spec();
+        spec.debezium.snapshot_mode = crate::components::connect::debezium::SnapshotMode::NoData;
+        spec.scripted.clear();
+        let world = walk_to_boundary(&spec, false);
+        assert_eq!(world.processes.connect.processed_upto(), Some(Lsn::INVALID), "streaming, nothing read");
+        let evidence = &world.checkers.evidence;
+        assert_eq!(decide(&world.processes, settled(evidence)), Acceptance::Ended(RunEnd::CaughtUp));
+        assert!(world.findings().iter().any(|finding| finding.invariant == Invariant::I1), "the loaded rows");
     }
 }

@@ -234,6 +234,10 @@ pub struct DebeziumTask {
     last_completely_processed_lsn: Option<Lsn>,
     /// `previousLsn` of `incrementLsnEventsProcessed` (3.7): the LSN of the last DML counted.
     previous_dml_lsn: Option<Lsn>,
+    /// Before 1.3 only: the LSN of the last COMMIT the task read on its stream. The 1.0–1.2
+    /// pgoutput decoder reads every COMMIT but passes none on, so the offset never holds a
+    /// commit's end; what the task has read is what it has processed. Stays None from 1.3 on.
+    last_commit_handled: Option<Lsn>,
     /// `lsnFlushingAllowed`: false from a stream (re)start until the first message arrives.
     lsn_flushing_allowed: bool,
     /// The flushed LSN last sent to the server.
@@ -271,6 +275,7 @@ impl DebeziumTask {
             legacy_skip_upto: None,
             last_completely_processed_lsn: None,
             previous_dml_lsn: None,
+            last_commit_handled: None,
             lsn_flushing_allowed: false,
             last_flushed: Lsn::INVALID,
             last_acked: None,

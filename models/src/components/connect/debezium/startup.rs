@@ -17,6 +17,7 @@ impl DebeziumTask {
         self.legacy_skip_upto = None;
         self.last_completely_processed_lsn = None;
         self.previous_dml_lsn = None;
+        self.last_commit_handled = None;
         self.lsn_flushing_allowed = false;
         self.last_flushed = Lsn::INVALID;
         self.slot_info_attempts = 0;

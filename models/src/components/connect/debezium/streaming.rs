@@ -299,9 +299,13 @@ impl DebeziumTask {
         // A non-transactional message carries no commit time: the offset keeps the last one.
         let commit_time_usec = txn.map_or(self.offset.ts_usec, |txn| txn.commit_time.ms() * 1000);
         match message {
-            PgOutput::Begin { .. } | PgOutput::Commit { .. } if rules.legacy_skip => {
+            PgOutput::Begin { .. } if rules.legacy_skip => {
                 // Before 1.3 the pgoutput decoder passed neither BEGIN nor COMMIT on
                 // (`PgOutputMessageDecoder.shouldMessageBeSkipped`, 1.0): no commit position.
+            }
+            PgOutput::Commit { .. } if rules.legacy_skip => {
+                // Nor a COMMIT; but the task has read it, and with it its transaction.
+                self.last_commit_handled = Some(lsn);
             }
             PgOutput::Begin { .. } => {
                 self.update_wal_position(lsn, xid, commit_time_usec, MessageType::Begin);
@@ -425,9 +429,19 @@ impl DebeziumTask {
         self.on_stream_messages(&mut ctx, &PgOutputs::of_txn(&txn));
     }
 
-    /// The last LSN the task has completely processed on its current stream.
+    /// The last LSN the task has completely processed on its current stream: its offset's, or,
+    /// before 1.3 (whose offset is never at a commit's end), the last COMMIT it read if later.
+    /// A stream that has read nothing yet with no position stored (no snapshot) has processed
+    /// nothing: 0/0, the position it asked for.
     pub fn processed_upto(&self) -> Option<Lsn> {
-        if self.is_streaming() { self.offset.lsn_proc.or(self.offset.lsn) } else { None }
+        if !self.is_streaming() {
+            return None;
+        }
+        let offset = self.offset.lsn_proc.or(self.offset.lsn);
+        Some(match (offset, self.last_commit_handled) {
+            (Some(offset), Some(commit)) => offset.max(commit),
+            (offset, commit) => offset.or(commit).unwrap_or(Lsn::INVALID),
+        })
     }
 }
 
