@@ -344,6 +344,23 @@ fn snapshot_mode_never_was_removed() {
 }
 
 #[test]
+fn snapshot_mode_never_is_no_data_before_3_3() {
+    let text =
+        min_with("\"plugin.name\" = \"pgoutput\"\n", "\"plugin.name\" = \"pgoutput\"\n\"snapshot.mode\" = \"never\"\n");
+    for release in ["1.0", "2.6", "3.2"] {
+        let loaded = ok(&text, &[&format!("versions.debezium=\"{release}\"")]);
+        assert_eq!(loaded.spec.debezium.snapshot_mode, SnapshotMode::NoData, "{release}");
+        assert_eq!(loaded.spec.connector_properties["snapshot.mode"], "never");
+    }
+    fails(
+        &text,
+        &["versions.debezium=\"3.3\""],
+        "s.toml:7:1: connector.\"snapshot.mode\": ",
+        "removed in Debezium 3.3",
+    );
+}
+
+#[test]
 fn snapshot_mode_not_modelled_yet() {
     let text = min_with(
         "\"plugin.name\" = \"pgoutput\"\n",

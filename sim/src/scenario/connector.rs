@@ -316,9 +316,9 @@ fn snapshot_mode(cx: &Cx, field: &Field) -> Res<SnapshotMode> {
     }
     let names = modes.map(SnapshotMode::name).join(", ");
     match lower.as_str() {
-        "never" => {
-            cx.fail(field, "`never` was removed in Debezium 3.3 (DBZ-8171); it was an alias of `no_data`: use no_data")
-        }
+        // Before 3.3 `never` is `no_data` under its old name (the release is checked once
+        // `[versions]` is read: `snapshot_mode_release`).
+        "never" => Ok(SnapshotMode::NoData),
         "initial_only" | "configuration_based" | "custom" => {
             cx.fail(field, format!("`{text}` is not modelled yet; expected one of {names}"))
         }

@@ -47,6 +47,7 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     }
     (debezium.version, debezium.pgjdbc) = versions(cx, &root.sub(cx, "versions")?)?;
     slot_seek_release(cx, &root.sub(cx, "connector")?, &mut debezium)?;
+    snapshot_mode_release(cx, &root.sub(cx, "connector")?, &debezium)?;
     let (connect, connector_start_ms) = connect(cx, &root.sub(cx, "connect")?, &horizon)?;
     let kafka = kafka(cx, &root.sub(cx, "kafka")?)?;
     let sink = sink(cx, &root.sub(cx, "sink")?)?;
@@ -130,6 +131,25 @@ fn slot_seek_release(cx: &Cx, s: &Section, debezium: &mut DebeziumConfig) -> Res
         } else {
             OffsetMismatchStrategy::NoValidation
         };
+    }
+    Ok(())
+}
+
+/// `snapshot.mode = "never"` by release: until 3.2 the old name of `no_data` ("never perform a
+/// snapshot; stream from the stored offset, or from where the slot was created"); 3.3 removed it
+/// (DBZ-8171, `PostgresConnectorConfig.SnapshotMode`).
+fn snapshot_mode_release(cx: &Cx, s: &Section, debezium: &DebeziumConfig) -> Res<()> {
+    let Some(field) = s.get("snapshot.mode") else { return Ok(()) };
+    let never = matches!(&field.item.val, Val::Str(text) if text.trim().eq_ignore_ascii_case("never"));
+    if never && debezium.version >= (3, 3) {
+        let (major, minor) = debezium.version;
+        return cx.fail(
+            &field,
+            format!(
+                "`never` was removed in Debezium 3.3 (DBZ-8171); it was an alias of `no_data`: use no_data \
+                 (or [versions] debezium before 3.3, here \"{major}.{minor}\")"
+            ),
+        );
     }
     Ok(())
 }
