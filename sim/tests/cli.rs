@@ -882,7 +882,7 @@ fn short_runs_answered_in_batches_keep_every_seed_in_order_through_crashes() {
     assert_eq!(clean.status.code(), Some(0), "{}", String::from_utf8_lossy(&clean.stderr));
     let clean_lines = json_lines(&clean);
     let crashed = handoff_with(&[("HANDOFF_TEST_CRASH_SEED", "100,101,102,250,299")], &args);
-    assert_eq!(crashed.status.code(), Some(1));
+    assert_eq!(crashed.status.code(), Some(1), "{}", String::from_utf8_lossy(&crashed.stderr));
     let lines = json_lines(&crashed);
     assert_eq!(lines.len(), 301);
     for seed in 0..300 {

@@ -251,14 +251,17 @@ impl<'a> Job<'a> {
         Worker::start(self.workers, self.args, self.save, self.fingerprint)
     }
 
-    /// A new worker, asked again what the last one left unanswered.
+    /// A new worker, asked again what the last one left unanswered. A worker that stops reading
+    /// while they are written died running one of them (the first can crash it before the last is
+    /// written): its answer, read next, says so, and the ones after it go to the worker after it,
+    /// as in [`Job::ask`].
     fn restart(&mut self) -> Result<(), String> {
         self.worker = None;
         let mut worker = self.start_worker()?;
         for request in &self.asked {
-            worker
-                .send(&request.text)
-                .map_err(|error| format!("a worker process stopped reading its requests as it started: {error}"))?;
+            if worker.send(&request.text).is_err() {
+                break;
+            }
         }
         self.worker = Some(worker);
         Ok(())
