@@ -314,6 +314,16 @@ impl DebeziumTask {
         session
     }
 
+    /// The `heartbeat.action.query`'s own connection, opened at its first use.
+    fn heartbeat_session(&mut self) -> SessionId {
+        if let Some(session) = self.heartbeat_session {
+            return session;
+        }
+        let session = self.new_session();
+        self.heartbeat_session = Some(session);
+        session
+    }
+
     fn jdbc(&mut self) -> SessionId {
         match self.jdbc {
             Some(session) => session,

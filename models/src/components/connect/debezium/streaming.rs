@@ -179,28 +179,14 @@ impl DebeziumTask {
             self.queue.get_mut().push(record);
         }
         if let Some(table) = self.config.heartbeat_action_table {
-            let session = match self.heartbeat_session {
-                Some(session) => session,
-                None => {
-                    let session = self.new_session();
-                    self.heartbeat_session = Some(session);
-                    session
-                }
-            };
+            let session = self.heartbeat_session();
             let ops = vec![RowOp::Update { table, key: 1, status: crate::core::ids::Status::Assessed }];
             ctx.send(Node::Postgres, Msg::Sql { session, request: SqlRequest::Transaction { ops } });
         }
         // `SELECT pg_logical_emit_message(…)`: a message the slot decodes whatever the
         // publication says (a non-transactional one at once, without a transaction).
         if let Some(message) = self.config.heartbeat_action_message.clone() {
-            let session = match self.heartbeat_session {
-                Some(session) => session,
-                None => {
-                    let session = self.new_session();
-                    self.heartbeat_session = Some(session);
-                    session
-                }
-            };
+            let session = self.heartbeat_session();
             let request = SqlRequest::EmitMessage {
                 transactional: message.transactional,
                 prefix: message.prefix,
