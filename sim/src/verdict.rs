@@ -154,7 +154,10 @@ pub fn verdict_lines(prediction: &Prediction, judgement: &Judgement, lens: Lens,
             )),
             Some(Outcome::PredictedButNeverSeen) => problems.push(match lens {
                 Lens::Sweep => "predicted the pipeline to fail closed, but every run caught up".to_string(),
-                _ => "predicted the pipeline to fail closed, but it caught up with the source".to_string(),
+                Lens::Check | Lens::CheckSoFar => {
+                    "predicted the pipeline to fail closed, but no path of the bound does".to_string()
+                }
+                Lens::Run => "predicted the pipeline to fail closed, but it caught up with the source".to_string(),
             }),
             _ => {}
         }

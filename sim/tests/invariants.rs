@@ -256,14 +256,16 @@ fn a_42_7_driver_under_debezium_3_1_confirms_keepalives() {
 /// fixes of 2.0), confirms the keep-alives of the other database's WAL; the slot's restart_lsn
 /// follows past the stored lsn_proc, and the restarted task's log-position check fails it under
 /// `snapshot.mode=initial`: closed and honest (no I1, no I6, no I11). 1.9 shows only DBZ-7816's
-/// I5, its own bug. From 3.2 the driver confirms nothing and the check passes.
+/// I5, its own bug. From 3.2 (with the 42.7.6 driver it needs) the driver confirms nothing and
+/// the check passes.
 #[test]
 fn a_42_7_driver_before_3_2_makes_a_restart_fail_closed_and_loses_nothing() {
     let restarted = |debezium: &str| {
+        let pgjdbc = if debezium == "3.2" { "42.7.6" } else { "42.7.3" };
         let sets = [
             "connector.\"lsn.flush.mode\"=connector".to_owned(),
             format!("versions.debezium=\"{debezium}\""),
-            "versions.pgjdbc=\"42.7.3\"".to_owned(),
+            format!("versions.pgjdbc=\"{pgjdbc}\""),
         ];
         let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
         let (spec, seed) = common::load("claims-quiet-database-keepalive-fix-restart", &sets);

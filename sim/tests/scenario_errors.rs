@@ -1164,6 +1164,9 @@ fn a_check_bound_reads_into_the_spec() {
     assert_eq!(check.crash_while, Default::default(), "crashes at any time by default");
     let after = ok(&with_check("rows = 3\ncrash = [\"connect\"]\ncrash_while = \"after-streaming\"\n"), &[]);
     assert_eq!(after.spec.check.expect("a bound").crash_while, CrashWhile::AfterStreaming);
+    assert!(!check.bgwriter_running_xacts, "the background writer's records are off by default");
+    let bgwriter = ok(&with_check("rows = 3\nbgwriter_running_xacts = true\n"), &[]);
+    assert!(bgwriter.spec.check.expect("a bound").bgwriter_running_xacts);
     let ops: Vec<&RowOp> = check.scripts.iter().flat_map(|txn| &txn.ops).collect();
     assert_eq!(
         ops,
@@ -1184,6 +1187,13 @@ fn a_bad_check_bound_is_named() {
     fails(&with_check("rows = 3\ncrash = [\"connect\", \"connect\"]\n"), &[], "s.toml:14:", "named twice");
     fails(&with_check("rows = 3\ncrashes = 1\n"), &[], "s.toml:14:", "name the processes that may crash");
     fails(&with_check("rows = 3\ncrash_while = \"after-streaming\"\n"), &[], "s.toml:14:", "needs crash = [...]");
+    fails(&with_check("rows = 3\nbgwriter_running_xacts = 1\n"), &[], "s.toml:14:", "a boolean");
+    fails(
+        &with_check("rows = 3\nperiodic_fires = 0\nbgwriter_running_xacts = true\n"),
+        &[],
+        "s.toml:15:",
+        "needs periodic_fires of 1 or more",
+    );
     fails(
         &with_check("rows = 3\ncrash = [\"connect\"]\ncrash_while = \"later\"\n"),
         &[],
@@ -1258,6 +1268,10 @@ fn the_pgjdbc_version_is_read_and_bad_ones_are_named() {
     assert_eq!(ok(MIN, &[]).spec.debezium.pgjdbc, None, "the release's own driver by default");
     fails(&with("42.8.0"), &[], "s.toml:14:1: versions.pgjdbc:", "the model knows pgjdbc 42.0.0 to 42.7.x");
     fails(&with("latest"), &[], "s.toml:14:1: versions.pgjdbc:", "is not a pgjdbc release like \"42.7.3\"");
+    // From 3.2 Debezium needs the driver's withAutomaticFlush, which 42.7.6 added.
+    let on_3_2 = |version: &str| format!("{MIN}[versions]\ndebezium = \"3.2\"\npgjdbc = \"{version}\"\n");
+    fails(&on_3_2("42.7.3"), &[], "s.toml:14:1: versions.pgjdbc:", "which pgjdbc has from 42.7.6");
+    assert_eq!(ok(&on_3_2("42.7.6"), &[]).spec.debezium.pgjdbc, Some((42, 7, 6)));
 }
 
 // ---------------------------------------------------------------------------------------------

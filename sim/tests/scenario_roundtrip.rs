@@ -299,6 +299,7 @@ fn everything() -> Spec {
             operations: vec![Operation::RecreateSlot],
             operate_while: OperateWhile::ConnectDownAfterStreaming,
             crash_while: CrashWhile::AfterStreaming,
+            bgwriter_running_xacts: true,
             unreached_ok: vec!["the acceptance boundary is reached".into()],
         }),
         // A schedule excludes timed faults and workload: see the exported counterexamples.
@@ -768,6 +769,11 @@ prop_compose! {
         spec.profile = profile;
         spec.background = background;
         spec.debezium.version = version.min((3, 7));
+        // From 3.2 Debezium needs a driver with `withAutomaticFlush` (42.7.6): the loader refuses
+        // an older one there.
+        if spec.debezium.version >= (3, 2) && spec.debezium.pgjdbc.is_some_and(|driver| driver < (42, 7, 6)) {
+            spec.debezium.pgjdbc = Some((42, 7, 6));
+        }
         spec.postgres.wal_segment_size = wal_segment_size;
         spec.postgres.checkpoint_timeout_ms = checkpoint_timeout_ms;
         spec.postgres.max_wal_size_mb = max_wal_segments * (wal_segment_size >> 20);

@@ -8,8 +8,15 @@
 //! shortest counterexample is exactly the entry's schedule; the timed lens follows that schedule
 //! step for step and finds the same invariant. For each twin: the bound, explored completely,
 //! holds everything, and the timed run holds its prediction.
+//!
+//! An entry whose hazard costs an outage rather than data (DBZ-7533) is found as failing closed:
+//! the bound has a path that ends with the pipeline stopped short of its boundary, that shortest
+//! path is the entry's schedule, and the timed lens following it fails closed too; no path of the
+//! twin's bound does.
 #![cfg(madsim)]
 
+use handoff_models::exhaustive::check::FAILS_CLOSED;
+use handoff_models::judge::verdict::Outcome as Judged;
 use handoff_models::scenario::spec::{Invariant, Spec};
 use handoff_sim::exhaustive::check::{self, CheckPlan, Outcome, Strategy};
 use handoff_sim::scenario;
@@ -44,13 +51,14 @@ fn entry(name: &str, invariant: Invariant, sizes: (usize, usize), twin_sizes: (u
 /// bound. The twin may keep findings of other bugs of its release (before 2.7, DBZ-7816's I5),
 /// which its prediction allows.
 #[track_caller]
-fn historic(name: &str, invariant: Invariant, sizes: (usize, usize), twin_sizes: (usize, usize)) {
+fn historic(name: &str, invariant: Invariant, sizes: (usize, usize), twin_sizes: (usize, usize)) -> check::CheckReport {
     let spec = found_and_replayed(name, invariant, sizes);
     let (twin, loaded, report) = twin_checked(name, twin_sizes);
     assert_eq!(loaded.spec.check, spec.check, "{twin}: the same bound");
     let fixed = report.properties.iter().find(|p| p.invariant == Some(invariant)).expect("checked");
     assert_ne!(fixed.outcome, Outcome::Counterexample, "{twin}: {invariant} holds on the fixed release");
     assert!(runner::run(&loaded.spec, loaded.seed).prediction_held, "{twin}: the timed run");
+    report
 }
 
 /// The entry's bound has `sizes` and a counterexample for `invariant`, the entry's `[schedule]`,
@@ -166,14 +174,61 @@ fn dbz_1766_the_last_polled_record_confirmed() {
 /// back, and the task fails.
 #[test]
 fn dbz_5739_a_slot_advanced_by_hand() {
-    historic("dbz-5739-slot-advanced-by-hand", Invariant::I6, (49_991, 20_706), (65_453, 25_981));
+    let twin = historic("dbz-5739-slot-advanced-by-hand", Invariant::I6, (49_991, 20_706), (65_453, 25_981));
+    assert!(fails_closed(&twin), "the fixed twin: the seek fails the task on some path");
 }
 
 /// dbz#1863: from 3.6 `trust_offset` seeks only a slot behind the offset, so the slot advanced by
 /// hand is trusted again; 3.5 still seeks and fails.
 #[test]
 fn dbz_1863_trust_offset_after_a_slot_advanced_by_hand() {
-    historic("dbz-1863-trust-offset-slot-advanced-by-hand", Invariant::I6, (206_501, 79_751), (264_112, 98_790));
+    let twin =
+        historic("dbz-1863-trust-offset-slot-advanced-by-hand", Invariant::I6, (206_501, 79_751), (264_112, 98_790));
+    assert!(fails_closed(&twin), "the fixed twin: the seek fails the task on some path");
+}
+
+/// Whether some path of a checked bound fails closed.
+fn fails_closed(report: &check::CheckReport) -> bool {
+    report.properties.iter().any(|p| p.name == FAILS_CLOSED && p.outcome == Outcome::Reached)
+}
+
+/// A historic Debezium bug whose cost is an outage: the entry's bound, explored completely, has a
+/// path that fails closed and no invariant violated; its shortest such path is the entry's
+/// `[schedule]`, which the timed lens follows to the same stop; the twin's bound, on the release
+/// that fixed it, has no such path, and its timed run holds.
+#[track_caller]
+fn historic_outage(name: &str, sizes: (usize, usize), twin_sizes: (usize, usize)) {
+    let loaded = scenario::load(&zoo(name), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let spec = loaded.spec;
+    let report = check::check(&spec, name, PLAN).expect("a bound");
+    assert!(report.complete, "{name}: the bound is explored completely");
+    assert_eq!((report.states, report.unique_states), sizes, "{name}: the bound's size");
+    assert!(report.as_expected(), "{name}:\n{}", check::text(&report));
+    assert_eq!(report.judgement.failing_closed, Some(Judged::ViolatedAsPredicted), "{name}");
+    assert!(report.properties.iter().all(|p| p.outcome != Outcome::Counterexample), "{name}: no invariant violated");
+    let found = report.properties.iter().find(|p| p.name == FAILS_CLOSED).expect("the property");
+    let schedule = spec.schedule.as_ref().expect("an entry carries its path as its schedule");
+    assert_eq!(found.path, schedule.steps, "{name}: the shortest path changed; its story now:\n{}", found.story);
+    let run = runner::run(&spec, loaded.seed);
+    assert!(run.departures.is_empty(), "{name}: {:?}", run.departures);
+    assert!(run.failed_closed.is_some(), "{name}: the timed lens stops where the path does");
+    assert_eq!(run.violated(), Vec::<Invariant>::new(), "{name}");
+    assert!(run.prediction_held, "{name}");
+    let (twin, loaded, report) = twin_checked(name, twin_sizes);
+    assert_eq!(loaded.spec.check, spec.check, "{twin}: the same bound");
+    assert!(!fails_closed(&report), "{twin}: no path fails closed on the fixed release");
+    assert!(report.properties.iter().all(|p| p.outcome != Outcome::Counterexample), "{twin}");
+    assert!(runner::run(&loaded.spec, loaded.seed).prediction_held, "{twin}: the timed run");
+}
+
+/// DBZ-7533 / pgjdbc#3138 (reference §9 row 10): a 42.7.3 driver under Debezium 3.1 confirms a
+/// keep-alive past the stored offset; restart_lsn follows a RUNNING_XACTS record past the stored
+/// lsn_proc, and the restarted task's log-position check fails it. Nothing captured is lost (the
+/// driver's guard confirms only WAL that produced no message): the cost is the outage. 3.2 turns
+/// the driver's automatic flush off.
+#[test]
+fn dbz_7533_a_driver_confirming_keepalives() {
+    historic_outage("dbz-7533-driver-confirms-keepalives", (349_188, 117_285), (72_508, 28_884));
 }
 
 /// dbz#1379 (reference §9 row 8): a stored heartbeat message; the 3.5 search waits for a COMMIT

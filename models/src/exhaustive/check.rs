@@ -38,6 +38,12 @@ impl HandoffModel {
 pub const SOMETIMES: [&str; 2] = [RESTARTED_DURING_SNAPSHOT, ACCEPTANCE_REACHED];
 const RESTARTED_DURING_SNAPSHOT: &str = "a crash hits an incomplete snapshot";
 const ACCEPTANCE_REACHED: &str = "the acceptance boundary is reached";
+/// The `sometimes` property that is not a goal of the bound but an outcome the prediction
+/// judges: some path ends with the pipeline stopped short of its boundary, saying why (the
+/// connector's task FAILED, the connector STOPPED, the sink's consumer FAILED) — what a timed run
+/// calls failing closed. `holds` forbids it, `fails-closed` requires it, `violated` allows it
+/// ([`crate::judge::verdict::judge`]).
+pub const FAILS_CLOSED: &str = "the pipeline fails closed";
 
 fn holds(state: &World, invariant: Invariant) -> bool {
     !state.violates(invariant)
@@ -78,6 +84,7 @@ impl Model for HandoffModel {
             Property::always("I6 fail closed", |_, s| holds(s, Invariant::I6)),
             Property::sometimes(RESTARTED_DURING_SNAPSHOT, |_, s: &World| s.restarted_during_snapshot),
             Property::sometimes(ACCEPTANCE_REACHED, |_, s: &World| s.at_acceptance_boundary()),
+            Property::sometimes(FAILS_CLOSED, |_, s: &World| s.stopped_short()),
         ]
     }
 }

@@ -181,6 +181,7 @@ mod tests {
             operations: Vec::new(),
             operate_while: Default::default(),
             crash_while: Default::default(),
+            bgwriter_running_xacts: false,
             reductions: true,
         };
         let mut world = World::new(spec, &bounds);

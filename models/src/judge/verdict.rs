@@ -8,7 +8,8 @@
 //! safely short of it — the connector FAILED or STOPPED, and nothing it delivered wrong.
 //!
 //! A lens observes the invariants violated (for a sweep: the union over its runs) and, where it
-//! can tell, whether the pipeline failed closed (for a sweep: whether any run did). [`judge`] gives
+//! can tell, whether the pipeline failed closed (for a sweep: whether any run did; for a bound:
+//! whether any path does). [`judge`] gives
 //! each invariant involved one [`Outcome`], and failing closed one too, judged like an invariant:
 //! required by `fails-closed`, allowed by `violated`, forbidden by `holds`. The prediction held
 //! when no outcome is [`Outcome::PredictedButNeverSeen`] or [`Outcome::Unexpected`].
@@ -72,7 +73,8 @@ pub struct Judgement {
     /// Every invariant the prediction names or the lens saw violated, in invariant order.
     pub invariants: Vec<Judged>,
     /// Failing closed, judged like an invariant; `None` when there is nothing to say (neither
-    /// predicted nor seen) or the lens cannot tell (the exhaustive lens has no boundary).
+    /// predicted nor seen) or the lens cannot tell (a bound cut short before any path failed
+    /// closed).
     pub failing_closed: Option<Outcome>,
 }
 

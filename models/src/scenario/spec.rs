@@ -429,6 +429,10 @@ pub struct CheckBound {
     pub operate_while: crate::scenario::schedule::OperateWhile,
     /// When the processes in `crash` may crash.
     pub crash_while: crate::scenario::schedule::CrashWhile,
+    /// Whether the background writer's RUNNING_XACTS records are in the bound (its timer fires
+    /// up to `periodic_fires` times): what moves a slot's `restart_lsn` past its creation
+    /// point. Off by default, as the exhaustive world's checkpoints are.
+    pub bgwriter_running_xacts: bool,
     /// `sometimes` properties the bound is not expected to reach.
     pub unreached_ok: Vec<String>,
 }

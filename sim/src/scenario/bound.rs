@@ -15,7 +15,7 @@ use handoff_models::scenario::spec::TableSetup;
 pub(super) fn check(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<CheckBound> {
     s.check_keys(
         cx,
-        "rows crash crashes crash_while periodic_fires operations operate_while script unreached_ok",
+        "rows crash crashes crash_while periodic_fires bgwriter_running_xacts operations operate_while script unreached_ok",
         "field",
     )?;
     let rows = s.req(cx, "rows", |field| cx.int(field, 1, i64::from(MAX_CHECK_ROWS)))? as u32;
@@ -38,6 +38,16 @@ pub(super) fn check(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<CheckBou
         return cx.fail(&field, "needs crash = [...]: name the processes that may crash");
     }
     let periodic_fires = s.opt("periodic_fires", 1, |field| Ok(cx.int(field, 0, 3)? as u8))?;
+    let bgwriter_running_xacts = s.opt("bgwriter_running_xacts", false, |field| match field.item.val {
+        super::tree::Val::Bool(flag) => Ok(flag),
+        _ => cx.wrong(field, "a boolean"),
+    })?;
+    if bgwriter_running_xacts
+        && periodic_fires == 0
+        && let Some(field) = s.get("bgwriter_running_xacts")
+    {
+        return cx.fail(&field, "needs periodic_fires of 1 or more: with 0 the background writer's timer never fires");
+    }
     let mut scripts = Vec::new();
     if let Some(field) = s.get("script") {
         let items = cx.items(&field, "an array of tables ([[check.script]])")?;
@@ -125,6 +135,7 @@ pub(super) fn check(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<CheckBou
         operations,
         operate_while,
         crash_while,
+        bgwriter_running_xacts,
         unreached_ok,
     })
 }

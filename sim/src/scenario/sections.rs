@@ -190,6 +190,23 @@ fn versions(cx: &Cx, s: &Section) -> Res<Versions> {
             }
         }
     };
+    // From 3.2 Debezium builds its replication stream with `withAutomaticFlush(false)`
+    // (`PostgresReplicationConnection.startPgReplicationStream`, DBZ-7533), which pgjdbc has from
+    // 42.7.6 (pgjdbc#3403): an older driver cannot run it.
+    if let (Some(driver @ (_, minor, patch)), Some(field)) = (pgjdbc, s.get("pgjdbc"))
+        && debezium >= (3, 2)
+        && driver < (42, 7, 6)
+    {
+        return cx.fail(
+            &field,
+            format!(
+                "`42.{minor}.{patch}` under Debezium {}.{}: from 3.2 Debezium calls the replication stream builder's \
+                 withAutomaticFlush(false), which pgjdbc has from 42.7.6 (DBZ-7533, pgjdbc#3403); give 42.7.6 or later, \
+                 or leave pgjdbc out for the release's own driver",
+                debezium.0, debezium.1
+            ),
+        );
+    }
     Ok((debezium, pgjdbc))
 }
 

@@ -431,6 +431,9 @@ fn write_check(w: &mut Writer, spec: &Spec) -> Result<(), String> {
         w.field("crash_while", toml_string(check.crash_while.name()));
     }
     w.field("periodic_fires", check.periodic_fires);
+    if check.bgwriter_running_xacts {
+        w.field("bgwriter_running_xacts", true);
+    }
     if !check.operations.is_empty() {
         w.field("operations", toml_strings(check.operations.iter().map(|operation| operation.name())));
         w.field("operate_while", toml_string(check.operate_while.name()));

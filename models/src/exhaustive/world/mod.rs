@@ -63,6 +63,9 @@ pub struct Bounds {
     pub operate_while: OperateWhile,
     /// When the processes in `crashable` may crash.
     pub crash_while: CrashWhile,
+    /// Whether PostgreSQL's background writer logs RUNNING_XACTS (its timer counted as a
+    /// periodic one); off, only slot creation writes them.
+    pub bgwriter_running_xacts: bool,
     /// Reductions that keep the explored outcomes while cutting interleavings (see [`World`]).
     pub reductions: bool,
 }
@@ -246,7 +249,7 @@ impl World {
         // Keep-alives reach the bound only where a consumer acts on them (`setup::build` turns
         // them on only when the JDBC driver confirms keep-alive LSNs, DBZ-7533): every other bound
         // keeps its size.
-        let system = setup::build(spec, 0, Options { bgwriter_running_xacts: false, walsender_keepalives: true });
+        let system = setup::build(spec, 0, World::options(bounds));
         let mut world = World {
             processes: system.processes.hold(),
             links: Links::default(),
@@ -283,6 +286,12 @@ impl World {
             world.with(node, |component, ctx| component.start(ctx));
         }
         world
+    }
+
+    /// The options a world builds its processes with: the timed lens replaying a path through
+    /// the bound builds them so too.
+    pub fn options(bounds: &Bounds) -> Options {
+        Options { bgwriter_running_xacts: bounds.bgwriter_running_xacts, walsender_keepalives: true }
     }
 
     /// Gives this state parts of its own (see [`CopyOnWrite::rehome`]), shared with the other states
@@ -589,12 +598,18 @@ impl World {
         Ok(timing)
     }
 
-    /// The invariants violated in the state a path ends in.
-    pub fn violated_after(spec: &Spec, bounds: &Bounds, actions: &[Action]) -> Vec<Invariant> {
+    /// The state a path ends in.
+    pub fn after(spec: &Spec, bounds: &Bounds, actions: &[Action]) -> World {
         let mut world = World::new(spec, bounds);
         for action in actions {
             world.step(action);
         }
+        world
+    }
+
+    /// The invariants violated in the state a path ends in.
+    pub fn violated_after(spec: &Spec, bounds: &Bounds, actions: &[Action]) -> Vec<Invariant> {
+        let world = World::after(spec, bounds, actions);
         let mut violated: Vec<Invariant> = world.findings().iter().map(|finding| finding.invariant).collect();
         violated.sort();
         violated.dedup();
@@ -625,6 +640,42 @@ impl World {
             last_captured_commit: || self.last_captured_commit(),
         };
         acceptance::decide(&self.processes, circumstances) == Acceptance::Ended(RunEnd::CaughtUp)
+    }
+
+    /// Whether the pipeline has stopped short of its boundary and says so ([`acceptance::decide`]
+    /// ends with [`RunEnd::stopped`]): the connector's task FAILED, the connector STOPPED or the
+    /// sink's consumer FAILED, with nothing in flight, nothing scripted left to run and no process
+    /// down. What a timed run calls failing closed.
+    pub fn stopped_short(&self) -> bool {
+        self.stopped_short_by().is_some()
+    }
+
+    /// How the pipeline stopped short of its boundary, if it has ([`World::stopped_short`]).
+    pub fn stopped_short_by(&self) -> Option<RunEnd> {
+        // Most states have a running pipeline: say so before looking at the rest.
+        let stopping = matches!(
+            self.processes.connect.status(),
+            crate::components::connect::ConnectorState::Failed | crate::components::connect::ConnectorState::Stopped
+        ) || self.processes.sink.failed().is_some();
+        if !stopping {
+            return None;
+        }
+        // As the timed lens holds a run while the operator's procedure is under way: the
+        // connector it stopped is about to be resumed (in a bound, perhaps after more retries
+        // than the bound lets its timer fire).
+        let held = !self.links.is_empty()
+            || !self.scripted_pending.is_empty()
+            || !self.down.is_empty()
+            || self.processes.loader.as_ref().is_some_and(|loader| !loader.is_done())
+            || self.processes.operator.is_busy();
+        let circumstances = Circumstances {
+            held,
+            connect_up: true,
+            stream_start: None,
+            evidence: &self.checkers.evidence,
+            last_captured_commit: || self.last_captured_commit(),
+        };
+        acceptance::decide(&self.processes, circumstances).ended().filter(RunEnd::stopped)
     }
 
     /// Findings so far, and at the boundary the boundary checks too.

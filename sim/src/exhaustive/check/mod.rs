@@ -30,7 +30,7 @@ use crate::exhaustive::budget::{Budget, Limit, size_text};
 use crate::exhaustive::dfs::{Explored, Table as Fingerprints};
 use handoff_models::core::change::RowOp;
 use handoff_models::core::component::Timer;
-use handoff_models::exhaustive::check::HandoffModel;
+use handoff_models::exhaustive::check::{FAILS_CLOSED, HandoffModel};
 use handoff_models::exhaustive::world::{Action, Bounds, World};
 use handoff_models::judge::verdict::{self, Judgement, Outcome as Judged};
 use handoff_models::scenario::spec::{CheckBound, Invariant, Prediction, Spec};
@@ -134,6 +134,9 @@ pub struct CheckReport {
     /// Invariants the prediction names that this lens does not check (it has no property for
     /// them: I8 and I11 need the timed lens).
     pub not_checked: Vec<Invariant>,
+    /// How the told path to failing closed ends (`the connector task FAILED: ...`), when one is
+    /// told.
+    pub stopped_short: Option<String>,
     pub properties: Vec<PropertyReport>,
     #[serde(skip)]
     pub prediction: Prediction,
@@ -245,6 +248,7 @@ pub fn bound(spec: &Spec) -> Result<(Spec, Bounds), String> {
         operations: check.operations.clone(),
         operate_while: check.operate_while,
         crash_while: check.crash_while,
+        bgwriter_running_xacts: check.bgwriter_running_xacts,
         reductions: true,
     };
     Ok((world, bounds))
@@ -328,7 +332,11 @@ fn check_within(
         .filter(|property| explored.discoveries.contains_key(property.name))
         .filter_map(|property| invariant_of(property.name))
         .collect();
-    let mut judgement = verdict::judge(&spec.prediction, &violated, None);
+    // Failing closed, judged like an invariant: some path stops short (the property reached), or
+    // a whole bound shows that none does; a bound cut short cannot tell it has not.
+    let failed_closed =
+        if explored.discoveries.contains_key(FAILS_CLOSED) { Some(true) } else { complete.then_some(false) };
+    let mut judgement = verdict::judge(&spec.prediction, &violated, failed_closed);
     judgement.invariants.retain(|judged| checked.contains(&judged.invariant));
     let not_checked: Vec<Invariant> = spec
         .prediction
@@ -345,7 +353,10 @@ fn check_within(
             Expectation::Sometimes => ("sometimes", if found { Outcome::Reached } else { Outcome::NotReached }),
             Expectation::Eventually => ("eventually", if found { Outcome::Counterexample } else { Outcome::Holds }),
         };
+        let fails_closed = property.name == FAILS_CLOSED;
         let expected = match outcome {
+            // Failing closed is an outcome the prediction judges, not a goal of the bound.
+            _ if fails_closed => judgement.failing_closed.is_none_or(Judged::as_predicted),
             // An invariant the prediction does not name must hold; one it names is judged.
             Outcome::Holds | Outcome::Counterexample => invariant_of(property.name)
                 .and_then(|invariant| judgement.of(invariant))
@@ -353,7 +364,13 @@ fn check_within(
             Outcome::Reached => true,
             Outcome::NotReached => check.unreached_ok.iter().any(|ok| ok == property.name),
         };
-        let (path, search_cut_short_by) = if tell && outcome == Outcome::Counterexample {
+        // A path is told for a counterexample, and for failing closed where the prediction
+        // requires it or forbids it (where it only allows it, the search is not worth its time).
+        let told = outcome == Outcome::Counterexample
+            || (fails_closed
+                && outcome == Outcome::Reached
+                && matches!(judgement.failing_closed, Some(Judged::ViolatedAsPredicted | Judged::Unexpected)));
+        let (path, search_cut_short_by) = if tell && told {
             let explored_path = explored.discoveries.remove(property.name).unwrap_or_default();
             match budget
                 .exhausted()
@@ -388,6 +405,11 @@ fn check_within(
             violated_at_end,
         });
     }
+    let stopped_short = properties
+        .iter()
+        .find(|property| property.name == FAILS_CLOSED && !property.path.is_empty())
+        .and_then(|property| World::after(&model.spec, &model.bounds, &property.path).stopped_short_by())
+        .and_then(|end| end.reason());
     let unique = explored.unique_states;
     CheckReport {
         scenario: name.to_owned(),
@@ -412,6 +434,7 @@ fn check_within(
         verdict: Verdict::of(complete, &properties),
         judgement,
         not_checked,
+        stopped_short,
         properties,
         prediction: spec.prediction.clone(),
     }
@@ -457,13 +480,18 @@ fn invariant_of(property: &str) -> Option<Invariant> {
 
 /// A counterexample as a scenario that `handoff run` replays: the scenario's pipeline and bound,
 /// the path as its `[schedule]`, and a prediction of the invariants the path's last state
-/// violates (the one the counterexample is about must be violated; the others may be).
+/// violates (the one the counterexample is about must be violated; the others may be). A path
+/// to failing closed is exported the same way, predicting that the run fails closed.
 pub fn export(spec: &Spec, property: &PropertyReport) -> Result<Spec, String> {
-    let Some(invariant) = property.invariant else {
-        return Err(format!("`{}` is not an invariant: nothing to export", property.name));
+    use handoff_models::scenario::spec::{Prediction, PredictionOrigin, Verdict as Predicted};
+    let invariant = match property.invariant {
+        Some(invariant) => Some(invariant),
+        None if property.name == FAILS_CLOSED => None,
+        None => return Err(format!("`{}` is not an invariant: nothing to export", property.name)),
     };
     if property.path.is_empty() {
-        return Err(format!("{} has no counterexample to export", property.name));
+        let what = if invariant.is_some() { "counterexample" } else { "path" };
+        return Err(format!("{} has no {what} to export", property.name));
     }
     let mut exported = spec.clone();
     let check = exported.check.as_mut().ok_or("the scenario has no [check] bound")?;
@@ -479,23 +507,30 @@ pub fn export(spec: &Spec, property: &PropertyReport) -> Result<Spec, String> {
     exported.background = None;
     exported.faults.clear();
     exported.profile = None;
-    exported.name = format!("{}-{}-counterexample", spec.name, invariant.to_string().to_lowercase());
-    let which = match property.search_cut_short_by {
-        None => "The shortest counterexample `handoff check` found".to_owned(),
-        Some(_) => "A counterexample `handoff check`'s exploration found (not the shortest: the search for \
-                    that was cut short by a limit of the command)"
+    let (suffix, about) = match invariant {
+        Some(invariant) => (
+            format!("{}-counterexample", invariant.to_string().to_lowercase()),
+            format!("{invariant} ({})", invariant.name()),
+        ),
+        None => (
+            "fails-closed".to_owned(),
+            "failing closed (the pipeline stops short of its boundary, saying why)".to_owned(),
+        ),
+    };
+    exported.name = format!("{}-{suffix}", spec.name);
+    let which = match (property.search_cut_short_by, invariant) {
+        (None, Some(_)) => "The shortest counterexample `handoff check` found".to_owned(),
+        (None, None) => "The shortest path `handoff check` found".to_owned(),
+        (Some(_), _) => "A path `handoff check`'s exploration found (not the shortest: the search for \
+                         that was cut short by a limit of the command)"
             .to_owned(),
     };
-    exported.description = format!(
-        "{which} for {} ({}) in the bound of {}, as a path `handoff run` follows step by step.\n",
-        invariant,
-        invariant.name(),
-        spec.name
-    );
-    exported.prediction = handoff_models::scenario::spec::Prediction {
-        verdict: handoff_models::scenario::spec::Verdict::Violated,
-        origin: handoff_models::scenario::spec::PredictionOrigin::File,
-        findings: vec![invariant],
+    exported.description =
+        format!("{which} to {about} in the bound of {}, as a path `handoff run` follows step by step.\n", spec.name);
+    exported.prediction = Prediction {
+        verdict: if invariant.is_some() { Predicted::Violated } else { Predicted::FailsClosed },
+        origin: PredictionOrigin::File,
+        findings: invariant.into_iter().collect(),
         // What else the path's last state violates; and I11, which the exhaustive world does not
         // check: after the path the run goes on, and a pipeline that can no longer catch up
         // while its connector says RUNNING shows it.
@@ -504,7 +539,7 @@ pub fn export(spec: &Spec, property: &PropertyReport) -> Result<Spec, String> {
             .iter()
             .copied()
             .chain([Invariant::I11])
-            .filter(|other| *other != invariant)
+            .filter(|other| Some(*other) != invariant)
             .collect(),
         may_fail_closed: false,
         why: format!(
@@ -596,5 +631,63 @@ mod tests {
 
     fn spec_world(spec: &Spec) -> Spec {
         bound(spec).expect("a bound").0
+    }
+
+    fn zoo(name: &str) -> Spec {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../scenarios/zoo/{name}.toml"));
+        crate::scenario::load(&path, &[]).expect("a zoo entry").spec
+    }
+
+    const WHOLE: CheckPlan = CheckPlan {
+        strategy: Strategy::Dfs,
+        max_depth: None,
+        threads: 2,
+        timeout: None,
+        max_states: usize::MAX,
+        max_memory_bytes: None,
+    };
+
+    fn fails_closed(report: &CheckReport) -> &PropertyReport {
+        report.properties.iter().find(|p| p.name == FAILS_CLOSED).expect("the property")
+    }
+
+    /// Failing closed is judged in a bound as in a run: `holds` forbids it, an allowed
+    /// `fails-closed` lets it be, `fails-closed` requires it, and a path to it is told.
+    #[test]
+    fn failing_closed_is_judged_in_a_bound() {
+        // DBZ-5739's twin: the seek fails the task on some path, which the twin allows.
+        let mut spec = zoo("dbz-5739-slot-advanced-by-hand-fixed");
+        let allowed = check(&spec, "twin", WHOLE).expect("a bound");
+        assert_eq!(fails_closed(&allowed).outcome, Outcome::Reached);
+        assert_eq!(allowed.judgement.failing_closed, Some(Judged::AllowedAndViolated));
+        assert!(fails_closed(&allowed).path.is_empty(), "an allowed outcome's path is not searched for");
+        assert_eq!(allowed.verdict, Verdict::AsPredicted, "{}", text(&allowed));
+        assert!(text(&allowed).contains("allowed to fail closed: some path of the bound fails closed"));
+        // Forbidden: the verdict says so, and tells the path, which ends with the task FAILED.
+        spec.prediction.may_fail_closed = false;
+        let forbidden = check(&spec, "twin", WHOLE).expect("a bound");
+        assert_eq!(forbidden.judgement.failing_closed, Some(Judged::Unexpected));
+        assert_eq!(forbidden.verdict, Verdict::NotAsPredicted);
+        let path = &fails_closed(&forbidden).path;
+        assert!(!path.is_empty());
+        let end = World::after(&spec_world(&spec), &bound(&spec).expect("a bound").1, path);
+        assert!(end.stopped_short() && !end.at_acceptance_boundary());
+        let told = text(&forbidden);
+        assert!(told.contains("a path of the bound fails closed (the connector task FAILED: "), "{told}");
+        assert!(told.contains("Cannot seek to the last known offset"), "{told}");
+        assert!(told.contains("the prediction says the pipeline catches up"), "{told}");
+        // Exported, the path is a scenario that predicts failing closed.
+        let exported = export(&spec, fails_closed(&forbidden)).expect("exported");
+        assert_eq!(exported.prediction.verdict, handoff_models::scenario::spec::Verdict::FailsClosed);
+        assert_eq!(exported.schedule.expect("a schedule").steps, *path);
+        assert!(exported.name.ends_with("-fails-closed"));
+        // Required where no path fails closed: refuted.
+        let mut never = zoo("dbz-7533-driver-confirms-keepalives-fixed");
+        never.prediction.verdict = handoff_models::scenario::spec::Verdict::FailsClosed;
+        let refuted = check(&never, "never", WHOLE).expect("a bound");
+        assert_eq!(fails_closed(&refuted).outcome, Outcome::NotReached);
+        assert_eq!(refuted.judgement.failing_closed, Some(Judged::PredictedButNeverSeen));
+        assert_eq!(refuted.verdict, Verdict::NotAsPredicted);
+        assert!(text(&refuted).contains("predicted the pipeline to fail closed, but no path of the bound does"));
     }
 }

@@ -32,6 +32,20 @@ pub fn text(report: &CheckReport) -> String {
     }
     out.push_str("\nproperties\n");
     for property in &report.properties {
+        if property.name == FAILS_CLOSED {
+            // An outcome the prediction judges, like an invariant's.
+            let outcome = match (&property.outcome, report.complete) {
+                (Outcome::Reached, _) => "reached",
+                (_, true) => "never",
+                (_, false) => "not so far",
+            };
+            let note = match report.judgement.failing_closed {
+                Some(judged) => format!("  {}", judged.label()),
+                None => String::new(),
+            };
+            out.push_str(&format!("  {:<10} {:<40} {outcome}{note}\n", property.expectation, property.name));
+            continue;
+        }
         let outcome = match property.outcome {
             Outcome::Holds if report.complete => "holds",
             Outcome::Holds => "holds so far",
@@ -65,8 +79,15 @@ pub fn text(report: &CheckReport) -> String {
         ),
         _ => {
             let lens = if report.complete { crate::verdict::Lens::Check } else { crate::verdict::Lens::CheckSoFar };
-            for line in crate::verdict::verdict_lines(&report.prediction, &report.judgement, lens, "") {
+            let failed_closed = match &report.stopped_short {
+                Some(reason) => format!("a path of the bound fails closed ({reason})"),
+                None => "some path of the bound fails closed".to_owned(),
+            };
+            for line in crate::verdict::verdict_lines(&report.prediction, &report.judgement, lens, &failed_closed) {
                 out.push_str(&format!("{line}\n"));
+            }
+            if report.judgement.failing_closed == Some(Judged::AllowedAndViolated) {
+                out.push_str(&format!("allowed to fail closed: {failed_closed}\n"));
             }
         }
     }
@@ -75,7 +96,8 @@ pub fn text(report: &CheckReport) -> String {
         crate::verdict::predicted(&report.prediction),
         crate::verdict::origin(&report.prediction)
     ));
-    for property in report.properties.iter().filter(|p| p.outcome == Outcome::Counterexample) {
+    for property in report.properties.iter().filter(|p| p.outcome == Outcome::Counterexample || !p.path.is_empty()) {
+        let what = if property.outcome == Outcome::Counterexample { "counterexample" } else { "path" };
         let which = match property.search_cut_short_by {
             None => "the shortest BFS finds".to_owned(),
             Some(limit) => format!(
@@ -84,7 +106,7 @@ pub fn text(report: &CheckReport) -> String {
             ),
         };
         out.push_str(&format!(
-            "\ncounterexample: {} ({} steps, {which})\n{}",
+            "\n{what}: {} ({} steps, {which})\n{}",
             property.name,
             property.steps.len(),
             property.story

@@ -30,20 +30,16 @@ fn describe_action(spec: &Spec, action: &Action) -> String {
 
 pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outcome {
     // A scenario with a `[schedule]` runs its bound's world (as `handoff check` builds it, from
-    // seed 0 and without the bgwriter's running-xacts records, as the exhaustive lens does) and
-    // follows the path.
-    let (spec, path) = match &spec.schedule {
+    // seed 0 and with the lens's options: the bgwriter's running-xacts records only where the
+    // bound has them) and follows the path.
+    let (spec, path, build_seed, build_options) = match &spec.schedule {
         Some(schedule) => {
             let (world, bounds) =
                 crate::exhaustive::check::bound(&spec).expect("a scheduled scenario has a [check] bound");
             let timing = World::timing(&world, &bounds, &schedule.steps).expect("the loader checked the path");
-            (world, Some((schedule.clone(), timing)))
+            (world, Some((schedule.clone(), timing)), 0, World::options(&bounds))
         }
-        None => (spec, None),
-    };
-    let (build_seed, build_options) = match path {
-        Some(_) => (0, Options { bgwriter_running_xacts: false, walsender_keepalives: false }),
-        None => (seed, Options::default()),
+        None => (spec, None, seed, Options::default()),
     };
     let System { processes, initial_rows, connect_start_ms } = setup::build(&spec, build_seed, build_options);
     let schedule = faults::schedule(&spec, seed);
