@@ -315,6 +315,11 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             if summary.tombstones > 0 {
                 parts.push(format!("{} tombstone(s)", summary.tombstones));
             }
+            let heartbeats =
+                summary.records.saturating_sub(summary.snapshot_rows + summary.changes + summary.tombstones);
+            if heartbeats > 0 {
+                parts.push(format!("{heartbeats} heartbeat record(s)"));
+            }
             if summary.last_snapshot_record {
                 parts.push("the last snapshot record".into());
             }
