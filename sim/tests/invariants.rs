@@ -280,3 +280,31 @@ fn a_42_7_driver_before_3_2_makes_a_restart_fail_closed_and_loses_nothing() {
     let result = restarted("3.2");
     assert!(!result.boundary.reason.contains("no longer available"), "3.2: {}", result.boundary.reason);
 }
+
+/// I10's accounting in the handoff record: the sink reads duplicates and says what its rule made
+/// of them. A restart during the snapshot takes a second snapshot that reads every row the first
+/// delivered (snapshot re-reads, absorbed by the version guard, and by a naive sink too: the same
+/// row written again); the zoo's naive sink applies a replayed change over a newer version (not
+/// absorbed); a run with no restart reads no duplicate.
+#[test]
+fn the_handoff_record_counts_the_duplicates_the_sink_read() {
+    let record = |name: &str, sets: &[&str]| {
+        let (spec, seed) = common::load(name, sets);
+        common::run(&spec, seed).record.expect("a record").duplicates
+    };
+    let resnapshot = record("claims-restart-during-snapshot", &[]);
+    assert!(resnapshot.snapshot_rereads > 100, "{resnapshot:?}");
+    assert_eq!(resnapshot.delivered, resnapshot.snapshot_rereads + resnapshot.replayed_changes);
+    assert_eq!(resnapshot.absorbed, resnapshot.delivered, "the version guard absorbs them all");
+    assert_eq!(resnapshot.per_key.iter().map(|key| key.delivered).sum::<usize>(), resnapshot.delivered);
+    let naive = record("claims-restart-during-snapshot", &["sink.apply=naive-upsert"]);
+    assert_eq!(naive.absorbed, naive.delivered, "the same rows written again change nothing");
+    let (spec, seed) =
+        common::load_path(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/zoo/naive-sink.toml"));
+    let applied_again = common::run(&spec, seed).record.expect("a record").duplicates;
+    assert_eq!((applied_again.delivered, applied_again.absorbed), (1, 0), "{applied_again:?}");
+    assert!(applied_again.sentence().contains("APPLIED AGAIN over what the sink held (key(s) 1)"));
+    let quiet = record("claims-quiet-database", &[]);
+    assert_eq!(quiet, handoff_models::judge::record::Duplicates::default());
+    assert_eq!(quiet.sentence(), "none delivered");
+}

@@ -158,6 +158,104 @@ pub struct CheckpointEntry {
     pub committed_offset: Option<u64>,
 }
 
+/// The duplicates the sink read (I10's accounting): a change record whose content — its table,
+/// key, operation and row version — the sink had read before, from any partition and offset. A
+/// restart replays what was published after the stored offset, and a snapshot taken again reads
+/// rows the stream or an earlier snapshot delivered; each such record is a duplicate delivered.
+/// It is absorbed when the sink's rule leaves the document as it was (the version guard refuses
+/// it, a delete finds nothing to delete, or the upsert writes what was there); one that changes
+/// the document was applied again, over something newer (what a naive sink does, I3).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Duplicates {
+    pub delivered: usize,
+    pub absorbed: usize,
+    /// Of those delivered: streamed changes (`c`, `u`, `d`) read again, and snapshot reads (`r`)
+    /// of a row version read before.
+    pub replayed_changes: usize,
+    pub snapshot_rereads: usize,
+    /// Per key, in key order (keys with duplicates only).
+    pub per_key: Vec<KeyDuplicates>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyDuplicates {
+    pub key: Key,
+    pub delivered: usize,
+    pub absorbed: usize,
+}
+
+impl Duplicates {
+    /// Counts the duplicates among the sink's applies, in trace order.
+    pub fn of(trace: &[TraceEvent]) -> Duplicates {
+        use crate::core::event::Op;
+        use crate::core::observe::SinkAction;
+        use std::collections::BTreeSet;
+        let mut seen: BTreeSet<(crate::core::ids::TableId, Key, bool, Option<u32>)> = BTreeSet::new();
+        let mut duplicates = Duplicates::default();
+        let mut per_key: BTreeMap<Key, KeyDuplicates> = BTreeMap::new();
+        for event in trace {
+            let Observation::SinkApplied { applies } = &event.observation else { continue };
+            for apply in applies {
+                let (Topic::Change(table), Some(value)) = (apply.record.tp.topic, apply.record.value) else {
+                    continue;
+                };
+                let delete = value.op == Op::Delete;
+                let version = if delete { value.before } else { value.after }.map(|row| row.version);
+                if seen.insert((table, apply.record.key, delete, version)) {
+                    continue;
+                }
+                let absorbed = matches!(apply.action, SinkAction::RejectedStale | SinkAction::Ignored)
+                    || apply.before == apply.after;
+                duplicates.delivered += 1;
+                duplicates.absorbed += usize::from(absorbed);
+                if value.op == Op::Read {
+                    duplicates.snapshot_rereads += 1;
+                } else {
+                    duplicates.replayed_changes += 1;
+                }
+                let key = per_key.entry(apply.record.key).or_insert(KeyDuplicates {
+                    key: apply.record.key,
+                    delivered: 0,
+                    absorbed: 0,
+                });
+                key.delivered += 1;
+                key.absorbed += usize::from(absorbed);
+            }
+        }
+        duplicates.per_key = per_key.into_values().collect();
+        duplicates
+    }
+
+    /// The record's sentence: `12 delivered on 8 key(s) (9 replayed changes, 3 snapshot
+    /// re-reads); all absorbed`.
+    pub fn sentence(&self) -> String {
+        if self.delivered == 0 {
+            return "none delivered".into();
+        }
+        let not_absorbed: Vec<String> =
+            self.per_key.iter().filter(|key| key.absorbed < key.delivered).map(|key| key.key.to_string()).collect();
+        let fate = if not_absorbed.is_empty() {
+            "all absorbed by the sink's rule".to_string()
+        } else {
+            let shown: Vec<String> = not_absorbed.iter().take(12).cloned().collect();
+            format!(
+                "{} absorbed, {} APPLIED AGAIN over what the sink held (key(s) {}{})",
+                self.absorbed,
+                self.delivered - self.absorbed,
+                shown.join(", "),
+                if not_absorbed.len() > 12 { format!(" … ({} in all)", not_absorbed.len()) } else { String::new() }
+            )
+        };
+        format!(
+            "{} delivered on {} key(s) ({} replayed change(s), {} snapshot re-read(s)); {fate}",
+            self.delivered,
+            self.per_key.len(),
+            self.replayed_changes,
+            self.snapshot_rereads
+        )
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SampledHash {
     pub key: Key,
@@ -176,6 +274,8 @@ pub struct HandoffRecord {
     /// The sink group's committed offsets in every partition of the data topics it reads (the
     /// change topics; the heartbeat topic carries no document and is left out).
     pub sink_checkpoint: Vec<CheckpointEntry>,
+    /// The duplicates the sink read, and what its rule made of them.
+    pub duplicates: Duplicates,
     pub restart_test: Option<RestartTest>,
     pub failover_gate: Option<FailoverGateRecord>,
     pub rebuild_from_new_snapshot: Option<String>,
@@ -443,6 +543,7 @@ impl HandoffRecord {
             snapshot_completion_marker,
             sink_key_rule: spec.sink.rule.key_rule().into(),
             sink_checkpoint: checkpoint(spec, &inputs.sink_checkpoint),
+            duplicates: Duplicates::of(inputs.trace),
             restart_test,
             failover_gate,
             rebuild_from_new_snapshot,
@@ -512,6 +613,7 @@ impl HandoffRecord {
             "  sink checkpoint      {}",
             if checkpoint.is_empty() { "no data topic".into() } else { checkpoint.join(", ") }
         );
+        let _ = writeln!(out, "  duplicates           {}", self.duplicates.sentence());
         if let Some(test) = &self.restart_test {
             let _ = writeln!(
                 out,
