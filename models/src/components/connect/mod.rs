@@ -33,6 +33,7 @@
 //! `errors.tolerance`, the 5 s graceful-shutdown deadline and orphaned tasks.
 
 pub mod debezium;
+pub mod transforms;
 
 use crate::components::connect::debezium::{DebeziumConfig, DebeziumTask, Phase, TaskEvent};
 use crate::core::component::{Component, Ctx, Timer};
