@@ -316,7 +316,9 @@ fn additional_field(entry: &str) -> Result<AdditionalField, String> {
         Some("envelope") => Placement::Envelope,
         Some("partition") => Placement::Partition,
         _ => {
-            return Err(bad("give column:placement or column:placement:alias, placement header, envelope or partition"));
+            return Err(bad(
+                "give column:placement or column:placement:alias, placement header, envelope or partition",
+            ));
         }
     };
     if parts.len() > 3 {
@@ -393,7 +395,9 @@ fn java_replacement(replacement: &str, regex: &regex::Regex) -> Result<String, S
                     out.push_str(&format!("${{{number}}}"));
                 }
                 _ => {
-                    return Err(bad("Illegal group reference: `$` must be followed by a group number or {name}".into()));
+                    return Err(
+                        bad("Illegal group reference: `$` must be followed by a group number or {name}".into()),
+                    );
                 }
             },
             other => out.push(other),

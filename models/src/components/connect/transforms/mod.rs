@@ -9,8 +9,11 @@
 //! connector builds are handed over in that shape.
 //!
 //! Not yet wired to a connector: the outbox issue's second connector (issue 19, part 2) applies
-//! [`event_router::EventRouter`]; until then the scenario reader refuses `transforms`.
+//! [`event_router::EventRouter`], after [`decode_message::DecodeLogicalDecodingMessageContent`]
+//! for outbox events written as logical decoding messages; until then the scenario reader refuses
+//! `transforms`.
 
+pub mod decode_message;
 pub mod event_router;
 
 /// A value of Kafka Connect's data API, as far as the model's records carry one.
@@ -20,6 +23,7 @@ pub enum Value {
     Bool(bool),
     Int(i64),
     Text(String),
+    Bytes(Vec<u8>),
     Struct(Struct),
 }
 
@@ -31,6 +35,7 @@ impl Value {
             Value::Bool(flag) => flag.to_string(),
             Value::Int(number) => number.to_string(),
             Value::Text(text) => text.clone(),
+            Value::Bytes(bytes) => format!("[B@{:x}", bytes.len()),
             Value::Struct(value) => {
                 let fields: Vec<String> =
                     value.fields.iter().map(|(name, field)| format!("{name}={}", field.java_string())).collect();
