@@ -181,3 +181,38 @@ fn designs_that_hold_show_no_false_alarm_under_every_fault_kind() {
     }
     eprintln!("{}", report.join("\n"));
 }
+
+/// Every bundled scenario and regression with a `[check]` bound (the zoo has its own test,
+/// `zoo.rs`) is as its
+/// prediction says in the exhaustive lens too: `handoff check` explores the whole bound and exits
+/// 0. A bound whose prediction only the timed lens holds (a situation it never reaches, a drill it
+/// cannot make) would tell a newcomer running `check` on it that the prediction did not hold.
+#[test]
+fn every_bundled_bound_is_as_its_scenario_predicts() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let mut bounds = 0;
+    let mut names: Vec<PathBuf> = [root.clone(), root.join("regressions")]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(dir).expect("a scenarios folder"))
+        .map(|entry| entry.expect("an entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+        .collect();
+    names.sort();
+    for path in names {
+        let text = std::fs::read_to_string(&path).expect("a scenario");
+        if !text.lines().any(|line| line.trim() == "[check]") {
+            continue;
+        }
+        bounds += 1;
+        let output = release(&["check", &path.display().to_string()]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}:\n{}{}",
+            path.display(),
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    assert!(bounds >= 5, "the bundled scenarios and regressions have bounds: {bounds}");
+}
