@@ -510,11 +510,11 @@ pub fn export(spec: &Spec, property: &PropertyReport) -> Result<Spec, String> {
     let (suffix, about) = match invariant {
         Some(invariant) => (
             format!("{}-counterexample", invariant.to_string().to_lowercase()),
-            format!("{invariant} ({})", invariant.name()),
+            format!("for {invariant} ({})", invariant.name()),
         ),
         None => (
             "fails-closed".to_owned(),
-            "failing closed (the pipeline stops short of its boundary, saying why)".to_owned(),
+            "to failing closed (the pipeline stops short of its boundary, saying why)".to_owned(),
         ),
     };
     exported.name = format!("{}-{suffix}", spec.name);
@@ -526,7 +526,7 @@ pub fn export(spec: &Spec, property: &PropertyReport) -> Result<Spec, String> {
             .to_owned(),
     };
     exported.description =
-        format!("{which} to {about} in the bound of {}, as a path `handoff run` follows step by step.\n", spec.name);
+        format!("{which} {about} in the bound of {}, as a path `handoff run` follows step by step.\n", spec.name);
     exported.prediction = Prediction {
         verdict: if invariant.is_some() { Predicted::Violated } else { Predicted::FailsClosed },
         origin: PredictionOrigin::File,
