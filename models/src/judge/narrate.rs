@@ -161,10 +161,12 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
         }
         Observation::Checkpoint { lsn, .. } => format!("checkpoint at {lsn}"),
         Observation::SlotSought { slot, target, refused: None } => {
-            format!("Debezium seeks slot \"{slot}\" to the stored offset {target} (pg_replication_slot_advance)")
+            format!(
+                "Debezium seeks slot \"{slot}\" to {target}, where its offset resumes (pg_replication_slot_advance)"
+            )
         }
         Observation::SlotSought { slot, target, refused: Some(error) } => format!(
-            "Debezium's seek of slot \"{slot}\" to the stored offset {target} was refused ({error}): the slot is ahead; \
+            "Debezium's seek of slot \"{slot}\" to {target}, where its offset resumes, was refused ({error}): the slot is ahead; \
              this release only logs it and streams on (DBZ-6191)"
         ),
         Observation::WalPositionFound { resume, reconnect_at } => format!(
