@@ -65,12 +65,8 @@ fn historic(name: &str, invariant: Invariant, sizes: (usize, usize), twin_sizes:
 /// and the timed lens follows that path to the same finding. Returns the entry's spec.
 #[track_caller]
 fn found_and_replayed(name: &str, invariant: Invariant, sizes: (usize, usize)) -> Spec {
-    let loaded = scenario::load(&zoo(name), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let (loaded, report) = checked(name, sizes);
     let spec = loaded.spec;
-    let report = check::check(&spec, name, PLAN).expect("a bound");
-    assert!(report.complete, "{name}: the bound is explored completely");
-    assert_eq!((report.states, report.unique_states), sizes, "{name}: the bound's size");
-    assert!(report.as_expected(), "{name}:\n{}", check::text(&report));
     let found = report
         .properties
         .iter()
@@ -96,12 +92,20 @@ fn found_and_replayed(name: &str, invariant: Invariant, sizes: (usize, usize)) -
 #[track_caller]
 fn twin_checked(name: &str, twin_sizes: (usize, usize)) -> (String, scenario::Loaded, check::CheckReport) {
     let twin = format!("{name}-fixed");
-    let loaded = scenario::load(&zoo(&twin), &[]).unwrap_or_else(|e| panic!("{e}"));
-    let report = check::check(&loaded.spec, &twin, PLAN).expect("a bound");
-    assert!(report.complete, "{twin}: the bound is explored completely");
-    assert_eq!((report.states, report.unique_states), twin_sizes, "{twin}: the bound's size");
-    assert!(report.as_expected(), "{twin}:\n{}", check::text(&report));
+    let (loaded, report) = checked(&twin, twin_sizes);
     (twin, loaded, report)
+}
+
+/// The zoo scenario `name`, and its bound's report: explored completely, of `sizes`
+/// (generated, unique), every property as its prediction says.
+#[track_caller]
+fn checked(name: &str, sizes: (usize, usize)) -> (scenario::Loaded, check::CheckReport) {
+    let loaded = scenario::load(&zoo(name), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let report = check::check(&loaded.spec, name, PLAN).expect("a bound");
+    assert!(report.complete, "{name}: the bound is explored completely");
+    assert_eq!((report.states, report.unique_states), sizes, "{name}: the bound's size");
+    assert!(report.as_expected(), "{name}:\n{}", check::text(&report));
+    (loaded, report)
 }
 
 #[test]
@@ -198,12 +202,8 @@ fn fails_closed(report: &check::CheckReport) -> bool {
 /// that fixed it, has no such path, and its timed run holds.
 #[track_caller]
 fn historic_outage(name: &str, sizes: (usize, usize), twin_sizes: (usize, usize)) {
-    let loaded = scenario::load(&zoo(name), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let (loaded, report) = checked(name, sizes);
     let spec = loaded.spec;
-    let report = check::check(&spec, name, PLAN).expect("a bound");
-    assert!(report.complete, "{name}: the bound is explored completely");
-    assert_eq!((report.states, report.unique_states), sizes, "{name}: the bound's size");
-    assert!(report.as_expected(), "{name}:\n{}", check::text(&report));
     assert_eq!(report.judgement.failing_closed, Some(Judged::ViolatedAsPredicted), "{name}");
     assert!(report.properties.iter().all(|p| p.outcome != Outcome::Counterexample), "{name}: no invariant violated");
     let found = report.properties.iter().find(|p| p.name == FAILS_CLOSED).expect("the property");

@@ -609,8 +609,12 @@ impl World {
 
     /// The invariants violated in the state a path ends in.
     pub fn violated_after(spec: &Spec, bounds: &Bounds, actions: &[Action]) -> Vec<Invariant> {
-        let world = World::after(spec, bounds, actions);
-        let mut violated: Vec<Invariant> = world.findings().iter().map(|finding| finding.invariant).collect();
+        World::after(spec, bounds, actions).violated()
+    }
+
+    /// The invariants this state violates, in order.
+    pub fn violated(&self) -> Vec<Invariant> {
+        let mut violated: Vec<Invariant> = self.findings().iter().map(|finding| finding.invariant).collect();
         violated.sort();
         violated.dedup();
         violated
@@ -626,10 +630,18 @@ impl World {
     /// streaming with everything decoded and acknowledged, the sink at the end of every
     /// partition.
     pub fn at_acceptance_boundary(&self) -> bool {
+        self.decide(false) == Acceptance::Ended(RunEnd::CaughtUp)
+    }
+
+    /// [`acceptance::decide`] with what the world knows: held by a message in flight, a scripted
+    /// transaction not yet run, a process down, the loader's read unfinished, and, with
+    /// `operator_holds`, the operator's procedure under way.
+    fn decide(&self, operator_holds: bool) -> Acceptance {
         let held = !self.links.is_empty()
             || !self.scripted_pending.is_empty()
             || !self.down.is_empty()
-            || self.processes.loader.as_ref().is_some_and(|loader| !loader.is_done());
+            || self.processes.loader.as_ref().is_some_and(|loader| !loader.is_done())
+            || (operator_holds && self.processes.operator.is_busy());
         let circumstances = Circumstances {
             held,
             // A process down holds the run already.
@@ -639,7 +651,7 @@ impl World {
             evidence: &self.checkers.evidence,
             last_captured_commit: || self.last_captured_commit(),
         };
-        acceptance::decide(&self.processes, circumstances) == Acceptance::Ended(RunEnd::CaughtUp)
+        acceptance::decide(&self.processes, circumstances)
     }
 
     /// Whether the pipeline has stopped short of its boundary and says so ([`acceptance::decide`]
@@ -663,19 +675,7 @@ impl World {
         // As the timed lens holds a run while the operator's procedure is under way: the
         // connector it stopped is about to be resumed (in a bound, perhaps after more retries
         // than the bound lets its timer fire).
-        let held = !self.links.is_empty()
-            || !self.scripted_pending.is_empty()
-            || !self.down.is_empty()
-            || self.processes.loader.as_ref().is_some_and(|loader| !loader.is_done())
-            || self.processes.operator.is_busy();
-        let circumstances = Circumstances {
-            held,
-            connect_up: true,
-            stream_start: None,
-            evidence: &self.checkers.evidence,
-            last_captured_commit: || self.last_captured_commit(),
-        };
-        acceptance::decide(&self.processes, circumstances).ended().filter(RunEnd::stopped)
+        self.decide(true).ended().filter(RunEnd::stopped)
     }
 
     /// Findings so far, and at the boundary the boundary checks too.

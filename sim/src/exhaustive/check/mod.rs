@@ -322,6 +322,7 @@ fn check_within(
     let search_started = Instant::now();
     let searched_before = budget.spent();
     let mut properties = Vec::new();
+    let mut stopped_short = None;
     // The prediction set against what the bound violates, over the invariants it has a property for.
     let checked: Vec<Invariant> =
         model.properties().iter().filter_map(|property| invariant_of(property.name)).collect();
@@ -390,8 +391,12 @@ fn check_within(
         } else {
             handoff_models::exhaustive::check::narrate_path(&model, &path)
         };
-        let violated_at_end =
-            if path.is_empty() { Vec::new() } else { World::violated_after(&model.spec, &model.bounds, &path) };
+        // The state the told path ends in: what it violates, and for failing closed, how it stopped.
+        let end = (!path.is_empty()).then(|| World::after(&model.spec, &model.bounds, &path));
+        let violated_at_end = end.as_ref().map(World::violated).unwrap_or_default();
+        if fails_closed && let Some(reason) = end.and_then(|end| end.stopped_short_by()).and_then(|end| end.reason()) {
+            stopped_short = Some(reason);
+        }
         properties.push(PropertyReport {
             name: property.name,
             expectation,
@@ -405,11 +410,6 @@ fn check_within(
             violated_at_end,
         });
     }
-    let stopped_short = properties
-        .iter()
-        .find(|property| property.name == FAILS_CLOSED && !property.path.is_empty())
-        .and_then(|property| World::after(&model.spec, &model.bounds, &property.path).stopped_short_by())
-        .and_then(|end| end.reason());
     let unique = explored.unique_states;
     CheckReport {
         scenario: name.to_owned(),
