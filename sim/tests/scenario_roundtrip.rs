@@ -149,6 +149,7 @@ fn everything() -> Spec {
                 rows: 1_000,
                 replica_identity: ReplicaIdentity::Full,
                 database: None,
+                outbox: None,
             },
             TableSetup {
                 id: payments,
@@ -156,6 +157,7 @@ fn everything() -> Spec {
                 rows: 10,
                 replica_identity: ReplicaIdentity::Default,
                 database: None,
+                outbox: None,
             },
         ],
         debezium: DebeziumConfig {
@@ -458,6 +460,7 @@ fn sessions_and_transactions_round_trip() {
         rows: 0,
         replica_identity: ReplicaIdentity::Default,
         database: Some("analytics".into()),
+        outbox: None,
     });
     let claims = TableId(0);
     let on = |session: &str, kind: StepKind, trigger: Trigger, ops: Vec<RowOp>, idle_ms: u64| ScriptedTxn {

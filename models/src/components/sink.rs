@@ -512,7 +512,7 @@ mod tests {
     use crate::core::keymap::DENSE_KEYS;
 
     fn row(version: u32) -> Row {
-        Row { version, status: Status::Submitted, amount_cents: 1 }
+        Row::new(version, Status::Submitted, 1)
     }
 
     fn event(op: Op, before: Option<Row>, after: Option<Row>) -> ChangeEvent {

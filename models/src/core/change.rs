@@ -25,6 +25,27 @@ pub enum RowOp {
     Update { table: TableId, key: Key, status: Status },
     /// `DELETE FROM t WHERE id = key`.
     Delete { table: TableId, key: Key },
+    /// The service's outbox insert (`[[table]] outbox`): `INSERT INTO outbox (id, aggregatetype,
+    /// aggregateid, type, payload) VALUES (<uuid of id>, '<aggregatetype>', aggregate_id,
+    /// 'Claim<Type>', '{"claim": …, "status": …}')`, the row [`Row::event`] describes.
+    InsertEvent { table: TableId, id: Key, aggregate_id: u32, event_type: Status },
+}
+
+impl RowOp {
+    /// The row it touches: its table and key.
+    pub fn target(&self) -> (TableId, Key) {
+        match *self {
+            RowOp::Insert { table, key, .. } | RowOp::Update { table, key, .. } | RowOp::Delete { table, key } => {
+                (table, key)
+            }
+            RowOp::InsertEvent { table, id, .. } => (table, id),
+        }
+    }
+
+    /// Whether it inserts a row (a business row or an outbox event).
+    pub fn is_insert(&self) -> bool {
+        matches!(self, RowOp::Insert { .. } | RowOp::InsertEvent { .. })
+    }
 }
 
 /// A row change as logical decoding sees it: the change record's LSN and the tuples pgoutput

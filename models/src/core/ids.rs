@@ -122,14 +122,70 @@ impl Status {
 
 /// The non-key columns of a row: `version` (incremented by every update, the sink's guard) and
 /// the business content.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+///
+/// An outbox table's row (`[[table]] outbox`, the transactional outbox's event row: `id`,
+/// `aggregatetype`, `aggregateid`, `type`, `payload`) is a row of this shape too: its key is the
+/// event's `id`, `aggregate_id` its `aggregateid` (the business row it announces), `status` its
+/// `type` (the status the business row changed to), `version` 1 (event rows are inserted, never
+/// updated). `aggregatetype` is the outbox table's, and `payload` is derived from the rest
+/// ([`Row::payload_json`]). `aggregate_id` is 0 in every other table's rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Row {
     pub version: u32,
     pub status: Status,
     pub amount_cents: u32,
+    /// `aggregateid` of an outbox row; 0 in any other table.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub aggregate_id: u32,
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
+}
+
+/// The derived hash, field by field, with `aggregate_id` only when it is set: rows of tables that
+/// are no outbox hash as they did before the column existed, so every trace hash without an
+/// outbox is unchanged.
+impl std::hash::Hash for Row {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.version.hash(state);
+        self.status.hash(state);
+        self.amount_cents.hash(state);
+        if self.aggregate_id != 0 {
+            self.aggregate_id.hash(state);
+        }
+    }
 }
 
 impl Row {
+    /// A row of a business table.
+    pub fn new(version: u32, status: Status, amount_cents: u32) -> Row {
+        Row { version, status, amount_cents, aggregate_id: 0 }
+    }
+
+    /// An outbox row announcing that business row `aggregate_id` changed to `event_type`.
+    pub fn event(aggregate_id: u32, event_type: Status) -> Row {
+        Row { version: 1, status: event_type, amount_cents: 0, aggregate_id }
+    }
+
+    /// Whether it is an outbox table's event row.
+    pub fn is_event(&self) -> bool {
+        self.aggregate_id != 0
+    }
+
+    /// An event row's `type` column: `ClaimApproved`.
+    pub fn event_type(&self) -> String {
+        let name = self.status.name();
+        let mut chars = name.chars();
+        let capitalised: String = chars.next().map(|c| c.to_ascii_uppercase()).into_iter().chain(chars).collect();
+        format!("Claim{capitalised}")
+    }
+
+    /// An event row's `payload` column (jsonb): what the service announces.
+    pub fn payload_json(&self) -> String {
+        format!("{{\"claim\": {}, \"status\": \"{}\"}}", self.aggregate_id, self.status.name())
+    }
+
     /// A content hash for sampled comparisons (FNV-1a over the columns, stable across builds).
     pub fn content_hash(&self, key: Key) -> u64 {
         let mut hash = Fnv::new();
@@ -137,20 +193,36 @@ impl Row {
         hash.write(&self.version.to_le_bytes());
         hash.write(&[self.status as u8]);
         hash.write(&self.amount_cents.to_le_bytes());
+        if self.aggregate_id != 0 {
+            hash.write(&self.aggregate_id.to_le_bytes());
+        }
         hash.finish()
     }
 
     /// Bytes of the row's column data in a heap tuple (bigint id, int version, a short text
-    /// status, a numeric amount), used to size WAL records.
+    /// status, a numeric amount; an outbox row: a uuid, a short aggregatetype, a bigint
+    /// aggregateid, its type and its jsonb payload), used to size WAL records.
     pub fn tuple_data_bytes(&self) -> u64 {
+        if self.is_event() {
+            return 16 + 6 + 8 + 1 + self.event_type().len() as u64 + 4 + self.payload_json().len() as u64;
+        }
         8 + 4 + 1 + self.status.name().len() as u64 + 8
     }
 }
 
 impl fmt::Display for Row {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_event() {
+            return write!(f, "{} of claim {}", self.event_type(), self.aggregate_id);
+        }
         write!(f, "v{} {} {}.{:02}", self.version, self.status.name(), self.amount_cents / 100, self.amount_cents % 100)
     }
+}
+
+/// An outbox event's `id` (a uuid column), printed from the event's number: the service numbers
+/// its events from 1, and a version-4-shaped uuid carries the number in its last group.
+pub fn event_uuid(id: Key) -> String {
+    format!("00000000-0000-4000-8000-{:012x}", id)
 }
 
 /// 64-bit FNV-1a: a tiny stable hash for trace hashes and content hashes. The standard

@@ -91,10 +91,7 @@ impl Model for HandoffModel {
 
 /// A path through the bound, step by step, as the simulation's narrator tells it.
 pub fn narrate_path(model: &HandoffModel, actions: &[Action]) -> String {
-    let names = Names {
-        tables: model.spec.tables.iter().map(|table| table.name.clone()).collect(),
-        topic_prefix: model.spec.debezium.topic_prefix.clone(),
-    };
+    let names = Names::of(&model.spec);
     let mut out = String::new();
     for (action, events) in World::replay(&model.spec, &model.bounds, actions) {
         out.push_str(&format!("> {action}\n"));

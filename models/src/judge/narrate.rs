@@ -6,7 +6,7 @@
 use crate::core::change::ChangeKind;
 use crate::core::event::{KafkaRecord, Topic, TopicPartition};
 use crate::core::ids::Role;
-use crate::core::ids::TableId;
+use crate::core::ids::{Row, TableId};
 use crate::core::observe::{GateVerdict, Observation, ScanSnapshot, SinkAction, SnapshotCase, TraceEvent};
 use crate::core::protocol::ConnectorState;
 use std::collections::BTreeMap;
@@ -17,6 +17,8 @@ use std::fmt::Write;
 pub struct Names {
     pub tables: Vec<String>,
     pub topic_prefix: String,
+    /// The outbox tables (`[[table]] outbox`): their rows are the service's events.
+    pub outboxes: Vec<TableId>,
 }
 
 impl Names {
@@ -29,6 +31,7 @@ impl Names {
         Names {
             tables: spec.tables.iter().map(|table| table.name.clone()).collect(),
             topic_prefix: spec.debezium.topic_prefix.clone(),
+            outboxes: spec.tables.iter().filter(|table| table.outbox.is_some()).map(|table| table.id).collect(),
         }
     }
 
@@ -51,6 +54,11 @@ impl Names {
                 format!("update claim {key} to {} in {}", status.name(), self.table(table))
             }
             RowOp::Delete { table, key } => format!("delete claim {key} from {}", self.table(table)),
+            RowOp::InsertEvent { table, id, aggregate_id, event_type } => format!(
+                "insert outbox event {id} ({} of claim {aggregate_id}) into {}",
+                Row::event(aggregate_id, event_type).event_type(),
+                self.table(table)
+            ),
         }
     }
 
@@ -80,6 +88,11 @@ pub fn line(event: &TraceEvent, names: &Names) -> Option<String> {
 }
 
 fn change_text(kind: &ChangeKind, key: i64) -> String {
+    if let ChangeKind::Insert { after } = kind
+        && after.is_event()
+    {
+        return format!("insert outbox event {key} ({after})");
+    }
     match kind {
         ChangeKind::Insert { after } => format!("insert claim {key} ({after})"),
         ChangeKind::Update { after, .. } => format!("update claim {key} -> {after}"),
@@ -119,6 +132,9 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                     let text = change_text(&c.kind, c.key);
                     if c.table.0 == 0 {
                         text
+                    } else if names.outboxes.contains(&c.table) {
+                        let text = text.replacen("delete claim", "delete outbox event", 1);
+                        format!("{text} in {}", names.table(c.table))
                     } else {
                         format!("{} in {}", text.replacen("claim", "row", 1), names.table(c.table))
                     }

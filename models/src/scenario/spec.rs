@@ -191,6 +191,25 @@ pub struct TableSetup {
     /// The database it is in (`[[table]] database`); `None`: the main one, where the connector
     /// reads.
     pub database: Option<String>,
+    /// The service's transactional outbox (`[[table]] outbox`): the table its event rows go to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outbox: Option<OutboxTable>,
+}
+
+/// An outbox table (`[[table]] outbox = { aggregatetype = "claim", delete = false }`): the service
+/// writes one event row per business change, in the business change's own transaction (the
+/// outbox pattern's point: the event commits exactly when the change does). Its columns are the
+/// outbox article's and `EventRouter`'s defaults: `id` uuid, `aggregatetype`, `aggregateid`,
+/// `type`, `payload` jsonb (see [`crate::core::ids::Row`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct OutboxTable {
+    /// The `aggregatetype` column of every event the service writes here (the router's
+    /// `route.by.field`: the routed topic is `outbox.event.<aggregatetype>` by default).
+    pub aggregatetype: String,
+    /// The service deletes each event row in the transaction that inserted it: the table stays
+    /// empty, the INSERT is still in the WAL (and decodes), and nothing is left for a snapshot to
+    /// read again.
+    pub delete: bool,
 }
 
 /// The background workload, generated from the seed.
@@ -470,6 +489,7 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
             rows,
             replica_identity: ReplicaIdentity::Full,
             database: None,
+            outbox: None,
         }],
         debezium: DebeziumConfig {
             version: (3, 7),

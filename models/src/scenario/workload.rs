@@ -66,7 +66,7 @@ pub fn initial_rows(spec: &Spec, seed: u64) -> Vec<(TableId, Key, Row)> {
     for table in &spec.tables {
         for key in spec.initial_keys(table.id) {
             let amount_cents = draw.between(10_000, 5_000_000) as u32;
-            rows.push((table.id, key, Row { version: 1, status: Status::Submitted, amount_cents }));
+            rows.push((table.id, key, Row::new(1, Status::Submitted, amount_cents)));
         }
     }
     rows

@@ -38,10 +38,7 @@ pub(super) fn check(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<CheckBou
         return cx.fail(&field, "needs crash = [...]: name the processes that may crash");
     }
     let periodic_fires = s.opt("periodic_fires", 1, |field| Ok(cx.int(field, 0, 3)? as u8))?;
-    let bgwriter_running_xacts = s.opt("bgwriter_running_xacts", false, |field| match field.item.val {
-        super::tree::Val::Bool(flag) => Ok(flag),
-        _ => cx.wrong(field, "a boolean"),
-    })?;
+    let bgwriter_running_xacts = s.opt("bgwriter_running_xacts", false, |field| cx.boolean(field))?;
     if bgwriter_running_xacts
         && periodic_fires == 0
         && let Some(field) = s.get("bgwriter_running_xacts")
@@ -58,7 +55,7 @@ pub(super) fn check(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<CheckBou
             let txn = script_entry(cx, &item, tables, None)?;
             // The bound's transactions may run in any order: an insert of a loaded key applies
             // only after a step deletes it.
-            for op in &txn.ops {
+            for op in txn.ops.iter().filter(|op| !super::workload::outbox_op(op, tables)) {
                 if let RowOp::Insert { table, key, .. } = op
                     && *key <= i64::from(rows)
                     && !all.iter().any(|step| {
@@ -76,8 +73,7 @@ pub(super) fn check(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<CheckBou
                 if let RowOp::Update { key, .. } | RowOp::Delete { key, .. } = op
                     && *key > i64::from(rows)
                 {
-                    let at = cx.section(&item)?;
-                    let op = at.get("update").or_else(|| at.get("delete")).expect("an update or a delete");
+                    let op = super::workload::op_field(cx, &item)?;
                     return cx.fail(
                         &op,
                         format!("the bound loads keys 1 to {rows} (rows = {rows}); {key} is not one of them"),
@@ -86,6 +82,7 @@ pub(super) fn check(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<CheckBou
             }
             scripts.push(txn);
         }
+        super::workload::number_events(&mut scripts, 1);
     }
     let unreached_ok = s.opt("unreached_ok", Vec::new(), |field| {
         let names = handoff_models::exhaustive::check::SOMETIMES.map(|name| (name, name));

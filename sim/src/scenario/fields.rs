@@ -59,6 +59,13 @@ impl Cx<'_> {
         }
     }
 
+    pub(super) fn boolean(&self, field: &Field) -> Res<bool> {
+        match field.item.val {
+            Val::Bool(flag) => Ok(flag),
+            _ => self.wrong(field, "a boolean"),
+        }
+    }
+
     pub(super) fn owned(&self, field: &Field) -> Res<String> {
         self.string(field).map(str::to_owned)
     }

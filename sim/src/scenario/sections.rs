@@ -25,7 +25,7 @@ use handoff_models::core::protocol::OffsetReset;
 use handoff_models::scenario::spec::Acceptance;
 use handoff_models::scenario::spec::HandoffMethod;
 use handoff_models::scenario::spec::Spec;
-use handoff_models::scenario::spec::TableSetup;
+use handoff_models::scenario::spec::{OutboxTable, TableSetup};
 
 pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let known = "name description seed versions postgres table connector connect kafka sink workload fault \
@@ -343,6 +343,24 @@ const MAX_SETTING_MB: u64 = i32::MAX as u64;
 /// The fastest snapshot `SELECT`: a billion rows a second, a million-row table in a millisecond.
 const MAX_SCAN_ROWS_PER_SECOND: i64 = 1_000_000_000;
 
+/// `[[table]] outbox = { aggregatetype = "claim", delete = false }`.
+fn outbox_table(cx: &Cx, field: &Field) -> Res<OutboxTable> {
+    let s = cx.section(field)?;
+    s.check_keys(cx, "aggregatetype delete", "field")?;
+    let aggregatetype = s.opt("aggregatetype", "claim".to_owned(), |field| {
+        let text = cx.string(field)?;
+        if text.is_empty() || !text.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')) {
+            return cx.fail(
+                field,
+                format!("`{text}` is not an aggregate type like \"claim\" (letters, digits, `_`, `-`, `.`)"),
+            );
+        }
+        Ok(text.to_owned())
+    })?;
+    let delete = s.opt("delete", false, |field| cx.boolean(field))?;
+    Ok(OutboxTable { aggregatetype, delete })
+}
+
 fn tables(cx: &Cx, root: &Section) -> Res<Vec<TableSetup>> {
     let field = root.need(cx, "table", "; add at least one [[table]]")?;
     let items = cx.items(&field, "an array of tables ([[table]])")?;
@@ -357,7 +375,7 @@ fn tables(cx: &Cx, root: &Section) -> Res<Vec<TableSetup>> {
     let mut all_rows = 0;
     for (index, item) in items.iter().enumerate() {
         let s = cx.section(item)?;
-        s.check_keys(cx, "name rows replica_identity database", "field")?;
+        s.check_keys(cx, "name rows replica_identity database outbox", "field")?;
         let name_field = s.need(cx, "name", "")?;
         let name = table_name(cx, &name_field)?;
         if let Some(previous) = tables.iter().position(|table| table.name == name) {
@@ -393,7 +411,25 @@ fn tables(cx: &Cx, root: &Section) -> Res<Vec<TableSetup>> {
                 cx.fail(field, format!("`{name}` is not a database name like \"analytics\""))
             }
         })?;
-        tables.push(TableSetup { id, name, rows, replica_identity, database });
+        let outbox = s.opt("outbox", None, |field| outbox_table(cx, field).map(Some))?;
+        if outbox.is_some() && rows > 0 {
+            let field = s.need(cx, "rows", "")?;
+            return cx.fail(
+                &field,
+                "an outbox table starts empty: its rows are the service's events, written by the workload (leave \
+                 out `rows`)",
+            );
+        }
+        if outbox.is_some()
+            && let Some(field) = s.get("database")
+        {
+            return cx.fail(
+                &field,
+                "an outbox table is in the service's own database, the main one (the outbox pattern writes the \
+                 event in the business change's transaction)",
+            );
+        }
+        tables.push(TableSetup { id, name, rows, replica_identity, database, outbox });
     }
     Ok(tables)
 }

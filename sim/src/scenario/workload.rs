@@ -79,6 +79,7 @@ pub(super) fn workload(
         }
         sessions_valid(cx, &items, &scripted, tables, true)?;
         script_steps_apply(cx, &items, &scripted, tables, background.as_ref())?;
+        number_events(&mut scripted, 1);
     }
     // The background's transactions and the scripted ones: at most `MAX_TRANSACTIONS`.
     if let Some(background) = &background {
@@ -130,7 +131,10 @@ const MAX_CONCURRENCY: i64 = 100;
 /// points.
 pub(super) fn op_field<'t>(cx: &Cx, item: &Field<'t>) -> Res<Field<'t>> {
     let s = cx.section(item)?;
-    Ok(s.get("insert").or_else(|| s.get("update")).or_else(|| s.get("delete")).expect("a step has an operation"))
+    match ["insert", "update", "delete", "event"].iter().find_map(|key| s.get(key)) {
+        Some(field) => Ok(field),
+        None => cx.fail(item, "changes no row"),
+    }
 }
 
 /// Every `[[workload.script]]` step can apply in some run: an update or delete names a row that
@@ -152,12 +156,9 @@ fn script_steps_apply(
         .zip(scripted)
         .enumerate()
         .flat_map(|(index, step)| step.1.ops.iter().map(move |op| ((index, step), op)))
+        .filter(|(_, op)| !outbox_op(op, tables))
     {
-        let (table, key) = match *op {
-            RowOp::Insert { table, key, .. } | RowOp::Update { table, key, .. } | RowOp::Delete { table, key } => {
-                (table, key)
-            }
-        };
+        let (table, key) = op.target();
         let setup = &tables[usize::from(table.0)];
         let rows = i64::from(setup.rows);
         let loaded = key <= rows;
@@ -206,19 +207,15 @@ fn script_steps_apply(
 
 /// The row an operation names.
 pub(super) fn op_target(op: &RowOp) -> (TableId, i64) {
-    match *op {
-        RowOp::Insert { table, key, .. } | RowOp::Update { table, key, .. } | RowOp::Delete { table, key } => {
-            (table, key)
-        }
-    }
+    op.target()
 }
 
 /// The fields a script entry may have (with `at` in `[[workload.script]]`).
-const SCRIPT_FIELDS: &str = "insert update delete copy begin isolation commit rollback message transactional \
-    payload_bytes status amount_cents table session database idle_ms label";
+const SCRIPT_FIELDS: &str = "insert update delete event outbox copy begin isolation commit rollback message \
+    transactional payload_bytes status amount_cents table session database idle_ms label";
 
 /// What a script entry does: exactly one of these.
-const WHAT: [&str; 7] = ["insert", "update", "delete", "begin", "commit", "rollback", "message"];
+const WHAT: [&str; 8] = ["insert", "update", "delete", "event", "begin", "commit", "rollback", "message"];
 
 /// A boolean field that must be `true` when given (`begin = true`).
 fn flag(cx: &Cx, field: &Field) -> Res<()> {
@@ -258,13 +255,14 @@ pub(super) fn script_entry(cx: &Cx, item: &Field, tables: &[TableSetup], timed: 
             return Err(cx.err(
                 s.at,
                 &s.path,
-                "one of insert, update, delete, begin, commit, rollback or message is required",
+                "one of insert, update, delete, event, begin, commit, rollback or message is required",
             ));
         }
         [what] => *what,
         [first, second, ..] => {
             let problem = format!(
-                "exactly one of insert, update, delete, begin, commit, rollback or message is allowed; found {} and {}",
+                "exactly one of insert, update, delete, event, begin, commit, rollback or message is allowed; found {} \
+                 and {}",
                 first.key, second.key
             );
             return Err(cx.err(second.at(), &s.path, problem));
@@ -273,14 +271,15 @@ pub(super) fn script_entry(cx: &Cx, item: &Field, tables: &[TableSetup], timed: 
     let what_key = what.key.as_str();
     // Fields that apply to some steps only.
     let applies = |key: &str| match key {
-        "status" => matches!(what_key, "insert" | "update"),
+        "status" => matches!(what_key, "insert" | "update" | "event"),
         "amount_cents" | "copy" => what_key == "insert",
-        "table" => matches!(what_key, "insert" | "update" | "delete"),
+        "table" => matches!(what_key, "insert" | "update" | "delete" | "event"),
+        "outbox" => what_key == "event",
         "isolation" => what_key == "begin",
         "transactional" | "payload_bytes" => what_key == "message",
         _ => true,
     };
-    for key in ["status", "amount_cents", "copy", "table", "isolation", "transactional", "payload_bytes"] {
+    for key in ["status", "amount_cents", "copy", "table", "outbox", "isolation", "transactional", "payload_bytes"] {
         if let Some(field) = s.get(key).filter(|_| !applies(key)) {
             return cx.fail(&field, format!("does not apply to {what_key}"));
         }
@@ -349,6 +348,44 @@ pub(super) fn script_entry(cx: &Cx, item: &Field, tables: &[TableSetup], timed: 
             let payload_bytes = s.opt("payload_bytes", 0, |field| Ok(cx.int(field, 0, MAX_PAYLOAD_BYTES)? as u64))?;
             StepKind::Message { transactional, prefix, payload_bytes }
         }
+        "event" => {
+            // The service's business change and its event, in one transaction: the outbox
+            // pattern. The event's id is numbered once every step is read (`number_events`).
+            let field = s.field(what);
+            let key = cx.int(&field, 1, i64::from(u32::MAX))?;
+            let table = match s.get("table") {
+                Some(field) => table_id(cx, &field, cx.string(&field)?, tables)?,
+                None => TableId(0),
+            };
+            if tables[usize::from(table.0)].outbox.is_some() {
+                let at = s.get("table").unwrap_or(field);
+                return cx.fail(&at, "names an outbox table: `table` is the business table whose row changes");
+            }
+            let outboxes: Vec<&TableSetup> = tables.iter().filter(|table| table.outbox.is_some()).collect();
+            let outbox = match (s.get("outbox"), outboxes.as_slice()) {
+                (Some(field), _) => {
+                    let id = table_id(cx, &field, cx.string(&field)?, tables)?;
+                    if tables[usize::from(id.0)].outbox.is_none() {
+                        return cx
+                            .fail(&field, "is no outbox table: declare it with `outbox = { … }` in its [[table]]");
+                    }
+                    &tables[usize::from(id.0)]
+                }
+                (None, [only]) => only,
+                (None, []) => {
+                    return cx
+                        .fail(&field, "needs an outbox table: declare one with `outbox = { … }` in its [[table]]");
+                }
+                (None, _) => return cx.fail(&field, "the scenario has several outbox tables: name one with `outbox`"),
+            };
+            let status = status(Status::Approved)?;
+            ops.push(RowOp::Update { table, key, status });
+            ops.push(RowOp::InsertEvent { table: outbox.id, id: 0, aggregate_id: key as u32, event_type: status });
+            if outbox.outbox.as_ref().is_some_and(|outbox| outbox.delete) {
+                ops.push(RowOp::Delete { table: outbox.id, key: 0 });
+            }
+            StepKind::Statement
+        }
         _ => {
             let field = s.field(what);
             let keys = match &field.item.val {
@@ -402,6 +439,34 @@ pub(super) fn script_entry(cx: &Cx, item: &Field, tables: &[TableSetup], timed: 
     };
     let label = s.opt("label", String::new(), |field| cx.owned(field))?;
     Ok(ScriptedTxn { trigger, ops, label, step: ScriptStep { kind, session, database, idle_ms } })
+}
+
+/// Numbers the service's events in file order, from `first` on: an `event` step's outbox insert
+/// (and the delete of the same row, when its outbox table deletes in the same transaction) get
+/// the next id. Returns the next free id.
+pub(super) fn number_events(scripted: &mut [ScriptedTxn], first: i64) -> i64 {
+    let mut next = first;
+    for txn in scripted {
+        let mut id = None;
+        for op in &mut txn.ops {
+            match op {
+                RowOp::InsertEvent { id: event, .. } => {
+                    *event = next;
+                    id = Some(next);
+                    next += 1;
+                }
+                RowOp::Delete { key, .. } if *key == 0 => *key = id.unwrap_or(0),
+                _ => {}
+            }
+        }
+    }
+    next
+}
+
+/// Whether an operation is the service's write to an outbox table (its event rows are numbered
+/// by the service, never named by a step).
+pub(super) fn outbox_op(op: &RowOp, tables: &[TableSetup]) -> bool {
+    tables.get(usize::from(op_target(op).0.0)).is_some_and(|table| table.outbox.is_some())
 }
 
 /// The most rows one scripted statement changes.

@@ -156,6 +156,11 @@ fn write_tables(w: &mut Writer, spec: &Spec) {
         if let Some(database) = &table.database {
             w.field("database", toml_string(database));
         }
+        if let Some(outbox) = &table.outbox {
+            let text =
+                format!("{{ aggregatetype = {}, delete = {} }}", toml_string(&outbox.aggregatetype), outbox.delete);
+            w.field("outbox", text);
+        }
     }
 }
 
@@ -359,6 +364,24 @@ fn write_script(
 
 /// The rows of one statement: one verb, one table, one status and amount, the keys.
 fn write_statement(w: &mut Writer, spec: &Spec, whose: &str, ops: &[RowOp]) -> Result<(), String> {
+    if let Some(RowOp::InsertEvent { table: outbox, aggregate_id, event_type, .. }) =
+        ops.iter().find(|op| matches!(op, RowOp::InsertEvent { .. }))
+    {
+        // An `event` step: the business update, the outbox insert, and the delete when the
+        // outbox table asks for it.
+        let Some(RowOp::Update { table, .. }) = ops.first() else {
+            return Err(format!("{whose} inserts an outbox event without the business update an `event` step makes"));
+        };
+        w.field("event", aggregate_id);
+        w.field("status", toml_string(event_type.name()));
+        if *table != TableId(0) {
+            w.field("table", toml_string(&table_name_of(spec, *table, whose)?));
+        }
+        if spec.tables.iter().filter(|table| table.outbox.is_some()).count() > 1 {
+            w.field("outbox", toml_string(&table_name_of(spec, *outbox, whose)?));
+        }
+        return Ok(());
+    }
     let first = ops[0];
     let same = |op: &RowOp| match (first, *op) {
         (
@@ -397,6 +420,7 @@ fn write_statement(w: &mut Writer, spec: &Spec, whose: &str, ops: &[RowOp]) -> R
             w.field("delete", &keys);
             table
         }
+        RowOp::InsertEvent { .. } => return Err(format!("{whose} inserts an outbox event outside an `event` step")),
     };
     if table != TableId(0) {
         w.field("table", toml_string(&table_name_of(spec, table, whose)?));
@@ -405,9 +429,7 @@ fn write_statement(w: &mut Writer, spec: &Spec, whose: &str, ops: &[RowOp]) -> R
 }
 
 fn op_key(op: &RowOp) -> i64 {
-    match *op {
-        RowOp::Insert { key, .. } | RowOp::Update { key, .. } | RowOp::Delete { key, .. } => key,
-    }
+    op.target().1
 }
 
 fn write_check(w: &mut Writer, spec: &Spec) -> Result<(), String> {

@@ -243,10 +243,16 @@ fn with_rows(spec: &Spec, rows: u32) -> Spec {
 }
 
 fn label(ops: &[RowOp]) -> String {
+    if let Some(RowOp::InsertEvent { aggregate_id, event_type, .. }) =
+        ops.iter().find(|op| matches!(op, RowOp::InsertEvent { .. }))
+    {
+        return format!("claim {aggregate_id} to {} with its outbox event", status_name(*event_type));
+    }
     match ops.first() {
         Some(RowOp::Insert { key, .. }) => format!("insert claim {key}"),
         Some(RowOp::Update { key, status, .. }) => format!("update claim {key} to {}", status_name(*status)),
         Some(RowOp::Delete { key, .. }) => format!("delete claim {key}"),
+        Some(RowOp::InsertEvent { id, .. }) => format!("insert outbox event {id}"),
         None => "empty".into(),
     }
 }

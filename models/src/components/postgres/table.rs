@@ -208,7 +208,7 @@ mod tests {
     use crate::core::ids::Status;
 
     fn row(version: u32) -> Row {
-        Row { version, status: Status::Submitted, amount_cents: 100 }
+        Row::new(version, Status::Submitted, 100)
     }
 
     #[test]

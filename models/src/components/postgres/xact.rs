@@ -111,10 +111,15 @@ fn serialization_failure() -> String {
 
 /// The key an operation touches.
 fn op_row(op: &RowOp) -> (TableId, Key) {
+    op.target()
+}
+
+/// The row an insert writes; `None` for an update or a delete.
+fn inserted_row(op: &RowOp) -> Option<Row> {
     match *op {
-        RowOp::Insert { table, key, .. } | RowOp::Update { table, key, .. } | RowOp::Delete { table, key } => {
-            (table, key)
-        }
+        RowOp::InsertEvent { aggregate_id, event_type, .. } => Some(Row::event(aggregate_id, event_type)),
+        RowOp::Insert { status, amount_cents, .. } => Some(Row::new(1, status, amount_cents)),
+        RowOp::Update { .. } | RowOp::Delete { .. } => None,
     }
 }
 
@@ -592,7 +597,8 @@ impl Postgres {
             let mine = staged.get(&(table, key)).or_else(|| own.get(&(table, key))).copied();
             let identity = self.table(table).replica_identity;
             let kind = match *op {
-                RowOp::Insert { status, amount_cents, .. } => {
+                RowOp::Insert { .. } | RowOp::InsertEvent { .. } => {
+                    let Some(after) = inserted_row(op) else { continue };
                     let exists = match mine {
                         Some(row) => row.is_some(),
                         None => self.table(table).current(key).is_some(),
@@ -605,7 +611,7 @@ impl Postgres {
                              (id)=({key}) already exists."
                         ));
                     }
-                    Some(ChangeKind::Insert { after: Row { version: 1, status, amount_cents } })
+                    Some(ChangeKind::Insert { after })
                 }
                 RowOp::Update { .. } | RowOp::Delete { .. } => {
                     let current = match (mine, snapshot) {

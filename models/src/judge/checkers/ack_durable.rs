@@ -170,7 +170,7 @@ mod tests {
 
     /// A one-row insert of `key` into `table`, its change at `lsn`, its commit record right after.
     fn insert(table: TableId, key: i64, csn: u64, lsn: u64) -> Observation {
-        let after = Row { version: 1, status: Status::Submitted, amount_cents: 100 };
+        let after = Row::new(1, Status::Submitted, 100);
         let txn = CommittedTxn {
             xid: 700 + csn as u32,
             csn,

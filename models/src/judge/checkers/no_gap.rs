@@ -205,7 +205,7 @@ mod tests {
     const TABLE: TableId = TableId(0);
 
     fn row(version: u32) -> Row {
-        Row { version, status: Status::Submitted, amount_cents: 1 }
+        Row::new(version, Status::Submitted, 1)
     }
 
     fn event(at_ms: u64, observation: Observation) -> TraceEvent {

@@ -171,7 +171,7 @@ mod tests {
 
     #[test]
     fn attempt_rows_behave_as_a_map_whatever_the_order() {
-        let row = |version| Row { version, status: Status::Submitted, amount_cents: 1 };
+        let row = |version| Row::new(version, Status::Submitted, 1);
         let mut rows = AttemptRows::default();
         let mut map = BTreeMap::new();
         // In order, a repeat (a producer retry), then out of order.

@@ -462,7 +462,7 @@ mod tests {
     }
 
     fn row(version: u32) -> Row {
-        Row { version, status: Status::Submitted, amount_cents: 1 }
+        Row::new(version, Status::Submitted, 1)
     }
 
     fn txn(xid: u32, first: u64, keys: &[i64]) -> DecodedTxn {
