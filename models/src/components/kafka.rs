@@ -14,7 +14,7 @@
 //! compaction of change topics, retention, broker failures, rebalancing of the consumer group.
 
 use crate::core::component::{Component, Ctx, Timer};
-use crate::core::event::{KafkaRecord, SourceOffset, Topic, TopicPartition};
+use crate::core::event::{KafkaRecord, Placement, SourceOffset, Topic, TopicPartition};
 use crate::core::ids::{Key, Node};
 use crate::core::observe::Observation;
 use crate::core::protocol::{KafkaReply, KafkaRequest, Msg};
@@ -58,38 +58,7 @@ pub struct Kafka {
     pending_fetches: Vec<PendingFetch>,
 }
 
-/// Kafka's `Utils.murmur2`.
-pub fn murmur2(data: &[u8]) -> i32 {
-    const SEED: u32 = 0x9747_b28c;
-    const M: u32 = 0x5bd1_e995;
-    const R: u32 = 24;
-    let length = data.len();
-    let mut h: u32 = SEED ^ length as u32;
-    let chunks = data.chunks_exact(4);
-    let tail = chunks.remainder();
-    for chunk in chunks {
-        let mut k = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-        k = k.wrapping_mul(M);
-        k ^= k >> R;
-        k = k.wrapping_mul(M);
-        h = h.wrapping_mul(M);
-        h ^= k;
-    }
-    if tail.len() >= 3 {
-        h ^= u32::from(tail[2]) << 16;
-    }
-    if tail.len() >= 2 {
-        h ^= u32::from(tail[1]) << 8;
-    }
-    if !tail.is_empty() {
-        h ^= u32::from(tail[0]);
-        h = h.wrapping_mul(M);
-    }
-    h ^= h >> 13;
-    h = h.wrapping_mul(M);
-    h ^= h >> 15;
-    h as i32
-}
+pub use crate::core::event::murmur2;
 
 /// Records per segment of a partition log.
 const SEGMENT_RECORDS: usize = 512;
@@ -254,7 +223,14 @@ impl Kafka {
                 for record in records.iter() {
                     let tp = TopicPartition {
                         topic: record.topic,
-                        partition: partition_for_key(record.key, self.config.partitions),
+                        partition: match record.placement {
+                            None => partition_for_key(record.key, self.config.partitions),
+                            Some(Placement::KeyHash(hash)) => hash % self.config.partitions.max(1),
+                            // A partition the topic does not have fails the send in Kafka; no
+                            // transform sets one here (the outbox columns hold no integer for a
+                            // `…:partition` placement, which fails the router instead).
+                            Some(Placement::Partition(partition)) => partition % self.config.partitions.max(1),
+                        },
                     };
                     let log = self.logs.get_mut().entry(tp).or_default();
                     let stored = KafkaRecord { tp, offset: log.len() as u64, key: record.key, value: record.value };

@@ -81,6 +81,7 @@ impl Component for Loader {
                         key,
                         value: Some(ChangeEvent::snapshot_read(Origin::Loader, table, row, lsn, marker, ctx.now.ms())),
                         offset: SourceOffset::default(),
+                        placement: None,
                     });
                 }
                 if done {

@@ -349,9 +349,9 @@ impl SearchIndex {
     fn on_fetched(&mut self, ctx: &mut Ctx, records: Vec<KafkaRecord>, log_end_offsets: Vec<(TopicPartition, u64)>) {
         let mut applies = Vec::with_capacity(records.len());
         for record in &records {
-            if matches!(record.tp.topic, crate::core::event::Topic::Heartbeat | crate::core::event::Topic::Message) {
-                // The index's consumer reads only change topics' documents: heartbeats and
-                // logical messages (`<topic.prefix>.message`) are passed over.
+            if !matches!(record.tp.topic, crate::core::event::Topic::Change(_)) {
+                // The index's consumer reads only change topics' documents: heartbeats, logical
+                // messages (`<topic.prefix>.message`) and routed outbox events are passed over.
                 self.volatile.positions.insert(record.tp, record.offset + 1);
                 continue;
             }

@@ -141,6 +141,9 @@ pub enum Topic {
     /// `<topic.prefix>.message`: the logical decoding messages Debezium captured (`op=m`),
     /// keyed by prefix (`LogicalDecodingMessageMonitor`).
     Message,
+    /// A topic a transform routed records to (the outbox `EventRouter`'s
+    /// `outbox.event.<aggregatetype>`): the index of its name among the connector's routed topics.
+    Routed(u16),
 }
 
 /// The key of a logical decoding message's record: its prefix (`{"prefix": …}`), as a stable
@@ -323,12 +326,80 @@ impl fmt::Display for SourceOffset {
 
 /// A record a source task hands to Connect: topic, key, value (None = tombstone) and the source
 /// offset Connect will store once the record is acknowledged.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+///
+/// A record routed by the outbox `EventRouter` ([`Topic::Routed`]) keeps the event's id as its
+/// `key` and the outbox row's change as its `value` (the row carries `aggregateid`, `type` and
+/// what the payload is made of): what a consumer reads of it (the `id` header, the key
+/// `aggregateid`, the payload) is derived from them. Its Kafka key is the chain's, which chose its
+/// `placement`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SourceRecord {
     pub topic: Topic,
     pub key: Key,
     pub value: Option<ChangeEvent>,
     pub offset: SourceOffset,
+    /// Where the producer puts it when a transform changed its key or set its partition; `None`:
+    /// by its own key, as the connector keyed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
+}
+
+/// The derived hash, with `placement` only when a transform set it.
+impl std::hash::Hash for SourceRecord {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.topic.hash(state);
+        self.key.hash(state);
+        self.value.hash(state);
+        self.offset.hash(state);
+        if let Some(placement) = self.placement {
+            placement.hash(state);
+        }
+    }
+}
+
+/// Kafka's `Utils.murmur2`: the default partitioner's hash, which the producer (in Connect) and
+/// the model's Kafka both compute.
+pub fn murmur2(data: &[u8]) -> i32 {
+    const SEED: u32 = 0x9747_b28c;
+    const M: u32 = 0x5bd1_e995;
+    const R: u32 = 24;
+    let length = data.len();
+    let mut h: u32 = SEED ^ length as u32;
+    let chunks = data.chunks_exact(4);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        let mut k = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+        k = k.wrapping_mul(M);
+        k ^= k >> R;
+        k = k.wrapping_mul(M);
+        h = h.wrapping_mul(M);
+        h ^= k;
+    }
+    if tail.len() >= 3 {
+        h ^= u32::from(tail[2]) << 16;
+    }
+    if tail.len() >= 2 {
+        h ^= u32::from(tail[1]) << 8;
+    }
+    if !tail.is_empty() {
+        h ^= u32::from(tail[0]);
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(M);
+    h ^= h >> 15;
+    h as i32
+}
+
+/// Where the producer puts a record whose key a transform changed: the default partitioner over
+/// the key's bytes, or the partition the transform set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Placement {
+    /// `toPositive(murmur2(keyBytes))`: Kafka takes it modulo the topic's partitions
+    /// (`BuiltInPartitioner.partitionForKey`).
+    KeyHash(u32),
+    /// The record's own partition.
+    Partition(u32),
 }
 
 /// A (topic, partition) pair.

@@ -506,6 +506,16 @@ pub enum Observation {
         database: Option<String>,
         committed: bool,
     },
+    // ----- Single message transforms (issue 19) -----
+    /// The connector's transforms ran on the records one `poll()` returned: `routed` went to
+    /// another topic than the connector's (the outbox `EventRouter`'s), `dropped` were dropped
+    /// (and their offsets acknowledged at once); `first_drop`: what the transform logged for the
+    /// first one.
+    Transformed {
+        routed: usize,
+        dropped: usize,
+        first_drop: Option<String>,
+    },
 }
 
 /// An observation with its time and node: one line of the trace.

@@ -14,7 +14,6 @@
 //! decoding for the connector's latest stream.
 
 use crate::components::connect::ConnectorState;
-use crate::components::connect::debezium::Phase;
 use crate::core::lsn::Lsn;
 use crate::judge::checkers::{Evidence, RunEnd};
 use crate::scenario::processes::{Holder, Processes};
@@ -72,10 +71,7 @@ pub fn decide<H: Holder, L: FnOnce() -> Option<Lsn>>(
     let status = H::read(&processes.connect, |connect| connect.status());
     match status {
         ConnectorState::Failed => {
-            let failure = H::read(&processes.connect, |connect| match connect.debezium_phase() {
-                Some(Phase::Failed { reason }) => reason.clone(),
-                _ => String::new(),
-            });
+            let failure = H::read(&processes.connect, |connect| connect.failure().unwrap_or_default());
             return Acceptance::Ended(RunEnd::TaskFailed { failure });
         }
         ConnectorState::Stopped => return Acceptance::Ended(RunEnd::ConnectorStopped),

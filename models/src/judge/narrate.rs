@@ -19,6 +19,8 @@ pub struct Names {
     pub topic_prefix: String,
     /// The outbox tables (`[[table]] outbox`): their rows are the service's events.
     pub outboxes: Vec<TableId>,
+    /// The topics the connector's transforms route records to ([`Topic::Routed`]).
+    pub routed: Vec<String>,
 }
 
 impl Names {
@@ -32,6 +34,7 @@ impl Names {
             tables: spec.tables.iter().map(|table| table.name.clone()).collect(),
             topic_prefix: spec.debezium.topic_prefix.clone(),
             outboxes: spec.tables.iter().filter(|table| table.outbox.is_some()).map(|table| table.id).collect(),
+            routed: spec.transform_chain().map(|chain| chain.routed_topics).unwrap_or_default(),
         }
     }
 
@@ -40,6 +43,9 @@ impl Names {
             Topic::Change(table) => format!("{}.{}", self.topic_prefix, self.table(table)),
             Topic::Heartbeat => format!("__debezium-heartbeat.{}", self.topic_prefix),
             Topic::Message => format!("{}.message", self.topic_prefix),
+            Topic::Routed(index) => {
+                self.routed.get(usize::from(index)).cloned().unwrap_or_else(|| format!("routed topic {index}"))
+            }
         }
     }
 
@@ -311,6 +317,17 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             None if start.is_valid() => format!("streaming from {start}"),
             None => "streaming from the slot's position".into(),
         },
+        Observation::Transformed { routed, dropped, first_drop } => {
+            let mut parts = Vec::new();
+            if *routed > 0 {
+                parts.push(format!("{routed} routed to {}", names.routed.join(", ")));
+            }
+            if *dropped > 0 {
+                let why = first_drop.as_ref().map(|why| format!(" (first: {why})")).unwrap_or_default();
+                parts.push(format!("{dropped} dropped, their offsets acknowledged{why}"));
+            }
+            format!("transforms: {}", parts.join("; "))
+        }
         Observation::Polled { summary } => {
             let mut parts = Vec::new();
             if summary.snapshot_rows > 0 {

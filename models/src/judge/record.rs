@@ -276,6 +276,9 @@ pub struct HandoffRecord {
     pub sink_checkpoint: Vec<CheckpointEntry>,
     /// The duplicates the sink read, and what its rule made of them.
     pub duplicates: Duplicates,
+    /// The outbox reconciliation, when the connector routes outbox events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outbox: Option<OutboxRecord>,
     pub restart_test: Option<RestartTest>,
     pub failover_gate: Option<FailoverGateRecord>,
     pub rebuild_from_new_snapshot: Option<String>,
@@ -309,6 +312,97 @@ pub struct RecordInputs<'a> {
     pub boundary: &'a Boundary,
     /// The sink group's committed offsets, as Kafka holds them.
     pub sink_checkpoint: BTreeMap<TopicPartition, u64>,
+    /// The run's findings (the outbox reconciliation names the events I9 found lost).
+    pub findings: &'a [crate::judge::checkers::Finding],
+}
+
+/// The outbox reconciliation: the service's events against what reached their routed topics.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutboxRecord {
+    /// The routed topics.
+    pub topics: Vec<String>,
+    /// Events whose transaction committed (in the surviving history).
+    pub committed: usize,
+    /// Events on their routed topic.
+    pub routed: usize,
+    /// Records of events appended more than once (a replay after a restart, a snapshot routing
+    /// a row again): duplicates a consumer must absorb.
+    pub duplicate_records: usize,
+    /// Events that can never arrive (I9's findings), by id.
+    pub lost: Vec<Key>,
+    /// Events not routed by the end that can still arrive (the pipeline stopped short; their row
+    /// is in the table, or their WAL is still held), by id.
+    pub not_delivered: Vec<Key>,
+}
+
+impl OutboxRecord {
+    fn of(inputs: &RecordInputs) -> Option<OutboxRecord> {
+        let spec = inputs.spec;
+        let tables = spec.routed_tables();
+        if tables.is_empty() {
+            return None;
+        }
+        let mut record = OutboxRecord {
+            topics: crate::judge::narrate::Names::of(spec).routed,
+            lost: inputs
+                .findings
+                .iter()
+                .filter(|finding| finding.invariant == crate::scenario::spec::Invariant::I9)
+                .filter_map(|finding| finding.key)
+                .collect(),
+            ..OutboxRecord::default()
+        };
+        let mut appended: BTreeMap<(crate::core::ids::TableId, Key), usize> = BTreeMap::new();
+        for event in inputs.trace {
+            let Observation::Appended { records } = &event.observation else { continue };
+            for kafka in records {
+                if let (Topic::Routed(_), Some(value)) = (kafka.tp.topic, kafka.value) {
+                    *appended.entry((value.source.table, kafka.key)).or_default() += 1;
+                }
+            }
+        }
+        record.duplicate_records = appended.values().map(|count| count - 1).sum();
+        for (id, versions) in inputs.oracle.histories() {
+            if !tables.contains(&id.0) || !versions.iter().any(|version| version.row.is_some_and(|row| row.is_event()))
+            {
+                continue;
+            }
+            record.committed += 1;
+            if appended.contains_key(&id) {
+                record.routed += 1;
+            } else if !record.lost.contains(&id.1) {
+                record.not_delivered.push(id.1);
+            }
+        }
+        Some(record)
+    }
+
+    /// The record's sentence.
+    pub fn sentence(&self) -> String {
+        let ids = |keys: &[Key]| keys.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+        let mut text = format!(
+            "{} committed, {} routed to {}",
+            self.committed,
+            self.routed,
+            if self.topics.is_empty() { "no topic".into() } else { self.topics.join(", ") }
+        );
+        if self.duplicate_records > 0 {
+            let _ = write!(text, " ({} duplicate record(s))", self.duplicate_records);
+        }
+        if !self.lost.is_empty() {
+            let _ = write!(text, "; {} LOST for good (event(s) {})", self.lost.len(), ids(&self.lost));
+        }
+        if !self.not_delivered.is_empty() {
+            let _ = write!(
+                text,
+                "; {} not delivered yet (event(s) {}: still recoverable)",
+                self.not_delivered.len(),
+                ids(&self.not_delivered)
+            );
+        }
+        text.push_str("; consumers and side effects: not modelled yet");
+        text
+    }
 }
 
 impl HandoffRecord {
@@ -329,7 +423,7 @@ impl HandoffRecord {
         // Source vs sink at the boundary, per captured table.
         let mut source: BTreeMap<Key, Row> = BTreeMap::new();
         let mut sink: BTreeMap<Key, Row> = BTreeMap::new();
-        for table in &spec.debezium.tables {
+        for table in &spec.sink_tables() {
             source.extend(inputs.oracle.live(*table));
             for ((_, key), doc) in inputs.boundary.sink.table(*table) {
                 if let Doc::Live(row) = doc {
@@ -544,6 +638,7 @@ impl HandoffRecord {
             sink_key_rule: spec.sink.rule.key_rule().into(),
             sink_checkpoint: checkpoint(spec, &inputs.sink_checkpoint),
             duplicates: Duplicates::of(inputs.trace),
+            outbox: OutboxRecord::of(inputs),
             restart_test,
             failover_gate,
             rebuild_from_new_snapshot,
@@ -614,6 +709,9 @@ impl HandoffRecord {
             if checkpoint.is_empty() { "no data topic".into() } else { checkpoint.join(", ") }
         );
         let _ = writeln!(out, "  duplicates           {}", self.duplicates.sentence());
+        if let Some(outbox) = &self.outbox {
+            let _ = writeln!(out, "  outbox events        {}", outbox.sentence());
+        }
         if let Some(test) = &self.restart_test {
             let _ = writeln!(
                 out,
@@ -672,7 +770,7 @@ impl HandoffRecord {
 fn checkpoint(spec: &Spec, committed: &BTreeMap<TopicPartition, u64>) -> Vec<CheckpointEntry> {
     let names = crate::judge::narrate::Names::of(spec);
     let mut entries = Vec::new();
-    for table in &spec.debezium.tables {
+    for table in &spec.sink_tables() {
         let topic = Topic::Change(*table);
         for partition in 0..spec.kafka.partitions {
             let tp = TopicPartition { topic, partition };

@@ -2,6 +2,7 @@
 //! every lens.
 
 use crate::components::app::App;
+use crate::components::connect::transforms::chain::TransformChain;
 use crate::components::connect::{ConnectWorker, TargetState};
 use crate::components::kafka::{Kafka, KafkaConfig};
 use crate::components::loader::Loader;
@@ -73,7 +74,12 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
     let pg1 = Postgres::new(Node::Pg1, Role::Primary, pg_config, &initial_rows);
     let pg2 = spec.postgres.standby.map(|_| Postgres::new(Node::Pg2, Role::Standby, pg_config, &initial_rows));
     let debezium = Fixed::new(spec.debezium.clone());
-    let connect = ConnectWorker::new(Fixed::new(spec.connect.clone()), debezium, TargetState::Running);
+    // Validated when the scenario was read; a spec built in code with a chain that does not
+    // configure runs without one (and its loader would have named the property).
+    let chain = spec.transform_chain().unwrap_or_else(|_| TransformChain::none(Default::default()));
+    let routed: Vec<Topic> = (0..chain.routed_topics.len()).map(|index| Topic::Routed(index as u16)).collect();
+    let connect =
+        ConnectWorker::new(Fixed::new(spec.connect.clone()), debezium, Fixed::new(chain), TargetState::Running);
     let kafka = Kafka::new(Fixed::new(KafkaConfig {
         partitions: spec.kafka.partitions,
         topics: spec
@@ -87,6 +93,9 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
             // `<topic.prefix>.message`, where the scenario writes logical decoding messages
             // (its script, or a heartbeat.action.query that emits one).
             .chain(writes_messages(spec).then_some(Topic::Message))
+            // The topics the connector's transforms route to (auto-created by the first produce
+            // in a real cluster, with `num.partitions`).
+            .chain(routed)
             .collect(),
     }));
     let sink = SearchIndex::new(Fixed::new(spec.sink.clone()));

@@ -50,7 +50,7 @@ impl Invariant {
     ];
 
     /// Invariants this version of the tool checks.
-    pub const CHECKED: [Invariant; 8] = [
+    pub const CHECKED: [Invariant; 9] = [
         Invariant::I1,
         Invariant::I2,
         Invariant::I3,
@@ -58,6 +58,7 @@ impl Invariant {
         Invariant::I5,
         Invariant::I6,
         Invariant::I8,
+        Invariant::I9,
         Invariant::I11,
     ];
 
@@ -463,6 +464,57 @@ impl CheckBound {
 }
 
 impl Spec {
+    /// The connector's transformation chain, from its `transforms` and `predicates` properties
+    /// (validated when the scenario was read).
+    pub fn transform_chain(
+        &self,
+    ) -> Result<
+        crate::components::connect::transforms::chain::TransformChain,
+        crate::components::connect::transforms::chain::ChainError,
+    > {
+        use crate::components::connect::transforms::chain::{ChainContext, TransformChain, is_chain_property};
+        let context = ChainContext {
+            topic_prefix: self.debezium.topic_prefix.clone(),
+            tables: self
+                .tables
+                .iter()
+                .map(|table| (table.name.clone(), table.outbox.as_ref().map(|outbox| outbox.aggregatetype.clone())))
+                .collect(),
+        };
+        let properties: BTreeMap<String, String> = self
+            .connector_properties
+            .iter()
+            .filter(|(key, _)| is_chain_property(key))
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect();
+        if properties.is_empty() {
+            return Ok(TransformChain::none(context));
+        }
+        TransformChain::configure(&properties, context)
+    }
+
+    /// The captured tables whose changes go to their change topics, for the sink: every table of
+    /// `table.include.list` but those the connector's transforms route elsewhere (an outbox
+    /// table under the `EventRouter`, whose rows are events, judged by I9).
+    pub fn sink_tables(&self) -> Vec<TableId> {
+        match self.transform_chain() {
+            Ok(chain) if !chain.is_empty() => {
+                self.debezium.tables.iter().copied().filter(|table| !chain.routes(*table)).collect()
+            }
+            _ => self.debezium.tables.clone(),
+        }
+    }
+
+    /// The captured outbox tables whose events the connector's transforms route.
+    pub fn routed_tables(&self) -> Vec<TableId> {
+        match self.transform_chain() {
+            Ok(chain) if !chain.is_empty() => {
+                self.debezium.tables.iter().copied().filter(|table| chain.routes(*table)).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// The keys loaded before the run for a table.
     pub fn initial_keys(&self, table: TableId) -> impl Iterator<Item = Key> + use<> {
         let rows = self.tables.get(usize::from(table.0)).map_or(0, |t| t.rows);

@@ -292,11 +292,7 @@ mod tests {
                 StepKind::Statement => {
                     assert!(open.contains_key(&session), "a statement inside a transaction");
                     for op in &txn.ops {
-                        let row = match *op {
-                            RowOp::Insert { table, key, .. }
-                            | RowOp::Update { table, key, .. }
-                            | RowOp::Delete { table, key } => (table, key),
-                        };
+                        let row = op.target();
                         for (other, held) in &open {
                             assert!(*other == session || !held.contains(&row), "{row:?} held by two open transactions");
                         }

@@ -9,6 +9,7 @@ use handoff_models::components::connect::debezium::LsnFlushMode;
 use handoff_models::components::connect::debezium::OffsetMismatchStrategy;
 use handoff_models::components::connect::debezium::SnapshotMode;
 use handoff_models::components::connect::debezium::{HeartbeatMessage, MessagePrefixFilter};
+use handoff_models::components::connect::transforms::chain::{ChainContext, TransformChain, is_chain_property};
 use handoff_models::core::ids::TableId;
 use handoff_models::core::limits;
 use handoff_models::scenario::spec::TableSetup;
@@ -107,6 +108,43 @@ fn prop_only(cx: &Cx, s: &Section, key: &str, only: &str) -> Res<()> {
     }
 }
 
+/// Every key must be a property the model knows, or one of the transformation chain's.
+fn check_keys_but_chain(cx: &Cx, s: &Section) -> Res<()> {
+    let known = format!("{MODELLED} {ACCEPTED}");
+    let entries: Vec<_> = s.entries.iter().filter(|entry| !is_chain_property(&entry.key)).cloned().collect();
+    Section { path: s.path.clone(), entries: &entries, at: s.at }.check_keys(cx, &known, "connector property")
+}
+
+/// The connector's `transforms` and `predicates`: configured as Connect would, an error naming the
+/// property it is about.
+fn transform_chain(
+    cx: &Cx,
+    s: &Section,
+    properties: &BTreeMap<String, String>,
+    topic_prefix: &str,
+    tables: &[TableSetup],
+) -> Res<()> {
+    let chain: BTreeMap<String, String> =
+        properties.iter().filter(|(key, _)| is_chain_property(key)).map(|(k, v)| (k.clone(), v.clone())).collect();
+    if chain.is_empty() {
+        return Ok(());
+    }
+    let context = ChainContext {
+        topic_prefix: topic_prefix.to_owned(),
+        tables: tables
+            .iter()
+            .map(|table| (table.name.clone(), table.outbox.as_ref().map(|outbox| outbox.aggregatetype.clone())))
+            .collect(),
+    };
+    match TransformChain::configure(&chain, context) {
+        Ok(_) => Ok(()),
+        Err(error) => match s.get(&error.property) {
+            Some(field) => cx.fail(&field, error.problem),
+            None => Err(cx.err(s.at, &super::fields::join(&s.path, &error.property), error.problem)),
+        },
+    }
+}
+
 pub(super) fn connector(
     cx: &Cx,
     s: &Section,
@@ -122,7 +160,9 @@ pub(super) fn connector(
             ),
         );
     }
-    s.check_keys(cx, &format!("{MODELLED} {ACCEPTED}"), "connector property")?;
+    // The transformation chain's properties (`transforms`, `transforms.<alias>.*`, `predicates`,
+    // `predicates.<alias>.*`) are checked as a chain below.
+    check_keys_but_chain(cx, s)?;
     let text = |key: &str, default: &str| s.opt(key, default.to_owned(), |field| prop_text(cx, field));
     let milliseconds = |key: &str, default: u64, low: u64| s.opt(key, default, |field| prop_setting_ms(cx, field, low));
     let small = |key: &str, default: i64| {
@@ -268,6 +308,7 @@ pub(super) fn connector(
     for entry in s.entries {
         properties.insert(entry.key.clone(), prop_text(cx, &s.field(entry))?);
     }
+    transform_chain(cx, s, &properties, &topic_prefix, all_tables)?;
     let debezium = DebeziumConfig {
         version: (3, 7),
         pgjdbc: None,

@@ -36,6 +36,7 @@ pub mod debezium;
 pub mod transforms;
 
 use crate::components::connect::debezium::{DebeziumConfig, DebeziumTask, Phase, TaskEvent};
+use crate::components::connect::transforms::chain::{Fate, TransformChain};
 use crate::core::component::{Component, Ctx, Timer};
 use crate::core::event::{SourceOffset, SourceRecord};
 use crate::core::fault::FaultAction;
@@ -82,8 +83,9 @@ enum Pending {
     StartOffsets,
     /// Reading the stored offset for Debezium's `performCommit()`, then the poll continues.
     CommitOffsets { then_stop: bool },
-    /// A produce request carrying submitted records `first_seq..=last_seq`.
-    Produce { first_seq: u64, last_seq: u64, changes: usize, completion_marker: bool },
+    /// A produce request carrying `count` submitted records of `first_seq..=last_seq` (the
+    /// others in that range a transform dropped, acknowledged already).
+    Produce { first_seq: u64, last_seq: u64, count: usize, changes: usize, completion_marker: bool },
     /// An offset flush.
     Flush { final_commit: bool },
     /// `DELETE /connectors/<name>/offsets`.
@@ -114,10 +116,11 @@ struct TaskRuntime {
     writer_data: Option<SourceOffset>,
     /// `OffsetStorageWriter.toFlush`.
     flushing: Option<SourceOffset>,
-    /// Records polled but not yet sent (the producer's accumulator), from submitted sequence
-    /// `accumulator_first_seq` on.
+    /// Records polled but not yet sent (the producer's accumulator), submitted sequences
+    /// `accumulator_first_seq..=accumulator_last_seq` (less those a transform dropped).
     accumulator: Vec<SourceRecord>,
     accumulator_first_seq: u64,
+    accumulator_last_seq: u64,
     produce_in_flight: bool,
     /// When the current `poll()` started.
     poll_started_at: SimTime,
@@ -148,9 +151,15 @@ struct Volatile {
 pub struct ConnectWorker {
     pub config: Fixed<ConnectConfig>,
     pub debezium: Fixed<DebeziumConfig>,
+    /// The connector's single message transforms (`transforms`), run on every record `poll()`
+    /// returns, before it is produced.
+    pub transforms: Fixed<TransformChain>,
     pub target_state: TargetState,
     /// The task died and waits for a REST restart (the status shows FAILED).
     task_died: bool,
+    /// Why the task failed, when Connect failed it (an exception in the transformation chain),
+    /// as the status topic keeps its trace.
+    failure: Option<String>,
     volatile: Volatile,
 }
 
@@ -158,13 +167,16 @@ impl ConnectWorker {
     pub fn new(
         config: Fixed<ConnectConfig>,
         debezium: Fixed<DebeziumConfig>,
+        transforms: Fixed<TransformChain>,
         target_state: TargetState,
     ) -> ConnectWorker {
         ConnectWorker {
             config,
             debezium,
+            transforms,
             target_state,
             task_died: false,
+            failure: None,
             volatile: Volatile { task: None, pending: Vec::new(), next_request: 1, next_session: 1 },
         }
     }
@@ -194,6 +206,15 @@ impl ConnectWorker {
         self.volatile.task.as_ref().map(|task| &task.debezium.phase)
     }
 
+    /// Why the task is FAILED, as its status says: the Debezium task's own error, or the
+    /// exception Connect caught around it (a transform's).
+    pub fn failure(&self) -> Option<String> {
+        match self.debezium_phase() {
+            Some(Phase::Failed { reason }) => Some(reason.clone()),
+            _ => self.failure.clone(),
+        }
+    }
+
     /// The last LSN the task has completely processed while streaming.
     pub fn processed_upto(&self) -> Option<crate::core::lsn::Lsn> {
         self.volatile.task.as_ref().and_then(|task| task.debezium.processed_upto())
@@ -216,6 +237,7 @@ impl ConnectWorker {
     }
 
     fn start_task(&mut self, ctx: &mut Ctx) {
+        self.failure = None;
         let debezium = CopyOnWrite::new(DebeziumTask::new(self.debezium, self.volatile.next_session));
         self.volatile.task = Some(TaskRuntime {
             state: TaskState::Starting,
@@ -227,6 +249,7 @@ impl ConnectWorker {
             flushing: None,
             accumulator: Vec::new(),
             accumulator_first_seq: 0,
+            accumulator_last_seq: 0,
             produce_in_flight: false,
             poll_started_at: ctx.now,
             poll_armed: false,
@@ -309,22 +332,69 @@ impl ConnectWorker {
         task.poll_blocked = false;
         task.poll_started_at = ctx.now;
         let records = if task.debezium.queued() > 0 { task.debezium.get_mut().drain() } else { Vec::new() };
+        let mut failure = None;
         if !records.is_empty() {
             ctx.observe(Observation::Polled { summary: crate::core::observe::PollSummary::of(&records) });
-            if task.accumulator.is_empty() {
-                task.accumulator_first_seq = task.next_seq;
-            }
             let submitted = task.submitted.get_mut();
             submitted.reserve(records.len());
-            for record in &records {
-                submitted.push_back(Submitted { seq: task.next_seq, offset: record.offset, acked_at: None });
+            let mut dropped: Vec<String> = Vec::new();
+            let mut routed = 0;
+            for mut record in records {
+                let seq = task.next_seq;
+                // `AbstractWorkerSourceTask.sendRecords`: the chain runs per record; a record it
+                // drops is acknowledged at once (`recordDropped`, `SubmittedRecords`), so the
+                // offsets move past it; an exception ends the loop and fails the task, with the
+                // records before it on their way.
+                if !self.transforms.is_empty() {
+                    match self.transforms.apply(&record) {
+                        Ok(Fate::Send { topic, placement }) => match self.transforms.topic(&topic) {
+                            Some(to) => {
+                                routed += usize::from(to != record.topic);
+                                record.topic = to;
+                                record.placement = placement;
+                            }
+                            None => {
+                                failure = Some(format!(
+                                    "a transform sent a record to `{topic}`, a topic the model does not know"
+                                ));
+                                break;
+                            }
+                        },
+                        Ok(Fate::Dropped(why)) => {
+                            submitted.push_back(Submitted { seq, offset: record.offset, acked_at: Some(ctx.now) });
+                            task.next_seq += 1;
+                            if !task.debezium.confirms_from_offset_store() {
+                                task.debezium.get_mut().commit_record(record.offset);
+                            }
+                            dropped.push(why);
+                            continue;
+                        }
+                        Err(problem) => {
+                            failure = Some(problem);
+                            break;
+                        }
+                    }
+                }
+                submitted.push_back(Submitted { seq, offset: record.offset, acked_at: None });
                 task.next_seq += 1;
+                if task.accumulator.is_empty() {
+                    task.accumulator_first_seq = seq;
+                }
+                task.accumulator_last_seq = seq;
+                task.accumulator.push(record);
             }
-            if task.accumulator.is_empty() {
-                task.accumulator = records;
-            } else {
-                task.accumulator.extend(records);
+            if !self.transforms.is_empty() && (routed > 0 || !dropped.is_empty()) {
+                ctx.observe(Observation::Transformed {
+                    routed,
+                    dropped: dropped.len(),
+                    first_drop: dropped.into_iter().next(),
+                });
             }
+        }
+        if let Some(reason) = failure {
+            self.send_accumulated(ctx);
+            self.fail_task_for(ctx, reason);
+            return;
         }
         self.send_accumulated(ctx);
         self.arm_poll(ctx);
@@ -340,7 +410,8 @@ impl ConnectWorker {
         let first_seq = task.accumulator_first_seq;
         let purpose = Pending::Produce {
             first_seq,
-            last_seq: first_seq + batch.len() as u64 - 1,
+            last_seq: task.accumulator_last_seq,
+            count: batch.len(),
             changes: batch
                 .iter()
                 .filter(|record| record.value.is_some_and(|value| !value.source.snapshot.is_snapshot()))
@@ -350,7 +421,13 @@ impl ConnectWorker {
         self.request(ctx, purpose, KafkaRequest::Produce { records: CopyOnWrite::new(batch) });
     }
 
-    fn on_produced(&mut self, ctx: &mut Ctx, first_seq: u64, last_seq: u64, changes: usize, completion_marker: bool) {
+    fn on_produced(
+        &mut self,
+        ctx: &mut Ctx,
+        (first_seq, last_seq, count): (u64, u64, usize),
+        changes: usize,
+        completion_marker: bool,
+    ) {
         let Some(task) = self.volatile.task.as_mut() else { return };
         task.produce_in_flight = false;
         // Sequences in `submitted` are consecutive: the batch is one range of it.
@@ -359,18 +436,15 @@ impl ConnectWorker {
             if submitted.seq > last_seq {
                 break;
             }
-            if submitted.seq >= first_seq {
+            // A record a transform dropped in the range is acknowledged already.
+            if submitted.seq >= first_seq && submitted.acked_at.is_none() {
                 submitted.acked_at = Some(ctx.now);
                 if !task.debezium.confirms_from_offset_store() {
                     task.debezium.get_mut().commit_record(submitted.offset);
                 }
             }
         }
-        ctx.observe(Observation::ProduceAcked {
-            count: (last_seq - first_seq + 1) as usize,
-            changes,
-            completion_marker,
-        });
+        ctx.observe(Observation::ProduceAcked { count, changes, completion_marker });
         self.send_accumulated(ctx);
         self.continue_stop_if_drained(ctx);
     }
@@ -539,8 +613,11 @@ impl ConnectWorker {
                     self.finish_poll(ctx);
                 }
             }
-            (Pending::Produce { first_seq, last_seq, changes, completion_marker }, KafkaReply::Produced { .. }) => {
-                self.on_produced(ctx, first_seq, last_seq, changes, completion_marker);
+            (
+                Pending::Produce { first_seq, last_seq, count, changes, completion_marker },
+                KafkaReply::Produced { .. },
+            ) => {
+                self.on_produced(ctx, (first_seq, last_seq, count), changes, completion_marker);
             }
             (Pending::Flush { final_commit }, KafkaReply::SourceOffsetWritten) => {
                 let offset = self.volatile.task.as_ref().and_then(|task| task.flushing);
@@ -561,6 +638,15 @@ impl ConnectWorker {
     /// until `POST /connectors/<name>/tasks/0/restart`. Only the death of the worker process
     /// ([`Component::crash`]) loses uncommitted offsets. A task still starting has nothing
     /// submitted: it ends at once.
+    /// An exception in Connect's own part of the send loop (the transformation chain under
+    /// `errors.tolerance = none`): the task fails as [`ConnectWorker::fail_task`] describes, and
+    /// its status keeps the reason.
+    fn fail_task_for(&mut self, ctx: &mut Ctx, reason: String) {
+        ctx.observe(Observation::TaskFailed { reason: reason.clone() });
+        self.failure = Some(reason);
+        self.fail_task(ctx);
+    }
+
     fn fail_task(&mut self, ctx: &mut Ctx) {
         let Some(task) = self.volatile.task.as_mut() else {
             let reason = match self.status() {

@@ -267,10 +267,11 @@ impl World {
             crashes_left: bounds.crashes,
             periodic_fired: Fired::default(),
             checkers: CopyOnWrite::new(
-                Checkers::new(Oracle::new(&system.initial_rows), spec.debezium.tables.clone())
+                Checkers::new(Oracle::new(&system.initial_rows), spec.sink_tables())
                     .named(crate::judge::narrate::Names::of(spec))
                     .snapshot_mode(spec.debezium.snapshot_mode)
-                    .messages(&spec.debezium),
+                    .messages(&spec.debezium)
+                    .outbox(spec),
             ),
             restarted_during_snapshot: false,
             captured: Fixed::new(spec.debezium.tables.clone()),

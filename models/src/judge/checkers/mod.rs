@@ -9,9 +9,10 @@
 //! the moment (simulated time, LSN) it became true.
 //!
 //! Checked: I1 no gap, I2 no resurrection, I3 monotonic apply, I4 one history, I5 ack ≤ durable,
-//! I6 fail closed, I8 failover gate, and I11 honest liveness where a timed run ends
-//! ([`honest_liveness`]: it reads the processes, not the trace). Not yet: I7, I9, I10, I12
-//! (outbox, compaction — other issues).
+//! I6 fail closed, I8 failover gate, I9 outbox complete (events reaching their routed topic;
+//! the consumer's side effects not yet), and I11 honest liveness where a timed run ends
+//! ([`honest_liveness`]: it reads the processes, not the trace). Not yet: I7, I10, I12
+//! (duplicates judged, compaction — other issues).
 
 mod ack_durable;
 mod fail_closed;
@@ -21,6 +22,7 @@ mod monotonic_apply;
 mod no_gap;
 mod no_resurrection;
 mod one_history;
+pub mod outbox_complete;
 pub mod published;
 
 use crate::components::sink::DocList;
@@ -96,7 +98,9 @@ impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.invariant, self.name)?;
         if let Some(key) = self.key {
-            write!(f, ", key {key}")?;
+            // I9's findings are about outbox events, by their id.
+            let what = if self.invariant == Invariant::I9 { "event" } else { "key" };
+            write!(f, ", {what} {key}")?;
         }
         write!(f, " ({}", self.at)?;
         if let Some(lsn) = self.lsn {
@@ -181,7 +185,13 @@ pub struct Evidence {
     pub published: CopyOnWrite<Published>,
     /// The connector's offset as the offsets topic holds it.
     pub stored_offset: Option<SourceOffset>,
+    /// The captured tables whose changes the sink reads (the outbox tables the connector's
+    /// transforms route are not among them: their rows are events, judged by I9).
     pub captured: Fixed<Vec<TableId>>,
+    /// The captured outbox tables whose events the connector's transforms route (I9).
+    pub outbox_tables: Fixed<Vec<TableId>>,
+    /// The connector's `slot.name` (I9 reads its life).
+    pub slot_name: Fixed<String>,
     /// The connector's first replication stream: when, and from where decoding emitted.
     pub first_stream_start: Option<(SimTime, Lsn)>,
     /// The scenario's table and topic names, for the findings' words.
@@ -324,6 +334,7 @@ pub struct Checkers {
     ack_durable: ack_durable::AckDurable,
     fail_closed: fail_closed::FailClosed,
     failover_gate: failover_gate::FailoverGate,
+    outbox_complete: outbox_complete::OutboxComplete,
     findings: Vec<Finding>,
     finished: bool,
 }
@@ -336,6 +347,8 @@ impl Checkers {
                 published: CopyOnWrite::new(Published::default()),
                 stored_offset: None,
                 captured: Fixed::new(captured),
+                outbox_tables: Fixed::new(Vec::new()),
+                slot_name: Fixed::new(String::new()),
                 first_stream_start: None,
                 names: Fixed::new(Names::default()),
                 timelines: Timelines::default(),
@@ -348,6 +361,7 @@ impl Checkers {
             ack_durable: Default::default(),
             fail_closed: Default::default(),
             failover_gate: Default::default(),
+            outbox_complete: Default::default(),
             findings: Vec::new(),
             finished: false,
         }
@@ -377,6 +391,14 @@ impl Checkers {
         self
     }
 
+    /// The outbox tables whose events the connector's transforms route, and the connector's
+    /// slot (I9).
+    pub fn outbox(mut self, spec: &crate::scenario::spec::Spec) -> Checkers {
+        self.evidence.outbox_tables = Fixed::new(spec.routed_tables());
+        self.evidence.slot_name = Fixed::new(spec.debezium.slot_name.clone());
+        self
+    }
+
     fn report(&mut self, finding: Finding) {
         if let Some(existing) =
             self.findings.iter_mut().find(|f| f.invariant == finding.invariant && f.key == finding.key)
@@ -394,6 +416,7 @@ impl Checkers {
     pub fn observes(observation: &Observation) -> bool {
         use crate::core::ids::Node;
         Oracle::observes(observation)
+            || outbox_complete::OutboxComplete::observes(observation)
             || matches!(
                 observation,
                 Observation::SlotConfirmed { by: Node::Connect, .. }
@@ -421,6 +444,7 @@ impl Checkers {
         self.failover_gate.observe(&self.evidence, at, observation, &mut found);
         self.no_resurrection.observe(&self.evidence, at, observation, &mut found);
         self.monotonic_apply.observe(&self.evidence, at, observation, &mut found);
+        self.outbox_complete.observe(&self.evidence, at, observation);
         self.evidence.timelines.observe(observation, self.evidence.stored_offset);
         match observation {
             Observation::Appended { records } => self.evidence.published.get_mut().append(at, records),
@@ -443,6 +467,7 @@ impl Checkers {
         self.finished = true;
         let mut found = Vec::new();
         one_history::check(&self.evidence, boundary, &mut found);
+        self.outbox_complete.check(&self.evidence, boundary, &mut found);
         if boundary.reached {
             no_gap::check(&self.evidence, boundary, &self.findings, &mut found);
             no_gap::check_messages(&self.evidence, boundary, &mut found);

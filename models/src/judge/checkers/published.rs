@@ -94,6 +94,18 @@ pub struct Published {
     /// Logical decoding messages on `<topic.prefix>.message` (`op=m`), by the message's LSN
     /// (`source.lsn`): when the first record of each was appended.
     pub messages: BTreeMap<Lsn, SimTime>,
+    /// Outbox events routed to their topics (the `EventRouter`'s), by outbox row.
+    pub routed: BTreeMap<DocId, RoutedEvent>,
+}
+
+/// An outbox event on its routed topic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RoutedEvent {
+    /// When its first record was appended.
+    pub first_at: SimTime,
+    /// How many records of it were appended (more than one: a replay, or a snapshot read that
+    /// routed the row again).
+    pub records: u32,
 }
 
 impl Published {
@@ -106,6 +118,14 @@ impl Published {
             let Some(event) = record.value else { continue };
             if record.tp.topic == Topic::Message {
                 self.messages.entry(event.source.lsn).or_insert(at);
+                continue;
+            }
+            if let Topic::Routed(_) = record.tp.topic {
+                let routed = self
+                    .routed
+                    .entry((event.source.table, record.key))
+                    .or_insert(RoutedEvent { first_at: at, records: 0 });
+                routed.records += 1;
                 continue;
             }
             let id = (event.source.table, record.key);

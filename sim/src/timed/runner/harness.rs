@@ -67,7 +67,8 @@ pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outco
     }
     let recorder = Recorder::new(
         options.keep_trace.then(|| Vec::with_capacity(4096)),
-        Checkers::new(Oracle::new(&initial_rows), spec.debezium.tables.clone())
+        Checkers::new(Oracle::new(&initial_rows), spec.sink_tables())
+            .outbox(&spec)
             .named(handoff_models::judge::narrate::Names::of(&spec))
             .snapshot_mode(spec.debezium.snapshot_mode)
             .messages(&spec.debezium),

@@ -459,6 +459,7 @@ fn finish(spec: &Spec, seed: u64, options: RunOptions, outcome: Outcome) -> RunR
             oracle: &recorder.checkers.evidence.oracle,
             boundary: &boundary,
             sink_checkpoint,
+            findings: &findings,
         })
     });
     RunResult {

@@ -69,6 +69,7 @@ impl DebeziumTask {
             key,
             value: Some(ChangeEvent::snapshot_read(Origin::Postgresql, table, row, run.lsn, marker, ctx.now.ms())),
             offset: self.offset,
+            placement: None,
         };
         if let Some(previous) = run.buffered.replace(record) {
             self.queue.get_mut().push(previous);

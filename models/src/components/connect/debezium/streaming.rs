@@ -175,7 +175,8 @@ impl DebeziumTask {
             return false;
         }
         if self.offset.lsn_to_confirm().is_some() {
-            let record = SourceRecord { topic: Topic::Heartbeat, key: 0, value: None, offset: self.offset };
+            let record =
+                SourceRecord { topic: Topic::Heartbeat, key: 0, value: None, offset: self.offset, placement: None };
             self.queue.get_mut().push(record);
         }
         if let Some(table) = self.config.heartbeat_action_table {
@@ -377,7 +378,13 @@ impl DebeziumTask {
             },
         };
         let key = message_key(&message.prefix);
-        self.queue.get_mut().push(SourceRecord { topic: Topic::Message, key, value: Some(value), offset: self.offset });
+        self.queue.get_mut().push(SourceRecord {
+            topic: Topic::Message,
+            key,
+            value: Some(value),
+            offset: self.offset,
+            placement: None,
+        });
     }
 
     /// `dispatchDataChangeEvent`: the change record (and a tombstone after a delete).
@@ -401,9 +408,21 @@ impl DebeziumTask {
             },
         };
         let topic = Topic::Change(change.table);
-        self.queue.get_mut().push(SourceRecord { topic, key: change.key, value: Some(value), offset: self.offset });
+        self.queue.get_mut().push(SourceRecord {
+            topic,
+            key: change.key,
+            value: Some(value),
+            offset: self.offset,
+            placement: None,
+        });
         if op == Op::Delete && self.config.tombstones_on_delete {
-            self.queue.get_mut().push(SourceRecord { topic, key: change.key, value: None, offset: self.offset });
+            self.queue.get_mut().push(SourceRecord {
+                topic,
+                key: change.key,
+                value: None,
+                offset: self.offset,
+                placement: None,
+            });
         }
     }
 

@@ -8,11 +8,11 @@
 //! [`Struct`]): a transform reads fields by the names its configuration gives, so the records a
 //! connector builds are handed over in that shape.
 //!
-//! Not yet wired to a connector: the outbox issue's second connector (issue 19, part 2) applies
-//! [`event_router::EventRouter`], after [`decode_message::DecodeLogicalDecodingMessageContent`]
-//! for outbox events written as logical decoding messages; until then the scenario reader refuses
-//! `transforms`.
+//! The worker runs a connector's [`chain::TransformChain`] on every record `poll()` returns;
+//! [`decode_message::DecodeLogicalDecodingMessageContent`] is built but not yet allowed in a chain
+//! (see [`chain`]).
 
+pub mod chain;
 pub mod decode_message;
 pub mod event_router;
 

@@ -1,0 +1,630 @@
+//! A connector's transformation chain as Kafka Connect builds and runs it
+//! (`ConnectorConfig.transformationStages`, `TransformationChain.apply`, `TransformationStage`):
+//! the aliases of `transforms` in order, each `transforms.<alias>.type` with its own options, and
+//! optionally a predicate (`transforms.<alias>.predicate` naming an alias of `predicates`,
+//! `transforms.<alias>.negate`) that decides per record whether the stage applies
+//! (`predicate.test(record) != negate`; without a predicate it always does).
+//!
+//! The transforms the model runs: Debezium's outbox `EventRouter` (reference
+//! debezium-postgres.md §7.1). `DecodeLogicalDecodingMessageContent` (§7.2) is built and tested
+//! ([`super::decode_message`]) but refused in a chain: the model's logical decoding messages
+//! carry a payload size, not the JSON content it decodes. Predicates: Kafka Connect's
+//! `TopicNameMatches` (`pattern`, the whole topic name, `Pattern.matcher(topic).matches()`) and
+//! `RecordIsTombstone`. Any other type is refused by name rather than ignored.
+//!
+//! The model's records are compact ([`SourceRecord`]); the chain sees each as the `ConnectRecord`
+//! Debezium builds ([`TransformChain::connect_record`]: the change envelope with its `before`,
+//! `after`, `source`, `op` and `ts_ms`, the key struct, the heartbeat's and the message's own
+//! schemas), and what it returns decides the record's fate: dropped, failed, or produced to the
+//! topic it names, with the key bytes it computed choosing the partition.
+
+use super::event_router::EventRouter;
+use super::{ConnectRecord, Struct, Transformed, Value};
+use crate::core::event::{Op, Placement, SourceRecord, Topic, murmur2};
+use crate::core::ids::{Row, Status, TableId, event_uuid};
+use std::collections::BTreeMap;
+
+const STATUSES: [Status; 5] = [Status::Submitted, Status::Assessed, Status::Approved, Status::Paid, Status::Closed];
+
+/// Kafka Connect's names of the transforms and predicates the model knows.
+pub const EVENT_ROUTER: &str = "io.debezium.transforms.outbox.EventRouter";
+pub const DECODE_MESSAGE: &str = "io.debezium.connector.postgresql.transforms.DecodeLogicalDecodingMessageContent";
+pub const TOPIC_NAME_MATCHES: &str = "org.apache.kafka.connect.transforms.predicates.TopicNameMatches";
+pub const RECORD_IS_TOMBSTONE: &str = "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone";
+
+/// What the chain needs to know of the scenario to build the records Debezium builds.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct ChainContext {
+    /// `topic.prefix`.
+    pub topic_prefix: String,
+    /// Every table by id: its schema-qualified name, and the aggregate type of an outbox table.
+    pub tables: Vec<(String, Option<String>)>,
+}
+
+impl ChainContext {
+    /// `<topic.prefix>.<schema>.<table>`.
+    pub fn change_topic(&self, table: TableId) -> String {
+        let name = self.tables.get(usize::from(table.0)).map_or("?", |(name, _)| name.as_str());
+        format!("{}.{name}", self.topic_prefix)
+    }
+
+    fn topic_name(&self, topic: Topic) -> String {
+        match topic {
+            Topic::Change(table) => self.change_topic(table),
+            Topic::Heartbeat => format!("__debezium-heartbeat.{}", self.topic_prefix),
+            Topic::Message => format!("{}.message", self.topic_prefix),
+            Topic::Routed(_) => String::new(),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Predicate {
+    TopicNameMatches(regex::Regex),
+    RecordIsTombstone,
+}
+
+impl Predicate {
+    fn test(&self, record: &ConnectRecord) -> bool {
+        match self {
+            Predicate::TopicNameMatches(pattern) => pattern.is_match(&record.topic),
+            Predicate::RecordIsTombstone => record.value == Value::Null,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Stage {
+    alias: String,
+    router: EventRouter,
+    predicate: Option<(Predicate, bool)>,
+}
+
+/// What the chain made of one record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fate {
+    /// Produced to `topic` (by name), placed as `placement` (`None`: the record's own key, as
+    /// without transforms).
+    Send { topic: String, placement: Option<Placement> },
+    /// Dropped by a transform (Connect still acknowledges its offset).
+    Dropped(String),
+}
+
+/// The configured chain. Equal chains are equal configurations.
+#[derive(Clone, Debug)]
+pub struct TransformChain {
+    /// The `transforms` and `predicates` properties as configured.
+    pub properties: BTreeMap<String, String>,
+    pub context: ChainContext,
+    stages: Vec<Stage>,
+    /// The topics the chain routes records to, in the order they were found: a routed record's
+    /// topic is [`Topic::Routed`] with its index here.
+    pub routed_topics: Vec<String>,
+}
+
+impl PartialEq for TransformChain {
+    fn eq(&self, other: &TransformChain) -> bool {
+        self.properties == other.properties && self.context == other.context
+    }
+}
+
+impl Eq for TransformChain {}
+
+impl std::hash::Hash for TransformChain {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.properties.hash(state);
+        self.context.hash(state);
+    }
+}
+
+/// A chain is written as its configuration, and read by configuring it again.
+impl serde::Serialize for TransformChain {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        (&self.properties, &self.context).serialize(serializer)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TransformChain {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let (properties, context) = <(BTreeMap<String, String>, ChainContext)>::deserialize(deserializer)?;
+        TransformChain::configure(&properties, context)
+            .map_err(|error| serde::de::Error::custom(format!("{}: {}", error.property, error.problem)))
+    }
+}
+
+/// Whether a connector property belongs to the transformation chain.
+pub fn is_chain_property(key: &str) -> bool {
+    key == "transforms" || key == "predicates" || key.starts_with("transforms.") || key.starts_with("predicates.")
+}
+
+/// A configuration error: the property it is about, and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChainError {
+    pub property: String,
+    pub problem: String,
+}
+
+fn error<T>(property: &str, problem: impl Into<String>) -> Result<T, ChainError> {
+    Err(ChainError { property: property.to_owned(), problem: problem.into() })
+}
+
+/// A comma-separated list as Connect reads one (`ConfigDef.Type.LIST`: trimmed, empty entries
+/// dropped).
+fn list(text: &str) -> Vec<String> {
+    text.split(',').map(str::trim).filter(|alias| !alias.is_empty()).map(str::to_owned).collect()
+}
+
+impl TransformChain {
+    /// No transforms: records go as the connector made them.
+    pub fn none(context: ChainContext) -> TransformChain {
+        TransformChain { properties: BTreeMap::new(), context, stages: Vec::new(), routed_topics: Vec::new() }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.stages.is_empty()
+    }
+
+    /// Builds the chain from the connector's `transforms`, `transforms.*`, `predicates` and
+    /// `predicates.*` properties. Every property must be used: an alias not listed, an option the
+    /// transform does not define, a type the model does not run, are errors naming the property.
+    pub fn configure(
+        properties: &BTreeMap<String, String>,
+        context: ChainContext,
+    ) -> Result<TransformChain, ChainError> {
+        let aliases = properties.get("transforms").map(|text| list(text)).unwrap_or_default();
+        let predicate_aliases = properties.get("predicates").map(|text| list(text)).unwrap_or_default();
+        for key in properties.keys() {
+            let (family, aliases) = if key.starts_with("transforms.") {
+                ("transforms", &aliases)
+            } else if key.starts_with("predicates.") {
+                ("predicates", &predicate_aliases)
+            } else {
+                continue;
+            };
+            let alias = key[family.len() + 1..].split('.').next().unwrap_or_default();
+            if !aliases.iter().any(|listed| listed == alias) {
+                return error(key, format!("`{alias}` is not in `{family}`; list it there or remove the property"));
+            }
+        }
+        let mut predicates: BTreeMap<String, Predicate> = BTreeMap::new();
+        for alias in &predicate_aliases {
+            let prefix = format!("predicates.{alias}.");
+            let type_key = format!("{prefix}type");
+            let Some(kind) = properties.get(&type_key) else {
+                return error(&type_key, "is missing: every predicate needs its type");
+            };
+            let predicate = match kind.trim() {
+                TOPIC_NAME_MATCHES => {
+                    let pattern_key = format!("{prefix}pattern");
+                    let Some(pattern) = properties.get(&pattern_key) else {
+                        return error(&pattern_key, "is missing: TopicNameMatches needs a pattern");
+                    };
+                    match regex::Regex::new(&format!("^(?:{pattern})$")) {
+                        Ok(regex) => Predicate::TopicNameMatches(regex),
+                        Err(_) => {
+                            return error(
+                                &pattern_key,
+                                format!("`{pattern}` is not a regular expression the model can run"),
+                            );
+                        }
+                    }
+                }
+                RECORD_IS_TOMBSTONE => Predicate::RecordIsTombstone,
+                other => {
+                    return error(
+                        &type_key,
+                        format!(
+                            "`{other}` is not a predicate the model runs; it runs {TOPIC_NAME_MATCHES} and \
+                             {RECORD_IS_TOMBSTONE}"
+                        ),
+                    );
+                }
+            };
+            for key in properties.keys().filter(|key| key.starts_with(&prefix)) {
+                let option = &key[prefix.len()..];
+                let allowed = match predicate {
+                    Predicate::TopicNameMatches(_) => ["type", "pattern"].contains(&option),
+                    Predicate::RecordIsTombstone => option == "type",
+                };
+                if !allowed {
+                    return error(key, "is not an option of this predicate");
+                }
+            }
+            predicates.insert(alias.clone(), predicate);
+        }
+        let mut stages = Vec::new();
+        for alias in &aliases {
+            let prefix = format!("transforms.{alias}.");
+            let type_key = format!("{prefix}type");
+            let Some(kind) = properties.get(&type_key) else {
+                return error(&type_key, "is missing: every transform needs its type");
+            };
+            match kind.trim() {
+                EVENT_ROUTER => {}
+                DECODE_MESSAGE => {
+                    return error(
+                        &type_key,
+                        "DecodeLogicalDecodingMessageContent is not modelled in a run yet: the model's logical \
+                         decoding messages carry a payload size, not the JSON content it decodes (outbox events as \
+                         messages are future work)",
+                    );
+                }
+                other => {
+                    return error(
+                        &type_key,
+                        format!("`{other}` is not a transform the model runs; it runs {EVENT_ROUTER}"),
+                    );
+                }
+            }
+            let mut options = BTreeMap::new();
+            let mut predicate_alias = None;
+            let mut negate = None;
+            for (key, value) in properties.iter().filter(|(key, _)| key.starts_with(&prefix)) {
+                match &key[prefix.len()..] {
+                    "type" => {}
+                    "predicate" => predicate_alias = Some((key, value.trim().to_owned())),
+                    "negate" => match value.trim().to_ascii_lowercase().as_str() {
+                        "true" => negate = Some((key, true)),
+                        "false" => negate = Some((key, false)),
+                        _ => return error(key, format!("expected true or false, found `{value}`")),
+                    },
+                    option => {
+                        options.insert(option.to_owned(), value.clone());
+                    }
+                }
+            }
+            let router = EventRouter::configure(&options).or_else(|problem| error(&type_key, problem))?;
+            let predicate = match predicate_alias {
+                Some((key, name)) => match predicates.get(&name) {
+                    Some(predicate) => Some((predicate.clone(), negate.is_some_and(|(_, flag)| flag))),
+                    None => return error(key, format!("`{name}` is not in `predicates`")),
+                },
+                None => {
+                    if let Some((key, _)) = negate {
+                        return error(key, "needs a predicate (`negate` inverts one)");
+                    }
+                    None
+                }
+            };
+            stages.push(Stage { alias: alias.clone(), router, predicate });
+        }
+        let mut chain = TransformChain { properties: properties.clone(), context, stages, routed_topics: Vec::new() };
+        chain.routed_topics = chain.probe_routed_topics();
+        Ok(chain)
+    }
+
+    /// An insert into `table` as the connector streams it: an event row of an outbox table (of
+    /// type `status`), a claims row otherwise.
+    fn probe(&self, table: TableId, status: Status) -> SourceRecord {
+        let outbox = self.context.tables.get(usize::from(table.0)).is_some_and(|(_, outbox)| outbox.is_some());
+        let row = if outbox { Row::event(1, status) } else { Row::new(1, status, 100) };
+        let event = crate::core::event::ChangeEvent {
+            op: Op::Create,
+            before: None,
+            after: Some(row),
+            source: crate::core::event::SourceInfo {
+                connector: crate::core::event::Origin::Postgresql,
+                table,
+                lsn: crate::core::lsn::Lsn(0),
+                tx_id: None,
+                snapshot: crate::core::event::SnapshotMarker::Streamed,
+                ts_ms: 0,
+            },
+        };
+        SourceRecord {
+            topic: Topic::Change(table),
+            key: 1,
+            value: Some(event),
+            offset: Default::default(),
+            placement: None,
+        }
+    }
+
+    /// The topics the chain can route the service's events to: every outbox table's event of
+    /// every type, put through the chain, landing on a topic that is none of the connector's own.
+    fn probe_routed_topics(&self) -> Vec<String> {
+        let mut topics: Vec<String> = Vec::new();
+        for (index, (_, outbox)) in self.context.tables.iter().enumerate() {
+            if outbox.is_none() {
+                continue;
+            }
+            for status in STATUSES {
+                if let Ok(Fate::Send { topic, .. }) = self.apply(&self.probe(TableId(index as u16), status))
+                    && self.own_topic(&topic).is_none()
+                    && !topics.contains(&topic)
+                {
+                    topics.push(topic);
+                }
+            }
+        }
+        topics
+    }
+
+    /// Whether the chain routes `table`'s inserts away from its change topic (an outbox table
+    /// under the `EventRouter`): its changes are then no documents for the sink, they are events.
+    pub fn routes(&self, table: TableId) -> bool {
+        STATUSES.iter().any(|status| {
+            matches!(self.apply(&self.probe(table, *status)), Ok(Fate::Send { topic, .. }) if self.own_topic(&topic).is_none())
+        })
+    }
+
+    /// A topic of the connector's own, by name.
+    fn own_topic(&self, name: &str) -> Option<Topic> {
+        let mut own = vec![Topic::Heartbeat, Topic::Message];
+        own.extend((0..self.context.tables.len()).map(|index| Topic::Change(TableId(index as u16))));
+        own.into_iter().find(|topic| self.context.topic_name(*topic) == name)
+    }
+
+    /// The model's topic of a name the chain produced to: one of the connector's own, or a routed
+    /// one.
+    pub fn topic(&self, name: &str) -> Option<Topic> {
+        self.own_topic(name).or_else(|| {
+            self.routed_topics.iter().position(|topic| topic == name).map(|index| Topic::Routed(index as u16))
+        })
+    }
+
+    /// The `ConnectRecord` Debezium hands to Connect for a record (the parts a transform reads).
+    pub fn connect_record(&self, record: &SourceRecord) -> ConnectRecord {
+        let topic = self.context.topic_name(record.topic);
+        let (key, value) = match (record.topic, &record.value) {
+            (Topic::Heartbeat, _) => (
+                Value::Struct(
+                    Struct::new(Some("io.debezium.connector.common.ServerNameKey"))
+                        .with("serverName", Value::Text(self.context.topic_prefix.clone())),
+                ),
+                Value::Struct(Struct::new(Some("io.debezium.connector.common.Heartbeat")).with("ts_ms", Value::Int(0))),
+            ),
+            (Topic::Message, value) => (
+                Value::Struct(Struct::new(Some("io.debezium.connector.postgresql.MessageKey"))),
+                match value {
+                    Some(event) => Value::Struct(
+                        Struct::new(Some(super::decode_message::MESSAGE_VALUE_SCHEMA))
+                            .with("op", Value::Text("m".into()))
+                            .with("ts_ms", Value::Int(event.source.ts_ms as i64)),
+                    ),
+                    None => Value::Null,
+                },
+            ),
+            (Topic::Change(table), value) => {
+                let outbox = self.context.tables.get(usize::from(table.0)).and_then(|(_, outbox)| outbox.clone());
+                let key_struct = Struct::new(Some(&format!("{topic}.Key"))).with(
+                    "id",
+                    if outbox.is_some() { Value::Text(event_uuid(record.key)) } else { Value::Int(record.key) },
+                );
+                let value = match value {
+                    None => Value::Null,
+                    Some(event) => {
+                        let columns = |row: Option<Row>| match row {
+                            None => Value::Null,
+                            Some(row) => Value::Struct(row_struct(&topic, record.key, row, outbox.as_deref())),
+                        };
+                        Value::Struct(
+                            Struct::new(Some(&format!("{topic}.Envelope")))
+                                .with("before", columns(event.before))
+                                .with("after", columns(event.after))
+                                .with(
+                                    "source",
+                                    Value::Struct(Struct::new(Some("io.debezium.connector.postgresql.Source"))),
+                                )
+                                .with("op", Value::Text(event.op.code().to_string()))
+                                .with("ts_ms", Value::Int(event.source.ts_ms as i64)),
+                        )
+                    }
+                };
+                (Value::Struct(key_struct), value)
+            }
+            (Topic::Routed(_), _) => (Value::Null, Value::Null),
+        };
+        ConnectRecord { topic, partition: None, key, value, timestamp_ms: None, headers: Vec::new() }
+    }
+
+    /// The chain applied to one record (`TransformationChain.apply`): each stage in order, where
+    /// its predicate lets it; a drop ends the chain; an error is the exception that fails the task
+    /// (`errors.tolerance = none`).
+    pub fn apply(&self, record: &SourceRecord) -> Result<Fate, String> {
+        let mut current = self.connect_record(record);
+        let original_topic = current.topic.clone();
+        let original_key = current.key.clone();
+        for stage in &self.stages {
+            let applies =
+                stage.predicate.as_ref().is_none_or(|(predicate, negate)| predicate.test(&current) != *negate);
+            if !applies {
+                continue;
+            }
+            match stage.router.apply(&current) {
+                Ok(Transformed::Record(next)) => current = next,
+                Ok(Transformed::Dropped(why)) => return Ok(Fate::Dropped(why)),
+                Err(problem) => return Err(format!("transform `{}` ({EVENT_ROUTER}): {problem}", stage.alias)),
+            }
+        }
+        let placement = match current.partition {
+            Some(partition) => Some(Placement::Partition(partition.max(0) as u32)),
+            None if current.topic == original_topic && current.key == original_key => None,
+            // A null key: the sticky partitioner's choice, which the model makes partition 0.
+            None if current.key == Value::Null => Some(Placement::Partition(0)),
+            None => Some(Placement::KeyHash((murmur2(json_key(&current.key).as_bytes()) & 0x7fff_ffff) as u32)),
+        };
+        Ok(Fate::Send { topic: current.topic, placement })
+    }
+}
+
+/// A row as the table's value struct: the outbox article's columns for an outbox row, the claims
+/// columns otherwise.
+fn row_struct(topic: &str, key: i64, row: Row, aggregatetype: Option<&str>) -> Struct {
+    let schema = format!("{topic}.Value");
+    match aggregatetype {
+        Some(aggregatetype) => Struct::new(Some(&schema))
+            .with("id", Value::Text(event_uuid(key)))
+            .with("aggregatetype", Value::Text(aggregatetype.to_owned()))
+            .with("aggregateid", Value::Text(row.aggregate_id.to_string()))
+            .with("type", Value::Text(row.event_type()))
+            .with("payload", Value::Text(row.payload_json())),
+        None => Struct::new(Some(&schema))
+            .with("id", Value::Int(key))
+            .with("version", Value::Int(i64::from(row.version)))
+            .with("status", Value::Text(row.status.name().into()))
+            .with("amount_cents", Value::Int(i64::from(row.amount_cents))),
+    }
+}
+
+/// A key as the JSON converter writes it without schemas (what the default partitioner hashes).
+fn json_key(key: &Value) -> String {
+    match key {
+        Value::Null => "null".into(),
+        Value::Bool(flag) => flag.to_string(),
+        Value::Int(number) => number.to_string(),
+        Value::Text(text) => format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\"")),
+        Value::Bytes(bytes) => format!("\"{}\"", bytes.len()),
+        Value::Struct(value) => {
+            let fields: Vec<String> =
+                value.fields.iter().map(|(name, field)| format!("\"{name}\":{}", json_key(field))).collect();
+            format!("{{{}}}", fields.join(","))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::event::{ChangeEvent, Origin, SnapshotMarker, SourceInfo};
+    use crate::core::lsn::Lsn;
+
+    const CLAIMS: TableId = TableId(0);
+    const OUTBOX: TableId = TableId(1);
+
+    fn context() -> ChainContext {
+        ChainContext {
+            topic_prefix: "claims".into(),
+            tables: vec![("public.claims".into(), None), ("public.outbox".into(), Some("claim".into()))],
+        }
+    }
+
+    fn chain(properties: &[(&str, &str)]) -> Result<TransformChain, ChainError> {
+        let properties = properties.iter().map(|(key, value)| (key.to_string(), value.to_string())).collect();
+        TransformChain::configure(&properties, context())
+    }
+
+    const ROUTER: [(&str, &str); 2] = [("transforms", "outbox"), ("transforms.outbox.type", EVENT_ROUTER)];
+
+    fn record(table: TableId, key: i64, op: Op, row: Option<Row>) -> SourceRecord {
+        let (before, after) = if op == Op::Delete { (row, None) } else { (None, row) };
+        let source = SourceInfo {
+            connector: Origin::Postgresql,
+            table,
+            lsn: Lsn(0x100),
+            tx_id: Some(740),
+            snapshot: SnapshotMarker::Streamed,
+            ts_ms: 10,
+        };
+        SourceRecord {
+            topic: Topic::Change(table),
+            key,
+            value: Some(ChangeEvent { op, before, after, source }),
+            offset: Default::default(),
+            placement: None,
+        }
+    }
+
+    #[test]
+    fn an_outbox_insert_is_routed_by_aggregatetype_and_keyed_by_aggregateid() {
+        let chain = chain(&ROUTER).unwrap();
+        assert_eq!(chain.routed_topics, vec!["outbox.event.claim".to_string()]);
+        let fate = chain.apply(&record(OUTBOX, 7, Op::Create, Some(Row::event(3, Status::Approved)))).unwrap();
+        // The key is `aggregateid`, a text column: the JSON converter writes "3".
+        let hash = (murmur2(b"\"3\"") & 0x7fff_ffff) as u32;
+        assert_eq!(fate, Fate::Send { topic: "outbox.event.claim".into(), placement: Some(Placement::KeyHash(hash)) });
+        assert_eq!(chain.topic("outbox.event.claim"), Some(Topic::Routed(0)));
+        assert!(chain.routes(OUTBOX));
+        assert!(!chain.routes(CLAIMS), "a claims row has no payload column: it fails, it is not routed");
+    }
+
+    #[test]
+    fn deletes_are_dropped_and_a_snapshot_read_is_routed_like_an_insert() {
+        let chain = chain(&ROUTER).unwrap();
+        let delete = chain.apply(&record(OUTBOX, 7, Op::Delete, Some(Row::event(3, Status::Approved)))).unwrap();
+        assert!(matches!(delete, Fate::Dropped(why) if why.starts_with("Delete message")));
+        let read = chain.apply(&record(OUTBOX, 7, Op::Read, Some(Row::event(3, Status::Approved)))).unwrap();
+        assert!(matches!(read, Fate::Send { topic, .. } if topic == "outbox.event.claim"));
+    }
+
+    #[test]
+    fn without_a_predicate_another_captured_table_fails_the_router_and_with_one_it_passes() {
+        let claims = record(CLAIMS, 5, Op::Create, Some(Row::new(1, Status::Submitted, 100)));
+        let error = chain(&ROUTER).unwrap().apply(&claims).unwrap_err();
+        assert!(error.contains("Unable to find payload field payload"), "{error}");
+        // An update of another table is not even looked at: `u` is dropped with a warning
+        // (`table.op.invalid.behavior = warn`), silently lost to that table's readers.
+        let update = record(CLAIMS, 5, Op::Update, Some(Row::new(2, Status::Approved, 100)));
+        assert!(
+            matches!(chain(&ROUTER).unwrap().apply(&update).unwrap(), Fate::Dropped(why) if why.contains("Unexpected update"))
+        );
+        let guarded = chain(&[
+            ROUTER[0],
+            ROUTER[1],
+            ("transforms.outbox.predicate", "isOutbox"),
+            ("predicates", "isOutbox"),
+            ("predicates.isOutbox.type", TOPIC_NAME_MATCHES),
+            ("predicates.isOutbox.pattern", "claims\\.public\\.outbox"),
+        ])
+        .unwrap();
+        assert_eq!(
+            guarded.apply(&claims).unwrap(),
+            Fate::Send { topic: "claims.public.claims".into(), placement: None }
+        );
+        assert_eq!(
+            guarded.apply(&update).unwrap(),
+            Fate::Send { topic: "claims.public.claims".into(), placement: None }
+        );
+        assert!(guarded.routes(OUTBOX));
+        // Negated, the stage applies to every topic but the outbox's.
+        let negated = chain(&[
+            ROUTER[0],
+            ROUTER[1],
+            ("transforms.outbox.predicate", "isOutbox"),
+            ("transforms.outbox.negate", "true"),
+            ("predicates", "isOutbox"),
+            ("predicates.isOutbox.type", TOPIC_NAME_MATCHES),
+            ("predicates.isOutbox.pattern", "claims\\.public\\.outbox"),
+        ])
+        .unwrap();
+        assert!(!negated.routes(OUTBOX));
+    }
+
+    #[test]
+    fn heartbeats_and_tombstones_are_as_the_router_treats_them() {
+        let chain = chain(&ROUTER).unwrap();
+        let heartbeat =
+            SourceRecord { topic: Topic::Heartbeat, key: 0, value: None, offset: Default::default(), placement: None };
+        assert_eq!(
+            chain.apply(&heartbeat).unwrap(),
+            Fate::Send { topic: "__debezium-heartbeat.claims".into(), placement: None }
+        );
+        let tombstone = SourceRecord { value: None, ..record(OUTBOX, 7, Op::Delete, None) };
+        assert!(matches!(chain.apply(&tombstone).unwrap(), Fate::Dropped(why) if why.starts_with("Tombstone")));
+    }
+
+    #[test]
+    fn a_chain_that_connect_would_refuse_is_refused_naming_the_property() {
+        let refused = |properties: &[(&str, &str)]| chain(properties).unwrap_err();
+        assert_eq!(refused(&[("transforms", "outbox")]).property, "transforms.outbox.type");
+        assert_eq!(refused(&[("transforms.router.type", EVENT_ROUTER)]).property, "transforms.router.type");
+        let unknown =
+            refused(&[("transforms", "x"), ("transforms.x.type", "org.apache.kafka.connect.transforms.Filter")]);
+        assert!(unknown.problem.contains("not a transform the model runs"), "{}", unknown.problem);
+        let decode = refused(&[("transforms", "d"), ("transforms.d.type", DECODE_MESSAGE)]);
+        assert!(decode.problem.contains("not modelled in a run yet"), "{}", decode.problem);
+        let option = refused(&[ROUTER[0], ROUTER[1], ("transforms.outbox.route.by.feild", "type")]);
+        assert!(option.problem.contains("route.by.feild"), "{}", option.problem);
+        let negate = refused(&[ROUTER[0], ROUTER[1], ("transforms.outbox.negate", "true")]);
+        assert_eq!(negate.property, "transforms.outbox.negate");
+        let predicate = refused(&[ROUTER[0], ROUTER[1], ("transforms.outbox.predicate", "isOutbox")]);
+        assert_eq!(predicate.property, "transforms.outbox.predicate");
+    }
+
+    #[test]
+    fn routing_by_event_type_gives_a_topic_per_type() {
+        let chain = chain(&[ROUTER[0], ROUTER[1], ("transforms.outbox.route.by.field", "type")]).unwrap();
+        assert_eq!(chain.routed_topics.len(), 5);
+        assert!(chain.routed_topics.contains(&"outbox.event.ClaimApproved".to_string()));
+    }
+}

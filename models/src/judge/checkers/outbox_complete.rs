@@ -1,0 +1,202 @@
+//! I9 outbox complete: every outbox event whose transaction committed reaches its routed topic.
+//!
+//! An outbox event is a row the service inserted into an outbox table (`[[table]] outbox`) in
+//! its business change's transaction; the connector's `EventRouter` routes its insert to
+//! `outbox.event.<aggregatetype>` (reference debezium-postgres.md §7.1). Its only way to Kafka is
+//! the WAL through the connector's slot — or, while its row is still in the table, a snapshot of
+//! the outbox table (an `op=r` is routed like an insert).
+//!
+//! Verifies, for every event of a routed outbox table in the surviving history (its transaction
+//! committed on a primary no promotion left behind):
+//! - at the acceptance boundary (the pipeline caught up), that it was routed;
+//! - wherever the run ends, that it can still be: an event never routed whose row is gone (the
+//!   service deleted it in its own transaction) and whose WAL no slot of the connector holds any
+//!   more (it committed before the connector's slot existed, or the slot was invalidated by
+//!   `max_slot_wal_keep_size`, dropped or recreated after it committed) can never arrive. The
+//!   finding names the event, its commit LSN and why.
+//!
+//! Does not verify (yet): the consumer's side effects (the inbox consumer is the next part of
+//! the outbox work); an event still recoverable when the pipeline stopped short (its row is in
+//! the table, or its WAL is still held): the handoff record lists it as not delivered.
+
+use super::{Boundary, Evidence, Finding};
+use crate::core::ids::{Row, event_uuid};
+use crate::core::lsn::Lsn;
+use crate::core::observe::Observation;
+use crate::core::time::SimTime;
+use crate::judge::oracle::{DocId, Version};
+use crate::scenario::spec::Invariant;
+use serde::{Deserialize, Serialize};
+
+/// What happened to the connector's slot, as far as an event's WAL is concerned.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+enum SlotEvent {
+    Created { at: SimTime, consistent_point: Lsn },
+    Invalidated { at: SimTime, restart_lsn: Lsn, oldest_kept: Lsn },
+    Dropped { at: SimTime },
+}
+
+impl SlotEvent {
+    fn at(&self) -> SimTime {
+        match self {
+            SlotEvent::Created { at, .. } | SlotEvent::Invalidated { at, .. } | SlotEvent::Dropped { at } => *at,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct OutboxComplete {
+    slot: Vec<SlotEvent>,
+}
+
+/// An outbox event of the surviving history: its row, the version that inserted it, and
+/// whether its row is gone by the end.
+pub struct OutboxEvent<'a> {
+    pub id: DocId,
+    pub inserted: &'a Version,
+    pub row: Row,
+    /// The row was deleted (by the service, in its own transaction, or later).
+    pub deleted: bool,
+}
+
+/// Every event of the evidence's routed outbox tables, in document order.
+pub fn events(evidence: &Evidence) -> Vec<OutboxEvent<'_>> {
+    let mut events = Vec::new();
+    for (id, versions) in evidence.oracle.histories() {
+        if !evidence.outbox_tables.contains(&id.0) {
+            continue;
+        }
+        let insert = versions.iter().find_map(|version| version.row.filter(Row::is_event).map(|row| (version, row)));
+        if let Some((inserted, row)) = insert {
+            let deleted = versions.last().is_some_and(|version| version.row.is_none());
+            events.push(OutboxEvent { id, inserted, row, deleted });
+        }
+    }
+    events
+}
+
+impl OutboxComplete {
+    /// Whether the checker reads an observation (the slot's life).
+    pub fn observes(observation: &Observation) -> bool {
+        matches!(
+            observation,
+            Observation::SlotCreated { .. } | Observation::SlotInvalidated { .. } | Observation::SlotDropped { .. }
+        )
+    }
+
+    pub fn observe(&mut self, evidence: &Evidence, at: SimTime, observation: &Observation) {
+        if evidence.outbox_tables.is_empty() {
+            return;
+        }
+        let ours = |slot: &str| slot == evidence.slot_name.as_str();
+        match observation {
+            Observation::SlotCreated { slot, consistent_point, .. } if ours(slot) => {
+                self.slot.push(SlotEvent::Created { at, consistent_point: *consistent_point });
+            }
+            Observation::SlotInvalidated { slot, restart_lsn, oldest_kept, .. } if ours(slot) => {
+                self.slot.push(SlotEvent::Invalidated { at, restart_lsn: *restart_lsn, oldest_kept: *oldest_kept });
+            }
+            Observation::SlotDropped { slot, .. } if ours(slot) => self.slot.push(SlotEvent::Dropped { at }),
+            _ => {}
+        }
+    }
+
+    /// Why an event's WAL is out of the connector's reach, if it is: it committed before the
+    /// connector's first slot existed, or the slot was lost after it committed.
+    fn out_of_reach(&self, evidence: &Evidence, event: &OutboxEvent) -> Option<String> {
+        let slot = evidence.slot_name.as_str();
+        let first = self.slot.iter().find_map(|slot_event| match slot_event {
+            SlotEvent::Created { at, consistent_point } => Some((*at, *consistent_point)),
+            _ => None,
+        });
+        match first {
+            None => return Some(format!("no slot \"{slot}\" was ever created to hold its WAL")),
+            Some((at, consistent_point)) if event.inserted.commit_lsn < consistent_point => {
+                return Some(format!(
+                    "it committed before the connector's slot \"{slot}\" existed (created at {at}, consistent point \
+                     {consistent_point}): no slot held its WAL"
+                ));
+            }
+            Some(_) => {}
+        }
+        // The slot as the event's commit found it: lost (invalidated or dropped, not created
+        // again since), it decodes nothing, and a slot created again starts past the event.
+        let before = self.slot.iter().rev().find(|slot_event| slot_event.at() < event.inserted.at);
+        match before {
+            Some(SlotEvent::Invalidated { at, .. }) => {
+                return Some(format!(
+                    "it committed while the slot \"{slot}\" was lost (invalidated at {at}: max_slot_wal_keep_size): \
+                     a lost slot decodes nothing, and a slot created again starts past it"
+                ));
+            }
+            Some(SlotEvent::Dropped { at }) => {
+                return Some(format!(
+                    "it committed while the slot \"{slot}\" did not exist (dropped at {at}): a slot created again \
+                     starts past it"
+                ));
+            }
+            _ => {}
+        }
+        self.slot.iter().find_map(|slot_event| match slot_event {
+            SlotEvent::Invalidated { at, restart_lsn, oldest_kept } if *at >= event.inserted.at => Some(format!(
+                "the slot \"{slot}\" was invalidated at {at} before it was streamed (its restart_lsn {restart_lsn} \
+                 fell behind the oldest WAL kept, {oldest_kept}: max_slot_wal_keep_size), and the WAL it needed is \
+                 gone"
+            )),
+            SlotEvent::Dropped { at } if *at >= event.inserted.at => Some(format!(
+                "the slot \"{slot}\" was dropped at {at} before it was streamed; a slot created again starts past it"
+            )),
+            _ => None,
+        })
+    }
+
+    pub fn check(&self, evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Finding>) {
+        if evidence.outbox_tables.is_empty() {
+            return;
+        }
+        for event in events(evidence) {
+            if evidence.published.routed.contains_key(&event.id) {
+                continue;
+            }
+            let out_of_reach = self.out_of_reach(evidence, &event);
+            let table = evidence.names.table(event.id.0);
+            let row_fate = if event.deleted {
+                format!(
+                    "its row was deleted from {table} (the service deletes it in its own transaction), so no snapshot \
+                     of the outbox table can route it again: the event is gone for good"
+                )
+            } else {
+                format!("its row is still in {table}: a snapshot of the outbox table would route it (op=r)")
+            };
+            let detail = match (&out_of_reach, boundary.reached) {
+                (Some(why), _) if event.deleted => format!("{why}; {row_fate}"),
+                (Some(why), true) => format!("{why}; {row_fate}"),
+                (None, true) => format!(
+                    "the pipeline caught up without routing it: the connector's stream went past it; {row_fate}"
+                ),
+                // Not caught up, and it can still arrive: not (yet) a finding.
+                _ => continue,
+            };
+            let at = if boundary.reached { boundary.at } else { event.inserted.at };
+            found.push(
+                Finding::new(Invariant::I9, Some(event.id.1), at)
+                    .expected(format!(
+                        "outbox event {} (id {}, {} of claim {}, committed at {}) routed to {}",
+                        event.id.1,
+                        event_uuid(event.id.1),
+                        event.row.event_type(),
+                        event.row.aggregate_id,
+                        event.inserted.at,
+                        routed_topics(evidence),
+                    ))
+                    .seen("never routed: on no topic")
+                    .lsn(event.inserted.commit_lsn)
+                    .detail(detail),
+            );
+        }
+    }
+}
+
+fn routed_topics(evidence: &Evidence) -> String {
+    if evidence.names.routed.is_empty() { "its routed topic".into() } else { evidence.names.routed.join(", ") }
+}
