@@ -602,7 +602,7 @@ fn script_with_two_ops() {
         &text,
         &[],
         "s.toml:15:1: workload.script[0]: ",
-        "exactly one of insert, update, delete, begin, commit, rollback or message is allowed; found insert and delete",
+        "exactly one of insert, update, delete, event, begin, commit, rollback or message is allowed; found insert and delete",
     );
 }
 
@@ -613,7 +613,7 @@ fn script_with_no_op() {
         &text,
         &[],
         "s.toml:12:1: workload.script[0]: ",
-        "one of insert, update, delete, begin, commit, rollback or message is required",
+        "one of insert, update, delete, event, begin, commit, rollback or message is required",
     );
 }
 
@@ -1062,8 +1062,8 @@ fn set_errors_on_combinations_blame_the_override() {
     );
     fails(
         MIN,
-        &["prediction.findings=[\"I9\"]"],
-        "--set prediction.findings=[\"I9\"]: prediction.findings[0]: ",
+        &["prediction.findings=[\"I10\"]"],
+        "--set prediction.findings=[\"I10\"]: prediction.findings[0]: ",
         "not checked",
     );
 }

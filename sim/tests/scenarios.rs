@@ -157,3 +157,18 @@ fn claims_commit_visibility_race() {
 fn claims_restart_mid_large_transaction() {
     check("claims-restart-mid-large-transaction");
 }
+
+#[test]
+fn outbox_status_changes_connect_killed() {
+    check("outbox-status-changes-connect-killed");
+}
+
+#[test]
+fn outbox_slot_cap_events_during_outage() {
+    check("outbox-slot-cap-events-during-outage");
+}
+
+#[test]
+fn outbox_router_without_predicate() {
+    check("outbox-router-without-predicate");
+}
