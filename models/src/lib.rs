@@ -49,6 +49,7 @@
 //!     operations: Vec::new(),
 //!     operate_while: Default::default(),
 //!     crash_while: Default::default(),
+//!     script_while: Default::default(),
 //!     bgwriter_running_xacts: false,
 //!     reductions: true,
 //! };

@@ -18,6 +18,7 @@ fn bounds() -> Bounds {
         operations: Vec::new(),
         operate_while: Default::default(),
         crash_while: Default::default(),
+        script_while: Default::default(),
         bgwriter_running_xacts: false,
         reductions: true,
     }

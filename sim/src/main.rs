@@ -384,7 +384,7 @@ fn main() -> ExitCode {
                 // Whether there is a standby decides the list; the kinds every system takes make
                 // the probe load even where other `--set`s name the profile but not its kinds.
                 let mut probe = sets.clone();
-                probe.push(scenario::every_fault_kind_with(false));
+                probe.push(scenario::every_fault_kind_with(Default::default()));
                 match scenario::load_with(&path, &expectation.choice(&probe)) {
                     Ok(loaded) => sets.push(scenario::every_fault_kind(&loaded.spec)),
                     Err(error) => return bad_input(&error.to_string()),

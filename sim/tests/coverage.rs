@@ -63,8 +63,15 @@ fn reached_by(mark: Mark) -> Run {
         // `lsn.flush.mode=connector_and_driver` on a quiet database: pgjdbc confirms the
         // walsender's keep-alive LSN.
         Mark::KeepaliveConfirmed => Run::Bundled("claims-quiet-database-keepalive-fix", &[]),
+        // Game-day drill 1: the events routed, replayed after the worker's kill, and absorbed
+        // by the inbox; without one, applied again.
+        Mark::OutboxEventRouted | Mark::InboxAbsorbed => Run::Bundled("outbox-status-changes-connect-killed", &[]),
+        Mark::EffectAppliedAgain => Run::Bundled("outbox-status-changes-connect-killed", NO_INBOX),
     }
 }
+
+/// The drill's consumer without an inbox.
+const NO_INBOX: &[&str] = &["consumer.inbox=none"];
 
 fn spec_and_seed(run: Run) -> (Spec, u64) {
     match run {
@@ -110,7 +117,14 @@ fn marks_stay_unset_where_the_situation_does_not_arise() {
         // No cap, no crash: nothing is invalidated and no slot row is read twice.
         (
             Run::Bundled("claims-restart-during-snapshot", &[]),
-            &[Mark::SlotInvalidated, Mark::SlotInfoRetried, Mark::SlotPositionWentBack],
+            &[
+                Mark::SlotInvalidated,
+                Mark::SlotInfoRetried,
+                Mark::SlotPositionWentBack,
+                Mark::OutboxEventRouted,
+                Mark::InboxAbsorbed,
+                Mark::EffectAppliedAgain,
+            ],
         ),
     ];
     for (run, absent) in cases {

@@ -219,6 +219,7 @@ fn complete_scenario_reads_into_the_spec() {
             inserts_per_second: 2.5,
             updates_per_second: 10.0,
             deletes_per_second: 0.0,
+            events_per_second: 0.0,
             transaction_size: 1,
             concurrency: 1,
         })
@@ -768,8 +769,9 @@ fn clog_between_two_processes() {
     assert_eq!(
         message,
         "s.toml:15:23: fault[0].between[1]: unknown value `zookeeper`; expected one of postgres, pg1, pg2, \
-         connect, kafka, sink, app, operator, loader"
+         connect, kafka, sink, app, operator, loader, consumer"
     );
+    fails(&clog("[\"consumer\", \"kafka\"]"), &[], "s.toml:15:12: fault[0].between[0]: ", "add [consumer]");
     fails(&clog("[\"kafka\", \"kafka\"]"), &[], "s.toml:15:21: fault[0].between[1]: ", "`kafka` is named twice");
     fails(&clog("[\"pg1\", \"pg2\"]"), &[], "s.toml:15:19: fault[0].between[1]: ", "add [postgres.standby]");
     assert_eq!(
@@ -1062,8 +1064,8 @@ fn set_errors_on_combinations_blame_the_override() {
     );
     fails(
         MIN,
-        &["prediction.findings=[\"I10\"]"],
-        "--set prediction.findings=[\"I10\"]: prediction.findings[0]: ",
+        &["prediction.findings=[\"I12\"]"],
+        "--set prediction.findings=[\"I12\"]: prediction.findings[0]: ",
         "not checked",
     );
 }
@@ -1185,6 +1187,7 @@ fn a_bad_check_bound_is_named() {
     fails(&with_check("rows = 9\n"), &[], "s.toml:13:", "check.rows");
     fails(&with_check("rows = 3\ncrash = [\"zookeeper\"]\n"), &[], "s.toml:14:", "zookeeper");
     fails(&with_check("rows = 3\ncrash = [\"connect\", \"connect\"]\n"), &[], "s.toml:14:", "named twice");
+    fails(&with_check("rows = 3\ncrash = [\"consumer\"]\n"), &[], "s.toml:14:", "add [consumer]");
     fails(&with_check("rows = 3\ncrashes = 1\n"), &[], "s.toml:14:", "name the processes that may crash");
     fails(&with_check("rows = 3\ncrash_while = \"after-streaming\"\n"), &[], "s.toml:14:", "needs crash = [...]");
     fails(&with_check("rows = 3\nbgwriter_running_xacts = 1\n"), &[], "s.toml:14:", "a boolean");
@@ -1496,4 +1499,71 @@ fn background_transactions_of_several_rows_and_their_concurrency_are_read_and_ch
         "workload.transaction_size",
         "out of range",
     );
+}
+
+/// The outbox's inputs: the outbox table, the `event` step, the transformation chain, the
+/// consumer and its fault, each refused with its field named.
+#[test]
+fn outbox_inputs_are_checked_where_they_are_written() {
+    let outbox = "[[table]]\nname = \"public.outbox\"\noutbox = { aggregatetype = \"claim\", delete = true }\n";
+    let with_outbox = min_with("[connector]", &format!("{outbox}[connector]"))
+        .replace("name = \"public.claims\"\n", "name = \"public.claims\"\nrows = 5\n");
+    let loaded = ok(&with_outbox, &[]);
+    let setup = loaded.spec.tables[1].outbox.as_ref().expect("an outbox table");
+    assert_eq!((setup.aggregatetype.as_str(), setup.delete), ("claim", true));
+    // An outbox starts empty, and is in the main database.
+    fails_at(&with_outbox.replace("outbox = {", "rows = 3\noutbox = {"), "table[1].rows", "starts empty");
+    fails_at(
+        &with_outbox.replace("aggregatetype = \"claim\"", "aggregatetype = \"a b\""),
+        "table[1].outbox.aggregatetype",
+        "not an aggregate type",
+    );
+    fails_at(
+        &with_outbox.replace("delete = true", "delete = true, dlete = 1"),
+        "table[1].outbox.dlete",
+        "unknown field",
+    );
+    // The `event` step needs an outbox table, and its `table` is the business table.
+    let event = "[[workload.script]]\nat = \"1s\"\nevent = 3\n";
+    fails_at(&format!("{MIN}{event}"), "workload.script[0].event", "needs an outbox table");
+    let loaded = ok(&format!("{with_outbox}{event}"), &[]);
+    assert_eq!(loaded.spec.scripted[0].ops.len(), 3, "update, event insert, event delete");
+    fails_at(
+        &format!("{with_outbox}{event}table = \"public.outbox\"\n"),
+        "workload.script[0].table",
+        "names an outbox table",
+    );
+    fails_at(
+        &format!("{with_outbox}{event}amount_cents = 1\n"),
+        "workload.script[0].amount_cents",
+        "does not apply to event",
+    );
+    // The chain: every property belongs to a listed alias, every type is one the model runs.
+    let chain = |lines: &str| with_outbox.replace("[sink]", &format!("{lines}[sink]"));
+    let router =
+        "\"transforms\" = \"outbox\"\n\"transforms.outbox.type\" = \"io.debezium.transforms.outbox.EventRouter\"\n";
+    assert_eq!(ok(&chain(router), &[]).spec.routed_tables(), vec![handoff_models::core::ids::TableId(1)]);
+    fails(&chain("\"transforms.router.type\" = \"x\"\n"), &[], "s.toml:", "`router` is not in `transforms`");
+    fails(
+        &chain("\"transforms\" = \"t\"\n\"transforms.t.type\" = \"org.apache.kafka.connect.transforms.Filter\"\n"),
+        &[],
+        "s.toml:",
+        "not a transform the model runs",
+    );
+    fails(
+        &chain(&format!("{router}\"transforms.outbox.route.by.feild\" = \"type\"\n")),
+        &[],
+        "s.toml:",
+        "route.by.feild",
+    );
+    // The consumer reads an outbox's routed topics; `kill-consumer` needs it.
+    fails(&format!("{MIN}[consumer]\ninbox = \"same-transaction\"\n"), &[], "s.toml:", "declare an outbox table");
+    fails_at(&format!("{with_outbox}[consumer]\ninbox = \"sometimes\"\n"), "consumer.inbox", "same-transaction");
+    fails_at(&format!("{with_outbox}[consumer]\n"), "consumer.inbox", "required");
+    fails(&with_fault("action = \"kill-consumer\"\n"), &[], "s.toml:", "add [consumer]");
+    let consumer = ok(
+        &format!("{with_outbox}[consumer]\ninbox = \"none\"\n[[fault]]\nat = \"1s\"\naction = \"kill-consumer\"\n"),
+        &[],
+    );
+    assert_eq!(consumer.spec.consumer.as_ref().map(|c| c.inbox.name()), Some("none"));
 }

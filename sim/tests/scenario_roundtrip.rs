@@ -84,6 +84,8 @@ fn pinned_schedules_of_every_fault_kind_load() {
                 kinds: FaultKind::ALL
                     .into_iter()
                     .filter(|kind| standby || *kind != FaultKind::FailOverToStandby)
+                    // The generated scenarios have no outbox consumer to kill.
+                    .filter(|kind| *kind != FaultKind::KillConsumer)
                     .collect(),
                 max_faults: 8,
                 window_ms: (0, 60_000),
@@ -203,6 +205,7 @@ fn everything() -> Spec {
             inserts_per_second: 2.5,
             updates_per_second: 0.1,
             deletes_per_second: 1e-7,
+            events_per_second: 0.0,
             transaction_size: 1,
             concurrency: 1,
         }),
@@ -301,11 +304,13 @@ fn everything() -> Spec {
             operations: vec![Operation::RecreateSlot],
             operate_while: OperateWhile::ConnectDownAfterStreaming,
             crash_while: CrashWhile::AfterStreaming,
+            script_while: handoff_models::scenario::schedule::ScriptWhile::AfterStreamingStarted,
             bgwriter_running_xacts: true,
             unreached_ok: vec!["the acceptance boundary is reached".into()],
         }),
         // A schedule excludes timed faults and workload: see the exported counterexamples.
         schedule: None,
+        consumer: None,
     }
 }
 
@@ -383,7 +388,8 @@ fn every_feature_writes_the_documented_syntax() {
         "findings = [\"I2\", \"I4\"]\nallow = [\"I3\", \"fails-closed\"]\n",
         "three quotes \\\"\\\"\" and a tab\t.\n\"\"\"\n",
         "ends in a quote: \\\"\"\"\"\n",
-        "[check]\nrows = 3\ncrash = [\"connect\", \"postgres\"]\ncrashes = 2\ncrash_while = \"after-streaming\"\nperiodic_fires = 2\n",
+        "[check]\nrows = 3\ncrash = [\"connect\", \"postgres\"]\ncrashes = 2\ncrash_while = \"after-streaming\"\n\
+         script_while = \"after-streaming-started\"\nperiodic_fires = 2\n",
         "unreached_ok = [\"the acceptance boundary is reached\"]\n",
         "[[check.script]]\nupdate = 2\nstatus = \"paid\"\nlabel = \"any time\"\n",
         "[[check.script]]\ndelete = 3\ntable = \"public.payments\"\n",
@@ -554,6 +560,7 @@ fn values_the_loader_rejects_or_reads_differently_are_refused() {
                 inserts_per_second: 0.0,
                 updates_per_second: 0.0,
                 deletes_per_second: 0.0,
+                events_per_second: 0.0,
                 transaction_size: 1,
                 concurrency: 1,
             })
@@ -666,7 +673,12 @@ fn fault_action() -> impl Strategy<Value = FaultAction> {
 
 fn profile() -> impl Strategy<Value = FaultProfile> {
     (
-        proptest::sample::subsequence(FaultKind::ALL.to_vec(), 1..=FaultKind::ALL.len()).prop_shuffle(),
+        // The generated scenarios have no outbox consumer to kill.
+        proptest::sample::subsequence(
+            FaultKind::ALL.into_iter().filter(|kind| *kind != FaultKind::KillConsumer).collect::<Vec<_>>(),
+            1..FaultKind::ALL.len(),
+        )
+        .prop_shuffle(),
         0..=20u32,
         (ms(), ms()),
         proptest::sample::subsequence(Moment::ALL.to_vec(), 0..=Moment::ALL.len()).prop_shuffle(),
@@ -701,6 +713,7 @@ fn background() -> impl Strategy<Value = Option<Background>> {
             inserts_per_second: inserts.max(f64::from(floor) / 1_000.0),
             updates_per_second: updates,
             deletes_per_second: deletes,
+            events_per_second: 0.0,
             transaction_size: 1,
             concurrency: 1,
         };

@@ -172,3 +172,13 @@ fn outbox_slot_cap_events_during_outage() {
 fn outbox_router_without_predicate() {
     check("outbox-router-without-predicate");
 }
+
+#[test]
+fn outbox_consumer_crash_inbox_rules() {
+    check("outbox-consumer-crash-inbox-rules");
+}
+
+#[test]
+fn outbox_steady_events() {
+    check("outbox-steady-events");
+}

@@ -329,11 +329,11 @@ fn a_variant_of_the_fault_profile_only_is_the_same_design_under_other_faults() {
     assert_eq!(prediction.origin, PredictionOrigin::Variant { name: "all-faults".into(), chosen: true });
     let kinds = chosen.spec.profile.as_ref().expect("a profile").kinds.len();
     // Every kind, the failover included, but `advance-slot`, which `--all-faults` leaves out (an
-    // operator discarding what a slot holds, not a fault a design must survive).
-    let every = handoff_models::scenario::spec::FaultKind::ALL
-        .iter()
-        .filter(|kind| **kind != handoff_models::scenario::spec::FaultKind::AdvanceSlot)
-        .count();
+    // operator discarding what a slot holds, not a fault a design must survive), and
+    // `kill-consumer` (this scenario has no outbox consumer).
+    use handoff_models::scenario::spec::FaultKind;
+    let every =
+        FaultKind::ALL.iter().filter(|kind| !matches!(kind, FaultKind::AdvanceSlot | FaultKind::KillConsumer)).count();
     assert_eq!(kinds, every, "every kind, the failover included");
     let plain = scenario::load(&path, &[scenario::every_fault_kind(&chosen.spec)]).expect("loads");
     assert_eq!(plain.spec.prediction.origin, PredictionOrigin::File);

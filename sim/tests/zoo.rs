@@ -237,3 +237,13 @@ fn dbz_7533_a_driver_confirming_keepalives() {
 fn dbz_1379_a_stored_message_and_the_messages_after_it() {
     historic("dbz-1379-stored-message-restart", Invariant::I1, (1_582_120, 530_909), (1_600_991, 540_012));
 }
+
+#[test]
+fn an_outbox_consumer_without_an_inbox() {
+    entry("outbox-consumer-without-inbox", Invariant::I10, (7_497, 3_047), (7_315, 2_957));
+}
+
+#[test]
+fn an_outbox_consumer_committing_its_offset_before_the_effect() {
+    entry("outbox-offset-before-effect", Invariant::I9, (6_415, 2_641), (7_315, 2_957));
+}

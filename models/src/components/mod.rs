@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod connect;
+pub mod consumer;
 pub mod kafka;
 pub mod loader;
 pub mod operator;

@@ -42,7 +42,8 @@ pub enum Timer {
     SlotInfoRetry,
     /// Debezium: the next heartbeat (`heartbeat.interval.ms`).
     Heartbeat,
-    /// Sink: commit consumed positions (`auto.commit.interval.ms`).
+    /// A consumer group member (the sink, the outbox's consumer): commit consumed positions
+    /// (`auto.commit.interval.ms`).
     SinkCommit,
     /// A Kafka client sends its unanswered requests again after a lost connection.
     KafkaRetry,
@@ -62,11 +63,14 @@ pub enum Timer {
     /// PostgreSQL: a session has been idle in a transaction block for
     /// `idle_in_transaction_session_timeout`.
     IdleInTransactionTimeout,
+    /// The outbox's consumer: its local transaction on the record in hand is done
+    /// (`processing_ms`).
+    ConsumerWork,
 }
 
 impl Timer {
     /// Every timer but the scan batch (one per client).
-    pub const PLAIN: [Timer; 18] = [
+    pub const PLAIN: [Timer; 19] = [
         Timer::BgwriterRunningXacts,
         Timer::Checkpoint,
         Timer::ShipWal,
@@ -85,6 +89,7 @@ impl Timer {
         Timer::CommitVisible,
         Timer::WalWriter,
         Timer::IdleInTransactionTimeout,
+        Timer::ConsumerWork,
     ];
 
     /// Its name in a schedule and a timeline: `offset-flush`, `scan-batch:connect`.
@@ -109,6 +114,7 @@ impl Timer {
             Timer::CommitVisible => "commit-visible".into(),
             Timer::WalWriter => "wal-writer".into(),
             Timer::IdleInTransactionTimeout => "idle-in-transaction-session-timeout".into(),
+            Timer::ConsumerWork => "consumer-work".into(),
         }
     }
 }

@@ -34,10 +34,13 @@ pub enum Moment {
     /// new snapshots nor answered (`RecordTransactionCommit` done, `ProcArrayEndTransaction`
     /// not yet, `xact.c`).
     CommitInWal,
+    /// The outbox's consumer finished a local transaction (or its offset commit, for
+    /// `offset-before-effect`) on a routed record: `#n` is the n-th.
+    EventHandled,
 }
 
 impl Moment {
-    pub const ALL: [Moment; 10] = [
+    pub const ALL: [Moment; 11] = [
         Moment::SnapshotScanStarted,
         Moment::SnapshotCompletionMarkerAcked,
         Moment::SnapshotCompleted,
@@ -48,6 +51,7 @@ impl Moment {
         Moment::TaskStarted,
         Moment::Promoted,
         Moment::CommitInWal,
+        Moment::EventHandled,
     ];
 
     pub fn name(self) -> &'static str {
@@ -62,6 +66,7 @@ impl Moment {
             Moment::TaskStarted => "task-started",
             Moment::Promoted => "promoted",
             Moment::CommitInWal => "commit-in-wal",
+            Moment::EventHandled => "event-handled",
         }
     }
 
@@ -144,6 +149,9 @@ pub enum FaultAction {
     /// PostgreSQL refuses it while a walsender holds the slot and below `confirmed_flush`; the
     /// operator reports the refusal and does nothing else.
     AdvanceSlot { to_lsn: Option<Lsn> },
+    /// Hard-kill the outbox's consumer (its database keeps the inbox and the side effects; the
+    /// group keeps its committed offsets); start it again later.
+    KillConsumer { restart_after_ms: Option<u64> },
 }
 
 impl FaultAction {
@@ -208,6 +216,13 @@ impl fmt::Display for FaultAction {
             }
             FaultAction::AdvanceSlot { to_lsn: None } => {
                 write!(f, "advance-slot to the WAL end (pg_replication_slot_advance by hand)")
+            }
+            FaultAction::KillConsumer { restart_after_ms } => {
+                write!(f, "kill-consumer")?;
+                if let Some(after) = restart_after_ms {
+                    write!(f, " (restart after {after} ms)")?;
+                }
+                Ok(())
             }
         }
     }

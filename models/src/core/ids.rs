@@ -29,11 +29,23 @@ pub enum Node {
     /// A plain `SELECT` bulk loader (the wall-clock handoff some teams use instead of the
     /// connector's snapshot).
     Loader,
+    /// The outbox's consumer: a consumer group member reading the routed event topics, with its
+    /// own database (inbox and side effects).
+    Consumer,
 }
 
 impl Node {
-    pub const PHYSICAL: [Node; 8] =
-        [Node::Pg1, Node::Pg2, Node::Connect, Node::Kafka, Node::Sink, Node::App, Node::Operator, Node::Loader];
+    pub const PHYSICAL: [Node; 9] = [
+        Node::Pg1,
+        Node::Pg2,
+        Node::Connect,
+        Node::Kafka,
+        Node::Sink,
+        Node::App,
+        Node::Operator,
+        Node::Loader,
+        Node::Consumer,
+    ];
 
     /// A server: it answers requests and never opens a connection to its clients (PostgreSQL,
     /// Kafka).
@@ -63,6 +75,7 @@ impl Node {
             Node::App => "app",
             Node::Operator => "operator",
             Node::Loader => "loader",
+            Node::Consumer => "consumer",
         }
     }
 }

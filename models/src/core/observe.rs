@@ -506,6 +506,24 @@ pub enum Observation {
         database: Option<String>,
         committed: bool,
     },
+    // ----- The outbox's consumer (issue 19) -----
+    /// The consumer read its group's committed offsets and starts at these positions.
+    ConsumerStarted {
+        positions: Vec<(TopicPartition, u64)>,
+    },
+    /// The consumer handled one routed record (`event`: the outbox row, table and event id).
+    EventHandled {
+        tp: TopicPartition,
+        offset: u64,
+        event: (crate::core::ids::TableId, crate::core::ids::Key),
+        aggregate_id: u32,
+        event_type: crate::core::ids::Status,
+        handled: Handled,
+    },
+    /// The consumer failed (no committed offset and `auto.offset.reset=none`).
+    ConsumerFailed {
+        reason: String,
+    },
     // ----- Single message transforms (issue 19) -----
     /// The connector's transforms ran on the records one `poll()` returned: `routed` went to
     /// another topic than the connector's (the outbox `EventRouter`'s), `dropped` were dropped
@@ -516,6 +534,19 @@ pub enum Observation {
         dropped: usize,
         first_drop: Option<String>,
     },
+}
+
+/// What the consumer did with one record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Handled {
+    /// The side effect was applied (for the `times`-th time for this event).
+    Applied { times: u32 },
+    /// The inbox already had the event: nothing applied.
+    Absorbed,
+    /// The inbox insert committed; the side effect is the next transaction.
+    InboxRecorded,
+    /// The offset past it was committed before handling it.
+    OffsetCommitted,
 }
 
 /// An observation with its time and node: one line of the trace.
@@ -532,6 +563,7 @@ impl Observation {
     pub fn crash_of(node: Node) -> Observation {
         match node {
             Node::Connect => Observation::Fault { action: FaultAction::KillConnectWorker { restart_after_ms: None } },
+            Node::Consumer => Observation::Fault { action: FaultAction::KillConsumer { restart_after_ms: None } },
             Node::Pg1 | Node::Pg2 | Node::Postgres => {
                 Observation::Fault { action: FaultAction::CrashPostgres { restart_after_ms: 0 } }
             }
@@ -573,6 +605,7 @@ impl Observation {
             Observation::TaskStarted { .. } => Some(Moment::TaskStarted),
             Observation::Promoted { .. } => Some(Moment::Promoted),
             Observation::CommitWritten { .. } => Some(Moment::CommitInWal),
+            Observation::EventHandled { .. } => Some(Moment::EventHandled),
             _ => None,
         }
     }

@@ -75,17 +75,27 @@ impl Model for HandoffModel {
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
-        vec![
+        let mut properties = vec![
             Property::always("I1 no gap", |_, s| holds(s, Invariant::I1)),
             Property::always("I2 no resurrection", |_, s| holds(s, Invariant::I2)),
             Property::always("I3 monotonic apply", |_, s| holds(s, Invariant::I3)),
             Property::always("I4 one history", |_, s| holds(s, Invariant::I4)),
             Property::always("I5 ack <= durable", |_, s| holds(s, Invariant::I5)),
             Property::always("I6 fail closed", |_, s| holds(s, Invariant::I6)),
+        ];
+        // The outbox's invariants, in a bound that routes outbox events (and has their consumer).
+        if !self.spec.routed_tables().is_empty() {
+            properties.push(Property::always("I9 outbox complete", |_, s| holds(s, Invariant::I9)));
+            if self.spec.consumer.is_some() {
+                properties.push(Property::always("I10 duplicates absorbed", |_, s| holds(s, Invariant::I10)));
+            }
+        }
+        properties.extend([
             Property::sometimes(RESTARTED_DURING_SNAPSHOT, |_, s: &World| s.restarted_during_snapshot),
             Property::sometimes(ACCEPTANCE_REACHED, |_, s: &World| s.at_acceptance_boundary()),
             Property::sometimes(FAILS_CLOSED, |_, s: &World| s.stopped_short()),
-        ]
+        ]);
+        properties
     }
 }
 

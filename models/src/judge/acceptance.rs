@@ -68,6 +68,13 @@ pub fn decide<H: Holder, L: FnOnce() -> Option<Lsn>>(
     if let Some(failure) = H::read(&processes.sink, |sink| sink.failed().map(str::to_string)) {
         return Acceptance::Ended(RunEnd::SinkFailed { failure });
     }
+    if let Some(failure) = processes
+        .consumer
+        .as_ref()
+        .and_then(|consumer| H::read(consumer, |consumer| consumer.failed().map(str::to_string)))
+    {
+        return Acceptance::Ended(RunEnd::SinkFailed { failure: format!("the outbox consumer: {failure}") });
+    }
     let status = H::read(&processes.connect, |connect| connect.status());
     match status {
         ConnectorState::Failed => {
@@ -101,7 +108,17 @@ pub fn decide<H: Holder, L: FnOnce() -> Option<Lsn>>(
         ends.iter().all(|(tp, end)| sink.positions().get(tp).is_some_and(|position| position >= end))
             && !sink.has_closing_epochs()
     });
-    if caught_up { Acceptance::Ended(RunEnd::CaughtUp) } else { Acceptance::Pending }
+    // The outbox's consumer has handled every routed event Kafka holds.
+    let consumed = processes.consumer.as_ref().is_none_or(|consumer| {
+        H::read(consumer, |consumer| {
+            consumer.is_idle()
+                && ends
+                    .iter()
+                    .filter(|(tp, _)| matches!(tp.topic, crate::core::event::Topic::Routed(_)))
+                    .all(|(tp, end)| consumer.positions().get(tp).is_some_and(|position| position >= end))
+        })
+    });
+    if caught_up && consumed { Acceptance::Ended(RunEnd::CaughtUp) } else { Acceptance::Pending }
 }
 
 /// Whether every captured change committed in `[from, to)` is in Kafka already.
@@ -177,6 +194,7 @@ mod tests {
             operations: Vec::new(),
             operate_while: Default::default(),
             crash_while: Default::default(),
+            script_while: Default::default(),
             bgwriter_running_xacts: false,
             reductions: true,
         };

@@ -71,10 +71,16 @@ pub enum Mark {
     KeepaliveConfirmed,
     /// The run reached its acceptance boundary with the pipeline caught up.
     AcceptanceReached,
+    /// The connector's transforms routed an outbox event to its topic (I9's path).
+    OutboxEventRouted,
+    /// The outbox's consumer's inbox absorbed a redelivered event (I10's rule at work).
+    InboxAbsorbed,
+    /// The outbox's consumer applied an event's side effect a second time (I10 violated).
+    EffectAppliedAgain,
 }
 
 impl Mark {
-    pub const ALL: [Mark; 22] = [
+    pub const ALL: [Mark; 25] = [
         Mark::UpdateDuringScan,
         Mark::DeleteDuringScan,
         Mark::KilledBeforeCompletionStored,
@@ -97,6 +103,9 @@ impl Mark {
         Mark::PromotedWithSyncedSlot,
         Mark::KeepaliveConfirmed,
         Mark::AcceptanceReached,
+        Mark::OutboxEventRouted,
+        Mark::InboxAbsorbed,
+        Mark::EffectAppliedAgain,
     ];
 
     pub fn name(self) -> &'static str {
@@ -123,6 +132,9 @@ impl Mark {
             Mark::PromotedWithSyncedSlot => "promotion with a synced slot",
             Mark::KeepaliveConfirmed => "keep-alive LSN confirmed by the driver",
             Mark::AcceptanceReached => "acceptance boundary reached",
+            Mark::OutboxEventRouted => "outbox event routed to its topic",
+            Mark::InboxAbsorbed => "redelivered event absorbed by the inbox",
+            Mark::EffectAppliedAgain => "event's side effect applied again",
         }
     }
 }
@@ -195,6 +207,18 @@ impl Coverage {
                     self.marks.insert(Mark::LinkClogged);
                 }
             }
+            Observation::Transformed { routed, .. } if *routed > 0 => {
+                self.marks.insert(Mark::OutboxEventRouted);
+            }
+            Observation::EventHandled { handled, .. } => match handled {
+                crate::core::observe::Handled::Absorbed => {
+                    self.marks.insert(Mark::InboxAbsorbed);
+                }
+                crate::core::observe::Handled::Applied { times } if *times > 1 => {
+                    self.marks.insert(Mark::EffectAppliedAgain);
+                }
+                _ => {}
+            },
             Observation::Appended { records } => {
                 for record in records {
                     let Some(event) = record.value else { continue };

@@ -420,6 +420,37 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             format!("group \"{group}\" committed {}", names.positions(positions))
         }
         Observation::SinkStarted { positions } => format!("consumer started at {}", names.positions(positions)),
+        Observation::ConsumerStarted { positions } => {
+            format!("outbox consumer started at {}", names.positions(positions))
+        }
+        Observation::ConsumerFailed { reason } => format!("outbox consumer FAILED: {reason}"),
+        Observation::EventHandled { tp, offset, event, aggregate_id, event_type, handled } => {
+            let what = format!(
+                "event {} ({} of claim {aggregate_id}) at {}@{offset}",
+                event.1,
+                crate::core::ids::Row::event(*aggregate_id, *event_type).event_type(),
+                names.partition(*tp)
+            );
+            match handled {
+                crate::core::observe::Handled::Applied { times: 1 } => {
+                    format!("{what}: side effect applied")
+                }
+                crate::core::observe::Handled::Applied { times } => {
+                    format!("{what}: side effect applied AGAIN ({times} times now)")
+                }
+                crate::core::observe::Handled::Absorbed => {
+                    format!("{what}: already in processed_event, absorbed (nothing applied)")
+                }
+                crate::core::observe::Handled::InboxRecorded => {
+                    format!(
+                        "{what}: inserted into processed_event (committed); the side effect is the next transaction"
+                    )
+                }
+                crate::core::observe::Handled::OffsetCommitted => {
+                    format!("{what}: offset past it committed before handling it")
+                }
+            }
+        }
         Observation::SinkApplied { applies } => {
             let count = |wanted: &[SinkAction]| applies.iter().filter(|a| wanted.contains(&a.action)).count();
             let applied = count(&[SinkAction::Upserted, SinkAction::Deleted]);

@@ -333,6 +333,26 @@ pub struct OutboxRecord {
     /// Events not routed by the end that can still arrive (the pipeline stopped short; their row
     /// is in the table, or their WAL is still held), by id.
     pub not_delivered: Vec<Key>,
+    /// What the outbox's consumer did, when the scenario has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consumer: Option<ConsumerRecord>,
+}
+
+/// The outbox's consumer in the reconciliation.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsumerRecord {
+    /// Its inbox rule (`[consumer] inbox`), in words.
+    pub rule: String,
+    /// Routed records it handled (each delivery, duplicates included).
+    pub records_handled: usize,
+    /// Events whose side effect was applied at least once.
+    pub events_applied: usize,
+    /// Deliveries its inbox absorbed (the event id was in `processed_event`).
+    pub duplicates_absorbed: usize,
+    /// Side effects applied again for an event that had one (by event id, with the count).
+    pub applied_again: Vec<(Key, u32)>,
+    /// Routed events whose side effect was never applied, by id.
+    pub never_applied: Vec<Key>,
 }
 
 impl OutboxRecord {
@@ -362,6 +382,31 @@ impl OutboxRecord {
             }
         }
         record.duplicate_records = appended.values().map(|count| count - 1).sum();
+        if let Some(consumer) = &spec.consumer {
+            let mut effects: BTreeMap<(crate::core::ids::TableId, Key), u32> = BTreeMap::new();
+            let mut summary =
+                ConsumerRecord { rule: consumer.inbox.describe().to_string(), ..ConsumerRecord::default() };
+            for event in inputs.trace {
+                let Observation::EventHandled { event, handled, .. } = &event.observation else { continue };
+                match handled {
+                    crate::core::observe::Handled::Applied { times } => {
+                        summary.records_handled += 1;
+                        effects.insert(*event, *times);
+                    }
+                    crate::core::observe::Handled::Absorbed => {
+                        summary.records_handled += 1;
+                        summary.duplicates_absorbed += 1;
+                    }
+                    crate::core::observe::Handled::InboxRecorded | crate::core::observe::Handled::OffsetCommitted => {}
+                }
+            }
+            summary.events_applied = effects.len();
+            summary.applied_again =
+                effects.iter().filter(|(_, times)| **times > 1).map(|((_, key), times)| (*key, *times)).collect();
+            summary.never_applied =
+                appended.keys().filter(|id| !effects.contains_key(id)).map(|(_, key)| *key).collect();
+            record.consumer = Some(summary);
+        }
         for (id, versions) in inputs.oracle.histories() {
             if !tables.contains(&id.0) || !versions.iter().any(|version| version.row.is_some_and(|row| row.is_event()))
             {
@@ -400,7 +445,25 @@ impl OutboxRecord {
                 ids(&self.not_delivered)
             );
         }
-        text.push_str("; consumers and side effects: not modelled yet");
+        match &self.consumer {
+            None => text.push_str("; no consumer in the scenario"),
+            Some(consumer) => {
+                let _ = write!(
+                    text,
+                    "\n                       consumer ({}): {} record(s) handled, {} event(s) applied, {} duplicate(s) \
+                     absorbed",
+                    consumer.rule, consumer.records_handled, consumer.events_applied, consumer.duplicates_absorbed
+                );
+                if !consumer.applied_again.is_empty() {
+                    let again: Vec<String> =
+                        consumer.applied_again.iter().map(|(key, times)| format!("{key} ({times} times)")).collect();
+                    let _ = write!(text, "; side effect APPLIED AGAIN for event(s) {}", again.join(", "));
+                }
+                if !consumer.never_applied.is_empty() {
+                    let _ = write!(text, "; side effect NEVER applied for event(s) {}", ids(&consumer.never_applied));
+                }
+            }
+        }
         text
     }
 }

@@ -22,31 +22,55 @@ use crate::scenario::workload::{Draw, stream};
 const CLOGGABLE: [(Node, Node); 4] =
     [(Node::Connect, Node::Postgres), (Node::Connect, Node::Kafka), (Node::Sink, Node::Kafka), (Node::Pg1, Node::Pg2)];
 
-/// The links a clog can stall in a system with (or without) a standby: a drawn fault names only
-/// processes the scenario has, so that a pinned schedule loads as a `[[fault]]` list. (Without a
-/// standby the draw is among the first three links; with one it is the same draw as before.)
-fn cloggable(standby: bool) -> &'static [(Node, Node)] {
-    if standby { &CLOGGABLE } else { &CLOGGABLE[..3] }
+/// The links a clog can stall in a system with (or without) a standby, and with (or without) the
+/// outbox's consumer: a drawn fault names only processes the scenario has, so that a pinned
+/// schedule loads as a `[[fault]]` list. (Without a standby the draw is among the first three
+/// links; with one it is the same draw as before; the consumer's link to Kafka comes last.)
+fn cloggable(system: System) -> Vec<(Node, Node)> {
+    let mut links = if system.standby { CLOGGABLE.to_vec() } else { CLOGGABLE[..3].to_vec() };
+    if system.consumer {
+        links.push((Node::Consumer, Node::Kafka));
+    }
+    links
+}
+
+/// What a scenario's system has beyond its fixed processes, as far as faults care.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct System {
+    /// A standby to promote (`[postgres.standby]`).
+    pub standby: bool,
+    /// The outbox's consumer (`[consumer]`).
+    pub consumer: bool,
+}
+
+impl System {
+    pub fn of(spec: &Spec) -> System {
+        System { standby: spec.postgres.standby.is_some(), consumer: spec.consumer.is_some() }
+    }
 }
 
 /// Whether a fault kind can act on the scenario's system: a failover needs a standby to promote.
-pub fn applies(kind: FaultKind, standby: bool) -> bool {
-    standby || kind != FaultKind::FailOverToStandby
+pub fn applies(kind: FaultKind, system: System) -> bool {
+    match kind {
+        FaultKind::FailOverToStandby => system.standby,
+        FaultKind::KillConsumer => system.consumer,
+        _ => true,
+    }
 }
 
 /// The faults of a run: the explicit schedule, then the profile's draw for this seed.
 pub fn schedule(spec: &Spec, seed: u64) -> Vec<Fault> {
     let mut faults = spec.faults.clone();
     if let Some(profile) = &spec.profile {
-        faults.extend(generate(profile, spec.postgres.standby.is_some(), spec.acceptance.horizon_ms, seed));
+        faults.extend(generate(profile, System::of(spec), spec.acceptance.horizon_ms, seed));
     }
     faults
 }
 
 /// Draws a schedule from a profile, every time and delay at most `horizon_ms`.
-pub fn generate(profile: &FaultProfile, standby: bool, horizon_ms: u64, seed: u64) -> Vec<Fault> {
+pub fn generate(profile: &FaultProfile, system: System, horizon_ms: u64, seed: u64) -> Vec<Fault> {
     let mut draw = Draw::new(seed, stream::FAULTS);
-    let allowed: Vec<FaultKind> = profile.kinds.iter().copied().filter(|kind| applies(*kind, standby)).collect();
+    let allowed: Vec<FaultKind> = profile.kinds.iter().copied().filter(|kind| applies(*kind, system)).collect();
     if allowed.is_empty() {
         return Vec::new();
     }
@@ -94,7 +118,7 @@ pub fn generate(profile: &FaultProfile, standby: bool, horizon_ms: u64, seed: u6
             FaultKind::RebuildConnector => FaultAction::RebuildConnector,
             FaultKind::Clog => FaultAction::Clog {
                 between: {
-                    let links = cloggable(standby);
+                    let links = cloggable(system);
                     links[draw.below(links.len() as u64) as usize]
                 },
                 duration_ms: delay(&mut draw, 100, 20_000, horizon_ms),
@@ -102,6 +126,9 @@ pub fn generate(profile: &FaultProfile, standby: bool, horizon_ms: u64, seed: u6
             FaultKind::WalBurst => FaultAction::WalBurst { bytes: draw.between(1, 64) << 20 },
             FaultKind::Checkpoint => FaultAction::Checkpoint,
             FaultKind::AdvanceSlot => FaultAction::AdvanceSlot { to_lsn: None },
+            FaultKind::KillConsumer => {
+                FaultAction::KillConsumer { restart_after_ms: Some(delay(&mut draw, 1_000, 30_000, horizon_ms)) }
+            }
         };
         faults.push(Fault { trigger, action });
     }
@@ -120,6 +147,10 @@ mod tests {
 
     const HORIZON_MS: u64 = crate::core::limits::DEFAULT_HORIZON_MS;
 
+    fn sys(standby: bool) -> System {
+        System { standby, consumer: false }
+    }
+
     fn profile() -> FaultProfile {
         FaultProfile {
             kinds: FaultKind::ALL.to_vec(),
@@ -131,10 +162,10 @@ mod tests {
 
     #[test]
     fn the_same_seed_draws_the_same_schedule_and_seeds_differ() {
-        assert_eq!(generate(&profile(), true, HORIZON_MS, 7), generate(&profile(), true, HORIZON_MS, 7));
+        assert_eq!(generate(&profile(), sys(true), HORIZON_MS, 7), generate(&profile(), sys(true), HORIZON_MS, 7));
         // A fifth of the seeds draw no fault at all; every other schedule is one of a kind.
         let drawn: Vec<Vec<Fault>> = (0..50)
-            .map(|seed| generate(&profile(), true, HORIZON_MS, seed))
+            .map(|seed| generate(&profile(), sys(true), HORIZON_MS, seed))
             .filter(|faults| !faults.is_empty())
             .collect();
         let distinct: std::collections::BTreeSet<String> = drawn.iter().map(|faults| format!("{faults:?}")).collect();
@@ -145,7 +176,7 @@ mod tests {
     #[test]
     fn schedules_respect_the_profile() {
         for seed in 0..500 {
-            let faults = generate(&profile(), false, HORIZON_MS, seed);
+            let faults = generate(&profile(), sys(false), HORIZON_MS, seed);
             assert!(faults.len() <= 4);
             for fault in &faults {
                 assert!(!matches!(fault.action, FaultAction::FailOverToStandby { .. }), "no standby, no failover");
@@ -154,7 +185,7 @@ mod tests {
                 }
             }
         }
-        let with_standby = (0..500).flat_map(|seed| generate(&profile(), true, HORIZON_MS, seed));
+        let with_standby = (0..500).flat_map(|seed| generate(&profile(), sys(true), HORIZON_MS, seed));
         let failovers = with_standby.filter(|f| matches!(f.action, FaultAction::FailOverToStandby { .. })).count();
         assert!(failovers > 0);
     }
@@ -169,12 +200,13 @@ mod tests {
         };
         let clogs = |standby| {
             (0..500)
-                .flat_map(|seed| generate(&profile(), standby, HORIZON_MS, seed))
+                .flat_map(|seed| generate(&profile(), sys(standby), HORIZON_MS, seed))
                 .filter(|f| matches!(f.action, FaultAction::Clog { .. }))
                 .count()
         };
-        let without: usize = (0..500).map(|seed| standby_link(generate(&profile(), false, HORIZON_MS, seed))).sum();
-        let with: usize = (0..500).map(|seed| standby_link(generate(&profile(), true, HORIZON_MS, seed))).sum();
+        let without: usize =
+            (0..500).map(|seed| standby_link(generate(&profile(), sys(false), HORIZON_MS, seed))).sum();
+        let with: usize = (0..500).map(|seed| standby_link(generate(&profile(), sys(true), HORIZON_MS, seed))).sum();
         assert_eq!(without, 0, "no standby, no pg1 <-> pg2");
         assert!(with > 0 && clogs(false) > 0, "{with}");
     }
@@ -186,8 +218,8 @@ mod tests {
         let profile = FaultProfile { window_ms: (0, 5_000), ..profile() };
         let mut held = 0;
         for seed in 0..300 {
-            let short = generate(&profile, true, 5_000, seed);
-            let long = generate(&profile, true, HORIZON_MS, seed);
+            let short = generate(&profile, sys(true), 5_000, seed);
+            let long = generate(&profile, sys(true), HORIZON_MS, seed);
             assert_eq!(short.len(), long.len());
             for (fault, unheld) in short.iter().zip(&long) {
                 assert_eq!(FaultKind::of(&fault.action), FaultKind::of(&unheld.action));
@@ -203,7 +235,7 @@ mod tests {
     fn swarm_testing_turns_kinds_off() {
         // Over many seeds, some schedules use a single kind although several are allowed.
         let single_kind = (0..300)
-            .map(|seed| generate(&profile(), true, HORIZON_MS, seed))
+            .map(|seed| generate(&profile(), sys(true), HORIZON_MS, seed))
             .filter(|faults| faults.len() >= 3)
             .filter(|faults| faults.iter().all(|f| FaultKind::of(&f.action) == FaultKind::of(&faults[0].action)))
             .count();

@@ -12,6 +12,7 @@
 
 use crate::components::app::App;
 use crate::components::connect::ConnectWorker;
+use crate::components::consumer::InboxConsumer;
 use crate::components::kafka::Kafka;
 use crate::components::loader::Loader;
 use crate::components::operator::Operator;
@@ -88,12 +89,23 @@ pub struct Processes<H: Holder> {
     pub app: H::Of<App>,
     pub operator: H::Of<Operator>,
     pub loader: Option<H::Of<Loader>>,
+    /// The outbox's consumer, when the scenario has one (`[consumer]`).
+    pub consumer: Option<H::Of<InboxConsumer>>,
 }
 
 impl<H: Holder> Processes<H> {
     /// The processes in the order the exhaustive lens starts them.
-    pub const ORDER: [Node; 8] =
-        [Node::Pg1, Node::Pg2, Node::Connect, Node::Kafka, Node::Sink, Node::App, Node::Operator, Node::Loader];
+    pub const ORDER: [Node; 9] = [
+        Node::Pg1,
+        Node::Pg2,
+        Node::Connect,
+        Node::Kafka,
+        Node::Sink,
+        Node::App,
+        Node::Operator,
+        Node::Loader,
+        Node::Consumer,
+    ];
 
     /// Runs `f` on the component of `node`; `None` when the run has no such process (`pg2`
     /// without a standby, `loader` without a plain read, and `postgres`, which is a service name,
@@ -108,6 +120,7 @@ impl<H: Holder> Processes<H> {
             Node::App => Some(H::with(&mut self.app, f)),
             Node::Operator => Some(H::with(&mut self.operator, f)),
             Node::Loader => self.loader.as_mut().map(|loader| H::with(loader, f)),
+            Node::Consumer => self.consumer.as_mut().map(|consumer| H::with(consumer, f)),
             Node::Postgres => None,
         }
     }
@@ -123,6 +136,7 @@ impl<H: Holder> Processes<H> {
             Node::App => Some(H::handle(&self.app)),
             Node::Operator => Some(H::handle(&self.operator)),
             Node::Loader => self.loader.as_ref().map(H::handle),
+            Node::Consumer => self.consumer.as_ref().map(H::handle),
             Node::Postgres => None,
         }
     }
@@ -132,6 +146,7 @@ impl<H: Holder> Processes<H> {
         match node {
             Node::Pg2 => self.pg2.is_some(),
             Node::Loader => self.loader.is_some(),
+            Node::Consumer => self.consumer.is_some(),
             Node::Postgres => false,
             _ => true,
         }
@@ -155,6 +170,7 @@ impl Processes<Plain> {
             app: H::hold(self.app),
             operator: H::hold(self.operator),
             loader: self.loader.map(H::hold),
+            consumer: self.consumer.map(H::hold),
         }
     }
 }
@@ -170,6 +186,7 @@ impl<H: Holder> Clone for Processes<H> {
             app: self.app.clone(),
             operator: self.operator.clone(),
             loader: self.loader.clone(),
+            consumer: self.consumer.clone(),
         }
     }
 }
@@ -185,6 +202,7 @@ impl<H: Holder> std::fmt::Debug for Processes<H> {
             .field("app", &self.app)
             .field("operator", &self.operator)
             .field("loader", &self.loader)
+            .field("consumer", &self.consumer)
             .finish()
     }
 }
@@ -199,6 +217,7 @@ impl PartialEq for Processes<CopyOnWriteHolder> {
             && self.app == other.app
             && self.operator == other.operator
             && self.loader == other.loader
+            && self.consumer == other.consumer
     }
 }
 
@@ -217,6 +236,10 @@ impl std::hash::Hash for Processes<CopyOnWriteHolder> {
         self.app.hash(state);
         self.operator.hash(state);
         self.loader.hash(state);
+        // Hashed only when there is one: a world without keeps its fingerprints.
+        if let Some(consumer) = &self.consumer {
+            consumer.hash(state);
+        }
     }
 }
 
@@ -230,6 +253,7 @@ pub struct Copies {
     app: shared::Copies<App>,
     operator: shared::Copies<Operator>,
     loader: shared::Copies<Loader>,
+    consumer: shared::Copies<InboxConsumer>,
 }
 
 impl Processes<CopyOnWriteHolder> {
@@ -247,6 +271,9 @@ impl Processes<CopyOnWriteHolder> {
         self.operator.rehome(&mut copies.operator);
         if let Some(loader) = &mut self.loader {
             loader.rehome(&mut copies.loader);
+        }
+        if let Some(consumer) = &mut self.consumer {
+            consumer.rehome(&mut copies.consumer);
         }
     }
 }

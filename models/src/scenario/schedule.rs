@@ -9,8 +9,8 @@ use crate::core::ids::Node;
 use serde::{Deserialize, Serialize};
 
 /// The processes of the world (the loader only when the scenario has one).
-pub const NODES: [Node; 7] =
-    [Node::Pg1, Node::Connect, Node::Kafka, Node::Sink, Node::App, Node::Operator, Node::Loader];
+pub const NODES: [Node; 8] =
+    [Node::Pg1, Node::Connect, Node::Kafka, Node::Sink, Node::App, Node::Operator, Node::Loader, Node::Consumer];
 
 /// One step the world can take.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -67,6 +67,29 @@ pub enum CrashWhile {
     /// only with `lsn_proc` stored) then leaves out the crashes before it, whose hazards are other
     /// entries' (a restart during the initial snapshot, reference debezium-postgres.md §4.4).
     AfterStreaming,
+}
+
+/// When the bound's scripted transactions may run (`[check] script_while`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ScriptWhile {
+    /// At any point, before the connector exists too.
+    #[default]
+    AnyTime,
+    /// Only once the connector's replication stream has started: the deployment order a design
+    /// prescribes (the outbox connector and its slot exist before the service writes events;
+    /// an event written before its slot is in no slot's WAL, a hazard of its own).
+    AfterStreamingStarted,
+}
+
+impl ScriptWhile {
+    pub const ALL: [ScriptWhile; 2] = [ScriptWhile::AnyTime, ScriptWhile::AfterStreamingStarted];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ScriptWhile::AnyTime => "any-time",
+            ScriptWhile::AfterStreamingStarted => "after-streaming-started",
+        }
+    }
 }
 
 impl CrashWhile {
@@ -148,7 +171,7 @@ fn world_node(name: &str) -> Result<Node, String> {
 }
 
 fn parse_timer(text: &str) -> Result<Timer, String> {
-    const PLAIN: [Timer; 18] = Timer::PLAIN;
+    const PLAIN: [Timer; 19] = Timer::PLAIN;
     if let Some(client) = text.strip_prefix("scan-batch:") {
         return Ok(Timer::ScanBatch { client: world_node(client)? });
     }

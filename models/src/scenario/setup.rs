@@ -4,6 +4,7 @@
 use crate::components::app::App;
 use crate::components::connect::transforms::chain::TransformChain;
 use crate::components::connect::{ConnectWorker, TargetState};
+use crate::components::consumer::InboxConsumer;
 use crate::components::kafka::{Kafka, KafkaConfig};
 use crate::components::loader::Loader;
 use crate::components::operator::Operator;
@@ -111,8 +112,9 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
         )),
         HandoffMethod::ConnectorSnapshot => None,
     };
+    let consumer = spec.consumer.as_ref().map(|config| InboxConsumer::new(Fixed::new(config.clone())));
     System {
-        processes: Processes { pg1, pg2, connect, kafka, sink, app, operator, loader },
+        processes: Processes { pg1, pg2, connect, kafka, sink, app, operator, loader, consumer },
         initial_rows,
         connect_start_ms: spec.connector_start_ms,
     }

@@ -50,7 +50,7 @@ impl Invariant {
     ];
 
     /// Invariants this version of the tool checks.
-    pub const CHECKED: [Invariant; 9] = [
+    pub const CHECKED: [Invariant; 10] = [
         Invariant::I1,
         Invariant::I2,
         Invariant::I3,
@@ -59,6 +59,7 @@ impl Invariant {
         Invariant::I6,
         Invariant::I8,
         Invariant::I9,
+        Invariant::I10,
         Invariant::I11,
     ];
 
@@ -112,10 +113,11 @@ pub enum FaultKind {
     WalBurst,
     Checkpoint,
     AdvanceSlot,
+    KillConsumer,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 11] = [
+    pub const ALL: [FaultKind; 12] = [
         FaultKind::KillConnectWorker,
         FaultKind::KillConnectorTask,
         FaultKind::StopConnector,
@@ -127,6 +129,7 @@ impl FaultKind {
         FaultKind::WalBurst,
         FaultKind::Checkpoint,
         FaultKind::AdvanceSlot,
+        FaultKind::KillConsumer,
     ];
 
     pub fn name(self) -> &'static str {
@@ -142,6 +145,7 @@ impl FaultKind {
             FaultKind::WalBurst => "wal-burst",
             FaultKind::Checkpoint => "checkpoint",
             FaultKind::AdvanceSlot => "advance-slot",
+            FaultKind::KillConsumer => "kill-consumer",
         }
     }
 
@@ -162,6 +166,7 @@ impl FaultKind {
             FaultAction::WalBurst { .. } => FaultKind::WalBurst,
             FaultAction::Checkpoint => FaultKind::Checkpoint,
             FaultAction::AdvanceSlot { .. } => FaultKind::AdvanceSlot,
+            FaultAction::KillConsumer { .. } => FaultKind::KillConsumer,
         }
     }
 }
@@ -221,6 +226,10 @@ pub struct Background {
     pub inserts_per_second: f64,
     pub updates_per_second: f64,
     pub deletes_per_second: f64,
+    /// The service's status changes with their outbox event (`[[table]] outbox`): the business
+    /// update, the event row and (with `delete`) its delete, in one transaction.
+    #[serde(default)]
+    pub events_per_second: f64,
     /// Rows per transaction (1: each row its own autocommit transaction, as before).
     pub transaction_size: u32,
     /// Transactions open at once, their statements interleaved (each on a session of its own).
@@ -234,6 +243,10 @@ impl std::hash::Hash for Background {
         self.inserts_per_second.to_bits().hash(state);
         self.updates_per_second.to_bits().hash(state);
         self.deletes_per_second.to_bits().hash(state);
+        // Hashed only when set: a workload without events hashes as before.
+        if self.events_per_second != 0.0 {
+            self.events_per_second.to_bits().hash(state);
+        }
         self.transaction_size.hash(state);
         self.concurrency.hash(state);
     }
@@ -242,11 +255,11 @@ impl std::hash::Hash for Background {
 impl Eq for Background {}
 
 impl Background {
-    /// How many inserts, updates and deletes the generator draws: each rate times the window's
-    /// length, rounded (a count too large for a `u64` saturates).
-    pub fn transaction_counts(&self) -> [u64; 3] {
+    /// How many inserts, updates, deletes and outbox events the generator draws: each rate times
+    /// the window's length, rounded (a count too large for a `u64` saturates).
+    pub fn transaction_counts(&self) -> [u64; 4] {
         let seconds = self.end_ms.saturating_sub(self.start_ms) as f64 / 1000.0;
-        [self.inserts_per_second, self.updates_per_second, self.deletes_per_second]
+        [self.inserts_per_second, self.updates_per_second, self.deletes_per_second, self.events_per_second]
             .map(|rate| (rate * seconds).round() as u64)
     }
 
@@ -419,6 +432,9 @@ pub struct Spec {
     /// A path through the bound that `handoff run` follows step by step (a counterexample
     /// exported by `handoff check`).
     pub schedule: Option<Schedule>,
+    /// `[consumer]`: the outbox's consumer, reading the routed event topics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumer: Option<crate::components::consumer::ConsumerConfig>,
 }
 
 /// `[schedule]`: a path through the `[check]` bound, one step every `step_ms` in the timed lens.
@@ -449,6 +465,9 @@ pub struct CheckBound {
     pub operate_while: crate::scenario::schedule::OperateWhile,
     /// When the processes in `crash` may crash.
     pub crash_while: crate::scenario::schedule::CrashWhile,
+    /// When the scripted transactions may run.
+    #[serde(default)]
+    pub script_while: crate::scenario::schedule::ScriptWhile,
     /// Whether the background writer's RUNNING_XACTS records are in the bound (its timer fires
     /// up to `periodic_fires` times): what moves a slot's `restart_lsn` past its creation
     /// point. Off by default, as the exhaustive world's checkpoints are.
@@ -459,8 +478,13 @@ pub struct CheckBound {
 
 impl CheckBound {
     /// The processes a bound may crash, by their scenario names.
-    pub const CRASHABLE: [(&'static str, Node); 4] =
-        [("connect", Node::Connect), ("postgres", Node::Pg1), ("kafka", Node::Kafka), ("sink", Node::Sink)];
+    pub const CRASHABLE: [(&'static str, Node); 5] = [
+        ("connect", Node::Connect),
+        ("postgres", Node::Pg1),
+        ("kafka", Node::Kafka),
+        ("sink", Node::Sink),
+        ("consumer", Node::Consumer),
+    ];
 }
 
 impl Spec {
@@ -607,5 +631,6 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
         },
         check: None,
         schedule: None,
+        consumer: None,
     }
 }

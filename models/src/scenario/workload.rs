@@ -126,6 +126,13 @@ fn one_row_transactions(
     // Live keys in a vector: a draw is an index, a delete a swap-remove.
     let mut live: Vec<Key> = spec.initial_keys(table.id).collect();
     let mut next_key = Key::from(table.rows) + 1;
+    // The background's outbox events are numbered after the scripted ones.
+    let mut next_event = 1 + spec
+        .scripted
+        .iter()
+        .flat_map(|txn| txn.ops.iter())
+        .filter(|op| matches!(op, RowOp::InsertEvent { .. }))
+        .count() as Key;
     for &(at_ms, kind) in events {
         let op = match kind {
             0 => {
@@ -140,9 +147,26 @@ fn one_row_transactions(
                 let key = live[draw.below(live.len() as u64) as usize];
                 RowOp::Update { table: table.id, key, status: draw_status(draw) }
             }
-            _ => {
+            2 => {
                 let key = live.swap_remove(draw.below(live.len() as u64) as usize);
                 RowOp::Delete { table: table.id, key }
+            }
+            _ => {
+                // The service's status change with its outbox event, in one transaction.
+                let Some(outbox) = spec.tables.iter().find(|table| table.outbox.is_some()) else { continue };
+                let key = live[draw.below(live.len() as u64) as usize];
+                let status = draw_status(draw);
+                let id = next_event;
+                next_event += 1;
+                let mut ops = vec![
+                    RowOp::Update { table: table.id, key, status },
+                    RowOp::InsertEvent { table: outbox.id, id, aggregate_id: key as u32, event_type: status },
+                ];
+                if outbox.outbox.as_ref().is_some_and(|outbox| outbox.delete) {
+                    ops.push(RowOp::Delete { table: outbox.id, key: id });
+                }
+                timed.push(WorkloadTxn::autocommit(Some(at_ms), ops));
+                continue;
             }
         };
         timed.push(WorkloadTxn::autocommit(Some(at_ms), vec![op]));
@@ -194,6 +218,9 @@ fn transactions(
                 let amount_cents = draw.between(10_000, 5_000_000) as u32;
                 Some(RowOp::Insert { table: table.id, key, status: Status::Submitted, amount_cents })
             }
+            // Outbox events come one per autocommit transaction only (the loader refuses
+            // `events_per_second` with `transaction_size` above 1).
+            3 => None,
             _ => {
                 // Draw again while the row is another open transaction's (they hold few rows).
                 let held =
@@ -248,6 +275,7 @@ mod tests {
             inserts_per_second: 2.0,
             updates_per_second: 3.0,
             deletes_per_second: 1.0,
+            events_per_second: 0.0,
             transaction_size,
             concurrency,
         });

@@ -5,17 +5,18 @@ use super::workload::{op_field, op_target, script_entry};
 use handoff_models::core::change::RowOp;
 use handoff_models::core::time::SimTime;
 use handoff_models::exhaustive::world::Operation;
-use handoff_models::exhaustive::world::{CrashWhile, OperateWhile};
+use handoff_models::exhaustive::world::{CrashWhile, OperateWhile, ScriptWhile};
 use handoff_models::scenario::spec::CheckBound;
 use handoff_models::scenario::spec::Schedule;
 use handoff_models::scenario::spec::ScriptedTxn;
 use handoff_models::scenario::spec::TableSetup;
 
 /// `[check]`: the bound of `handoff check`.
-pub(super) fn check(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<CheckBound> {
+pub(super) fn check(cx: &Cx, s: &Section, tables: &[TableSetup], consumer: bool) -> Res<CheckBound> {
     s.check_keys(
         cx,
-        "rows crash crashes crash_while periodic_fires bgwriter_running_xacts operations operate_while script unreached_ok",
+        "rows crash crashes crash_while periodic_fires bgwriter_running_xacts operations operate_while script \
+         script_while unreached_ok",
         "field",
     )?;
     let rows = s.req(cx, "rows", |field| cx.int(field, 1, i64::from(MAX_CHECK_ROWS)))? as u32;
@@ -23,6 +24,9 @@ pub(super) fn check(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<CheckBou
         let mut nodes = Vec::new();
         for item in cx.items(field, "an array of process names, like [\"connect\", \"postgres\"]")? {
             let node = cx.choice(&item, &CheckBound::CRASHABLE)?;
+            if node == handoff_models::core::ids::Node::Consumer && !consumer {
+                return cx.fail(&item, "the scenario has no outbox consumer: add [consumer]");
+            }
             if nodes.contains(&node) {
                 return cx.fail(&item, "is named twice");
             }
@@ -123,7 +127,12 @@ pub(super) fn check(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<CheckBou
     {
         return cx.fail(&field, "needs crash = [...]: name the processes that may crash");
     }
+    let script_while = s.opt("script_while", ScriptWhile::AnyTime, |field| {
+        let names = ScriptWhile::ALL.map(|when| (when.name(), when));
+        cx.choice(field, &names)
+    })?;
     Ok(CheckBound {
+        script_while,
         rows,
         scripts,
         crash,

@@ -5,6 +5,7 @@ use super::toml_text::duration_text;
 use super::units::{DURATION_UNITS, duration_ms, unknown_moment, with_unit};
 use handoff_models::core::ids::Node;
 use handoff_models::core::lsn::Lsn;
+use handoff_models::scenario::faults::System;
 use handoff_models::scenario::spec::Fault;
 use handoff_models::scenario::spec::FaultAction;
 use handoff_models::scenario::spec::FaultKind;
@@ -12,9 +13,9 @@ use handoff_models::scenario::spec::FaultProfile;
 use handoff_models::scenario::spec::Moment;
 use handoff_models::scenario::spec::Spec;
 
-pub(super) fn faults(cx: &Cx, root: &Section, standby: bool, horizon: &Horizon) -> Res<Vec<Fault>> {
+pub(super) fn faults(cx: &Cx, root: &Section, system: System, horizon: &Horizon) -> Res<Vec<Fault>> {
     let Some(field) = root.get("fault") else { return Ok(Vec::new()) };
-    cx.items(&field, "an array of tables ([[fault]])")?.iter().map(|item| fault(cx, item, standby, horizon)).collect()
+    cx.items(&field, "an array of tables ([[fault]])")?.iter().map(|item| fault(cx, item, system, horizon)).collect()
 }
 
 /// The fields of `[[fault]]` besides `at` and `action`.
@@ -24,7 +25,10 @@ const FAULT_FIELDS: [&str; 7] =
 /// The fields an action takes, besides `at` and `action`.
 fn fault_fields(kind: FaultKind) -> &'static [&'static str] {
     match kind {
-        FaultKind::KillConnectWorker | FaultKind::KillConnectorTask | FaultKind::CrashPostgres => &["restart_after_ms"],
+        FaultKind::KillConnectWorker
+        | FaultKind::KillConnectorTask
+        | FaultKind::CrashPostgres
+        | FaultKind::KillConsumer => &["restart_after_ms"],
         FaultKind::StopConnector => &["resume_after_ms"],
         FaultKind::FailOverToStandby => &["promote_after_ms"],
         FaultKind::Clog => &["between", "duration_ms"],
@@ -34,7 +38,7 @@ fn fault_fields(kind: FaultKind) -> &'static [&'static str] {
     }
 }
 
-fn fault(cx: &Cx, item: &Field, standby: bool, horizon: &Horizon) -> Res<Fault> {
+fn fault(cx: &Cx, item: &Field, system: System, horizon: &Horizon) -> Res<Fault> {
     let s = cx.section(item)?;
     s.check_keys(cx, &format!("at action {}", FAULT_FIELDS.join(" ")), "field")?;
     let trigger = s.req(cx, "at", |field| cx.trigger(field, horizon))?;
@@ -48,8 +52,8 @@ fn fault(cx: &Cx, item: &Field, standby: bool, horizon: &Horizon) -> Res<Fault> 
             return cx.fail(&field, format!("does not apply to action {action} (it takes {takes})"));
         }
     }
-    if kind == FaultKind::FailOverToStandby && !standby {
-        return cx.fail(&action_field, "fail-over-to-standby needs a standby: add [postgres.standby]");
+    if let Some(problem) = missing_process(kind, system) {
+        return cx.fail(&action_field, problem);
     }
     let needed = |key: &str| s.need(cx, key, &format!(" (required by action {action})"));
     // Delays are times of the run: within its horizon.
@@ -70,7 +74,7 @@ fn fault(cx: &Cx, item: &Field, standby: bool, horizon: &Horizon) -> Res<Fault> 
         FaultKind::RecreateSlot => FaultAction::RecreateSlot,
         FaultKind::RebuildConnector => FaultAction::RebuildConnector,
         FaultKind::Clog => FaultAction::Clog {
-            between: clog_between(cx, &needed("between")?, standby)?,
+            between: clog_between(cx, &needed("between")?, system)?,
             duration_ms: needed("duration_ms").and_then(|field| cx.time_ms(&field, 1, horizon))?,
         },
         FaultKind::WalBurst => FaultAction::WalBurst { bytes: wal_burst_bytes(cx, &needed("bytes")?)? },
@@ -78,12 +82,13 @@ fn fault(cx: &Cx, item: &Field, standby: bool, horizon: &Horizon) -> Res<Fault> 
         FaultKind::AdvanceSlot => {
             FaultAction::AdvanceSlot { to_lsn: s.get("to_lsn").map(|field| advance_target(cx, &field)).transpose()? }
         }
+        FaultKind::KillConsumer => FaultAction::KillConsumer { restart_after_ms: optional("restart_after_ms")? },
     };
     Ok(Fault { trigger, action })
 }
 
 /// The processes a clog can name: the database service and the machines.
-const CLOG_NODES: [Node; 9] = [
+const CLOG_NODES: [Node; 10] = [
     Node::Postgres,
     Node::Pg1,
     Node::Pg2,
@@ -93,10 +98,24 @@ const CLOG_NODES: [Node; 9] = [
     Node::App,
     Node::Operator,
     Node::Loader,
+    Node::Consumer,
 ];
 
 /// `between = ["connect", "postgres"]`: two distinct processes.
-fn clog_between(cx: &Cx, field: &Field, standby: bool) -> Res<(Node, Node)> {
+/// Why a fault kind cannot act on the scenario's system, if it cannot.
+fn missing_process(kind: FaultKind, system: System) -> Option<&'static str> {
+    match kind {
+        FaultKind::FailOverToStandby if !system.standby => {
+            Some("fail-over-to-standby needs a standby: add [postgres.standby]")
+        }
+        FaultKind::KillConsumer if !system.consumer => {
+            Some("kill-consumer needs the outbox's consumer: add [consumer]")
+        }
+        _ => None,
+    }
+}
+
+fn clog_between(cx: &Cx, field: &Field, system: System) -> Res<(Node, Node)> {
     let items = cx.items(field, "an array of two process names, like [\"connect\", \"postgres\"]")?;
     let [first, second] = items.as_slice() else {
         let count = items.len();
@@ -107,7 +126,12 @@ fn clog_between(cx: &Cx, field: &Field, standby: bool) -> Res<(Node, Node)> {
     if a == b {
         return cx.fail(second, format!("a clog is between two different processes; `{a}` is named twice"));
     }
-    if let Some(item) = [(first, a), (second, b)].into_iter().find(|(_, node)| *node == Node::Pg2 && !standby) {
+    if let Some(item) =
+        [(first, a), (second, b)].into_iter().find(|(_, node)| *node == Node::Consumer && !system.consumer)
+    {
+        return cx.fail(item.0, "the scenario has no outbox consumer: add [consumer]");
+    }
+    if let Some(item) = [(first, a), (second, b)].into_iter().find(|(_, node)| *node == Node::Pg2 && !system.standby) {
         return cx.fail(item.0, "pg2 is the standby: add [postgres.standby]");
     }
     Ok((a, b))
@@ -146,13 +170,13 @@ fn wal_burst_bytes(cx: &Cx, field: &Field) -> Res<u64> {
 }
 
 /// `[fault_profile]`: faults generated per seed (swarm testing).
-pub(super) fn fault_profile(cx: &Cx, s: &Section, standby: bool, horizon: &Horizon) -> Res<FaultProfile> {
+pub(super) fn fault_profile(cx: &Cx, s: &Section, system: System, horizon: &Horizon) -> Res<FaultProfile> {
     s.check_keys(cx, "kinds max_faults window moments", "field")?;
     let kinds_field = s.need(cx, "kinds", "; name the fault actions the seed may draw, like [\"clog\"]")?;
     let kinds = listed_once(cx, &kinds_field, "an array of fault actions, like [\"clog\"]", |item| {
         let kind = cx.choice(item, &FaultKind::ALL.map(|kind| (kind.name(), kind)))?;
-        if kind == FaultKind::FailOverToStandby && !standby {
-            return cx.fail(item, "fail-over-to-standby needs a standby: add [postgres.standby]");
+        if let Some(problem) = missing_process(kind, system) {
+            return cx.fail(item, problem);
         }
         Ok(kind)
     })?;
@@ -217,17 +241,18 @@ fn window(cx: &Cx, field: &Field, horizon: &Horizon) -> Res<(u64, u64)> {
 }
 
 /// The `--set` that lets a profile draw every fault kind the scenario's system can take
-/// (`sweep --all-faults`): all of them, less `fail-over-to-standby` without a standby.
+/// (`sweep --all-faults`): all of them, less `fail-over-to-standby` without a standby and
+/// `kill-consumer` without the outbox's consumer.
 pub fn every_fault_kind(spec: &Spec) -> String {
-    every_fault_kind_with(spec.postgres.standby.is_some())
+    every_fault_kind_with(System::of(spec))
 }
 
-/// As [`every_fault_kind`], for a system with or without a standby.
-pub fn every_fault_kind_with(standby: bool) -> String {
+/// As [`every_fault_kind`], for a system with or without a standby and a consumer.
+pub fn every_fault_kind_with(system: System) -> String {
     use handoff_models::scenario::spec::FaultKind;
     let kinds: Vec<String> = FaultKind::ALL
         .iter()
-        .filter(|kind| handoff_models::scenario::faults::applies(**kind, standby))
+        .filter(|kind| handoff_models::scenario::faults::applies(**kind, system))
         // A slot advanced by hand discards what it skips by the operator's choice: not a fault a
         // design is asked to survive, so `--all-faults` leaves it out (a profile may name it).
         .filter(|kind| **kind != FaultKind::AdvanceSlot)

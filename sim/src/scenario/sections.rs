@@ -13,6 +13,7 @@ use super::units::{DURATION_UNITS, duration_ms, with_unit};
 use super::workload::workload;
 use handoff_models::components::connect::ConnectConfig;
 use handoff_models::components::connect::debezium::{DebeziumConfig, OffsetMismatchStrategy};
+use handoff_models::components::consumer::{ConsumerConfig, InboxRule};
 use handoff_models::components::kafka::KafkaSection;
 use handoff_models::components::operator::GatePolicy;
 use handoff_models::components::postgres::PostgresSection;
@@ -22,6 +23,7 @@ use handoff_models::core::change::ReplicaIdentity;
 use handoff_models::core::ids::TableId;
 use handoff_models::core::limits;
 use handoff_models::core::protocol::OffsetReset;
+use handoff_models::scenario::faults::System;
 use handoff_models::scenario::spec::Acceptance;
 use handoff_models::scenario::spec::HandoffMethod;
 use handoff_models::scenario::spec::Spec;
@@ -29,7 +31,7 @@ use handoff_models::scenario::spec::{OutboxTable, TableSetup};
 
 pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let known = "name description seed versions postgres table connector connect kafka sink workload fault \
-        fault_profile handoff failover acceptance prediction check schedule variants";
+        fault_profile handoff failover acceptance prediction check schedule variants consumer";
     root.check_keys(cx, known, "field")?;
     let name = root.req(cx, "name", |field| cx.owned(field))?;
     let description = root.opt("description", String::new(), |field| cx.owned(field))?;
@@ -52,16 +54,21 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let kafka = kafka(cx, &root.sub(cx, "kafka")?)?;
     let sink = sink(cx, &root.sub(cx, "sink")?)?;
     let (background, scripted) = workload(cx, &root.sub(cx, "workload")?, &tables, &horizon)?;
-    let faults = faults(cx, root, postgres.standby.is_some(), &horizon)?;
+    let consumer = match root.get("consumer") {
+        Some(field) => Some(consumer(cx, &cx.section(&field)?, &tables)?),
+        None => None,
+    };
+    let system = System { standby: postgres.standby.is_some(), consumer: consumer.is_some() };
+    let faults = faults(cx, root, system, &horizon)?;
     let profile = match root.get("fault_profile") {
-        Some(field) => Some(fault_profile(cx, &cx.section(&field)?, postgres.standby.is_some(), &horizon)?),
+        Some(field) => Some(fault_profile(cx, &cx.section(&field)?, system, &horizon)?),
         None => None,
     };
     let handoff = handoff(cx, &root.sub(cx, "handoff")?, &horizon)?;
     let gate = failover(cx, &root.sub(cx, "failover")?, postgres.standby.is_some())?;
     let prediction = prediction(cx, root)?;
     let check = match root.get("check") {
-        Some(field) => Some(check(cx, &cx.section(&field)?, &tables)?),
+        Some(field) => Some(check(cx, &cx.section(&field)?, &tables, consumer.is_some())?),
         None => None,
     };
     let schedule = match root.get("schedule") {
@@ -89,6 +96,7 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         prediction,
         check,
         schedule: schedule.as_ref().map(|(schedule, _)| schedule.clone()),
+        consumer,
     };
     if let Some((schedule, items)) = &schedule {
         // The path must be one the bound can take, step by step.
@@ -490,6 +498,52 @@ fn sink(cx: &Cx, s: &Section) -> Res<SinkConfig> {
     let auto_offset_reset =
         s.opt("auto.offset.reset", OffsetReset::CONSUMER_DEFAULT, |field| cx.choice(field, &resets))?;
     Ok(SinkConfig { rule, group, auto_commit_interval_ms, max_poll_records, auto_offset_reset })
+}
+
+/// `[consumer]`: the outbox's consumer.
+fn consumer(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<ConsumerConfig> {
+    s.check_keys(
+        cx,
+        "inbox group.id enable.auto.commit auto.commit.interval.ms max.poll.records auto.offset.reset processing_ms",
+        "field",
+    )?;
+    if !tables.iter().any(|table| table.outbox.is_some()) {
+        return Err(cx.err(
+            s.at,
+            &s.path,
+            "a consumer reads the outbox's routed events: declare an outbox table ([[table]] outbox = { … })",
+        ));
+    }
+    let rules = InboxRule::ALL.map(|rule| (rule.name(), rule));
+    let inbox = s.req(cx, "inbox", |field| cx.choice(field, &rules))?;
+    let group = s.opt("group.id", "outbox-consumer".to_owned(), |field| match cx.string(field)? {
+        "" => cx.fail(field, "must not be empty"),
+        group => Ok(group.to_owned()),
+    })?;
+    let enable_auto_commit = s.opt("enable.auto.commit", false, |field| cx.boolean(field))?;
+    let auto_commit_interval_ms = s.opt("auto.commit.interval.ms", 5_000, |field| cx.setting_ms(field, 1))?;
+    let max_poll_records = s.opt("max.poll.records", 500, |field| cx.u32(field, 1))?;
+    let resets = OffsetReset::ALL.map(|reset| (reset.name(), reset));
+    let auto_offset_reset = s.opt("auto.offset.reset", OffsetReset::Earliest, |field| cx.choice(field, &resets))?;
+    let processing_ms = s.opt("processing_ms", 10, |field| cx.setting_ms(field, 1))?;
+    if inbox == InboxRule::OffsetBeforeEffect
+        && enable_auto_commit
+        && let Some(field) = s.get("enable.auto.commit")
+    {
+        return cx.fail(
+            &field,
+            "inbox = \"offset-before-effect\" commits each offset itself, before the event: leave auto commit off",
+        );
+    }
+    Ok(ConsumerConfig {
+        inbox,
+        group,
+        enable_auto_commit,
+        auto_commit_interval_ms,
+        max_poll_records,
+        auto_offset_reset,
+        processing_ms,
+    })
 }
 
 fn handoff(cx: &Cx, s: &Section, horizon: &Horizon) -> Res<HandoffMethod> {

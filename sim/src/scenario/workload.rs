@@ -23,15 +23,36 @@ pub(super) fn workload(
     tables: &[TableSetup],
     horizon: &Horizon,
 ) -> Res<(Option<Background>, Vec<ScriptedTxn>)> {
-    let known = "start_ms end_ms inserts_per_second updates_per_second deletes_per_second transaction_size \
-        concurrency script";
+    let known = "start_ms end_ms inserts_per_second updates_per_second deletes_per_second events_per_second \
+        transaction_size concurrency script";
     s.check_keys(cx, known, "field")?;
     let start_ms = s.opt("start_ms", 0, |field| cx.time_ms(field, 0, horizon))?;
     let end_ms = s.opt("end_ms", 0, |field| cx.time_ms(field, 0, horizon))?;
     let rate = |key: &str| s.opt(key, 0.0, |field| cx.rate(field));
     let (inserts_per_second, updates_per_second, deletes_per_second) =
         (rate("inserts_per_second")?, rate("updates_per_second")?, rate("deletes_per_second")?);
-    let busy = inserts_per_second > 0.0 || updates_per_second > 0.0 || deletes_per_second > 0.0;
+    let events_per_second = rate("events_per_second")?;
+    let busy =
+        inserts_per_second > 0.0 || updates_per_second > 0.0 || deletes_per_second > 0.0 || events_per_second > 0.0;
+    if events_per_second > 0.0
+        && let Some(field) = s.get("events_per_second")
+    {
+        let outboxes = tables.iter().filter(|table| table.outbox.is_some()).count();
+        if outboxes != 1 {
+            let problem = if outboxes == 0 {
+                "needs an outbox table: declare one with `outbox = { … }` in its [[table]]"
+            } else {
+                "the scenario has several outbox tables: the background writes to one; script the others' events"
+            };
+            return cx.fail(&field, problem);
+        }
+        if tables.first().is_some_and(|table| table.outbox.is_some()) {
+            return cx.fail(
+                &field,
+                "the first [[table]] is the business table the events announce; put the outbox after it",
+            );
+        }
+    }
     if end_ms < start_ms || (busy && end_ms == start_ms) {
         let field = s.get("end_ms").or_else(|| s.get("start_ms"));
         let (at, path) = field.map_or_else(|| (s.at, s.field_path("end_ms")), |field| (field.at, field.path));
@@ -44,6 +65,16 @@ pub(super) fn workload(
     }
     let transaction_size = s.opt("transaction_size", 1, |field| Ok(cx.int(field, 1, MAX_TRANSACTION_SIZE)? as u32))?;
     let concurrency = s.opt("concurrency", 1, |field| Ok(cx.int(field, 1, MAX_CONCURRENCY)? as u32))?;
+    if events_per_second > 0.0
+        && transaction_size > 1
+        && let Some(field) = s.get("transaction_size")
+    {
+        return cx.fail(
+            &field,
+            "with events_per_second, the background writes one autocommit transaction per row (its events are \
+             transactions of their own); grouped rows with events are not modelled yet",
+        );
+    }
     if concurrency > 1
         && transaction_size == 1
         && let Some(field) = s.get("concurrency")
@@ -60,6 +91,7 @@ pub(super) fn workload(
         inserts_per_second,
         updates_per_second,
         deletes_per_second,
+        events_per_second,
         transaction_size,
         concurrency,
     });
@@ -90,12 +122,13 @@ pub(super) fn workload(
                 ("inserts_per_second", inserts_per_second),
                 ("updates_per_second", updates_per_second),
                 ("deletes_per_second", deletes_per_second),
+                ("events_per_second", events_per_second),
             ];
             let ((key, rate), count) = rates
                 .into_iter()
                 .zip(background.transaction_counts())
                 .max_by_key(|(_, count)| *count)
-                .expect("three rates");
+                .expect("four rates");
             let field = s.get(key).expect("the rate that makes transactions is given");
             let others = total - count;
             let seconds = (end_ms - start_ms) as f64 / 1000.0;
@@ -165,7 +198,7 @@ fn script_steps_apply(
         // The background workload changes the first table: it inserts the keys after the loaded
         // ones, and deletes rows it believes live.
         let background = background.filter(|_| Some(table) == first);
-        let [inserts, _, _] = background.map_or([0, 0, 0], Background::transaction_counts);
+        let [inserts, _, _, _] = background.map_or([0, 0, 0, 0], Background::transaction_counts);
         let background_inserts = key > rows && (key - rows) as u64 <= inserts;
         let background_deletes = background.is_some_and(|b| b.deletes_per_second > 0.0);
         let step_before = |wanted: fn(&RowOp) -> bool| {

@@ -47,6 +47,7 @@ pub fn to_toml(spec: &Spec, seed: u64) -> Result<String, String> {
     write_connect(&mut w, spec);
     write_kafka(&mut w, spec);
     write_sink(&mut w, spec);
+    write_consumer(&mut w, spec);
     write_workload(&mut w, spec)?;
     write_faults(&mut w, spec);
     write_fault_profile(&mut w, spec);
@@ -275,6 +276,18 @@ fn write_sink(w: &mut Writer, spec: &Spec) {
     w.field("auto.offset.reset", toml_string(spec.sink.auto_offset_reset.name()));
 }
 
+fn write_consumer(w: &mut Writer, spec: &Spec) {
+    let Some(consumer) = &spec.consumer else { return };
+    w.table("consumer");
+    w.field("inbox", toml_string(consumer.inbox.name()));
+    w.field("group.id", toml_string(&consumer.group));
+    w.field("enable.auto.commit", consumer.enable_auto_commit);
+    w.field("auto.commit.interval.ms", consumer.auto_commit_interval_ms);
+    w.field("max.poll.records", consumer.max_poll_records);
+    w.field("auto.offset.reset", toml_string(consumer.auto_offset_reset.name()));
+    w.field("processing_ms", consumer.processing_ms);
+}
+
 fn write_workload(w: &mut Writer, spec: &Spec) -> Result<(), String> {
     if let Some(background) = &spec.background {
         w.table("workload");
@@ -283,6 +296,9 @@ fn write_workload(w: &mut Writer, spec: &Spec) -> Result<(), String> {
         w.field("inserts_per_second", float_text(background.inserts_per_second));
         w.field("updates_per_second", float_text(background.updates_per_second));
         w.field("deletes_per_second", float_text(background.deletes_per_second));
+        if background.events_per_second > 0.0 {
+            w.field("events_per_second", float_text(background.events_per_second));
+        }
         if background.transaction_size != 1 || background.concurrency != 1 {
             w.field("transaction_size", background.transaction_size);
             w.field("concurrency", background.concurrency);
@@ -452,6 +468,9 @@ fn write_check(w: &mut Writer, spec: &Spec) -> Result<(), String> {
     if check.crash_while != CrashWhile::AnyTime {
         w.field("crash_while", toml_string(check.crash_while.name()));
     }
+    if check.script_while != handoff_models::scenario::schedule::ScriptWhile::AnyTime {
+        w.field("script_while", toml_string(check.script_while.name()));
+    }
     w.field("periodic_fires", check.periodic_fires);
     if check.bgwriter_running_xacts {
         w.field("bgwriter_running_xacts", true);
@@ -488,7 +507,8 @@ fn write_faults(w: &mut Writer, spec: &Spec) {
         w.field("action", toml_string(FaultKind::of(&fault.action).name()));
         match fault.action {
             FaultAction::KillConnectWorker { restart_after_ms }
-            | FaultAction::KillConnectorTask { restart_after_ms } => {
+            | FaultAction::KillConnectorTask { restart_after_ms }
+            | FaultAction::KillConsumer { restart_after_ms } => {
                 if let Some(ms) = restart_after_ms {
                     w.field("restart_after_ms", ms);
                 }

@@ -145,9 +145,14 @@ pub fn header(spec: &Spec, scenario: &str, result: &RunResult) -> String {
         let _ = writeln!(out, "scripted  {what} {when}");
     }
     if let Some(background) = spec.background {
+        let events = if background.events_per_second > 0.0 {
+            format!(", {:.1} outbox events/s", background.events_per_second)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "workload  {:.1} inserts/s, {:.1} updates/s, {:.1} deletes/s from {} ms to {} ms (from the seed)",
+            "workload  {:.1} inserts/s, {:.1} updates/s, {:.1} deletes/s{events} from {} ms to {} ms (from the seed)",
             background.inserts_per_second,
             background.updates_per_second,
             background.deletes_per_second,

@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 mod sets;
 
-pub use crate::scenario::schedule::{Action, CrashWhile, NODES, OperateWhile, Operation};
+pub use crate::scenario::schedule::{Action, CrashWhile, NODES, OperateWhile, Operation, ScriptWhile};
 
 /// What travels on a link.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -63,6 +63,8 @@ pub struct Bounds {
     pub operate_while: OperateWhile,
     /// When the processes in `crashable` may crash.
     pub crash_while: CrashWhile,
+    /// When the scripted transactions may run.
+    pub script_while: ScriptWhile,
     /// Whether PostgreSQL's background writer logs RUNNING_XACTS (its timer counted as a
     /// periodic one); off, only slot creation writes them.
     pub bgwriter_running_xacts: bool,
@@ -384,7 +386,11 @@ impl World {
                 actions.push(Action::Fire { node, timer });
             }
         }
-        if !self.down.contains(Node::Pg1) {
+        let may_script = match bounds.script_while {
+            ScriptWhile::AnyTime => true,
+            ScriptWhile::AfterStreamingStarted => self.checkers.evidence.first_stream_start.is_some(),
+        };
+        if !self.down.contains(Node::Pg1) && may_script {
             // A step of a named session only when it is its session's next one and the session
             // waits for no answer (the steps of one session in order, sessions interleaved).
             for index in self.scripted_pending.iter() {

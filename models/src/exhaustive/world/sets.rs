@@ -22,6 +22,7 @@ pub(super) fn slot(node: Node) -> usize {
         Node::App => 4,
         Node::Operator => 5,
         Node::Loader => 6,
+        Node::Consumer => 7,
         other => panic!("{other} is not part of the exhaustive world"),
     }
 }
@@ -50,6 +51,7 @@ fn timer_index(timer: Timer) -> usize {
         Timer::CommitVisible => SLOTS + 15,
         Timer::WalWriter => SLOTS + 16,
         Timer::IdleInTransactionTimeout => SLOTS + 17,
+        Timer::ConsumerWork => SLOTS + 18,
     }
 }
 
@@ -59,9 +61,9 @@ fn timer_at(index: usize) -> Timer {
 
 /// The armed timers, as bits ordered by (process, timer).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub(super) struct Timers([u64; 3]);
+pub(super) struct Timers([u64; 4]);
 
-const _: () = assert!(SLOTS * TIMERS_PER_NODE <= 3 * 64);
+const _: () = assert!(SLOTS * TIMERS_PER_NODE <= 4 * 64);
 
 impl Timers {
     fn bit(node: Node, timer: Timer) -> usize {

@@ -98,8 +98,8 @@ impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.invariant, self.name)?;
         if let Some(key) = self.key {
-            // I9's findings are about outbox events, by their id.
-            let what = if self.invariant == Invariant::I9 { "event" } else { "key" };
+            // I9 and I10 are about outbox events, by their id.
+            let what = if matches!(self.invariant, Invariant::I9 | Invariant::I10) { "event" } else { "key" };
             write!(f, ", {what} {key}")?;
         }
         write!(f, " ({}", self.at)?;
@@ -192,6 +192,8 @@ pub struct Evidence {
     pub outbox_tables: Fixed<Vec<TableId>>,
     /// The connector's `slot.name` (I9 reads its life).
     pub slot_name: Fixed<String>,
+    /// The outbox's consumer's inbox rule, when the scenario has the consumer (I9, I10).
+    pub consumer: Option<crate::components::consumer::InboxRule>,
     /// The connector's first replication stream: when, and from where decoding emitted.
     pub first_stream_start: Option<(SimTime, Lsn)>,
     /// The scenario's table and topic names, for the findings' words.
@@ -349,6 +351,7 @@ impl Checkers {
                 captured: Fixed::new(captured),
                 outbox_tables: Fixed::new(Vec::new()),
                 slot_name: Fixed::new(String::new()),
+                consumer: None,
                 first_stream_start: None,
                 names: Fixed::new(Names::default()),
                 timelines: Timelines::default(),
@@ -396,6 +399,7 @@ impl Checkers {
     pub fn outbox(mut self, spec: &crate::scenario::spec::Spec) -> Checkers {
         self.evidence.outbox_tables = Fixed::new(spec.routed_tables());
         self.evidence.slot_name = Fixed::new(spec.debezium.slot_name.clone());
+        self.evidence.consumer = spec.consumer.as_ref().map(|consumer| consumer.inbox);
         self
     }
 

@@ -15,9 +15,17 @@
 //!   `max_slot_wal_keep_size`, dropped or recreated after it committed) can never arrive. The
 //!   finding names the event, its commit LSN and why.
 //!
-//! Does not verify (yet): the consumer's side effects (the inbox consumer is the next part of
-//! the outbox work); an event still recoverable when the pipeline stopped short (its row is in
-//! the table, or its WAL is still held): the handoff record lists it as not delivered.
+//! With the outbox's consumer (`[consumer]`), at the acceptance boundary (the consumer has handled
+//! everything Kafka holds): every routed event's side effect happened — at least once, and exactly
+//! once with an inbox. An effect never applied is I9 (the finding says what the consumer's rule
+//! did: an inbox insert committed apart from the effect, an offset committed before it); an
+//! effect applied more than once is I10 (duplicates absorbed): the replayed record reached a
+//! consumer whose rule did not absorb it.
+//!
+//! Does not verify: an event still recoverable when the pipeline stopped short (its row is in
+//! the table, or its WAL is still held): the handoff record lists it as not delivered; side
+//! effects when the run did not reach its boundary; I10's "declared replay windows" (every
+//! duplicate the consumer applied again counts).
 
 use super::{Boundary, Evidence, Finding};
 use crate::core::ids::{Row, event_uuid};
@@ -47,6 +55,10 @@ impl SlotEvent {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct OutboxComplete {
     slot: Vec<SlotEvent>,
+    /// The consumer's side effects per event: how many times applied, and when first.
+    effects: std::collections::BTreeMap<DocId, (u32, SimTime)>,
+    /// Events the consumer handled in some way (absorbed, recorded, offset committed).
+    handled: std::collections::BTreeSet<DocId>,
 }
 
 /// An outbox event of the surviving history: its row, the version that inserted it, and
@@ -80,7 +92,10 @@ impl OutboxComplete {
     pub fn observes(observation: &Observation) -> bool {
         matches!(
             observation,
-            Observation::SlotCreated { .. } | Observation::SlotInvalidated { .. } | Observation::SlotDropped { .. }
+            Observation::SlotCreated { .. }
+                | Observation::SlotInvalidated { .. }
+                | Observation::SlotDropped { .. }
+                | Observation::EventHandled { .. }
         )
     }
 
@@ -97,6 +112,12 @@ impl OutboxComplete {
                 self.slot.push(SlotEvent::Invalidated { at, restart_lsn: *restart_lsn, oldest_kept: *oldest_kept });
             }
             Observation::SlotDropped { slot, .. } if ours(slot) => self.slot.push(SlotEvent::Dropped { at }),
+            Observation::EventHandled { event, handled, .. } => {
+                self.handled.insert(*event);
+                if let crate::core::observe::Handled::Applied { times } = handled {
+                    self.effects.entry(*event).or_insert((0, at)).0 = *times;
+                }
+            }
             _ => {}
         }
     }
@@ -154,6 +175,11 @@ impl OutboxComplete {
         if evidence.outbox_tables.is_empty() {
             return;
         }
+        if boundary.reached
+            && let Some(rule) = evidence.consumer
+        {
+            self.check_effects(evidence, boundary, rule, found);
+        }
         for event in events(evidence) {
             if evidence.published.routed.contains_key(&event.id) {
                 continue;
@@ -193,6 +219,67 @@ impl OutboxComplete {
                     .lsn(event.inserted.commit_lsn)
                     .detail(detail),
             );
+        }
+    }
+}
+
+impl OutboxComplete {
+    /// The consumer's side effects, at the boundary: each routed event's applied once (with an
+    /// inbox) or at least once (without), and no more than once unless no rule absorbs repeats.
+    fn check_effects(
+        &self,
+        evidence: &Evidence,
+        boundary: &Boundary,
+        rule: crate::components::consumer::InboxRule,
+        found: &mut Vec<Finding>,
+    ) {
+        use crate::components::consumer::InboxRule;
+        for event in events(evidence) {
+            let Some(routed) = evidence.published.routed.get(&event.id) else { continue };
+            let what =
+                format!("outbox event {} ({} of claim {})", event.id.1, event.row.event_type(), event.row.aggregate_id);
+            match self.effects.get(&event.id) {
+                None => {
+                    let why = match rule {
+                        InboxRule::SeparateTransaction if self.handled.contains(&event.id) => {
+                            "the consumer inserted its id into processed_event in one transaction and crashed before the side effect's transaction; the redelivered record found the id in the inbox and was skipped: the inbox must commit with the effect"
+                        }
+                        InboxRule::OffsetBeforeEffect => {
+                            "the consumer committed the offset past it before handling it, and crashed before handling it: the group resumes after it and never delivers it again (at most once)"
+                        }
+                        _ => "the consumer went past it without applying its side effect",
+                    };
+                    found.push(
+                        Finding::new(Invariant::I9, Some(event.id.1), boundary.at)
+                            .expected(format!(
+                                "{what}'s side effect applied (it reached the topic at {})",
+                                routed.first_at
+                            ))
+                            .seen("never applied")
+                            .lsn(event.inserted.commit_lsn)
+                            .detail(why),
+                    );
+                }
+                Some((times, first_at)) if *times > 1 => {
+                    let why = match rule {
+                        InboxRule::None => {
+                            "the consumer has no inbox: every delivery of the event applies its side effect again, and the pipeline delivers at least once (a restart replays what the stored offsets do not cover)"
+                        }
+                        _ => "the consumer's inbox did not absorb the replayed record",
+                    };
+                    found.push(
+                        Finding::new(Invariant::I10, Some(event.id.1), boundary.at)
+                            .expected(format!("{what}'s side effect applied once"))
+                            .seen(format!(
+                                "applied {times} times (first at {first_at}; {} record(s) of it on the topic)",
+                                routed.records
+                            ))
+                            .lsn(event.inserted.commit_lsn)
+                            .detail(why),
+                    );
+                }
+                Some(_) => {}
+            }
         }
     }
 }

@@ -207,7 +207,8 @@ pub fn bound(spec: &Spec) -> Result<(Spec, Bounds), String> {
         ));
     }
     let mut world = spec.clone();
-    for table in &mut world.tables {
+    // Every table loads the bound's rows but an outbox, which starts empty (its rows are events).
+    for table in world.tables.iter_mut().filter(|table| table.outbox.is_none()) {
         table.rows = check.rows;
     }
     if !check.scripts.is_empty() {
@@ -219,7 +220,7 @@ pub fn bound(spec: &Spec) -> Result<(Spec, Bounds), String> {
         txn.step.idle_ms = 0;
     }
     for (index, txn) in world.scripted.iter().enumerate() {
-        for op in &txn.ops {
+        for op in txn.ops.iter().filter(|op| world.tables[usize::from(op.target().0.0)].outbox.is_none()) {
             if let RowOp::Update { key, .. } | RowOp::Delete { key, .. } = op
                 && *key > i64::from(check.rows)
             {
@@ -248,6 +249,7 @@ pub fn bound(spec: &Spec) -> Result<(Spec, Bounds), String> {
         operations: check.operations.clone(),
         operate_while: check.operate_while,
         crash_while: check.crash_while,
+        script_while: check.script_while,
         bgwriter_running_xacts: check.bgwriter_running_xacts,
         reductions: true,
     };

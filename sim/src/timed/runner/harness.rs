@@ -90,9 +90,10 @@ pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outco
     // The servers first; on a path, the clients start a millisecond after the servers, so that
     // none of them finds a server not yet listening (in the world, every process is there from
     // the start). The Connect worker starts at `connector_start_ms`.
-    let at_start = [Node::Kafka, Node::Pg1, Node::Pg2, Node::Sink, Node::App, Node::Operator, Node::Loader]
-        .into_iter()
-        .filter(|node| path.is_none() || !matches!(node, Node::Sink | Node::App));
+    let at_start =
+        [Node::Kafka, Node::Pg1, Node::Pg2, Node::Sink, Node::App, Node::Operator, Node::Loader, Node::Consumer]
+            .into_iter()
+            .filter(|node| path.is_none() || !matches!(node, Node::Sink | Node::App | Node::Consumer));
     for node in at_start {
         if let Some(model) = models.handle(node) {
             nodes.insert(node, spawn_node(&handle, node, model, shared.clone()));
@@ -337,7 +338,11 @@ impl Harness<'_> {
     fn run_step(&mut self, step: HarnessStep, now: u64) {
         match step {
             HarnessStep::StartConnect => {
-                let late = if self.following { &[Node::Sink, Node::App, Node::Connect][..] } else { &[Node::Connect] };
+                let late = if self.following {
+                    &[Node::Sink, Node::App, Node::Consumer, Node::Connect][..]
+                } else {
+                    &[Node::Connect]
+                };
                 for &node in late {
                     if let Some(model) = self.models.handle(node) {
                         self.nodes.insert(node, spawn_node(&self.handle, node, model, self.shared.clone()));
@@ -408,11 +413,13 @@ impl Harness<'_> {
                     | FaultAction::WalBurst { .. }
                     | FaultAction::Checkpoint => self.shared.primary(),
                     FaultAction::Clog { between: (a, _), .. } => a,
+                    FaultAction::KillConsumer { .. } => Node::Consumer,
                 };
                 // Kills and requests (REST calls, the task kill) need their process up.
                 let needs_process = matches!(
                     fault,
                     FaultAction::KillConnectWorker { .. }
+                        | FaultAction::KillConsumer { .. }
                         | FaultAction::CrashPostgres { .. }
                         | FaultAction::FailOverToStandby { .. }
                         | FaultAction::StopConnector { .. }
@@ -428,6 +435,10 @@ impl Harness<'_> {
                         }
                         (FaultAction::KillConnectorTask { .. }, _) => "the Connect worker is down: no task runs",
                         (_, Node::Connect) => "the Connect worker is already down",
+                        (_, Node::Consumer) if !self.nodes.contains_key(&Node::Consumer) => {
+                            "the scenario has no outbox consumer"
+                        }
+                        (_, Node::Consumer) => "the outbox consumer is already down",
                         _ => "the primary is already down",
                     })
                 } else if matches!(fault, FaultAction::FailOverToStandby { .. })
@@ -452,6 +463,12 @@ impl Harness<'_> {
                 }
                 self.observe(target, Observation::Fault { action: fault });
                 match fault {
+                    FaultAction::KillConsumer { restart_after_ms } => {
+                        self.kill(Node::Consumer);
+                        if let Some(after) = restart_after_ms {
+                            self.schedule(now.saturating_add(after), HarnessStep::Restart(Node::Consumer));
+                        }
+                    }
                     FaultAction::KillConnectWorker { restart_after_ms } => {
                         if self.nodes.contains_key(&Node::Connect) {
                             self.kill(Node::Connect);

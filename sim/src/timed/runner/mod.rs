@@ -267,6 +267,7 @@ fn takes_down(action: &Action, node: Node) -> bool {
     matches!(
         (action, node),
         (Action::Fault(FaultAction::KillConnectWorker { .. }), Node::Connect)
+            | (Action::Fault(FaultAction::KillConsumer { .. }), Node::Consumer)
             | (Action::Fault(FaultAction::CrashPostgres { .. } | FaultAction::FailOverToStandby { .. }), Node::Pg1)
     )
 }
