@@ -333,7 +333,25 @@ impl ConnectWorker {
         task.poll_started_at = ctx.now;
         let records = if task.debezium.queued() > 0 { task.debezium.get_mut().drain() } else { Vec::new() };
         let mut failure = None;
-        if !records.is_empty() {
+        if !records.is_empty() && self.transforms.is_empty() {
+            // No transforms: the batch goes to the producer as it is (moved, not copied).
+            ctx.observe(Observation::Polled { summary: crate::core::observe::PollSummary::of(&records) });
+            if task.accumulator.is_empty() {
+                task.accumulator_first_seq = task.next_seq;
+            }
+            let submitted = task.submitted.get_mut();
+            submitted.reserve(records.len());
+            for record in &records {
+                submitted.push_back(Submitted { seq: task.next_seq, offset: record.offset, acked_at: None });
+                task.next_seq += 1;
+            }
+            task.accumulator_last_seq = task.next_seq - 1;
+            if task.accumulator.is_empty() {
+                task.accumulator = records;
+            } else {
+                task.accumulator.extend(records);
+            }
+        } else if !records.is_empty() {
             ctx.observe(Observation::Polled { summary: crate::core::observe::PollSummary::of(&records) });
             let submitted = task.submitted.get_mut();
             submitted.reserve(records.len());
@@ -345,7 +363,7 @@ impl ConnectWorker {
                 // drops is acknowledged at once (`recordDropped`, `SubmittedRecords`), so the
                 // offsets move past it; an exception ends the loop and fails the task, with the
                 // records before it on their way.
-                if !self.transforms.is_empty() {
+                {
                     match self.transforms.apply(&record) {
                         Ok(Fate::Send { topic, placement }) => match self.transforms.topic(&topic) {
                             Some(to) => {
@@ -383,7 +401,7 @@ impl ConnectWorker {
                 task.accumulator_last_seq = seq;
                 task.accumulator.push(record);
             }
-            if !self.transforms.is_empty() && (routed > 0 || !dropped.is_empty()) {
+            if routed > 0 || !dropped.is_empty() {
                 ctx.observe(Observation::Transformed {
                     routed,
                     dropped: dropped.len(),
