@@ -1561,9 +1561,9 @@ fn outbox_inputs_are_checked_where_they_are_written() {
     fails_at(&format!("{with_outbox}[consumer]\ninbox = \"sometimes\"\n"), "consumer.inbox", "same-transaction");
     fails_at(&format!("{with_outbox}[consumer]\n"), "consumer.inbox", "required");
     fails(&with_fault("action = \"kill-consumer\"\n"), &[], "s.toml:", "add [consumer]");
-    let consumer = ok(
-        &format!("{with_outbox}[consumer]\ninbox = \"none\"\n[[fault]]\nat = \"1s\"\naction = \"kill-consumer\"\n"),
-        &[],
-    );
+    fails(&format!("{with_outbox}[consumer]\ninbox = \"none\"\n"), &[], "s.toml:", "the connector routes none");
+    let routed = chain(router);
+    let consumer =
+        ok(&format!("{routed}[consumer]\ninbox = \"none\"\n[[fault]]\nat = \"1s\"\naction = \"kill-consumer\"\n"), &[]);
     assert_eq!(consumer.spec.consumer.as_ref().map(|c| c.inbox.name()), Some("none"));
 }

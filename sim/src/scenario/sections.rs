@@ -108,6 +108,16 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
             return cx.fail(&items[index.min(items.len() - 1)], problem);
         }
     }
+    if spec.consumer.is_some()
+        && spec.routed_tables().is_empty()
+        && let Some(field) = root.get("consumer")
+    {
+        return cx.fail(
+            &field,
+            "the consumer reads the outbox's routed event topics, and the connector routes none: capture the outbox \
+             table and add the outbox EventRouter to \"transforms\"",
+        );
+    }
     Ok(Loaded { spec, seed })
 }
 
