@@ -134,8 +134,9 @@ struct Outcome {
     problem: Option<String>,
 }
 
-/// What a scenario's system can take: every fault kind, but a failover only with a standby; a
-/// scenario with a `[schedule]` (a counterexample path) follows its path and takes no profile.
+/// What a scenario's system can take: every fault kind, but a failover only with a standby and a
+/// consumer kill only with the outbox's consumer; a scenario with a `[schedule]` (a counterexample
+/// path) follows its path and takes no profile.
 fn profile_sets(scenario_text: &str) -> Vec<String> {
     let has = |header: &str| scenario_text.lines().any(|line| line.trim() == header);
     if has("[schedule]") {
@@ -145,6 +146,8 @@ fn profile_sets(scenario_text: &str) -> Vec<String> {
     let kinds: Vec<String> = FaultKind::ALL
         .iter()
         .filter(|kind| has("[postgres.standby]") || **kind != FaultKind::FailOverToStandby)
+        // A consumer kill needs the outbox's consumer (the loader refuses it otherwise).
+        .filter(|kind| has("[consumer]") || **kind != FaultKind::KillConsumer)
         .map(|kind| format!("\"{}\"", kind.name()))
         .collect();
     vec![format!("fault_profile.kinds=[{}]", kinds.join(", ")), "fault_profile.max_faults=6".into()]
@@ -213,4 +216,18 @@ fn read_logs(logs: &Path) -> Result<(u64, Vec<String>), String> {
         }
     }
     Ok((errors, crashed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::profile_sets;
+
+    #[test]
+    fn a_profile_takes_only_the_faults_its_system_can_take() {
+        let plain = profile_sets("name = \"s\"\n[sink]\n").join(" ");
+        assert!(!plain.contains("fail-over-to-standby") && !plain.contains("kill-consumer"), "{plain}");
+        let full = profile_sets("[postgres.standby]\n[consumer]\n").join(" ");
+        assert!(full.contains("fail-over-to-standby") && full.contains("kill-consumer"), "{full}");
+        assert!(profile_sets("[schedule]\n").is_empty(), "a followed path takes no profile");
+    }
 }
