@@ -94,18 +94,8 @@ pub struct Processes<H: Holder> {
 }
 
 impl<H: Holder> Processes<H> {
-    /// The processes in the order the exhaustive lens starts them.
-    pub const ORDER: [Node; 9] = [
-        Node::Pg1,
-        Node::Pg2,
-        Node::Connect,
-        Node::Kafka,
-        Node::Sink,
-        Node::App,
-        Node::Operator,
-        Node::Loader,
-        Node::Consumer,
-    ];
+    /// The processes in the order the exhaustive lens starts them: every physical node's.
+    pub const ORDER: [Node; 9] = Node::PHYSICAL;
 
     /// Runs `f` on the component of `node`; `None` when the run has no such process (`pg2`
     /// without a standby, `loader` without a plain read, and `postgres`, which is a service name,
