@@ -34,7 +34,7 @@
 //!
 //! ```
 //! use handoff_models::exhaustive::check::HandoffModel;
-//! use handoff_models::core::component::Timer;
+//! use handoff_models::core::component::{TaskTimer, Timer};
 //! use handoff_models::core::ids::Node;
 //! use handoff_models::components::sink::ApplyRule;
 //! use handoff_models::scenario::spec::claims_minimal;
@@ -45,7 +45,7 @@
 //!     crashable: vec![Node::Connect],
 //!     crashes: 1,
 //!     periodic_fires: 1,
-//!     disabled_timers: vec![Timer::Checkpoint, Timer::SinkCommit, Timer::OffsetFlushTimeout],
+//!     disabled_timers: vec![Timer::Checkpoint, Timer::SinkCommit, Timer::first_task(TaskTimer::OffsetFlushTimeout)],
 //!     operations: Vec::new(),
 //!     operate_while: Default::default(),
 //!     crash_while: Default::default(),

@@ -2,7 +2,7 @@
 //! point, one crash of the Connect worker (and its restart), one offset flush.
 
 use handoff_models::components::sink::ApplyRule;
-use handoff_models::core::component::Timer;
+use handoff_models::core::component::{TaskTimer, Timer};
 use handoff_models::core::ids::Node;
 use handoff_models::exhaustive::check::{HandoffModel, narrate_path};
 use handoff_models::exhaustive::world::{Action, Bounds};
@@ -14,7 +14,7 @@ fn bounds() -> Bounds {
         crashable: vec![Node::Connect],
         crashes: 1,
         periodic_fires: 1,
-        disabled_timers: vec![Timer::Checkpoint, Timer::SinkCommit, Timer::OffsetFlushTimeout],
+        disabled_timers: vec![Timer::Checkpoint, Timer::SinkCommit, Timer::first_task(TaskTimer::OffsetFlushTimeout)],
         operations: Vec::new(),
         operate_while: Default::default(),
         crash_while: Default::default(),

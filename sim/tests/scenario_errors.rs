@@ -392,7 +392,10 @@ fn unmodelled_connector_properties() {
         ("\"heartbeat.action.query\" = \"SELECT 1\"", "name exactly one [[table]]"),
         ("\"slot.drop.on.stop\" = true", "true is not modelled yet"),
         ("\"provide.transaction.metadata\" = \"true\"", "true is not modelled yet"),
-        ("\"publication.autocreate.mode\" = \"filtered\"", "not modelled yet; only all_tables"),
+        (
+            "\"publication.autocreate.mode\" = \"no_tables\"",
+            "not modelled yet; all_tables (FOR ALL TABLES) or filtered",
+        ),
         (
             "\"heartbeat.action.query\" = \"SELECT pg_logical_emit_message(false, 'hb', md5(now()::text))\"",
             "the content `md5(now()::text)`",
@@ -1566,4 +1569,104 @@ fn outbox_inputs_are_checked_where_they_are_written() {
     let consumer =
         ok(&format!("{routed}[consumer]\ninbox = \"none\"\n[[fault]]\nat = \"1s\"\naction = \"kill-consumer\"\n"), &[]);
     assert_eq!(consumer.spec.consumer.as_ref().map(|c| c.inbox.name()), Some("none"));
+}
+
+/// Two connectors in one worker: `[[connector]]` entries, each with its own name, slot,
+/// publication and topic prefix; a connector after the first captures only what it routes; a
+/// connector's fault names its connector when there are several.
+#[test]
+fn several_connectors_are_read_and_checked() {
+    let tables = "[[table]]\nname = \"public.claims\"\nrows = 5\n[[table]]\nname = \"public.outbox\"\n\
+                  outbox = { aggregatetype = \"claim\", delete = true }\n";
+    let claims = "[[connector]]\nname = \"claims-connector\"\n\"topic.prefix\" = \"claims\"\n\"plugin.name\" = \
+                  \"pgoutput\"\n\"table.include.list\" = \"public.claims\"\n";
+    let outbox = "[[connector]]\nname = \"outbox-connector\"\n\"topic.prefix\" = \"outbox\"\n\"plugin.name\" = \
+                  \"pgoutput\"\n\"slot.name\" = \"outbox_slot\"\n\"publication.name\" = \"outbox_publication\"\n\
+                  \"publication.autocreate.mode\" = \"filtered\"\n\"snapshot.mode\" = \"no_data\"\n\
+                  \"table.include.list\" = \"public.outbox\"\n\"transforms\" = \"outbox\"\n\
+                  \"transforms.outbox.type\" = \"io.debezium.transforms.outbox.EventRouter\"\n";
+    let rest = "[sink]\napply = \"version-guard\"\n[prediction]\nverdict = \"holds\"\nwhy = \"w\"\n";
+    let text = format!("name = \"two\"\n{tables}{claims}{outbox}{rest}");
+    let loaded = ok(&text, &[]);
+    let spec = &loaded.spec;
+    assert_eq!(spec.connector_count(), 2);
+    assert_eq!(spec.debezium.name, "claims-connector");
+    let second = &spec.more_connectors[0].debezium;
+    assert_eq!(
+        (second.name.as_str(), second.connector_index, second.publication_filtered),
+        ("outbox-connector", 1, true)
+    );
+    assert_eq!(spec.sink_tables(), vec![TableId(0)]);
+    assert_eq!(spec.routed_tables(), vec![TableId(1)]);
+    assert_eq!(spec.routing_slots(), vec!["outbox_slot".to_string()]);
+    // Written and read again, the same two connectors.
+    let written = handoff_sim::scenario::to_toml(spec, loaded.seed).expect("written");
+    assert_eq!(written.matches("[[connector]]").count(), 2, "{written}");
+
+    // Each connector its own name, slot, publication and prefix.
+    let second_named =
+        |from: &str, to: &str| format!("name = \"two\"\n{tables}{claims}{}{rest}", outbox.replacen(from, to, 1));
+    fails_at(
+        &second_named("name = \"outbox-connector\"", "name = \"claims-connector\""),
+        "connector[1].name",
+        "connector[0] has the same name",
+    );
+    fails_at(
+        &second_named("\"slot.name\" = \"outbox_slot\"", "\"slot.name\" = \"debezium\""),
+        "connector[1].\"slot.name\"",
+        "a slot serves one stream at a time",
+    );
+    fails_at(
+        &second_named("\"publication.name\" = \"outbox_publication\"\n", ""),
+        "connector[1].\"publication.name\"",
+        "this one takes the default",
+    );
+    fails_at(
+        &second_named("\"topic.prefix\" = \"outbox\"", "\"topic.prefix\" = \"claims\""),
+        "connector[1].\"topic.prefix\"",
+        "same topic.prefix",
+    );
+    // A connector after the first captures only tables its transforms route.
+    fails_at(
+        &second_named(
+            "\"table.include.list\" = \"public.outbox\"",
+            "\"table.include.list\" = \"public.outbox, public.claims\"",
+        ),
+        "connector[1].\"table.include.list\"",
+        "captures public.claims, which its transforms do not route",
+    );
+    fails_at(
+        &second_named(
+            "\"publication.autocreate.mode\" = \"filtered\"",
+            "\"publication.autocreate.mode\" = \"disabled\"",
+        ),
+        "connector[1].\"publication.autocreate.mode\"",
+        "not modelled yet",
+    );
+    // At most MAX_CONNECTORS, at least one.
+    let many: String = (0..5)
+        .map(|i| {
+            format!("[[connector]]\nname = \"c{i}\"\n\"topic.prefix\" = \"p{i}\"\n\"plugin.name\" = \"pgoutput\"\n")
+        })
+        .collect();
+    fails(&format!("name = \"many\"\n{tables}{many}{rest}"), &[], "s.toml:", "too many connectors: 5");
+    // A connector's fault names its connector when the worker runs several.
+    let fault = |lines: &str| format!("{text}[[fault]]\nat = \"1s\"\n{lines}");
+    fails(&fault("action = \"stop-connector\"\n"), &[], "s.toml:", "name the one action stop-connector acts on");
+    fails_at(
+        &fault("action = \"kill-connector-task\"\nconnector = \"nobody\"\n"),
+        "fault[0].connector",
+        "no connector is named `nobody` (the connectors: claims-connector, outbox-connector)",
+    );
+    fails_at(
+        &fault("action = \"wal-burst\"\nbytes = \"1MB\"\nconnector = \"outbox-connector\"\n"),
+        "fault[0].connector",
+        "acts on no single connector",
+    );
+    let named = ok(&fault("action = \"rebuild-connector\"\nconnector = \"outbox-connector\"\n"), &[]);
+    assert_eq!(named.spec.faults[0].connector, 1);
+    let written = handoff_sim::scenario::to_toml(&named.spec, 1).expect("written");
+    assert!(written.contains("connector = \"outbox-connector\""), "{written}");
+    // `[connector]` stays the shorthand for one: a connector fault needs no name then.
+    assert_eq!(ok(&with_fault("action = \"stop-connector\"\n"), &[]).spec.faults[0].connector, 0);
 }

@@ -38,8 +38,16 @@ fn assert_same(spec: &Spec, seed: u64, loaded: &Loaded, text: &str) {
     for (key, value) in &spec.connector_properties {
         assert_eq!(loaded.spec.connector_properties.get(key), Some(value), "connector property {key:?} in\n{text}");
     }
+    for (written, read) in spec.more_connectors.iter().zip(&loaded.spec.more_connectors) {
+        for (key, value) in &written.properties {
+            assert_eq!(read.properties.get(key), Some(value), "connector property {key:?} in\n{text}");
+        }
+    }
     let mut read = loaded.spec.clone();
     read.connector_properties.clone_from(&spec.connector_properties);
+    for (read, written) in read.more_connectors.iter_mut().zip(&spec.more_connectors) {
+        read.properties.clone_from(&written.properties);
+    }
     assert_eq!(&read, spec, "{text}");
 }
 
@@ -166,10 +174,12 @@ fn everything() -> Spec {
             version: (2, 6),
             pgjdbc: Some((42, 7, 3)),
             name: "claims-connector".into(),
+            connector_index: 0,
             topic_prefix: "claims".into(),
             slot_name: "claims_slot".into(),
             plugin_name: "pgoutput".into(),
             publication_name: "claims_publication".into(),
+            publication_filtered: false,
             snapshot_mode: SnapshotMode::WhenNeeded,
             snapshot_fetch_size: 100,
             max_batch_size: 512,
@@ -241,29 +251,52 @@ fn everything() -> Spec {
             },
         ],
         faults: vec![
-            Fault { trigger: at(2_500), action: FaultAction::KillConnectWorker { restart_after_ms: Some(5_000) } },
-            Fault { trigger: at(3_000), action: FaultAction::KillConnectWorker { restart_after_ms: None } },
+            Fault {
+                trigger: at(2_500),
+                action: FaultAction::KillConnectWorker { restart_after_ms: Some(5_000) },
+                connector: 0,
+            },
+            Fault {
+                trigger: at(3_000),
+                action: FaultAction::KillConnectWorker { restart_after_ms: None },
+                connector: 0,
+            },
             Fault {
                 trigger: after(Moment::TaskStarted, 2, 0),
                 action: FaultAction::KillConnectorTask { restart_after_ms: Some(1_000) },
+                connector: 0,
             },
-            Fault { trigger: at(60_000), action: FaultAction::KillConnectorTask { restart_after_ms: None } },
-            Fault { trigger: at(61_000), action: FaultAction::StopConnector { resume_after_ms: Some(2_000) } },
-            Fault { trigger: at(62_000), action: FaultAction::StopConnector { resume_after_ms: None } },
-            Fault { trigger: at(63_000), action: FaultAction::CrashPostgres { restart_after_ms: 4_000 } },
+            Fault {
+                trigger: at(60_000),
+                action: FaultAction::KillConnectorTask { restart_after_ms: None },
+                connector: 0,
+            },
+            Fault {
+                trigger: at(61_000),
+                action: FaultAction::StopConnector { resume_after_ms: Some(2_000) },
+                connector: 0,
+            },
+            Fault { trigger: at(62_000), action: FaultAction::StopConnector { resume_after_ms: None }, connector: 0 },
+            Fault { trigger: at(63_000), action: FaultAction::CrashPostgres { restart_after_ms: 4_000 }, connector: 0 },
             Fault {
                 trigger: after(Moment::OffsetsStored, 1, 10),
                 action: FaultAction::Clog { between: (Node::Connect, Node::Postgres), duration_ms: 7_000 },
+                connector: 0,
             },
             Fault {
                 trigger: at(64_000),
                 action: FaultAction::Clog { between: (Node::Pg2, Node::Pg1), duration_ms: 1 },
+                connector: 0,
             },
-            Fault { trigger: at(65_000), action: FaultAction::WalBurst { bytes: 64 << 20 } },
-            Fault { trigger: at(65_500), action: FaultAction::WalBurst { bytes: 1_536 } },
-            Fault { trigger: at(66_000), action: FaultAction::Checkpoint },
-            Fault { trigger: at(75_000), action: FaultAction::FailOverToStandby { promote_after_ms: 5_000 } },
-            Fault { trigger: after(Moment::Promoted, 1, 3_000), action: FaultAction::RecreateSlot },
+            Fault { trigger: at(65_000), action: FaultAction::WalBurst { bytes: 64 << 20 }, connector: 0 },
+            Fault { trigger: at(65_500), action: FaultAction::WalBurst { bytes: 1_536 }, connector: 0 },
+            Fault { trigger: at(66_000), action: FaultAction::Checkpoint, connector: 0 },
+            Fault {
+                trigger: at(75_000),
+                action: FaultAction::FailOverToStandby { promote_after_ms: 5_000 },
+                connector: 0,
+            },
+            Fault { trigger: after(Moment::Promoted, 1, 3_000), action: FaultAction::RecreateSlot, connector: 0 },
         ],
         profile: Some(FaultProfile {
             kinds: vec![FaultKind::Clog, FaultKind::KillConnectorTask, FaultKind::FailOverToStandby],
@@ -311,6 +344,7 @@ fn everything() -> Spec {
         // A schedule excludes timed faults and workload: see the exported counterexamples.
         schedule: None,
         consumer: None,
+        more_connectors: Vec::new(),
     }
 }
 
@@ -781,7 +815,7 @@ prop_compose! {
             .into_iter()
             .map(|(trigger, op, label)| ScriptedTxn { trigger, ops: vec![applicable(&spec, op)], label, step: Default::default() })
             .collect();
-        spec.faults = faults.into_iter().map(|(trigger, action)| Fault { trigger, action }).collect();
+        spec.faults = faults.into_iter().map(|(trigger, action)| Fault { trigger, action, connector: 0 }).collect();
         spec.profile = profile;
         spec.background = background;
         spec.debezium.version = version.min((3, 7));

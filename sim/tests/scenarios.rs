@@ -182,3 +182,50 @@ fn outbox_consumer_crash_inbox_rules() {
 fn outbox_steady_events() {
     check("outbox-steady-events");
 }
+
+#[test]
+fn outbox_quiet_database_both_slots() {
+    check("outbox-quiet-database-both-slots");
+}
+
+/// Every variant of every bundled scenario, at the scenario's seed, is as its own prediction says
+/// (a variant of `fault_profile` settings only is a sweep's, judged by the release sweeps).
+#[test]
+fn every_variant_holds_its_prediction() {
+    let mut ran = 0;
+    for (name, path) in common::bundled().into_iter().filter(|(name, _)| !name.contains('/')) {
+        let text = std::fs::read_to_string(&path).expect("the scenario file");
+        let lines: Vec<&str> = text.lines().collect();
+        for (index, line) in lines.iter().enumerate() {
+            let Some(variant) = line.strip_prefix("[variants.").and_then(|rest| rest.strip_suffix(']')) else {
+                continue;
+            };
+            if variant.contains('.') {
+                continue; // `[variants.NAME.prediction]`
+            }
+            let settings = lines.get(index + 1).copied().unwrap_or_default();
+            if settings.starts_with("set") && !settings.contains('=') {
+                continue;
+            }
+            let sweep_only = settings
+                .split(['{', ','])
+                .filter(|part| part.contains('='))
+                .all(|part| part.trim().trim_start_matches('"').starts_with("fault_profile"));
+            if sweep_only {
+                continue;
+            }
+            let choice =
+                handoff_sim::scenario::Choice { sets: Vec::new(), variant: Some(variant.to_string()), expect: None };
+            let loaded = handoff_sim::scenario::load_with(&path, &choice).unwrap_or_else(|e| panic!("{e}"));
+            let result = common::run(&loaded.spec, loaded.seed);
+            assert!(
+                result.prediction_held,
+                "{name} --variant {variant}: prediction did not hold; violated {:?}\n{}",
+                result.violated(),
+                result.findings.iter().map(|f| f.to_string()).collect::<Vec<_>>().join("\n")
+            );
+            ran += 1;
+        }
+    }
+    assert!(ran >= 10, "only {ran} variants ran");
+}

@@ -54,6 +54,11 @@ enum Step {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Operator {
     pub policy: GatePolicy,
+    /// Every connector the operator may act on, by the index of its `[[connector]]` entry: its
+    /// name, its slot, and whether resuming it with no offsets takes a new snapshot.
+    pub targets: Vec<OperatorTarget>,
+    /// The connector the current procedure acts on (the failover gate: the first).
+    target: u8,
     pub connector: String,
     pub slot_name: String,
     step: Step,
@@ -74,6 +79,15 @@ pub struct Operator {
     pub rebuild_snapshots: bool,
     /// How many times the runbook's slot drop was refused because the slot is active.
     drop_refusals: u32,
+}
+
+/// A connector as the operator knows it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct OperatorTarget {
+    pub name: String,
+    pub slot_name: String,
+    /// Every `snapshot.mode` but `no_data`: resumed with no offsets, it snapshots again.
+    pub rebuild_snapshots: bool,
 }
 
 /// How many times (one a second) the runbook tries a slot drop PostgreSQL refuses because the slot
@@ -99,8 +113,11 @@ fn rest_call(request: &RestRequest, connector: &str) -> String {
 
 impl Operator {
     pub fn new(policy: GatePolicy, connector: String, slot_name: String) -> Operator {
+        let first = OperatorTarget { name: connector.clone(), slot_name: slot_name.clone(), rebuild_snapshots: true };
         Operator {
             policy,
+            targets: vec![first],
+            target: 0,
             connector,
             slot_name,
             step: Step::Idle,
@@ -120,8 +137,8 @@ impl Operator {
     fn procedure(control: &Control) -> &'static str {
         match control {
             Control::FailoverHappened => "the failover gate",
-            Control::Rebuild => "rebuild-connector (the recovery runbook)",
-            Control::RecreateSlot => "recreate-slot",
+            Control::Rebuild { .. } => "rebuild-connector (the recovery runbook)",
+            Control::RecreateSlot { .. } => "recreate-slot",
             Control::AdvanceSlot { .. } => "advance-slot",
             _ => "an operator's action",
         }
@@ -171,7 +188,17 @@ impl Operator {
     }
 
     fn rest(&mut self, ctx: &mut Ctx, request: RestRequest) {
-        self.send(ctx, Node::Connect, Msg::Rest { request });
+        self.send(ctx, Node::Connect, Msg::Rest { connector: self.target, request });
+    }
+
+    /// The procedure starting now acts on connector `connector`.
+    fn aim(&mut self, connector: u8) {
+        if let Some(target) = self.targets.get(usize::from(connector)) {
+            self.target = connector;
+            self.connector.clone_from(&target.name);
+            self.slot_name.clone_from(&target.slot_name);
+            self.rebuild_snapshots = target.rebuild_snapshots;
+        }
     }
 
     fn sql(&mut self, ctx: &mut Ctx, request: SqlRequest) {
@@ -251,8 +278,8 @@ impl Component for Operator {
 
     fn on_message(&mut self, ctx: &mut Ctx, _from: Node, msg: Msg) {
         if let Msg::Control(
-            control @ (Control::RecreateSlot
-            | Control::Rebuild
+            control @ (Control::RecreateSlot { .. }
+            | Control::Rebuild { .. }
             | Control::FailoverHappened
             | Control::AdvanceSlot { .. }),
         ) = &msg
@@ -270,13 +297,14 @@ impl Component for Operator {
         }
         if self.rest_refused
             && matches!(msg, Msg::RestReply { .. })
-            && let Some((_, Msg::Rest { request })) = &self.last
+            && let Some((_, Msg::Rest { request, .. })) = &self.last
         {
             self.rest_refused = false;
             ctx.observe(Observation::RestAnswered { request: rest_call(request, &self.connector) });
         }
         match (self.step.clone(), msg) {
-            (Step::Idle | Step::Done, Msg::Control(Control::RecreateSlot)) => {
+            (Step::Idle | Step::Done, Msg::Control(Control::RecreateSlot { connector })) => {
+                self.aim(connector);
                 self.step = Step::RecreateDropping;
                 self.action(ctx, &format!("drop slot \"{}\" if it exists", self.slot_name));
                 let slot = self.slot_name.clone();
@@ -314,7 +342,8 @@ impl Component for Operator {
             // `ReplicationSlotAcquire`) and below `confirmed_flush` ("cannot advance replication
             // slot to ..., minimum is ...", `slotfuncs.c`): the operator reports the refusal and the
             // procedure ends there (a person stops the connector first and tries again).
-            (Step::Idle | Step::Done, Msg::Control(Control::AdvanceSlot { to })) => {
+            (Step::Idle | Step::Done, Msg::Control(Control::AdvanceSlot { connector, to })) => {
+                self.aim(connector);
                 self.step = Step::Advancing;
                 let slot = self.slot_name.clone();
                 let target = match to {
@@ -339,7 +368,8 @@ impl Component for Operator {
                 self.action(ctx, &text);
                 self.finish(ctx);
             }
-            (Step::Idle | Step::Done, Msg::Control(Control::Rebuild)) => {
+            (Step::Idle | Step::Done, Msg::Control(Control::Rebuild { connector })) => {
+                self.aim(connector);
                 self.rebuilding = true;
                 self.step = Step::Stopping;
                 self.action(ctx, "runbook: stop the connector");
@@ -349,6 +379,7 @@ impl Component for Operator {
                 if self.policy == GatePolicy::Off {
                     return;
                 }
+                self.aim(0);
                 self.step = Step::Stopping;
                 self.action(ctx, "failover gate: stop the connector");
                 self.rest(ctx, RestRequest::Stop);
@@ -451,7 +482,7 @@ impl Component for Operator {
             // with the process); the operator's client tries again shortly, so the call lands as
             // soon as the restarted worker listens: before its task's first poll returns
             // (`poll.interval.ms` after the task starts).
-            Some((Node::Connect, Msg::Rest { request })) if peer == Node::Connect => {
+            Some((Node::Connect, Msg::Rest { request, .. })) if peer == Node::Connect => {
                 if !self.rest_refused {
                     self.rest_refused = true;
                     ctx.observe(Observation::RestUnanswered {

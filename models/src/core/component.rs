@@ -28,20 +28,9 @@ pub enum Timer {
     Checkpoint,
     /// PostgreSQL primary: ship WAL to the standby (after `replication_delay_ms`).
     ShipWal,
-    /// Connect: the source task's `poll()` returns (Debezium waits `poll.interval.ms` for records).
-    PollReturns,
-    /// Connect: the periodic offset commit (`offset.flush.interval.ms`).
-    OffsetFlush,
-    /// Connect: the offset flush did not complete in `offset.flush.timeout.ms`.
-    OffsetFlushTimeout,
-    /// Connect: a graceful stop's final commit gave up waiting for in-flight records.
-    StopTimeout,
-    /// Debezium: restart after a retriable error (`retriable.restart.connector.wait.ms`).
-    TaskRestart,
-    /// Debezium: read the slot row again (its `restart_lsn` was NULL; 900 attempts, 2 s apart).
-    SlotInfoRetry,
-    /// Debezium: the next heartbeat (`heartbeat.interval.ms`).
-    Heartbeat,
+    /// Connect: a timer of connector `connector`'s source task (the index of its `[[connector]]`
+    /// entry; a worker runs one task per connector, each with its own timers).
+    Task { connector: u8, timer: TaskTimer },
     /// A consumer group member (the sink, the outbox's consumer): commit consumed positions
     /// (`auto.commit.interval.ms`).
     SinkCommit,
@@ -69,18 +58,11 @@ pub enum Timer {
 }
 
 impl Timer {
-    /// Every timer but the scan batch (one per client).
-    pub const PLAIN: [Timer; 19] = [
+    /// Every timer but the scan batch (one per client) and the connector tasks' ([`TaskTimer`]).
+    pub const PLAIN: [Timer; 12] = [
         Timer::BgwriterRunningXacts,
         Timer::Checkpoint,
         Timer::ShipWal,
-        Timer::PollReturns,
-        Timer::OffsetFlush,
-        Timer::OffsetFlushTimeout,
-        Timer::StopTimeout,
-        Timer::TaskRestart,
-        Timer::SlotInfoRetry,
-        Timer::Heartbeat,
         Timer::SinkCommit,
         Timer::KafkaRetry,
         Timer::Workload,
@@ -92,6 +74,16 @@ impl Timer {
         Timer::ConsumerWork,
     ];
 
+    /// Connector `connector`'s task timer.
+    pub const fn task(connector: u8, timer: TaskTimer) -> Timer {
+        Timer::Task { connector, timer }
+    }
+
+    /// The timer of the first connector's task (the only one most scenarios have).
+    pub const fn first_task(timer: TaskTimer) -> Timer {
+        Timer::Task { connector: 0, timer }
+    }
+
     /// Its name in a schedule and a timeline: `offset-flush`, `scan-batch:connect`.
     pub fn name(self) -> String {
         match self {
@@ -99,13 +91,9 @@ impl Timer {
             Timer::BgwriterRunningXacts => "bgwriter-running-xacts".into(),
             Timer::Checkpoint => "checkpoint".into(),
             Timer::ShipWal => "ship-wal".into(),
-            Timer::PollReturns => "poll-returns".into(),
-            Timer::OffsetFlush => "offset-flush".into(),
-            Timer::OffsetFlushTimeout => "offset-flush-timeout".into(),
-            Timer::StopTimeout => "stop-timeout".into(),
-            Timer::TaskRestart => "task-restart".into(),
-            Timer::SlotInfoRetry => "slot-info-retry".into(),
-            Timer::Heartbeat => "heartbeat".into(),
+            // The first connector's timers keep their plain names; another's carry its place.
+            Timer::Task { connector: 0, timer } => timer.name().into(),
+            Timer::Task { connector, timer } => format!("{}:{}", timer.name(), u32::from(connector) + 1),
             Timer::SinkCommit => "sink-commit".into(),
             Timer::KafkaRetry => "kafka-retry".into(),
             Timer::Workload => "workload".into(),
@@ -116,6 +104,54 @@ impl Timer {
             Timer::IdleInTransactionTimeout => "idle-in-transaction-session-timeout".into(),
             Timer::ConsumerWork => "consumer-work".into(),
         }
+    }
+}
+
+/// A Connect source task's timers (each connector's task has its own set, [`Timer::Task`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum TaskTimer {
+    /// The source task's `poll()` returns (Debezium waits `poll.interval.ms` for records).
+    PollReturns,
+    /// The periodic offset commit (`offset.flush.interval.ms`).
+    OffsetFlush,
+    /// The offset flush did not complete in `offset.flush.timeout.ms`.
+    OffsetFlushTimeout,
+    /// A graceful stop's final commit gave up waiting for in-flight records.
+    StopTimeout,
+    /// Debezium: restart after a retriable error (`retriable.restart.connector.wait.ms`).
+    TaskRestart,
+    /// Debezium: read the slot row again (its `restart_lsn` was NULL; 900 attempts, 2 s apart).
+    SlotInfoRetry,
+    /// Debezium: the next heartbeat (`heartbeat.interval.ms`).
+    Heartbeat,
+}
+
+impl TaskTimer {
+    pub const ALL: [TaskTimer; 7] = [
+        TaskTimer::PollReturns,
+        TaskTimer::OffsetFlush,
+        TaskTimer::OffsetFlushTimeout,
+        TaskTimer::StopTimeout,
+        TaskTimer::TaskRestart,
+        TaskTimer::SlotInfoRetry,
+        TaskTimer::Heartbeat,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TaskTimer::PollReturns => "poll-returns",
+            TaskTimer::OffsetFlush => "offset-flush",
+            TaskTimer::OffsetFlushTimeout => "offset-flush-timeout",
+            TaskTimer::StopTimeout => "stop-timeout",
+            TaskTimer::TaskRestart => "task-restart",
+            TaskTimer::SlotInfoRetry => "slot-info-retry",
+            TaskTimer::Heartbeat => "heartbeat",
+        }
+    }
+
+    /// Its place in [`TaskTimer::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
     }
 }
 
@@ -167,6 +203,21 @@ impl<'a> Ctx<'a> {
 
     pub fn observe(&mut self, observation: Observation) {
         self.out.observations.push(observation);
+    }
+
+    /// How many observations this step has made so far (see [`Ctx::tag_observations_since`]).
+    pub fn observation_mark(&self) -> usize {
+        self.out.observations.len()
+    }
+
+    /// Rewrites the observations made since `mark` (a process reporting for one of its parts,
+    /// as the Connect worker does for each connector but the first).
+    pub fn tag_observations_since(&mut self, mark: usize, tag: impl Fn(Observation) -> Observation) {
+        if mark >= self.out.observations.len() {
+            return;
+        }
+        let tagged: Vec<Observation> = self.out.observations.drain(mark..).map(tag).collect();
+        self.out.observations.extend(tagged);
     }
 }
 

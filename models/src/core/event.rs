@@ -144,6 +144,32 @@ pub enum Topic {
     /// A topic a transform routed records to (the outbox `EventRouter`'s
     /// `outbox.event.<aggregatetype>`): the index of its name among the connector's routed topics.
     Routed(u16),
+    /// Another connector's heartbeat topic (`__debezium-heartbeat.<its topic.prefix>`): the index
+    /// of its `[[connector]]` entry, 1 or more (the first connector's is [`Topic::Heartbeat`]).
+    HeartbeatOf(u8),
+    /// Another connector's logical decoding message topic (`<its topic.prefix>.message`), as
+    /// [`Topic::HeartbeatOf`].
+    MessageOf(u8),
+}
+
+impl Topic {
+    /// Connector `connector`'s heartbeat topic.
+    pub fn heartbeat(connector: u8) -> Topic {
+        if connector == 0 { Topic::Heartbeat } else { Topic::HeartbeatOf(connector) }
+    }
+
+    /// Connector `connector`'s logical decoding message topic.
+    pub fn message(connector: u8) -> Topic {
+        if connector == 0 { Topic::Message } else { Topic::MessageOf(connector) }
+    }
+
+    pub fn is_heartbeat(self) -> bool {
+        matches!(self, Topic::Heartbeat | Topic::HeartbeatOf(_))
+    }
+
+    pub fn is_message(self) -> bool {
+        matches!(self, Topic::Message | Topic::MessageOf(_))
+    }
 }
 
 /// The key of a logical decoding message's record: its prefix (`{"prefix": …}`), as a stable

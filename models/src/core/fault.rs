@@ -155,6 +155,19 @@ pub enum FaultAction {
 }
 
 impl FaultAction {
+    /// Whether it acts on one connector (its REST API, its task, its slot): with several
+    /// connectors, a scenario names which.
+    pub fn acts_on_a_connector(&self) -> bool {
+        matches!(
+            self,
+            FaultAction::StopConnector { .. }
+                | FaultAction::KillConnectorTask { .. }
+                | FaultAction::RecreateSlot
+                | FaultAction::RebuildConnector
+                | FaultAction::AdvanceSlot { .. }
+        )
+    }
+
     /// How long after it the fault heals itself (a restart, a resume, a promotion, the end of a
     /// clog), if it does.
     pub fn delay_ms(&self) -> Option<u64> {

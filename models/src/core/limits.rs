@@ -31,6 +31,11 @@ pub const MAX_SETTING_MS: u64 = MAX_HORIZON_MS;
 /// Rows loaded before the run, all tables together.
 pub const MAX_ROWS: u64 = 1_000_000;
 
+/// Connectors one Connect worker runs (`[[connector]]` entries): each has its task, slot,
+/// publication and offsets. Four is more than the drills need (a main connector and an outbox
+/// connector); the exhaustive lens gives each its own task timers.
+pub const MAX_CONNECTORS: usize = 4;
+
 /// Tables of a scenario (each has up to 64 partitions in Kafka).
 pub const MAX_TABLES: usize = 1_000;
 

@@ -534,6 +534,13 @@ pub enum Observation {
         dropped: usize,
         first_drop: Option<String>,
     },
+    /// What the Connect worker observed of its connector `connector` (the index of a
+    /// `[[connector]]` entry, 1 or more): the first connector's observations are the
+    /// pipeline's own and stand untagged, as when the worker ran one connector.
+    OfConnector {
+        connector: u8,
+        observation: Box<Observation>,
+    },
 }
 
 /// What the consumer did with one record.
@@ -558,6 +565,16 @@ pub struct TraceEvent {
 }
 
 impl Observation {
+    /// The observation connector `connector`'s part of the worker makes of `self`: tagged unless
+    /// it is the first connector's.
+    pub fn of_connector(connector: u8, observation: Observation) -> Observation {
+        if connector == 0 {
+            observation
+        } else {
+            Observation::OfConnector { connector, observation: Box::new(observation) }
+        }
+    }
+
     /// What a crash of `node` is recorded as, in both lenses: a Connect worker's kill, a
     /// PostgreSQL crash, or another process's crash.
     pub fn crash_of(node: Node) -> Observation {
@@ -585,6 +602,7 @@ impl Observation {
             Observation::GroupCommitted { positions, .. } | Observation::SinkStarted { positions } => positions.len(),
             Observation::ServerStarted { slots, .. } => slots.len(),
             Observation::Promoted { slots, .. } => slots.len(),
+            Observation::OfConnector { observation, .. } => return observation.trace_items(),
             _ => 0,
         };
         1 + carried as u64

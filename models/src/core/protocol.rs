@@ -60,7 +60,9 @@ pub enum Msg {
         request_id: u64,
         reply: KafkaReply,
     },
+    /// A REST call on connector `connector` (the index of its `[[connector]]` entry).
     Rest {
+        connector: u8,
         request: RestRequest,
     },
     RestReply {
@@ -85,7 +87,9 @@ pub enum SqlRequest {
     /// a fresh statement snapshot (READ COMMITTED).
     ScanTable { table: TableId, exported_snapshot: Option<String>, fetch_size: u32 },
     /// `CREATE PUBLICATION <name> FOR ALL TABLES` unless it exists.
-    EnsurePublication { name: String },
+    /// `CREATE PUBLICATION name FOR ALL TABLES` if it does not exist (`tables: None`), or, with
+    /// `publication.autocreate.mode = filtered`, `FOR TABLE` those tables, created or set so.
+    EnsurePublication { name: String, tables: Option<Vec<TableId>> },
     /// `SELECT pg_drop_replication_slot($1)`.
     DropSlot { slot: String },
     /// `SELECT * FROM pg_create_logical_replication_slot($1, $2)`: a consistent point, no
@@ -477,21 +481,21 @@ pub enum Control {
     /// The operator learns that a promotion happened and runs the failover gate.
     FailoverHappened,
     /// The operator drops and creates the connector's slot again.
-    RecreateSlot,
+    RecreateSlot { connector: u8 },
     /// The operator runs the recovery runbook: stop, delete offsets, drop the slot, resume.
-    Rebuild,
+    Rebuild { connector: u8 },
     /// The server writes this many bytes of WAL in a database nobody captures.
     WalBurst { bytes: u64 },
     /// `CHECKPOINT`.
     Checkpoint,
-    /// The connector's task dies (its worker lives on).
-    KillTask,
+    /// Connector `connector`'s task dies (its worker lives on).
+    KillTask { connector: u8 },
     /// `pg_ctl stop -m fast`: walsenders end, a shutdown checkpoint is written, and the control
     /// file says the server was shut down cleanly, so the next start is no crash recovery.
     Shutdown,
     /// The operator advances the connector's slot by hand (`pg_replication_slot_advance`) to
     /// `to`, or to the WAL end.
-    AdvanceSlot { to: Option<Lsn> },
+    AdvanceSlot { connector: u8, to: Option<Lsn> },
 }
 
 /// `reconnect.backoff.max.ms` of the Kafka clients.

@@ -19,7 +19,7 @@ use crate::judge::checkers::{Evidence, RunEnd};
 use crate::scenario::processes::{Holder, Processes};
 
 /// What a lens knows beside its processes.
-pub struct Circumstances<'a, LastCommit: FnOnce() -> Option<Lsn>> {
+pub struct Circumstances<'a, LastCommit: Fn(usize) -> Option<Lsn>> {
     /// The lens holds the run for something of its own: still at work, whatever the processes
     /// say (the exhaustive lens: a message in flight, a scripted transaction not yet run, a
     /// process down, the loader's read unfinished; the timed lens: an operator's procedure under
@@ -32,8 +32,8 @@ pub struct Circumstances<'a, LastCommit: FnOnce() -> Option<Lsn>> {
     pub stream_start: Option<Lsn>,
     /// The checkers' evidence: which commits reached Kafka.
     pub evidence: &'a Evidence,
-    /// The end of the last captured commit in the primary's WAL (asked only when the rest of
-    /// the pipeline is settled).
+    /// The end of the last commit connector `c` captures in the primary's WAL (asked only when
+    /// the rest of the pipeline is settled).
     pub last_captured_commit: LastCommit,
 }
 
@@ -56,7 +56,7 @@ impl Acceptance {
 }
 
 /// Whether the run is at its acceptance boundary, has stopped short of it, or goes on.
-pub fn decide<H: Holder, L: FnOnce() -> Option<Lsn>>(
+pub fn decide<H: Holder, L: Fn(usize) -> Option<Lsn>>(
     processes: &Processes<H>,
     circumstances: Circumstances<'_, L>,
 ) -> Acceptance {
@@ -75,33 +75,50 @@ pub fn decide<H: Holder, L: FnOnce() -> Option<Lsn>>(
     {
         return Acceptance::Ended(RunEnd::SinkFailed { failure: format!("the outbox consumer: {failure}") });
     }
-    let status = H::read(&processes.connect, |connect| connect.status());
-    match status {
-        ConnectorState::Failed => {
-            let failure = H::read(&processes.connect, |connect| connect.failure().unwrap_or_default());
-            return Acceptance::Ended(RunEnd::TaskFailed { failure });
+    // Every connector of the worker: one that says it cannot go on ends the run; each must
+    // have processed the last commit it captures.
+    let count = H::read(&processes.connect, |connect| connect.connectors.len());
+    for c in 0..count {
+        let (status, name) = H::read(&processes.connect, |connect| {
+            (connect.connectors[c].status(), connect.connectors[c].debezium.name.clone())
+        });
+        match status {
+            ConnectorState::Failed => {
+                let failure =
+                    H::read(&processes.connect, |connect| connect.connectors[c].failure().unwrap_or_default());
+                let failure = if c == 0 { failure } else { format!("connector {name}: {failure}") };
+                return Acceptance::Ended(RunEnd::TaskFailed { failure });
+            }
+            ConnectorState::Stopped => return Acceptance::Ended(RunEnd::ConnectorStopped),
+            _ => {}
         }
-        ConnectorState::Stopped => return Acceptance::Ended(RunEnd::ConnectorStopped),
-        _ => {}
     }
-    if !connect_up || status != ConnectorState::Running || !H::read(&processes.connect, |connect| connect.is_drained())
-    {
+    if !connect_up || !H::read(&processes.connect, |connect| connect.is_drained()) {
         return Acceptance::Pending;
     }
-    let processed = H::read(&processes.connect, |connect| connect.processed_upto());
-    let Some(mut processed) = processed else { return Acceptance::Pending };
-    // What the connector has processed, or, when its stream was forwarded past its offset (a
-    // recreated slot's confirmed_flush) over commits that are all in Kafka already, where
-    // decoding began: nothing before it is still to come. (Commits it skipped that never
-    // reached Kafka leave the pipeline short: RUNNING and never catching up, I11.)
-    if let Some(start) = stream_start
-        && start > processed
-        && published_between(evidence, processed, start)
-    {
-        processed = start;
-    }
-    if last_captured_commit().is_some_and(|last| processed < last) {
-        return Acceptance::Pending;
+    for c in 0..count {
+        let (status, processed) = H::read(&processes.connect, |connect| {
+            (connect.connectors[c].status(), connect.connectors[c].processed_upto())
+        });
+        if status != ConnectorState::Running {
+            return Acceptance::Pending;
+        }
+        let Some(mut processed) = processed else { return Acceptance::Pending };
+        // What the connector has processed, or, when its stream was forwarded past its offset (a
+        // recreated slot's confirmed_flush) over commits that are all in Kafka already, where
+        // decoding began: nothing before it is still to come. (Commits it skipped that never
+        // reached Kafka leave the pipeline short: RUNNING and never catching up, I11.) The lens
+        // follows the first connector's stream.
+        if c == 0
+            && let Some(start) = stream_start
+            && start > processed
+            && published_between(evidence, processed, start)
+        {
+            processed = start;
+        }
+        if last_captured_commit(c).is_some_and(|last| processed < last) {
+            return Acceptance::Pending;
+        }
     }
     let ends = H::read(&processes.kafka, |kafka| kafka.log_end_offsets());
     let caught_up = H::read(&processes.sink, |sink| {
@@ -165,8 +182,8 @@ mod tests {
 
     /// Circumstances that hold nothing back: the Connect worker up, no stream forwarded, no
     /// captured commit.
-    fn settled(evidence: &Evidence) -> Circumstances<'_, fn() -> Option<Lsn>> {
-        Circumstances { held: false, connect_up: true, stream_start: None, evidence, last_captured_commit: || None }
+    fn settled(evidence: &Evidence) -> Circumstances<'_, fn(usize) -> Option<Lsn>> {
+        Circumstances { held: false, connect_up: true, stream_start: None, evidence, last_captured_commit: |_| None }
     }
 
     /// Runs `f` on the component of `node` with a context at t=0.
@@ -227,7 +244,7 @@ mod tests {
     #[test]
     fn a_stopped_connector_ends_the_run_unless_the_lens_holds_it() {
         let mut processes = fresh();
-        processes.connect.target_state = TargetState::Stopped;
+        processes.connect.connectors[0].target_state = TargetState::Stopped;
         let evidence = evidence();
         assert_eq!(decide(&processes, settled(&evidence)), Acceptance::Ended(RunEnd::ConnectorStopped));
         // An operator's procedure under way (the timed lens) stops the connector on its way to
@@ -241,7 +258,7 @@ mod tests {
         let mut processes = fresh();
         act(&mut processes, Node::Connect, |connect, ctx| connect.start(ctx));
         act(&mut processes, Node::Connect, |connect, ctx| {
-            connect.on_message(ctx, Node::Operator, Msg::Control(Control::KillTask))
+            connect.on_message(ctx, Node::Operator, Msg::Control(Control::KillTask { connector: 0 }))
         });
         let evidence = evidence();
         let down = Circumstances { connect_up: false, ..settled(&evidence) };
@@ -290,7 +307,7 @@ mod tests {
             connect_up: true,
             stream_start,
             evidence,
-            last_captured_commit: move || Some(later),
+            last_captured_commit: move |_| Some(later),
         };
         assert_eq!(decide(processes, behind(None)), Acceptance::Pending);
         // The timed lens's forwarded stream: decoding began at `later`, past every commit the

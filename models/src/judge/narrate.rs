@@ -19,8 +19,18 @@ pub struct Names {
     pub topic_prefix: String,
     /// The outbox tables (`[[table]] outbox`): their rows are the service's events.
     pub outboxes: Vec<TableId>,
-    /// The topics the connector's transforms route records to ([`Topic::Routed`]).
+    /// The topics the connectors' transforms route records to ([`Topic::Routed`]).
     pub routed: Vec<String>,
+    /// Every connector's name and `topic.prefix`, in `[[connector]]` order.
+    #[serde(default)]
+    pub connectors: Vec<(String, String)>,
+    /// The `topic.prefix` of each table's change topic, by table id, where another connector than
+    /// the first captures it (empty: every table's is `topic_prefix`).
+    #[serde(default)]
+    pub change_prefixes: Vec<String>,
+    /// The connector whose observation is being told (its lines carry its name).
+    #[serde(default)]
+    pub speaking_for: u8,
 }
 
 impl Names {
@@ -34,19 +44,58 @@ impl Names {
             tables: spec.tables.iter().map(|table| table.name.clone()).collect(),
             topic_prefix: spec.debezium.topic_prefix.clone(),
             outboxes: spec.tables.iter().filter(|table| table.outbox.is_some()).map(|table| table.id).collect(),
-            routed: spec.transform_chain().map(|chain| chain.routed_topics).unwrap_or_default(),
+            routed: spec.routed_topic_names(),
+            connectors: spec.connectors().map(|d| (d.name.clone(), d.topic_prefix.clone())).collect(),
+            change_prefixes: if spec.connector_count() == 1 {
+                Vec::new()
+            } else {
+                spec.tables
+                    .iter()
+                    .map(|table| {
+                        let capturing = spec.connectors().find(|d| d.tables.contains(&table.id));
+                        capturing.unwrap_or(&spec.debezium).topic_prefix.clone()
+                    })
+                    .collect()
+            },
+            speaking_for: 0,
         }
+    }
+
+    /// A connector's name, by its place.
+    pub fn connector(&self, connector: u8) -> String {
+        self.connectors
+            .get(usize::from(connector))
+            .map_or_else(|| format!("connector {}", u32::from(connector) + 1), |(name, _)| name.clone())
+    }
+
+    /// The names as connector `connector` sees them (its topic prefix).
+    fn of_connector(&self, connector: u8) -> Names {
+        let mut names = self.clone();
+        if let Some((_, prefix)) = self.connectors.get(usize::from(connector)) {
+            names.topic_prefix.clone_from(prefix);
+        }
+        names.speaking_for = connector;
+        names
     }
 
     pub fn topic(&self, topic: Topic) -> String {
         match topic {
-            Topic::Change(table) => format!("{}.{}", self.topic_prefix, self.table(table)),
+            Topic::Change(table) => {
+                let prefix = self.change_prefixes.get(usize::from(table.0)).unwrap_or(&self.topic_prefix);
+                format!("{prefix}.{}", self.table(table))
+            }
             Topic::Heartbeat => format!("__debezium-heartbeat.{}", self.topic_prefix),
             Topic::Message => format!("{}.message", self.topic_prefix),
+            Topic::HeartbeatOf(c) => format!("__debezium-heartbeat.{}", self.prefix_of(c)),
+            Topic::MessageOf(c) => format!("{}.message", self.prefix_of(c)),
             Topic::Routed(index) => {
                 self.routed.get(usize::from(index)).cloned().unwrap_or_else(|| format!("routed topic {index}"))
             }
         }
+    }
+
+    fn prefix_of(&self, connector: u8) -> &str {
+        self.connectors.get(usize::from(connector)).map_or("?", |(_, prefix)| prefix.as_str())
     }
 
     /// A row operation in words: `delete claim 500 from public.claims`.
@@ -126,6 +175,10 @@ fn partitions_summary(records: &[KafkaRecord], names: &Names) -> String {
 
 pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
     Some(match observation {
+        Observation::OfConnector { connector, observation } => {
+            let text = narrate(observation, &names.of_connector(*connector))?;
+            format!("[{}] {text}", names.connector(*connector))
+        }
         Observation::Committed { txn, .. } => {
             let mut text = format!("xid {} committed at {}: ", txn.xid, txn.commit_lsn);
             let shown: Vec<String> = txn
@@ -508,6 +561,12 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             }
         ),
         Observation::OperatorAction { action } => action.clone(),
+        // With several connectors, the first connector's faults name it too.
+        Observation::Fault { action }
+            if names.connectors.len() > 1 && names.speaking_for == 0 && action.acts_on_a_connector() =>
+        {
+            format!("FAULT: {action} on {}", names.connector(0))
+        }
         Observation::Fault { action } => format!("FAULT: {action}"),
         Observation::FaultRefused { action, reason } => format!("FAULT REFUSED: {action}: {reason}"),
         Observation::OperatorWaits { procedure, behind } => {

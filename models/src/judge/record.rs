@@ -279,6 +279,10 @@ pub struct HandoffRecord {
     /// The outbox reconciliation, when the connector routes outbox events.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outbox: Option<OutboxRecord>,
+    /// The worker's other connectors (`[[connector]]` entries after the first), each with its
+    /// configuration, its last stored offset and what happened to its slot.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_connectors: Vec<OtherConnectorRecord>,
     pub restart_test: Option<RestartTest>,
     pub failover_gate: Option<FailoverGateRecord>,
     pub rebuild_from_new_snapshot: Option<String>,
@@ -314,6 +318,54 @@ pub struct RecordInputs<'a> {
     pub sink_checkpoint: BTreeMap<TopicPartition, u64>,
     /// The run's findings (the outbox reconciliation names the events I9 found lost).
     pub findings: &'a [crate::judge::checkers::Finding],
+}
+
+/// Another connector of the worker, as the run left it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OtherConnectorRecord {
+    pub name: String,
+    pub configuration: BTreeMap<String, String>,
+    /// Its last offset in the offsets topic, as Debezium writes it (`None`: none, or deleted).
+    pub stored_offset: Option<String>,
+    /// Its slot at the end: `valid`, or when and why it was lost or dropped.
+    pub slot: String,
+}
+
+impl OtherConnectorRecord {
+    fn of(inputs: &RecordInputs, c: usize) -> OtherConnectorRecord {
+        let spec = inputs.spec;
+        let debezium = spec.connector(c);
+        let mut configuration = spec.connector_properties_of(c).clone();
+        let defaults = [
+            ("snapshot.mode", debezium.snapshot_mode.name().to_string()),
+            ("slot.name", debezium.slot_name.clone()),
+            ("publication.name", debezium.publication_name.clone()),
+            ("topic.prefix", debezium.topic_prefix.clone()),
+        ];
+        for (key, value) in defaults {
+            configuration.entry(key.to_string()).or_insert(value);
+        }
+        let mut stored_offset = None;
+        let mut slot = "valid".to_string();
+        for event in inputs.trace {
+            match &event.observation {
+                Observation::SourceOffsetStored { connector, offset } if *connector == debezium.name => {
+                    stored_offset = offset.map(|offset| offset.to_string());
+                }
+                Observation::SlotInvalidated { slot: name, .. } if *name == debezium.slot_name => {
+                    slot = format!("lost at {} (max_slot_wal_keep_size)", event.at);
+                }
+                Observation::SlotDropped { slot: name, .. } if *name == debezium.slot_name => {
+                    slot = format!("dropped at {}", event.at);
+                }
+                Observation::SlotCreated { slot: name, .. } if *name == debezium.slot_name && slot != "valid" => {
+                    slot = format!("{slot}; created again at {}", event.at);
+                }
+                _ => {}
+            }
+        }
+        OtherConnectorRecord { name: debezium.name.clone(), configuration, stored_offset, slot }
+    }
 }
 
 /// The outbox reconciliation: the service's events against what reached their routed topics.
@@ -702,6 +754,7 @@ impl HandoffRecord {
             sink_checkpoint: checkpoint(spec, &inputs.sink_checkpoint),
             duplicates: Duplicates::of(inputs.trace),
             outbox: OutboxRecord::of(inputs),
+            other_connectors: (1..spec.connector_count()).map(|c| OtherConnectorRecord::of(inputs, c)).collect(),
             restart_test,
             failover_gate,
             rebuild_from_new_snapshot,
@@ -753,6 +806,12 @@ impl HandoffRecord {
         );
         let config: Vec<String> = self.connector_configuration.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(out, "  connector            {}", config.join(" "));
+        for other in &self.other_connectors {
+            let config: Vec<String> = other.configuration.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(out, "  connector            {}", config.join(" "));
+            let stored = other.stored_offset.as_deref().unwrap_or("none");
+            let _ = writeln!(out, "                       {}: stored offset {stored}; slot {}", other.name, other.slot);
+        }
         match &self.snapshot_completion_marker {
             Some(marker) => {
                 let _ = writeln!(

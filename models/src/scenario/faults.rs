@@ -130,7 +130,7 @@ pub fn generate(profile: &FaultProfile, system: System, horizon_ms: u64, seed: u
                 FaultAction::KillConsumer { restart_after_ms: Some(delay(&mut draw, 1_000, 30_000, horizon_ms)) }
             }
         };
-        faults.push(Fault { trigger, action });
+        faults.push(Fault { trigger, action, connector: 0 });
     }
     faults
 }

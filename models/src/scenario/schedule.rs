@@ -171,13 +171,33 @@ fn world_node(name: &str) -> Result<Node, String> {
 }
 
 fn parse_timer(text: &str) -> Result<Timer, String> {
-    const PLAIN: [Timer; 19] = Timer::PLAIN;
+    use crate::core::component::TaskTimer;
     if let Some(client) = text.strip_prefix("scan-batch:") {
         return Ok(Timer::ScanBatch { client: world_node(client)? });
     }
-    PLAIN.into_iter().find(|timer| timer.name() == text).ok_or_else(|| {
-        let names: Vec<String> = PLAIN.iter().map(|timer| timer.name()).collect();
-        format!("`{text}` is not a timer (one of {}, scan-batch:CLIENT)", names.join(", "))
+    // A task timer: `offset-flush` (the first connector's) or `offset-flush:2` (the second's).
+    let (kind, connector) = match text.split_once(':') {
+        Some((kind, place)) => match place.parse::<usize>() {
+            Ok(place) if (1..=crate::core::limits::MAX_CONNECTORS).contains(&place) => (kind, (place - 1) as u8),
+            _ => {
+                return Err(format!(
+                    "`{text}`: a task timer's connector is 1 to {}",
+                    crate::core::limits::MAX_CONNECTORS
+                ));
+            }
+        },
+        None => (text, 0),
+    };
+    if let Some(timer) = TaskTimer::ALL.into_iter().find(|timer| timer.name() == kind) {
+        return Ok(Timer::Task { connector, timer });
+    }
+    Timer::PLAIN.into_iter().find(|timer| timer.name() == text).ok_or_else(|| {
+        let names: Vec<String> = Timer::PLAIN
+            .iter()
+            .map(|timer| timer.name())
+            .chain(TaskTimer::ALL.iter().map(|timer| timer.name().to_string()))
+            .collect();
+        format!("`{text}` is not a timer (one of {}, scan-batch:CLIENT; a task timer of the second connector: offset-flush:2)", names.join(", "))
     })
 }
 

@@ -2,12 +2,11 @@
 //! every lens.
 
 use crate::components::app::App;
-use crate::components::connect::transforms::chain::TransformChain;
-use crate::components::connect::{ConnectWorker, TargetState};
+use crate::components::connect::{ConnectWorker, Connector, TargetState};
 use crate::components::consumer::InboxConsumer;
 use crate::components::kafka::{Kafka, KafkaConfig};
 use crate::components::loader::Loader;
-use crate::components::operator::Operator;
+use crate::components::operator::{Operator, OperatorTarget};
 use crate::components::postgres::{Postgres, PostgresConfig, ServerRun, TableSpec};
 use crate::components::sink::SearchIndex;
 use crate::core::event::Topic;
@@ -74,13 +73,27 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
     ));
     let pg1 = Postgres::new(Node::Pg1, Role::Primary, pg_config, &initial_rows);
     let pg2 = spec.postgres.standby.map(|_| Postgres::new(Node::Pg2, Role::Standby, pg_config, &initial_rows));
-    let debezium = Fixed::new(spec.debezium.clone());
-    // Validated when the scenario was read; a spec built in code with a chain that does not
-    // configure runs without one (and its loader would have named the property).
-    let chain = spec.transform_chain().unwrap_or_else(|_| TransformChain::none(Default::default()));
-    let routed: Vec<Topic> = (0..chain.routed_topics.len()).map(|index| Topic::Routed(index as u16)).collect();
-    let connect =
-        ConnectWorker::new(Fixed::new(spec.connect.clone()), debezium, Fixed::new(chain), TargetState::Running);
+    // Every connector's chain, validated when the scenario was read; routed topics are the
+    // run's (several connectors may route to one topic).
+    let chains = spec.run_transform_chains();
+    let routed: Vec<Topic> = (0..spec.routed_topic_names().len()).map(|index| Topic::Routed(index as u16)).collect();
+    let connectors = spec
+        .connectors()
+        .zip(chains)
+        .map(|(debezium, chain)| Connector::new(Fixed::new(debezium.clone()), Fixed::new(chain), TargetState::Running))
+        .collect();
+    let connect = ConnectWorker::new(Fixed::new(spec.connect.clone()), connectors);
+    // Each connector's heartbeat topic (`__debezium-heartbeat.<topic.prefix>`) and message
+    // topic (`<topic.prefix>.message`), where it writes them.
+    let own_topics = spec.connectors().flat_map(|debezium| {
+        let c = debezium.connector_index;
+        // Logical decoding messages are decoded for every slot, whatever its publication.
+        let messages = writes_messages(spec);
+        (debezium.effective_heartbeat_interval_ms() > 0)
+            .then_some(Topic::heartbeat(c))
+            .into_iter()
+            .chain(messages.then_some(Topic::message(c)))
+    });
     let kafka = Kafka::new(Fixed::new(KafkaConfig {
         partitions: spec.kafka.partitions,
         topics: spec
@@ -90,11 +103,8 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
             // database (`database.dbname`), so no topic of it exists.
             .filter(|t| t.database.is_none())
             .map(|t| Topic::Change(t.id))
-            .chain((spec.debezium.effective_heartbeat_interval_ms() > 0).then_some(Topic::Heartbeat))
-            // `<topic.prefix>.message`, where the scenario writes logical decoding messages
-            // (its script, or a heartbeat.action.query that emits one).
-            .chain(writes_messages(spec).then_some(Topic::Message))
-            // The topics the connector's transforms route to (auto-created by the first produce
+            .chain(own_topics)
+            // The topics the connectors' transforms route to (auto-created by the first produce
             // in a real cluster, with `num.partitions`).
             .chain(routed)
             .collect(),
@@ -102,8 +112,15 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
     let sink = SearchIndex::new(Fixed::new(spec.sink.clone()));
     let app = App::new(CopyOnWrite::new(workload::workload(spec, seed)));
     let mut operator = Operator::new(spec.gate, spec.debezium.name.clone(), spec.debezium.slot_name.clone());
-    operator.rebuild_snapshots =
-        spec.debezium.snapshot_mode != crate::components::connect::debezium::SnapshotMode::NoData;
+    operator.targets = spec
+        .connectors()
+        .map(|debezium| OperatorTarget {
+            name: debezium.name.clone(),
+            slot_name: debezium.slot_name.clone(),
+            rebuild_snapshots: debezium.snapshot_mode != crate::components::connect::debezium::SnapshotMode::NoData,
+        })
+        .collect();
+    operator.rebuild_snapshots = operator.targets[0].rebuild_snapshots;
     let loader = match spec.handoff {
         HandoffMethod::PlainRead { read_at_ms } => Some(Loader::new(
             spec.debezium.tables.first().copied().unwrap_or_default(),
@@ -125,7 +142,7 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
 /// query that emits one.
 fn writes_messages(spec: &Spec) -> bool {
     let bound_scripts = spec.check.iter().flat_map(|bound| bound.scripts.iter());
-    spec.debezium.heartbeat_action_message.is_some()
+    spec.connectors().any(|debezium| debezium.heartbeat_action_message.is_some())
         || spec
             .scripted
             .iter()

@@ -97,6 +97,11 @@ impl fmt::Display for Invariant {
 pub struct Fault {
     pub trigger: Trigger,
     pub action: FaultAction,
+    /// The connector a connector's fault acts on (`stop-connector`, `kill-connector-task`,
+    /// `recreate-slot`, `rebuild-connector`, `advance-slot`): the place of its `[[connector]]`
+    /// entry; 0 for every other fault.
+    #[serde(default)]
+    pub connector: u8,
 }
 
 /// The kinds of fault a profile can enable.
@@ -435,6 +440,32 @@ pub struct Spec {
     /// `[consumer]`: the outbox's consumer, reading the routed event topics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consumer: Option<crate::components::consumer::ConsumerConfig>,
+    /// The connectors after the first (`[[connector]]` entries 2 and on), which the same Connect
+    /// worker runs: each an outbox connector, every table it captures routed by its transforms
+    /// (the first connector, `debezium`, is the one the sink reads and I1–I8 judge).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_connectors: Vec<ConnectorSection>,
+}
+
+/// A connector of the run beyond the first: its modelled properties and the properties as the
+/// scenario gave them.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ConnectorSection {
+    pub debezium: DebeziumConfig,
+    pub properties: BTreeMap<String, String>,
+}
+
+/// The routed topic names of several chains, in order of first appearance.
+fn routed_names(chains: &[crate::components::connect::transforms::chain::TransformChain]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for chain in chains {
+        for name in &chain.routed_topics {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+    }
+    names
 }
 
 /// `[schedule]`: a path through the `[check]` bound, one step every `step_ms` in the timed lens.
@@ -488,25 +519,57 @@ impl CheckBound {
 }
 
 impl Spec {
-    /// The connector's transformation chain, from its `transforms` and `predicates` properties
-    /// (validated when the scenario was read).
+    /// How many connectors the run has (`[[connector]]` entries; `[connector]` is one).
+    pub fn connector_count(&self) -> usize {
+        1 + self.more_connectors.len()
+    }
+
+    /// Connector `c`'s modelled properties.
+    pub fn connector(&self, c: usize) -> &DebeziumConfig {
+        if c == 0 { &self.debezium } else { &self.more_connectors[c - 1].debezium }
+    }
+
+    /// Connector `c`'s properties as the scenario gave them.
+    pub fn connector_properties_of(&self, c: usize) -> &BTreeMap<String, String> {
+        if c == 0 { &self.connector_properties } else { &self.more_connectors[c - 1].properties }
+    }
+
+    /// Every connector's modelled properties, in entry order.
+    pub fn connectors(&self) -> impl Iterator<Item = &DebeziumConfig> {
+        std::iter::once(&self.debezium).chain(self.more_connectors.iter().map(|more| &more.debezium))
+    }
+
+    /// The first connector's transformation chain, from its `transforms` and `predicates`
+    /// properties (validated when the scenario was read).
     pub fn transform_chain(
         &self,
     ) -> Result<
         crate::components::connect::transforms::chain::TransformChain,
         crate::components::connect::transforms::chain::ChainError,
     > {
+        self.transform_chain_of(0)
+    }
+
+    /// Connector `c`'s transformation chain on its own (its routed topics its own).
+    pub fn transform_chain_of(
+        &self,
+        c: usize,
+    ) -> Result<
+        crate::components::connect::transforms::chain::TransformChain,
+        crate::components::connect::transforms::chain::ChainError,
+    > {
         use crate::components::connect::transforms::chain::{ChainContext, TransformChain, is_chain_property};
         let context = ChainContext {
-            topic_prefix: self.debezium.topic_prefix.clone(),
+            topic_prefix: self.connector(c).topic_prefix.clone(),
             tables: self
                 .tables
                 .iter()
                 .map(|table| (table.name.clone(), table.outbox.as_ref().map(|outbox| outbox.aggregatetype.clone())))
                 .collect(),
+            connector: c as u8,
         };
         let properties: BTreeMap<String, String> = self
-            .connector_properties
+            .connector_properties_of(c)
             .iter()
             .filter(|(key, _)| is_chain_property(key))
             .map(|(key, value)| (key.clone(), value.clone()))
@@ -517,9 +580,32 @@ impl Spec {
         TransformChain::configure(&properties, context)
     }
 
+    /// Every connector's chain as the run uses it: a routed topic is [`crate::core::event::Topic::Routed`]
+    /// with its index in [`Spec::routed_topic_names`], whichever connector routes to it. A chain
+    /// that does not configure (a spec built in code; the loader names the property) is none.
+    pub fn run_transform_chains(&self) -> Vec<crate::components::connect::transforms::chain::TransformChain> {
+        use crate::components::connect::transforms::chain::TransformChain;
+        let mut chains: Vec<TransformChain> = (0..self.connector_count())
+            .map(|c| self.transform_chain_of(c).unwrap_or_else(|_| TransformChain::none(Default::default())))
+            .collect();
+        let names = routed_names(&chains);
+        for chain in &mut chains {
+            chain.run_routed_topics.clone_from(&names);
+        }
+        chains
+    }
+
+    /// The names of the topics the run's transforms route to, every connector's, in order of
+    /// first appearance.
+    pub fn routed_topic_names(&self) -> Vec<String> {
+        let chains: Vec<_> = (0..self.connector_count()).filter_map(|c| self.transform_chain_of(c).ok()).collect();
+        routed_names(&chains)
+    }
+
     /// The captured tables whose changes go to their change topics, for the sink: every table of
-    /// `table.include.list` but those the connector's transforms route elsewhere (an outbox
-    /// table under the `EventRouter`, whose rows are events, judged by I9).
+    /// the first connector's `table.include.list` but those its transforms route elsewhere (an
+    /// outbox table under the `EventRouter`, whose rows are events, judged by I9). The other
+    /// connectors capture only tables they route.
     pub fn sink_tables(&self) -> Vec<TableId> {
         match self.transform_chain() {
             Ok(chain) if !chain.is_empty() => {
@@ -529,14 +615,32 @@ impl Spec {
         }
     }
 
-    /// The captured outbox tables whose events the connector's transforms route.
+    /// The captured outbox tables whose events the connectors' transforms route.
     pub fn routed_tables(&self) -> Vec<TableId> {
-        match self.transform_chain() {
-            Ok(chain) if !chain.is_empty() => {
-                self.debezium.tables.iter().copied().filter(|table| chain.routes(*table)).collect()
+        let mut tables: Vec<TableId> = Vec::new();
+        for c in 0..self.connector_count() {
+            if let Ok(chain) = self.transform_chain_of(c)
+                && !chain.is_empty()
+            {
+                for table in &self.connector(c).tables {
+                    if chain.routes(*table) && !tables.contains(table) {
+                        tables.push(*table);
+                    }
+                }
             }
-            _ => Vec::new(),
         }
+        tables
+    }
+
+    /// The slots of the connectors that route outbox events: where an event's WAL is read.
+    pub fn routing_slots(&self) -> Vec<String> {
+        (0..self.connector_count())
+            .filter(|c| {
+                self.transform_chain_of(*c)
+                    .is_ok_and(|chain| !chain.is_empty() && self.connector(*c).tables.iter().any(|t| chain.routes(*t)))
+            })
+            .map(|c| self.connector(c).slot_name.clone())
+            .collect()
     }
 
     /// The keys loaded before the run for a table.
@@ -571,10 +675,12 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
             version: (3, 7),
             pgjdbc: None,
             name: "claims-connector".into(),
+            connector_index: 0,
             topic_prefix: "claims".into(),
             slot_name: "debezium".into(),
             plugin_name: "pgoutput".into(),
             publication_name: "dbz_publication".into(),
+            publication_filtered: false,
             snapshot_mode: SnapshotMode::Initial,
             snapshot_fetch_size: 1,
             max_batch_size: 2048,
@@ -632,5 +738,6 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
         check: None,
         schedule: None,
         consumer: None,
+        more_connectors: Vec::new(),
     }
 }

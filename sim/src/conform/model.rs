@@ -174,7 +174,7 @@ impl ModelSide {
         };
         side.call(|pg, ctx| pg.start(ctx));
         // `CREATE PUBLICATION handoff_conform`, as the real side's preparation does.
-        side.sql(SqlRequest::EnsurePublication { name: PUBLICATION.to_string() });
+        side.sql(SqlRequest::EnsurePublication { name: PUBLICATION.to_string(), tables: None });
         side
     }
 

@@ -97,17 +97,6 @@ pub(super) fn prop_bool(cx: &Cx, field: &Field) -> Res<bool> {
     }
 }
 
-/// A property the model supports with one value only (so far).
-fn prop_only(cx: &Cx, s: &Section, key: &str, only: &str) -> Res<()> {
-    match s.get(key) {
-        Some(field) if !prop_text(cx, &field)?.trim().eq_ignore_ascii_case(only) => {
-            let text = prop_text(cx, &field)?;
-            cx.fail(&field, format!("`{text}` is not modelled yet; only {only}"))
-        }
-        _ => Ok(()),
-    }
-}
-
 /// Every key must be a property the model knows, or one of the transformation chain's.
 fn check_keys_but_chain(cx: &Cx, s: &Section) -> Res<()> {
     let known = format!("{MODELLED} {ACCEPTED}");
@@ -135,6 +124,8 @@ fn transform_chain(
             .iter()
             .map(|table| (table.name.clone(), table.outbox.as_ref().map(|outbox| outbox.aggregatetype.clone())))
             .collect(),
+        // Checking the properties needs no place: the routed topics are found by name.
+        connector: 0,
     };
     match TransformChain::configure(&chain, context) {
         Ok(_) => Ok(()),
@@ -208,7 +199,20 @@ pub(super) fn connector(
         );
     }
     let publication_name = non_empty("publication.name", "dbz_publication")?;
-    prop_only(cx, s, "publication.autocreate.mode", "all_tables")?;
+    let publication_filtered = s.opt("publication.autocreate.mode", false, |field| {
+        match prop_text(cx, field)?.trim().to_ascii_lowercase().as_str() {
+            "all_tables" => Ok(false),
+            "filtered" => Ok(true),
+            "disabled" | "no_tables" => cx.fail(
+                field,
+                "is not modelled yet; all_tables (FOR ALL TABLES) or filtered (FOR TABLE the table.include.list)",
+            ),
+            other => cx.fail(
+                field,
+                format!("`{other}` is not a publication.autocreate.mode; all_tables, filtered, disabled or no_tables"),
+            ),
+        }
+    })?;
     let snapshot_mode = s.opt("snapshot.mode", SnapshotMode::Initial, |field| snapshot_mode(cx, field))?;
     let snapshot_fetch_size = small("snapshot.fetch.size", 10_240)?;
     let max_batch_size = small("max.batch.size", 2_048)?;
@@ -313,10 +317,13 @@ pub(super) fn connector(
         version: (3, 7),
         pgjdbc: None,
         name,
+        // Set by the caller, which knows the entry's place.
+        connector_index: 0,
         topic_prefix,
         slot_name,
         plugin_name,
         publication_name,
+        publication_filtered,
         snapshot_mode,
         snapshot_fetch_size,
         max_batch_size,

@@ -13,9 +13,31 @@ use handoff_models::scenario::spec::FaultProfile;
 use handoff_models::scenario::spec::Moment;
 use handoff_models::scenario::spec::Spec;
 
-pub(super) fn faults(cx: &Cx, root: &Section, system: System, horizon: &Horizon) -> Res<Vec<Fault>> {
+/// `connectors`: the names of the run's connectors, in `[[connector]]` order.
+pub(super) fn faults(
+    cx: &Cx,
+    root: &Section,
+    system: System,
+    connectors: &[String],
+    horizon: &Horizon,
+) -> Res<Vec<Fault>> {
     let Some(field) = root.get("fault") else { return Ok(Vec::new()) };
-    cx.items(&field, "an array of tables ([[fault]])")?.iter().map(|item| fault(cx, item, system, horizon)).collect()
+    cx.items(&field, "an array of tables ([[fault]])")?
+        .iter()
+        .map(|item| fault(cx, item, system, connectors, horizon))
+        .collect()
+}
+
+/// The actions that act on one connector (its REST API, its task, its slot).
+fn acts_on_a_connector(kind: FaultKind) -> bool {
+    matches!(
+        kind,
+        FaultKind::StopConnector
+            | FaultKind::KillConnectorTask
+            | FaultKind::RecreateSlot
+            | FaultKind::RebuildConnector
+            | FaultKind::AdvanceSlot
+    )
 }
 
 /// The fields of `[[fault]]` besides `at` and `action`.
@@ -38,9 +60,9 @@ fn fault_fields(kind: FaultKind) -> &'static [&'static str] {
     }
 }
 
-fn fault(cx: &Cx, item: &Field, system: System, horizon: &Horizon) -> Res<Fault> {
+fn fault(cx: &Cx, item: &Field, system: System, connectors: &[String], horizon: &Horizon) -> Res<Fault> {
     let s = cx.section(item)?;
-    s.check_keys(cx, &format!("at action {}", FAULT_FIELDS.join(" ")), "field")?;
+    s.check_keys(cx, &format!("at action connector {}", FAULT_FIELDS.join(" ")), "field")?;
     let trigger = s.req(cx, "at", |field| cx.trigger(field, horizon))?;
     let action_field = s.need(cx, "action", "")?;
     let kind = cx.choice(&action_field, &FaultKind::ALL.map(|kind| (kind.name(), kind)))?;
@@ -55,6 +77,35 @@ fn fault(cx: &Cx, item: &Field, system: System, horizon: &Horizon) -> Res<Fault>
     if let Some(problem) = missing_process(kind, system) {
         return cx.fail(&action_field, problem);
     }
+    // Which connector: named when the worker runs several.
+    let connector = match s.get("connector") {
+        Some(field) if !acts_on_a_connector(kind) => {
+            return cx.fail(&field, format!("does not apply to action {action}, which acts on no single connector"));
+        }
+        Some(field) => {
+            let name = cx.owned(&field)?;
+            match connectors.iter().position(|known| *known == name) {
+                Some(index) => index as u8,
+                None => {
+                    return cx.fail(
+                        &field,
+                        format!("no connector is named `{name}` (the connectors: {})", connectors.join(", ")),
+                    );
+                }
+            }
+        }
+        None if acts_on_a_connector(kind) && connectors.len() > 1 => {
+            return cx.fail(
+                &action_field,
+                format!(
+                    "the worker runs {} connectors: name the one action {action} acts on with connector = \"…\" ({})",
+                    connectors.len(),
+                    connectors.join(", ")
+                ),
+            );
+        }
+        None => 0,
+    };
     let needed = |key: &str| s.need(cx, key, &format!(" (required by action {action})"));
     // Delays are times of the run: within its horizon.
     let optional = |key: &str| s.get(key).map(|field| cx.time_ms(&field, 0, horizon)).transpose();
@@ -84,7 +135,7 @@ fn fault(cx: &Cx, item: &Field, system: System, horizon: &Horizon) -> Res<Fault>
         }
         FaultKind::KillConsumer => FaultAction::KillConsumer { restart_after_ms: optional("restart_after_ms")? },
     };
-    Ok(Fault { trigger, action })
+    Ok(Fault { trigger, action, connector })
 }
 
 /// The processes a clog can name: the database service and the machines.

@@ -27,7 +27,8 @@ use handoff_models::scenario::faults::System;
 use handoff_models::scenario::spec::Acceptance;
 use handoff_models::scenario::spec::HandoffMethod;
 use handoff_models::scenario::spec::Spec;
-use handoff_models::scenario::spec::{OutboxTable, TableSetup};
+use handoff_models::scenario::spec::{ConnectorSection, OutboxTable, TableSetup};
+use std::collections::BTreeMap;
 
 pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let known = "name description seed versions postgres table connector connect kafka sink workload fault \
@@ -40,16 +41,32 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let (acceptance, horizon) = acceptance(cx, &root.sub(cx, "acceptance")?)?;
     let postgres = postgres(cx, &root.sub(cx, "postgres")?)?;
     let tables = tables(cx, root)?;
-    let (mut debezium, connector_properties) = connector(cx, &root.sub(cx, "connector")?, &tables, &horizon)?;
-    if debezium.slot_failover
-        && postgres.major_version < 17
-        && let Some(field) = root.sub(cx, "connector")?.get("slot.failover")
-    {
-        return cx.fail(&field, "slot.failover needs PostgreSQL 17 or later ([postgres] version = 17)");
+    // `[connector]`, or `[[connector]]` entries: one connector each, run by the same worker.
+    let sections = connector_sections(cx, root)?;
+    let releases = versions(cx, &root.sub(cx, "versions")?)?;
+    let mut connectors: Vec<(DebeziumConfig, BTreeMap<String, String>)> = Vec::new();
+    for (index, section) in sections.iter().enumerate() {
+        let (mut debezium, properties) = connector(cx, section, &tables, &horizon)?;
+        debezium.connector_index = index as u8;
+        if debezium.slot_failover
+            && postgres.major_version < 17
+            && let Some(field) = section.get("slot.failover")
+        {
+            return cx.fail(&field, "slot.failover needs PostgreSQL 17 or later ([postgres] version = 17)");
+        }
+        (debezium.version, debezium.pgjdbc) = releases;
+        slot_seek_release(cx, section, &mut debezium)?;
+        snapshot_mode_release(cx, section, &debezium)?;
+        distinct_from_earlier(cx, section, &debezium, &connectors)?;
+        connectors.push((debezium, properties));
     }
-    (debezium.version, debezium.pgjdbc) = versions(cx, &root.sub(cx, "versions")?)?;
-    slot_seek_release(cx, &root.sub(cx, "connector")?, &mut debezium)?;
-    snapshot_mode_release(cx, &root.sub(cx, "connector")?, &debezium)?;
+    let mut connectors = connectors.into_iter();
+    let (debezium, connector_properties) = connectors.next().expect("one connector at least");
+    let more_connectors: Vec<ConnectorSection> =
+        connectors.map(|(debezium, properties)| ConnectorSection { debezium, properties }).collect();
+    let connector_names: Vec<String> = std::iter::once(debezium.name.clone())
+        .chain(more_connectors.iter().map(|more| more.debezium.name.clone()))
+        .collect();
     let (connect, connector_start_ms) = connect(cx, &root.sub(cx, "connect")?, &horizon)?;
     let kafka = kafka(cx, &root.sub(cx, "kafka")?)?;
     let sink = sink(cx, &root.sub(cx, "sink")?)?;
@@ -59,7 +76,7 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         None => None,
     };
     let system = System { standby: postgres.standby.is_some(), consumer: consumer.is_some() };
-    let faults = faults(cx, root, system, &horizon)?;
+    let faults = faults(cx, root, system, &connector_names, &horizon)?;
     let profile = match root.get("fault_profile") {
         Some(field) => Some(fault_profile(cx, &cx.section(&field)?, system, &horizon)?),
         None => None,
@@ -97,6 +114,7 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         check,
         schedule: schedule.as_ref().map(|(schedule, _)| schedule.clone()),
         consumer,
+        more_connectors,
     };
     if let Some((schedule, items)) = &schedule {
         // The path must be one the bound can take, step by step.
@@ -107,6 +125,9 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         {
             return cx.fail(&items[index.min(items.len() - 1)], problem);
         }
+    }
+    for (index, section) in sections.iter().enumerate().skip(1) {
+        outbox_connector_only(cx, section, &spec, index)?;
     }
     if spec.consumer.is_some()
         && spec.routed_tables().is_empty()
@@ -119,6 +140,87 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         );
     }
     Ok(Loaded { spec, seed })
+}
+
+/// The connector sections: `[connector]` (one, or none: every default), or the `[[connector]]`
+/// entries (1 to `MAX_CONNECTORS`).
+fn connector_sections<'t>(cx: &Cx, root: &Section<'t>) -> Res<Vec<Section<'t>>> {
+    let Some(field) = root.get("connector") else { return Ok(vec![root.sub(cx, "connector")?]) };
+    if !matches!(field.item.val, Val::Array(_)) {
+        return Ok(vec![cx.section(&field)?]);
+    }
+    let items = cx.items(&field, "[connector] or [[connector]] entries")?;
+    if items.is_empty() {
+        return cx.fail(&field, "at least one [[connector]] is required");
+    }
+    if let Some(item) = items.get(limits::MAX_CONNECTORS) {
+        let problem = format!(
+            "too many connectors: {}; one Connect worker runs 1 to {} here",
+            items.len(),
+            limits::MAX_CONNECTORS
+        );
+        return cx.fail(item, problem);
+    }
+    items.iter().map(|item| cx.section(item)).collect()
+}
+
+/// Two connectors of one worker need their own name (the offsets-topic key and the REST path),
+/// slot, publication and `topic.prefix` (their heartbeat and message topics).
+fn distinct_from_earlier(
+    cx: &Cx,
+    s: &Section,
+    debezium: &DebeziumConfig,
+    earlier: &[(DebeziumConfig, BTreeMap<String, String>)],
+) -> Res<()> {
+    for (index, (other, _)) in earlier.iter().enumerate() {
+        let clash = [
+            ("name", debezium.name == other.name, "its offsets and its REST path would be the other's"),
+            ("slot.name", debezium.slot_name == other.slot_name, "a slot serves one stream at a time: the second connector's START_REPLICATION would be refused, the slot being active"),
+            ("publication.name", debezium.publication_name == other.publication_name, "each connector creates and alters its own publication for its table.include.list"),
+            ("topic.prefix", debezium.topic_prefix == other.topic_prefix, "their change, heartbeat and message topics would be one"),
+        ]
+        .into_iter()
+        .find(|(_, same, _)| *same);
+        if let Some((key, _, why)) = clash {
+            let problem = format!("connector[{index}] has the same {key}: give each connector its own ({why})");
+            return match s.get(key) {
+                Some(field) => cx.fail(&field, problem),
+                None => Err(cx.err(
+                    s.at,
+                    &super::fields::join(&s.path, key),
+                    format!("{problem}; this one takes the default"),
+                )),
+            };
+        }
+    }
+    Ok(())
+}
+
+/// A connector after the first is an outbox connector: every table it captures is routed by
+/// its transforms. The sink reads the first connector's change topics, and I1–I8 judge the
+/// first connector; a second connector's change topics would have no reader and no judge.
+fn outbox_connector_only(cx: &Cx, s: &Section, spec: &Spec, index: usize) -> Res<()> {
+    let debezium = spec.connector(index);
+    let chain = spec.transform_chain_of(index).ok();
+    let unrouted: Vec<&str> = debezium
+        .tables
+        .iter()
+        .filter(|table| !chain.as_ref().is_some_and(|chain| !chain.is_empty() && chain.routes(**table)))
+        .map(|table| spec.tables[usize::from(table.0)].name.as_str())
+        .collect();
+    if unrouted.is_empty() {
+        return Ok(());
+    }
+    let problem = format!(
+        "this connector captures {}, which its transforms do not route: a connector after the first is an outbox \
+         connector (capture only outbox tables, with the EventRouter); the sink and the invariants I1-I8 follow the first \
+         connector, so capture other tables there",
+        unrouted.join(", ")
+    );
+    match s.get("table.include.list") {
+        Some(field) => cx.fail(&field, problem),
+        None => Err(cx.err(s.at, &super::fields::join(&s.path, "table.include.list"), problem)),
+    }
 }
 
 /// `internal.slot.seek.to.known.offset.on.start` by release: it exists from 2.5 (DBZ-7015; in 2.1

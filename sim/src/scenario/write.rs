@@ -212,7 +212,16 @@ impl Modelled {
 const DEFAULT_MAX_QUEUE_SIZE: u32 = 8_192;
 
 fn write_connector(w: &mut Writer, spec: &Spec) -> Result<(), String> {
-    let d = &spec.debezium;
+    for c in 0..spec.connector_count() {
+        write_one_connector(w, spec, c)?;
+    }
+    Ok(())
+}
+
+/// `[connector]`, or with several connectors one `[[connector]]` entry each.
+fn write_one_connector(w: &mut Writer, spec: &Spec, c: usize) -> Result<(), String> {
+    let d = spec.connector(c);
+    let properties = spec.connector_properties_of(c);
     let tables =
         d.tables.iter().map(|table| table_name_of(spec, *table, "table.include.list")).collect::<Result<_, _>>()?;
     let mut modelled = vec![
@@ -230,18 +239,25 @@ fn write_connector(w: &mut Writer, spec: &Spec) -> Result<(), String> {
         ("tombstones.on.delete", Modelled::Bool(d.tombstones_on_delete)),
         ("table.include.list", Modelled::Tables(tables)),
     ];
+    if d.publication_filtered {
+        modelled.push(("publication.autocreate.mode", Modelled::Lower("filtered".to_owned())));
+    }
     // The default queue must stay larger than the batch.
-    if d.max_batch_size >= DEFAULT_MAX_QUEUE_SIZE && !spec.connector_properties.contains_key("max.queue.size") {
+    if d.max_batch_size >= DEFAULT_MAX_QUEUE_SIZE && !properties.contains_key("max.queue.size") {
         modelled.push(("max.queue.size", Modelled::Int(u64::from(d.max_batch_size.saturating_mul(4)))));
     }
-    w.table("connector");
+    if spec.connector_count() == 1 {
+        w.table("connector");
+    } else {
+        w.entry("connector");
+    }
     for (key, value) in &modelled {
-        match spec.connector_properties.get(*key) {
+        match properties.get(*key) {
             Some(text) if value.means(text) => w.field(key, property_value(text)),
             _ => w.field(key, value.toml()),
         }
     }
-    for (key, text) in &spec.connector_properties {
+    for (key, text) in properties {
         if !modelled.iter().any(|(written, _)| written == key) {
             w.field(key, property_value(text));
         }
@@ -505,6 +521,12 @@ fn write_faults(w: &mut Writer, spec: &Spec) {
         w.entry("fault");
         w.field("at", toml_string(&trigger_text(&fault.trigger)));
         w.field("action", toml_string(FaultKind::of(&fault.action).name()));
+        if spec.connector_count() > 1
+            && fault.connector < spec.connector_count() as u8
+            && fault.action.acts_on_a_connector()
+        {
+            w.field("connector", toml_string(&spec.connector(usize::from(fault.connector)).name));
+        }
         match fault.action {
             FaultAction::KillConnectWorker { restart_after_ms }
             | FaultAction::KillConnectorTask { restart_after_ms }
@@ -595,6 +617,9 @@ fn check_read_back(text: &str, spec: &Spec, seed: u64) -> Result<(), String> {
     }
     let mut read = loaded.spec;
     read.connector_properties.clone_from(&spec.connector_properties);
+    for (read, written) in read.more_connectors.iter_mut().zip(&spec.more_connectors) {
+        read.properties.clone_from(&written.properties);
+    }
     // The written file's prediction is its own, whatever the run's came from.
     read.prediction.origin.clone_from(&spec.prediction.origin);
     if read != *spec {

@@ -645,7 +645,12 @@ mod tests {
         // connect's offset-flush timer fires at step 3; steps are 10 ms apart, 5 steps.
         let timing = Timing {
             deliveries: [((Node::Pg1, Node::Connect), vec![Some(2), None])].into_iter().collect(),
-            firings: [((Node::Connect, Timer::OffsetFlush), vec![3])].into_iter().collect(),
+            firings: [(
+                (Node::Connect, Timer::first_task(handoff_models::core::component::TaskTimer::OffsetFlush)),
+                vec![3],
+            )]
+            .into_iter()
+            .collect(),
             ..Timing::default()
         };
         let mut net = up(&[Node::Pg1, Node::Connect]);
@@ -664,8 +669,24 @@ mod tests {
         assert_eq!(arrivals[0], (30_000, format!("msg 2 on {c}")), "step 2 is at 30 ms");
         assert!(arrivals[1].0 > 60_000 && arrivals[2].0 > 60_000, "the rest after the path's end: {arrivals:?}");
         // Timers: the path's firing, and nothing before the end otherwise.
-        assert_eq!(net.timer_at(Node::Connect, Timer::OffsetFlush, 60_000_000, 2_000), 40_000);
-        assert_eq!(net.timer_at(Node::Connect, Timer::PollReturns, 500, 2_000), 60_000);
+        assert_eq!(
+            net.timer_at(
+                Node::Connect,
+                Timer::first_task(handoff_models::core::component::TaskTimer::OffsetFlush),
+                60_000_000,
+                2_000
+            ),
+            40_000
+        );
+        assert_eq!(
+            net.timer_at(
+                Node::Connect,
+                Timer::first_task(handoff_models::core::component::TaskTimer::PollReturns),
+                500,
+                2_000
+            ),
+            60_000
+        );
         let departures = net.following().expect("following").departures();
         assert_eq!(
             departures,
@@ -674,7 +695,11 @@ mod tests {
                 "step 3 fires connect's timer offset-flush, which did not fire then".to_string(),
             ]
         );
-        net.timer_fired(Node::Connect, Timer::OffsetFlush, 40_003);
+        net.timer_fired(
+            Node::Connect,
+            Timer::first_task(handoff_models::core::component::TaskTimer::OffsetFlush),
+            40_003,
+        );
         assert_eq!(net.following().expect("following").departures().len(), 1, "the firing came");
     }
 }

@@ -37,7 +37,7 @@ pub mod transforms;
 
 use crate::components::connect::debezium::{DebeziumConfig, DebeziumTask, Phase, TaskEvent};
 use crate::components::connect::transforms::chain::{Fate, TransformChain};
-use crate::core::component::{Component, Ctx, Timer};
+use crate::core::component::{Component, Ctx, TaskTimer, Timer};
 use crate::core::event::{SourceOffset, SourceRecord};
 use crate::core::fault::FaultAction;
 use crate::core::ids::Node;
@@ -139,17 +139,48 @@ struct TaskRuntime {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 struct Volatile {
-    task: Option<TaskRuntime>,
-    /// Kafka requests awaiting a reply: id, purpose, and the request (re-sent after a lost
-    /// connection, as the Kafka clients retry).
-    pending: Vec<(u64, Pending, CopyOnWrite<KafkaRequest>)>,
+    /// Kafka requests awaiting a reply: id, the connector it is for, purpose, and the request
+    /// (re-sent after a lost connection, as the Kafka clients retry).
+    pending: Vec<(u64, u8, Pending, CopyOnWrite<KafkaRequest>)>,
     next_request: u64,
-    next_session: u64,
 }
 
+impl Volatile {
+    fn new() -> Volatile {
+        Volatile { pending: Vec::new(), next_request: 1 }
+    }
+
+    fn request(&mut self, ctx: &mut Ctx, connector: usize, purpose: Pending, request: KafkaRequest) {
+        let request_id = self.next_request;
+        self.next_request += 1;
+        self.pending.push((request_id, connector as u8, purpose, CopyOnWrite::new(request.clone())));
+        ctx.send(Node::Kafka, Msg::Kafka { request_id, request });
+    }
+
+    /// Whether a request of connector `connector` for `purpose` awaits its reply.
+    fn awaits(&self, connector: usize, purpose: impl Fn(&Pending) -> bool) -> bool {
+        self.pending.iter().any(|(_, of, pending, _)| usize::from(*of) == connector && purpose(pending))
+    }
+
+    /// Forgets connector `connector`'s requests for `purpose`.
+    fn forget(&mut self, connector: usize, purpose: impl Fn(&Pending) -> bool) {
+        self.pending.retain(|(_, of, pending, _)| !(usize::from(*of) == connector && purpose(pending)));
+    }
+}
+
+/// Sessions of connector `c` with PostgreSQL are numbered from `c << SESSION_BITS`: each
+/// connector's task opens its own (a JDBC connection, a replication connection, a heartbeat
+/// connection), and a reply finds its connector by its session.
+const SESSION_BITS: u32 = 40;
+
+fn first_session(connector: usize) -> u64 {
+    ((connector as u64) << SESSION_BITS) + 1
+}
+
+/// One connector the worker runs (`[[connector]]`): its configuration and target state (in the
+/// config topic, durable), its status, and its task (volatile).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct ConnectWorker {
-    pub config: Fixed<ConnectConfig>,
+pub struct Connector {
     pub debezium: Fixed<DebeziumConfig>,
     /// The connector's single message transforms (`transforms`), run on every record `poll()`
     /// returns, before it is produced.
@@ -160,30 +191,23 @@ pub struct ConnectWorker {
     /// Why the task failed, when Connect failed it (an exception in the transformation chain),
     /// as the status topic keeps its trace.
     failure: Option<String>,
-    volatile: Volatile,
+    /// Lost at a crash: the running task and the next session number.
+    task: Option<TaskRuntime>,
+    next_session: u64,
 }
 
-impl ConnectWorker {
+impl Connector {
     pub fn new(
-        config: Fixed<ConnectConfig>,
         debezium: Fixed<DebeziumConfig>,
         transforms: Fixed<TransformChain>,
         target_state: TargetState,
-    ) -> ConnectWorker {
-        ConnectWorker {
-            config,
-            debezium,
-            transforms,
-            target_state,
-            task_died: false,
-            failure: None,
-            volatile: Volatile { task: None, pending: Vec::new(), next_request: 1, next_session: 1 },
-        }
+    ) -> Connector {
+        Connector { debezium, transforms, target_state, task_died: false, failure: None, task: None, next_session: 1 }
     }
 
     /// The task's state as the REST API shows it.
     pub fn status(&self) -> ConnectorState {
-        match &self.volatile.task {
+        match &self.task {
             None => {
                 if self.target_state == TargetState::Stopped {
                     ConnectorState::Stopped
@@ -203,7 +227,7 @@ impl ConnectWorker {
 
     /// The Debezium task's phase, if a task runs.
     pub fn debezium_phase(&self) -> Option<&Phase> {
-        self.volatile.task.as_ref().map(|task| &task.debezium.phase)
+        self.task.as_ref().map(|task| &task.debezium.phase)
     }
 
     /// Why the task is FAILED, as its status says: the Debezium task's own error, or the
@@ -217,29 +241,77 @@ impl ConnectWorker {
 
     /// The last LSN the task has completely processed while streaming.
     pub fn processed_upto(&self) -> Option<crate::core::lsn::Lsn> {
-        self.volatile.task.as_ref().and_then(|task| task.debezium.processed_upto())
+        self.task.as_ref().and_then(|task| task.debezium.processed_upto())
     }
 
-    /// Whether nothing is waiting anywhere in the worker: no queued, unsent or unacknowledged
-    /// record.
+    /// Whether nothing is waiting in its task: no queued, unsent or unacknowledged record.
     pub fn is_drained(&self) -> bool {
-        self.volatile
-            .task
+        self.task
             .as_ref()
             .is_none_or(|task| task.debezium.queued() == 0 && task.accumulator.is_empty() && !task.produce_in_flight)
     }
+}
 
-    fn request(&mut self, ctx: &mut Ctx, purpose: Pending, request: KafkaRequest) {
-        let request_id = self.volatile.next_request;
-        self.volatile.next_request += 1;
-        self.volatile.pending.push((request_id, purpose, CopyOnWrite::new(request.clone())));
-        ctx.send(Node::Kafka, Msg::Kafka { request_id, request });
+/// A Kafka Connect worker and the connectors it runs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ConnectWorker {
+    pub config: Fixed<ConnectConfig>,
+    /// Its connectors, in the order of the scenario's `[[connector]]` entries (at most
+    /// [`crate::core::limits::MAX_CONNECTORS`]).
+    pub connectors: Vec<Connector>,
+    volatile: Volatile,
+}
+
+impl ConnectWorker {
+    pub fn new(config: Fixed<ConnectConfig>, connectors: Vec<Connector>) -> ConnectWorker {
+        assert!(
+            !connectors.is_empty() && connectors.len() <= crate::core::limits::MAX_CONNECTORS,
+            "a worker runs 1 to MAX_CONNECTORS connectors"
+        );
+        ConnectWorker { config, connectors, volatile: Volatile::new() }
     }
 
-    fn start_task(&mut self, ctx: &mut Ctx) {
-        self.failure = None;
-        let debezium = CopyOnWrite::new(DebeziumTask::new(self.debezium, self.volatile.next_session));
-        self.volatile.task = Some(TaskRuntime {
+    /// A worker running one connector.
+    pub fn single(
+        config: Fixed<ConnectConfig>,
+        debezium: Fixed<DebeziumConfig>,
+        transforms: Fixed<TransformChain>,
+        target_state: TargetState,
+    ) -> ConnectWorker {
+        ConnectWorker::new(config, vec![Connector::new(debezium, transforms, target_state)])
+    }
+
+    /// The first connector's task state, as the REST API shows it.
+    pub fn status(&self) -> ConnectorState {
+        self.connectors[0].status()
+    }
+
+    /// The first connector's Debezium phase, if its task runs.
+    pub fn debezium_phase(&self) -> Option<&Phase> {
+        self.connectors[0].debezium_phase()
+    }
+
+    /// Why the first connector's task is FAILED.
+    pub fn failure(&self) -> Option<String> {
+        self.connectors[0].failure()
+    }
+
+    /// The last LSN the first connector's task has completely processed while streaming.
+    pub fn processed_upto(&self) -> Option<crate::core::lsn::Lsn> {
+        self.connectors[0].processed_upto()
+    }
+
+    /// Whether nothing is waiting anywhere in the worker: no queued, unsent or unacknowledged
+    /// record of any connector.
+    pub fn is_drained(&self) -> bool {
+        self.connectors.iter().all(Connector::is_drained)
+    }
+
+    fn start_task(&mut self, ctx: &mut Ctx, c: usize) {
+        self.connectors[c].failure = None;
+        let debezium =
+            CopyOnWrite::new(DebeziumTask::new(self.connectors[c].debezium, self.connectors[c].next_session));
+        self.connectors[c].task = Some(TaskRuntime {
             state: TaskState::Starting,
             debezium,
             submitted: CopyOnWrite::new(VecDeque::new()),
@@ -258,32 +330,37 @@ impl ConnectWorker {
             failing: false,
             restart_requested: false,
         });
-        let connector = self.debezium.name.clone();
-        self.request(ctx, Pending::StartOffsets, KafkaRequest::ReadSourceOffset { connector });
+        let connector = self.connectors[c].debezium.name.clone();
+        self.volatile.request(ctx, c, Pending::StartOffsets, KafkaRequest::ReadSourceOffset { connector });
         // scheduleWithFixedDelay: the first commit one interval after the task starts.
-        ctx.set_timer(Timer::OffsetFlush, self.config.offset_flush_interval_ms);
+        ctx.set_timer(Timer::task(c as u8, TaskTimer::OffsetFlush), self.config.offset_flush_interval_ms);
     }
 
-    fn handle_task_event(&mut self, ctx: &mut Ctx, event: TaskEvent) {
+    fn handle_task_event(&mut self, ctx: &mut Ctx, c: usize, event: TaskEvent) {
         match event {
             TaskEvent::None => {}
-            TaskEvent::RestartAfter(after_ms) => ctx.set_timer(Timer::TaskRestart, after_ms),
-            TaskEvent::ReadSlotAgainAfter(after_ms) => ctx.set_timer(Timer::SlotInfoRetry, after_ms),
-            TaskEvent::HeartbeatEvery(interval_ms) => ctx.set_timer(Timer::Heartbeat, interval_ms),
+            TaskEvent::RestartAfter(after_ms) => ctx.set_timer(Timer::task(c as u8, TaskTimer::TaskRestart), after_ms),
+            TaskEvent::ReadSlotAgainAfter(after_ms) => {
+                ctx.set_timer(Timer::task(c as u8, TaskTimer::SlotInfoRetry), after_ms)
+            }
+            TaskEvent::HeartbeatEvery(interval_ms) => {
+                ctx.set_timer(Timer::task(c as u8, TaskTimer::Heartbeat), interval_ms)
+            }
             TaskEvent::Failed => {
-                if let Some(task) = self.volatile.task.as_mut() {
+                if let Some(task) = self.connectors[c].task.as_mut() {
                     task.state = TaskState::Failed;
                 }
-                ctx.cancel_timer(Timer::PollReturns);
-                ctx.cancel_timer(Timer::OffsetFlush);
+                ctx.cancel_timer(Timer::task(c as u8, TaskTimer::PollReturns));
+                ctx.cancel_timer(Timer::task(c as u8, TaskTimer::OffsetFlush));
             }
         }
-        self.arm_poll(ctx);
+        self.arm_poll(ctx, c);
     }
 
     /// Arms the timer for the moment the current `poll()` returns, if it has something to do.
-    fn arm_poll(&mut self, ctx: &mut Ctx) {
-        let Some(task) = self.volatile.task.as_mut() else { return };
+    fn arm_poll(&mut self, ctx: &mut Ctx, c: usize) {
+        let debezium = self.connectors[c].debezium;
+        let Some(task) = self.connectors[c].task.as_mut() else { return };
         if task.state != TaskState::Running || task.poll_armed || task.poll_blocked {
             return;
         }
@@ -291,8 +368,8 @@ impl ConnectWorker {
         if queued == 0 && !task.commit_requested {
             return; // an idle poll changes nothing
         }
-        let interval = self.debezium.poll_interval_ms.max(1);
-        let delay = if queued >= self.debezium.max_batch_size as usize {
+        let interval = debezium.poll_interval_ms.max(1);
+        let delay = if queued >= debezium.max_batch_size as usize {
             0 // a full batch returns at once
         } else {
             // Polls return on a grid of poll.interval.ms from when the current one started.
@@ -301,12 +378,13 @@ impl ConnectWorker {
             task.poll_started_at.ms() + periods * interval - ctx.now.ms()
         };
         task.poll_armed = true;
-        ctx.set_timer(Timer::PollReturns, delay);
+        ctx.set_timer(Timer::task(c as u8, TaskTimer::PollReturns), delay);
     }
 
     /// `poll()` returns now: perform a requested commit first, then hand records to the producer.
-    fn poll_returns(&mut self, ctx: &mut Ctx) {
-        let Some(task) = self.volatile.task.as_mut() else { return };
+    fn poll_returns(&mut self, ctx: &mut Ctx, c: usize) {
+        let debezium = self.connectors[c].debezium;
+        let Some(task) = self.connectors[c].task.as_mut() else { return };
         task.poll_armed = false;
         if task.state != TaskState::Running {
             return;
@@ -316,24 +394,26 @@ impl ConnectWorker {
         if task.commit_requested {
             task.commit_requested = false;
             task.poll_blocked = true;
-            let connector = self.debezium.name.clone();
-            self.request(
+            let connector = debezium.name.clone();
+            self.volatile.request(
                 ctx,
+                c,
                 Pending::CommitOffsets { then_stop: false },
                 KafkaRequest::ReadSourceOffset { connector },
             );
             return;
         }
-        self.finish_poll(ctx);
+        self.finish_poll(ctx, c);
     }
 
-    fn finish_poll(&mut self, ctx: &mut Ctx) {
-        let Some(task) = self.volatile.task.as_mut() else { return };
+    fn finish_poll(&mut self, ctx: &mut Ctx, c: usize) {
+        let transforms = self.connectors[c].transforms;
+        let Some(task) = self.connectors[c].task.as_mut() else { return };
         task.poll_blocked = false;
         task.poll_started_at = ctx.now;
         let records = if task.debezium.queued() > 0 { task.debezium.get_mut().drain() } else { Vec::new() };
         let mut failure = None;
-        if !records.is_empty() && self.transforms.is_empty() {
+        if !records.is_empty() && transforms.is_empty() {
             // No transforms: the batch goes to the producer as it is (moved, not copied).
             ctx.observe(Observation::Polled { summary: crate::core::observe::PollSummary::of(&records) });
             if task.accumulator.is_empty() {
@@ -364,8 +444,8 @@ impl ConnectWorker {
                 // offsets move past it; an exception ends the loop and fails the task, with the
                 // records before it on their way.
                 {
-                    match self.transforms.apply(&record) {
-                        Ok(Fate::Send { topic, placement }) => match self.transforms.topic(&topic) {
+                    match transforms.apply(&record) {
+                        Ok(Fate::Send { topic, placement }) => match transforms.topic(&topic) {
                             Some(to) => {
                                 routed += usize::from(to != record.topic);
                                 record.topic = to;
@@ -410,16 +490,16 @@ impl ConnectWorker {
             }
         }
         if let Some(reason) = failure {
-            self.send_accumulated(ctx);
-            self.fail_task_for(ctx, reason);
+            self.send_accumulated(ctx, c);
+            self.fail_task_for(ctx, c, reason);
             return;
         }
-        self.send_accumulated(ctx);
-        self.arm_poll(ctx);
+        self.send_accumulated(ctx, c);
+        self.arm_poll(ctx, c);
     }
 
-    fn send_accumulated(&mut self, ctx: &mut Ctx) {
-        let Some(task) = self.volatile.task.as_mut() else { return };
+    fn send_accumulated(&mut self, ctx: &mut Ctx, c: usize) {
+        let Some(task) = self.connectors[c].task.as_mut() else { return };
         if task.produce_in_flight || task.accumulator.is_empty() {
             return;
         }
@@ -436,17 +516,18 @@ impl ConnectWorker {
                 .count(),
             completion_marker: batch.iter().any(|record| record.offset.snapshot_completed),
         };
-        self.request(ctx, purpose, KafkaRequest::Produce { records: CopyOnWrite::new(batch) });
+        self.volatile.request(ctx, c, purpose, KafkaRequest::Produce { records: CopyOnWrite::new(batch) });
     }
 
     fn on_produced(
         &mut self,
         ctx: &mut Ctx,
+        c: usize,
         (first_seq, last_seq, count): (u64, u64, usize),
         changes: usize,
         completion_marker: bool,
     ) {
-        let Some(task) = self.volatile.task.as_mut() else { return };
+        let Some(task) = self.connectors[c].task.as_mut() else { return };
         task.produce_in_flight = false;
         // Sequences in `submitted` are consecutive: the batch is one range of it.
         let skip = task.submitted.front().map_or(0, |front| first_seq.saturating_sub(front.seq) as usize);
@@ -463,25 +544,26 @@ impl ConnectWorker {
             }
         }
         ctx.observe(Observation::ProduceAcked { count, changes, completion_marker });
-        self.send_accumulated(ctx);
-        self.continue_stop_if_drained(ctx);
+        self.send_accumulated(ctx, c);
+        self.continue_stop_if_drained(ctx, c);
     }
 
     /// The periodic offset commit (`WorkerSourceTask.commitOffsets`).
-    fn offset_flush(&mut self, ctx: &mut Ctx, final_commit: bool) {
-        let Some(task) = self.volatile.task.as_mut() else { return };
+    fn offset_flush(&mut self, ctx: &mut Ctx, c: usize, final_commit: bool) {
+        let debezium = self.connectors[c].debezium;
+        let Some(task) = self.connectors[c].task.as_mut() else { return };
         if task.state == TaskState::Failed {
             return;
         }
         if task.flushing.is_some() {
             // An earlier flush is still running; try at the next interval.
-            ctx.set_timer(Timer::OffsetFlush, self.config.offset_flush_interval_ms);
+            ctx.set_timer(Timer::task(c as u8, TaskTimer::OffsetFlush), self.config.offset_flush_interval_ms);
             return;
         }
         // The committable offsets are refreshed at the top of every send-loop iteration: a poll
         // returns every poll.interval.ms even when it returns nothing.
         let last_poll_start =
-            if final_commit { ctx.now } else { last_poll_start(task, ctx.now, self.debezium.poll_interval_ms) };
+            if final_commit { ctx.now } else { last_poll_start(task, ctx.now, debezium.poll_interval_ms) };
         refresh_committable(task, last_poll_start);
         if let Some(offset) = task.committable.take() {
             task.writer_data = Some(offset);
@@ -489,25 +571,26 @@ impl ConnectWorker {
         match task.writer_data.take() {
             None => {
                 // Nothing to flush still counts as success.
-                self.flush_succeeded(ctx, None, final_commit);
+                self.flush_succeeded(ctx, c, None, final_commit);
             }
             Some(offset) => {
                 task.flushing = Some(offset);
-                let connector = self.debezium.name.clone();
-                self.request(
+                let connector = debezium.name.clone();
+                self.volatile.request(
                     ctx,
+                    c,
                     Pending::Flush { final_commit },
                     KafkaRequest::WriteSourceOffset { connector, offset: Some(offset) },
                 );
-                ctx.set_timer(Timer::OffsetFlushTimeout, self.config.offset_flush_timeout_ms);
+                ctx.set_timer(Timer::task(c as u8, TaskTimer::OffsetFlushTimeout), self.config.offset_flush_timeout_ms);
             }
         }
     }
 
-    fn flush_succeeded(&mut self, ctx: &mut Ctx, offset: Option<SourceOffset>, final_commit: bool) {
-        let Some(task) = self.volatile.task.as_mut() else { return };
+    fn flush_succeeded(&mut self, ctx: &mut Ctx, c: usize, offset: Option<SourceOffset>, final_commit: bool) {
+        let Some(task) = self.connectors[c].task.as_mut() else { return };
         task.flushing = None;
-        ctx.cancel_timer(Timer::OffsetFlushTimeout);
+        ctx.cancel_timer(Timer::task(c as u8, TaskTimer::OffsetFlushTimeout));
         if offset.is_some() {
             ctx.observe(Observation::OffsetsCommitted { offset });
         }
@@ -522,21 +605,21 @@ impl ConnectWorker {
             task.commit_offset(ctx, acked);
         }
         if final_commit {
-            self.finish_stop(ctx);
+            self.finish_stop(ctx, c);
         } else {
-            ctx.set_timer(Timer::OffsetFlush, self.config.offset_flush_interval_ms);
-            self.arm_poll(ctx);
+            ctx.set_timer(Timer::task(c as u8, TaskTimer::OffsetFlush), self.config.offset_flush_interval_ms);
+            self.arm_poll(ctx, c);
         }
     }
 
-    fn flush_timed_out(&mut self, ctx: &mut Ctx) {
-        let Some(task) = self.volatile.task.as_mut() else { return };
+    fn flush_timed_out(&mut self, ctx: &mut Ctx, c: usize) {
+        let Some(task) = self.connectors[c].task.as_mut() else { return };
         let Some(offset) = task.flushing.take() else { return };
         // cancelFlush: the offsets go back; newer ones in `data` win.
         if task.writer_data.is_none() {
             task.writer_data = Some(offset);
         }
-        self.volatile.pending.retain(|(_, purpose, _)| !matches!(purpose, Pending::Flush { .. }));
+        self.volatile.forget(c, |purpose| matches!(purpose, Pending::Flush { .. }));
         ctx.observe(Observation::OffsetFlushFailed {
             reason: format!(
                 "offset flush not acknowledged within offset.flush.timeout.ms={}",
@@ -545,101 +628,107 @@ impl ConnectWorker {
         });
         let stopping = task.state == TaskState::Stopping;
         if stopping {
-            self.finish_stop(ctx);
+            self.finish_stop(ctx, c);
         } else {
-            ctx.set_timer(Timer::OffsetFlush, self.config.offset_flush_interval_ms);
+            ctx.set_timer(Timer::task(c as u8, TaskTimer::OffsetFlush), self.config.offset_flush_interval_ms);
         }
     }
 
-    fn graceful_stop(&mut self, ctx: &mut Ctx) {
-        let Some(task) = self.volatile.task.as_mut() else { return };
+    fn graceful_stop(&mut self, ctx: &mut Ctx, c: usize) {
+        let Some(task) = self.connectors[c].task.as_mut() else { return };
         match task.state {
             TaskState::Running => {
                 task.state = TaskState::Stopping;
-                ctx.cancel_timer(Timer::PollReturns);
-                ctx.cancel_timer(Timer::OffsetFlush);
-                ctx.cancel_timer(Timer::TaskRestart);
-                ctx.cancel_timer(Timer::SlotInfoRetry);
-                ctx.cancel_timer(Timer::Heartbeat);
+                ctx.cancel_timer(Timer::task(c as u8, TaskTimer::PollReturns));
+                ctx.cancel_timer(Timer::task(c as u8, TaskTimer::OffsetFlush));
+                ctx.cancel_timer(Timer::task(c as u8, TaskTimer::TaskRestart));
+                ctx.cancel_timer(Timer::task(c as u8, TaskTimer::SlotInfoRetry));
+                ctx.cancel_timer(Timer::task(c as u8, TaskTimer::Heartbeat));
                 task.poll_armed = false;
                 // The send loop exits; in-flight records are awaited.
-                ctx.set_timer(Timer::StopTimeout, self.config.offset_flush_timeout_ms);
-                self.continue_stop_if_drained(ctx);
+                ctx.set_timer(Timer::task(c as u8, TaskTimer::StopTimeout), self.config.offset_flush_timeout_ms);
+                self.continue_stop_if_drained(ctx, c);
             }
             TaskState::Starting | TaskState::Failed => {
-                let mut task = self.volatile.task.take().expect("task present");
+                let mut task = self.connectors[c].task.take().expect("task present");
                 task.debezium.get_mut().stop(ctx);
-                ctx.cancel_timer(Timer::OffsetFlush);
-                ctx.cancel_timer(Timer::PollReturns);
-                ctx.cancel_timer(Timer::TaskRestart);
-                ctx.cancel_timer(Timer::SlotInfoRetry);
-                ctx.cancel_timer(Timer::Heartbeat);
+                ctx.cancel_timer(Timer::task(c as u8, TaskTimer::OffsetFlush));
+                ctx.cancel_timer(Timer::task(c as u8, TaskTimer::PollReturns));
+                ctx.cancel_timer(Timer::task(c as u8, TaskTimer::TaskRestart));
+                ctx.cancel_timer(Timer::task(c as u8, TaskTimer::SlotInfoRetry));
+                ctx.cancel_timer(Timer::task(c as u8, TaskTimer::Heartbeat));
                 ctx.observe(Observation::TaskStopped { graceful: true });
             }
             TaskState::Stopping => {}
         }
     }
 
-    fn continue_stop_if_drained(&mut self, ctx: &mut Ctx) {
-        let Some(task) = self.volatile.task.as_ref() else { return };
+    fn continue_stop_if_drained(&mut self, ctx: &mut Ctx, c: usize) {
+        let Some(task) = self.connectors[c].task.as_ref() else { return };
         if task.state == TaskState::Stopping && !task.produce_in_flight && task.flushing.is_none() {
-            let pending_flush =
-                self.volatile.pending.iter().any(|(_, purpose, _)| matches!(purpose, Pending::Flush { .. }));
+            let pending_flush = self.volatile.awaits(c, |purpose| matches!(purpose, Pending::Flush { .. }));
             if !pending_flush {
-                ctx.cancel_timer(Timer::StopTimeout);
-                self.offset_flush(ctx, true);
+                ctx.cancel_timer(Timer::task(c as u8, TaskTimer::StopTimeout));
+                self.offset_flush(ctx, c, true);
             }
         }
     }
 
     /// After the final commit: `SourceTask.stop()` performs one commit from the stored offset
     /// and closes the connections.
-    fn finish_stop(&mut self, ctx: &mut Ctx) {
-        let connector = self.debezium.name.clone();
-        self.request(ctx, Pending::CommitOffsets { then_stop: true }, KafkaRequest::ReadSourceOffset { connector });
+    fn finish_stop(&mut self, ctx: &mut Ctx, c: usize) {
+        let connector = self.connectors[c].debezium.name.clone();
+        self.volatile.request(
+            ctx,
+            c,
+            Pending::CommitOffsets { then_stop: true },
+            KafkaRequest::ReadSourceOffset { connector },
+        );
     }
 
     fn on_kafka_reply(&mut self, ctx: &mut Ctx, request_id: u64, reply: KafkaReply) {
-        let Some(index) = self.volatile.pending.iter().position(|(id, _, _)| *id == request_id) else { return };
-        let (_, purpose, _) = self.volatile.pending.remove(index);
+        let Some(index) = self.volatile.pending.iter().position(|(id, _, _, _)| *id == request_id) else { return };
+        let (_, c, purpose, _) = self.volatile.pending.remove(index);
+        let c = usize::from(c);
         match (purpose, reply) {
             (Pending::StartOffsets, KafkaReply::SourceOffset(stored)) => {
-                let Some(task) = self.volatile.task.as_mut() else { return };
+                let connector = &mut self.connectors[c];
+                let Some(task) = connector.task.as_mut() else { return };
                 if task.state == TaskState::Starting || task.state == TaskState::Running {
                     task.state = TaskState::Running;
                     task.poll_started_at = ctx.now;
                     let event = task.debezium.get_mut().start(ctx, stored);
-                    self.volatile.next_session = task.debezium.next_session();
-                    self.handle_task_event(ctx, event);
+                    connector.next_session = task.debezium.next_session();
+                    self.handle_task_event(ctx, c, event);
                 }
             }
             (Pending::CommitOffsets { then_stop }, KafkaReply::SourceOffset(stored)) => {
-                let Some(task) = self.volatile.task.as_mut() else { return };
+                let Some(task) = self.connectors[c].task.as_mut() else { return };
                 task.commit_offset(ctx, stored);
                 if then_stop {
-                    let mut task = self.volatile.task.take().expect("task present");
+                    let mut task = self.connectors[c].task.take().expect("task present");
                     task.debezium.get_mut().stop(ctx);
                     ctx.observe(Observation::TaskStopped { graceful: !task.failing });
                     // A resume (or, for a failed task, a restart) that came while the task was
                     // stopping: the herder starts the task anew once the old one has stopped.
                     let start_again = if task.failing { task.restart_requested } else { true };
-                    self.task_died = task.failing && !task.restart_requested;
-                    if self.target_state == TargetState::Running && start_again {
-                        self.start_task(ctx);
+                    self.connectors[c].task_died = task.failing && !task.restart_requested;
+                    if self.connectors[c].target_state == TargetState::Running && start_again {
+                        self.start_task(ctx, c);
                     }
                 } else {
-                    self.finish_poll(ctx);
+                    self.finish_poll(ctx, c);
                 }
             }
             (
                 Pending::Produce { first_seq, last_seq, count, changes, completion_marker },
                 KafkaReply::Produced { .. },
             ) => {
-                self.on_produced(ctx, (first_seq, last_seq, count), changes, completion_marker);
+                self.on_produced(ctx, c, (first_seq, last_seq, count), changes, completion_marker);
             }
             (Pending::Flush { final_commit }, KafkaReply::SourceOffsetWritten) => {
-                let offset = self.volatile.task.as_ref().and_then(|task| task.flushing);
-                self.flush_succeeded(ctx, offset, final_commit);
+                let offset = self.connectors[c].task.as_ref().and_then(|task| task.flushing);
+                self.flush_succeeded(ctx, c, offset, final_commit);
             }
             (Pending::DeleteOffsets, KafkaReply::SourceOffsetWritten) => {
                 ctx.send(Node::Operator, Msg::RestReply { reply: RestReply::Ok });
@@ -659,15 +748,15 @@ impl ConnectWorker {
     /// An exception in Connect's own part of the send loop (the transformation chain under
     /// `errors.tolerance = none`): the task fails as [`ConnectWorker::fail_task`] describes, and
     /// its status keeps the reason.
-    fn fail_task_for(&mut self, ctx: &mut Ctx, reason: String) {
+    fn fail_task_for(&mut self, ctx: &mut Ctx, c: usize, reason: String) {
         ctx.observe(Observation::TaskFailed { reason: reason.clone() });
-        self.failure = Some(reason);
-        self.fail_task(ctx);
+        self.connectors[c].failure = Some(reason);
+        self.fail_task(ctx, c);
     }
 
-    fn fail_task(&mut self, ctx: &mut Ctx) {
-        let Some(task) = self.volatile.task.as_mut() else {
-            let reason = match self.status() {
+    fn fail_task(&mut self, ctx: &mut Ctx, c: usize) {
+        let Some(task) = self.connectors[c].task.as_mut() else {
+            let reason = match self.connectors[c].status() {
                 ConnectorState::Stopped => "the connector is STOPPED: no task runs",
                 ConnectorState::Failed => "the task has already failed and waits for a restart",
                 _ => "no task runs",
@@ -683,63 +772,68 @@ impl ConnectWorker {
         });
         match task.state {
             TaskState::Running => {
-                self.graceful_stop(ctx);
-                if let Some(task) = self.volatile.task.as_mut() {
+                self.graceful_stop(ctx, c);
+                if let Some(task) = self.connectors[c].task.as_mut() {
                     task.failing = true;
                 }
             }
             TaskState::Stopping => task.failing = true,
             TaskState::Starting | TaskState::Failed => {
-                let mut task = self.volatile.task.take().expect("task present");
+                let mut task = self.connectors[c].task.take().expect("task present");
                 task.debezium.get_mut().stop(ctx);
-                self.volatile.pending.retain(|(_, purpose, _)| !matches!(purpose, Pending::StartOffsets));
-                for timer in
-                    [Timer::PollReturns, Timer::OffsetFlush, Timer::TaskRestart, Timer::SlotInfoRetry, Timer::Heartbeat]
-                {
+                self.volatile.forget(c, |purpose| matches!(purpose, Pending::StartOffsets));
+                for timer in [
+                    Timer::task(c as u8, TaskTimer::PollReturns),
+                    Timer::task(c as u8, TaskTimer::OffsetFlush),
+                    Timer::task(c as u8, TaskTimer::TaskRestart),
+                    Timer::task(c as u8, TaskTimer::SlotInfoRetry),
+                    Timer::task(c as u8, TaskTimer::Heartbeat),
+                ] {
                     ctx.cancel_timer(timer);
                 }
-                self.task_died = true;
+                self.connectors[c].task_died = true;
                 ctx.observe(Observation::TaskStopped { graceful: false });
             }
         }
     }
 
-    fn on_rest(&mut self, ctx: &mut Ctx, from: Node, request: RestRequest) {
+    fn on_rest(&mut self, ctx: &mut Ctx, c: usize, from: Node, request: RestRequest) {
         let reply = match request {
             RestRequest::Stop => {
-                self.target_state = TargetState::Stopped;
-                self.graceful_stop(ctx);
+                self.connectors[c].target_state = TargetState::Stopped;
+                self.graceful_stop(ctx, c);
                 RestReply::Ok
             }
             RestRequest::Resume => {
-                self.target_state = TargetState::Running;
-                if self.volatile.task.is_none() {
-                    self.start_task(ctx);
+                self.connectors[c].target_state = TargetState::Running;
+                if self.connectors[c].task.is_none() {
+                    self.start_task(ctx, c);
                 }
                 RestReply::Ok
             }
             RestRequest::DeleteOffsets => {
-                if self.target_state != TargetState::Stopped || self.volatile.task.is_some() {
+                if self.connectors[c].target_state != TargetState::Stopped || self.connectors[c].task.is_some() {
                     RestReply::Error(
                         "Connectors must be in the STOPPED state before their offsets can be modified".into(),
                     )
                 } else {
-                    let connector = self.debezium.name.clone();
-                    self.request(
+                    let connector = self.connectors[c].debezium.name.clone();
+                    self.volatile.request(
                         ctx,
+                        c,
                         Pending::DeleteOffsets,
                         KafkaRequest::WriteSourceOffset { connector, offset: None },
                     );
                     return;
                 }
             }
-            RestRequest::Status => RestReply::Status { state: self.status() },
+            RestRequest::Status => RestReply::Status { state: self.connectors[c].status() },
             RestRequest::RestartTask => {
-                if self.target_state == TargetState::Running {
-                    match self.volatile.task.as_mut() {
+                if self.connectors[c].target_state == TargetState::Running {
+                    match self.connectors[c].task.as_mut() {
                         None => {
-                            self.task_died = false;
-                            self.start_task(ctx);
+                            self.connectors[c].task_died = false;
+                            self.start_task(ctx, c);
                         }
                         Some(task) if task.failing => task.restart_requested = true,
                         Some(_) => {}
@@ -778,32 +872,131 @@ fn refresh_committable(task: &mut TaskRuntime, upto: SimTime) {
     }
 }
 
+impl ConnectWorker {
+    /// Runs `f` for connector `c`: what it observes is tagged as that connector's
+    /// ([`Observation::of_connector`]; the first connector's stands as it is).
+    fn for_connector(&mut self, ctx: &mut Ctx, c: usize, f: impl FnOnce(&mut ConnectWorker, &mut Ctx)) {
+        let mark = ctx.observation_mark();
+        f(self, ctx);
+        if c > 0 {
+            ctx.tag_observations_since(mark, |observation| Observation::of_connector(c as u8, observation));
+        }
+    }
+
+    /// The connector whose task a PostgreSQL session belongs to.
+    fn connector_of_session(&self, session: u64) -> Option<usize> {
+        let c = (session >> SESSION_BITS) as usize;
+        (c < self.connectors.len()).then_some(c)
+    }
+
+    fn on_task_timer(&mut self, ctx: &mut Ctx, c: usize, timer: TaskTimer) {
+        match timer {
+            TaskTimer::PollReturns => self.poll_returns(ctx, c),
+            TaskTimer::OffsetFlush => self.offset_flush(ctx, c, false),
+            TaskTimer::OffsetFlushTimeout => self.flush_timed_out(ctx, c),
+            TaskTimer::StopTimeout => {
+                // Give up waiting for in-flight records and commit what is acknowledged.
+                if let Some(task) = self.connectors[c].task.as_mut() {
+                    task.produce_in_flight = false;
+                    self.volatile.forget(c, |purpose| matches!(purpose, Pending::Produce { .. }));
+                }
+                self.continue_stop_if_drained(ctx, c);
+            }
+            TaskTimer::Heartbeat => {
+                let connector = &mut self.connectors[c];
+                if let Some(task) = connector.task.as_mut()
+                    && task.state == TaskState::Running
+                    && task.debezium.get_mut().on_heartbeat(ctx)
+                {
+                    ctx.set_timer(
+                        Timer::task(c as u8, TaskTimer::Heartbeat),
+                        connector.debezium.effective_heartbeat_interval_ms(),
+                    );
+                    self.arm_poll(ctx, c);
+                }
+            }
+            TaskTimer::SlotInfoRetry => {
+                if let Some(task) = self.connectors[c].task.as_mut()
+                    && task.state == TaskState::Running
+                {
+                    let event = task.debezium.get_mut().on_slot_info_retry(ctx);
+                    self.handle_task_event(ctx, c, event);
+                }
+            }
+            TaskTimer::TaskRestart => {
+                let connector = &mut self.connectors[c];
+                if let Some(task) = connector.task.as_mut()
+                    && task.state == TaskState::Running
+                {
+                    // Debezium restarts in-process and re-reads the stored offset.
+                    task.state = TaskState::Starting;
+                    let name = connector.debezium.name.clone();
+                    self.volatile.request(
+                        ctx,
+                        c,
+                        Pending::StartOffsets,
+                        KafkaRequest::ReadSourceOffset { connector: name },
+                    );
+                }
+            }
+        }
+    }
+}
+
 impl Component for ConnectWorker {
     fn start(&mut self, ctx: &mut Ctx) {
-        self.volatile = Volatile { task: None, pending: Vec::new(), next_request: 1, next_session: 1 };
-        self.task_died = false;
-        ctx.observe(Observation::WorkerStarted {
-            target_state: match self.target_state {
-                TargetState::Running => ConnectorState::Running,
-                TargetState::Stopped => ConnectorState::Stopped,
-            },
-        });
-        if self.target_state == TargetState::Running {
-            self.start_task(ctx);
+        self.volatile = Volatile::new();
+        for c in 0..self.connectors.len() {
+            self.for_connector(ctx, c, |worker, ctx| {
+                let connector = &mut worker.connectors[c];
+                connector.task_died = false;
+                connector.task = None;
+                connector.next_session = first_session(c);
+                ctx.observe(Observation::WorkerStarted {
+                    target_state: match connector.target_state {
+                        TargetState::Running => ConnectorState::Running,
+                        TargetState::Stopped => ConnectorState::Stopped,
+                    },
+                });
+                if connector.target_state == TargetState::Running {
+                    worker.start_task(ctx, c);
+                }
+            });
         }
     }
 
     fn on_message(&mut self, ctx: &mut Ctx, from: Node, msg: Msg) {
         match msg {
-            Msg::KafkaReply { request_id, reply } => self.on_kafka_reply(ctx, request_id, reply),
-            Msg::Rest { request } => self.on_rest(ctx, from, request),
-            Msg::Control(Control::KillTask) => self.fail_task(ctx),
-            Msg::SqlReply { .. } | Msg::ReplReply { .. } => {
-                let Some(task) = self.volatile.task.as_mut() else { return };
-                if task.state == TaskState::Running {
-                    let event = task.debezium.get_mut().on_message(ctx, msg);
-                    self.handle_task_event(ctx, event);
+            Msg::KafkaReply { request_id, reply } => {
+                let Some(c) = self.volatile.pending.iter().find(|(id, ..)| *id == request_id).map(|(_, c, ..)| *c)
+                else {
+                    return;
+                };
+                self.for_connector(ctx, usize::from(c), |worker, ctx| worker.on_kafka_reply(ctx, request_id, reply));
+            }
+            Msg::Rest { connector, request } => {
+                let c = usize::from(connector);
+                if c < self.connectors.len() {
+                    self.for_connector(ctx, c, |worker, ctx| worker.on_rest(ctx, c, from, request));
+                } else {
+                    ctx.send(from, Msg::RestReply { reply: RestReply::Error("Connector not found".into()) });
                 }
+            }
+            Msg::Control(Control::KillTask { connector }) => {
+                let c = usize::from(connector);
+                if c < self.connectors.len() {
+                    self.for_connector(ctx, c, |worker, ctx| worker.fail_task(ctx, c));
+                }
+            }
+            Msg::SqlReply { session, .. } | Msg::ReplReply { session, .. } => {
+                let Some(c) = self.connector_of_session(session) else { return };
+                self.for_connector(ctx, c, |worker, ctx| {
+                    let Some(task) = worker.connectors[c].task.as_mut() else { return };
+                    if task.state == TaskState::Running {
+                        let event = task.debezium.get_mut().on_message(ctx, msg);
+                        worker.handle_task_event(ctx, c, event);
+                    }
+                });
             }
             _ => {}
         }
@@ -811,48 +1004,14 @@ impl Component for ConnectWorker {
 
     fn on_timer(&mut self, ctx: &mut Ctx, timer: Timer) {
         match timer {
-            Timer::PollReturns => self.poll_returns(ctx),
             Timer::KafkaRetry => {
-                for (request_id, _, request) in &self.volatile.pending {
+                for (request_id, _, _, request) in &self.volatile.pending {
                     ctx.send(Node::Kafka, Msg::Kafka { request_id: *request_id, request: (**request).clone() });
                 }
             }
-            Timer::OffsetFlush => self.offset_flush(ctx, false),
-            Timer::OffsetFlushTimeout => self.flush_timed_out(ctx),
-            Timer::StopTimeout => {
-                // Give up waiting for in-flight records and commit what is acknowledged.
-                if let Some(task) = self.volatile.task.as_mut() {
-                    task.produce_in_flight = false;
-                    self.volatile.pending.retain(|(_, purpose, _)| !matches!(purpose, Pending::Produce { .. }));
-                }
-                self.continue_stop_if_drained(ctx);
-            }
-            Timer::Heartbeat => {
-                if let Some(task) = self.volatile.task.as_mut()
-                    && task.state == TaskState::Running
-                    && task.debezium.get_mut().on_heartbeat(ctx)
-                {
-                    ctx.set_timer(Timer::Heartbeat, self.debezium.effective_heartbeat_interval_ms());
-                    self.arm_poll(ctx);
-                }
-            }
-            Timer::SlotInfoRetry => {
-                if let Some(task) = self.volatile.task.as_mut()
-                    && task.state == TaskState::Running
-                {
-                    let event = task.debezium.get_mut().on_slot_info_retry(ctx);
-                    self.handle_task_event(ctx, event);
-                }
-            }
-            Timer::TaskRestart => {
-                if let Some(task) = self.volatile.task.as_mut()
-                    && task.state == TaskState::Running
-                {
-                    // Debezium restarts in-process and re-reads the stored offset.
-                    task.state = TaskState::Starting;
-                    let connector = self.debezium.name.clone();
-                    self.request(ctx, Pending::StartOffsets, KafkaRequest::ReadSourceOffset { connector });
-                }
+            Timer::Task { connector, timer } if usize::from(connector) < self.connectors.len() => {
+                let c = usize::from(connector);
+                self.for_connector(ctx, c, |worker, ctx| worker.on_task_timer(ctx, c, timer));
             }
             _ => {}
         }
@@ -865,16 +1024,146 @@ impl Component for ConnectWorker {
             ctx.set_timer(Timer::KafkaRetry, KAFKA_RECONNECT_BACKOFF_MS);
             return;
         }
-        if peer == Node::Postgres
-            && let Some(task) = self.volatile.task.as_mut()
-            && task.state == TaskState::Running
-        {
-            let event = task.debezium.get_mut().on_database_connection_lost(ctx);
-            self.handle_task_event(ctx, event);
+        if peer == Node::Postgres {
+            // Every connector's task loses its connections to the database.
+            for c in 0..self.connectors.len() {
+                self.for_connector(ctx, c, |worker, ctx| {
+                    if let Some(task) = worker.connectors[c].task.as_mut()
+                        && task.state == TaskState::Running
+                    {
+                        let event = task.debezium.get_mut().on_database_connection_lost(ctx);
+                        worker.handle_task_event(ctx, c, event);
+                    }
+                });
+            }
         }
     }
 
     fn crash(&mut self) {
-        self.volatile = Volatile { task: None, pending: Vec::new(), next_request: 1, next_session: 1 };
+        self.volatile = Volatile::new();
+        for (c, connector) in self.connectors.iter_mut().enumerate() {
+            connector.task = None;
+            connector.next_session = first_session(c);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::components::sink::ApplyRule;
+    use crate::core::component::{Outbox, TimerRequest};
+    use crate::scenario::spec::claims_minimal;
+
+    /// A worker running the claims connector and an outbox connector.
+    fn two_connectors() -> ConnectWorker {
+        let spec = claims_minimal(2, ApplyRule::VersionGuard);
+        let first = spec.debezium.clone();
+        let second = DebeziumConfig {
+            name: "outbox-connector".into(),
+            connector_index: 1,
+            slot_name: "outbox_slot".into(),
+            topic_prefix: "outbox".into(),
+            ..first.clone()
+        };
+        let none = || Fixed::new(TransformChain::none(Default::default()));
+        ConnectWorker::new(
+            Fixed::new(spec.connect.clone()),
+            vec![
+                Connector::new(Fixed::new(first), none(), TargetState::Running),
+                Connector::new(Fixed::new(second), none(), TargetState::Running),
+            ],
+        )
+    }
+
+    fn step(worker: &mut ConnectWorker, f: impl FnOnce(&mut ConnectWorker, &mut Ctx)) -> Outbox {
+        let mut out = Outbox::default();
+        f(worker, &mut Ctx::new(SimTime(1), Node::Connect, &mut out));
+        out
+    }
+
+    /// The offsets-topic read a connector's task start sent, by connector name.
+    fn start_read(out: &Outbox, name: &str) -> u64 {
+        out.sends
+            .iter()
+            .find_map(|(_, msg)| match msg {
+                Msg::Kafka { request_id, request: KafkaRequest::ReadSourceOffset { connector } }
+                    if connector == name =>
+                {
+                    Some(*request_id)
+                }
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no offsets read for {name}: {:?}", out.sends))
+    }
+
+    #[test]
+    fn each_connector_has_its_task_timers_sessions_and_tagged_observations() {
+        let mut worker = two_connectors();
+        let out = step(&mut worker, |w, ctx| w.start(ctx));
+        // Each task reads its own offsets and arms its own offset flush.
+        let (first, second) = (start_read(&out, "claims-connector"), start_read(&out, "outbox-connector"));
+        for connector in [0, 1] {
+            assert!(out.timers.contains(&TimerRequest::Set {
+                timer: Timer::task(connector, TaskTimer::OffsetFlush),
+                after_ms: worker.config.offset_flush_interval_ms
+            }));
+        }
+        // The first connector's observations stand as they are; the second's are tagged.
+        assert!(matches!(out.observations[0], Observation::WorkerStarted { .. }));
+        assert!(out.observations.iter().any(|o| matches!(
+            o,
+            Observation::OfConnector { connector: 1, observation } if matches!(**observation, Observation::WorkerStarted { .. })
+        )));
+        // The second task starts with no stored offset: its sessions with PostgreSQL are its own.
+        let reply = Msg::KafkaReply { request_id: second, reply: KafkaReply::SourceOffset(None) };
+        let out = step(&mut worker, |w, ctx| w.on_message(ctx, Node::Kafka, reply));
+        let sessions: Vec<u64> = out
+            .sends
+            .iter()
+            .filter_map(|(to, msg)| match (to, msg) {
+                (Node::Postgres, Msg::Sql { session, .. } | Msg::Repl { session, .. }) => Some(*session),
+                _ => None,
+            })
+            .collect();
+        assert!(!sessions.is_empty());
+        assert!(sessions.iter().all(|session| worker.connector_of_session(*session) == Some(1)), "{sessions:?}");
+        assert!(out.observations.iter().all(|o| matches!(o, Observation::OfConnector { connector: 1, .. })));
+        assert_eq!(worker.connectors[1].status(), ConnectorState::Running);
+        // The first task's offsets read is still pending: its reply reaches it, not the second.
+        let reply = Msg::KafkaReply { request_id: first, reply: KafkaReply::SourceOffset(None) };
+        let out = step(&mut worker, |w, ctx| w.on_message(ctx, Node::Kafka, reply));
+        assert!(
+            out.sends.iter().any(|(_, msg)| matches!(msg, Msg::Sql { session, .. } if *session < first_session(1)))
+        );
+        assert!(!out.observations.iter().any(|o| matches!(o, Observation::OfConnector { .. })));
+    }
+
+    #[test]
+    fn rest_calls_and_task_kills_act_on_their_connector_only() {
+        let mut worker = two_connectors();
+        step(&mut worker, |w, ctx| w.start(ctx));
+        let out = step(&mut worker, |w, ctx| {
+            w.on_message(ctx, Node::Operator, Msg::Rest { connector: 1, request: RestRequest::Stop })
+        });
+        assert!(out.sends.contains(&(Node::Operator, Msg::RestReply { reply: RestReply::Ok })));
+        assert_eq!(worker.connectors[1].target_state, TargetState::Stopped);
+        assert_eq!(worker.connectors[0].target_state, TargetState::Running);
+        assert_eq!(worker.connectors[1].status(), ConnectorState::Stopped, "a task still starting ends at once");
+        let out = step(&mut worker, |w, ctx| {
+            w.on_message(ctx, Node::Operator, Msg::Control(Control::KillTask { connector: 0 }))
+        });
+        assert!(out.observations.iter().any(|o| matches!(o, Observation::TaskStopped { graceful: false })));
+        assert_eq!(worker.connectors[0].status(), ConnectorState::Failed);
+        assert_eq!(worker.connectors[1].status(), ConnectorState::Stopped);
+        // A connector the worker does not run is not found.
+        let out = step(&mut worker, |w, ctx| {
+            w.on_message(ctx, Node::Operator, Msg::Rest { connector: 3, request: RestRequest::Status })
+        });
+        assert!(matches!(&out.sends[0].1, Msg::RestReply { reply: RestReply::Error(_) }));
+        // A crash keeps each connector's target state, drops its task.
+        worker.crash();
+        assert_eq!(worker.connectors[1].target_state, TargetState::Stopped);
+        assert!(worker.connectors.iter().all(|connector| connector.task.is_none()));
     }
 }

@@ -148,7 +148,7 @@ fn e2a_creation_waits_for_x1_in_another_database_then_x2_and_not_x3() {
     assert_eq!(slot.current.confirmed_flush, records[2].1);
     assert!(x3_change.expect("X3 wrote") < slot.current.confirmed_flush);
     commit(&mut pg, 4);
-    sql(&mut pg, 9, SqlRequest::EnsurePublication { name: "p".into() });
+    sql(&mut pg, 9, SqlRequest::EnsurePublication { name: "p".into(), tables: None });
     let decoded =
         match sql_reply(&sql(&mut pg, 9, SqlRequest::PeekChanges { slot: "s2".into(), publication: "p".into() }), 9) {
             Some(SqlReply::Changes(decoded)) => decoded,
@@ -263,7 +263,7 @@ fn e2c_the_exported_snapshot_sees_what_committed_before_the_consistent_point() {
         other => panic!("scan: {other:?}"),
     }
     // The slot delivers exactly C.
-    sql(&mut pg, 9, SqlRequest::EnsurePublication { name: "p".into() });
+    sql(&mut pg, 9, SqlRequest::EnsurePublication { name: "p".into(), tables: None });
     let out = send(
         &mut pg,
         Msg::Repl {
@@ -452,7 +452,7 @@ fn slot_row(pg: &mut Postgres, name: &str) -> Option<ReplicationSlotRow> {
 
 /// `pg_logical_slot_get_changes(name, NULL, NULL)`: the xids delivered.
 fn get_changes(pg: &mut Postgres, name: &str) -> Vec<Xid> {
-    sql(pg, 9, SqlRequest::EnsurePublication { name: "p".into() });
+    sql(pg, 9, SqlRequest::EnsurePublication { name: "p".into(), tables: None });
     match sql_reply(&sql(pg, 9, SqlRequest::GetChanges { slot: name.into(), publication: "p".into() }), 9) {
         Some(SqlReply::Changes(decoded)) => decoded.iter().map(|txn| txn.xid).collect(),
         other => panic!("get_changes: {other:?}"),
@@ -529,4 +529,57 @@ fn a_creation_consistent_with_nothing_running_proposes_nothing_when_decoded_agai
     assert_eq!(get_changes(&mut pg, "s4"), vec![c]);
     let slot = pg.slot("s4").expect("created");
     assert_eq!((slot.current.restart_lsn, slot.catalog_xmin), (first, d));
+}
+
+/// `publication.autocreate.mode = filtered`: a publication `FOR TABLE` the include list sends
+/// only those tables' changes (a transaction with none of them is not sent at all on PostgreSQL
+/// 15), and ensuring it again with another list sets its tables (`ALTER PUBLICATION … SET
+/// TABLE`); one `FOR ALL TABLES` sends both.
+#[test]
+fn a_filtered_publication_sends_only_its_tables() {
+    let section = PostgresSection::minimal();
+    let v = TableId(1);
+    let tables = [(U, "public.u"), (v, "public.v")]
+        .map(|(id, name)| TableSpec {
+            id,
+            name: name.into(),
+            replica_identity: ReplicaIdentity::Default,
+            database: None,
+        })
+        .to_vec();
+    let run = ServerRun {
+        bgwriter_running_xacts: false,
+        walsender_keepalives: false,
+        initial_wal_lsn: Lsn(0xEB7FD0),
+        tables,
+    };
+    let mut pg = Postgres::new(Node::Pg1, Role::Primary, Fixed::new(PostgresConfig::new(&section, run)), &[]);
+    let mut out = Outbox::default();
+    pg.start(&mut Ctx::new(SimTime(0), Node::Pg1, &mut out));
+    send(
+        &mut pg,
+        Msg::Repl {
+            session: 10,
+            request: ReplRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into(), failover: false },
+        },
+    );
+    let on_u = open_writing(&mut pg, 1, U, 1);
+    commit(&mut pg, 1);
+    let on_v = open_writing(&mut pg, 2, v, 1);
+    commit(&mut pg, 2);
+    let peek = |pg: &mut Postgres, publication: &str| -> Vec<Xid> {
+        match sql_reply(&sql(pg, 9, SqlRequest::PeekChanges { slot: "s".into(), publication: publication.into() }), 9) {
+            Some(SqlReply::Changes(decoded)) => decoded.iter().map(|txn| txn.xid).collect(),
+            other => panic!("peek: {other:?}"),
+        }
+    };
+    sql(&mut pg, 9, SqlRequest::EnsurePublication { name: "only".into(), tables: Some(vec![v]) });
+    sql(&mut pg, 9, SqlRequest::EnsurePublication { name: "all".into(), tables: None });
+    assert_eq!(peek(&mut pg, "only"), vec![on_v]);
+    assert_eq!(peek(&mut pg, "all"), vec![on_u, on_v]);
+    sql(&mut pg, 9, SqlRequest::EnsurePublication { name: "only".into(), tables: Some(vec![U]) });
+    assert_eq!(peek(&mut pg, "only"), vec![on_u], "set to the new list");
+    // FOR ALL TABLES leaves an existing publication as it is.
+    sql(&mut pg, 9, SqlRequest::EnsurePublication { name: "only".into(), tables: None });
+    assert_eq!(peek(&mut pg, "only"), vec![on_u]);
 }

@@ -89,12 +89,24 @@ impl Postgres {
                 }
             }
             SqlRequest::SlotInfo { slot } => SqlReply::Slot(self.durable.slots.get(&slot).map(|s| self.slot_row(s))),
-            SqlRequest::EnsurePublication { name } => {
+            SqlRequest::EnsurePublication { name, tables } => {
                 if self.durable.role == Role::Standby {
                     SqlReply::Error("ERROR: cannot execute CREATE PUBLICATION in a read-only transaction".into())
                 } else {
-                    if !self.durable.publications.contains_key(&name) {
-                        self.durable.publications.get_mut().insert(name, None);
+                    match tables {
+                        // FOR ALL TABLES when it does not exist; an existing one as it is.
+                        None => {
+                            if !self.durable.publications.contains_key(&name) {
+                                self.durable.publications.get_mut().insert(name, None);
+                            }
+                        }
+                        // FOR TABLE …, or ALTER PUBLICATION … SET TABLE ….
+                        Some(tables) => {
+                            let set: std::collections::BTreeSet<TableId> = tables.into_iter().collect();
+                            if self.durable.publications.get(&name) != Some(&Some(set.clone())) {
+                                self.durable.publications.get_mut().insert(name, Some(set));
+                            }
+                        }
                     }
                     SqlReply::Ok
                 }
@@ -203,9 +215,22 @@ impl Postgres {
         });
         let scan = Scan { table, rows: CopyOnWrite::new(rows), position: 0, fetch_size: fetch_size.max(1) };
         let delay = self.batch_time_ms(&scan);
+        // A client process with another scan under way (a Connect worker whose two connectors
+        // snapshot at once) waits its turn: its scans' batches come one scan after the other.
+        let busy = self.scanning_session(client).is_some();
         self.set_scan(client, session, Some(scan));
-        ctx.set_timer(Timer::ScanBatch { client }, delay);
+        if !busy {
+            ctx.set_timer(Timer::ScanBatch { client }, delay);
+        }
         None
+    }
+
+    /// A session of `client` with a scan under way (the first, by session).
+    pub(super) fn scanning_session(&self, client: Node) -> Option<SessionId> {
+        self.volatile.sessions.iter().find_map(|((owner, session), state)| match &**state {
+            Session::Sql { scan: Some(_), .. } if *owner == client => Some(*session),
+            _ => None,
+        })
     }
 
     /// `pg_logical_slot_get_changes` / `peek_changes` without pgoutput's `messages` option:
@@ -258,8 +283,22 @@ impl Postgres {
         let done = end == scan.rows.len();
         let table = scan.table;
         if done {
-            // The cursor is exhausted; the session stays open.
+            // The cursor is exhausted; the session stays open. Another scan of the client, if
+            // any, has its turn.
             self.set_scan(client, session, None);
+            let next =
+                self.scanning_session(client).and_then(|next| match self.volatile.sessions.get(&(client, next)) {
+                    Some(state) => match &**state {
+                        Session::Sql { scan: Some(scan), .. } => {
+                            Some(batch_time_ms(scan, self.config.scan_rows_per_second))
+                        }
+                        _ => None,
+                    },
+                    None => None,
+                });
+            if let Some(delay) = next {
+                ctx.set_timer(Timer::ScanBatch { client }, delay);
+            }
         } else {
             ctx.set_timer(Timer::ScanBatch { client }, batch_time_ms(scan, self.config.scan_rows_per_second));
         }

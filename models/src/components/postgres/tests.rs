@@ -25,7 +25,7 @@ fn send(pg: &mut Postgres, msg: Msg) -> Outbox {
 
 fn stream(pg: &mut Postgres, session: SessionId) -> Outbox {
     let repl = |request| Msg::Repl { session, request };
-    send(pg, Msg::Sql { session: 100, request: SqlRequest::EnsurePublication { name: "p".into() } });
+    send(pg, Msg::Sql { session: 100, request: SqlRequest::EnsurePublication { name: "p".into(), tables: None } });
     send(
         pg,
         repl(ReplRequest::StartReplication {
@@ -194,7 +194,7 @@ fn a_slot_decodes_its_own_database_and_a_clean_shutdown_saves_what_get_consumed(
             other => panic!("no SQL reply: {other:?}"),
         }
     };
-    sql(&mut pg, SqlRequest::EnsurePublication { name: "p".into() });
+    sql(&mut pg, SqlRequest::EnsurePublication { name: "p".into(), tables: None });
     let create = SqlRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into(), database: Some("other".into()) };
     assert!(matches!(sql(&mut pg, create), SqlReply::Lsn(_)));
     let insert = |table: u16, key: Key| SqlRequest::Transaction {

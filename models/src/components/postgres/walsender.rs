@@ -192,7 +192,16 @@ impl Postgres {
         self.end_session_block(ctx, client, session);
         if let Some(removed) = self.volatile.sessions.remove(&(client, session)) {
             match *removed {
-                Session::Sql { scan: Some(_), .. } => ctx.cancel_timer(Timer::ScanBatch { client }),
+                Session::Sql { scan: Some(_), .. } => {
+                    ctx.cancel_timer(Timer::ScanBatch { client });
+                    // Another scan of the client waiting its turn has it now.
+                    if let Some(next) = self.scanning_session(client)
+                        && let Some(state) = self.volatile.sessions.get(&(client, next))
+                        && let Session::Sql { scan: Some(scan), .. } = &**state
+                    {
+                        ctx.set_timer(Timer::ScanBatch { client }, self.batch_time_ms(scan));
+                    }
+                }
                 Session::Replication { walsender: Some(_), .. } => {
                     let released = |slot: &Slot| slot.active == Some((client, session));
                     if self.durable.slots.values().any(released) {

@@ -144,7 +144,7 @@ impl Harness {
                 request: ReplRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into(), failover: false },
             },
         );
-        self.sql(Node::Connect, 100, SqlRequest::EnsurePublication { name: "p".into() });
+        self.sql(Node::Connect, 100, SqlRequest::EnsurePublication { name: "p".into(), tables: None });
         self.send(
             Node::Connect,
             Msg::Repl {
@@ -738,7 +738,7 @@ fn an_autocommit_copy_is_one_step_with_one_record_for_its_rows() {
 fn an_abort_record_is_flushed_by_the_wal_writer_and_a_commit_flushes_at_once() {
     let mut h = Harness::new();
     h.sql(Node::Connect, 1, SqlRequest::CreateSlot { slot: "s".into(), plugin: "pgoutput".into(), database: None });
-    h.sql(Node::Connect, 100, SqlRequest::EnsurePublication { name: "p".into() });
+    h.sql(Node::Connect, 100, SqlRequest::EnsurePublication { name: "p".into(), tables: None });
     h.begin(Node::App, 1, Isolation::ReadCommitted);
     h.statement(Node::App, 1, vec![insert(T, 1)]);
     h.sql(Node::App, 1, SqlRequest::Rollback);

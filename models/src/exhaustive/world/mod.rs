@@ -76,17 +76,10 @@ pub struct Bounds {
 /// peer is down (each retry opens a new session or request, so an unbounded retry loop would make
 /// the state space infinite: a connector retrying while PostgreSQL is down never repeats a state).
 fn is_periodic(timer: Timer) -> bool {
-    matches!(
-        timer,
-        Timer::OffsetFlush
-            | Timer::Checkpoint
-            | Timer::BgwriterRunningXacts
-            | Timer::TaskRestart
-            | Timer::SlotInfoRetry
-            | Timer::Heartbeat
-            | Timer::KafkaRetry
-            | Timer::OperatorRetry
-    )
+    match timer {
+        Timer::Task { timer, .. } => sets::PERIODIC_TASK.contains(&timer),
+        _ => sets::PERIODIC.contains(&timer),
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -520,9 +513,10 @@ impl World {
                         observation: Observation::Fault { action },
                     });
                     let control = match operation {
-                        Operation::RecreateSlot => Control::RecreateSlot,
-                        Operation::RebuildConnector => Control::Rebuild,
-                        Operation::AdvanceSlot => Control::AdvanceSlot { to: None },
+                        // A bound's operations act on the first connector.
+                        Operation::RecreateSlot => Control::RecreateSlot { connector: 0 },
+                        Operation::RebuildConnector => Control::Rebuild { connector: 0 },
+                        Operation::AdvanceSlot => Control::AdvanceSlot { connector: 0, to: None },
                     };
                     self.with(Node::Operator, |c, ctx| c.on_message(ctx, Node::Operator, Msg::Control(control)));
                 }
@@ -627,9 +621,14 @@ impl World {
         violated
     }
 
-    fn last_captured_commit(&self) -> Option<Lsn> {
-        let evidence = &self.checkers.evidence;
-        self.processes.pg1.last_captured_event(&self.captured, |prefix| evidence.awaits_message(prefix))
+    /// The last commit connector `c` captures (the first connector's as the checkers see it).
+    fn last_captured_commit(&self, c: usize) -> Option<Lsn> {
+        if c == 0 {
+            let evidence = &self.checkers.evidence;
+            return self.processes.pg1.last_captured_event(&self.captured, |prefix| evidence.awaits_message(prefix));
+        }
+        let debezium = self.processes.connect.connectors[c].debezium;
+        self.processes.pg1.last_captured_event(&debezium.tables, |prefix| debezium.awaits_message(prefix))
     }
 
     /// Whether the pipeline has caught up ([`acceptance::decide`]): nothing in flight, every
@@ -656,7 +655,7 @@ impl World {
             // The world does not forward a stream's start past what the connector processed.
             stream_start: None,
             evidence: &self.checkers.evidence,
-            last_captured_commit: || self.last_captured_commit(),
+            last_captured_commit: |c| self.last_captured_commit(c),
         };
         acceptance::decide(&self.processes, circumstances)
     }

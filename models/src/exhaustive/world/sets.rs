@@ -4,8 +4,9 @@
 //! the world offers its actions in the same order.
 
 use super::NODES;
-use crate::core::component::Timer;
+use crate::core::component::{TaskTimer, Timer};
 use crate::core::ids::Node;
+use crate::core::limits::MAX_CONNECTORS;
 use crate::core::shared::CopyOnWrite;
 use crate::exhaustive::world::Wire;
 
@@ -27,8 +28,40 @@ pub(super) fn slot(node: Node) -> usize {
     }
 }
 
-/// Timers per process: a scan batch per client, then the plain ones.
-const TIMERS_PER_NODE: usize = SLOTS + Timer::PLAIN.len();
+/// The timers every process has a place for after its scan batches: the plain ones, with the
+/// first connector's task timers where `Timer`'s order puts them (so a world with one connector
+/// offers its actions in the order it always did).
+const PER_NODE: [Timer; 19] = [
+    Timer::BgwriterRunningXacts,
+    Timer::Checkpoint,
+    Timer::ShipWal,
+    Timer::first_task(TaskTimer::PollReturns),
+    Timer::first_task(TaskTimer::OffsetFlush),
+    Timer::first_task(TaskTimer::OffsetFlushTimeout),
+    Timer::first_task(TaskTimer::StopTimeout),
+    Timer::first_task(TaskTimer::TaskRestart),
+    Timer::first_task(TaskTimer::SlotInfoRetry),
+    Timer::first_task(TaskTimer::Heartbeat),
+    Timer::SinkCommit,
+    Timer::KafkaRetry,
+    Timer::Workload,
+    Timer::LoaderStart,
+    Timer::OperatorRetry,
+    Timer::CommitVisible,
+    Timer::WalWriter,
+    Timer::IdleInTransactionTimeout,
+    Timer::ConsumerWork,
+];
+
+const _: () = assert!(PER_NODE.len() == Timer::PLAIN.len() + TaskTimer::ALL.len());
+
+/// Timers per process: a scan batch per client, then `PER_NODE`.
+const TIMERS_PER_NODE: usize = SLOTS + PER_NODE.len();
+
+/// The task timers of the connectors after the first, only the Connect worker's: after every
+/// process's others, one set of [`TaskTimer::ALL`] per connector.
+const TASK_TIMERS_AT: usize = SLOTS * TIMERS_PER_NODE;
+const TASK_TIMERS: usize = (MAX_CONNECTORS - 1) * TaskTimer::ALL.len();
 
 fn timer_index(timer: Timer) -> usize {
     match timer {
@@ -36,13 +69,7 @@ fn timer_index(timer: Timer) -> usize {
         Timer::BgwriterRunningXacts => SLOTS,
         Timer::Checkpoint => SLOTS + 1,
         Timer::ShipWal => SLOTS + 2,
-        Timer::PollReturns => SLOTS + 3,
-        Timer::OffsetFlush => SLOTS + 4,
-        Timer::OffsetFlushTimeout => SLOTS + 5,
-        Timer::StopTimeout => SLOTS + 6,
-        Timer::TaskRestart => SLOTS + 7,
-        Timer::SlotInfoRetry => SLOTS + 8,
-        Timer::Heartbeat => SLOTS + 9,
+        Timer::Task { connector: 0, timer } => SLOTS + 3 + timer.index(),
         Timer::SinkCommit => SLOTS + 10,
         Timer::KafkaRetry => SLOTS + 11,
         Timer::Workload => SLOTS + 12,
@@ -52,22 +79,30 @@ fn timer_index(timer: Timer) -> usize {
         Timer::WalWriter => SLOTS + 16,
         Timer::IdleInTransactionTimeout => SLOTS + 17,
         Timer::ConsumerWork => SLOTS + 18,
+        Timer::Task { .. } => unreachable!("another connector's task timer has a place of its own"),
     }
 }
 
 fn timer_at(index: usize) -> Timer {
-    if index < SLOTS { Timer::ScanBatch { client: NODES[index] } } else { Timer::PLAIN[index - SLOTS] }
+    if index < SLOTS { Timer::ScanBatch { client: NODES[index] } } else { PER_NODE[index - SLOTS] }
 }
 
-/// The armed timers, as bits ordered by (process, timer).
+/// The armed timers, as bits ordered by (process, timer), then the other connectors' task
+/// timers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub(super) struct Timers([u64; 4]);
 
-const _: () = assert!(SLOTS * TIMERS_PER_NODE <= 4 * 64);
+const _: () = assert!(TASK_TIMERS_AT + TASK_TIMERS <= 4 * 64);
 
 impl Timers {
     fn bit(node: Node, timer: Timer) -> usize {
-        slot(node) * TIMERS_PER_NODE + timer_index(timer)
+        match timer {
+            Timer::Task { connector, timer } if connector > 0 => {
+                debug_assert_eq!(node, Node::Connect, "only the Connect worker runs tasks");
+                TASK_TIMERS_AT + usize::from(connector - 1) * TaskTimer::ALL.len() + timer.index()
+            }
+            _ => slot(node) * TIMERS_PER_NODE + timer_index(timer),
+        }
     }
 
     pub fn insert(&mut self, node: Node, timer: Timer) {
@@ -84,14 +119,26 @@ impl Timers {
     }
 
     pub fn clear_node(&mut self, node: Node) {
-        for timer in 0..TIMERS_PER_NODE {
-            let bit = slot(node) * TIMERS_PER_NODE + timer;
+        let own = (0..TIMERS_PER_NODE).map(|timer| slot(node) * TIMERS_PER_NODE + timer);
+        let tasks =
+            (node == Node::Connect).then_some(TASK_TIMERS_AT..TASK_TIMERS_AT + TASK_TIMERS).into_iter().flatten();
+        for bit in own.chain(tasks) {
             self.0[bit / 64] &= !(1 << (bit % 64));
         }
     }
 
+    /// In (process, timer) order; the Connect worker's task timers come after every process's
+    /// others (an order of its own, kept from one state to the next).
     pub fn iter(&self) -> impl Iterator<Item = (Node, Timer)> + '_ {
-        bits(&self.0).map(|bit| (NODES[bit / TIMERS_PER_NODE], timer_at(bit % TIMERS_PER_NODE)))
+        bits(&self.0).map(|bit| {
+            if bit >= TASK_TIMERS_AT {
+                let index = bit - TASK_TIMERS_AT;
+                let connector = (index / TaskTimer::ALL.len()) as u8 + 1;
+                (Node::Connect, Timer::Task { connector, timer: TaskTimer::ALL[index % TaskTimer::ALL.len()] })
+            } else {
+                (NODES[bit / TIMERS_PER_NODE], timer_at(bit % TIMERS_PER_NODE))
+            }
+        })
     }
 }
 
@@ -202,36 +249,46 @@ impl Indices {
     }
 }
 
-/// How many times each periodic timer has fired, per process.
+/// How many times each periodic timer has fired, per process (and per connector for the
+/// Connect worker's task timers).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) struct Fired([[u8; PERIODIC.len()]; SLOTS]);
+pub(super) struct Fired {
+    plain: [[u8; PERIODIC.len()]; SLOTS],
+    tasks: [[u8; PERIODIC_TASK.len()]; MAX_CONNECTORS],
+}
 
 impl std::hash::Hash for Fired {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write(self.0.as_flattened());
+        state.write(self.plain.as_flattened());
+        state.write(self.tasks.as_flattened());
     }
 }
 
-/// The timers a bound counts (see `is_periodic`).
-pub(super) const PERIODIC: [Timer; 8] = [
-    Timer::BgwriterRunningXacts,
-    Timer::Checkpoint,
-    Timer::OffsetFlush,
-    Timer::TaskRestart,
-    Timer::SlotInfoRetry,
-    Timer::Heartbeat,
-    Timer::KafkaRetry,
-    Timer::OperatorRetry,
-];
+/// The timers a bound counts (see `is_periodic`), but the tasks'.
+pub(super) const PERIODIC: [Timer; 4] =
+    [Timer::BgwriterRunningXacts, Timer::Checkpoint, Timer::KafkaRetry, Timer::OperatorRetry];
+
+/// The task timers a bound counts, per connector.
+pub(super) const PERIODIC_TASK: [TaskTimer; 4] =
+    [TaskTimer::OffsetFlush, TaskTimer::TaskRestart, TaskTimer::SlotInfoRetry, TaskTimer::Heartbeat];
 
 impl Fired {
     fn cell(&mut self, node: Node, timer: Timer) -> Option<&mut u8> {
-        let kind = PERIODIC.iter().position(|periodic| *periodic == timer)?;
-        Some(&mut self.0[slot(node)][kind])
+        match timer {
+            Timer::Task { connector, timer } => {
+                let kind = PERIODIC_TASK.iter().position(|periodic| *periodic == timer)?;
+                Some(&mut self.tasks[usize::from(connector)][kind])
+            }
+            _ => {
+                let kind = PERIODIC.iter().position(|periodic| *periodic == timer)?;
+                Some(&mut self.plain[slot(node)][kind])
+            }
+        }
     }
 
     pub fn get(&self, node: Node, timer: Timer) -> u8 {
-        PERIODIC.iter().position(|periodic| *periodic == timer).map_or(0, |kind| self.0[slot(node)][kind])
+        let mut copy = *self;
+        copy.cell(node, timer).map_or(0, |cell| *cell)
     }
 
     pub fn count(&mut self, node: Node, timer: Timer) {
@@ -332,8 +389,17 @@ mod tests {
             for client in NODES {
                 all.push((node, Timer::ScanBatch { client }));
             }
-            for timer in Timer::PLAIN {
+            for timer in PER_NODE {
                 all.push((node, timer));
+            }
+        }
+        let mut sorted = all.clone();
+        sorted.sort();
+        // The other connectors' task timers come last, by connector, then kind.
+        for connector in 1..MAX_CONNECTORS as u8 {
+            for timer in TaskTimer::ALL {
+                all.push((Node::Connect, Timer::Task { connector, timer }));
+                sorted.push((Node::Connect, Timer::Task { connector, timer }));
             }
         }
         let mut timers = Timers::default();
@@ -341,15 +407,17 @@ mod tests {
             timers.insert(*node, *timer);
         }
         let listed: Vec<_> = timers.iter().collect();
-        let mut sorted = all.clone();
-        sorted.sort();
         assert_eq!(listed, sorted);
-        assert_eq!(listed.len(), SLOTS * TIMERS_PER_NODE);
-        assert!(timers.remove(Node::Connect, Timer::OffsetFlush));
-        assert!(!timers.remove(Node::Connect, Timer::OffsetFlush));
+        assert_eq!(listed.len(), SLOTS * TIMERS_PER_NODE + TASK_TIMERS);
+        assert!(timers.remove(Node::Connect, Timer::task(1, TaskTimer::OffsetFlush)));
+        assert!(!timers.remove(Node::Connect, Timer::task(1, TaskTimer::OffsetFlush)));
+        assert!(timers.remove(Node::Connect, Timer::first_task(TaskTimer::OffsetFlush)));
         timers.clear_node(Node::Kafka);
         assert!(timers.iter().all(|(node, _)| node != Node::Kafka));
-        assert_eq!(timers.iter().count(), SLOTS * TIMERS_PER_NODE - 1 - TIMERS_PER_NODE);
+        assert_eq!(timers.iter().count(), SLOTS * TIMERS_PER_NODE + TASK_TIMERS - 2 - TIMERS_PER_NODE);
+        // A Connect worker's crash clears its task timers too.
+        timers.clear_node(Node::Connect);
+        assert!(timers.iter().all(|(node, _)| node != Node::Connect));
     }
 
     #[test]
@@ -386,13 +454,18 @@ mod tests {
     }
 
     #[test]
-    fn periodic_timers_are_counted_per_process() {
+    fn periodic_timers_are_counted_per_process_and_per_connector() {
         let mut fired = Fired::default();
-        fired.count(Node::Connect, Timer::OffsetFlush);
-        fired.count(Node::Connect, Timer::OffsetFlush);
-        fired.count(Node::Connect, Timer::PollReturns);
-        assert_eq!(fired.get(Node::Connect, Timer::OffsetFlush), 2);
-        assert_eq!(fired.get(Node::Kafka, Timer::OffsetFlush), 0);
-        assert_eq!(fired.get(Node::Connect, Timer::PollReturns), 0);
+        fired.count(Node::Connect, Timer::first_task(TaskTimer::OffsetFlush));
+        fired.count(Node::Connect, Timer::first_task(TaskTimer::OffsetFlush));
+        fired.count(Node::Connect, Timer::first_task(TaskTimer::PollReturns));
+        fired.count(Node::Connect, Timer::task(1, TaskTimer::OffsetFlush));
+        fired.count(Node::Connect, Timer::KafkaRetry);
+        assert_eq!(fired.get(Node::Connect, Timer::first_task(TaskTimer::OffsetFlush)), 2);
+        assert_eq!(fired.get(Node::Connect, Timer::task(1, TaskTimer::OffsetFlush)), 1);
+        assert_eq!(fired.get(Node::Connect, Timer::task(2, TaskTimer::OffsetFlush)), 0);
+        assert_eq!(fired.get(Node::Connect, Timer::first_task(TaskTimer::PollReturns)), 0);
+        assert_eq!(fired.get(Node::Connect, Timer::KafkaRetry), 1);
+        assert_eq!(fired.get(Node::Kafka, Timer::KafkaRetry), 0);
     }
 }

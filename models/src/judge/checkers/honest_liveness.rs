@@ -96,7 +96,7 @@ mod tests {
         let mut processes = running();
         let mut outbox = Outbox::default();
         let mut ctx = Ctx::new(SimTime::ZERO, Node::Connect, &mut outbox);
-        processes.connect.on_message(&mut ctx, Node::Operator, Msg::Control(Control::KillTask));
+        processes.connect.on_message(&mut ctx, Node::Operator, Msg::Control(Control::KillTask { connector: 0 }));
         assert_eq!(processes.connect.status(), ConnectorState::Failed);
         assert_eq!(check(&processes, &stuck(false)), None);
     }

@@ -190,8 +190,11 @@ pub struct Evidence {
     pub captured: Fixed<Vec<TableId>>,
     /// The captured outbox tables whose events the connector's transforms route (I9).
     pub outbox_tables: Fixed<Vec<TableId>>,
-    /// The connector's `slot.name` (I9 reads its life).
+    /// The `slot.name` of the connector that routes the outbox events (I9 reads its life).
     pub slot_name: Fixed<String>,
+    /// The first connector's name and `slot.name`: the connector I1–I8 judge. Empty: every
+    /// connector observation is the first connector's (a checker built without a scenario).
+    pub main_connector: Fixed<(String, String)>,
     /// The outbox's consumer's inbox rule, when the scenario has the consumer (I9, I10).
     pub consumer: Option<crate::components::consumer::InboxRule>,
     /// The connector's first replication stream: when, and from where decoding emitted.
@@ -220,6 +223,22 @@ impl Evidence {
 }
 
 impl Evidence {
+    /// Whether an observation is of a connector other than the first: its task's (tagged), its
+    /// stream's or slot confirmations (by its slot), its stored offsets (by its name). Kafka's
+    /// appends are everybody's.
+    pub fn of_another_connector(&self, observation: &Observation) -> bool {
+        let (name, slot) = &*self.main_connector;
+        if name.is_empty() {
+            return matches!(observation, Observation::OfConnector { .. });
+        }
+        match observation {
+            Observation::OfConnector { .. } => true,
+            Observation::StreamStarted { slot: of, .. } | Observation::SlotConfirmed { slot: of, .. } => of != slot,
+            Observation::SourceOffsetStored { connector, .. } => connector != name,
+            _ => false,
+        }
+    }
+
     /// Where a record is, as Kafka names it: `claims.public.claims-0@17`.
     pub fn record_at(&self, record: &KafkaRecord) -> String {
         if self.names.tables.is_empty() {
@@ -351,6 +370,7 @@ impl Checkers {
                 captured: Fixed::new(captured),
                 outbox_tables: Fixed::new(Vec::new()),
                 slot_name: Fixed::new(String::new()),
+                main_connector: Fixed::new((String::new(), String::new())),
                 consumer: None,
                 first_stream_start: None,
                 names: Fixed::new(Names::default()),
@@ -398,7 +418,12 @@ impl Checkers {
     /// slot (I9).
     pub fn outbox(mut self, spec: &crate::scenario::spec::Spec) -> Checkers {
         self.evidence.outbox_tables = Fixed::new(spec.routed_tables());
-        self.evidence.slot_name = Fixed::new(spec.debezium.slot_name.clone());
+        let routing = spec.routing_slots();
+        self.evidence.slot_name =
+            Fixed::new(routing.first().cloned().unwrap_or_else(|| spec.debezium.slot_name.clone()));
+        if spec.connector_count() > 1 {
+            self.evidence.main_connector = Fixed::new((spec.debezium.name.clone(), spec.debezium.slot_name.clone()));
+        }
         self.evidence.consumer = spec.consumer.as_ref().map(|consumer| consumer.inbox);
         self
     }
@@ -443,12 +468,17 @@ impl Checkers {
         }
         // Checkers that look at a moment read the evidence as it was just before it.
         let mut found = Vec::new();
+        self.outbox_complete.observe(&self.evidence, at, observation);
+        // What another connector's stream, slot or offsets do is not the first connector's
+        // (I9 reads the outbox connector's slot above; its records go to `published` below).
+        if self.evidence.of_another_connector(observation) {
+            return;
+        }
         self.ack_durable.observe(&self.evidence, at, observation, &mut found);
         self.fail_closed.observe(&self.evidence, at, observation, &mut found);
         self.failover_gate.observe(&self.evidence, at, observation, &mut found);
         self.no_resurrection.observe(&self.evidence, at, observation, &mut found);
         self.monotonic_apply.observe(&self.evidence, at, observation, &mut found);
-        self.outbox_complete.observe(&self.evidence, at, observation);
         self.evidence.timelines.observe(observation, self.evidence.stored_offset);
         match observation {
             Observation::Appended { records } => self.evidence.published.get_mut().append(at, records),

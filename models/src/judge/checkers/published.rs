@@ -120,6 +120,10 @@ impl Published {
                 self.messages.entry(event.source.lsn).or_insert(at);
                 continue;
             }
+            // Another connector's messages are not the pipeline's (I1 judges the first's).
+            if let Topic::MessageOf(_) = record.tp.topic {
+                continue;
+            }
             if let Topic::Routed(_) = record.tp.topic {
                 let routed = self
                     .routed

@@ -29,7 +29,7 @@
 use crate::exhaustive::budget::{Budget, Limit, size_text};
 use crate::exhaustive::dfs::{Explored, Table as Fingerprints};
 use handoff_models::core::change::RowOp;
-use handoff_models::core::component::Timer;
+use handoff_models::core::component::{TaskTimer, Timer};
 use handoff_models::exhaustive::check::{FAILS_CLOSED, HandoffModel};
 use handoff_models::exhaustive::world::{Action, Bounds, World};
 use handoff_models::judge::verdict::{self, Judgement, Outcome as Judged};
@@ -186,7 +186,8 @@ impl CheckReport {
 }
 
 /// Timers a bound never fires.
-const DISABLED_TIMERS: [Timer; 3] = [Timer::Checkpoint, Timer::SinkCommit, Timer::OffsetFlushTimeout];
+const DISABLED_TIMERS: [Timer; 3] =
+    [Timer::Checkpoint, Timer::SinkCommit, Timer::first_task(TaskTimer::OffsetFlushTimeout)];
 
 /// The most scripted transactions a bound runs (the world keeps the ones not run as bits).
 const MAX_SCRIPTS: usize = 64;

@@ -20,7 +20,10 @@ fn describe_step(spec: &Spec, step: &HarnessStep) -> String {
 
 fn describe_action(spec: &Spec, action: &Action) -> String {
     match action {
-        Action::Fault(fault) => fault.to_string(),
+        Action::Fault(fault, 0) => fault.to_string(),
+        Action::Fault(fault, connector) => {
+            format!("{fault} on connector {}", spec.connector(usize::from(*connector)).name)
+        }
         Action::Scripted(index) => match spec.scripted.get(*index).map(|txn| txn.label.as_str()) {
             Some(label) if !label.is_empty() => format!("scripted transaction {index} ({label})"),
             _ => format!("scripted transaction {index}"),
@@ -51,7 +54,7 @@ pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outco
     let mut sequence = 0u64;
     let triggers = schedule
         .iter()
-        .map(|fault| (fault.trigger, Action::Fault(fault.action)))
+        .map(|fault| (fault.trigger, Action::Fault(fault.action, fault.connector)))
         .chain(spec.scripted.iter().enumerate().map(|(index, txn)| (txn.trigger, Action::Scripted(index))))
         .filter(|_| path.is_none());
     for (trigger, action) in triggers {
@@ -123,7 +126,7 @@ pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outco
                 WorldAction::Crash { node } => harness.schedule(at_ms, HarnessStep::Crash(node)),
                 WorldAction::Restart { node } => harness.schedule(at_ms, HarnessStep::Restart(node)),
                 WorldAction::Operate { operation } => {
-                    harness.schedule(at_ms, HarnessStep::Action(Action::Fault(operation.fault())))
+                    harness.schedule(at_ms, HarnessStep::Action(Action::Fault(operation.fault(), 0)))
                 }
                 // The network and the nodes' timers follow these.
                 WorldAction::Deliver { .. } | WorldAction::Fire { .. } => {}
@@ -400,7 +403,9 @@ impl Harness<'_> {
                     self.schedule(now.saturating_add(1), HarnessStep::Action(Action::Scripted(index)));
                 }
             }
-            HarnessStep::Action(Action::Fault(fault)) => {
+            HarnessStep::Action(Action::Fault(fault, connector)) => {
+                // What the harness observes of a connector's fault is that connector's.
+                let tag = |observation: Observation| Observation::of_connector(connector, observation);
                 let target = match fault {
                     FaultAction::KillConnectWorker { .. }
                     | FaultAction::StopConnector { .. }
@@ -458,10 +463,10 @@ impl Harness<'_> {
                     None
                 };
                 if let Some(reason) = refused {
-                    self.observe(target, Observation::FaultRefused { action: fault, reason: reason.into() });
+                    self.observe(target, tag(Observation::FaultRefused { action: fault, reason: reason.into() }));
                     return;
                 }
-                self.observe(target, Observation::Fault { action: fault });
+                self.observe(target, tag(Observation::Fault { action: fault }));
                 match fault {
                     FaultAction::KillConsumer { restart_after_ms } => {
                         self.kill(Node::Consumer);
@@ -478,14 +483,18 @@ impl Harness<'_> {
                         }
                     }
                     FaultAction::StopConnector { resume_after_ms } => {
-                        self.shared.inject(Node::Connect, Node::Operator, Msg::Rest { request: RestRequest::Stop });
+                        self.shared.inject(
+                            Node::Connect,
+                            Node::Operator,
+                            Msg::Rest { connector, request: RestRequest::Stop },
+                        );
                         if let Some(after) = resume_after_ms {
                             self.schedule(
                                 now.saturating_add(after),
                                 HarnessStep::Inject {
                                     to: Node::Connect,
                                     from: Node::Operator,
-                                    msg: Msg::Rest { request: RestRequest::Resume },
+                                    msg: Msg::Rest { connector, request: RestRequest::Resume },
                                 },
                             );
                         }
@@ -495,27 +504,39 @@ impl Harness<'_> {
                         self.schedule(now.saturating_add(restart_after_ms), HarnessStep::Restart(target));
                     }
                     FaultAction::RecreateSlot => {
-                        self.shared.inject(Node::Operator, Node::Operator, Msg::Control(Control::RecreateSlot));
+                        self.shared.inject(
+                            Node::Operator,
+                            Node::Operator,
+                            Msg::Control(Control::RecreateSlot { connector }),
+                        );
                     }
                     FaultAction::RebuildConnector => {
-                        self.shared.inject(Node::Operator, Node::Operator, Msg::Control(Control::Rebuild));
+                        self.shared.inject(
+                            Node::Operator,
+                            Node::Operator,
+                            Msg::Control(Control::Rebuild { connector }),
+                        );
                     }
                     FaultAction::AdvanceSlot { to_lsn } => {
                         self.shared.inject(
                             Node::Operator,
                             Node::Operator,
-                            Msg::Control(Control::AdvanceSlot { to: to_lsn }),
+                            Msg::Control(Control::AdvanceSlot { connector, to: to_lsn }),
                         );
                     }
                     FaultAction::KillConnectorTask { restart_after_ms } => {
-                        self.shared.inject(Node::Connect, Node::Operator, Msg::Control(Control::KillTask));
+                        self.shared.inject(
+                            Node::Connect,
+                            Node::Operator,
+                            Msg::Control(Control::KillTask { connector }),
+                        );
                         if let Some(after) = restart_after_ms {
                             self.schedule(
                                 now.saturating_add(after),
                                 HarnessStep::Inject {
                                     to: Node::Connect,
                                     from: Node::Operator,
-                                    msg: Msg::Rest { request: RestRequest::RestartTask },
+                                    msg: Msg::Rest { connector, request: RestRequest::RestartTask },
                                 },
                             );
                         }
@@ -543,14 +564,14 @@ impl Harness<'_> {
         }
     }
 
-    /// The primary's last captured event: a commit that touched a captured table, or a logical
-    /// message the connector captures.
-    fn last_captured_commit(&self) -> Option<Lsn> {
+    /// The primary's last event connector `connector` captures: a commit that touched a table
+    /// it captures, or a logical message it captures.
+    fn last_captured_commit(&self, connector: usize) -> Option<Lsn> {
         let primary = match self.shared.primary() {
             Node::Pg2 => self.models.pg2.as_ref().expect("pg2 exists").clone(),
             _ => self.models.pg1.clone(),
         };
-        let debezium = &self.spec.debezium;
+        let debezium = self.spec.connector(connector);
         primary.lock().expect("pg").last_captured_event(&debezium.tables, |prefix| debezium.awaits_message(prefix))
     }
 
@@ -573,7 +594,7 @@ impl Harness<'_> {
                 connect_up: self.nodes.contains_key(&Node::Connect),
                 stream_start: recorder.stream_start,
                 evidence: &recorder.checkers.evidence,
-                last_captured_commit: || self.last_captured_commit(),
+                last_captured_commit: |connector| self.last_captured_commit(connector),
             },
         )
     }
@@ -589,14 +610,40 @@ impl Harness<'_> {
 
     fn stuck_reason(&self, timeout_ms: u64, last_activity_ms: u64) -> String {
         let connect = self.models.connect.lock().expect("connect");
+        let state = |connector: &handoff_models::components::connect::Connector| {
+            format!(
+                "{}, {}",
+                connector.status(),
+                connector
+                    .debezium_phase()
+                    .map_or_else(|| "no task running".into(), |phase| format!("its task is {}", phase.describe()))
+            )
+        };
+        // With several connectors, each by name, and whether it processed what it captures.
+        let states = if connect.connectors.len() == 1 {
+            format!("connector {}", state(&connect.connectors[0]))
+        } else {
+            let words: Vec<String> = connect
+                .connectors
+                .iter()
+                .enumerate()
+                .map(|(c, connector)| {
+                    let behind = match (self.last_captured_commit(c), connector.processed_upto()) {
+                        (Some(last), Some(processed)) if processed < last => {
+                            format!("; it has not processed the commit at {last} it captures")
+                        }
+                        (Some(last), None) => format!("; it has not processed the commit at {last} it captures"),
+                        _ => String::new(),
+                    };
+                    format!("{} {}{behind}", connector.debezium.name, state(connector))
+                })
+                .collect();
+            format!("connectors: {}", words.join("; "))
+        };
         format!(
             "the pipeline did not catch up within acceptance.timeout_ms={timeout_ms} after the last fault or \
-             transaction at {} (connector {}, {})",
+             transaction at {} ({states})",
             SimTime(last_activity_ms),
-            connect.status(),
-            connect
-                .debezium_phase()
-                .map_or_else(|| "no task running".into(), |phase| format!("its task is {}", phase.describe()))
         )
     }
 

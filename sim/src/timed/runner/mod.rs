@@ -63,7 +63,8 @@ const REQUEST_RETRY_MS: u64 = 1_000;
 /// Something the harness does when a trigger comes.
 #[derive(Clone, Debug)]
 enum Action {
-    Fault(FaultAction),
+    /// A fault, and the connector it acts on (the place of its `[[connector]]` entry).
+    Fault(FaultAction, u8),
     Scripted(usize),
 }
 
@@ -166,11 +167,25 @@ impl Recorder {
         self.items = before.saturating_add(event.observation.trace_items());
         self.checkers.observe(&event);
         self.coverage.observe(&event);
-        match &event.observation {
-            Observation::StreamStarted { client: Node::Connect, start, .. } => self.stream_start = Some(*start),
+        // A connector's refused fault is noted like the first connector's, with its name.
+        let (observation, of_connector) = match &event.observation {
+            Observation::OfConnector { connector, observation } => {
+                (&**observation, Some(self.checkers.evidence.names.connector(*connector)))
+            }
+            observation => (observation, None),
+        };
+        match observation {
+            Observation::StreamStarted { client: Node::Connect, start, .. }
+                if !self.checkers.evidence.of_another_connector(observation) =>
+            {
+                self.stream_start = Some(*start)
+            }
             Observation::FaultRefused { action, reason } => self.fault_notes.push(FaultNote {
                 at_ms: event.at.ms(),
-                fault: action.to_string(),
+                fault: match &of_connector {
+                    Some(name) => format!("{action} on connector {name}"),
+                    None => action.to_string(),
+                },
                 outcome: FaultOutcome::Refused,
                 reason: reason.clone(),
             }),
@@ -266,9 +281,9 @@ impl RunState {
 fn takes_down(action: &Action, node: Node) -> bool {
     matches!(
         (action, node),
-        (Action::Fault(FaultAction::KillConnectWorker { .. }), Node::Connect)
-            | (Action::Fault(FaultAction::KillConsumer { .. }), Node::Consumer)
-            | (Action::Fault(FaultAction::CrashPostgres { .. } | FaultAction::FailOverToStandby { .. }), Node::Pg1)
+        (Action::Fault(FaultAction::KillConnectWorker { .. }, _), Node::Connect)
+            | (Action::Fault(FaultAction::KillConsumer { .. }, _), Node::Consumer)
+            | (Action::Fault(FaultAction::CrashPostgres { .. } | FaultAction::FailOverToStandby { .. }, _), Node::Pg1)
     )
 }
 

@@ -195,6 +195,10 @@ pub struct DebeziumConfig {
     pub pgjdbc: Option<(u32, u32, u32)>,
     /// `name` of the connector (the offsets-topic key).
     pub name: String,
+    /// The place of its `[[connector]]` entry (0: the first): its heartbeat and message topics
+    /// are its own ([`crate::core::event::Topic::heartbeat`]).
+    #[serde(default)]
+    pub connector_index: u8,
     /// `topic.prefix`.
     pub topic_prefix: String,
     /// `slot.name` (default `debezium`).
@@ -203,6 +207,12 @@ pub struct DebeziumConfig {
     pub plugin_name: String,
     /// `publication.name` (default `dbz_publication`).
     pub publication_name: String,
+    /// `publication.autocreate.mode = filtered`: the publication is `FOR TABLE` the
+    /// `table.include.list` (created so, or set so on every start:
+    /// `PostgresReplicationConnection.initPublication`, `createOrUpdatePublicationModeFilterted`);
+    /// otherwise `all_tables`, `FOR ALL TABLES` when it is created.
+    #[serde(default)]
+    pub publication_filtered: bool,
     /// `snapshot.mode` (default `initial`).
     pub snapshot_mode: SnapshotMode,
     /// `snapshot.fetch.size` (default 10 240).
@@ -285,10 +295,12 @@ mod tests {
             version,
             pgjdbc: None,
             name: "claims-connector".into(),
+            connector_index: 0,
             topic_prefix: "claims".into(),
             slot_name: "debezium".into(),
             plugin_name: "pgoutput".into(),
             publication_name: "dbz_publication".into(),
+            publication_filtered: false,
             snapshot_mode: SnapshotMode::Initial,
             snapshot_fetch_size: 10_240,
             max_batch_size: 2_048,

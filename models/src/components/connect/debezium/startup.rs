@@ -163,7 +163,8 @@ impl DebeziumTask {
         self.starting_slot = row.map(CopyOnWrite::new);
         self.phase = Phase::EnsuringPublication;
         let name = self.config.publication_name.clone();
-        self.sql(ctx, SqlRequest::EnsurePublication { name });
+        let tables = self.config.publication_filtered.then(|| self.config.tables.clone());
+        self.sql(ctx, SqlRequest::EnsurePublication { name, tables });
         TaskEvent::None
     }
 }

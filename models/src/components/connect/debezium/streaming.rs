@@ -175,8 +175,13 @@ impl DebeziumTask {
             return false;
         }
         if self.offset.lsn_to_confirm().is_some() {
-            let record =
-                SourceRecord { topic: Topic::Heartbeat, key: 0, value: None, offset: self.offset, placement: None };
+            let record = SourceRecord {
+                topic: Topic::heartbeat(self.config.connector_index),
+                key: 0,
+                value: None,
+                offset: self.offset,
+                placement: None,
+            };
             self.queue.get_mut().push(record);
         }
         if let Some(table) = self.config.heartbeat_action_table {
@@ -379,7 +384,7 @@ impl DebeziumTask {
         };
         let key = message_key(&message.prefix);
         self.queue.get_mut().push(SourceRecord {
-            topic: Topic::Message,
+            topic: Topic::message(self.config.connector_index),
             key,
             value: Some(value),
             offset: self.offset,

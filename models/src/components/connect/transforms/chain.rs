@@ -39,6 +39,10 @@ pub struct ChainContext {
     pub topic_prefix: String,
     /// Every table by id: its schema-qualified name, and the aggregate type of an outbox table.
     pub tables: Vec<(String, Option<String>)>,
+    /// The place of the connector's `[[connector]]` entry: its heartbeat and message topics are
+    /// its own ([`Topic::heartbeat`]).
+    #[serde(default)]
+    pub connector: u8,
 }
 
 impl ChainContext {
@@ -51,8 +55,8 @@ impl ChainContext {
     fn topic_name(&self, topic: Topic) -> String {
         match topic {
             Topic::Change(table) => self.change_topic(table),
-            Topic::Heartbeat => format!("__debezium-heartbeat.{}", self.topic_prefix),
-            Topic::Message => format!("{}.message", self.topic_prefix),
+            Topic::Heartbeat | Topic::HeartbeatOf(_) => format!("__debezium-heartbeat.{}", self.topic_prefix),
+            Topic::Message | Topic::MessageOf(_) => format!("{}.message", self.topic_prefix),
             Topic::Routed(_) => String::new(),
         }
     }
@@ -100,6 +104,9 @@ pub struct TransformChain {
     /// The topics the chain routes records to, in the order they were found: a routed record's
     /// topic is [`Topic::Routed`] with its index here.
     pub routed_topics: Vec<String>,
+    /// The routed topics of the whole run (every connector's, [`Topic::Routed`] indexes this
+    /// list); empty: the chain's own.
+    pub run_routed_topics: Vec<String>,
 }
 
 impl PartialEq for TransformChain {
@@ -157,7 +164,13 @@ fn list(text: &str) -> Vec<String> {
 impl TransformChain {
     /// No transforms: records go as the connector made them.
     pub fn none(context: ChainContext) -> TransformChain {
-        TransformChain { properties: BTreeMap::new(), context, stages: Vec::new(), routed_topics: Vec::new() }
+        TransformChain {
+            properties: BTreeMap::new(),
+            context,
+            stages: Vec::new(),
+            routed_topics: Vec::new(),
+            run_routed_topics: Vec::new(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -288,7 +301,13 @@ impl TransformChain {
             };
             stages.push(Stage { alias: alias.clone(), router, predicate });
         }
-        let mut chain = TransformChain { properties: properties.clone(), context, stages, routed_topics: Vec::new() };
+        let mut chain = TransformChain {
+            properties: properties.clone(),
+            context,
+            stages,
+            routed_topics: Vec::new(),
+            run_routed_topics: Vec::new(),
+        };
         chain.routed_topics = chain.probe_routed_topics();
         Ok(chain)
     }
@@ -350,7 +369,8 @@ impl TransformChain {
 
     /// A topic of the connector's own, by name.
     fn own_topic(&self, name: &str) -> Option<Topic> {
-        let mut own = vec![Topic::Heartbeat, Topic::Message];
+        let connector = self.context.connector;
+        let mut own = vec![Topic::heartbeat(connector), Topic::message(connector)];
         own.extend((0..self.context.tables.len()).map(|index| Topic::Change(TableId(index as u16))));
         own.into_iter().find(|topic| self.context.topic_name(*topic) == name)
     }
@@ -359,7 +379,8 @@ impl TransformChain {
     /// one.
     pub fn topic(&self, name: &str) -> Option<Topic> {
         self.own_topic(name).or_else(|| {
-            self.routed_topics.iter().position(|topic| topic == name).map(|index| Topic::Routed(index as u16))
+            let run = if self.run_routed_topics.is_empty() { &self.routed_topics } else { &self.run_routed_topics };
+            run.iter().position(|topic| topic == name).map(|index| Topic::Routed(index as u16))
         })
     }
 
@@ -367,14 +388,14 @@ impl TransformChain {
     pub fn connect_record(&self, record: &SourceRecord) -> ConnectRecord {
         let topic = self.context.topic_name(record.topic);
         let (key, value) = match (record.topic, &record.value) {
-            (Topic::Heartbeat, _) => (
+            (Topic::Heartbeat | Topic::HeartbeatOf(_), _) => (
                 Value::Struct(
                     Struct::new(Some("io.debezium.connector.common.ServerNameKey"))
                         .with("serverName", Value::Text(self.context.topic_prefix.clone())),
                 ),
                 Value::Struct(Struct::new(Some("io.debezium.connector.common.Heartbeat")).with("ts_ms", Value::Int(0))),
             ),
-            (Topic::Message, value) => (
+            (Topic::Message | Topic::MessageOf(_), value) => (
                 Value::Struct(Struct::new(Some("io.debezium.connector.postgresql.MessageKey"))),
                 match value {
                     Some(event) => Value::Struct(
@@ -496,6 +517,7 @@ mod tests {
         ChainContext {
             topic_prefix: "claims".into(),
             tables: vec![("public.claims".into(), None), ("public.outbox".into(), Some("claim".into()))],
+            connector: 0,
         }
     }
 
