@@ -240,10 +240,10 @@ fn dbz_1379_a_stored_message_and_the_messages_after_it() {
 
 #[test]
 fn an_outbox_consumer_without_an_inbox() {
-    entry("outbox-consumer-without-inbox", Invariant::I10, (7_497, 3_047), (7_315, 2_957));
+    entry("outbox-consumer-without-inbox", Invariant::I10, (7_514, 3_057), (7_332, 2_967));
 }
 
 #[test]
 fn an_outbox_consumer_committing_its_offset_before_the_effect() {
-    entry("outbox-offset-before-effect", Invariant::I9, (6_415, 2_641), (7_315, 2_957));
+    entry("outbox-offset-before-effect", Invariant::I9, (6_432, 2_651), (7_332, 2_967));
 }

@@ -388,6 +388,20 @@ pub struct OutboxRecord {
     /// What the outbox's consumer did, when the scenario has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub consumer: Option<ConsumerRecord>,
+    /// Per event delivered more than once (on its topic or to the consumer): its counts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub duplicated: Vec<EventCounts>,
+}
+
+/// One outbox event's duplicates: how many records of it reached its topic, how many
+/// deliveries the consumer handled, absorbed, and how many side effects it applied.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventCounts {
+    pub event: Key,
+    pub records: u32,
+    pub handled: u32,
+    pub absorbed: u32,
+    pub applied: u32,
 }
 
 /// The outbox's consumer in the reconciliation.
@@ -434,20 +448,30 @@ impl OutboxRecord {
             }
         }
         record.duplicate_records = appended.values().map(|count| count - 1).sum();
+        let mut counts: BTreeMap<(crate::core::ids::TableId, Key), EventCounts> = appended
+            .iter()
+            .map(|(id, records)| (*id, EventCounts { event: id.1, records: *records as u32, ..EventCounts::default() }))
+            .collect();
         if let Some(consumer) = &spec.consumer {
             let mut effects: BTreeMap<(crate::core::ids::TableId, Key), u32> = BTreeMap::new();
             let mut summary =
                 ConsumerRecord { rule: consumer.inbox.describe().to_string(), ..ConsumerRecord::default() };
             for event in inputs.trace {
                 let Observation::EventHandled { event, handled, .. } = &event.observation else { continue };
+                let count =
+                    counts.entry(*event).or_insert_with(|| EventCounts { event: event.1, ..EventCounts::default() });
                 match handled {
                     crate::core::observe::Handled::Applied { times } => {
                         summary.records_handled += 1;
                         effects.insert(*event, *times);
+                        count.handled += 1;
+                        count.applied = *times;
                     }
                     crate::core::observe::Handled::Absorbed => {
                         summary.records_handled += 1;
                         summary.duplicates_absorbed += 1;
+                        count.handled += 1;
+                        count.absorbed += 1;
                     }
                     crate::core::observe::Handled::InboxRecorded | crate::core::observe::Handled::OffsetCommitted => {}
                 }
@@ -459,6 +483,7 @@ impl OutboxRecord {
                 appended.keys().filter(|id| !effects.contains_key(id)).map(|(_, key)| *key).collect();
             record.consumer = Some(summary);
         }
+        record.duplicated = counts.into_values().filter(|count| count.records > 1 || count.handled > 1).collect();
         for (id, versions) in inputs.oracle.histories() {
             if !tables.contains(&id.0) || !versions.iter().any(|version| version.row.is_some_and(|row| row.is_event()))
             {
@@ -515,6 +540,38 @@ impl OutboxRecord {
                     let _ = write!(text, "; side effect NEVER applied for event(s) {}", ids(&consumer.never_applied));
                 }
             }
+        }
+        if !self.duplicated.is_empty() {
+            const SHOWN: usize = 8;
+            let shown: Vec<String> = self
+                .duplicated
+                .iter()
+                .take(SHOWN)
+                .map(|count| {
+                    let mut words = format!("event {}: {} record(s)", count.event, count.records);
+                    if self.consumer.is_some() {
+                        let _ = write!(
+                            words,
+                            ", {} handled, {} absorbed, side effect applied {}",
+                            count.handled,
+                            count.absorbed,
+                            match count.applied {
+                                0 => "never".to_string(),
+                                1 => "once".to_string(),
+                                times => format!("{times} times"),
+                            }
+                        );
+                    }
+                    words
+                })
+                .collect();
+            let more = self.duplicated.len().saturating_sub(SHOWN);
+            let _ = write!(
+                text,
+                "\n                       delivered more than once: {}{}",
+                shown.join("; "),
+                if more > 0 { format!("; and {more} more") } else { String::new() }
+            );
         }
         text
     }

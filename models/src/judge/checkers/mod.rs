@@ -192,9 +192,11 @@ pub struct Evidence {
     pub outbox_tables: Fixed<Vec<TableId>>,
     /// The `slot.name` of the connector that routes the outbox events (I9 reads its life).
     pub slot_name: Fixed<String>,
+    /// The place of the connector that routes the outbox events (its `[[connector]]` entry).
+    pub outbox_connector: u8,
     /// The first connector's name and `slot.name`: the connector I1–I8 judge. Empty: every
     /// connector observation is the first connector's (a checker built without a scenario).
-    pub main_connector: Fixed<(String, String)>,
+    pub main_connector: Fixed<(String, String, Vec<TableId>)>,
     /// The outbox's consumer's inbox rule, when the scenario has the consumer (I9, I10).
     pub consumer: Option<crate::components::consumer::InboxRule>,
     /// The connector's first replication stream: when, and from where decoding emitted.
@@ -224,10 +226,10 @@ impl Evidence {
 
 impl Evidence {
     /// Whether an observation is of a connector other than the first: its task's (tagged), its
-    /// stream's or slot confirmations (by its slot), its stored offsets (by its name). Kafka's
-    /// appends are everybody's.
+    /// stream's or slot confirmations (by its slot), its stored offsets (by its name), its
+    /// snapshot scans (by table). Kafka's appends are everybody's.
     pub fn of_another_connector(&self, observation: &Observation) -> bool {
-        let (name, slot) = &*self.main_connector;
+        let (name, slot, tables) = &*self.main_connector;
         if name.is_empty() {
             return matches!(observation, Observation::OfConnector { .. });
         }
@@ -235,6 +237,8 @@ impl Evidence {
             Observation::OfConnector { .. } => true,
             Observation::StreamStarted { slot: of, .. } | Observation::SlotConfirmed { slot: of, .. } => of != slot,
             Observation::SourceOffsetStored { connector, .. } => connector != name,
+            // A snapshot scan of a table the first connector does not capture.
+            Observation::ScanStarted { client: crate::core::ids::Node::Connect, table, .. } => !tables.contains(table),
             _ => false,
         }
     }
@@ -370,7 +374,8 @@ impl Checkers {
                 captured: Fixed::new(captured),
                 outbox_tables: Fixed::new(Vec::new()),
                 slot_name: Fixed::new(String::new()),
-                main_connector: Fixed::new((String::new(), String::new())),
+                outbox_connector: 0,
+                main_connector: Fixed::new((String::new(), String::new(), Vec::new())),
                 consumer: None,
                 first_stream_start: None,
                 names: Fixed::new(Names::default()),
@@ -419,10 +424,14 @@ impl Checkers {
     pub fn outbox(mut self, spec: &crate::scenario::spec::Spec) -> Checkers {
         self.evidence.outbox_tables = Fixed::new(spec.routed_tables());
         let routing = spec.routing_slots();
+        self.evidence.outbox_connector = (0..spec.connector_count())
+            .find(|c| routing.first() == Some(&spec.connector(*c).slot_name))
+            .unwrap_or(0) as u8;
         self.evidence.slot_name =
             Fixed::new(routing.first().cloned().unwrap_or_else(|| spec.debezium.slot_name.clone()));
         if spec.connector_count() > 1 {
-            self.evidence.main_connector = Fixed::new((spec.debezium.name.clone(), spec.debezium.slot_name.clone()));
+            self.evidence.main_connector =
+                Fixed::new((spec.debezium.name.clone(), spec.debezium.slot_name.clone(), spec.debezium.tables.clone()));
         }
         self.evidence.consumer = spec.consumer.as_ref().map(|consumer| consumer.inbox);
         self
@@ -468,10 +477,13 @@ impl Checkers {
         }
         // Checkers that look at a moment read the evidence as it was just before it.
         let mut found = Vec::new();
-        self.outbox_complete.observe(&self.evidence, at, observation);
+        self.outbox_complete.observe(&self.evidence, at, observation, &mut found);
         // What another connector's stream, slot or offsets do is not the first connector's
         // (I9 reads the outbox connector's slot above; its records go to `published` below).
         if self.evidence.of_another_connector(observation) {
+            for finding in found {
+                self.report(finding);
+            }
             return;
         }
         self.ack_durable.observe(&self.evidence, at, observation, &mut found);

@@ -22,10 +22,18 @@
 //! effect applied more than once is I10 (duplicates absorbed): the replayed record reached a
 //! consumer whose rule did not absorb it.
 //!
+//! I10 also holds the routed topics to the pipeline's declared replay windows, as each record is
+//! appended: an event appended again must have a reason since its previous append — the routing
+//! connector's task started again (a worker killed, a task failed and restarted, a retriable
+//! error: it resumes from its last stored offset and produces what came after it again), its
+//! connector took a snapshot (a re-snapshot routes every row still in the outbox table again),
+//! or Kafka restarted (the producer sends again what was not acknowledged: `acks=all` without
+//! idempotence). A duplicate outside every window is one the pipeline cannot explain.
+//!
 //! Does not verify: an event still recoverable when the pipeline stopped short (its row is in
 //! the table, or its WAL is still held): the handoff record lists it as not delivered; side
-//! effects when the run did not reach its boundary; I10's "declared replay windows" (every
-//! duplicate the consumer applied again counts).
+//! effects when the run did not reach its boundary; the sink's duplicates against the windows
+//! (the handoff record counts them, by cause).
 
 use super::{Boundary, Evidence, Finding};
 use crate::core::ids::{Row, event_uuid};
@@ -59,6 +67,28 @@ pub struct OutboxComplete {
     effects: std::collections::BTreeMap<DocId, (u32, SimTime)>,
     /// Events the consumer handled in some way (absorbed, recorded, offset committed).
     handled: std::collections::BTreeSet<DocId>,
+    /// When the latest replay window opened (the routing connector's task started, it began a
+    /// snapshot, or Kafka restarted), what opened it, and the append sequence then (windows and
+    /// appends are ordered by it: the exhaustive lens has no time).
+    window: Option<(SimTime, Window, u64)>,
+}
+
+/// What opens a replay window on the routed topics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+enum Window {
+    TaskStarted,
+    Snapshot,
+    KafkaRestarted,
+}
+
+impl Window {
+    fn words(self) -> &'static str {
+        match self {
+            Window::TaskStarted => "its connector's task started again",
+            Window::Snapshot => "its connector took a snapshot",
+            Window::KafkaRestarted => "Kafka restarted",
+        }
+    }
 }
 
 /// An outbox event of the surviving history: its row, the version that inserted it, and
@@ -96,12 +126,44 @@ impl OutboxComplete {
                 | Observation::SlotInvalidated { .. }
                 | Observation::SlotDropped { .. }
                 | Observation::EventHandled { .. }
+                | Observation::TaskStarted { .. }
+                | Observation::SnapshotStarted { .. }
+                | Observation::OfConnector { .. }
+                | Observation::Crashed { .. }
+                | Observation::Restarted { .. }
+                | Observation::Appended { .. }
         )
     }
 
-    pub fn observe(&mut self, evidence: &Evidence, at: SimTime, observation: &Observation) {
+    pub fn observe(&mut self, evidence: &Evidence, at: SimTime, observation: &Observation, found: &mut Vec<Finding>) {
         if evidence.outbox_tables.is_empty() {
             return;
+        }
+        // The routing connector's own observations: tagged unless it is the first connector.
+        let own = match observation {
+            Observation::OfConnector { connector, observation } if *connector == evidence.outbox_connector => {
+                Some(&**observation)
+            }
+            Observation::OfConnector { .. } => None,
+            _ if evidence.outbox_connector == 0 => Some(observation),
+            _ => None,
+        };
+        match own {
+            Some(Observation::TaskStarted { .. }) => {
+                self.window = Some((at, Window::TaskStarted, evidence.published.sequence()));
+            }
+            Some(Observation::SnapshotStarted { .. }) => {
+                self.window = Some((at, Window::Snapshot, evidence.published.sequence()));
+            }
+            _ => {}
+        }
+        match observation {
+            Observation::Crashed { process: crate::core::ids::Node::Kafka }
+            | Observation::Restarted { process: crate::core::ids::Node::Kafka } => {
+                self.window = Some((at, Window::KafkaRestarted, evidence.published.sequence()));
+            }
+            Observation::Appended { records } => self.check_replays(evidence, at, records, found),
+            _ => {}
         }
         let ours = |slot: &str| slot == evidence.slot_name.as_str();
         match observation {
@@ -119,6 +181,47 @@ impl OutboxComplete {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// I10's windows: each routed record of an event already on its topic came after a window
+    /// opened since the event's previous append.
+    fn check_replays(
+        &self,
+        evidence: &Evidence,
+        at: SimTime,
+        records: &[crate::core::event::KafkaRecord],
+        found: &mut Vec<Finding>,
+    ) {
+        for record in records {
+            let (crate::core::event::Topic::Routed(_), Some(value)) = (record.tp.topic, record.value) else {
+                continue;
+            };
+            let id = (value.source.table, record.key);
+            let Some(previous) = evidence.published.routed.get(&id) else { continue };
+            if self.window.is_some_and(|(_, _, opened)| opened >= previous.last_seq) {
+                continue;
+            }
+            found.push(
+                Finding::new(Invariant::I10, Some(record.key), at)
+                    .expected(format!(
+                        "outbox event {} appended again to {} only inside a replay window (a restart of its \
+                         connector's task, a snapshot, a Kafka restart)",
+                        record.key,
+                        evidence.names.topic(record.tp.topic)
+                    ))
+                    .seen(format!("appended again at {}, outside any window", evidence.record_at(record)))
+                    .detail(format!(
+                        "its previous append was at {}; {}: nothing in the pipeline declares this duplicate",
+                        previous.last_at,
+                        match self.window {
+                            Some((opened, what, _)) => {
+                                format!("the last window opened at {opened} ({}), before it", what.words())
+                            }
+                            None => "no window opened in the run".to_string(),
+                        }
+                    )),
+            );
         }
     }
 
@@ -286,4 +389,93 @@ impl OutboxComplete {
 
 fn routed_topics(evidence: &Evidence) -> String {
     if evidence.names.routed.is_empty() { "its routed topic".into() } else { evidence.names.routed.join(", ") }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::core::event::{ChangeEvent, KafkaRecord, Op, Origin, SnapshotMarker, SourceInfo, Topic, TopicPartition};
+    use crate::core::ids::{Node, TableId};
+    use crate::core::lsn::Lsn;
+    use crate::core::observe::{Observation, TraceEvent};
+    use crate::core::shared::Fixed;
+    use crate::core::time::SimTime;
+    use crate::judge::checkers::Checkers;
+    use crate::judge::oracle::Oracle;
+    use crate::scenario::spec::Invariant;
+
+    const OUTBOX: TableId = TableId(1);
+
+    fn checkers() -> Checkers {
+        let mut checkers = Checkers::new(Oracle::new(&[]), Vec::new());
+        checkers.evidence.outbox_tables = Fixed::new(vec![OUTBOX]);
+        checkers
+    }
+
+    fn feed(checkers: &mut Checkers, at_ms: u64, observation: Observation) {
+        checkers.observe(&TraceEvent { at: SimTime(at_ms), node: Node::Kafka, observation });
+    }
+
+    /// Event 7's routed record, at `offset` of the routed topic.
+    fn routed(offset: u64) -> Observation {
+        let source = SourceInfo {
+            connector: Origin::Postgresql,
+            table: OUTBOX,
+            lsn: Lsn(0x16B_3800),
+            tx_id: Some(740),
+            snapshot: SnapshotMarker::Streamed,
+            ts_ms: 0,
+        };
+        let value = ChangeEvent { op: Op::Create, before: None, after: None, source };
+        let record = KafkaRecord {
+            tp: TopicPartition { topic: Topic::Routed(0), partition: 0 },
+            offset,
+            key: 7,
+            value: Some(value),
+        };
+        Observation::Appended { records: vec![record] }
+    }
+
+    fn i10(checkers: &Checkers) -> usize {
+        checkers.findings().iter().filter(|finding| finding.invariant == Invariant::I10).count()
+    }
+
+    #[test]
+    fn a_duplicate_needs_a_replay_window_since_the_previous_append() {
+        let mut checkers = checkers();
+        feed(&mut checkers, 1_000, routed(0));
+        assert_eq!(i10(&checkers), 0, "a first append is no duplicate");
+        // A restart of the task: the replay that follows is declared.
+        feed(&mut checkers, 2_000, Observation::TaskStarted { offset: None });
+        feed(&mut checkers, 2_500, routed(1));
+        assert_eq!(i10(&checkers), 0);
+        // Another append with no window since the previous one: undeclared.
+        feed(&mut checkers, 3_000, routed(2));
+        assert_eq!(i10(&checkers), 1);
+        let finding = &checkers.findings()[0];
+        assert!(finding.to_string().contains("outside any window"), "{finding}");
+        // A Kafka restart opens one (the producer sends again what was not acknowledged).
+        feed(&mut checkers, 4_000, Observation::Restarted { process: Node::Kafka });
+        feed(&mut checkers, 4_100, routed(3));
+        assert_eq!(i10(&checkers), 1);
+    }
+
+    #[test]
+    fn only_the_routing_connectors_restart_opens_a_window() {
+        let mut checkers = checkers();
+        checkers.evidence.outbox_connector = 1;
+        feed(&mut checkers, 1_000, routed(0));
+        // The first connector's task (untagged) restarting explains nothing on the outbox's topic.
+        feed(&mut checkers, 2_000, Observation::TaskStarted { offset: None });
+        feed(&mut checkers, 2_500, routed(1));
+        assert_eq!(i10(&checkers), 1);
+        let snapshot = Observation::SnapshotStarted {
+            attempt: 1,
+            case: crate::core::observe::SnapshotCase::SlotCreatedNow,
+            lsn: Lsn(0x16B_3800),
+        };
+        let tagged = Observation::OfConnector { connector: 1, observation: Box::new(snapshot) };
+        feed(&mut checkers, 3_000, tagged);
+        feed(&mut checkers, 3_500, routed(2));
+        assert_eq!(i10(&checkers), 1, "the outbox connector's own re-snapshot declares it");
+    }
 }

@@ -103,12 +103,21 @@ pub struct Published {
 pub struct RoutedEvent {
     /// When its first record was appended.
     pub first_at: SimTime,
+    /// When its latest record was appended, and the append sequence then (the exhaustive lens
+    /// has no time: the sequence orders its appends and the replay windows).
+    pub last_at: SimTime,
+    pub last_seq: u64,
     /// How many records of it were appended (more than one: a replay, or a snapshot read that
     /// routed the row again).
     pub records: u32,
 }
 
 impl Published {
+    /// How many records have been appended so far (the sequence of the latest).
+    pub fn sequence(&self) -> u64 {
+        self.seq
+    }
+
     pub fn append(&mut self, at: SimTime, records: &[KafkaRecord]) {
         // Records of one append mostly belong to one attempt and one table: the attempt found
         // for the previous record is tried first.
@@ -125,11 +134,15 @@ impl Published {
                 continue;
             }
             if let Topic::Routed(_) = record.tp.topic {
-                let routed = self
-                    .routed
-                    .entry((event.source.table, record.key))
-                    .or_insert(RoutedEvent { first_at: at, records: 0 });
+                let routed = self.routed.entry((event.source.table, record.key)).or_insert(RoutedEvent {
+                    first_at: at,
+                    last_at: at,
+                    last_seq: 0,
+                    records: 0,
+                });
                 routed.records += 1;
+                routed.last_at = at;
+                routed.last_seq = self.seq;
                 continue;
             }
             let id = (event.source.table, record.key);

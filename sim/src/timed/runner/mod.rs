@@ -235,11 +235,17 @@ impl RunState {
         self.net().inject(node, from, msg, now_us()).err()
     }
 
-    fn push(&self, at: SimTime, node: Node, observation: Observation) {
-        let over_budget = self.recorder.lock().expect("recorder").record(TraceEvent { at, node, observation });
+    /// Records an observation; returns whether it is another connector's than the first (whose
+    /// moments are the ones triggers wait for).
+    fn push(&self, at: SimTime, node: Node, observation: Observation) -> bool {
+        let mut recorder = self.recorder.lock().expect("recorder");
+        let another = recorder.checkers.evidence.of_another_connector(&observation);
+        let over_budget = recorder.record(TraceEvent { at, node, observation });
+        drop(recorder);
         if over_budget {
             let _ = self.commands.unbounded_send(Command::OverBudget);
         }
+        another
     }
 
     /// Records a step's observations; fires moment triggers. Returns whether a fault takes the
@@ -248,8 +254,8 @@ impl RunState {
         let mut halt = false;
         for observation in observations {
             let moment = observation.moment();
-            self.push(at, node, observation);
-            let Some(moment) = moment else { continue };
+            let another_connector = self.push(at, node, observation);
+            let Some(moment) = moment.filter(|_| !another_connector) else { continue };
             let mut moments = self.moments.lock().expect("moments");
             let count = {
                 let count = moments.counts.entry(moment).or_insert(0);
