@@ -184,6 +184,15 @@ pub fn message_key(prefix: &str) -> Key {
     (hash >> 1) as Key
 }
 
+/// Where a record with the model's key `key` goes when the producer partitions by that key: the
+/// default partitioner's hash of the key as the model serialises it (`{"id":17}`), made
+/// positive. A record that keeps another number in its `key` (a logical message carrying an
+/// outbox event keeps the event's) is given this placement for the key its Kafka key stands for,
+/// so that it lands where a record keyed by that key would.
+pub fn key_placement(key: Key) -> Placement {
+    Placement::KeyHash((murmur2(format!("{{\"id\":{key}}}").as_bytes()) & 0x7fff_ffff) as u32)
+}
+
 /// `snapshot` offset key: which kind of snapshot is in progress.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]

@@ -101,6 +101,26 @@ pub type Csn = u64;
 #[serde(transparent)]
 pub struct TableId(pub u16);
 
+impl TableId {
+    /// Where the ids of the message outboxes begin (`[[message_outbox]]`). A message outbox has
+    /// no table, but its events are named as an outbox table's rows are, `(outbox, event id)`:
+    /// the `n`-th message outbox is `TableId(MESSAGE_OUTBOXES + n)`, past every table's id (a
+    /// scenario has at most 1,000 tables, [`crate::core::limits::MAX_TABLES`]). Such an id
+    /// never indexes the tables: it appears only as the `source.table` of a message record
+    /// that carries an outbox event, and in the events' names ([`MessageEvent::id_in_outbox`]).
+    pub const MESSAGE_OUTBOXES: u16 = 0xF000;
+
+    /// The id of the `index`-th message outbox.
+    pub fn message_outbox(index: u16) -> TableId {
+        TableId(TableId::MESSAGE_OUTBOXES + index)
+    }
+
+    /// The place of a message outbox among the scenario's, if this id is one's.
+    pub fn as_message_outbox(self) -> Option<u16> {
+        self.0.checked_sub(TableId::MESSAGE_OUTBOXES)
+    }
+}
+
 /// Claim status, the business column that changes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -238,6 +258,86 @@ pub fn event_uuid(id: Key) -> String {
     format!("00000000-0000-4000-8000-{:012x}", id)
 }
 
+/// An outbox event the service writes as a logical decoding message instead of a table row (the
+/// table-free outbox, `[[message_outbox]]`): `pg_logical_emit_message(transactional, prefix,
+/// content)` in the business change's transaction, its content the JSON object an outbox row
+/// would hold ([`MessageEvent::content`]). Kept as these few numbers on the message (the WAL,
+/// the decoded message and the connector's record carry it), and rendered as text only where
+/// the bytes are read: the size of the WAL record, and the record a transform reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct MessageEvent {
+    /// The message outbox's place among the scenario's `[[message_outbox]]` declarations.
+    pub outbox: u16,
+    /// The event's number (its `id` is [`event_uuid`] of it): the service numbers every event,
+    /// of a table outbox or a message outbox, in one sequence from 1.
+    pub id: Key,
+    /// `aggregateid`: the business row it announces.
+    pub aggregate_id: u32,
+    /// `type`: the status the business row changed to.
+    pub event_type: Status,
+}
+
+impl MessageEvent {
+    /// The event as an outbox row would hold it ([`Row::event`]): what a consumer reads of it.
+    pub fn row(&self) -> Row {
+        Row::event(self.aggregate_id, self.event_type)
+    }
+
+    /// The event's name, as an outbox table's row is named: `(outbox, id)`.
+    pub fn id_in_outbox(&self) -> (TableId, Key) {
+        (TableId::message_outbox(self.outbox), self.id)
+    }
+
+    /// The message's content: the JSON object the service writes, with the outbox row's column
+    /// names and the table outbox's payload, `{"id": "<uuid>", "aggregatetype": "claim",
+    /// "aggregateid": "7", "type": "ClaimApproved", "payload": {"claim": 7, "status":
+    /// "approved"}}` (`aggregateid` as text, as the outbox table's column).
+    pub fn content(&self, aggregatetype: &str) -> String {
+        let row = self.row();
+        format!(
+            "{{\"id\": \"{}\", \"aggregatetype\": \"{aggregatetype}\", \"aggregateid\": \"{}\", \"type\": \"{}\", \
+             \"payload\": {}}}",
+            event_uuid(self.id),
+            self.aggregate_id,
+            row.event_type(),
+            row.payload_json()
+        )
+    }
+}
+
+/// What a logical decoding message carries: bytes the model does not keep (a heartbeat's
+/// `now()::varchar`, a scripted `repeat('x', payload_bytes)`: only their size matters), or an
+/// outbox event. Hashed only when it is an event, so that every run without one hashes (and its
+/// trace hash reads) as before the content existed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum MessageContent {
+    #[default]
+    Opaque,
+    Event(MessageEvent),
+}
+
+impl MessageContent {
+    pub fn is_opaque(&self) -> bool {
+        *self == MessageContent::Opaque
+    }
+
+    /// The outbox event it carries, if any.
+    pub fn event(&self) -> Option<MessageEvent> {
+        match self {
+            MessageContent::Opaque => None,
+            MessageContent::Event(event) => Some(*event),
+        }
+    }
+}
+
+impl std::hash::Hash for MessageContent {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        if let MessageContent::Event(event) = self {
+            event.hash(state);
+        }
+    }
+}
+
 /// 64-bit FNV-1a: a tiny stable hash for trace hashes and content hashes. The standard
 /// library's hashers are not guaranteed stable across Rust releases, and a trace hash must be.
 #[derive(Clone, Debug)]
@@ -320,4 +420,39 @@ impl Default for Fnv {
 pub enum Role {
     Primary,
     Standby,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::hash::Hash;
+
+    #[test]
+    fn a_message_events_content_is_the_outbox_rows_columns_as_json() {
+        let event = MessageEvent { outbox: 2, id: 12, aggregate_id: 7, event_type: Status::Paid };
+        let json: serde_json::Value = serde_json::from_str(&event.content("policy")).expect("JSON");
+        assert_eq!(json["id"], event_uuid(12));
+        assert_eq!(json["aggregatetype"], "policy");
+        assert_eq!(json["aggregateid"], "7", "text, as the outbox table's column");
+        assert_eq!(json["type"], event.row().event_type());
+        let payload: serde_json::Value = serde_json::from_str(&event.row().payload_json()).expect("JSON");
+        assert_eq!(json["payload"], payload, "the table outbox's payload");
+        assert_eq!(event.id_in_outbox(), (TableId::message_outbox(2), 12));
+        assert_eq!(TableId::message_outbox(2).as_message_outbox(), Some(2));
+        assert_eq!(TableId(999).as_message_outbox(), None, "a table's id is no message outbox's");
+    }
+
+    /// A message without an event hashes as before the content existed (trace hashes stay).
+    #[test]
+    fn opaque_content_hashes_nothing_and_an_event_hashes() {
+        let hash = |content: MessageContent| {
+            let mut hasher = Fnv::new();
+            content.hash(&mut hasher);
+            hasher.finish()
+        };
+        assert_eq!(hash(MessageContent::Opaque), Fnv::new().finish());
+        let event = MessageEvent { outbox: 0, id: 1, aggregate_id: 7, event_type: Status::Approved };
+        assert_ne!(hash(MessageContent::Event(event)), Fnv::new().finish());
+        assert_ne!(hash(MessageContent::Event(event)), hash(MessageContent::Event(MessageEvent { id: 2, ..event })));
+    }
 }

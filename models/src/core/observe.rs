@@ -505,6 +505,10 @@ pub enum Observation {
         prefix: String,
         database: Option<String>,
         committed: bool,
+        /// What its content is: an outbox event (the table-free outbox), or bytes the model
+        /// does not keep. Hashed only when it is an event.
+        #[serde(default, skip_serializing_if = "crate::core::ids::MessageContent::is_opaque")]
+        content: crate::core::ids::MessageContent,
     },
     // ----- The outbox's consumer (issue 19) -----
     /// The consumer read its group's committed offsets and starts at these positions.

@@ -10,7 +10,7 @@
 
 use crate::core::change::{Change, RowOp};
 use crate::core::event::{KafkaRecord, SourceOffset, SourceRecord, TopicPartition};
-use crate::core::ids::{Key, Row, TableId, Xid};
+use crate::core::ids::{Key, MessageContent, MessageEvent, Row, TableId, Xid};
 use crate::core::lsn::Lsn;
 use crate::core::shared::CopyOnWrite;
 use crate::core::time::SimTime;
@@ -150,6 +150,17 @@ pub enum SqlRequest {
     /// with pgoutput's options `proto_version '1'`, `publication_names`, and `messages` as
     /// given: answered with [`SqlReply::Decoded`], logical messages included.
     SlotChanges { slot: String, publication: String, consume: bool, messages: bool },
+    /// The service's outbox write through a logical decoding message (the table-free outbox):
+    /// its business statement `ops` (the claim's `UPDATE`), then `SELECT
+    /// pg_logical_emit_message(transactional, prefix, content)` with the event as `content`
+    /// (`payload_bytes` long), in one transaction. Outside a block it is one autocommit step, as
+    /// [`SqlRequest::Transaction`] is (it waits for a row lock the same way, then runs whole:
+    /// the change records, the message and the commit), answered [`SqlReply::Committed`] (or
+    /// [`SqlReply::Lsn`] of the message when the statement changed no row); in a block, the
+    /// statement and the message join the block, answered [`SqlReply::Lsn`]. A non-transactional
+    /// message is written with the statement and decoded at once, whatever becomes of the
+    /// transaction.
+    OutboxMessage { ops: Vec<RowOp>, transactional: bool, prefix: String, payload_bytes: u64, event: MessageEvent },
 }
 
 /// `transaction_isolation` of a transaction block (reference postgres-transactions.md §2.2).
@@ -331,6 +342,9 @@ pub struct DecodedMessage {
     pub transactional: bool,
     pub prefix: String,
     pub payload_bytes: u64,
+    /// What its content is: an outbox event, or bytes the model does not keep.
+    #[serde(default, skip_serializing_if = "MessageContent::is_opaque")]
+    pub content: MessageContent,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

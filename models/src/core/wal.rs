@@ -3,7 +3,7 @@
 //! page layout, sizes) is the PostgreSQL component's (`components::postgres::wal`).
 
 use crate::core::change::Change;
-use crate::core::ids::{Csn, Xid};
+use crate::core::ids::{Csn, MessageContent, Xid};
 use crate::core::lsn::Lsn;
 use crate::core::shared::CopyOnWrite;
 use crate::core::time::SimTime;
@@ -101,6 +101,9 @@ pub enum WalEntry {
         database: Option<String>,
         start: Lsn,
         end: Lsn,
+        /// What its content is: an outbox event, or bytes the model does not keep.
+        #[serde(default, skip_serializing_if = "MessageContent::is_opaque")]
+        content: MessageContent,
     },
 }
 

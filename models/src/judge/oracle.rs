@@ -81,6 +81,9 @@ pub struct OracleMessage {
     pub transactional: bool,
     pub xid: Option<crate::core::ids::Xid>,
     pub prefix: String,
+    /// The outbox event it carries, if the service wrote it (a message outbox's event).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<crate::core::ids::MessageEvent>,
     /// When it was written.
     pub at: SimTime,
     /// When its transaction committed (transactional) or a later commit flushed it.
@@ -189,7 +192,16 @@ impl Oracle {
                     }
                 }
             }
-            Observation::MessageWritten { server, lsn, transactional, xid, prefix, database: None, committed } => {
+            Observation::MessageWritten {
+                server,
+                lsn,
+                transactional,
+                xid,
+                prefix,
+                database: None,
+                committed,
+                content,
+            } => {
                 if *committed {
                     // Its transaction's commit flushed the WAL before it.
                     for earlier in self.messages.iter_mut().filter(|m| m.server == *server && m.durable_at.is_none()) {
@@ -204,6 +216,7 @@ impl Oracle {
                     transactional: *transactional,
                     xid: *xid,
                     prefix: prefix.clone(),
+                    event: content.event(),
                     at,
                     durable_at: committed.then_some(at),
                     lost: false,

@@ -230,7 +230,7 @@ impl ReorderBuffer {
                 }
                 Decoded::Nothing
             }
-            WalEntry::Message { xid, transactional, prefix, payload_bytes, database, start, end } => {
+            WalEntry::Message { xid, transactional, prefix, payload_bytes, database, start, end, content } => {
                 if let Some(xid) = xid {
                     self.txn(*xid, *start);
                 }
@@ -242,6 +242,7 @@ impl ReorderBuffer {
                     transactional: *transactional,
                     prefix: prefix.clone(),
                     payload_bytes: *payload_bytes,
+                    content: *content,
                 };
                 match (transactional, xid) {
                     (true, Some(xid)) => {

@@ -24,6 +24,15 @@
 use super::decode::{DecodeContext, Decoded, ReorderBuffer};
 use super::*;
 
+/// A `pg_logical_emit_message(transactional, prefix, content)` call: `payload_bytes` of
+/// content, which is an outbox event or bytes the model does not keep.
+pub(super) struct LogicalMessage {
+    pub transactional: bool,
+    pub prefix: String,
+    pub payload_bytes: u64,
+    pub content: MessageContent,
+}
+
 /// The prefix-less error of a slot that cannot be acquired (`ReplicationSlotAcquire`).
 fn acquire_error(slot: Option<&Slot>, name: &str) -> Option<String> {
     match slot {
@@ -244,13 +253,8 @@ impl Postgres {
     /// content, outside a transaction block: a transactional one is a transaction of its own
     /// (an xid, the message record, a commit record); a non-transactional one has no xid. (In a
     /// block: `xact.rs`.)
-    pub(super) fn emit_message(
-        &mut self,
-        ctx: &mut Ctx,
-        transactional: bool,
-        prefix: String,
-        payload_bytes: u64,
-    ) -> SqlReply {
+    pub(super) fn emit_message(&mut self, ctx: &mut Ctx, message: LogicalMessage) -> SqlReply {
+        let LogicalMessage { transactional, prefix, payload_bytes, content } = message;
         if self.durable.role == Role::Standby {
             return SqlReply::Error("ERROR: cannot execute pg_logical_emit_message() during recovery".into());
         }
@@ -268,6 +272,7 @@ impl Postgres {
             prefix: prefix.clone(),
             database: None,
             committed: transactional,
+            content,
         });
         self.durable.wal.get_mut().push(WalEntry::Message {
             xid,
@@ -277,6 +282,7 @@ impl Postgres {
             database: None,
             start,
             end: message_end,
+            content,
         });
         if let Some(xid) = xid {
             self.durable.next_xid += 1;

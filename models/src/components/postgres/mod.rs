@@ -81,7 +81,7 @@ mod xact;
 
 use crate::core::change::{Change, ChangeKind, ReplicaIdentity, RowOp};
 use crate::core::component::{Component, Ctx, Timer};
-use crate::core::ids::{Csn, Key, Node, Role, Row, TableId, Xid};
+use crate::core::ids::{Csn, Key, MessageContent, Node, Role, Row, TableId, Xid};
 use crate::core::lsn::Lsn;
 use crate::core::observe::{Observation, ScanSnapshot};
 use crate::core::protocol::{

@@ -57,6 +57,102 @@ impl Postgres {
         SqlReply::Committed { xid, commit_lsn, end_lsn, changes }
     }
 
+    /// The autocommit [`SqlRequest::OutboxMessage`], atomic: the statement's change records,
+    /// the message record and the commit record in one step (`BEGIN; UPDATE …; SELECT
+    /// pg_logical_emit_message(…); COMMIT` with nothing in between), as a transaction block
+    /// writes them ([`WalEntry::Changes`], [`WalEntry::Message`], [`WalEntry::Commit`], decoded
+    /// through the reorder buffer). The xid comes from the first changed row or a transactional
+    /// message; a non-transactional message carries it if there is one (as in a block). A
+    /// transaction with no changed row commits without a csn (nothing becomes visible), as a
+    /// transactional `pg_logical_emit_message` alone does; a non-transactional message with no
+    /// changed row is the message alone, not flushed.
+    pub(super) fn execute_outbox_message(
+        &mut self,
+        ctx: &mut Ctx,
+        ops: &[RowOp],
+        transactional: bool,
+        prefix: String,
+        payload_bytes: u64,
+        event: crate::core::ids::MessageEvent,
+    ) -> SqlReply {
+        if self.durable.role == Role::Standby {
+            return SqlReply::Error("ERROR: cannot execute UPDATE in a read-only transaction".into());
+        }
+        let pending = match self.plan(ops, &BTreeMap::new(), None) {
+            Ok(pending) => pending,
+            Err(error) => return SqlReply::Error(error),
+        };
+        let write_before = self.durable.wal.write_lsn();
+        let xid = (!pending.is_empty() || transactional).then(|| {
+            self.durable.next_xid += 1;
+            self.durable.next_xid - 1
+        });
+        let mut changes = Vec::with_capacity(pending.len());
+        for (start, end, record) in self.insert_change_records(pending, false) {
+            changes.extend_from_slice(&record);
+            let xid = xid.expect("a changed row has an xid");
+            self.durable.wal.get_mut().push(WalEntry::Changes { xid, start, end, changes: record });
+        }
+        let content = MessageContent::Event(event);
+        let size = record_size::logical_message(prefix.len() as u64, payload_bytes);
+        let (start, message_end) = self.durable.wal.get_mut().insert_record_unflushed(size);
+        ctx.observe(Observation::MessageWritten {
+            server: self.node,
+            lsn: message_end,
+            transactional,
+            xid,
+            prefix: prefix.clone(),
+            database: None,
+            // Its transaction commits in this step: the commit's observation says so when it
+            // changed a row, and a transactional message alone is committed with its message.
+            committed: transactional && changes.is_empty(),
+            content,
+        });
+        self.durable.wal.get_mut().push(WalEntry::Message {
+            xid,
+            transactional,
+            prefix,
+            payload_bytes,
+            database: None,
+            start,
+            end: message_end,
+            content,
+        });
+        let Some(xid) = xid else {
+            // A non-transactional message alone: no transaction to commit.
+            self.arm_wal_writer(ctx);
+            self.after_wal_append(ctx);
+            self.after_segments_written(ctx, write_before);
+            return SqlReply::Lsn(message_end);
+        };
+        let (commit_lsn, end_lsn) = self.durable.wal.get_mut().insert_record(record_size::COMMIT);
+        if !changes.is_empty() {
+            self.durable.csn += 1;
+        }
+        let csn = self.durable.csn;
+        for change in &changes {
+            self.durable.tables.get_mut()[usize::from(change.table.0)].apply(&change.kind, change.key, csn);
+        }
+        let txn = CopyOnWrite::new(CommittedTxn {
+            xid,
+            csn,
+            first_lsn: changes.first().map_or(start, |change| change.lsn),
+            commit_lsn,
+            end_lsn,
+            commit_time: ctx.now,
+            timeline: self.durable.timeline,
+            changes: changes.clone(),
+        });
+        self.durable.wal.get_mut().push(WalEntry::Commit(txn.clone()));
+        self.after_wal_append(ctx);
+        self.after_segments_written(ctx, write_before);
+        if changes.is_empty() {
+            return SqlReply::Lsn(message_end);
+        }
+        ctx.observe(Observation::Committed { server: self.node, txn: crate::core::shared::ByContent(txn) });
+        SqlReply::Committed { xid, commit_lsn, end_lsn, changes }
+    }
+
     // ----- SQL -----
 
     pub(super) fn sql(
@@ -66,9 +162,14 @@ impl Postgres {
         session: SessionId,
         request: SqlRequest,
     ) -> Option<SqlReply> {
-        // A one-statement transaction keeps nothing in its session (autocommit); other requests
-        // open one.
-        if !matches!(request, SqlRequest::Transaction { .. }) {
+        // A one-statement transaction keeps nothing in its session (autocommit), nor does an
+        // outbox message outside a block; other requests open one.
+        let autocommit = match request {
+            SqlRequest::Transaction { .. } => true,
+            SqlRequest::OutboxMessage { .. } => !self.in_block(client, session),
+            _ => false,
+        };
+        if !autocommit {
             self.volatile
                 .sessions
                 .entry((client, session))
@@ -135,12 +236,19 @@ impl Postgres {
                     .map(creation::creation_sql_reply);
             }
             SqlRequest::EmitMessage { transactional, prefix, payload_bytes } => {
+                let message = super::functions::LogicalMessage {
+                    transactional,
+                    prefix,
+                    payload_bytes,
+                    content: MessageContent::Opaque,
+                };
                 if self.in_block(client, session) {
-                    self.block_message(ctx, client, session, transactional, prefix, payload_bytes)
+                    self.block_message(ctx, client, session, message)
                 } else {
-                    self.emit_message(ctx, transactional, prefix, payload_bytes)
+                    self.emit_message(ctx, message)
                 }
             }
+            outbox @ SqlRequest::OutboxMessage { .. } => return self.outbox_message(ctx, client, session, outbox),
             SqlRequest::SwitchWal => self.switch_wal(ctx),
             SqlRequest::GetChanges { slot, publication } => self.slot_txns(ctx, client, &slot, &publication, true),
             SqlRequest::PeekChanges { slot, publication } => self.slot_txns(ctx, client, &slot, &publication, false),

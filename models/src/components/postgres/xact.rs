@@ -42,6 +42,7 @@
 //! commit order, in one step; a snapshot taken meanwhile sees every commit but theirs
 //! (`snapshot.rs`).
 
+use super::functions::LogicalMessage;
 use super::snapshot::{SeenCommits, Snapshot};
 use super::*;
 use crate::core::protocol::Isolation;
@@ -284,6 +285,7 @@ impl Postgres {
         let (ops, copy) = match &request {
             SqlRequest::Transaction { ops } => (ops, false),
             SqlRequest::Statement { ops, copy } => (ops, *copy),
+            SqlRequest::OutboxMessage { ops, .. } => (ops, false),
             _ => return Some(SqlReply::Error("ERROR: not a statement".into())),
         };
         if !self.volatile.row_locks.is_empty()
@@ -291,7 +293,52 @@ impl Postgres {
         {
             return self.park(ctx, client, session, holder, request);
         }
-        Some(self.execute(ctx, ops, copy))
+        match request {
+            SqlRequest::OutboxMessage { ops, transactional, prefix, payload_bytes, event } => {
+                Some(self.execute_outbox_message(ctx, &ops, transactional, prefix, payload_bytes, event))
+            }
+            _ => Some(self.execute(ctx, ops, copy)),
+        }
+    }
+
+    /// [`SqlRequest::OutboxMessage`]: in the session's block, its statement joins the block (a
+    /// wait for a row lock holds the message back with it) and then its message; outside one, the
+    /// whole transaction as one autocommit step.
+    pub(super) fn outbox_message(
+        &mut self,
+        ctx: &mut Ctx,
+        client: Node,
+        session: SessionId,
+        request: SqlRequest,
+    ) -> Option<SqlReply> {
+        if !self.in_block(client, session) {
+            return self.autocommit(ctx, client, session, request);
+        }
+        let SqlRequest::OutboxMessage { ops, transactional, prefix, payload_bytes, event } = &request else {
+            return Some(SqlReply::Error("ERROR: not an outbox message".into()));
+        };
+        match self.statement(ctx, client, session, ops.clone(), false) {
+            None => {
+                // It waits for a row lock: the message waits with its statement, and the whole
+                // request runs again when the lock is released.
+                if let Some(Session::Sql { parked: Some(parked), .. }) =
+                    self.volatile.sessions.get_mut(&(client, session)).map(CopyOnWrite::get_mut)
+                {
+                    parked.request = request.clone();
+                }
+                None
+            }
+            Some(SqlReply::Error(error)) => Some(SqlReply::Error(error)),
+            Some(_) => {
+                let message = LogicalMessage {
+                    transactional: *transactional,
+                    prefix: prefix.clone(),
+                    payload_bytes: *payload_bytes,
+                    content: MessageContent::Event(*event),
+                };
+                Some(self.block_message(ctx, client, session, message))
+            }
+        }
     }
 
     /// The open transaction holding a lock on a row of `ops`, other than `own`.
@@ -382,6 +429,7 @@ impl Postgres {
             let Some(request) = request else { continue };
             let reply = match request {
                 SqlRequest::Statement { ops, copy } => self.statement(ctx, client, session, ops, copy),
+                outbox @ SqlRequest::OutboxMessage { .. } => self.outbox_message(ctx, client, session, outbox),
                 other => self.autocommit(ctx, client, session, other),
             };
             if let Some(reply) = reply {
@@ -513,10 +561,9 @@ impl Postgres {
         ctx: &mut Ctx,
         client: Node,
         session: SessionId,
-        transactional: bool,
-        prefix: String,
-        payload_bytes: u64,
+        message: LogicalMessage,
     ) -> SqlReply {
+        let LogicalMessage { transactional, prefix, payload_bytes, content } = message;
         let Some(block) = self.block(client, session) else { return SqlReply::Error(ABORTED_BLOCK.into()) };
         if block.failed.is_some() {
             return SqlReply::Error(ABORTED_BLOCK.into());
@@ -537,6 +584,7 @@ impl Postgres {
             prefix: prefix.clone(),
             database: database.clone(),
             committed: false,
+            content,
         });
         self.durable.wal.get_mut().push(WalEntry::Message {
             xid,
@@ -546,6 +594,7 @@ impl Postgres {
             database,
             start,
             end,
+            content,
         });
         self.arm_wal_writer(ctx);
         if transactional {

@@ -375,7 +375,13 @@ fn logical_messages_transactional_in_their_transaction_the_others_at_once() {
     assert_eq!(txn.changes, [c1[0], c2[0]]);
     assert_eq!(
         txn.messages,
-        vec![DecodedMessage { lsn: tx_lsn, transactional: true, prefix: "m".into(), payload_bytes: 8 }]
+        vec![DecodedMessage {
+            lsn: tx_lsn,
+            transactional: true,
+            prefix: "m".into(),
+            payload_bytes: 8,
+            content: Default::default()
+        }]
     );
     assert_eq!(txn.first_lsn, c1[0].lsn);
 
@@ -839,4 +845,92 @@ fn a_session_that_keeps_talking_or_has_no_block_is_not_terminated() {
         Msg::Sql { session: 7, request: SqlRequest::Statement { ops: vec![insert(T, 1)], copy: false } },
     );
     assert!(!out.timers.iter().any(|t| matches!(t, TimerRequest::Set { timer: Timer::IdleInTransactionTimeout, .. })));
+}
+
+/// The table-free outbox's write ([`SqlRequest::OutboxMessage`]): the business update and the
+/// event's message in one transaction.
+fn outbox_message(key: Key, transactional: bool, id: Key) -> SqlRequest {
+    let event =
+        crate::core::ids::MessageEvent { outbox: 0, id, aggregate_id: key as u32, event_type: Status::Approved };
+    SqlRequest::OutboxMessage {
+        ops: vec![update(T, key, Status::Approved)],
+        transactional,
+        prefix: "outbox".into(),
+        payload_bytes: event.content("claim").len() as u64,
+        event,
+    }
+}
+
+/// Autocommit, it is one step: the change record, the message and the commit, decoded as one
+/// transaction that carries the message with its event, in LSN order after the change; the
+/// commit is reported with its change and the message as written with its content.
+#[test]
+fn an_outbox_message_commits_with_its_update_and_decodes_as_one_transaction() {
+    let mut h = Harness::new();
+    h.sql(Node::App, 9, SqlRequest::Transaction { ops: vec![insert(T, 7)] });
+    h.create_slot_and_stream(true);
+    h.observations.clear();
+    let Some(SqlReply::Committed { changes, .. }) = h.sql(Node::App, 10, outbox_message(7, true, 1)) else {
+        panic!("committed in one step")
+    };
+    assert_eq!(changes.len(), 1);
+    assert!(!h.pg.volatile.sessions.contains_key(&(Node::App, 10)), "an autocommit step keeps no session");
+    let [txn] = h.streamed_txns().try_into().expect("one transaction");
+    assert_eq!(txn.changes, changes);
+    let [message] = txn.messages.as_slice() else { panic!("its message: {txn:?}") };
+    assert!(message.transactional && message.prefix == "outbox");
+    assert!(message.lsn > changes[0].lsn, "after the update, as written");
+    let event = message.content.event().expect("the event travels with the message");
+    assert_eq!((event.id, event.aggregate_id), (1, 7));
+    assert!(matches!(
+        h.observations.as_slice(),
+        [Observation::MessageWritten { committed: false, content, .. }, Observation::Committed { .. }]
+            if content.event() == Some(event)
+    ));
+    assert_eq!(h.pg.table(T).current(7).map(|row| row.status), Some(Status::Approved));
+}
+
+/// In a block, a transactional event rolls back with its update; a non-transactional one was
+/// decoded and sent at once, and stays sent.
+#[test]
+fn an_outbox_message_in_a_block_follows_the_block_only_when_transactional() {
+    let mut h = Harness::new();
+    h.sql(Node::App, 9, SqlRequest::Transaction { ops: vec![insert(T, 7)] });
+    h.create_slot_and_stream(true);
+    for transactional in [true, false] {
+        h.begin(Node::App, 1, Isolation::ReadCommitted);
+        let reply = h.sql(Node::App, 1, outbox_message(7, transactional, 2));
+        assert!(matches!(reply, Some(SqlReply::Lsn(_))), "{reply:?}");
+        h.sql(Node::App, 1, SqlRequest::Rollback);
+        h.wal_writer();
+    }
+    let streamed = h.streamed();
+    assert_eq!(streamed.len(), 1, "only the non-transactional event: {streamed:?}");
+    assert!(
+        matches!(&streamed[0], ReplReply::Message(message) if !message.transactional && message.content.event().is_some())
+    );
+    assert_eq!(h.pg.table(T).current(7).map(|row| row.version), Some(1), "both updates rolled back");
+}
+
+/// Its update waits for a row lock like any statement, and the whole transaction (update and
+/// message) runs when the lock is released.
+#[test]
+fn an_outbox_message_waits_for_its_rows_lock_and_then_runs_whole() {
+    let mut h = Harness::new();
+    h.sql(Node::App, 9, SqlRequest::Transaction { ops: vec![insert(T, 7)] });
+    h.create_slot_and_stream(true);
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    h.statement(Node::App, 1, vec![update(T, 7, Status::Paid)]);
+    assert_eq!(h.sql(Node::App, 10, outbox_message(7, true, 3)), None, "it waits for the block's lock");
+    assert!(h.streamed().is_empty());
+    h.commit(Node::App, 1);
+    let woken = h.sent.iter().rev().find_map(|(_, msg)| match msg {
+        Msg::SqlReply { session: 10, reply } => Some(reply.clone()),
+        _ => None,
+    });
+    assert!(matches!(woken, Some(SqlReply::Committed { .. })), "{woken:?}");
+    let txns = h.streamed_txns();
+    assert_eq!(txns.len(), 2);
+    assert_eq!(txns[1].messages.len(), 1, "the message came with its update once the lock was free");
+    assert_eq!(h.pg.table(T).current(7).map(|row| row.version), Some(3));
 }

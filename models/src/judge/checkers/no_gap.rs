@@ -22,7 +22,9 @@
 //! (phantoms, I4); anything when the boundary was not reached (the pipeline stopped or failed
 //! closed: the tail it did not deliver is not a gap); a non-transactional message no later
 //! commit flushed (a crash could have lost it: `LogLogicalMessage` does not flush), a message
-//! of a transaction block that changed no row, or of a primary a promotion left behind.
+//! of a transaction block that changed no row, or of a primary a promotion left behind; a
+//! message carrying an outbox event (a message outbox's): its destination is its routed topic,
+//! and I9 checks it there.
 
 use super::{Boundary, Evidence, Finding, describe_doc};
 use crate::core::event::Topic;
@@ -93,7 +95,8 @@ pub fn check(evidence: &Evidence, boundary: &Boundary, prior: &[Finding], found:
 /// The messages the history keeps that Kafka never held (see the module's comment).
 pub fn check_messages(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Finding>) {
     let Some((_, stream_start)) = evidence.first_stream_start else { return };
-    let kept = |message: &&OracleMessage| !message.lost && message.durable_at.is_some();
+    // An outbox event's message is I9's (its record is routed away from the message topic).
+    let kept = |message: &&OracleMessage| !message.lost && message.durable_at.is_some() && message.event.is_none();
     // The connector's own heartbeat messages never stop: the boundary waits for none of them,
     // only for the captured commits and the other messages. A heartbeat message before the last
     // of those was due all the same; one after it may still be on its way.
@@ -340,6 +343,7 @@ mod tests {
                 prefix: "audit".into(),
                 database: None,
                 committed: false,
+                content: Default::default(),
             },
         ));
         if crash {

@@ -106,7 +106,7 @@ use crate::core::change::{Change, ChangeKind, RowOp};
 use crate::core::component::Ctx;
 use crate::core::event::{
     ChangeEvent, MessageType, Op, Origin, SnapshotKind, SnapshotMarker, SourceInfo, SourceOffset, SourceRecord, Topic,
-    message_key,
+    key_placement, message_key,
 };
 use crate::core::ids::{Key, Node, Row, TableId, Xid};
 use crate::core::lsn::Lsn;
@@ -786,6 +786,7 @@ mod tests {
                     transactional: false,
                     prefix: "heartbeat".into(),
                     payload_bytes: 1,
+                    content: Default::default(),
                 })
             };
             task.on_repl_reply(&mut ctx, message(2100));
@@ -808,7 +809,13 @@ mod tests {
     }
 
     fn decoded_message(lsn: u64, prefix: &str, transactional: bool) -> DecodedMessage {
-        DecodedMessage { lsn: Lsn(lsn), transactional, prefix: prefix.into(), payload_bytes: 8 }
+        DecodedMessage {
+            lsn: Lsn(lsn),
+            transactional,
+            prefix: prefix.into(),
+            payload_bytes: 8,
+            content: Default::default(),
+        }
     }
 
     /// §5.2, §7.2: a logical message becomes an `op=m` record on `<topic.prefix>.message`, keyed
@@ -846,6 +853,36 @@ mod tests {
         assert_eq!(records[0].offset.message_type, Some(MessageType::Message));
         assert_eq!(records[2].offset.lsn_commit, Some(Lsn(1000)), "inside a transaction, the previous commit");
         assert_ne!(message_key("audit"), message_key("outbox"));
+    }
+
+    /// A message carrying an outbox event (the table-free outbox) is the same `op=m` record; the
+    /// model keeps the event in it as an outbox row's change keeps its row: the event's number as
+    /// the record's key, the event as `after`, its message outbox as `source.table`, and a
+    /// placement by the prefix, where Kafka puts a record keyed `{prefix}`.
+    #[test]
+    fn a_message_carrying_an_outbox_event_keeps_the_event_in_its_record() {
+        let mut task = task();
+        task.phase = Phase::Streaming;
+        let mut out = Outbox::default();
+        let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
+        let event = crate::core::ids::MessageEvent {
+            outbox: 1,
+            id: 42,
+            aggregate_id: 7,
+            event_type: crate::core::ids::Status::Paid,
+        };
+        let message = DecodedMessage {
+            content: crate::core::ids::MessageContent::Event(event),
+            ..decoded_message(1000, "outbox", false)
+        };
+        task.on_repl_reply(&mut ctx, ReplReply::Message(message));
+        let [record] = task.drain().try_into().expect("one record");
+        let value = record.value.expect("a value");
+        assert_eq!((record.topic, value.op, record.key), (Topic::Message, Op::Message, 42));
+        assert_eq!(value.after, Some(event.row()));
+        assert_eq!(value.source.table, TableId::message_outbox(1));
+        assert_eq!(record.placement, Some(key_placement(message_key("outbox"))));
+        assert_eq!(record.offset.lsn_commit, Some(Lsn(1000)), "a non-transactional message is a commit");
     }
 
     /// `message.prefix.exclude.list` (`LogicalDecodingMessageFilter`): an excluded message makes no

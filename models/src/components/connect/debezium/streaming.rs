@@ -364,31 +364,42 @@ impl DebeziumTask {
     /// `message.prefix.exclude.list` let through becomes an `op=m` record on
     /// `<topic.prefix>.message`, keyed by its prefix, with the offset after the message (a
     /// non-transactional one already committed). Reference debezium-postgres.md §5.2, §7.2.
+    ///
+    /// A message carrying an outbox event (the table-free outbox) is the same record; the model
+    /// keeps what its content says as an outbox row's change does: the event's number as the
+    /// record's `key`, the event as `after`, its message outbox as `source.table`
+    /// ([`TableId::message_outbox`]); its Kafka key is still the prefix, which places it
+    /// ([`key_placement`]), and the transformation chain renders its content from the event.
     fn dispatch_message(&mut self, message: &DecodedMessage, tx_id: Option<Xid>, ts_ms: u64) {
         if !self.config.message_prefixes.captures(&message.prefix) {
             return;
         }
+        let event = message.content.event();
         let value = ChangeEvent {
             op: Op::Message,
             before: None,
-            after: None,
+            after: event.map(|event| event.row()),
             source: SourceInfo {
                 connector: Origin::Postgresql,
                 // A message belongs to no table; the record's topic says what it is.
-                table: TableId::default(),
+                table: event.map_or(TableId::default(), |event| TableId::message_outbox(event.outbox)),
                 lsn: message.lsn,
                 tx_id,
                 snapshot: SnapshotMarker::Streamed,
                 ts_ms,
             },
         };
-        let key = message_key(&message.prefix);
+        let prefix_key = message_key(&message.prefix);
+        let (key, placement) = match event {
+            None => (prefix_key, None),
+            Some(event) => (event.id, Some(key_placement(prefix_key))),
+        };
         self.queue.get_mut().push(SourceRecord {
             topic: Topic::message(self.config.connector_index),
             key,
             value: Some(value),
             offset: self.offset,
-            placement: None,
+            placement,
         });
     }
 
