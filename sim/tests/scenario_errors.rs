@@ -1669,4 +1669,92 @@ fn several_connectors_are_read_and_checked() {
     assert!(written.contains("connector = \"outbox-connector\""), "{written}");
     // `[connector]` stays the shorthand for one: a connector fault needs no name then.
     assert_eq!(ok(&with_fault("action = \"stop-connector\"\n"), &[]).spec.faults[0].connector, 0);
+/// `[[message_outbox]]`, the table-free outbox: its fields, the `event` step that chooses it, the
+/// background's rate, the decode transform in the chain, and the consumer it allows.
+#[test]
+fn message_outbox_inputs_are_checked_where_they_are_written() {
+    use handoff_models::scenario::spec::StepKind;
+    let outbox = "[[message_outbox]]\nprefix = \"outbox\"\naggregatetype = \"claim\"\n";
+    let with_outbox = min_with("[connector]", &format!("{outbox}[connector]"))
+        .replace("name = \"public.claims\"\n", "name = \"public.claims\"\nrows = 5\n");
+    let loaded = ok(&with_outbox, &[]);
+    let declared = &loaded.spec.message_outboxes[0];
+    assert_eq!(
+        (declared.prefix.as_str(), declared.aggregatetype.as_str(), declared.transactional),
+        ("outbox", "claim", true)
+    );
+    // Its fields.
+    let no_prefix = with_outbox.replace("prefix = \"outbox\"\n", "");
+    fails_at(&no_prefix, "message_outbox[0].prefix", "required field is missing");
+    fails_at(
+        &with_outbox.replace("\"outbox\"\naggregatetype", "\"out box\"\naggregatetype"),
+        "message_outbox[0].prefix",
+        "not a message prefix",
+    );
+    fails_at(
+        &with_outbox.replace("\"claim\"\n[connector]", "\"a b\"\n[connector]"),
+        "message_outbox[0].aggregatetype",
+        "not an aggregate type",
+    );
+    fails_at(
+        &with_outbox.replace("aggregatetype", "transactional = \"yes\"\naggregatetype"),
+        "message_outbox[0].transactional",
+        "a boolean",
+    );
+    fails_at(
+        &with_outbox.replace("aggregatetype", "aggregatetpye"),
+        "message_outbox[0].aggregatetpye",
+        "unknown field",
+    );
+    let twice = with_outbox.replace("[connector]", &format!("{outbox}[connector]"));
+    fails_at(&twice, "message_outbox[1].prefix", "already the prefix of message_outbox[0]");
+    let named_as_table = with_outbox.replace("prefix = \"outbox\"", "prefix = \"public.claims\"");
+    fails_at(&named_as_table, "message_outbox[0].prefix", "the name of a [[table]] too");
+    // The `event` step writes through it: the claim's update and the message, one step.
+    let event = "[[workload.script]]\nat = \"1s\"\nevent = 3\nstatus = \"paid\"\n";
+    let loaded = ok(&format!("{with_outbox}{event}"), &[]);
+    let step = &loaded.spec.scripted[0];
+    assert!(matches!(step.ops.as_slice(), [RowOp::Update { key: 3, status: Status::Paid, .. }]), "{:?}", step.ops);
+    let StepKind::OutboxMessage { transactional: true, prefix, event: written, .. } = &step.step.kind else {
+        panic!("{step:?}")
+    };
+    assert_eq!((prefix.as_str(), written.id, written.aggregate_id), ("outbox", 1, 3));
+    // With an outbox table as well, the step names its outbox: a table or a prefix.
+    let both = with_outbox.replace(
+        "[[message_outbox]]",
+        "[[table]]\nname = \"public.outbox_event\"\noutbox = { aggregatetype = \"claim\" }\n[[message_outbox]]",
+    );
+    fails_at(&format!("{both}{event}"), "workload.script[0].event", "several outboxes: name one with `outbox`");
+    let named = ok(&format!("{both}{event}outbox = \"outbox\"\n{event}outbox = \"public.outbox_event\"\n"), &[]);
+    assert!(matches!(&named.spec.scripted[0].step.kind, StepKind::OutboxMessage { event, .. } if event.id == 1));
+    assert!(matches!(named.spec.scripted[1].ops.as_slice(), [_, RowOp::InsertEvent { id: 2, .. }]), "one numbering");
+    fails_at(
+        &format!("{both}{event}outbox = \"public.claims\"\n"),
+        "workload.script[0].outbox",
+        "or name a [[message_outbox]] by its prefix",
+    );
+    // In a session it joins the open transaction, which it needs.
+    let session = "[[workload.script]]\nat = \"1s\"\nsession = \"s1\"\nevent = 3\n";
+    fails_at(&format!("{with_outbox}{session}"), "workload.script[0].event", "has not begun a transaction");
+    // The background's events go through it, when it is the only outbox.
+    let rate = "[workload]\nstart_ms = 0\nend_ms = 10000\nevents_per_second = 1.0\n";
+    assert_eq!(ok(&format!("{with_outbox}{rate}"), &[]).spec.background.map(|b| b.events_per_second), Some(1.0));
+    fails_at(&format!("{both}{rate}"), "workload.events_per_second", "several outboxes");
+    fails_at(&format!("{MIN}{rate}"), "workload.events_per_second", "needs an outbox table or a message outbox");
+    // The decode transform runs in a chain; its options are checked.
+    let chain = |lines: &str| with_outbox.replace("[sink]", &format!("{lines}[sink]"));
+    let decode = "\"transforms\" = \"decode,outbox\"\n\
+        \"transforms.decode.type\" = \"io.debezium.connector.postgresql.transforms.DecodeLogicalDecodingMessageContent\"\n\
+        \"transforms.outbox.type\" = \"io.debezium.transforms.outbox.EventRouter\"\n";
+    let routed = ok(&chain(decode), &[]);
+    assert_eq!(routed.spec.transform_chain().expect("a chain").routed_topics, ["outbox.event.claim"]);
+    fails(
+        &chain(&format!("{decode}\"transforms.decode.fields.null.include\" = \"maybe\"\n")),
+        &[],
+        "s.toml:",
+        "give true or false",
+    );
+    // A consumer reads its events' topic, routed or not: I9 says what a chain that routes none
+    // loses.
+    assert!(ok(&format!("{with_outbox}[consumer]\ninbox = \"same-transaction\"\n"), &[]).spec.consumer.is_some());
 }

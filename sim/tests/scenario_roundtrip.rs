@@ -345,6 +345,7 @@ fn everything() -> Spec {
         schedule: None,
         consumer: None,
         more_connectors: Vec::new(),
+        message_outboxes: Vec::new(),
     }
 }
 
@@ -568,6 +569,74 @@ fn sessions_and_transactions_round_trip() {
     assert!(text.contains("session = \"forgotten\"\ndatabase = \"analytics\"\nbegin = true"), "{text}");
     assert!(text.contains("update = [1, 2, 3]"), "{text}");
     assert!(text.contains("copy = true") && text.contains("idle_ms = 3600000"), "{text}");
+}
+
+/// Message outboxes: their declarations, and `event` steps through them, autocommit and in a
+/// session, numbered in one sequence with an outbox table's events.
+#[test]
+fn message_outboxes_round_trip() {
+    use handoff_models::components::app::StepKind;
+    use handoff_models::core::ids::MessageEvent;
+    use handoff_models::core::protocol::Isolation;
+    use handoff_models::scenario::spec::{MessageOutbox, OutboxTable, ScriptStep};
+    let mut spec = everything();
+    spec.tables.push(TableSetup {
+        id: TableId(2),
+        name: "public.outbox_event".into(),
+        rows: 0,
+        replica_identity: ReplicaIdentity::Default,
+        database: None,
+        outbox: Some(OutboxTable { aggregatetype: "claim".into(), delete: true }),
+    });
+    spec.message_outboxes = vec![
+        MessageOutbox { prefix: "outbox".into(), aggregatetype: "claim".into(), transactional: true },
+        MessageOutbox { prefix: "audit.v1".into(), aggregatetype: "policy".into(), transactional: false },
+    ];
+    let claims = TableId(0);
+    let message = |outbox: u16, id, key, session: Option<&str>| {
+        let event = MessageEvent { outbox, id, aggregate_id: key as u32, event_type: Status::Closed };
+        ScriptedTxn {
+            trigger: Trigger::At { at_ms: if session.is_some() { 0 } else { 4_000 } },
+            ops: vec![RowOp::Update { table: claims, key, status: Status::Closed }],
+            label: format!("event {id}"),
+            step: ScriptStep {
+                kind: spec.message_outboxes[usize::from(outbox)].step(event),
+                session: session.map(str::to_owned),
+                ..ScriptStep::default()
+            },
+        }
+    };
+    let begin = ScriptedTxn {
+        trigger: Trigger::At { at_ms: 5_000 },
+        ops: Vec::new(),
+        label: String::new(),
+        step: ScriptStep {
+            kind: StepKind::Begin { isolation: Isolation::ReadCommitted },
+            session: Some("s1".into()),
+            ..ScriptStep::default()
+        },
+    };
+    let rollback = ScriptedTxn {
+        step: ScriptStep { kind: StepKind::Rollback, ..begin.step.clone() },
+        trigger: Trigger::At { at_ms: 0 },
+        ..begin.clone()
+    };
+    let table_event = ScriptedTxn::autocommit(
+        Trigger::At { at_ms: 6_000 },
+        vec![
+            RowOp::Update { table: claims, key: 4, status: Status::Paid },
+            RowOp::InsertEvent { table: TableId(2), id: 3, aggregate_id: 4, event_type: Status::Paid },
+            RowOp::Delete { table: TableId(2), key: 3 },
+        ],
+        "the table's event",
+    );
+    spec.scripted = vec![message(0, 1, 5, None), begin, message(1, 2, 6, Some("s1")), rollback, table_event];
+    let text = round_trip(&spec, 5);
+    assert!(
+        text.contains("[[message_outbox]]\nprefix = \"audit.v1\"\naggregatetype = \"policy\"\ntransactional = false"),
+        "{text}"
+    );
+    assert!(text.contains("event = 5\nstatus = \"closed\"\noutbox = \"outbox\""), "{text}");
 }
 
 #[test]

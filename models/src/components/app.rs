@@ -23,7 +23,7 @@
 
 use crate::core::change::RowOp;
 use crate::core::component::{Component, Ctx, Timer};
-use crate::core::ids::Node;
+use crate::core::ids::{MessageEvent, Node};
 use crate::core::observe::Observation;
 use crate::core::protocol::{Control, Isolation, Msg, SessionId, SqlReply, SqlRequest};
 use crate::core::shared::CopyOnWrite;
@@ -51,6 +51,17 @@ pub enum StepKind {
         prefix: String,
         payload_bytes: u64,
     },
+    /// The service's outbox write through a logical decoding message (a message outbox's
+    /// `event` step): the step's statement (the claim's `UPDATE`) and
+    /// `pg_logical_emit_message(transactional, prefix, content)` with the event as its
+    /// `payload_bytes` of content, in one transaction ([`SqlRequest::OutboxMessage`]): a
+    /// transaction of its own, or in its session's open block.
+    OutboxMessage {
+        transactional: bool,
+        prefix: String,
+        payload_bytes: u64,
+        event: MessageEvent,
+    },
 }
 
 impl StepKind {
@@ -65,6 +76,13 @@ impl StepKind {
             StepKind::Message { transactional, prefix, payload_bytes } => {
                 format!("pg_logical_emit_message({transactional}, '{prefix}', {payload_bytes} bytes)")
             }
+            StepKind::OutboxMessage { transactional, prefix, event, .. } => format!(
+                "the claim's update and pg_logical_emit_message({transactional}, '{prefix}', outbox event {} ({} of \
+                 claim {}))",
+                event.id,
+                event.row().event_type(),
+                event.aggregate_id
+            ),
         }
     }
 
@@ -72,6 +90,8 @@ impl StepKind {
     fn in_block(&self) -> bool {
         match self {
             StepKind::Statement | StepKind::Copy | StepKind::Commit | StepKind::Rollback => true,
+            // Its statement is the block's, whatever the message is.
+            StepKind::OutboxMessage { .. } => true,
             StepKind::Message { transactional, .. } => *transactional,
             StepKind::Begin { .. } => false,
         }
@@ -328,6 +348,13 @@ fn request(kind: &StepKind, ops: &[RowOp]) -> SqlRequest {
             transactional: *transactional,
             prefix: prefix.clone(),
             payload_bytes: *payload_bytes,
+        },
+        StepKind::OutboxMessage { transactional, prefix, payload_bytes, event } => SqlRequest::OutboxMessage {
+            ops: ops.to_vec(),
+            transactional: *transactional,
+            prefix: prefix.clone(),
+            payload_bytes: *payload_bytes,
+            event: *event,
         },
     }
 }

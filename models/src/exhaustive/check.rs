@@ -83,8 +83,9 @@ impl Model for HandoffModel {
             Property::always("I5 ack <= durable", |_, s| holds(s, Invariant::I5)),
             Property::always("I6 fail closed", |_, s| holds(s, Invariant::I6)),
         ];
-        // The outbox's invariants, in a bound that routes outbox events (and has their consumer).
-        if !self.spec.routed_tables().is_empty() {
+        // The outbox's invariants, in a bound with outbox events (routed outbox tables, message
+        // outboxes) and, for I10, their consumer.
+        if !self.spec.event_outboxes().is_empty() {
             properties.push(Property::always("I9 outbox complete", |_, s| holds(s, Invariant::I9)));
             if self.spec.consumer.is_some() {
                 properties.push(Property::always("I10 duplicates absorbed", |_, s| holds(s, Invariant::I10)));

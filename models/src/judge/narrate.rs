@@ -31,10 +31,17 @@ pub struct Names {
     /// The connector whose observation is being told (its lines carry its name).
     #[serde(default)]
     pub speaking_for: u8,
+    /// The message outboxes' prefixes, in order (`[[message_outbox]]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub message_outboxes: Vec<String>,
 }
 
 impl Names {
+    /// A table's name; a message outbox's ([`TableId::message_outbox`]) is its prefix.
     pub fn table(&self, table: TableId) -> &str {
+        if let Some(outbox) = table.as_message_outbox() {
+            return self.message_outboxes.get(usize::from(outbox)).map_or("?", String::as_str);
+        }
         self.tables.get(usize::from(table.0)).map_or("?", String::as_str)
     }
 
@@ -58,6 +65,7 @@ impl Names {
                     .collect()
             },
             speaking_for: 0,
+            message_outboxes: spec.message_outboxes.iter().map(|outbox| outbox.prefix.clone()).collect(),
         }
     }
 
@@ -253,9 +261,18 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
         Observation::CommitWritten { xid, commit_lsn, .. } => {
             format!("transaction {xid}: commit record at {commit_lsn} in WAL; not yet visible")
         }
-        Observation::MessageWritten { lsn, transactional, xid, prefix, database, .. } => {
+        Observation::MessageWritten { lsn, transactional, xid, prefix, database, content, .. } => {
             let kind = if *transactional { "transactional" } else { "non-transactional" };
             let mut text = format!("logical message '{prefix}' ({kind}) written, ending at {lsn}");
+            if let Some(event) = content.event() {
+                let _ = write!(
+                    text,
+                    ", carrying outbox event {} ({} of claim {})",
+                    event.id,
+                    event.row().event_type(),
+                    event.aggregate_id
+                );
+            }
             if let Some(xid) = xid.filter(|_| *transactional) {
                 let _ = write!(text, ", in transaction {xid}");
             }

@@ -375,6 +375,9 @@ pub struct OutboxRecord {
     pub topics: Vec<String>,
     /// Events whose transaction committed (in the surviving history).
     pub committed: usize,
+    /// Of those, the events written as logical decoding messages (a message outbox's).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub as_messages: usize,
     /// Events on their routed topic.
     pub routed: usize,
     /// Records of events appended more than once (a replay after a restart, a snapshot routing
@@ -421,11 +424,15 @@ pub struct ConsumerRecord {
     pub never_applied: Vec<Key>,
 }
 
+fn is_zero(count: &usize) -> bool {
+    *count == 0
+}
+
 impl OutboxRecord {
     fn of(inputs: &RecordInputs) -> Option<OutboxRecord> {
         let spec = inputs.spec;
-        let tables = spec.routed_tables();
-        if tables.is_empty() {
+        let outboxes = spec.event_outboxes();
+        if outboxes.is_empty() {
             return None;
         }
         let mut record = OutboxRecord {
@@ -484,16 +491,15 @@ impl OutboxRecord {
             record.consumer = Some(summary);
         }
         record.duplicated = counts.into_values().filter(|count| count.records > 1 || count.handled > 1).collect();
-        for (id, versions) in inputs.oracle.histories() {
-            if !tables.contains(&id.0) || !versions.iter().any(|version| version.row.is_some_and(|row| row.is_event()))
-            {
-                continue;
-            }
+        for event in crate::judge::checkers::outbox_complete::events_of(inputs.oracle, &outboxes) {
             record.committed += 1;
-            if appended.contains_key(&id) {
+            if matches!(event.written, crate::judge::checkers::outbox_complete::Written::Message { .. }) {
+                record.as_messages += 1;
+            }
+            if appended.contains_key(&event.id) {
                 record.routed += 1;
-            } else if !record.lost.contains(&id.1) {
-                record.not_delivered.push(id.1);
+            } else if !record.lost.contains(&event.id.1) {
+                record.not_delivered.push(event.id.1);
             }
         }
         Some(record)
@@ -502,8 +508,13 @@ impl OutboxRecord {
     /// The record's sentence.
     pub fn sentence(&self) -> String {
         let ids = |keys: &[Key]| keys.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+        let messages = if self.as_messages > 0 {
+            format!(" ({} written as logical decoding messages)", self.as_messages)
+        } else {
+            String::new()
+        };
         let mut text = format!(
-            "{} committed, {} routed to {}",
+            "{} committed{messages}, {} routed to {}",
             self.committed,
             self.routed,
             if self.topics.is_empty() { "no topic".into() } else { self.topics.join(", ") }

@@ -138,11 +138,12 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
 }
 
 /// Whether a run of `spec` can write logical decoding messages: a scripted
-/// `pg_logical_emit_message` (in the scenario's script or its bound's), or a heartbeat action
-/// query that emits one.
+/// `pg_logical_emit_message` (in the scenario's script or its bound's), a heartbeat action
+/// query that emits one, or a message outbox's events.
 fn writes_messages(spec: &Spec) -> bool {
     let bound_scripts = spec.check.iter().flat_map(|bound| bound.scripts.iter());
     spec.connectors().any(|debezium| debezium.heartbeat_action_message.is_some())
+        || !spec.message_outboxes.is_empty()
         || spec
             .scripted
             .iter()

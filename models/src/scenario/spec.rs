@@ -223,6 +223,36 @@ pub struct OutboxTable {
     pub delete: bool,
 }
 
+/// A message outbox (`[[message_outbox]]`, the table-free outbox): the service writes each event
+/// as a logical decoding message, `pg_logical_emit_message(transactional, prefix, content)`, in
+/// its business change's transaction, the content the JSON object an outbox row would hold
+/// ([`crate::core::ids::MessageEvent::content`]). No row is left behind: nothing but the WAL (and
+/// a slot that holds it) can ever bring an event back (reference debezium-postgres.md §7.2).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MessageOutbox {
+    /// The message's prefix (what `message.prefix.include.list` / `exclude.list` filter on).
+    pub prefix: String,
+    /// The `aggregatetype` of every event (the router's `route.by.field`).
+    pub aggregatetype: String,
+    /// `pg_logical_emit_message(true, …)`: the message is part of the business transaction and
+    /// decoded at its commit. `false`: written and decoded at once, even if the transaction
+    /// then rolls back.
+    pub transactional: bool,
+}
+
+impl MessageOutbox {
+    /// The step that writes `event` through this outbox: the business update (the step's
+    /// statement) and the message, its content the event's JSON.
+    pub fn step(&self, event: crate::core::ids::MessageEvent) -> StepKind {
+        StepKind::OutboxMessage {
+            transactional: self.transactional,
+            prefix: self.prefix.clone(),
+            payload_bytes: event.content(&self.aggregatetype).len() as u64,
+            event,
+        }
+    }
+}
+
 /// The background workload, generated from the seed.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Background {
@@ -440,6 +470,10 @@ pub struct Spec {
     /// `[consumer]`: the outbox's consumer, reading the routed event topics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consumer: Option<crate::components::consumer::ConsumerConfig>,
+    /// `[[message_outbox]]`: the service's message outboxes, in order (a
+    /// [`crate::core::ids::MessageEvent`] names one by its place here).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub message_outboxes: Vec<MessageOutbox>,
     /// The connectors after the first (`[[connector]]` entries 2 and on), which the same Connect
     /// worker runs: each an outbox connector, every table it captures routed by its transforms
     /// (the first connector, `debezium`, is the one the sink reads and I1–I8 judge).
@@ -558,16 +592,8 @@ impl Spec {
         crate::components::connect::transforms::chain::TransformChain,
         crate::components::connect::transforms::chain::ChainError,
     > {
-        use crate::components::connect::transforms::chain::{ChainContext, TransformChain, is_chain_property};
-        let context = ChainContext {
-            topic_prefix: self.connector(c).topic_prefix.clone(),
-            tables: self
-                .tables
-                .iter()
-                .map(|table| (table.name.clone(), table.outbox.as_ref().map(|outbox| outbox.aggregatetype.clone())))
-                .collect(),
-            connector: c as u8,
-        };
+        use crate::components::connect::transforms::chain::{TransformChain, is_chain_property};
+        let context = self.chain_context_of(c);
         let properties: BTreeMap<String, String> = self
             .connector_properties_of(c)
             .iter()
@@ -600,6 +626,63 @@ impl Spec {
     pub fn routed_topic_names(&self) -> Vec<String> {
         let chains: Vec<_> = (0..self.connector_count()).filter_map(|c| self.transform_chain_of(c).ok()).collect();
         routed_names(&chains)
+    /// What the transformation chain needs to know of the scenario to build the records
+    /// Debezium builds: the topic prefix, the tables (with the aggregate type of an outbox
+    /// table), the message outboxes, and the other logical messages the scenario writes (its
+    /// heartbeat action query's, its script's and its bound's, the first writer of each prefix).
+    pub fn chain_context(&self) -> crate::components::connect::transforms::chain::ChainContext {
+        self.chain_context_of(0)
+    }
+
+    /// [`Spec::chain_context`] as connector `c` sees it: its topic prefix, its place, and every
+    /// connector's heartbeat messages (a slot decodes every message, whatever its publication).
+    pub fn chain_context_of(&self, c: usize) -> crate::components::connect::transforms::chain::ChainContext {
+        use crate::components::connect::transforms::chain::{ChainContext, PlainMessage};
+        let mut plain_messages: Vec<PlainMessage> = Vec::new();
+        for heartbeat in self.connectors().filter_map(|debezium| debezium.heartbeat_action_message.as_ref()) {
+            if plain_messages.iter().any(|plain| plain.prefix == heartbeat.prefix) {
+                continue;
+            }
+            plain_messages.push(PlainMessage {
+                prefix: heartbeat.prefix.clone(),
+                payload_bytes: heartbeat.payload_bytes,
+                // `now()::varchar` is 29 bytes; a literal of that size is taken for it.
+                now: heartbeat.payload_bytes == 29,
+            });
+        }
+        let bound_scripts = self.check.iter().flat_map(|bound| bound.scripts.iter());
+        for txn in self.scripted.iter().chain(bound_scripts) {
+            if let StepKind::Message { prefix, payload_bytes, .. } = &txn.step.kind
+                && !plain_messages.iter().any(|plain| plain.prefix == *prefix)
+            {
+                plain_messages.push(PlainMessage { prefix: prefix.clone(), payload_bytes: *payload_bytes, now: false });
+            }
+        }
+        ChainContext {
+            topic_prefix: self.connector(c).topic_prefix.clone(),
+            connector: c as u8,
+            tables: self
+                .tables
+                .iter()
+                .map(|table| (table.name.clone(), table.outbox.as_ref().map(|outbox| outbox.aggregatetype.clone())))
+                .collect(),
+            message_outboxes: self
+                .message_outboxes
+                .iter()
+                .map(|outbox| (outbox.prefix.clone(), outbox.aggregatetype.clone()))
+                .collect(),
+            plain_messages,
+        }
+    }
+
+    /// The outboxes whose events I9 checks: the captured outbox tables the connector's
+    /// transforms route, and every message outbox ([`TableId::message_outbox`]): a message
+    /// outbox's messages are the service's events and nothing else, routed or not (a chain that
+    /// does not route them loses them, which I9 says).
+    pub fn event_outboxes(&self) -> Vec<TableId> {
+        let mut outboxes = self.routed_tables();
+        outboxes.extend((0..self.message_outboxes.len()).map(|index| TableId::message_outbox(index as u16)));
+        outboxes
     }
 
     /// The captured tables whose changes go to their change topics, for the sink: every table of
@@ -739,5 +822,6 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
         schedule: None,
         consumer: None,
         more_connectors: Vec::new(),
+        message_outboxes: Vec::new(),
     }
 }

@@ -8,7 +8,7 @@
 
 use crate::components::app::{SessionSteps, StepKind, StepRef, Workload, WorkloadTxn};
 use crate::core::change::RowOp;
-use crate::core::ids::{Key, Row, Status, TableId};
+use crate::core::ids::{Key, MessageEvent, Row, Status, TableId};
 use crate::core::protocol::Isolation;
 use crate::scenario::spec::{Background, Spec, TableSetup};
 use rand_chacha::ChaCha8Rng;
@@ -127,12 +127,7 @@ fn one_row_transactions(
     let mut live: Vec<Key> = spec.initial_keys(table.id).collect();
     let mut next_key = Key::from(table.rows) + 1;
     // The background's outbox events are numbered after the scripted ones.
-    let mut next_event = 1 + spec
-        .scripted
-        .iter()
-        .flat_map(|txn| txn.ops.iter())
-        .filter(|op| matches!(op, RowOp::InsertEvent { .. }))
-        .count() as Key;
+    let mut next_event = 1 + spec.scripted.iter().map(scripted_events).sum::<usize>() as Key;
     for &(at_ms, kind) in events {
         let op = match kind {
             0 => {
@@ -152,25 +147,39 @@ fn one_row_transactions(
                 RowOp::Delete { table: table.id, key }
             }
             _ => {
-                // The service's status change with its outbox event, in one transaction.
-                let Some(outbox) = spec.tables.iter().find(|table| table.outbox.is_some()) else { continue };
+                // The service's status change with its outbox event, in one transaction: an
+                // outbox table's row, or a message outbox's message (the loader allows one
+                // outbox with `events_per_second`).
                 let key = live[draw.below(live.len() as u64) as usize];
                 let status = draw_status(draw);
                 let id = next_event;
                 next_event += 1;
-                let mut ops = vec![
-                    RowOp::Update { table: table.id, key, status },
-                    RowOp::InsertEvent { table: outbox.id, id, aggregate_id: key as u32, event_type: status },
-                ];
-                if outbox.outbox.as_ref().is_some_and(|outbox| outbox.delete) {
-                    ops.push(RowOp::Delete { table: outbox.id, key: id });
+                let update = RowOp::Update { table: table.id, key, status };
+                if let Some(outbox) = spec.tables.iter().find(|table| table.outbox.is_some()) {
+                    let mut ops = vec![
+                        update,
+                        RowOp::InsertEvent { table: outbox.id, id, aggregate_id: key as u32, event_type: status },
+                    ];
+                    if outbox.outbox.as_ref().is_some_and(|outbox| outbox.delete) {
+                        ops.push(RowOp::Delete { table: outbox.id, key: id });
+                    }
+                    timed.push(WorkloadTxn::autocommit(Some(at_ms), ops));
+                } else if let Some(outbox) = spec.message_outboxes.first() {
+                    let event = MessageEvent { outbox: 0, id, aggregate_id: key as u32, event_type: status };
+                    let kind = outbox.step(event);
+                    timed.push(WorkloadTxn { kind, ..WorkloadTxn::autocommit(Some(at_ms), vec![update]) });
                 }
-                timed.push(WorkloadTxn::autocommit(Some(at_ms), ops));
                 continue;
             }
         };
         timed.push(WorkloadTxn::autocommit(Some(at_ms), vec![op]));
     }
+}
+
+/// How many outbox events a scripted step writes: an `event` step's outbox row, or its message.
+pub fn scripted_events(txn: &crate::scenario::spec::ScriptedTxn) -> usize {
+    let rows = txn.ops.iter().filter(|op| matches!(op, RowOp::InsertEvent { .. })).count();
+    rows + usize::from(matches!(txn.step.kind, StepKind::OutboxMessage { .. }))
 }
 
 fn draw_status(draw: &mut Draw) -> Status {
@@ -341,5 +350,48 @@ mod tests {
         // Each session's step list is its timed steps in order.
         let listed: usize = workload.sessions.iter().map(|session| session.steps.len()).sum();
         assert_eq!(listed, workload.timed.len());
+    }
+
+    /// With a message outbox, the background's events are outbox messages: the claim's update
+    /// as the step's statement, the event numbered after the scripted ones, its content's size
+    /// the message's.
+    #[test]
+    fn background_events_go_through_a_message_outbox() {
+        use crate::scenario::spec::{MessageOutbox, ScriptedTxn, Trigger};
+        let mut spec = spec(1, 1);
+        spec.background = Some(Background {
+            inserts_per_second: 0.0,
+            updates_per_second: 0.0,
+            deletes_per_second: 0.0,
+            events_per_second: 1.0,
+            ..spec.background.expect("a background")
+        });
+        spec.message_outboxes =
+            vec![MessageOutbox { prefix: "outbox".into(), aggregatetype: "claim".into(), transactional: false }];
+        let scripted_event = MessageEvent { outbox: 0, id: 1, aggregate_id: 3, event_type: Status::Paid };
+        spec.scripted = vec![ScriptedTxn {
+            step: crate::scenario::spec::ScriptStep {
+                kind: spec.message_outboxes[0].step(scripted_event),
+                ..Default::default()
+            },
+            ..ScriptedTxn::autocommit(
+                Trigger::At { at_ms: 0 },
+                vec![RowOp::Update { table: TableId(0), key: 3, status: Status::Paid }],
+                "",
+            )
+        }];
+        let workload = workload(&spec, 7);
+        assert_eq!(workload.timed.len(), 20);
+        for (number, txn) in workload.timed.iter().enumerate() {
+            let StepKind::OutboxMessage { transactional, prefix, payload_bytes, event } = &txn.kind else {
+                panic!("{txn:?}")
+            };
+            assert!(!transactional && prefix == "outbox");
+            assert_eq!(event.id, 2 + number as Key, "numbered after the scripted event");
+            assert_eq!(*payload_bytes, event.content("claim").len() as u64);
+            assert!(
+                matches!(txn.ops.as_slice(), [RowOp::Update { key, status, .. }] if *key == Key::from(event.aggregate_id) && *status == event.event_type)
+            );
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! `[check]` and `[schedule]`: the bound of `handoff check`, and a path through it for `handoff run`.
 
 use super::fields::{Cx, Field, Horizon, Res, Section};
+use super::sections::Outboxes;
 use super::workload::{op_field, op_target, script_entry};
 use handoff_models::core::change::RowOp;
 use handoff_models::core::time::SimTime;
@@ -9,10 +10,10 @@ use handoff_models::exhaustive::world::{CrashWhile, OperateWhile, ScriptWhile};
 use handoff_models::scenario::spec::CheckBound;
 use handoff_models::scenario::spec::Schedule;
 use handoff_models::scenario::spec::ScriptedTxn;
-use handoff_models::scenario::spec::TableSetup;
 
 /// `[check]`: the bound of `handoff check`.
-pub(super) fn check(cx: &Cx, s: &Section, tables: &[TableSetup], consumer: bool) -> Res<CheckBound> {
+pub(super) fn check(cx: &Cx, s: &Section, outboxes: Outboxes, consumer: bool) -> Res<CheckBound> {
+    let tables = outboxes.tables;
     s.check_keys(
         cx,
         "rows crash crashes crash_while periodic_fires bgwriter_running_xacts operations operate_while script \
@@ -53,10 +54,10 @@ pub(super) fn check(cx: &Cx, s: &Section, tables: &[TableSetup], consumer: bool)
     if let Some(field) = s.get("script") {
         let items = cx.items(&field, "an array of tables ([[check.script]])")?;
         let all: Vec<ScriptedTxn> =
-            items.iter().map(|item| script_entry(cx, item, tables, None)).collect::<Res<_>>()?;
+            items.iter().map(|item| script_entry(cx, item, outboxes, None)).collect::<Res<_>>()?;
         super::workload::sessions_valid(cx, &items, &all, tables, false)?;
         for item in items {
-            let txn = script_entry(cx, &item, tables, None)?;
+            let txn = script_entry(cx, &item, outboxes, None)?;
             // The bound's transactions may run in any order: an insert of a loaded key applies
             // only after a step deletes it.
             for op in txn.ops.iter().filter(|op| !super::workload::outbox_op(op, tables)) {

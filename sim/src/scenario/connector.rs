@@ -124,8 +124,8 @@ fn transform_chain(
             .iter()
             .map(|table| (table.name.clone(), table.outbox.as_ref().map(|outbox| outbox.aggregatetype.clone())))
             .collect(),
-        // Checking the properties needs no place: the routed topics are found by name.
-        connector: 0,
+        // What the chain makes of the messages does not decide whether it configures.
+        ..ChainContext::default()
     };
     match TransformChain::configure(&chain, context) {
         Ok(_) => Ok(()),

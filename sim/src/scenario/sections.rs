@@ -27,12 +27,12 @@ use handoff_models::scenario::faults::System;
 use handoff_models::scenario::spec::Acceptance;
 use handoff_models::scenario::spec::HandoffMethod;
 use handoff_models::scenario::spec::Spec;
-use handoff_models::scenario::spec::{ConnectorSection, OutboxTable, TableSetup};
+use handoff_models::scenario::spec::{ConnectorSection, MessageOutbox, OutboxTable, TableSetup};
 use std::collections::BTreeMap;
 
 pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
-    let known = "name description seed versions postgres table connector connect kafka sink workload fault \
-        fault_profile handoff failover acceptance prediction check schedule variants consumer";
+    let known = "name description seed versions postgres table message_outbox connector connect kafka sink \
+        workload fault fault_profile handoff failover acceptance prediction check schedule variants consumer";
     root.check_keys(cx, known, "field")?;
     let name = root.req(cx, "name", |field| cx.owned(field))?;
     let description = root.opt("description", String::new(), |field| cx.owned(field))?;
@@ -41,6 +41,7 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let (acceptance, horizon) = acceptance(cx, &root.sub(cx, "acceptance")?)?;
     let postgres = postgres(cx, &root.sub(cx, "postgres")?)?;
     let tables = tables(cx, root)?;
+    let message_outboxes = message_outboxes(cx, root, &tables)?;
     // `[connector]`, or `[[connector]]` entries: one connector each, run by the same worker.
     let sections = connector_sections(cx, root)?;
     let releases = versions(cx, &root.sub(cx, "versions")?)?;
@@ -70,9 +71,10 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let (connect, connector_start_ms) = connect(cx, &root.sub(cx, "connect")?, &horizon)?;
     let kafka = kafka(cx, &root.sub(cx, "kafka")?)?;
     let sink = sink(cx, &root.sub(cx, "sink")?)?;
-    let (background, scripted) = workload(cx, &root.sub(cx, "workload")?, &tables, &horizon)?;
+    let outboxes = Outboxes { tables: &tables, messages: &message_outboxes };
+    let (background, scripted) = workload(cx, &root.sub(cx, "workload")?, outboxes, &horizon)?;
     let consumer = match root.get("consumer") {
-        Some(field) => Some(consumer(cx, &cx.section(&field)?, &tables)?),
+        Some(field) => Some(consumer(cx, &cx.section(&field)?, outboxes)?),
         None => None,
     };
     let system = System { standby: postgres.standby.is_some(), consumer: consumer.is_some() };
@@ -85,7 +87,7 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let gate = failover(cx, &root.sub(cx, "failover")?, postgres.standby.is_some())?;
     let prediction = prediction(cx, root)?;
     let check = match root.get("check") {
-        Some(field) => Some(check(cx, &cx.section(&field)?, &tables, consumer.is_some())?),
+        Some(field) => Some(check(cx, &cx.section(&field)?, outboxes, consumer.is_some())?),
         None => None,
     };
     let schedule = match root.get("schedule") {
@@ -115,6 +117,7 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         schedule: schedule.as_ref().map(|(schedule, _)| schedule.clone()),
         consumer,
         more_connectors,
+        message_outboxes,
     };
     if let Some((schedule, items)) = &schedule {
         // The path must be one the bound can take, step by step.
@@ -129,8 +132,12 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     for (index, section) in sections.iter().enumerate().skip(1) {
         outbox_connector_only(cx, section, &spec, index)?;
     }
+    // A message outbox's events are the connector's to route whatever its transforms are (a
+    // chain that does not route them loses them: I9 says so); an outbox table's only under a
+    // router.
     if spec.consumer.is_some()
         && spec.routed_tables().is_empty()
+        && spec.message_outboxes.is_empty()
         && let Some(field) = root.get("consumer")
     {
         return cx.fail(
@@ -467,18 +474,76 @@ const MAX_SCAN_ROWS_PER_SECOND: i64 = 1_000_000_000;
 fn outbox_table(cx: &Cx, field: &Field) -> Res<OutboxTable> {
     let s = cx.section(field)?;
     s.check_keys(cx, "aggregatetype delete", "field")?;
-    let aggregatetype = s.opt("aggregatetype", "claim".to_owned(), |field| {
-        let text = cx.string(field)?;
-        if text.is_empty() || !text.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')) {
-            return cx.fail(
-                field,
-                format!("`{text}` is not an aggregate type like \"claim\" (letters, digits, `_`, `-`, `.`)"),
-            );
-        }
-        Ok(text.to_owned())
-    })?;
+    let aggregatetype = s.opt("aggregatetype", "claim".to_owned(), |field| aggregatetype(cx, field))?;
     let delete = s.opt("delete", false, |field| cx.boolean(field))?;
     Ok(OutboxTable { aggregatetype, delete })
+}
+
+/// The scenario's outboxes, as the sections after `[[table]]` and `[[message_outbox]]` read
+/// them: the tables (an outbox table among them) and the message outboxes.
+#[derive(Clone, Copy)]
+pub(super) struct Outboxes<'a> {
+    pub(super) tables: &'a [TableSetup],
+    pub(super) messages: &'a [MessageOutbox],
+}
+
+impl Outboxes<'_> {
+    /// How many outboxes the service writes to: outbox tables and message outboxes.
+    pub(super) fn count(&self) -> usize {
+        self.tables.iter().filter(|table| table.outbox.is_some()).count() + self.messages.len()
+    }
+}
+
+/// The most message outboxes a scenario declares.
+const MAX_MESSAGE_OUTBOXES: usize = 100;
+
+/// `[[message_outbox]]`: the service's outboxes that are logical decoding messages, in order.
+fn message_outboxes(cx: &Cx, root: &Section, tables: &[TableSetup]) -> Res<Vec<MessageOutbox>> {
+    let Some(field) = root.get("message_outbox") else { return Ok(Vec::new()) };
+    let items = cx.items(&field, "an array of tables ([[message_outbox]])")?;
+    if let Some(item) = items.get(MAX_MESSAGE_OUTBOXES) {
+        let problem = format!("too many message outboxes: {}; expected 0 to {MAX_MESSAGE_OUTBOXES}", items.len());
+        return cx.fail(item, problem);
+    }
+    let mut outboxes: Vec<MessageOutbox> = Vec::new();
+    for item in &items {
+        let s = cx.section(item)?;
+        s.check_keys(cx, "prefix aggregatetype transactional", "field")?;
+        let prefix_field = s.need(cx, "prefix", "; the prefix of its messages, like \"outbox\"")?;
+        let prefix = cx.string(&prefix_field)?;
+        if prefix.is_empty() || !prefix.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')) {
+            return cx.fail(
+                &prefix_field,
+                format!("`{prefix}` is not a message prefix like \"outbox\" (letters, digits, `_`, `-`, `.`)"),
+            );
+        }
+        if let Some(previous) = outboxes.iter().position(|outbox| outbox.prefix == prefix) {
+            return cx.fail(&prefix_field, format!("`{prefix}` is already the prefix of message_outbox[{previous}]"));
+        }
+        if tables.iter().any(|table| table.name == prefix) {
+            return cx.fail(
+                &prefix_field,
+                format!(
+                    "`{prefix}` is the name of a [[table]] too: an `event` step's `outbox` names a table or a prefix, \
+                     so give the message outbox another prefix"
+                ),
+            );
+        }
+        let aggregatetype = s.opt("aggregatetype", "claim".to_owned(), |field| aggregatetype(cx, field))?;
+        let transactional = s.opt("transactional", true, |field| cx.boolean(field))?;
+        outboxes.push(MessageOutbox { prefix: prefix.to_owned(), aggregatetype, transactional });
+    }
+    Ok(outboxes)
+}
+
+/// An `aggregatetype`: letters, digits, `_`, `-`, `.` (it becomes part of a topic name).
+fn aggregatetype(cx: &Cx, field: &Field) -> Res<String> {
+    let text = cx.string(field)?;
+    if text.is_empty() || !text.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')) {
+        return cx
+            .fail(field, format!("`{text}` is not an aggregate type like \"claim\" (letters, digits, `_`, `-`, `.`)"));
+    }
+    Ok(text.to_owned())
 }
 
 fn tables(cx: &Cx, root: &Section) -> Res<Vec<TableSetup>> {
@@ -613,17 +678,18 @@ fn sink(cx: &Cx, s: &Section) -> Res<SinkConfig> {
 }
 
 /// `[consumer]`: the outbox's consumer.
-fn consumer(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<ConsumerConfig> {
+fn consumer(cx: &Cx, s: &Section, outboxes: Outboxes) -> Res<ConsumerConfig> {
     s.check_keys(
         cx,
         "inbox group.id enable.auto.commit auto.commit.interval.ms max.poll.records auto.offset.reset processing_ms",
         "field",
     )?;
-    if !tables.iter().any(|table| table.outbox.is_some()) {
+    if outboxes.count() == 0 {
         return Err(cx.err(
             s.at,
             &s.path,
-            "a consumer reads the outbox's routed events: declare an outbox table ([[table]] outbox = { … })",
+            "a consumer reads the outbox's routed events: declare an outbox table ([[table]] outbox = { … }) or a \
+             [[message_outbox]]",
         ));
     }
     let rules = InboxRule::ALL.map(|rule| (rule.name(), rule));

@@ -2,12 +2,12 @@
 //! transactions.
 
 use super::fields::{Cx, Field, Horizon, Res, Section};
-use super::sections::table_id;
+use super::sections::{Outboxes, table_id};
 use super::toml_text::duration_text;
 use super::tree::{Entry, Val};
 use handoff_models::core::change::RowOp;
-use handoff_models::core::ids::Status;
 use handoff_models::core::ids::TableId;
+use handoff_models::core::ids::{MessageEvent, Status};
 use handoff_models::core::limits;
 use handoff_models::core::protocol::Isolation;
 use handoff_models::scenario::spec::Background;
@@ -20,9 +20,10 @@ use handoff_models::scenario::spec::Trigger;
 pub(super) fn workload(
     cx: &Cx,
     s: &Section,
-    tables: &[TableSetup],
+    outboxes: Outboxes,
     horizon: &Horizon,
 ) -> Res<(Option<Background>, Vec<ScriptedTxn>)> {
+    let tables = outboxes.tables;
     let known = "start_ms end_ms inserts_per_second updates_per_second deletes_per_second events_per_second \
         transaction_size concurrency script";
     s.check_keys(cx, known, "field")?;
@@ -37,12 +38,14 @@ pub(super) fn workload(
     if events_per_second > 0.0
         && let Some(field) = s.get("events_per_second")
     {
-        let outboxes = tables.iter().filter(|table| table.outbox.is_some()).count();
-        if outboxes != 1 {
-            let problem = if outboxes == 0 {
-                "needs an outbox table: declare one with `outbox = { … }` in its [[table]]"
+        let count = outboxes.count();
+        if count != 1 {
+            let problem = if count == 0 {
+                "needs an outbox table or a message outbox: declare one with `outbox = { … }` in its [[table]], or \
+                 a [[message_outbox]]"
             } else {
-                "the scenario has several outbox tables: the background writes to one; script the others' events"
+                "the scenario has several outboxes (tables and [[message_outbox]]): the background writes to one; \
+                 script the others' events"
             };
             return cx.fail(&field, problem);
         }
@@ -107,7 +110,7 @@ pub(super) fn workload(
             return cx.fail(item, problem);
         }
         for item in &items {
-            scripted.push(script_entry(cx, item, tables, Some(horizon))?);
+            scripted.push(script_entry(cx, item, outboxes, Some(horizon))?);
         }
         sessions_valid(cx, &items, &scripted, tables, true)?;
         script_steps_apply(cx, &items, &scripted, tables, background.as_ref())?;
@@ -263,7 +266,8 @@ fn flag(cx: &Cx, field: &Field) -> Res<()> {
 /// `[[check.script]]` one (it may run at any point of the exhaustive lens, so it has none). A
 /// step of a named session that gives no `at` runs as soon as its session is ready
 /// (`At { at_ms: 0 }`); [`sessions_valid`] checks that a session's first step has one.
-pub(super) fn script_entry(cx: &Cx, item: &Field, tables: &[TableSetup], timed: Option<&Horizon>) -> Res<ScriptedTxn> {
+pub(super) fn script_entry(cx: &Cx, item: &Field, outboxes: Outboxes, timed: Option<&Horizon>) -> Res<ScriptedTxn> {
+    let tables = outboxes.tables;
     let s = cx.section(item)?;
     let trigger = match timed {
         Some(horizon) => {
@@ -394,30 +398,68 @@ pub(super) fn script_entry(cx: &Cx, item: &Field, tables: &[TableSetup], timed: 
                 let at = s.get("table").unwrap_or(field);
                 return cx.fail(&at, "names an outbox table: `table` is the business table whose row changes");
             }
-            let outboxes: Vec<&TableSetup> = tables.iter().filter(|table| table.outbox.is_some()).collect();
-            let outbox = match (s.get("outbox"), outboxes.as_slice()) {
-                (Some(field), _) => {
-                    let id = table_id(cx, &field, cx.string(&field)?, tables)?;
-                    if tables[usize::from(id.0)].outbox.is_none() {
-                        return cx
-                            .fail(&field, "is no outbox table: declare it with `outbox = { … }` in its [[table]]");
+            // The outbox it writes to: an outbox table, or a message outbox (by its prefix).
+            let outbox_tables: Vec<&TableSetup> = tables.iter().filter(|table| table.outbox.is_some()).collect();
+            let outbox = match s.get("outbox") {
+                Some(field) => {
+                    let name = cx.string(&field)?;
+                    match outboxes.messages.iter().position(|outbox| outbox.prefix == name) {
+                        Some(index) => Outbox::Message(index),
+                        None => {
+                            let id = table_id(cx, &field, name, tables)?;
+                            if tables[usize::from(id.0)].outbox.is_none() {
+                                return cx.fail(
+                                    &field,
+                                    "is no outbox table: declare it with `outbox = { … }` in its [[table]] (or name \
+                                     a [[message_outbox]] by its prefix)",
+                                );
+                            }
+                            Outbox::Table(&tables[usize::from(id.0)])
+                        }
                     }
-                    &tables[usize::from(id.0)]
                 }
-                (None, [only]) => only,
-                (None, []) => {
-                    return cx
-                        .fail(&field, "needs an outbox table: declare one with `outbox = { … }` in its [[table]]");
-                }
-                (None, _) => return cx.fail(&field, "the scenario has several outbox tables: name one with `outbox`"),
+                None => match (outbox_tables.as_slice(), outboxes.messages.len()) {
+                    ([only], 0) => Outbox::Table(only),
+                    ([], 1) => Outbox::Message(0),
+                    ([], 0) => {
+                        return cx.fail(
+                            &field,
+                            "needs an outbox table or a message outbox: declare one with `outbox = { … }` in its \
+                             [[table]], or a [[message_outbox]]",
+                        );
+                    }
+                    _ => {
+                        return cx.fail(
+                            &field,
+                            "the scenario has several outboxes: name one with `outbox` (an outbox table's name, or a \
+                             [[message_outbox]]'s prefix)",
+                        );
+                    }
+                },
             };
             let status = status(Status::Approved)?;
             ops.push(RowOp::Update { table, key, status });
-            ops.push(RowOp::InsertEvent { table: outbox.id, id: 0, aggregate_id: key as u32, event_type: status });
-            if outbox.outbox.as_ref().is_some_and(|outbox| outbox.delete) {
-                ops.push(RowOp::Delete { table: outbox.id, key: 0 });
+            match outbox {
+                Outbox::Table(outbox) => {
+                    ops.push(RowOp::InsertEvent {
+                        table: outbox.id,
+                        id: 0,
+                        aggregate_id: key as u32,
+                        event_type: status,
+                    });
+                    if outbox.outbox.as_ref().is_some_and(|outbox| outbox.delete) {
+                        ops.push(RowOp::Delete { table: outbox.id, key: 0 });
+                    }
+                    StepKind::Statement
+                }
+                // Numbered with the others once every step is read (`number_events`).
+                Outbox::Message(index) => outboxes.messages[index].step(MessageEvent {
+                    outbox: index as u16,
+                    id: 0,
+                    aggregate_id: key as u32,
+                    event_type: status,
+                }),
             }
-            StepKind::Statement
         }
         _ => {
             let field = s.field(what);
@@ -480,6 +522,11 @@ pub(super) fn script_entry(cx: &Cx, item: &Field, tables: &[TableSetup], timed: 
 pub(super) fn number_events(scripted: &mut [ScriptedTxn], first: i64) -> i64 {
     let mut next = first;
     for txn in scripted {
+        if let StepKind::OutboxMessage { event, .. } = &mut txn.step.kind {
+            event.id = next;
+            next += 1;
+            continue;
+        }
         let mut id = None;
         for op in &mut txn.ops {
             match op {
@@ -494,6 +541,13 @@ pub(super) fn number_events(scripted: &mut [ScriptedTxn], first: i64) -> i64 {
         }
     }
     next
+}
+
+/// The outbox an `event` step writes to.
+enum Outbox<'a> {
+    Table(&'a TableSetup),
+    /// A message outbox, by its place among the scenario's.
+    Message(usize),
 }
 
 /// Whether an operation is the service's write to an outbox table (its event rows are numbered

@@ -163,6 +163,18 @@ fn write_tables(w: &mut Writer, spec: &Spec) {
             w.field("outbox", text);
         }
     }
+    for outbox in &spec.message_outboxes {
+        w.entry("message_outbox");
+        w.field("prefix", toml_string(&outbox.prefix));
+        w.field("aggregatetype", toml_string(&outbox.aggregatetype));
+        w.field("transactional", outbox.transactional);
+    }
+}
+
+/// Whether the scenario has more than one outbox (tables and message outboxes): an `event` step
+/// then names its own.
+fn several_outboxes(spec: &Spec) -> bool {
+    spec.tables.iter().filter(|table| table.outbox.is_some()).count() + spec.message_outboxes.len() > 1
 }
 
 /// A table's name from its id.
@@ -338,7 +350,7 @@ fn write_script(
 ) -> Result<(), String> {
     let whose = format!("{} entry {index} ({})", header.replace('.', " "), basic_string(&txn.label));
     let step = &txn.step;
-    let statement = matches!(step.kind, StepKind::Statement | StepKind::Copy);
+    let statement = matches!(step.kind, StepKind::Statement | StepKind::Copy | StepKind::OutboxMessage { .. });
     if statement && txn.ops.is_empty() {
         return Err(format!("{whose} is a statement that changes no row; the format names at least one key"));
     }
@@ -376,6 +388,32 @@ fn write_script(
             w.field("transactional", transactional);
             w.field("payload_bytes", payload_bytes);
         }
+        StepKind::OutboxMessage { prefix, event, .. } => {
+            // An `event` step through a message outbox: its business update, and the message.
+            let (Some(RowOp::Update { table, status, .. }), 1) = (txn.ops.first(), txn.ops.len()) else {
+                return Err(format!(
+                    "{whose} writes an outbox message without the one business update an `event` step makes"
+                ));
+            };
+            let Some(outbox) = spec.message_outboxes.get(usize::from(event.outbox)) else {
+                return Err(format!(
+                    "{whose} names message outbox {} but the scenario has {}",
+                    event.outbox,
+                    spec.message_outboxes.len()
+                ));
+            };
+            if outbox.prefix != *prefix || *status != event.event_type {
+                return Err(format!("{whose} is an outbox message that its message outbox and update do not describe"));
+            }
+            w.field("event", event.aggregate_id);
+            w.field("status", toml_string(status.name()));
+            if *table != TableId(0) {
+                w.field("table", toml_string(&table_name_of(spec, *table, &whose)?));
+            }
+            if several_outboxes(spec) {
+                w.field("outbox", toml_string(prefix));
+            }
+        }
         StepKind::Statement => write_statement(w, spec, &whose, &txn.ops)?,
         StepKind::Copy => {
             if txn.ops.iter().any(|op| !matches!(op, RowOp::Insert { .. })) {
@@ -409,7 +447,7 @@ fn write_statement(w: &mut Writer, spec: &Spec, whose: &str, ops: &[RowOp]) -> R
         if *table != TableId(0) {
             w.field("table", toml_string(&table_name_of(spec, *table, whose)?));
         }
-        if spec.tables.iter().filter(|table| table.outbox.is_some()).count() > 1 {
+        if several_outboxes(spec) {
             w.field("outbox", toml_string(&table_name_of(spec, *outbox, whose)?));
         }
         return Ok(());

@@ -24,7 +24,7 @@ use handoff_models::core::change::{ChangeKind, RowOp};
 use handoff_models::core::ids::{Key, Status};
 use handoff_models::core::observe::Observation;
 use handoff_models::judge::checkers::Finding;
-use handoff_models::scenario::spec::{Fault, Invariant, ScriptedTxn, Spec, Trigger};
+use handoff_models::scenario::spec::{Fault, Invariant, ScriptedTxn, Spec, StepKind, Trigger};
 use std::fmt;
 
 /// What must stay true of a shrunk run.
@@ -170,7 +170,6 @@ fn with_elements(spec: &Spec, elements: &[Element]) -> Spec {
 /// `COMMIT` was dropped before the next `BEGIN`): what the loader would refuse. A session keeps
 /// its database on its first step left.
 fn coherent_sessions(steps: Vec<ScriptedTxn>) -> Vec<ScriptedTxn> {
-    use handoff_models::scenario::spec::StepKind;
     // Per session: its database, whether a step of it is kept yet, and whether a block is open.
     let mut sessions: Vec<(String, Option<String>, bool, bool)> = Vec::new();
     for step in &steps {
@@ -236,13 +235,16 @@ fn with_rows(spec: &Spec, rows: u32) -> Spec {
             *key = scaled;
         }
         if moved {
-            txn.label = label(&txn.ops);
+            txn.label = label(&txn.step.kind, &txn.ops);
         }
     }
     next
 }
 
-fn label(ops: &[RowOp]) -> String {
+fn label(kind: &StepKind, ops: &[RowOp]) -> String {
+    if let StepKind::OutboxMessage { event, .. } = kind {
+        return format!("claim {} to {} with its outbox message", event.aggregate_id, status_name(event.event_type));
+    }
     if let Some(RowOp::InsertEvent { aggregate_id, event_type, .. }) =
         ops.iter().find(|op| matches!(op, RowOp::InsertEvent { .. }))
     {
@@ -272,7 +274,7 @@ fn pin_workload(spec: &Spec, seed: u64) -> Spec {
         pinned.scripted.push(ScriptedTxn {
             trigger: Trigger::At { at_ms: txn.at_ms.unwrap_or(0) },
             ops: txn.ops.clone(),
-            label: label(&txn.ops),
+            label: label(&txn.kind, &txn.ops),
             step,
         });
     }

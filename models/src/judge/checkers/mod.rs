@@ -188,8 +188,12 @@ pub struct Evidence {
     /// The captured tables whose changes the sink reads (the outbox tables the connector's
     /// transforms route are not among them: their rows are events, judged by I9).
     pub captured: Fixed<Vec<TableId>>,
-    /// The captured outbox tables whose events the connector's transforms route (I9).
+    /// The outboxes whose events I9 checks: the captured outbox tables the connector's
+    /// transforms route, and the message outboxes (`Spec::event_outboxes`).
     pub outbox_tables: Fixed<Vec<TableId>>,
+    /// Per message outbox, in order: why the connector's transforms do not route its events'
+    /// records, when they do not (I9 says it of an event they left on `<topic.prefix>.message`).
+    pub message_routing: Fixed<Vec<Option<String>>>,
     /// The `slot.name` of the connector that routes the outbox events (I9 reads its life).
     pub slot_name: Fixed<String>,
     /// The place of the connector that routes the outbox events (its `[[connector]]` entry).
@@ -373,6 +377,7 @@ impl Checkers {
                 stored_offset: None,
                 captured: Fixed::new(captured),
                 outbox_tables: Fixed::new(Vec::new()),
+                message_routing: Fixed::new(Vec::new()),
                 slot_name: Fixed::new(String::new()),
                 outbox_connector: 0,
                 main_connector: Fixed::new((String::new(), String::new(), Vec::new())),
@@ -419,10 +424,17 @@ impl Checkers {
         self
     }
 
-    /// The outbox tables whose events the connector's transforms route, and the connector's
-    /// slot (I9).
+    /// The outboxes whose events I9 checks (the outbox tables the connector's transforms route,
+    /// the message outboxes, and what the transforms make of a message outbox's records), and
+    /// the connector's slot (I9).
     pub fn outbox(mut self, spec: &crate::scenario::spec::Spec) -> Checkers {
-        self.evidence.outbox_tables = Fixed::new(spec.routed_tables());
+        self.evidence.outbox_tables = Fixed::new(spec.event_outboxes());
+        let chain = spec.transform_chain().ok();
+        self.evidence.message_routing = Fixed::new(
+            (0..spec.message_outboxes.len())
+                .map(|outbox| chain.as_ref().and_then(|chain| chain.message_routing(outbox as u16).err()))
+                .collect(),
+        );
         let routing = spec.routing_slots();
         self.evidence.outbox_connector = (0..spec.connector_count())
             .find(|c| routing.first() == Some(&spec.connector(*c).slot_name))

@@ -6,14 +6,23 @@
 //! the WAL through the connector's slot — or, while its row is still in the table, a snapshot of
 //! the outbox table (an `op=r` is routed like an insert).
 //!
-//! Verifies, for every event of a routed outbox table in the surviving history (its transaction
-//! committed on a primary no promotion left behind):
+//! Or it is a logical decoding message the service wrote in that transaction (a message outbox,
+//! `[[message_outbox]]`: `pg_logical_emit_message(transactional, prefix, content)`), which
+//! Debezium publishes as an `op=m` record, `DecodeLogicalDecodingMessageContent` turns into an
+//! insert and the router routes (§7.2). Its only way to Kafka is the WAL: no row is left behind,
+//! so no snapshot can ever bring it back. A transactional message's event is committed when its
+//! transaction commits; a non-transactional one's when it is written (it is decoded even if its
+//! transaction rolls back), unless a crash before its WAL was flushed lost it.
+//!
+//! Verifies, for every event of a routed outbox table and of every message outbox in the
+//! surviving history (its transaction committed on a primary no promotion left behind):
 //! - at the acceptance boundary (the pipeline caught up), that it was routed;
 //! - wherever the run ends, that it can still be: an event never routed whose row is gone (the
-//!   service deleted it in its own transaction) and whose WAL no slot of the connector holds any
-//!   more (it committed before the connector's slot existed, or the slot was invalidated by
-//!   `max_slot_wal_keep_size`, dropped or recreated after it committed) can never arrive. The
-//!   finding names the event, its commit LSN and why.
+//!   service deleted it in its own transaction, or it was a message and never had one) and whose
+//!   WAL no slot of the connector holds any more (it committed before the connector's slot
+//!   existed, or the slot was invalidated by `max_slot_wal_keep_size`, dropped or recreated after
+//!   it committed) can never arrive. The finding names the event, its commit LSN (a message's:
+//!   its own LSN) and why.
 //!
 //! With the outbox's consumer (`[consumer]`), at the acceptance boundary (the consumer has handled
 //! everything Kafka holds): every routed event's side effect happened — at least once, and exactly
@@ -36,11 +45,12 @@
 //! (the handoff record counts them, by cause).
 
 use super::{Boundary, Evidence, Finding};
-use crate::core::ids::{Row, event_uuid};
+use crate::core::event::Topic;
+use crate::core::ids::{Row, TableId, event_uuid};
 use crate::core::lsn::Lsn;
 use crate::core::observe::Observation;
 use crate::core::time::SimTime;
-use crate::judge::oracle::{DocId, Version};
+use crate::judge::oracle::{DocId, Oracle};
 use crate::scenario::spec::Invariant;
 use serde::{Deserialize, Serialize};
 
@@ -91,29 +101,84 @@ impl Window {
     }
 }
 
-/// An outbox event of the surviving history: its row, the version that inserted it, and
-/// whether its row is gone by the end.
+/// An outbox event of the surviving history: its row (what it says), when it committed and at
+/// which LSN, and how it was written.
 pub struct OutboxEvent<'a> {
+    /// `(outbox, id)`: an outbox table and the event's row key, or a message outbox
+    /// ([`TableId::message_outbox`]) and the event's number.
     pub id: DocId,
-    pub inserted: &'a Version,
     pub row: Row,
-    /// The row was deleted (by the service, in its own transaction, or later).
-    pub deleted: bool,
+    /// When it committed (a non-transactional message: when it was written).
+    pub at: SimTime,
+    /// Its commit's LSN (a row's insert), or the message's own.
+    pub lsn: Lsn,
+    pub written: Written<'a>,
 }
 
-/// Every event of the evidence's routed outbox tables, in document order.
+/// How the service wrote an outbox event.
+pub enum Written<'a> {
+    /// A row of an outbox table; `deleted`: the row is gone by the end (the service deletes it in
+    /// its own transaction, or a later change did).
+    Row { deleted: bool },
+    /// A logical decoding message with this prefix: no row, ever.
+    Message { prefix: &'a str, transactional: bool },
+}
+
+impl OutboxEvent<'_> {
+    /// Whether nothing but its WAL can bring it to Kafka: its row is gone, or it never had one.
+    pub fn row_gone(&self) -> bool {
+        match self.written {
+            Written::Row { deleted } => deleted,
+            Written::Message { .. } => true,
+        }
+    }
+}
+
+/// Every event of the evidence's outboxes ([`crate::scenario::spec::Spec::event_outboxes`]), in
+/// document order.
 pub fn events(evidence: &Evidence) -> Vec<OutboxEvent<'_>> {
+    events_of(&evidence.oracle, &evidence.outbox_tables)
+}
+
+/// Every event of these outboxes in the oracle's surviving history, in document order: an outbox
+/// table's rows, then a message outbox's messages (a transactional one once its transaction
+/// committed, a non-transactional one once written; neither when a crash or a promotion lost it).
+pub fn events_of<'a>(oracle: &'a Oracle, outboxes: &[TableId]) -> Vec<OutboxEvent<'a>> {
     let mut events = Vec::new();
-    for (id, versions) in evidence.oracle.histories() {
-        if !evidence.outbox_tables.contains(&id.0) {
+    for (id, versions) in oracle.histories() {
+        if !outboxes.contains(&id.0) {
             continue;
         }
         let insert = versions.iter().find_map(|version| version.row.filter(Row::is_event).map(|row| (version, row)));
         if let Some((inserted, row)) = insert {
             let deleted = versions.last().is_some_and(|version| version.row.is_none());
-            events.push(OutboxEvent { id, inserted, row, deleted });
+            events.push(OutboxEvent {
+                id,
+                row,
+                at: inserted.at,
+                lsn: inserted.commit_lsn,
+                written: Written::Row { deleted },
+            });
         }
     }
+    let mut messages: Vec<OutboxEvent> = oracle
+        .messages
+        .iter()
+        .filter(|message| !message.lost && (message.durable_at.is_some() || !message.transactional))
+        .filter_map(|message| {
+            let event = message.event?;
+            outboxes.contains(&event.id_in_outbox().0).then(|| OutboxEvent {
+                id: event.id_in_outbox(),
+                row: event.row(),
+                at: if message.transactional { message.durable_at.unwrap_or(message.at) } else { message.at },
+                lsn: message.lsn,
+                written: Written::Message { prefix: &message.prefix, transactional: message.transactional },
+            })
+        })
+        .collect();
+    messages.sort_by_key(|event| event.id);
+    messages.dedup_by_key(|event| event.id);
+    events.extend(messages);
     events
 }
 
@@ -235,7 +300,7 @@ impl OutboxComplete {
         });
         match first {
             None => return Some(format!("no slot \"{slot}\" was ever created to hold its WAL")),
-            Some((at, consistent_point)) if event.inserted.commit_lsn < consistent_point => {
+            Some((at, consistent_point)) if event.lsn < consistent_point => {
                 return Some(format!(
                     "it committed before the connector's slot \"{slot}\" existed (created at {at}, consistent point \
                      {consistent_point}): no slot held its WAL"
@@ -245,7 +310,7 @@ impl OutboxComplete {
         }
         // The slot as the event's commit found it: lost (invalidated or dropped, not created
         // again since), it decodes nothing, and a slot created again starts past the event.
-        let before = self.slot.iter().rev().find(|slot_event| slot_event.at() < event.inserted.at);
+        let before = self.slot.iter().rev().find(|slot_event| slot_event.at() < event.at);
         match before {
             Some(SlotEvent::Invalidated { at, .. }) => {
                 return Some(format!(
@@ -262,12 +327,12 @@ impl OutboxComplete {
             _ => {}
         }
         self.slot.iter().find_map(|slot_event| match slot_event {
-            SlotEvent::Invalidated { at, restart_lsn, oldest_kept } if *at >= event.inserted.at => Some(format!(
+            SlotEvent::Invalidated { at, restart_lsn, oldest_kept } if *at >= event.at => Some(format!(
                 "the slot \"{slot}\" was invalidated at {at} before it was streamed (its restart_lsn {restart_lsn} \
                  fell behind the oldest WAL kept, {oldest_kept}: max_slot_wal_keep_size), and the WAL it needed is \
                  gone"
             )),
-            SlotEvent::Dropped { at } if *at >= event.inserted.at => Some(format!(
+            SlotEvent::Dropped { at } if *at >= event.at => Some(format!(
                 "the slot \"{slot}\" was dropped at {at} before it was streamed; a slot created again starts past it"
             )),
             _ => None,
@@ -289,37 +354,60 @@ impl OutboxComplete {
             }
             let out_of_reach = self.out_of_reach(evidence, &event);
             let table = evidence.names.table(event.id.0);
-            let row_fate = if event.deleted {
-                format!(
+            let row_fate = match event.written {
+                Written::Row { deleted: true } => format!(
                     "its row was deleted from {table} (the service deletes it in its own transaction), so no snapshot \
                      of the outbox table can route it again: the event is gone for good"
-                )
-            } else {
-                format!("its row is still in {table}: a snapshot of the outbox table would route it (op=r)")
+                ),
+                Written::Row { deleted: false } => {
+                    format!("its row is still in {table}: a snapshot of the outbox table would route it (op=r)")
+                }
+                Written::Message { .. } if evidence.published.messages.contains_key(&event.lsn) => format!(
+                    "it was written as a logical decoding message, which leaves no row behind: no snapshot can ever \
+                     route it again, and the stream has gone past it; only its record on {} still holds its content, \
+                     for a replay by hand",
+                    evidence.names.topic(Topic::Message)
+                ),
+                Written::Message { .. } => "it was written as a logical decoding message, which leaves no row \
+                     behind: no snapshot can ever route it again, the event is gone for good (reference \
+                     debezium-postgres.md §7.2)"
+                    .to_string(),
             };
             let detail = match (&out_of_reach, boundary.reached) {
-                (Some(why), _) if event.deleted => format!("{why}; {row_fate}"),
+                (Some(why), _) if event.row_gone() => format!("{why}; {row_fate}"),
                 (Some(why), true) => format!("{why}; {row_fate}"),
-                (None, true) => format!(
-                    "the pipeline caught up without routing it: the connector's stream went past it; {row_fate}"
-                ),
+                (None, true) => format!("{}; {row_fate}", passed_by(evidence, &event)),
                 // Not caught up, and it can still arrive: not (yet) a finding.
                 _ => continue,
             };
-            let at = if boundary.reached { boundary.at } else { event.inserted.at };
+            let at = if boundary.reached { boundary.at } else { event.at };
+            let (written, seen) = match event.written {
+                Written::Row { .. } => (format!("committed at {}", event.at), "never routed: on no topic".to_string()),
+                Written::Message { prefix, transactional } => (
+                    format!(
+                        "written as the {} logical message '{prefix}', committed at {}",
+                        if transactional { "transactional" } else { "non-transactional" },
+                        event.at
+                    ),
+                    if evidence.published.messages.contains_key(&event.lsn) {
+                        format!("never routed: only its message's record, on {}", evidence.names.topic(Topic::Message))
+                    } else {
+                        "never routed: on no topic".to_string()
+                    },
+                ),
+            };
             found.push(
                 Finding::new(Invariant::I9, Some(event.id.1), at)
                     .expected(format!(
-                        "outbox event {} (id {}, {} of claim {}, committed at {}) routed to {}",
+                        "outbox event {} (id {}, {} of claim {}, {written}) routed to {}",
                         event.id.1,
                         event_uuid(event.id.1),
                         event.row.event_type(),
                         event.row.aggregate_id,
-                        event.inserted.at,
                         routed_topics(evidence),
                     ))
-                    .seen("never routed: on no topic")
-                    .lsn(event.inserted.commit_lsn)
+                    .seen(seen)
+                    .lsn(event.lsn)
                     .detail(detail),
             );
         }
@@ -359,7 +447,7 @@ impl OutboxComplete {
                                 routed.first_at
                             ))
                             .seen("never applied")
-                            .lsn(event.inserted.commit_lsn)
+                            .lsn(event.lsn)
                             .detail(why),
                     );
                 }
@@ -377,7 +465,7 @@ impl OutboxComplete {
                                 "applied {times} times (first at {first_at}; {} record(s) of it on the topic)",
                                 routed.records
                             ))
-                            .lsn(event.inserted.commit_lsn)
+                            .lsn(event.lsn)
                             .detail(why),
                     );
                 }
@@ -387,8 +475,100 @@ impl OutboxComplete {
     }
 }
 
+/// Why an event the pipeline caught up past was never routed, as far as the evidence tells: a
+/// message the connector's prefix filter leaves out, a message record the transforms did not
+/// route, or the stream going past it.
+fn passed_by(evidence: &Evidence, event: &OutboxEvent) -> String {
+    let Written::Message { prefix, .. } = event.written else {
+        return "the pipeline caught up without routing it: the connector's stream went past it".into();
+    };
+    if !evidence.message_prefixes.captures(prefix) {
+        return format!(
+            "the connector's message.prefix.include.list / message.prefix.exclude.list leaves out the prefix \
+             '{prefix}' (LogicalDecodingMessageFilter): Debezium decodes the message and makes no record of it, and \
+             its offset moves past it"
+        );
+    }
+    if evidence.published.messages.contains_key(&event.lsn) {
+        // What the transforms make of the outbox's messages, as the chain says it.
+        return event
+            .id
+            .0
+            .as_message_outbox()
+            .and_then(|outbox| evidence.message_routing.get(usize::from(outbox)).cloned().flatten())
+            .unwrap_or_else(|| {
+                format!(
+                    "its message's record reached {}, and the connector's transforms did not route it",
+                    evidence.names.topic(Topic::Message)
+                )
+            });
+    }
+    "the pipeline caught up without routing it: the connector's stream went past it".into()
+}
+
 fn routed_topics(evidence: &Evidence) -> String {
-    if evidence.names.routed.is_empty() { "its routed topic".into() } else { evidence.names.routed.join(", ") }
+    if evidence.names.routed.is_empty() {
+        "a topic of its own (the connector's transforms route no event anywhere)".into()
+    } else {
+        evidence.names.routed.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::ids::{MessageContent, MessageEvent, Node, Status};
+    use crate::core::shared::{ByContent, CopyOnWrite};
+    use crate::core::wal::CommittedTxn;
+
+    fn written(lsn: u64, transactional: bool, xid: Option<u32>, id: i64) -> Observation {
+        let event = MessageEvent { outbox: 0, id, aggregate_id: 7, event_type: Status::Approved };
+        Observation::MessageWritten {
+            server: Node::Pg1,
+            lsn: Lsn(lsn),
+            transactional,
+            xid,
+            prefix: "outbox".into(),
+            database: None,
+            committed: false,
+            content: MessageContent::Event(event),
+        }
+    }
+
+    fn committed(xid: u32, commit_lsn: u64) -> Observation {
+        let txn = CommittedTxn {
+            xid,
+            csn: 1,
+            first_lsn: Lsn(commit_lsn - 8),
+            commit_lsn: Lsn(commit_lsn),
+            end_lsn: Lsn(commit_lsn + 8),
+            commit_time: SimTime(5),
+            timeline: 1,
+            changes: Vec::new(),
+        };
+        Observation::Committed { server: Node::Pg1, txn: ByContent(CopyOnWrite::new(txn)) }
+    }
+
+    /// A transactional message's event counts once its transaction committed (never when it
+    /// rolled back); a non-transactional one's once written, unless a crash lost it unflushed.
+    #[test]
+    fn message_events_count_as_committed_by_what_their_message_is() {
+        let mut oracle = Oracle::new(&[]);
+        let at = SimTime(1);
+        oracle.observe(at, &written(0x100, true, Some(740), 1));
+        oracle.observe(at, &committed(740, 0x120));
+        oracle.observe(at, &written(0x200, true, Some(741), 2)); // rolled back: no commit
+        oracle.observe(at, &written(0x300, false, None, 3));
+        let outboxes = [TableId::message_outbox(0)];
+        let ids = |oracle: &Oracle| events_of(oracle, &outboxes).iter().map(|event| event.id.1).collect::<Vec<_>>();
+        assert_eq!(ids(&oracle), [1, 3]);
+        let events = events_of(&oracle, &outboxes);
+        assert!(events.iter().all(OutboxEvent::row_gone), "a message leaves no row");
+        assert!(matches!(events[1].written, Written::Message { prefix: "outbox", transactional: false }));
+        assert!(events_of(&oracle, &[]).is_empty(), "only the outboxes asked for");
+        oracle.observe(at, &Observation::CrashRecoveryEnded { server: Node::Pg1 });
+        assert_eq!(ids(&oracle), [1], "the unflushed non-transactional message was lost in the crash");
+    }
 }
 
 #[cfg(test)]

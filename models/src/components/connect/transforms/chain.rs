@@ -6,22 +6,25 @@
 //! (`predicate.test(record) != negate`; without a predicate it always does).
 //!
 //! The transforms the model runs: Debezium's outbox `EventRouter` (reference
-//! debezium-postgres.md §7.1). `DecodeLogicalDecodingMessageContent` (§7.2) is built and tested
-//! ([`super::decode_message`]) but refused in a chain: the model's logical decoding messages
-//! carry a payload size, not the JSON content it decodes. Predicates: Kafka Connect's
-//! `TopicNameMatches` (`pattern`, the whole topic name, `Pattern.matcher(topic).matches()`) and
-//! `RecordIsTombstone`. Any other type is refused by name rather than ignored.
+//! debezium-postgres.md §7.1) and `DecodeLogicalDecodingMessageContent` (§7.2,
+//! [`super::decode_message`]), which turns a logical decoding message's record into a change
+//! envelope the router can route (the table-free outbox: chained before the router). Predicates:
+//! Kafka Connect's `TopicNameMatches` (`pattern`, the whole topic name,
+//! `Pattern.matcher(topic).matches()`) and `RecordIsTombstone`. Any other type is refused by name
+//! rather than ignored.
 //!
 //! The model's records are compact ([`SourceRecord`]); the chain sees each as the `ConnectRecord`
 //! Debezium builds ([`TransformChain::connect_record`]: the change envelope with its `before`,
 //! `after`, `source`, `op` and `ts_ms`, the key struct, the heartbeat's and the message's own
-//! schemas), and what it returns decides the record's fate: dropped, failed, or produced to the
-//! topic it names, with the key bytes it computed choosing the partition.
+//! schemas, a message's `content` rendered from the outbox event it carries), and what it returns
+//! decides the record's fate: dropped, failed, or produced to the topic it names, with the key
+//! bytes it computed choosing the partition.
 
+use super::decode_message::{DecodeLogicalDecodingMessageContent, MESSAGE_VALUE_SCHEMA};
 use super::event_router::EventRouter;
 use super::{ConnectRecord, Struct, Transformed, Value};
-use crate::core::event::{Op, Placement, SourceRecord, Topic, murmur2};
-use crate::core::ids::{Row, Status, TableId, event_uuid};
+use crate::core::event::{Op, Placement, SourceRecord, Topic, message_key, murmur2};
+use crate::core::ids::{MessageEvent, Row, Status, TableId, event_uuid};
 use std::collections::BTreeMap;
 
 const STATUSES: [Status; 5] = [Status::Submitted, Status::Assessed, Status::Approved, Status::Paid, Status::Closed];
@@ -43,6 +46,63 @@ pub struct ChainContext {
     /// its own ([`Topic::heartbeat`]).
     #[serde(default)]
     pub connector: u8,
+    /// The message outboxes (`[[message_outbox]]`), in order: each one's prefix and aggregate
+    /// type (a message's content is rendered from them and its event).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub message_outboxes: Vec<(String, String)>,
+    /// The other logical messages the scenario writes, by prefix: the size of their content
+    /// (the first writer's), and whether it is `now()::varchar` (the connector's heartbeat).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plain_messages: Vec<PlainMessage>,
+}
+
+/// A logical message that carries no outbox event, as far as the chain renders its content: the
+/// model keeps its size, not its bytes (a scripted `repeat('x', n)`, a heartbeat's `now()`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct PlainMessage {
+    pub prefix: String,
+    pub payload_bytes: u64,
+    /// `now()::varchar` (a heartbeat action query's): rendered as the time it was written.
+    pub now: bool,
+}
+
+/// The most bytes of a plain message's content the chain renders: a transform reads whether the
+/// content is JSON, and says what it is when it is not.
+const PLAIN_CONTENT_BYTES: u64 = 64;
+
+impl PlainMessage {
+    /// Its content as the record carries it: `repeat('x', n)` (at most
+    /// [`PLAIN_CONTENT_BYTES`] of it), or `now()::varchar` at `ts_ms`.
+    fn content(&self, ts_ms: u64) -> Vec<u8> {
+        if self.now {
+            return now_text(ts_ms).into_bytes();
+        }
+        vec![b'x'; self.payload_bytes.min(PLAIN_CONTENT_BYTES) as usize]
+    }
+}
+
+/// `now()::varchar` at simulated `ms`, counted from PostgreSQL's epoch (2000-01-01 00:00:00
+/// UTC): `2000-01-01 00:01:02.345000+00`.
+fn now_text(ms: u64) -> String {
+    // Days since 1970-01-01 (2000-01-01 is day 10,957), to a civil date (Howard Hinnant's
+    // `civil_from_days`).
+    let days = ms / 86_400_000 + 10_957;
+    let in_day = ms % 86_400_000;
+    let shifted = days + 719_468;
+    let (era, day_of_era) = (shifted / 146_097, shifted % 146_097);
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
+    let year = era * 400 + year_of_era + u64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}.{:06}+00",
+        in_day / 3_600_000,
+        in_day / 60_000 % 60,
+        in_day / 1000 % 60,
+        in_day % 1000 * 1000
+    )
 }
 
 impl ChainContext {
@@ -77,11 +137,43 @@ impl Predicate {
     }
 }
 
+/// A transform the model runs.
+#[derive(Clone, Debug)]
+enum Transform {
+    EventRouter(Box<EventRouter>),
+    DecodeMessage(DecodeLogicalDecodingMessageContent),
+}
+
+impl Transform {
+    /// Its type, as `transforms.<alias>.type` names it.
+    fn type_name(&self) -> &'static str {
+        match self {
+            Transform::EventRouter(_) => EVENT_ROUTER,
+            Transform::DecodeMessage(_) => DECODE_MESSAGE,
+        }
+    }
+
+    fn apply(&self, record: &ConnectRecord) -> Result<Transformed, String> {
+        match self {
+            Transform::EventRouter(router) => router.apply(record),
+            Transform::DecodeMessage(decode) => decode.apply(record).map(Transformed::Record),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 struct Stage {
     alias: String,
-    router: EventRouter,
+    transform: Transform,
     predicate: Option<(Predicate, bool)>,
+}
+
+impl Stage {
+    /// Whether the stage applies to the record: `predicate.test(record) != negate`, and always
+    /// without a predicate (`TransformationStage.apply`).
+    fn applies_to(&self, record: &ConnectRecord) -> bool {
+        self.predicate.as_ref().is_none_or(|(predicate, negate)| predicate.test(record) != *negate)
+    }
 }
 
 /// What the chain made of one record.
@@ -252,22 +344,12 @@ impl TransformChain {
             let Some(kind) = properties.get(&type_key) else {
                 return error(&type_key, "is missing: every transform needs its type");
             };
-            match kind.trim() {
-                EVENT_ROUTER => {}
-                DECODE_MESSAGE => {
-                    return error(
-                        &type_key,
-                        "DecodeLogicalDecodingMessageContent is not modelled in a run yet: the model's logical \
-                         decoding messages carry a payload size, not the JSON content it decodes (outbox events as \
-                         messages are future work)",
-                    );
-                }
-                other => {
-                    return error(
-                        &type_key,
-                        format!("`{other}` is not a transform the model runs; it runs {EVENT_ROUTER}"),
-                    );
-                }
+            let kind = kind.trim();
+            if ![EVENT_ROUTER, DECODE_MESSAGE].contains(&kind) {
+                return error(
+                    &type_key,
+                    format!("`{kind}` is not a transform the model runs; it runs {EVENT_ROUTER} and {DECODE_MESSAGE}"),
+                );
             }
             let mut options = BTreeMap::new();
             let mut predicate_alias = None;
@@ -286,7 +368,16 @@ impl TransformChain {
                     }
                 }
             }
-            let router = EventRouter::configure(&options).or_else(|problem| error(&type_key, problem))?;
+            let transform = if kind == EVENT_ROUTER {
+                Transform::EventRouter(Box::new(
+                    EventRouter::configure(&options).or_else(|problem| error(&type_key, problem))?,
+                ))
+            } else {
+                Transform::DecodeMessage(
+                    DecodeLogicalDecodingMessageContent::configure(&options)
+                        .or_else(|problem| error(&type_key, problem))?,
+                )
+            };
             let predicate = match predicate_alias {
                 Some((key, name)) => match predicates.get(&name) {
                     Some(predicate) => Some((predicate.clone(), negate.is_some_and(|(_, flag)| flag))),
@@ -299,7 +390,7 @@ impl TransformChain {
                     None
                 }
             };
-            stages.push(Stage { alias: alias.clone(), router, predicate });
+            stages.push(Stage { alias: alias.clone(), transform, predicate });
         }
         let mut chain = TransformChain {
             properties: properties.clone(),
@@ -339,29 +430,105 @@ impl TransformChain {
         }
     }
 
-    /// The topics the chain can route the service's events to: every outbox table's event of
-    /// every type, put through the chain, landing on a topic that is none of the connector's own.
+    /// A message of message outbox `outbox` as the connector streams it: an event of type
+    /// `status` in its content.
+    fn probe_message(&self, outbox: u16, status: Status) -> SourceRecord {
+        let event = MessageEvent { outbox, id: 1, aggregate_id: 1, event_type: status };
+        let prefix = self.context.message_outboxes.get(usize::from(outbox)).map_or("", |(prefix, _)| prefix.as_str());
+        SourceRecord {
+            topic: Topic::message(self.context.connector),
+            key: event.id,
+            value: Some(crate::core::event::ChangeEvent {
+                op: Op::Message,
+                before: None,
+                after: Some(event.row()),
+                source: crate::core::event::SourceInfo {
+                    connector: crate::core::event::Origin::Postgresql,
+                    table: TableId::message_outbox(outbox),
+                    lsn: crate::core::lsn::Lsn(0),
+                    tx_id: None,
+                    snapshot: crate::core::event::SnapshotMarker::Streamed,
+                    ts_ms: 0,
+                },
+            }),
+            offset: Default::default(),
+            placement: Some(crate::core::event::key_placement(message_key(prefix))),
+        }
+    }
+
+    /// The probes of the service's events: every outbox table's and every message outbox's
+    /// event of every type.
+    fn probes(&self) -> Vec<SourceRecord> {
+        let tables = self.context.tables.iter().enumerate().filter(|(_, (_, outbox))| outbox.is_some());
+        let tables = tables.flat_map(|(index, _)| STATUSES.map(|status| self.probe(TableId(index as u16), status)));
+        let messages = (0..self.context.message_outboxes.len())
+            .flat_map(|outbox| STATUSES.map(|status| self.probe_message(outbox as u16, status)));
+        tables.chain(messages).collect()
+    }
+
+    /// The topics the chain can route the service's events to: every outbox table's and every
+    /// message outbox's event of every type, put through the chain, landing on a topic that is
+    /// none of the connector's own.
     fn probe_routed_topics(&self) -> Vec<String> {
         let mut topics: Vec<String> = Vec::new();
-        for (index, (_, outbox)) in self.context.tables.iter().enumerate() {
-            if outbox.is_none() {
-                continue;
-            }
-            for status in STATUSES {
-                if let Ok(Fate::Send { topic, .. }) = self.apply(&self.probe(TableId(index as u16), status))
-                    && self.own_topic(&topic).is_none()
-                    && !topics.contains(&topic)
-                {
-                    topics.push(topic);
-                }
+        for probe in self.probes() {
+            if let Ok(Fate::Send { topic, .. }) = self.apply(&probe)
+                && self.own_topic(&topic).is_none()
+                && !topics.contains(&topic)
+            {
+                topics.push(topic);
             }
         }
         topics
     }
 
+    /// Whether the chain routes the events of message outbox `outbox` (its messages' records) to
+    /// a topic of their own; if not, what becomes of them, in words (I9 says it of an event never
+    /// routed): the stages that applied to the record, and where it went.
+    pub fn message_routing(&self, outbox: u16) -> Result<(), String> {
+        let probe = self.probe_message(outbox, Status::Approved);
+        let mut current = self.connect_record(&probe);
+        let mut passed_router_as_message = false;
+        let mut applied = Vec::new();
+        for stage in &self.stages {
+            if !stage.applies_to(&current) {
+                continue;
+            }
+            let is_message = matches!(&current.value, Value::Struct(value) if value.schema_name.as_deref() == Some(MESSAGE_VALUE_SCHEMA));
+            passed_router_as_message |= is_message && matches!(stage.transform, Transform::EventRouter(_));
+            applied.push(format!("`{}`", stage.alias));
+            match stage.transform.apply(&current) {
+                Ok(Transformed::Record(next)) => current = next,
+                Ok(Transformed::Dropped(why)) => {
+                    return Err(format!("transform `{}` drops its record ({why})", stage.alias));
+                }
+                Err(problem) => return Err(format!("transform `{}` fails on its record: {problem}", stage.alias)),
+            }
+        }
+        if self.own_topic(&current.topic).is_none() {
+            return Ok(());
+        }
+        let topic = &current.topic;
+        Err(if passed_router_as_message {
+            format!(
+                "the EventRouter saw the message's own record (op=m, value {MESSAGE_VALUE_SCHEMA}), which is no change \
+                 envelope, and passes such a record on unchanged (EventRouterDelegate.apply), so it stayed on \
+                 {topic}; DecodeLogicalDecodingMessageContent, run before the router, turns the message into an \
+                 insert it routes (reference debezium-postgres.md §7.2)"
+            )
+        } else if applied.is_empty() {
+            format!("no transform of the connector applies to the message's record: it stays on {topic}")
+        } else {
+            format!("the connector's transforms ({}) leave the message's record on {topic}", applied.join(", "))
+        })
+    }
+
     /// Whether the chain routes `table`'s inserts away from its change topic (an outbox table
     /// under the `EventRouter`): its changes are then no documents for the sink, they are events.
     pub fn routes(&self, table: TableId) -> bool {
+        if let Some(outbox) = table.as_message_outbox() {
+            return self.message_routing(outbox).is_ok();
+        }
         STATUSES.iter().any(|status| {
             matches!(self.apply(&self.probe(table, *status)), Ok(Fate::Send { topic, .. }) if self.own_topic(&topic).is_none())
         })
@@ -395,17 +562,35 @@ impl TransformChain {
                 ),
                 Value::Struct(Struct::new(Some("io.debezium.connector.common.Heartbeat")).with("ts_ms", Value::Int(0))),
             ),
-            (Topic::Message | Topic::MessageOf(_), value) => (
-                Value::Struct(Struct::new(Some("io.debezium.connector.postgresql.MessageKey"))),
-                match value {
-                    Some(event) => Value::Struct(
-                        Struct::new(Some(super::decode_message::MESSAGE_VALUE_SCHEMA))
-                            .with("op", Value::Text("m".into()))
-                            .with("ts_ms", Value::Int(event.source.ts_ms as i64)),
+            (Topic::Message | Topic::MessageOf(_), value) => {
+                let (prefix, content) = self.message_of(record);
+                let prefix = prefix.map_or(Value::Null, Value::Text);
+                (
+                    Value::Struct(
+                        Struct::new(Some("io.debezium.connector.postgresql.MessageKey")).with("prefix", prefix.clone()),
                     ),
-                    None => Value::Null,
-                },
-            ),
+                    match value {
+                        Some(event) => Value::Struct(
+                            Struct::new(Some(MESSAGE_VALUE_SCHEMA))
+                                .with("op", Value::Text("m".into()))
+                                .with("ts_ms", Value::Int(event.source.ts_ms as i64))
+                                .with(
+                                    "source",
+                                    Value::Struct(Struct::new(Some("io.debezium.connector.postgresql.Source"))),
+                                )
+                                .with(
+                                    "message",
+                                    Value::Struct(
+                                        Struct::new(Some("io.debezium.connector.postgresql.Message"))
+                                            .with("prefix", prefix)
+                                            .with("content", Value::Bytes(content)),
+                                    ),
+                                ),
+                        ),
+                        None => Value::Null,
+                    },
+                )
+            }
             (Topic::Change(table), value) => {
                 let outbox = self.context.tables.get(usize::from(table.0)).and_then(|(_, outbox)| outbox.clone());
                 let key_struct = Struct::new(Some(&format!("{topic}.Key"))).with(
@@ -439,6 +624,26 @@ impl TransformChain {
         ConnectRecord { topic, partition: None, key, value, timestamp_ms: None, headers: Vec::new() }
     }
 
+    /// A logical message record's prefix and content (`LogicalDecodingMessageMonitor`'s
+    /// `message.prefix`, `message.content`): a message outbox's, its content the event's JSON
+    /// ([`MessageEvent::content`]); another message's, found by its key among the scenario's
+    /// plain messages, its content as [`PlainMessage::content`] renders it (nothing when the
+    /// scenario does not say).
+    fn message_of(&self, record: &SourceRecord) -> (Option<String>, Vec<u8>) {
+        let Some(event) = record.value else { return (None, Vec::new()) };
+        if let (Some(after), Some(outbox)) = (event.after, event.source.table.as_message_outbox())
+            && let Some((prefix, aggregatetype)) = self.context.message_outboxes.get(usize::from(outbox))
+        {
+            let event =
+                MessageEvent { outbox, id: record.key, aggregate_id: after.aggregate_id, event_type: after.status };
+            return (Some(prefix.clone()), event.content(aggregatetype).into_bytes());
+        }
+        match self.context.plain_messages.iter().find(|plain| message_key(&plain.prefix) == record.key) {
+            Some(plain) => (Some(plain.prefix.clone()), plain.content(event.source.ts_ms)),
+            None => (None, Vec::new()),
+        }
+    }
+
     /// The chain applied to one record (`TransformationChain.apply`): each stage in order, where
     /// its predicate lets it; a drop ends the chain; an error is the exception that fails the task
     /// (`errors.tolerance = none`).
@@ -447,20 +652,22 @@ impl TransformChain {
         let original_topic = current.topic.clone();
         let original_key = current.key.clone();
         for stage in &self.stages {
-            let applies =
-                stage.predicate.as_ref().is_none_or(|(predicate, negate)| predicate.test(&current) != *negate);
-            if !applies {
+            if !stage.applies_to(&current) {
                 continue;
             }
-            match stage.router.apply(&current) {
+            match stage.transform.apply(&current) {
                 Ok(Transformed::Record(next)) => current = next,
                 Ok(Transformed::Dropped(why)) => return Ok(Fate::Dropped(why)),
-                Err(problem) => return Err(format!("transform `{}` ({EVENT_ROUTER}): {problem}", stage.alias)),
+                Err(problem) => {
+                    return Err(format!("transform `{}` ({}): {problem}", stage.alias, stage.transform.type_name()));
+                }
             }
         }
         let placement = match current.partition {
             Some(partition) => Some(Placement::Partition(partition.max(0) as u32)),
-            None if current.topic == original_topic && current.key == original_key => None,
+            // Unchanged: where the record goes without transforms (by its own key, or where the
+            // connector placed it).
+            None if current.topic == original_topic && current.key == original_key => record.placement,
             // A null key: the sticky partitioner's choice, which the model makes partition 0.
             None if current.key == Value::Null => Some(Placement::Partition(0)),
             None => Some(Placement::KeyHash((murmur2(json_key(&current.key).as_bytes()) & 0x7fff_ffff) as u32)),
@@ -517,7 +724,7 @@ mod tests {
         ChainContext {
             topic_prefix: "claims".into(),
             tables: vec![("public.claims".into(), None), ("public.outbox".into(), Some("claim".into()))],
-            connector: 0,
+            ..ChainContext::default()
         }
     }
 
@@ -633,8 +840,9 @@ mod tests {
         let unknown =
             refused(&[("transforms", "x"), ("transforms.x.type", "org.apache.kafka.connect.transforms.Filter")]);
         assert!(unknown.problem.contains("not a transform the model runs"), "{}", unknown.problem);
-        let decode = refused(&[("transforms", "d"), ("transforms.d.type", DECODE_MESSAGE)]);
-        assert!(decode.problem.contains("not modelled in a run yet"), "{}", decode.problem);
+        let decode = refused(&[("transforms", "d"), ("transforms.d.type", DECODE_MESSAGE), ("transforms.d.x", "1")]);
+        assert_eq!(decode.property, "transforms.d.type");
+        assert!(decode.problem.contains("`x` is not an option of DecodeLogicalDecodingMessageContent"));
         let option = refused(&[ROUTER[0], ROUTER[1], ("transforms.outbox.route.by.feild", "type")]);
         assert!(option.problem.contains("route.by.feild"), "{}", option.problem);
         let negate = refused(&[ROUTER[0], ROUTER[1], ("transforms.outbox.negate", "true")]);
@@ -648,5 +856,124 @@ mod tests {
         let chain = chain(&[ROUTER[0], ROUTER[1], ("transforms.outbox.route.by.field", "type")]).unwrap();
         assert_eq!(chain.routed_topics.len(), 5);
         assert!(chain.routed_topics.contains(&"outbox.event.ClaimApproved".to_string()));
+    }
+
+    // ----- logical decoding messages: the table-free outbox (reference §7.2) -----
+
+    const DECODE: [(&str, &str); 2] = [("transforms.decode.type", DECODE_MESSAGE), ("transforms", "decode,outbox")];
+
+    fn message_context() -> ChainContext {
+        ChainContext {
+            message_outboxes: vec![("outbox".into(), "claim".into())],
+            plain_messages: vec![PlainMessage { prefix: "heartbeat".into(), payload_bytes: 29, now: true }],
+            ..context()
+        }
+    }
+
+    fn message_chain(properties: &[(&str, &str)]) -> TransformChain {
+        let properties = properties.iter().map(|(key, value)| (key.to_string(), value.to_string())).collect();
+        TransformChain::configure(&properties, message_context()).expect("configures")
+    }
+
+    /// The record Debezium's streaming makes of a message carrying event `id` of claim 7.
+    fn event_message(id: i64) -> SourceRecord {
+        let event = MessageEvent { outbox: 0, id, aggregate_id: 7, event_type: Status::Approved };
+        let mut record = message_chain(&[]).probe_message(0, Status::Approved);
+        record.key = event.id;
+        record.value.as_mut().expect("a value").after = Some(event.row());
+        record
+    }
+
+    #[test]
+    fn a_message_record_is_built_as_debezium_builds_it_with_its_content_the_events_json() {
+        let record = message_chain(&[]).connect_record(&event_message(5));
+        assert_eq!(record.topic, "claims.message");
+        let Value::Struct(key) = &record.key else { panic!("a key struct") };
+        assert_eq!(key.field("prefix"), Some(&Value::Text("outbox".into())), "keyed by its prefix");
+        let Value::Struct(value) = &record.value else { panic!("a value struct") };
+        assert_eq!(value.schema_name.as_deref(), Some(MESSAGE_VALUE_SCHEMA));
+        assert_eq!(value.field("op"), Some(&Value::Text("m".into())));
+        let Some(Value::Struct(message)) = value.field("message") else { panic!("the message block") };
+        assert_eq!(message.field("prefix"), Some(&Value::Text("outbox".into())));
+        let Some(Value::Bytes(content)) = message.field("content") else { panic!("content bytes") };
+        let json: serde_json::Value = serde_json::from_slice(content).expect("JSON");
+        assert_eq!(json["id"], event_uuid(5));
+        assert_eq!(json["aggregateid"], "7");
+        assert_eq!(json["type"], "ClaimApproved");
+        assert_eq!(json["payload"]["status"], "approved");
+    }
+
+    /// Decode before the router: the record becomes an insert the router routes by the decoded
+    /// `aggregatetype`, keyed by the decoded `aggregateid`: the same topic and partition as the
+    /// table outbox's row of the same event.
+    #[test]
+    fn decoded_before_the_router_a_message_is_routed_as_an_outbox_row_is() {
+        let chain = message_chain(&[DECODE[0], DECODE[1], ROUTER[1]]);
+        assert_eq!(chain.routed_topics, vec!["outbox.event.claim".to_string()], "its events' topic is known");
+        assert_eq!(chain.message_routing(0), Ok(()));
+        assert!(chain.routes(TableId::message_outbox(0)));
+        let fate = chain.apply(&event_message(5)).expect("routed");
+        let row = chain.apply(&record(OUTBOX, 5, Op::Create, Some(Row::event(7, Status::Approved)))).expect("routed");
+        assert_eq!(fate, row);
+        let hash = (murmur2(b"\"7\"") & 0x7fff_ffff) as u32;
+        assert_eq!(fate, Fate::Send { topic: "outbox.event.claim".into(), placement: Some(Placement::KeyHash(hash)) });
+    }
+
+    /// Without decode (or with it after the router) the router sees the message's own record:
+    /// no change envelope, so it passes it on unchanged; the record stays on the message topic,
+    /// where its prefix places it, and the chain routes none of the outbox's events.
+    #[test]
+    fn without_decode_before_it_the_router_passes_a_message_on_unchanged() {
+        for order in ["outbox", "outbox,decode"] {
+            let mut properties = vec![("transforms", order), ROUTER[1]];
+            if order.contains("decode") {
+                properties.push(DECODE[0]);
+            }
+            let chain = message_chain(&properties);
+            let record = event_message(5);
+            assert_eq!(
+                chain.apply(&record),
+                Ok(Fate::Send {
+                    topic: "claims.message".into(),
+                    placement: if order == "outbox" { record.placement } else { Some(Placement::Partition(0)) },
+                }),
+                "{order}: decode after the router clears the key (the sticky partitioner's partition)"
+            );
+            assert!(!chain.routes(TableId::message_outbox(0)), "{order}");
+            assert!(chain.routes(OUTBOX), "{order}: the outbox table's rows are envelopes, routed");
+            let why = chain.message_routing(0).expect_err("not routed");
+            assert!(why.contains("no change") && why.contains("EventRouterDelegate.apply"), "{why}");
+        }
+        let why = message_chain(&[("transforms", "decode"), DECODE[0]]).message_routing(0).expect_err("not routed");
+        assert!(why.contains("(`decode`) leave the message's record on claims.message"), "{why}");
+        assert!(message_chain(&[]).message_routing(0).expect_err("no chain").contains("no transform"));
+    }
+
+    /// Decode without a predicate meets every record: a change passes, but a message that is
+    /// no JSON (a heartbeat's `now()::varchar`) and a tombstone fail the task, as upstream.
+    #[test]
+    fn decode_fails_on_a_plain_message_and_on_a_tombstone() {
+        let chain = message_chain(&[("transforms", "decode"), DECODE[0]]);
+        let change = record(CLAIMS, 5, Op::Update, Some(Row::new(2, Status::Approved, 100)));
+        assert_eq!(chain.apply(&change), Ok(Fate::Send { topic: "claims.public.claims".into(), placement: None }));
+        let mut heartbeat = event_message(5);
+        heartbeat.key = message_key("heartbeat");
+        heartbeat.placement = None;
+        let value = heartbeat.value.as_mut().expect("a value");
+        value.after = None;
+        value.source.table = TableId::default();
+        value.source.ts_ms = 61_200;
+        let error = chain.apply(&heartbeat).expect_err("no JSON");
+        assert!(error.starts_with(&format!("transform `decode` ({DECODE_MESSAGE})")), "{error}");
+        assert!(error.contains("JSON string '2000-01-01 00:01:01.200000+00'"), "{error}");
+        let tombstone = SourceRecord { value: None, ..record(CLAIMS, 5, Op::Delete, None) };
+        assert!(chain.apply(&tombstone).expect_err("no value schema").contains("NullPointerException"));
+    }
+
+    #[test]
+    fn now_is_written_as_postgresql_writes_a_timestamp_from_its_epoch() {
+        assert_eq!(now_text(0), "2000-01-01 00:00:00.000000+00");
+        assert_eq!(now_text(86_400_000 * 59 + 3_723_004), "2000-02-29 01:02:03.004000+00", "2000 is a leap year");
+        assert_eq!(now_text(86_400_000 * 366), "2001-01-01 00:00:00.000000+00");
     }
 }

@@ -8,9 +8,10 @@
 //! [`Struct`]): a transform reads fields by the names its configuration gives, so the records a
 //! connector builds are handed over in that shape.
 //!
-//! The worker runs a connector's [`chain::TransformChain`] on every record `poll()` returns;
-//! [`decode_message::DecodeLogicalDecodingMessageContent`] is built but not yet allowed in a chain
-//! (see [`chain`]).
+//! The worker runs a connector's [`chain::TransformChain`] on every record `poll()` returns: the
+//! outbox's [`event_router::EventRouter`] and
+//! [`decode_message::DecodeLogicalDecodingMessageContent`], which makes a logical decoding
+//! message's record (a message outbox's event) one the router routes.
 
 pub mod chain;
 pub mod decode_message;
