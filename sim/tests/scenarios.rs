@@ -8,14 +8,27 @@ use handoff_sim::timed::report;
 
 fn check(name: &str) {
     let (spec, seed) = common::load(name, &[]);
-    let result = common::run(&spec, seed);
+    check_spec(name, &spec, seed);
+}
+
+/// A bundled scenario's variant, at the scenario's seed: its own prediction holds, and its
+/// snapshot is `NAME.VARIANT`.
+fn check_variant(name: &str, variant: &str) {
+    let choice = handoff_sim::scenario::Choice { variant: Some(variant.into()), ..Default::default() };
+    let loaded = handoff_sim::scenario::load_with(&common::scenario_path(name), &choice)
+        .unwrap_or_else(|error| panic!("{error}"));
+    check_spec(&format!("{name}.{variant}"), &loaded.spec, loaded.seed);
+}
+
+fn check_spec(name: &str, spec: &handoff_models::scenario::spec::Spec, seed: u64) {
+    let result = common::run(spec, seed);
     assert!(
         result.prediction_held,
         "{name}: prediction did not hold; violated {:?}\n{}",
         result.violated(),
         result.findings.iter().map(|f| f.to_string()).collect::<Vec<_>>().join("\n")
     );
-    let mut text = report::timeline(&spec, &result).join("\n");
+    let mut text = report::timeline(spec, &result).join("\n");
     text.push_str("\n\nfindings\n");
     for finding in &result.findings {
         text.push_str(&format!("  {finding}\n"));
@@ -228,4 +241,57 @@ fn every_variant_holds_its_prediction() {
         }
     }
     assert!(ran >= 10, "only {ran} variants ran");
+}
+
+#[test]
+fn outbox_logical_messages() {
+    check("outbox-logical-messages");
+}
+
+#[test]
+fn outbox_logical_messages_decode_after_router() {
+    check_variant("outbox-logical-messages", "decode-after-router");
+}
+
+#[test]
+fn outbox_logical_messages_prefix_excluded() {
+    check_variant("outbox-logical-messages", "prefix-excluded");
+}
+
+#[test]
+fn outbox_logical_messages_non_transactional() {
+    check_variant("outbox-logical-messages", "non-transactional");
+}
+
+#[test]
+fn outbox_logical_messages_no_offset_stored() {
+    check_variant("outbox-logical-messages", "no-offset-stored");
+}
+
+/// The scenario's connector with no decode transform at all. (A variant only sets properties, so
+/// the bundled variant `decode-after-router` moves the transform after the router instead; the
+/// router meets the message's own record in both.) Every committed event is left on
+/// claims.message, and I9 says why; the claims still reach the index.
+#[test]
+fn outbox_logical_messages_without_the_decode_transform() {
+    let text = std::fs::read_to_string(common::scenario_path("outbox-logical-messages")).expect("the scenario");
+    let without: String = text
+        .lines()
+        .filter(|line| !line.starts_with("\"transforms.decode."))
+        .map(|line| format!("{line}\n"))
+        .collect::<String>()
+        .replace("\"transforms\" = \"decode,outbox\"", "\"transforms\" = \"outbox\"");
+    assert!(!without.contains("DecodeLogicalDecodingMessageContent\""), "the transform is gone");
+    let loaded = handoff_sim::scenario::load_str("without-decode.toml", &without, &[]).expect("it loads");
+    let result = common::run(&loaded.spec, loaded.seed);
+    assert_eq!(result.violated(), [handoff_models::scenario::spec::Invariant::I9]);
+    let record = result.record.as_ref().expect("a record");
+    let outbox = record.outbox.as_ref().expect("the outbox line");
+    assert_eq!((outbox.committed, outbox.routed, outbox.lost.len()), (13, 0, 13));
+    assert_eq!(record.keys_missing, Vec::<i64>::new(), "the claims are unaffected");
+    for finding in &result.findings {
+        let text = finding.to_string();
+        assert!(text.contains("only its message's record, on claims.message"), "{text}");
+        assert!(text.contains("which is no change envelope, and passes such a record on unchanged"), "{text}");
+    }
 }
