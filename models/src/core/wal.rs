@@ -91,20 +91,26 @@ pub enum WalEntry {
         end: Lsn,
     },
     /// `pg_logical_emit_message(transactional, prefix, content)` (`LogLogicalMessage`,
-    /// `src/backend/replication/logical/message.c`): `xid` is the writer's, if it had one (a
-    /// transactional message forces one); `database` is the writer's (`None`: the main one).
-    Message {
-        xid: Option<Xid>,
-        transactional: bool,
-        prefix: String,
-        payload_bytes: u64,
-        database: Option<String>,
-        start: Lsn,
-        end: Lsn,
-        /// What its content is: an outbox event, or bytes the model does not keep.
-        #[serde(default, skip_serializing_if = "MessageContent::is_opaque")]
-        content: MessageContent,
-    },
+    /// `src/backend/replication/logical/message.c`). Boxed: the rare entry with strings and an
+    /// event keeps every other entry of the WAL small.
+    Message(Box<MessageRecord>),
+}
+
+/// A logical decoding message's WAL record ([`WalEntry::Message`]): `xid` is the writer's, if it
+/// had one (a transactional message forces one); `database` is the writer's (`None`: the main
+/// one).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MessageRecord {
+    pub xid: Option<Xid>,
+    pub transactional: bool,
+    pub prefix: String,
+    pub payload_bytes: u64,
+    pub database: Option<String>,
+    pub start: Lsn,
+    pub end: Lsn,
+    /// What its content is: an outbox event, or bytes the model does not keep.
+    #[serde(default, skip_serializing_if = "MessageContent::is_opaque")]
+    pub content: MessageContent,
 }
 
 impl WalEntry {
@@ -112,10 +118,10 @@ impl WalEntry {
         match self {
             WalEntry::Txn(txn) => txn.first_lsn,
             WalEntry::Commit(txn) => txn.commit_lsn,
+            WalEntry::Message(message) => message.start,
             WalEntry::RunningXacts { start, .. }
             | WalEntry::Changes { start, .. }
             | WalEntry::Abort { start, .. }
-            | WalEntry::Message { start, .. }
             | WalEntry::Checkpoint { start, .. }
             | WalEntry::OtherDatabase { start, .. }
             | WalEntry::EndOfRecovery { start, .. }
@@ -127,10 +133,10 @@ impl WalEntry {
     pub fn end(&self) -> Lsn {
         match self {
             WalEntry::Txn(txn) | WalEntry::Commit(txn) => txn.end_lsn,
+            WalEntry::Message(message) => message.end,
             WalEntry::RunningXacts { end, .. }
             | WalEntry::Changes { end, .. }
             | WalEntry::Abort { end, .. }
-            | WalEntry::Message { end, .. }
             | WalEntry::Checkpoint { end, .. }
             | WalEntry::OtherDatabase { end, .. }
             | WalEntry::EndOfRecovery { end, .. }

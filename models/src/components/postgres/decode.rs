@@ -53,7 +53,7 @@
 use super::snapbuild::{Found, RunningXacts, SnapBuilder};
 use super::*;
 use crate::core::protocol::DecodedMessage;
-use crate::core::wal::CommittedTxn;
+use crate::core::wal::{CommittedTxn, MessageRecord};
 
 /// One open transaction in the reorder buffer (`ReorderBufferTXN`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -230,7 +230,9 @@ impl ReorderBuffer {
                 }
                 Decoded::Nothing
             }
-            WalEntry::Message { xid, transactional, prefix, payload_bytes, database, start, end, content } => {
+            WalEntry::Message(record) => {
+                let MessageRecord { xid, transactional, prefix, payload_bytes, database, start, end, content } =
+                    &**record;
                 if let Some(xid) = xid {
                     self.txn(*xid, *start);
                 }

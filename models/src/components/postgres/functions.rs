@@ -274,7 +274,7 @@ impl Postgres {
             committed: transactional,
             content,
         });
-        self.durable.wal.get_mut().push(WalEntry::Message {
+        self.durable.wal.get_mut().push(WalEntry::Message(Box::new(crate::core::wal::MessageRecord {
             xid,
             transactional,
             prefix,
@@ -283,7 +283,7 @@ impl Postgres {
             start,
             end: message_end,
             content,
-        });
+        })));
         if let Some(xid) = xid {
             self.durable.next_xid += 1;
             let (commit_lsn, end_lsn) = self.durable.wal.get_mut().insert_record(record_size::COMMIT);

@@ -448,14 +448,14 @@ impl Postgres {
     pub fn last_captured_event(&self, tables: &[TableId], captures_message: impl Fn(&str) -> bool) -> Option<Lsn> {
         let entries = &self.durable.wal.entries;
         entries.iter().enumerate().rev().find_map(|(index, entry)| match entry {
-            WalEntry::Message { xid, transactional, prefix, database: None, end, .. } if captures_message(prefix) => {
-                if !*transactional {
-                    return Some(*end);
+            WalEntry::Message(message) if message.database.is_none() && captures_message(&message.prefix) => {
+                if !message.transactional {
+                    return Some(message.end);
                 }
                 // Decoded at its transaction's commit, if that comes.
-                entries[index + 1..]
-                    .iter()
-                    .find_map(|later| later.committed().filter(|txn| Some(txn.xid) == *xid).map(|txn| txn.end_lsn))
+                entries[index + 1..].iter().find_map(|later| {
+                    later.committed().filter(|txn| Some(txn.xid) == message.xid).map(|txn| txn.end_lsn)
+                })
             }
             _ => entry
                 .committed()

@@ -108,7 +108,7 @@ impl Postgres {
             committed: transactional && changes.is_empty(),
             content,
         });
-        self.durable.wal.get_mut().push(WalEntry::Message {
+        self.durable.wal.get_mut().push(WalEntry::Message(Box::new(crate::core::wal::MessageRecord {
             xid,
             transactional,
             prefix,
@@ -117,7 +117,7 @@ impl Postgres {
             start,
             end: message_end,
             content,
-        });
+        })));
         let Some(xid) = xid else {
             // A non-transactional message alone: no transaction to commit.
             self.arm_wal_writer(ctx);

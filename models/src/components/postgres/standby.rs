@@ -101,10 +101,13 @@ impl Postgres {
                     self.durable.csn = txn.csn;
                     self.durable.next_xid = self.durable.next_xid.max(txn.xid + 1);
                 }
-                WalEntry::Changes { xid, .. }
-                | WalEntry::Abort { xid, .. }
-                | WalEntry::Message { xid: Some(xid), .. } => {
+                WalEntry::Changes { xid, .. } | WalEntry::Abort { xid, .. } => {
                     self.durable.next_xid = self.durable.next_xid.max(xid + 1);
+                }
+                WalEntry::Message(message) => {
+                    if let Some(xid) = message.xid {
+                        self.durable.next_xid = self.durable.next_xid.max(xid + 1);
+                    }
                 }
                 WalEntry::RunningXacts { next_xid, .. } => {
                     self.durable.next_xid = self.durable.next_xid.max(*next_xid);

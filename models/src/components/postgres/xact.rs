@@ -586,7 +586,7 @@ impl Postgres {
             committed: false,
             content,
         });
-        self.durable.wal.get_mut().push(WalEntry::Message {
+        self.durable.wal.get_mut().push(WalEntry::Message(Box::new(crate::core::wal::MessageRecord {
             xid,
             transactional,
             prefix,
@@ -595,7 +595,7 @@ impl Postgres {
             start,
             end,
             content,
-        });
+        })));
         self.arm_wal_writer(ctx);
         if transactional {
             self.block_mut(client, session).expect("open").first_lsn.get_or_insert(start);
