@@ -1669,6 +1669,8 @@ fn several_connectors_are_read_and_checked() {
     assert!(written.contains("connector = \"outbox-connector\""), "{written}");
     // `[connector]` stays the shorthand for one: a connector fault needs no name then.
     assert_eq!(ok(&with_fault("action = \"stop-connector\"\n"), &[]).spec.faults[0].connector, 0);
+}
+
 /// `[[message_outbox]]`, the table-free outbox: its fields, the `event` step that chooses it, the
 /// background's rate, the decode transform in the chain, and the consumer it allows.
 #[test]

@@ -626,6 +626,8 @@ impl Spec {
     pub fn routed_topic_names(&self) -> Vec<String> {
         let chains: Vec<_> = (0..self.connector_count()).filter_map(|c| self.transform_chain_of(c).ok()).collect();
         routed_names(&chains)
+    }
+
     /// What the transformation chain needs to know of the scenario to build the records
     /// Debezium builds: the topic prefix, the tables (with the aggregate type of an outbox
     /// table), the message outboxes, and the other logical messages the scenario writes (its

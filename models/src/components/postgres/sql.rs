@@ -324,12 +324,9 @@ impl Postgres {
         let scan = Scan { table, rows: CopyOnWrite::new(rows), position: 0, fetch_size: fetch_size.max(1) };
         let delay = self.batch_time_ms(&scan);
         // A client process with another scan under way (a Connect worker whose two connectors
-        // snapshot at once) waits its turn: its scans' batches come one scan after the other.
-        let busy = self.scanning_session(client).is_some();
+        // snapshot at once) shares its batches' timer: its scans are served one after the other.
         self.set_scan(client, session, Some(scan));
-        if !busy {
-            ctx.set_timer(Timer::ScanBatch { client }, delay);
-        }
+        ctx.set_timer(Timer::ScanBatch { client }, delay);
         None
     }
 

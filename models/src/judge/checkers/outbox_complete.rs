@@ -572,7 +572,7 @@ mod tests {
 }
 
 #[cfg(test)]
-mod tests {
+mod replay_window_tests {
     use crate::core::event::{ChangeEvent, KafkaRecord, Op, Origin, SnapshotMarker, SourceInfo, Topic, TopicPartition};
     use crate::core::ids::{Node, TableId};
     use crate::core::lsn::Lsn;
