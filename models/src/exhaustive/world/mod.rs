@@ -535,7 +535,7 @@ impl World {
     }
 
     fn observe(&mut self, event: TraceEvent) {
-        if Checkers::observes(&event.observation) {
+        if self.checkers.observes(&event.observation) {
             self.checkers.get_mut().observe(&event);
         } else if cfg!(debug_assertions) {
             let mut checkers = (*self.checkers).clone();

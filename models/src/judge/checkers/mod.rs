@@ -463,10 +463,11 @@ impl Checkers {
     /// Whether an observation can change the checkers (the others leave them as they are, so
     /// the exhaustive lens does not copy them for it). Debug builds check this on every step of
     /// the exhaustive world.
-    pub fn observes(observation: &Observation) -> bool {
+    pub fn observes(&self, observation: &Observation) -> bool {
         use crate::core::ids::Node;
         Oracle::observes(observation)
-            || outbox_complete::OutboxComplete::observes(observation)
+            // The outbox checker reads nothing where no outbox is checked.
+            || (!self.evidence.outbox_tables.is_empty() && outbox_complete::OutboxComplete::observes(observation))
             || matches!(
                 observation,
                 Observation::SlotConfirmed { by: Node::Connect, .. }
