@@ -24,6 +24,16 @@
 use super::decode::{DecodeContext, Decoded, ReorderBuffer};
 use super::*;
 
+/// A logical message's WAL record as [`Postgres::log_message`] writes it.
+pub(super) struct LoggedMessage {
+    pub xid: Option<Xid>,
+    pub transactional: bool,
+    pub prefix: String,
+    pub payload_bytes: u64,
+    pub database: Option<String>,
+    pub content: MessageContent,
+}
+
 /// A `pg_logical_emit_message(transactional, prefix, content)` call: `payload_bytes` of
 /// content, which is an outbox event or bytes the model does not keep.
 pub(super) struct LogicalMessage {
@@ -253,25 +263,20 @@ impl Postgres {
     /// content, outside a transaction block: a transactional one is a transaction of its own
     /// (an xid, the message record, a commit record); a non-transactional one has no xid. (In a
     /// block: `xact.rs`.)
-    pub(super) fn emit_message(&mut self, ctx: &mut Ctx, message: LogicalMessage) -> SqlReply {
-        let LogicalMessage { transactional, prefix, payload_bytes, content } = message;
-        if self.durable.role == Role::Standby {
-            return SqlReply::Error("ERROR: cannot execute pg_logical_emit_message() during recovery".into());
-        }
-        let before = self.durable.wal.write_lsn();
+    /// Writes a logical message's WAL record, unflushed (`LogLogicalMessage`), and reports it;
+    /// `committed`: its transaction commits with it. Returns the record's start and end.
+    pub(super) fn log_message(&mut self, ctx: &mut Ctx, message: LoggedMessage, committed: bool) -> (Lsn, Lsn) {
+        let LoggedMessage { xid, transactional, prefix, payload_bytes, database, content } = message;
         let size = record_size::logical_message(prefix.len() as u64, payload_bytes);
-        // A non-transactional message is not flushed (`LogLogicalMessage`); a transactional one
-        // is, by its commit.
-        let (start, message_end) = self.durable.wal.get_mut().insert_record_unflushed(size);
-        let xid = transactional.then_some(self.durable.next_xid);
+        let (start, end) = self.durable.wal.get_mut().insert_record_unflushed(size);
         ctx.observe(Observation::MessageWritten {
             server: self.node,
-            lsn: message_end,
+            lsn: end,
             transactional,
             xid,
             prefix: prefix.clone(),
-            database: None,
-            committed: transactional,
+            database: database.clone(),
+            committed,
             content,
         });
         self.durable.wal.get_mut().push(WalEntry::Message(Box::new(crate::core::wal::MessageRecord {
@@ -279,11 +284,28 @@ impl Postgres {
             transactional,
             prefix,
             payload_bytes,
-            database: None,
+            database,
             start,
-            end: message_end,
+            end,
             content,
         })));
+        (start, end)
+    }
+
+    pub(super) fn emit_message(&mut self, ctx: &mut Ctx, message: LogicalMessage) -> SqlReply {
+        let LogicalMessage { transactional, prefix, payload_bytes, content } = message;
+        if self.durable.role == Role::Standby {
+            return SqlReply::Error("ERROR: cannot execute pg_logical_emit_message() during recovery".into());
+        }
+        let before = self.durable.wal.write_lsn();
+        // A non-transactional message is not flushed (`LogLogicalMessage`); a transactional one
+        // is, by its commit.
+        let xid = transactional.then_some(self.durable.next_xid);
+        let (start, message_end) = self.log_message(
+            ctx,
+            LoggedMessage { xid, transactional, prefix, payload_bytes, database: None, content },
+            transactional,
+        );
         if let Some(xid) = xid {
             self.durable.next_xid += 1;
             let (commit_lsn, end_lsn) = self.durable.wal.get_mut().insert_record(record_size::COMMIT);

@@ -94,30 +94,12 @@ impl Postgres {
             self.durable.wal.get_mut().push(WalEntry::Changes { xid, start, end, changes: record });
         }
         let content = MessageContent::Event(event);
-        let size = record_size::logical_message(prefix.len() as u64, payload_bytes);
-        let (start, message_end) = self.durable.wal.get_mut().insert_record_unflushed(size);
-        ctx.observe(Observation::MessageWritten {
-            server: self.node,
-            lsn: message_end,
-            transactional,
-            xid,
-            prefix: prefix.clone(),
-            database: None,
-            // Its transaction commits in this step: the commit's observation says so when it
-            // changed a row, and a transactional message alone is committed with its message.
-            committed: transactional && changes.is_empty(),
-            content,
-        });
-        self.durable.wal.get_mut().push(WalEntry::Message(Box::new(crate::core::wal::MessageRecord {
-            xid,
-            transactional,
-            prefix,
-            payload_bytes,
-            database: None,
-            start,
-            end: message_end,
-            content,
-        })));
+        // Its transaction commits in this step: the commit's observation says so when it
+        // changed a row, and a transactional message alone is committed with its message.
+        let committed = transactional && changes.is_empty();
+        let message =
+            super::functions::LoggedMessage { xid, transactional, prefix, payload_bytes, database: None, content };
+        let (start, message_end) = self.log_message(ctx, message, committed);
         let Some(xid) = xid else {
             // A non-transactional message alone: no transaction to commit.
             self.arm_wal_writer(ctx);

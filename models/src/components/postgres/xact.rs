@@ -574,28 +574,8 @@ impl Postgres {
         let xid = if transactional { Some(self.assign_xid(client, session)) } else { block.xid };
         let database = self.block(client, session).and_then(|block| block.database.clone());
         let write_before = self.durable.wal.write_lsn();
-        let size = record_size::logical_message(prefix.len() as u64, payload_bytes);
-        let (start, end) = self.durable.wal.get_mut().insert_record_unflushed(size);
-        ctx.observe(Observation::MessageWritten {
-            server: self.node,
-            lsn: end,
-            transactional,
-            xid,
-            prefix: prefix.clone(),
-            database: database.clone(),
-            committed: false,
-            content,
-        });
-        self.durable.wal.get_mut().push(WalEntry::Message(Box::new(crate::core::wal::MessageRecord {
-            xid,
-            transactional,
-            prefix,
-            payload_bytes,
-            database,
-            start,
-            end,
-            content,
-        })));
+        let message = super::functions::LoggedMessage { xid, transactional, prefix, payload_bytes, database, content };
+        let (start, end) = self.log_message(ctx, message, false);
         self.arm_wal_writer(ctx);
         if transactional {
             self.block_mut(client, session).expect("open").first_lsn.get_or_insert(start);
