@@ -131,7 +131,15 @@ impl ChangeEvent {
 }
 
 /// A Kafka topic the model knows.
+///
+/// `repr(u16)`: the tag takes the two bytes before the `u16` payloads, so a `Topic::Change` or a
+/// `Topic::Routed` has no padding byte. With a one-byte tag the byte after it was padding, never
+/// written, and the optimiser compares the whole four-byte value at once where the code asks
+/// whether the payload is at least [`TableId::MESSAGE_OUTBOXES`]: correct, but memcheck cannot
+/// tell that the answer does not depend on the padding and reports a jump on an uninitialised
+/// value (`cargo xtask valgrind-sweep`, docs/memory-safety.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[repr(u16)]
 pub enum Topic {
     /// `<topic.prefix>.<schema>.<table>`: the change topic of a captured table.
     Change(TableId),
