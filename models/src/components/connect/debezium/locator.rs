@@ -45,6 +45,13 @@ pub struct LocatorRules {
     /// 3.7 (debezium/dbz#76, `7109bcc0f8`): a non-COMMIT arriving at the LSN of a stored COMMIT
     /// is a false match: resume at the first LSN received.
     pub commit_false_match_guard: bool,
+    /// 2.0 (DBZ-3942, `38cd6907ae`, in 2.0.0.Alpha3 and backported to 1.9.5): an offset is loaded
+    /// with its `lsn_commit`, or, where it has none (no COMMIT processed when it was taken),
+    /// `lsn_proc` (`PostgresOffsetContext.Loader.load`), so the search is never without a commit
+    /// LSN when `lsn_proc` is stored. Before, from 1.3, `load` read the commit LSN from the
+    /// `lsn_proc` key; the model keeps those releases' locator input as it was (the stored
+    /// `lsn_commit`, none where absent), which that bug does not match.
+    pub commit_lsn_defaults_to_processed: bool,
 }
 
 impl LocatorRules {
@@ -58,6 +65,7 @@ impl LocatorRules {
             message_resumes_at_first_lsn: version >= (3, 6),
             counts_events_per_lsn: version >= (3, 7),
             commit_false_match_guard: version >= (3, 7),
+            commit_lsn_defaults_to_processed: version >= (2, 0),
         }
     }
 }
@@ -271,6 +279,7 @@ mod tests {
     use MessageType::{Begin, Commit, Insert, Message};
 
     const V37: LocatorRules = LocatorRules {
+        commit_lsn_defaults_to_processed: true,
         legacy_skip: false,
         flushing_after_first_message: true,
         fail_on_unseen_lsn: true,

@@ -11,10 +11,18 @@ impl DebeziumTask {
         let start = if rules.legacy_skip { self.offset.lsn } else { self.offset.resume_lsn() }.unwrap_or(Lsn::INVALID);
         // The search phase runs only when lsn_proc is stored (`hasCompletelyProcessedPosition`,
         // DBZ-7806: not right after a snapshot).
+        // Since 2.0 a stored offset without `lsn_commit` (no COMMIT processed yet when it was
+        // taken) loads with `lsn_commit = lsn_proc` (DBZ-3942, `PostgresOffsetContext.Loader.load`),
+        // so the search skips the stored transaction's changes up to the stored one rather than
+        // replaying it from the first LSN received.
+        let commit_lsn = match self.offset.lsn_proc {
+            Some(lsn_proc) if rules.commit_lsn_defaults_to_processed => self.offset.lsn_commit.or(Some(lsn_proc)),
+            _ => self.offset.lsn_commit,
+        };
         self.locator = match self.offset.lsn_proc {
             Some(lsn_proc) if !rules.legacy_skip => Some(Box::new(WalPositionLocator::new(
                 rules,
-                self.offset.lsn_commit,
+                commit_lsn,
                 Some(lsn_proc),
                 self.offset.message_type,
                 self.offset.lsn_events_processed,
