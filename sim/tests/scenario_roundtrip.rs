@@ -200,14 +200,20 @@ fn everything() -> Spec {
         },
         connector_properties: properties,
         connector_start_ms: 1_500,
-        connect: ConnectConfig { offset_flush_interval_ms: 10_000, offset_flush_timeout_ms: 2_000 },
-        kafka: KafkaSection { partitions: 4 },
+        connect: ConnectConfig {
+            exactly_once_source_support: handoff_models::components::connect::ExactlyOnceSourceSupport::Enabled,
+            group_id: "claims-workers".into(),
+            transaction_timeout_ms: 30_000,
+            ..ConnectConfig::new(10_000, 2_000)
+        },
+        kafka: KafkaSection { partitions: 4, transaction_abort_sweep_interval_ms: 5_000 },
         sink: SinkConfig {
             rule: ApplyRule::SnapshotEpoch,
             group: "claims-index".into(),
             auto_commit_interval_ms: 1_000,
             max_poll_records: 50,
             auto_offset_reset: handoff_models::core::protocol::OffsetReset::Latest,
+            isolation_level: handoff_models::core::protocol::IsolationLevel::ReadCommitted,
         },
         background: Some(Background {
             start_ms: 5_000,

@@ -42,7 +42,7 @@ fn published(result: &RunResult) -> Vec<i64> {
         .trace
         .iter()
         .filter_map(|event| match &event.observation {
-            Observation::Appended { records } => Some(records.iter().map(|record| record.key).collect::<Vec<_>>()),
+            Observation::Appended { records, .. } => Some(records.iter().map(|record| record.key).collect::<Vec<_>>()),
             _ => None,
         })
         .flatten()

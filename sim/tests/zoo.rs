@@ -110,12 +110,12 @@ fn checked(name: &str, sizes: (usize, usize)) -> (scenario::Loaded, check::Check
 
 #[test]
 fn dbz_5915_6204_a_change_sharing_the_stored_lsn() {
-    historic("dbz-5915-6204-change-sharing-the-stored-lsn", Invariant::I1, (1_022_048, 417_027), (1_034_986, 423_485));
+    historic("dbz-5915-6204-change-sharing-the-stored-lsn", Invariant::I1, (981_626, 398_506), (994_564, 404_964));
 }
 
 #[test]
 fn dbz_7816_a_slot_confirmed_before_the_offsets_are_stored() {
-    entry("dbz-7816-slot-confirmed-before-offsets-stored", Invariant::I5, (48_039, 19_884), (190_753, 74_397));
+    entry("dbz-7816-slot-confirmed-before-offsets-stored", Invariant::I5, (47_526, 19_607), (189_501, 73_733));
 }
 
 #[test]
@@ -125,27 +125,27 @@ fn a_wall_clock_stream_start() {
 
 #[test]
 fn dbz_9688_trust_slot_after_a_recreated_slot() {
-    entry("dbz-9688-trust-slot-after-recreated-slot", Invariant::I6, (203_577, 79_201), (193_541, 75_515));
+    entry("dbz-9688-trust-slot-after-recreated-slot", Invariant::I6, (202_325, 78_537), (192_289, 74_851));
 }
 
 #[test]
 fn the_missing_log_position_check_after_a_snapshot() {
-    entry("missing-log-position-check-after-snapshot", Invariant::I6, (458_976, 172_049), (987_673, 362_209));
+    entry("missing-log-position-check-after-snapshot", Invariant::I6, (458_663, 171_861), (986_715, 361_707));
 }
 
 #[test]
 fn the_resurrection_after_an_incomplete_snapshot() {
-    entry("resurrection-after-incomplete-snapshot", Invariant::I2, (96_415, 42_968), (96_415, 42_968));
+    entry("resurrection-after-incomplete-snapshot", Invariant::I2, (96_099, 42_758), (96_099, 42_758));
 }
 
 #[test]
 fn a_naive_sink() {
-    entry("naive-sink", Invariant::I3, (57_535, 24_506), (57_535, 24_506));
+    entry("naive-sink", Invariant::I3, (57_367, 24_397), (57_367, 24_397));
 }
 
 #[test]
 fn dbz_1554_copy_rows_sharing_an_lsn() {
-    historic("dbz-1554-copy-rows-sharing-an-lsn", Invariant::I1, (678_660, 275_845), (683_732, 278_643));
+    historic("dbz-1554-copy-rows-sharing-an-lsn", Invariant::I1, (675_454, 274_150), (682_069, 277_724));
 }
 
 #[test]
@@ -153,8 +153,8 @@ fn dbz_76_a_change_at_the_stored_commits_end_in_an_interleaved_transaction() {
     historic(
         "dbz-76-commit-end-shared-by-an-interleaved-change",
         Invariant::I1,
-        (432_487, 146_520),
-        (432_597, 146_575),
+        (392_426, 130_816),
+        (392_536, 130_871),
     );
 }
 
@@ -164,7 +164,7 @@ fn dbz_5031_5597_a_slot_confirmed_during_the_restart_search() {
         "dbz-5031-5597-slot-confirmed-during-the-restart-search",
         Invariant::I1,
         (907_012, 354_252),
-        (882_974, 343_330),
+        (637_426, 238_928),
     );
 }
 
@@ -178,7 +178,7 @@ fn dbz_1766_the_last_polled_record_confirmed() {
 /// back, and the task fails.
 #[test]
 fn dbz_5739_a_slot_advanced_by_hand() {
-    let twin = historic("dbz-5739-slot-advanced-by-hand", Invariant::I6, (49_991, 20_706), (65_453, 25_981));
+    let twin = historic("dbz-5739-slot-advanced-by-hand", Invariant::I6, (49_478, 20_429), (64_940, 25_704));
     assert!(fails_closed(&twin), "the fixed twin: the seek fails the task on some path");
 }
 
@@ -187,7 +187,7 @@ fn dbz_5739_a_slot_advanced_by_hand() {
 #[test]
 fn dbz_1863_trust_offset_after_a_slot_advanced_by_hand() {
     let twin =
-        historic("dbz-1863-trust-offset-slot-advanced-by-hand", Invariant::I6, (206_501, 79_751), (264_112, 98_790));
+        historic("dbz-1863-trust-offset-slot-advanced-by-hand", Invariant::I6, (205_249, 79_087), (262_860, 98_126));
     assert!(fails_closed(&twin), "the fixed twin: the seek fails the task on some path");
 }
 
@@ -228,7 +228,7 @@ fn historic_outage(name: &str, sizes: (usize, usize), twin_sizes: (usize, usize)
 /// the driver's automatic flush off.
 #[test]
 fn dbz_7533_a_driver_confirming_keepalives() {
-    historic_outage("dbz-7533-driver-confirms-keepalives", (349_188, 117_285), (72_508, 28_884));
+    historic_outage("dbz-7533-driver-confirms-keepalives", (336_244, 111_983), (69_896, 27_432));
 }
 
 /// dbz#1379 (reference §9 row 8): a stored heartbeat message; the 3.5 search waits for a COMMIT
@@ -240,10 +240,17 @@ fn dbz_1379_a_stored_message_and_the_messages_after_it() {
 
 #[test]
 fn an_outbox_consumer_without_an_inbox() {
-    entry("outbox-consumer-without-inbox", Invariant::I10, (7_514, 3_057), (7_332, 2_967));
+    entry("outbox-consumer-without-inbox", Invariant::I10, (7_184, 2_886), (7_002, 2_796));
 }
 
 #[test]
 fn an_outbox_consumer_committing_its_offset_before_the_effect() {
-    entry("outbox-offset-before-effect", Invariant::I9, (6_432, 2_651), (7_332, 2_967));
+    entry("outbox-offset-before-effect", Invariant::I9, (6_176, 2_516), (7_002, 2_796));
+}
+
+/// A Connect restart's replay reaches a consumer without an inbox; exactly-once source tasks and
+/// a `read_committed` consumer remove it (the twin), in the same bound.
+#[test]
+fn a_restart_replay_without_exactly_once() {
+    entry("outbox-restart-replay-without-exactly-once", Invariant::I10, (18_139, 6_619), (1_457, 654));
 }

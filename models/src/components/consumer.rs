@@ -26,7 +26,7 @@ use crate::core::component::{Component, Ctx, Timer};
 use crate::core::event::{KafkaRecord, Topic, TopicPartition};
 use crate::core::ids::{Key, Node, TableId};
 use crate::core::observe::{Handled, Observation};
-use crate::core::protocol::{KafkaReply, KafkaRequest, Msg, OffsetReset};
+use crate::core::protocol::{IsolationLevel, KafkaReply, KafkaRequest, Msg, OffsetReset};
 use crate::core::shared::Fixed;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -81,6 +81,9 @@ pub struct ConsumerConfig {
     pub auto_offset_reset: OffsetReset,
     /// How long one local transaction of the consumer's takes (testbed).
     pub processing_ms: u64,
+    /// `isolation.level` (default `read_uncommitted`).
+    #[serde(default)]
+    pub isolation_level: IsolationLevel,
 }
 
 /// Where the record in hand is.
@@ -167,7 +170,9 @@ impl InboxConsumer {
         }
         let positions = self.volatile.positions.iter().map(|(tp, position)| (*tp, *position)).collect();
         let max_records = self.config.max_poll_records;
-        self.volatile.fetch_request = Some(self.request(ctx, KafkaRequest::Fetch { positions, max_records }));
+        self.volatile.fetch_request = Some(
+            self.request(ctx, KafkaRequest::Fetch { positions, max_records, isolation: self.config.isolation_level }),
+        );
     }
 
     fn commit(&mut self, ctx: &mut Ctx) {
@@ -436,6 +441,7 @@ mod tests {
             max_poll_records: 500,
             auto_offset_reset: OffsetReset::Earliest,
             processing_ms: 10,
+            isolation_level: IsolationLevel::ReadUncommitted,
         }))
     }
 

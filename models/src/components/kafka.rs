@@ -9,16 +9,37 @@
 //!   value is a tombstone (an offsets reset).
 //! - A fetch is a long poll: it is answered as soon as one of its partitions has data.
 //!
+//! - Transactions (KIP-98; reference kafka-connect.md §3): the transaction coordinator keeps, per
+//!   `transactional.id`, the producer id, its epoch and the open transaction
+//!   (`TransactionMetadata`). `InitProducerId` bumps the epoch, fencing every older instance, and
+//!   aborts a transaction the id left open (`TransactionCoordinator.prepareInitProducerIdTransit`:
+//!   Ongoing → PrepareEpochFence → PrepareAbort; the client's retry on CONCURRENT_TRANSACTIONS is
+//!   folded into one answer). A produce or `EndTxn` with an older epoch is refused (fenced).
+//!   `EndTxn` writes a control record (a COMMIT or ABORT marker) on every partition the
+//!   transaction wrote to, which takes an offset of its own; offsets written inside the
+//!   transaction reach the offsets topic's committed view only with the commit. Every
+//!   `transaction.abort.timed.out.transaction.cleanup.interval.ms` the coordinator aborts, with an
+//!   epoch fence, the transactions open longer than their `transaction.timeout.ms`
+//!   (`abortTimedOutTransactions`).
+//! - Fetches by `isolation.level` (§3.2): control records are never given to a consumer;
+//!   `read_committed` reads only below the last stable offset (the first offset of the earliest
+//!   open transaction on the partition) and drops records of aborted transactions
+//!   (`CompletedFetch` with the aborted-transactions index).
+//!
 //! The cluster is one durable broker: with `acks=all` and enough replicas, an acknowledged write
-//! survives, and the model does not crash it. Left out: transactions and `read_committed`,
-//! compaction of change topics, retention, broker failures, rebalancing of the consumer group.
+//! survives, and the model does not crash it. Left out: compaction of change topics, retention,
+//! broker failures, rebalancing of the consumer group, hanging transactions (§3.3), and an open
+//! transaction's offsets stalling another task's offset read (§2.2: only a task's own
+//! predecessor's transaction can be open on its offsets here, and its `InitProducerId` aborts it
+//! before the read).
 
 use crate::core::component::{Component, Ctx, Timer};
 use crate::core::event::{KafkaRecord, Placement, SourceOffset, Topic, TopicPartition};
 use crate::core::ids::{Key, Node};
-use crate::core::observe::Observation;
-use crate::core::protocol::{KafkaReply, KafkaRequest, Msg};
+use crate::core::observe::{Observation, TransactionEnd};
+use crate::core::protocol::{IsolationLevel, KafkaReply, KafkaRequest, Msg, ProducerEpoch, TransactionalOffset};
 use crate::core::shared::{CopyOnWrite, Fixed};
+use crate::core::time::SimTime;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -28,7 +49,14 @@ use std::collections::BTreeMap;
 pub struct KafkaSection {
     /// `num.partitions`: partitions of every change topic.
     pub partitions: u32,
+    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms` (10 000): how often the
+    /// transaction coordinator looks for transactions open past their timeout.
+    pub transaction_abort_sweep_interval_ms: u64,
 }
+
+/// `transaction.abort.timed.out.transaction.cleanup.interval.ms`'s default
+/// (`TransactionStateManagerConfig`).
+pub const TRANSACTION_ABORT_SWEEP_INTERVAL_MS: u64 = 10_000;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct KafkaConfig {
@@ -36,6 +64,8 @@ pub struct KafkaConfig {
     pub partitions: u32,
     /// The change topics, created before the run.
     pub topics: Vec<Topic>,
+    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`.
+    pub transaction_abort_sweep_interval_ms: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -44,6 +74,34 @@ struct PendingFetch {
     request_id: u64,
     positions: Vec<(TopicPartition, u64)>,
     max_records: u32,
+    isolation: IsolationLevel,
+}
+
+/// The transaction coordinator's state of one `transactional.id` (`TransactionMetadata`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TransactionState {
+    pub producer: ProducerEpoch,
+    /// The producer's `transaction.timeout.ms`, sent with `InitProducerId`.
+    pub timeout_ms: u64,
+    /// The transaction in progress (Ongoing), if any; Empty, CompleteCommit and CompleteAbort
+    /// are alike here: the next write begins a new one.
+    pub open: Option<OpenTransaction>,
+    /// The sequence of the last batch appended for the current epoch: the producer is idempotent
+    /// (`enable.idempotence=true`), so a batch sent again after a lost connection is not
+    /// appended twice (the broker answers DUPLICATE_SEQUENCE, which the producer takes as
+    /// success). The model's sequence is the client's request id, increasing per instance.
+    #[serde(default)]
+    pub last_sequence: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct OpenTransaction {
+    /// When its first partition was added (the timeout counts from there).
+    pub started_at: SimTime,
+    /// The partitions it wrote records to, each with how many.
+    pub partitions: Vec<(TopicPartition, usize)>,
+    /// The source offsets it wrote to the offsets topic, in order.
+    pub offsets: Vec<(String, Option<SourceOffset>)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -55,6 +113,11 @@ pub struct Kafka {
     pub source_offsets: CopyOnWrite<BTreeMap<String, SourceOffset>>,
     /// Committed consumer-group offsets.
     pub groups: CopyOnWrite<BTreeMap<String, BTreeMap<TopicPartition, u64>>>,
+    /// The transaction coordinator: its state per `transactional.id` (durable, in
+    /// `__transaction_state`).
+    pub transactions: CopyOnWrite<BTreeMap<String, TransactionState>>,
+    /// The next producer id the coordinator hands out.
+    next_producer_id: u32,
     pending_fetches: Vec<PendingFetch>,
 }
 
@@ -69,6 +132,51 @@ const SEGMENT_RECORDS: usize = 512;
 pub struct PartitionLog {
     segments: Vec<Vec<KafkaRecord>>,
     len: usize,
+    /// What transactions wrote here; `None` until the first transactional record.
+    txn: Option<Box<TxnIndex>>,
+}
+
+/// A partition's transactional bookkeeping: which records are transactional and whose, where the
+/// markers are, which transactions are open and which were aborted (the producer state and the
+/// aborted-transaction index, `.txnindex`, of a Kafka partition).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct TxnIndex {
+    /// Transactional data records: (offset, producer id), by offset.
+    records: Vec<(u64, u32)>,
+    /// Offsets of control records (COMMIT / ABORT markers), ascending. A marker's slot in the
+    /// segments holds a placeholder record nobody reads.
+    markers: Vec<u64>,
+    /// Open transactions: (producer id, first offset).
+    open: Vec<(u32, u64)>,
+    /// Aborted transactions: (producer id, first offset, marker offset).
+    aborted: Vec<(u32, u64, u64)>,
+}
+
+impl TxnIndex {
+    /// The last stable offset, capped by the log end.
+    fn lso(&self, len: u64) -> u64 {
+        self.open.iter().map(|(_, first)| *first).min().unwrap_or(len).min(len)
+    }
+
+    fn is_marker(&self, offset: u64) -> bool {
+        self.markers.binary_search(&offset).is_ok()
+    }
+
+    fn producer_of(&self, offset: u64) -> Option<u32> {
+        self.records.binary_search_by_key(&offset, |(at, _)| *at).ok().map(|index| self.records[index].1)
+    }
+
+    fn is_aborted(&self, offset: u64) -> bool {
+        self.producer_of(offset).is_some_and(|producer| {
+            self.aborted.iter().any(|(of, first, marker)| *of == producer && *first <= offset && offset < *marker)
+        })
+    }
+
+    /// Whether a consumer at `isolation` is given the record at `offset` (below the LSO for
+    /// `read_committed`; the caller stops there).
+    fn visible(&self, offset: u64, isolation: IsolationLevel) -> bool {
+        !self.is_marker(offset) && (isolation == IsolationLevel::ReadUncommitted || !self.is_aborted(offset))
+    }
 }
 
 impl PartitionLog {
@@ -102,6 +210,68 @@ impl PartitionLog {
 
     pub fn iter(&self) -> impl Iterator<Item = &KafkaRecord> + '_ {
         self.segments.iter().flatten()
+    }
+
+    /// Where a consumer at `isolation` can read up to: the log end, or for `read_committed` the
+    /// last stable offset.
+    pub fn readable_end(&self, isolation: IsolationLevel) -> u64 {
+        match (&self.txn, isolation) {
+            (Some(txn), IsolationLevel::ReadCommitted) => txn.lso(self.len as u64),
+            _ => self.len as u64,
+        }
+    }
+
+    /// The records a consumer at `isolation` is given, from `offset` on (control records and,
+    /// for `read_committed`, aborted records left out; nothing at or past the LSO).
+    pub fn visible_from(&self, offset: usize, isolation: IsolationLevel) -> impl Iterator<Item = &KafkaRecord> + '_ {
+        let end = self.readable_end(isolation);
+        let txn = self.txn.as_deref();
+        self.iter_from(offset)
+            .take_while(move |record| record.offset < end)
+            .filter(move |record| txn.is_none_or(|txn| txn.visible(record.offset, isolation)))
+    }
+
+    /// The offset past the last record a consumer at `isolation` can be given: a consumer whose
+    /// position is there has read everything it can (markers and aborted records at the end of
+    /// the log are nothing to wait for).
+    pub fn visible_end(&self, isolation: IsolationLevel) -> u64 {
+        let end = self.readable_end(isolation);
+        let Some(txn) = self.txn.as_deref() else { return end };
+        (0..end).rev().find(|offset| txn.visible(*offset, isolation)).map_or(0, |offset| offset + 1)
+    }
+
+    /// Whether the record at `offset` belongs to a transaction that is open or was aborted.
+    pub fn is_uncommitted(&self, offset: u64) -> bool {
+        self.txn.as_deref().is_some_and(|txn| {
+            txn.is_aborted(offset)
+                || txn
+                    .producer_of(offset)
+                    .is_some_and(|producer| txn.open.iter().any(|(of, first)| *of == producer && *first <= offset))
+        })
+    }
+
+    fn append_transactional(&mut self, record: KafkaRecord, producer_id: u32) {
+        let txn = self.txn.get_or_insert_with(Box::default);
+        txn.records.push((record.offset, producer_id));
+        if !txn.open.iter().any(|(of, _)| *of == producer_id) {
+            txn.open.push((producer_id, record.offset));
+        }
+        self.push(record);
+    }
+
+    /// Writes the marker that ends `producer_id`'s transaction here.
+    fn write_marker(&mut self, tp: TopicPartition, producer_id: u32, committed: bool) {
+        let offset = self.len as u64;
+        let txn = self.txn.get_or_insert_with(Box::default);
+        if let Some(index) = txn.open.iter().position(|(of, _)| *of == producer_id) {
+            let (_, first) = txn.open.remove(index);
+            if !committed {
+                txn.aborted.push((producer_id, first, offset));
+            }
+        }
+        txn.markers.push(offset);
+        // The control record's slot: never given to a consumer.
+        self.push(KafkaRecord { tp, offset, key: 0, value: None });
     }
 }
 
@@ -176,15 +346,35 @@ impl Kafka {
             logs: CopyOnWrite::new(logs),
             source_offsets: CopyOnWrite::new(BTreeMap::new()),
             groups: CopyOnWrite::new(BTreeMap::new()),
+            transactions: CopyOnWrite::new(BTreeMap::new()),
+            next_producer_id: 0,
             pending_fetches: Vec::new(),
         }
     }
 
+    /// Each partition's end as a `read_uncommitted` consumer waits for it: past the last record
+    /// it can be given.
     pub fn log_end_offsets(&self) -> Vec<(TopicPartition, u64)> {
-        self.logs.iter().map(|(tp, log)| (*tp, log.len() as u64)).collect()
+        self.visible_ends(IsolationLevel::ReadUncommitted)
     }
 
-    fn fetch(&self, positions: &[(TopicPartition, u64)], max_records: u32) -> Vec<KafkaRecord> {
+    /// Each partition's end as a consumer at `isolation` waits for it: past the last record it
+    /// can be given ([`PartitionLog::visible_end`]); the log end where no transaction wrote.
+    pub fn visible_ends(&self, isolation: IsolationLevel) -> Vec<(TopicPartition, u64)> {
+        self.logs.iter().map(|(tp, log)| (*tp, log.visible_end(isolation))).collect()
+    }
+
+    /// Whether some transaction is open.
+    pub fn has_open_transactions(&self) -> bool {
+        self.transactions.values().any(|state| state.open.is_some())
+    }
+
+    fn fetch(
+        &self,
+        positions: &[(TopicPartition, u64)],
+        max_records: u32,
+        isolation: IsolationLevel,
+    ) -> Vec<KafkaRecord> {
         let available: usize = positions
             .iter()
             .filter_map(|(tp, position)| self.logs.get(tp).map(|log| log.len().saturating_sub(*position as usize)))
@@ -193,7 +383,7 @@ impl Kafka {
         for (tp, position) in positions {
             let Some(log) = self.logs.get(tp) else { continue };
             let room = (max_records as usize).saturating_sub(records.len());
-            records.extend(log.iter_from(*position as usize).take(room).copied());
+            records.extend(log.visible_from(*position as usize, isolation).take(room).copied());
         }
         records
     }
@@ -201,7 +391,7 @@ impl Kafka {
     fn answer_pending_fetches(&mut self, ctx: &mut Ctx) {
         let pending = std::mem::take(&mut self.pending_fetches);
         for fetch in pending {
-            let records = self.fetch(&fetch.positions, fetch.max_records);
+            let records = self.fetch(&fetch.positions, fetch.max_records, fetch.isolation);
             if records.is_empty() {
                 self.pending_fetches.push(fetch);
             } else {
@@ -209,16 +399,139 @@ impl Kafka {
                     fetch.client,
                     Msg::KafkaReply {
                         request_id: fetch.request_id,
-                        reply: KafkaReply::Fetched { records, log_end_offsets: self.log_end_offsets() },
+                        reply: KafkaReply::Fetched { records, log_end_offsets: self.visible_ends(fetch.isolation) },
                     },
                 );
             }
         }
     }
 
+    /// The epoch check of a transactional request: the producer's epoch must be the current one
+    /// for its id.
+    fn current(&self, producer: ProducerEpoch) -> Result<String, String> {
+        match self.transactions.iter().find(|(_, state)| state.producer.producer_id == producer.producer_id) {
+            Some((id, state)) if state.producer.epoch == producer.epoch => Ok(id.clone()),
+            Some((id, state)) => Err(format!(
+                "ProducerFencedException: transactional.id {id} has epoch {} now; this producer has epoch {}",
+                state.producer.epoch, producer.epoch
+            )),
+            None => Err(format!("InvalidPidMappingException: producer id {} is unknown", producer.producer_id)),
+        }
+    }
+
+    /// Ends `id`'s open transaction: a marker on every partition it wrote to; with a commit, its
+    /// offsets reach the offsets topic's committed view.
+    fn end_transaction(&mut self, ctx: &mut Ctx, id: &str, committed: bool, cause: TransactionEnd) {
+        let Some(state) = self.transactions.get_mut().get_mut(id) else { return };
+        let Some(open) = state.open.take() else { return };
+        let producer_id = state.producer.producer_id;
+        if cause != TransactionEnd::Requested {
+            // Aborted by the coordinator: the epoch is fenced (`PrepareEpochFence`).
+            state.producer.epoch = state.producer.epoch.saturating_add(1);
+        }
+        let logs = self.logs.get_mut();
+        for (tp, _) in &open.partitions {
+            logs.entry(*tp).or_default().write_marker(*tp, producer_id, committed);
+        }
+        if committed {
+            for (connector, offset) in open.offsets {
+                match offset {
+                    Some(value) => self.source_offsets.get_mut().insert(connector.clone(), value),
+                    None => self.source_offsets.get_mut().remove(&connector),
+                };
+                ctx.observe(Observation::SourceOffsetStored { connector, offset });
+            }
+        }
+        ctx.observe(Observation::TransactionEnded {
+            transactional_id: id.to_owned(),
+            producer_id,
+            committed,
+            cause,
+            records: open.partitions.iter().map(|(_, count)| count).sum(),
+        });
+        self.answer_pending_fetches(ctx);
+        self.arm_abort_sweep(ctx);
+    }
+
+    /// The coordinator's sweep runs every cleanup interval; the model arms it only while a
+    /// transaction is open, for the first sweep at which one will have timed out.
+    fn arm_abort_sweep(&self, ctx: &mut Ctx) {
+        let interval = self.config.transaction_abort_sweep_interval_ms.max(1);
+        let due = self
+            .transactions
+            .values()
+            .filter_map(|state| state.open.as_ref().map(|open| open.started_at.ms() + state.timeout_ms))
+            .min();
+        match due {
+            Some(due) => {
+                // Sweeps run at multiples of the interval from the broker's start.
+                let at = due.div_ceil(interval).max(1) * interval;
+                ctx.set_timer(Timer::TransactionAbortSweep, at.saturating_sub(ctx.now.ms()).max(1));
+            }
+            None => ctx.cancel_timer(Timer::TransactionAbortSweep),
+        }
+    }
+
+    /// `abortTimedOutTransactions`: every transaction open longer than its timeout is aborted
+    /// with an epoch fence.
+    fn abort_timed_out(&mut self, ctx: &mut Ctx) {
+        let now = ctx.now.ms();
+        let expired: Vec<String> = self
+            .transactions
+            .iter()
+            .filter(|(_, state)| state.open.as_ref().is_some_and(|open| open.started_at.ms() + state.timeout_ms <= now))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in expired {
+            self.end_transaction(ctx, &id, false, TransactionEnd::TimedOut);
+        }
+        self.arm_abort_sweep(ctx);
+    }
+
+    /// Adds `tp` to `id`'s transaction (beginning it, `AddPartitionsToTxn`), counting `records`.
+    fn add_to_transaction(&mut self, ctx: &mut Ctx, id: &str, tp: Option<TopicPartition>, records: usize) {
+        let Some(state) = self.transactions.get_mut().get_mut(id) else { return };
+        let began = state.open.is_none();
+        let open = state.open.get_or_insert_with(|| OpenTransaction {
+            started_at: ctx.now,
+            partitions: Vec::new(),
+            offsets: Vec::new(),
+        });
+        if let Some(tp) = tp {
+            match open.partitions.iter_mut().find(|(of, _)| *of == tp) {
+                Some((_, count)) => *count += records,
+                None => open.partitions.push((tp, records)),
+            }
+        }
+        if began {
+            self.arm_abort_sweep(ctx);
+        }
+    }
+
     fn handle(&mut self, ctx: &mut Ctx, from: Node, request_id: u64, request: KafkaRequest) {
         let reply = match request {
-            KafkaRequest::Produce { records } => {
+            KafkaRequest::Produce { records, transaction } => {
+                let id = match transaction.map(|producer| self.current(producer)) {
+                    Some(Err(reason)) => {
+                        ctx.send(from, Msg::KafkaReply { request_id, reply: KafkaReply::Fenced { reason } });
+                        return;
+                    }
+                    Some(Ok(id)) => Some(id),
+                    None => None,
+                };
+                if let Some(id) = &id {
+                    let state = self.transactions.get_mut().get_mut(id).expect("current");
+                    if state.last_sequence.is_some_and(|last| last >= request_id) {
+                        ctx.send(
+                            from,
+                            Msg::KafkaReply { request_id, reply: KafkaReply::Produced { offsets: Vec::new() } },
+                        );
+                        return;
+                    }
+                    state.last_sequence = Some(request_id);
+                    self.add_to_transaction(ctx, id, None, 0);
+                }
+                let producer_id = transaction.map(|producer| producer.producer_id);
                 let mut appended = Vec::with_capacity(records.len());
                 for record in records.iter() {
                     let tp = TopicPartition {
@@ -234,13 +547,34 @@ impl Kafka {
                     };
                     let log = self.logs.get_mut().entry(tp).or_default();
                     let stored = KafkaRecord { tp, offset: log.len() as u64, key: record.key, value: record.value };
-                    log.push(stored);
+                    match producer_id {
+                        Some(producer_id) => log.append_transactional(stored, producer_id),
+                        None => log.push(stored),
+                    }
                     appended.push(stored);
                 }
+                if let Some(id) = &id {
+                    for record in &appended {
+                        self.add_to_transaction(ctx, id, Some(record.tp), 1);
+                    }
+                }
                 let offsets = appended.iter().map(|record| (record.tp, record.offset)).collect();
-                ctx.observe(Observation::Appended { records: appended });
+                ctx.observe(Observation::Appended { records: appended, transaction: producer_id });
                 self.answer_pending_fetches(ctx);
                 KafkaReply::Produced { offsets }
+            }
+            KafkaRequest::WriteSourceOffsetInTransaction(write) => {
+                let TransactionalOffset { connector, offset, producer } = *write;
+                match self.current(producer) {
+                    Ok(id) => {
+                        self.add_to_transaction(ctx, &id, None, 0);
+                        if let Some(open) = self.transactions.get_mut().get_mut(&id).and_then(|s| s.open.as_mut()) {
+                            open.offsets.push((connector, offset));
+                        }
+                        KafkaReply::SourceOffsetWritten
+                    }
+                    Err(reason) => KafkaReply::Fenced { reason },
+                }
             }
             KafkaRequest::WriteSourceOffset { connector, offset } => {
                 match offset {
@@ -253,15 +587,47 @@ impl Kafka {
             KafkaRequest::ReadSourceOffset { connector } => {
                 KafkaReply::SourceOffset(self.source_offsets.get(&connector).copied())
             }
-            KafkaRequest::Fetch { positions, max_records } => {
-                let records = self.fetch(&positions, max_records);
+            KafkaRequest::Fetch { positions, max_records, isolation } => {
+                let records = self.fetch(&positions, max_records, isolation);
                 if records.is_empty() {
                     self.pending_fetches.retain(|pending| pending.client != from);
-                    self.pending_fetches.push(PendingFetch { client: from, request_id, positions, max_records });
+                    self.pending_fetches.push(PendingFetch {
+                        client: from,
+                        request_id,
+                        positions,
+                        max_records,
+                        isolation,
+                    });
                     return;
                 }
-                KafkaReply::Fetched { records, log_end_offsets: self.log_end_offsets() }
+                KafkaReply::Fetched { records, log_end_offsets: self.visible_ends(isolation) }
             }
+            KafkaRequest::InitProducerId { transactional_id, transaction_timeout_ms } => {
+                // An open transaction of an older instance is aborted, with an epoch fence.
+                self.end_transaction(ctx, &transactional_id, false, TransactionEnd::Fenced);
+                let fresh = self.next_producer_id;
+                let state = self.transactions.get_mut().entry(transactional_id).or_insert_with(|| TransactionState {
+                    producer: ProducerEpoch { producer_id: fresh, epoch: 0 },
+                    timeout_ms: transaction_timeout_ms,
+                    open: None,
+                    last_sequence: None,
+                });
+                if state.producer.producer_id == fresh {
+                    self.next_producer_id += 1;
+                } else {
+                    state.producer.epoch = state.producer.epoch.saturating_add(1);
+                }
+                state.timeout_ms = transaction_timeout_ms;
+                state.last_sequence = None;
+                KafkaReply::ProducerId(state.producer)
+            }
+            KafkaRequest::EndTxn { producer, commit } => match self.current(producer) {
+                Ok(id) => {
+                    self.end_transaction(ctx, &id, commit, TransactionEnd::Requested);
+                    KafkaReply::TxnEnded
+                }
+                Err(reason) => KafkaReply::Fenced { reason },
+            },
             KafkaRequest::CommitGroup { group, positions } => {
                 let committed = self.groups.get_mut().entry(group.clone()).or_default();
                 for (tp, position) in &positions {
@@ -295,7 +661,12 @@ impl Kafka {
 }
 
 impl Component for Kafka {
-    fn start(&mut self, _ctx: &mut Ctx) {}
+    fn start(&mut self, ctx: &mut Ctx) {
+        // The coordinator loads `__transaction_state` and sweeps as before.
+        if self.has_open_transactions() {
+            self.arm_abort_sweep(ctx);
+        }
+    }
 
     fn on_message(&mut self, ctx: &mut Ctx, from: Node, msg: Msg) {
         if let Msg::Kafka { request_id, request } = msg {
@@ -303,7 +674,11 @@ impl Component for Kafka {
         }
     }
 
-    fn on_timer(&mut self, _ctx: &mut Ctx, _timer: Timer) {}
+    fn on_timer(&mut self, ctx: &mut Ctx, timer: Timer) {
+        if timer == Timer::TransactionAbortSweep {
+            self.abort_timed_out(ctx);
+        }
+    }
 
     fn on_connection_lost(&mut self, _ctx: &mut Ctx, peer: Node) {
         self.pending_fetches.retain(|pending| pending.client != peer);
@@ -352,6 +727,139 @@ mod tests {
         for start in [0, 1, SEGMENT_RECORDS - 1, SEGMENT_RECORDS, SEGMENT_RECORDS * 2 + 4, count, count + 9] {
             let offsets: Vec<u64> = log.iter_from(start).map(|record| record.offset).collect();
             assert_eq!(offsets, (start as u64..count as u64).collect::<Vec<_>>(), "from {start}");
+        }
+    }
+
+    mod transactions {
+        use super::super::*;
+        use crate::core::component::{Outbox, TimerRequest};
+        use crate::core::event::SourceRecord;
+        use crate::core::ids::TableId;
+
+        const TOPIC: Topic = Topic::Change(TableId(0));
+        const TP: TopicPartition = TopicPartition { topic: TOPIC, partition: 0 };
+
+        fn kafka() -> Kafka {
+            Kafka::new(Fixed::new(KafkaConfig {
+                partitions: 1,
+                topics: vec![TOPIC],
+                transaction_abort_sweep_interval_ms: TRANSACTION_ABORT_SWEEP_INTERVAL_MS,
+            }))
+        }
+
+        /// Sends `request` at `at_ms` from Connect; returns the reply (if any) and what happened.
+        fn ask(kafka: &mut Kafka, at_ms: u64, request_id: u64, request: KafkaRequest) -> (Option<KafkaReply>, Outbox) {
+            let mut out = Outbox::default();
+            let msg = Msg::Kafka { request_id, request };
+            kafka.on_message(&mut Ctx::new(SimTime(at_ms), Node::Connect, &mut out), Node::Connect, msg);
+            let reply = out.sends.iter().find_map(|(_, msg)| match msg {
+                Msg::KafkaReply { request_id: id, reply } if *id == request_id => Some(reply.clone()),
+                _ => None,
+            });
+            (reply, out)
+        }
+
+        fn init(kafka: &mut Kafka, at_ms: u64) -> (ProducerEpoch, Outbox) {
+            let request =
+                KafkaRequest::InitProducerId { transactional_id: "t-0".into(), transaction_timeout_ms: 60_000 };
+            match ask(kafka, at_ms, 100 + at_ms, request) {
+                (Some(KafkaReply::ProducerId(producer)), out) => (producer, out),
+                other => panic!("{other:?}"),
+            }
+        }
+
+        fn produce(kafka: &mut Kafka, at_ms: u64, request_id: u64, key: i64, producer: ProducerEpoch) -> KafkaReply {
+            let record =
+                SourceRecord { topic: TOPIC, key, value: None, offset: SourceOffset::default(), placement: None };
+            let request =
+                KafkaRequest::Produce { records: CopyOnWrite::new(vec![record]), transaction: Some(producer) };
+            ask(kafka, at_ms, request_id, request).0.expect("answered")
+        }
+
+        fn visible(kafka: &Kafka, isolation: IsolationLevel) -> Vec<i64> {
+            kafka.fetch(&[(TP, 0)], 100, isolation).iter().map(|record| record.key).collect()
+        }
+
+        #[test]
+        fn read_committed_waits_at_the_lso_and_never_sees_an_aborted_record() {
+            let mut kafka = kafka();
+            let (first, _) = init(&mut kafka, 0);
+            produce(&mut kafka, 1, 1, 10, first);
+            // Open: a read_uncommitted reader sees it, a read_committed one waits at the LSO.
+            assert_eq!(visible(&kafka, IsolationLevel::ReadUncommitted), vec![10]);
+            assert_eq!(visible(&kafka, IsolationLevel::ReadCommitted), Vec::<i64>::new());
+            assert_eq!(kafka.visible_ends(IsolationLevel::ReadCommitted), vec![(TP, 0)]);
+            // A new instance of the transactional.id fences the old one and aborts its transaction.
+            let (second, out) = init(&mut kafka, 2);
+            assert!(second.epoch > first.epoch && second.producer_id == first.producer_id);
+            assert!(out.observations.iter().any(|o| matches!(
+                o,
+                Observation::TransactionEnded { committed: false, cause: TransactionEnd::Fenced, records: 1, .. }
+            )));
+            assert!(matches!(produce(&mut kafka, 3, 2, 11, first), KafkaReply::Fenced { .. }), "the zombie is fenced");
+            produce(&mut kafka, 4, 3, 10, second);
+            let end = KafkaRequest::EndTxn { producer: second, commit: true };
+            assert_eq!(ask(&mut kafka, 5, 4, end).0, Some(KafkaReply::TxnEnded));
+            // Log: 10 (aborted), ABORT marker, 10, COMMIT marker.
+            assert_eq!(kafka.logs.get(&TP).map(PartitionLog::len), Some(4));
+            assert_eq!(visible(&kafka, IsolationLevel::ReadCommitted), vec![10]);
+            assert_eq!(visible(&kafka, IsolationLevel::ReadUncommitted), vec![10, 10], "markers are never given out");
+            // The markers at the end are nothing to wait for.
+            assert_eq!(kafka.visible_ends(IsolationLevel::ReadCommitted), vec![(TP, 3)]);
+        }
+
+        #[test]
+        fn offsets_written_in_a_transaction_count_only_once_it_commits() {
+            let mut kafka = kafka();
+            let (producer, _) = init(&mut kafka, 0);
+            let offset = SourceOffset::default();
+            let write = KafkaRequest::WriteSourceOffsetInTransaction(Box::new(TransactionalOffset {
+                connector: "c".into(),
+                offset: Some(offset),
+                producer,
+            }));
+            assert_eq!(ask(&mut kafka, 1, 1, write).0, Some(KafkaReply::SourceOffsetWritten));
+            let read = || KafkaRequest::ReadSourceOffset { connector: "c".into() };
+            assert_eq!(ask(&mut kafka, 2, 2, read()).0, Some(KafkaReply::SourceOffset(None)));
+            ask(&mut kafka, 3, 3, KafkaRequest::EndTxn { producer, commit: true });
+            assert_eq!(ask(&mut kafka, 4, 4, read()).0, Some(KafkaReply::SourceOffset(Some(offset))));
+        }
+
+        #[test]
+        fn the_sweep_aborts_a_transaction_open_past_its_timeout_and_fences_its_producer() {
+            let mut kafka = kafka();
+            let (producer, _) = init(&mut kafka, 0);
+            let (_, out) = ask(&mut kafka, 1_500, 1, {
+                let record = SourceRecord {
+                    topic: TOPIC,
+                    key: 1,
+                    value: None,
+                    offset: SourceOffset::default(),
+                    placement: None,
+                };
+                KafkaRequest::Produce { records: CopyOnWrite::new(vec![record]), transaction: Some(producer) }
+            });
+            // Open at 1.5 s with a 60 s timeout: the first sweep at or after 61.5 s is at 70 s.
+            assert!(out.timers.contains(&TimerRequest::Set { timer: Timer::TransactionAbortSweep, after_ms: 68_500 }));
+            let mut out = Outbox::default();
+            kafka.on_timer(&mut Ctx::new(SimTime(70_000), Node::Kafka, &mut out), Timer::TransactionAbortSweep);
+            assert!(out.observations.iter().any(|o| matches!(
+                o,
+                Observation::TransactionEnded { committed: false, cause: TransactionEnd::TimedOut, .. }
+            )));
+            assert!(!kafka.has_open_transactions());
+            let end = KafkaRequest::EndTxn { producer, commit: true };
+            assert!(matches!(ask(&mut kafka, 70_001, 2, end).0, Some(KafkaReply::Fenced { .. })));
+            assert_eq!(visible(&kafka, IsolationLevel::ReadCommitted), Vec::<i64>::new());
+        }
+
+        #[test]
+        fn a_batch_sent_again_is_appended_once() {
+            let mut kafka = kafka();
+            let (producer, _) = init(&mut kafka, 0);
+            produce(&mut kafka, 1, 7, 1, producer);
+            produce(&mut kafka, 2, 7, 1, producer);
+            assert_eq!(visible(&kafka, IsolationLevel::ReadUncommitted), vec![1]);
         }
     }
 

@@ -53,7 +53,10 @@ impl Loader {
         ctx.observe(Observation::LoaderRead { rows: records.len(), lsn: self.lsn.unwrap_or_default() });
         let records = CopyOnWrite::new(records);
         self.producing = Some(records.clone());
-        ctx.send(Node::Kafka, Msg::Kafka { request_id: 1, request: KafkaRequest::Produce { records } });
+        ctx.send(
+            Node::Kafka,
+            Msg::Kafka { request_id: 1, request: KafkaRequest::Produce { records, transaction: None } },
+        );
     }
 }
 
@@ -101,7 +104,10 @@ impl Component for Loader {
         if timer == Timer::KafkaRetry
             && let Some(records) = self.producing.clone()
         {
-            ctx.send(Node::Kafka, Msg::Kafka { request_id: 1, request: KafkaRequest::Produce { records } });
+            ctx.send(
+                Node::Kafka,
+                Msg::Kafka { request_id: 1, request: KafkaRequest::Produce { records, transaction: None } },
+            );
             return;
         }
         if timer == Timer::LoaderStart && !self.done {

@@ -32,7 +32,7 @@ use crate::core::ids::{Key, Node, TableId};
 use crate::core::keymap::KeyMap;
 use crate::core::lsn::Lsn;
 use crate::core::observe::{Apply, Doc, Observation, SinkAction};
-use crate::core::protocol::{KafkaReply, KafkaRequest, Msg, OffsetReset};
+use crate::core::protocol::{IsolationLevel, KafkaReply, KafkaRequest, Msg, OffsetReset};
 use crate::core::shared::Fixed;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -164,6 +164,9 @@ pub struct SinkConfig {
     pub max_poll_records: u32,
     /// `auto.offset.reset`.
     pub auto_offset_reset: OffsetReset,
+    /// `isolation.level` (default `read_uncommitted`).
+    #[serde(default)]
+    pub isolation_level: IsolationLevel,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -256,7 +259,9 @@ impl SearchIndex {
     fn fetch(&mut self, ctx: &mut Ctx) {
         let positions = self.volatile.positions.iter().map(|(tp, position)| (*tp, *position)).collect();
         let max_records = self.config.max_poll_records;
-        self.volatile.fetch_request = Some(self.request(ctx, KafkaRequest::Fetch { positions, max_records }));
+        self.volatile.fetch_request = Some(
+            self.request(ctx, KafkaRequest::Fetch { positions, max_records, isolation: self.config.isolation_level }),
+        );
     }
 
     /// Applies one record by the configured rule.
@@ -578,6 +583,7 @@ mod tests {
             auto_commit_interval_ms: 5000,
             max_poll_records: 500,
             auto_offset_reset: OffsetReset::Earliest,
+            isolation_level: IsolationLevel::ReadUncommitted,
         };
         let mut sink = SearchIndex::new(Fixed::new(config));
         let mut records = snapshot(10, &[1, 2, 4], 0);

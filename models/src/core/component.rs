@@ -55,11 +55,15 @@ pub enum Timer {
     /// The outbox's consumer: its local transaction on the record in hand is done
     /// (`processing_ms`).
     ConsumerWork,
+    /// Kafka: the transaction coordinator's sweep for transactions open past their
+    /// `transaction.timeout.ms` (every
+    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`).
+    TransactionAbortSweep,
 }
 
 impl Timer {
     /// Every timer but the scan batch (one per client) and the connector tasks' ([`TaskTimer`]).
-    pub const PLAIN: [Timer; 12] = [
+    pub const PLAIN: [Timer; 13] = [
         Timer::BgwriterRunningXacts,
         Timer::Checkpoint,
         Timer::ShipWal,
@@ -72,6 +76,7 @@ impl Timer {
         Timer::WalWriter,
         Timer::IdleInTransactionTimeout,
         Timer::ConsumerWork,
+        Timer::TransactionAbortSweep,
     ];
 
     /// Connector `connector`'s task timer.
@@ -103,6 +108,7 @@ impl Timer {
             Timer::WalWriter => "wal-writer".into(),
             Timer::IdleInTransactionTimeout => "idle-in-transaction-session-timeout".into(),
             Timer::ConsumerWork => "consumer-work".into(),
+            Timer::TransactionAbortSweep => "transaction-abort-sweep".into(),
         }
     }
 }

@@ -323,6 +323,23 @@ pub enum Observation {
     /// Records appended to partition logs (durable from now on).
     Appended {
         records: Vec<KafkaRecord>,
+        /// The producer id of the transaction they belong to; `None`: not transactional. Records
+        /// of a transaction are in the log at once (a `read_uncommitted` reader sees them) and
+        /// count for `read_committed` readers once [`Observation::TransactionEnded`] commits them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        transaction: Option<u32>,
+    },
+    /// A transaction ended: its markers are written on every partition it touched.
+    TransactionEnded {
+        transactional_id: String,
+        producer_id: u32,
+        committed: bool,
+        /// Why it ended: the producer asked, a new instance of its `transactional.id` called
+        /// `initTransactions()` (the old one is fenced and its open transaction aborted), or the
+        /// coordinator's sweep found it older than its `transaction.timeout.ms`.
+        cause: TransactionEnd,
+        /// Its data records: how many per partition it wrote.
+        records: usize,
     },
     /// The offsets topic now holds this value for the connector (`None`: tombstone).
     SourceOffsetStored {
@@ -600,7 +617,7 @@ impl Observation {
     pub fn trace_items(&self) -> u64 {
         let carried = match self {
             Observation::Committed { txn, .. } => txn.changes.len(),
-            Observation::Appended { records } => records.len(),
+            Observation::Appended { records, .. } => records.len(),
             Observation::SinkApplied { applies } => applies.len(),
             Observation::SinkReconciled { removed, .. } => removed.len(),
             Observation::GroupCommitted { positions, .. } | Observation::SinkStarted { positions } => positions.len(),
@@ -631,4 +648,16 @@ impl Observation {
             _ => None,
         }
     }
+}
+
+/// Why a Kafka transaction ended ([`Observation::TransactionEnded`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TransactionEnd {
+    /// `EndTxn` from the producer (`commitTransaction()` / `abortTransaction()`).
+    Requested,
+    /// `InitProducerId` for the same `transactional.id` found it open: fenced and aborted.
+    Fenced,
+    /// `transaction.timeout.ms` passed: the coordinator's sweep fenced the epoch and aborted it.
+    TimedOut,
 }

@@ -380,15 +380,26 @@ pub struct FailoverSlot {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum KafkaRequest {
     /// A produce request carrying one batch of records (`acks=all`). CopyOnWrite, because a client
-    /// keeps it to send again until it is acknowledged.
-    Produce { records: CopyOnWrite<Vec<SourceRecord>> },
+    /// keeps it to send again until it is acknowledged. With `transaction`, the batch is part of
+    /// that producer's open transaction (its first send adds the partitions, `AddPartitionsToTxn`).
+    Produce { records: CopyOnWrite<Vec<SourceRecord>>, transaction: Option<ProducerEpoch> },
     /// Write (or with `None`, tombstone) the source offset of a connector in the offsets topic.
     WriteSourceOffset { connector: String, offset: Option<SourceOffset> },
-    /// Read the offsets topic to its end and return a connector's offset.
+    /// The same inside a producer's open transaction: exactly-once source tasks send their
+    /// offsets through their own transactional producer (KIP-618). Boxed: a message's size is
+    /// its largest request's.
+    WriteSourceOffsetInTransaction(Box<TransactionalOffset>),
+    /// Read the offsets topic to its end and return a connector's offset (what a `read_committed`
+    /// reader sees: offsets written in a transaction count once it committed).
     ReadSourceOffset { connector: String },
     /// Fetch from each partition at the given position (a long poll: answered when there is
-    /// data).
-    Fetch { positions: Vec<(TopicPartition, u64)>, max_records: u32 },
+    /// data the consumer's `isolation.level` lets it see).
+    Fetch { positions: Vec<(TopicPartition, u64)>, max_records: u32, isolation: IsolationLevel },
+    /// `InitProducerId` for a `transactional.id` (`initTransactions()`): the coordinator bumps the
+    /// epoch, which fences every older instance, and aborts a transaction the id left open.
+    InitProducerId { transactional_id: String, transaction_timeout_ms: u64 },
+    /// `EndTxn`: commit or abort the producer's open transaction (`commitTransaction()`).
+    EndTxn { producer: ProducerEpoch, commit: bool },
     /// `OffsetCommit` for a consumer group.
     CommitGroup { group: String, positions: Vec<(TopicPartition, u64)> },
     /// `OffsetFetch` for a consumer group, plus the partitions of its topics and, for each, where
@@ -409,6 +420,16 @@ pub enum KafkaReply {
         log_end_offsets: Vec<(TopicPartition, u64)>,
     },
     GroupCommitted,
+    /// `InitProducerId`'s answer: the producer id and its new epoch.
+    ProducerId(ProducerEpoch),
+    /// The transaction ended as asked (its markers are written).
+    TxnEnded,
+    /// A transactional request from a producer whose epoch is not the current one
+    /// (`ProducerFencedException` / `InvalidProducerEpochException`): a newer instance called
+    /// `initTransactions()`, or the coordinator aborted the transaction when it timed out.
+    Fenced {
+        reason: String,
+    },
     /// The committed offsets, and every partition with its reset position (`None` under
     /// `auto.offset.reset=none`: there is none).
     Group {
@@ -537,6 +558,44 @@ impl OffsetReset {
             OffsetReset::Earliest => "earliest",
             OffsetReset::Latest => "latest",
             OffsetReset::None => "none",
+        }
+    }
+}
+
+/// An offsets-topic write inside a transaction ([`KafkaRequest::WriteSourceOffsetInTransaction`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TransactionalOffset {
+    pub connector: String,
+    pub offset: Option<SourceOffset>,
+    pub producer: ProducerEpoch,
+}
+
+/// A transactional producer's identity at the broker (KIP-98): its producer id and epoch. A
+/// request carrying an older epoch than the coordinator's is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ProducerEpoch {
+    pub producer_id: u32,
+    pub epoch: u16,
+}
+
+/// A consumer's `isolation.level` (`ConsumerConfig`; default `read_uncommitted`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IsolationLevel {
+    /// Everything up to the high watermark, records of open and aborted transactions included.
+    #[default]
+    ReadUncommitted,
+    /// Only below the last stable offset, and no record of an aborted transaction.
+    ReadCommitted,
+}
+
+impl IsolationLevel {
+    pub const ALL: [IsolationLevel; 2] = [IsolationLevel::ReadUncommitted, IsolationLevel::ReadCommitted];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            IsolationLevel::ReadUncommitted => "read_uncommitted",
+            IsolationLevel::ReadCommitted => "read_committed",
         }
     }
 }

@@ -219,7 +219,7 @@ impl Coverage {
                 }
                 _ => {}
             },
-            Observation::Appended { records } => {
+            Observation::Appended { records, .. } => {
                 for record in records {
                     let Some(event) = record.value else { continue };
                     if event.source.snapshot.is_snapshot()

@@ -479,8 +479,32 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             retry_after_ms % 1000
         ),
         Observation::RestAnswered { request } => format!("{request}: answered by the Connect worker"),
-        Observation::Appended { records } => {
+        Observation::Appended { records, transaction: None } => {
             format!("appended {} record(s) at {}", records.len(), partitions_summary(records, names))
+        }
+        Observation::Appended { records, transaction: Some(producer_id) } => format!(
+            "appended {} record(s) at {} in producer {producer_id}'s open transaction (read_committed consumers \
+             wait for its end)",
+            records.len(),
+            partitions_summary(records, names)
+        ),
+        Observation::TransactionEnded { transactional_id, producer_id, committed, cause, records } => {
+            let what = if *committed { "committed" } else { "aborted" };
+            let why = match cause {
+                crate::core::observe::TransactionEnd::Requested => String::new(),
+                crate::core::observe::TransactionEnd::Fenced => {
+                    " by the coordinator: a new instance of the transactional.id called initTransactions() and \
+                     fenced the old one"
+                        .into()
+                }
+                crate::core::observe::TransactionEnd::TimedOut => {
+                    " by the coordinator: open longer than its transaction.timeout.ms, the producer fenced".into()
+                }
+            };
+            format!(
+                "transaction of {transactional_id} (producer {producer_id}) {what}{why}: {records} record(s), \
+                 markers written"
+            )
         }
         Observation::SourceOffsetStored { connector, offset } => match offset {
             Some(_) => return None,

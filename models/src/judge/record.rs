@@ -447,7 +447,7 @@ impl OutboxRecord {
         };
         let mut appended: BTreeMap<(crate::core::ids::TableId, Key), usize> = BTreeMap::new();
         for event in inputs.trace {
-            let Observation::Appended { records } = &event.observation else { continue };
+            let Observation::Appended { records, .. } = &event.observation else { continue };
             for kafka in records {
                 if let (Topic::Routed(_), Some(value)) = (kafka.tp.topic, kafka.value) {
                     *appended.entry((value.source.table, kafka.key)).or_default() += 1;

@@ -785,14 +785,18 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
         },
         connector_properties: BTreeMap::new(),
         connector_start_ms: 0,
-        connect: ConnectConfig { offset_flush_interval_ms: 60_000, offset_flush_timeout_ms: 5_000 },
-        kafka: KafkaSection { partitions: 1 },
+        connect: ConnectConfig::new(60_000, 5_000),
+        kafka: KafkaSection {
+            partitions: 1,
+            transaction_abort_sweep_interval_ms: crate::components::kafka::TRANSACTION_ABORT_SWEEP_INTERVAL_MS,
+        },
         sink: SinkConfig {
             rule,
             group: "claims-search-index".into(),
             auto_commit_interval_ms: 5_000,
             max_poll_records: 500,
             auto_offset_reset: crate::core::protocol::OffsetReset::Earliest,
+            isolation_level: crate::core::protocol::IsolationLevel::ReadUncommitted,
         },
         background: None,
         scripted: vec![

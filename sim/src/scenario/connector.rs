@@ -4,6 +4,7 @@ use super::fields::{Cx, Field, Horizon, Res, Section, out_of_range, setting_out_
 use super::sections::table_id;
 use super::toml_text::duration_text;
 use super::tree::Val;
+use handoff_models::components::connect::ConnectConfig;
 use handoff_models::components::connect::debezium::DebeziumConfig;
 use handoff_models::components::connect::debezium::LsnFlushMode;
 use handoff_models::components::connect::debezium::OffsetMismatchStrategy;
@@ -21,7 +22,7 @@ const MODELLED: &str = "name connector.class topic.prefix plugin.name slot.name 
     retriable.restart.connector.wait.ms tombstones.on.delete table.include.list offset.mismatch.strategy \
     lsn.flush.mode heartbeat.interval.ms heartbeat.action.query slot.failover slot.drop.on.stop \
     provide.transaction.metadata internal.slot.seek.to.known.offset.on.start message.prefix.include.list \
-    message.prefix.exclude.list";
+    message.prefix.exclude.list exactly.once.support transaction.boundary";
 
 /// Accepted and shown in the handoff record, with no effect on the model.
 const ACCEPTED: &str = "database.hostname database.port database.user database.password database.dbname \
@@ -526,6 +527,49 @@ fn message_prefix_filter(cx: &Cx, s: &Section) -> Res<MessagePrefixFilter> {
         (None, Some(prefixes)) => Ok(MessagePrefixFilter::Exclude(prefixes)),
         (None, None) => Ok(MessagePrefixFilter::All),
     }
+}
+
+/// Connect's exactly-once properties of a source connector (KIP-618; reference kafka-connect.md
+/// §2.1), checked as the herder validates them (`DistributedHerder.validateSourceConnectorConfig`).
+pub(super) fn exactly_once_properties(cx: &Cx, s: &Section, connect: &ConnectConfig) -> Res<()> {
+    if let Some(field) = s.get("exactly.once.support") {
+        match prop_text(cx, &field)?.as_str() {
+            "requested" => {}
+            "required" if connect.exactly_once() => {}
+            // `validateSourceConnectorExactlyOnceSupport`: `required` needs the worker's support.
+            "required" => {
+                return cx.fail(
+                    &field,
+                    "Connect refuses the connector: exactly.once.support=required needs workers with \
+                     exactly.once.source.support=enabled ([connect])",
+                );
+            }
+            other => return cx.fail(&field, unknown_value(other, ["requested", "required"].into_iter())),
+        }
+    }
+    if let Some(field) = s.get("transaction.boundary") {
+        match prop_text(cx, &field)?.as_str() {
+            "poll" => {}
+            // `SourceConnector.canDefineTransactionBoundaries` is UNSUPPORTED for Debezium's
+            // PostgreSQL connector: Connect refuses the configuration.
+            "connector" => {
+                return cx.fail(
+                    &field,
+                    "Debezium's PostgreSQL connector does not define transaction boundaries: Connect refuses \
+                     transaction.boundary=connector for it (Debezium supports poll only)",
+                );
+            }
+            "interval" => {
+                return cx.fail(
+                    &field,
+                    "transaction.boundary=interval is not modelled yet (Debezium documents poll as the boundary it \
+                     supports); use poll",
+                );
+            }
+            other => return cx.fail(&field, unknown_value(other, ["poll", "interval", "connector"].into_iter())),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

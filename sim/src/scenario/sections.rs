@@ -11,10 +11,10 @@ use super::toml_text::{duration_text, size_text};
 use super::tree::Val;
 use super::units::{DURATION_UNITS, duration_ms, with_unit};
 use super::workload::workload;
-use handoff_models::components::connect::ConnectConfig;
 use handoff_models::components::connect::debezium::{DebeziumConfig, OffsetMismatchStrategy};
+use handoff_models::components::connect::{ConnectConfig, ExactlyOnceSourceSupport};
 use handoff_models::components::consumer::{ConsumerConfig, InboxRule};
-use handoff_models::components::kafka::KafkaSection;
+use handoff_models::components::kafka::{KafkaSection, TRANSACTION_ABORT_SWEEP_INTERVAL_MS};
 use handoff_models::components::operator::GatePolicy;
 use handoff_models::components::postgres::PostgresSection;
 use handoff_models::components::sink::ApplyRule;
@@ -22,7 +22,7 @@ use handoff_models::components::sink::SinkConfig;
 use handoff_models::core::change::ReplicaIdentity;
 use handoff_models::core::ids::TableId;
 use handoff_models::core::limits;
-use handoff_models::core::protocol::OffsetReset;
+use handoff_models::core::protocol::{IsolationLevel, OffsetReset};
 use handoff_models::scenario::faults::System;
 use handoff_models::scenario::spec::Acceptance;
 use handoff_models::scenario::spec::HandoffMethod;
@@ -69,6 +69,9 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         .chain(more_connectors.iter().map(|more| more.debezium.name.clone()))
         .collect();
     let (connect, connector_start_ms) = connect(cx, &root.sub(cx, "connect")?, &horizon)?;
+    for section in &sections {
+        super::connector::exactly_once_properties(cx, section, &connect)?;
+    }
     let kafka = kafka(cx, &root.sub(cx, "kafka")?)?;
     let sink = sink(cx, &root.sub(cx, "sink")?)?;
     let outboxes = Outboxes { tables: &tables, messages: &message_outboxes };
@@ -643,24 +646,59 @@ pub(super) fn table_id(cx: &Cx, field: &Field, name: &str, tables: &[TableSetup]
 }
 
 fn connect(cx: &Cx, s: &Section, horizon: &Horizon) -> Res<(ConnectConfig, u64)> {
-    s.check_keys(cx, "offset.flush.interval.ms offset.flush.timeout.ms start_at_ms", "field")?;
+    s.check_keys(
+        cx,
+        "offset.flush.interval.ms offset.flush.timeout.ms exactly.once.source.support group.id \
+         producer.transaction.timeout.ms start_at_ms",
+        "field",
+    )?;
     let setting = |key: &str, default: u64| s.opt(key, default, |field| cx.setting_ms(field, 1));
-    let config = ConnectConfig {
-        offset_flush_interval_ms: setting("offset.flush.interval.ms", 60_000)?,
-        offset_flush_timeout_ms: setting("offset.flush.timeout.ms", 5_000)?,
-    };
+    let mut config =
+        ConnectConfig::new(setting("offset.flush.interval.ms", 60_000)?, setting("offset.flush.timeout.ms", 5_000)?);
+    let supports = ExactlyOnceSourceSupport::ALL.map(|support| (support.name(), support));
+    config.exactly_once_source_support =
+        s.opt("exactly.once.source.support", ExactlyOnceSourceSupport::Disabled, |field| cx.choice(field, &supports))?;
+    config.group_id = s.opt("group.id", config.group_id.clone(), |field| match cx.string(field)? {
+        "" => cx.fail(field, "must not be empty"),
+        group => Ok(group.to_owned()),
+    })?;
+    config.transaction_timeout_ms = setting("producer.transaction.timeout.ms", config.transaction_timeout_ms)?;
+    // The broker refuses a producer's timeout above its `transaction.max.timeout.ms` (900 000)
+    // with INVALID_TRANSACTION_TIMEOUT: `initTransactions()` fails.
+    if config.transaction_timeout_ms > 900_000
+        && let Some(field) = s.get("producer.transaction.timeout.ms")
+    {
+        return cx.fail(
+            &field,
+            "above the broker's transaction.max.timeout.ms (900000): InitProducerId fails with \
+             INVALID_TRANSACTION_TIMEOUT",
+        );
+    }
     let start_at_ms = s.opt("start_at_ms", 0, |field| cx.time_ms(field, 0, horizon))?;
     Ok((config, start_at_ms))
 }
 
 fn kafka(cx: &Cx, s: &Section) -> Res<KafkaSection> {
-    s.check_keys(cx, "partitions", "field")?;
+    const SWEEP: &str = "transaction.abort.timed.out.transaction.cleanup.interval.ms";
+    s.check_keys(cx, &format!("partitions {SWEEP}"), "field")?;
     let partitions = s.opt("partitions", 1, |field| cx.int(field, 1, 64).map(|value| value as u32))?;
-    Ok(KafkaSection { partitions })
+    let transaction_abort_sweep_interval_ms =
+        s.opt(SWEEP, TRANSACTION_ABORT_SWEEP_INTERVAL_MS, |field| cx.setting_ms(field, 1))?;
+    Ok(KafkaSection { partitions, transaction_abort_sweep_interval_ms })
+}
+
+/// `isolation.level` of a consumer (default `read_uncommitted`).
+fn isolation_level(cx: &Cx, s: &Section) -> Res<IsolationLevel> {
+    let levels = IsolationLevel::ALL.map(|level| (level.name(), level));
+    s.opt("isolation.level", IsolationLevel::ReadUncommitted, |field| cx.choice(field, &levels))
 }
 
 fn sink(cx: &Cx, s: &Section) -> Res<SinkConfig> {
-    s.check_keys(cx, "apply group.id auto.commit.interval.ms max.poll.records auto.offset.reset", "field")?;
+    s.check_keys(
+        cx,
+        "apply group.id auto.commit.interval.ms max.poll.records auto.offset.reset isolation.level",
+        "field",
+    )?;
     let rules = [ApplyRule::VersionGuard, ApplyRule::NaiveUpsert, ApplyRule::SnapshotEpoch];
     let rules = rules.map(|rule| (rule.name(), rule));
     let rule = s.req(cx, "apply", |field| cx.choice(field, &rules))?;
@@ -674,14 +712,16 @@ fn sink(cx: &Cx, s: &Section) -> Res<SinkConfig> {
     let resets = OffsetReset::ALL.map(|reset| (reset.name(), reset));
     let auto_offset_reset =
         s.opt("auto.offset.reset", OffsetReset::CONSUMER_DEFAULT, |field| cx.choice(field, &resets))?;
-    Ok(SinkConfig { rule, group, auto_commit_interval_ms, max_poll_records, auto_offset_reset })
+    let isolation_level = isolation_level(cx, s)?;
+    Ok(SinkConfig { rule, group, auto_commit_interval_ms, max_poll_records, auto_offset_reset, isolation_level })
 }
 
 /// `[consumer]`: the outbox's consumer.
 fn consumer(cx: &Cx, s: &Section, outboxes: Outboxes) -> Res<ConsumerConfig> {
     s.check_keys(
         cx,
-        "inbox group.id enable.auto.commit auto.commit.interval.ms max.poll.records auto.offset.reset processing_ms",
+        "inbox group.id enable.auto.commit auto.commit.interval.ms max.poll.records auto.offset.reset processing_ms \
+         isolation.level",
         "field",
     )?;
     if outboxes.count() == 0 {
@@ -721,6 +761,7 @@ fn consumer(cx: &Cx, s: &Section, outboxes: Outboxes) -> Res<ConsumerConfig> {
         max_poll_records,
         auto_offset_reset,
         processing_ms,
+        isolation_level: isolation_level(cx, s)?,
     })
 }
 

@@ -287,12 +287,19 @@ fn write_connect(w: &mut Writer, spec: &Spec) {
     w.table("connect");
     w.field("offset.flush.interval.ms", spec.connect.offset_flush_interval_ms);
     w.field("offset.flush.timeout.ms", spec.connect.offset_flush_timeout_ms);
+    w.field("exactly.once.source.support", toml_string(spec.connect.exactly_once_source_support.name()));
+    w.field("group.id", toml_string(&spec.connect.group_id));
+    w.field("producer.transaction.timeout.ms", spec.connect.transaction_timeout_ms);
     w.field("start_at_ms", spec.connector_start_ms);
 }
 
 fn write_kafka(w: &mut Writer, spec: &Spec) {
     w.table("kafka");
     w.field("partitions", spec.kafka.partitions);
+    w.field(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        spec.kafka.transaction_abort_sweep_interval_ms,
+    );
 }
 
 fn write_sink(w: &mut Writer, spec: &Spec) {
@@ -302,6 +309,7 @@ fn write_sink(w: &mut Writer, spec: &Spec) {
     w.field("auto.commit.interval.ms", spec.sink.auto_commit_interval_ms);
     w.field("max.poll.records", spec.sink.max_poll_records);
     w.field("auto.offset.reset", toml_string(spec.sink.auto_offset_reset.name()));
+    w.field("isolation.level", toml_string(spec.sink.isolation_level.name()));
 }
 
 fn write_consumer(w: &mut Writer, spec: &Spec) {
@@ -314,6 +322,7 @@ fn write_consumer(w: &mut Writer, spec: &Spec) {
     w.field("max.poll.records", consumer.max_poll_records);
     w.field("auto.offset.reset", toml_string(consumer.auto_offset_reset.name()));
     w.field("processing_ms", consumer.processing_ms);
+    w.field("isolation.level", toml_string(consumer.isolation_level.name()));
 }
 
 fn write_workload(w: &mut Writer, spec: &Spec) -> Result<(), String> {

@@ -28,9 +28,29 @@
 //! write it to the config topic (`KafkaConfigBackingStore.putTargetState`; STOPPED is KIP-875's),
 //! so it survives a worker's death ([`Component::crash`] keeps it), and a restarting worker reads
 //! it back and starts no task of a STOPPED connector (`Worker.startConnector` honours the
-//! `TargetState`). A REST call needs a reachable worker. Left out:
-//! group membership and rebalancing (`scheduled.rebalance.max.delay.ms`), exactly-once support,
-//! `errors.tolerance`, the 5 s graceful-shutdown deadline and orphaned tasks.
+//! `TargetState`). A REST call needs a reachable worker.
+//!
+//! Exactly-once source support (KIP-618; reference kafka-connect.md §2), with
+//! `exactly.once.source.support=enabled` (`ExactlyOnceWorkerSourceTask`):
+//! - Start-up (§2.2): zombie fencing (with one task before and after, Connect only writes the
+//!   task-count record, which changes nothing here), `initTransactions()` with the task's
+//!   `transactional.id` `${group.id}-${connector}-0` — the coordinator bumps the epoch and aborts
+//!   a transaction the previous instance left open — then the offsets are read as a
+//!   `read_committed` consumer sees them.
+//! - Steady state, `transaction.boundary=poll` (§2.3): each non-empty `poll()` is one
+//!   transaction; its records and then its last offset are sent through the task's
+//!   transactional producer, and `commitTransaction()` blocks the send loop until the commit is
+//!   done; only then `commitRecord` and `SourceTask.commit()` are called, so Debezium confirms to
+//!   the slot only committed offsets. No periodic offset committer runs.
+//! - Failure (§2.4): a worker's death leaves its transaction open (`read_committed` readers wait
+//!   at the last stable offset) until the next instance's `initTransactions()` or
+//!   `transaction.timeout.ms` aborts it; a task failure skips the final commit
+//!   (`finalOffsetCommit(true)`), so its transaction stays open the same way; a graceful stop
+//!   commits it. A fenced producer fails the task.
+//!
+//! Left out: group membership and rebalancing (`scheduled.rebalance.max.delay.ms`),
+//! `transaction.boundary` `interval` and `connector`, `errors.tolerance`, the 5 s
+//! graceful-shutdown deadline and orphaned tasks.
 
 pub mod debezium;
 pub mod transforms;
@@ -46,7 +66,7 @@ use crate::core::observe::Observation;
 /// operator reads too).
 pub use crate::core::protocol::ConnectorState;
 use crate::core::protocol::{
-    Control, KAFKA_RECONNECT_BACKOFF_MS, KafkaReply, KafkaRequest, Msg, RestReply, RestRequest,
+    Control, KAFKA_RECONNECT_BACKOFF_MS, KafkaReply, KafkaRequest, Msg, ProducerEpoch, RestReply, RestRequest,
 };
 use crate::core::shared::{CopyOnWrite, Fixed};
 use crate::core::time::SimTime;
@@ -59,6 +79,73 @@ pub struct ConnectConfig {
     pub offset_flush_interval_ms: u64,
     /// `offset.flush.timeout.ms` (default 5 000).
     pub offset_flush_timeout_ms: u64,
+    /// `exactly.once.source.support` (default `disabled`).
+    #[serde(default)]
+    pub exactly_once_source_support: ExactlyOnceSourceSupport,
+    /// `group.id`: the worker group, part of each task's `transactional.id`.
+    #[serde(default = "default_group_id")]
+    pub group_id: String,
+    /// `producer.transaction.timeout.ms` (the producer's `transaction.timeout.ms`, default 60 000).
+    #[serde(default = "default_transaction_timeout_ms")]
+    pub transaction_timeout_ms: u64,
+}
+
+impl ConnectConfig {
+    /// The defaults of `WorkerConfig` and `DistributedConfig` (`group.id` has none: this is the
+    /// one of the `connect-distributed.properties` Kafka ships).
+    pub fn new(offset_flush_interval_ms: u64, offset_flush_timeout_ms: u64) -> ConnectConfig {
+        ConnectConfig {
+            offset_flush_interval_ms,
+            offset_flush_timeout_ms,
+            exactly_once_source_support: ExactlyOnceSourceSupport::Disabled,
+            group_id: default_group_id(),
+            transaction_timeout_ms: default_transaction_timeout_ms(),
+        }
+    }
+
+    /// Whether source tasks run exactly-once (`exactly.once.source.support=enabled`).
+    pub fn exactly_once(&self) -> bool {
+        self.exactly_once_source_support == ExactlyOnceSourceSupport::Enabled
+    }
+
+    /// A task's `transactional.id` (`Worker.taskTransactionalId`): `${group.id}-${connector}-${task}`.
+    pub fn transactional_id(&self, connector: &str) -> String {
+        format!("{}-{connector}-0", self.group_id)
+    }
+}
+
+fn default_group_id() -> String {
+    "connect-cluster".into()
+}
+
+fn default_transaction_timeout_ms() -> u64 {
+    60_000
+}
+
+/// The worker's `exactly.once.source.support` (`DistributedConfig.ExactlyOnceSourceSupport`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExactlyOnceSourceSupport {
+    /// At-least-once source tasks with the periodic offset committer.
+    #[default]
+    Disabled,
+    /// The leader writes the config topic transactionally; tasks still run at-least-once.
+    Preparing,
+    /// Transactional source tasks and zombie fencing.
+    Enabled,
+}
+
+impl ExactlyOnceSourceSupport {
+    pub const ALL: [ExactlyOnceSourceSupport; 3] =
+        [ExactlyOnceSourceSupport::Disabled, ExactlyOnceSourceSupport::Preparing, ExactlyOnceSourceSupport::Enabled];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ExactlyOnceSourceSupport::Disabled => "disabled",
+            ExactlyOnceSourceSupport::Preparing => "preparing",
+            ExactlyOnceSourceSupport::Enabled => "enabled",
+        }
+    }
 }
 
 /// The connector's target state, stored in the config topic.
@@ -90,6 +177,12 @@ enum Pending {
     Flush { final_commit: bool },
     /// `DELETE /connectors/<name>/offsets`.
     DeleteOffsets,
+    /// `initTransactions()` of an exactly-once task starting.
+    InitProducer,
+    /// The offsets of the open transaction, sent through the task's transactional producer.
+    TxnOffsets { final_commit: bool },
+    /// `commitTransaction()`.
+    EndTxn { final_commit: bool },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -135,6 +228,22 @@ struct TaskRuntime {
     /// `POST /connectors/<name>/tasks/0/restart` came while the failing task was still
     /// committing: the herder starts the task anew once the old one has stopped.
     restart_requested: bool,
+    /// Exactly-once: the task's transactional producer (`None` in at-least-once mode).
+    eos: Option<EosProducer>,
+}
+
+/// An exactly-once source task's transactional producer (`ExactlyOnceWorkerSourceTask`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct EosProducer {
+    /// Its id and epoch once `initTransactions()` returned.
+    producer: Option<ProducerEpoch>,
+    /// The offset of the last record the open transaction holds (`offsetWriter.offset`, the
+    /// latest wins); `None`: no transaction is open.
+    open: Option<SourceOffset>,
+    /// Records in the open transaction.
+    records: usize,
+    /// `commitTransaction()` is running: the send loop waits for it.
+    committing: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -329,8 +438,27 @@ impl ConnectWorker {
             poll_blocked: false,
             failing: false,
             restart_requested: false,
+            eos: self.config.exactly_once().then_some(EosProducer {
+                producer: None,
+                open: None,
+                records: 0,
+                committing: false,
+            }),
         });
         let connector = self.connectors[c].debezium.name.clone();
+        if self.config.exactly_once() {
+            // Zombie fencing first: with one task before and after, only the task-count record is
+            // written (`DistributedHerder.fenceZombieSourceTasks`); then `initTransactions()`.
+            let transactional_id = self.config.transactional_id(&connector);
+            let transaction_timeout_ms = self.config.transaction_timeout_ms;
+            self.volatile.request(
+                ctx,
+                c,
+                Pending::InitProducer,
+                KafkaRequest::InitProducerId { transactional_id, transaction_timeout_ms },
+            );
+            return;
+        }
         self.volatile.request(ctx, c, Pending::StartOffsets, KafkaRequest::ReadSourceOffset { connector });
         // scheduleWithFixedDelay: the first commit one interval after the task starts.
         ctx.set_timer(Timer::task(c as u8, TaskTimer::OffsetFlush), self.config.offset_flush_interval_ms);
@@ -361,7 +489,11 @@ impl ConnectWorker {
     fn arm_poll(&mut self, ctx: &mut Ctx, c: usize) {
         let debezium = self.connectors[c].debezium;
         let Some(task) = self.connectors[c].task.as_mut() else { return };
-        if task.state != TaskState::Running || task.poll_armed || task.poll_blocked {
+        if task.state != TaskState::Running
+            || task.poll_armed
+            || task.poll_blocked
+            || task.eos.as_ref().is_some_and(|eos| eos.committing)
+        {
             return;
         }
         let queued = task.debezium.queued();
@@ -412,6 +544,7 @@ impl ConnectWorker {
         task.poll_blocked = false;
         task.poll_started_at = ctx.now;
         let records = if task.debezium.queued() > 0 { task.debezium.get_mut().drain() } else { Vec::new() };
+        let last_offset = records.last().map(|record| record.offset);
         let mut failure = None;
         if !records.is_empty() && transforms.is_empty() {
             // No transforms: the batch goes to the producer as it is (moved, not copied).
@@ -494,8 +627,73 @@ impl ConnectWorker {
             self.fail_task_for(ctx, c, reason);
             return;
         }
+        if let Some(task) = self.connectors[c].task.as_mut()
+            && let Some(eos) = task.eos.as_mut()
+            && let Some(last) = last_offset
+        {
+            // Every record the poll returned has its offset written, one a transform dropped
+            // too (`recordDropped`): the latest wins.
+            eos.open = Some(last);
+        }
         self.send_accumulated(ctx, c);
+        if let Some(task) = self.connectors[c].task.as_mut()
+            && let Some(eos) = task.eos.as_mut()
+            && eos.open.is_some()
+        {
+            // transaction.boundary=poll: `commitTransaction()` after the batch, blocking the loop.
+            eos.committing = true;
+            self.commit_transaction_if_sent(ctx, c, false);
+            return;
+        }
         self.arm_poll(ctx, c);
+    }
+
+    /// `commitTransaction()` once every record of the transaction is acknowledged: its offsets
+    /// through the transactional producer, then `EndTxn`.
+    fn commit_transaction_if_sent(&mut self, ctx: &mut Ctx, c: usize, final_commit: bool) {
+        let connector = self.connectors[c].debezium.name.clone();
+        let Some(task) = self.connectors[c].task.as_mut() else { return };
+        if task.produce_in_flight || !task.accumulator.is_empty() {
+            return; // the producer's flush: wait for the acknowledgements
+        }
+        let Some(eos) = task.eos.as_ref() else { return };
+        let (Some(producer), Some(offset)) = (eos.producer, eos.open) else { return };
+        if self.volatile.awaits(c, |purpose| matches!(purpose, Pending::TxnOffsets { .. } | Pending::EndTxn { .. })) {
+            return;
+        }
+        self.volatile.request(
+            ctx,
+            c,
+            Pending::TxnOffsets { final_commit },
+            KafkaRequest::WriteSourceOffsetInTransaction(Box::new(crate::core::protocol::TransactionalOffset {
+                connector,
+                offset: Some(offset),
+                producer,
+            })),
+        );
+    }
+
+    /// The transaction committed: `commitRecord` for its records and `SourceTask.commit()`.
+    fn transaction_committed(&mut self, ctx: &mut Ctx, c: usize, final_commit: bool) {
+        let Some(task) = self.connectors[c].task.as_mut() else { return };
+        let Some(eos) = task.eos.as_mut() else { return };
+        let offset = eos.open.take();
+        eos.records = 0;
+        eos.committing = false;
+        ctx.observe(Observation::OffsetsCommitted { offset });
+        if task.debezium.confirms_from_offset_store() {
+            task.commit_requested = true;
+        } else if let Some(offset) = offset {
+            task.debezium.get_mut().commit_record(offset);
+            let acked = task.debezium.last_acked();
+            task.commit_offset(ctx, acked);
+        }
+        if final_commit {
+            self.finish_stop(ctx, c);
+        } else {
+            self.send_accumulated(ctx, c);
+            self.arm_poll(ctx, c);
+        }
     }
 
     fn send_accumulated(&mut self, ctx: &mut Ctx, c: usize) {
@@ -503,6 +701,13 @@ impl ConnectWorker {
         if task.produce_in_flight || task.accumulator.is_empty() {
             return;
         }
+        let transaction = match task.eos.as_mut() {
+            None => None,
+            Some(eos) => {
+                eos.records += task.accumulator.len();
+                eos.producer
+            }
+        };
         let batch = std::mem::take(&mut task.accumulator);
         task.produce_in_flight = true;
         let first_seq = task.accumulator_first_seq;
@@ -516,7 +721,7 @@ impl ConnectWorker {
                 .count(),
             completion_marker: batch.iter().any(|record| record.offset.snapshot_completed),
         };
-        self.volatile.request(ctx, c, purpose, KafkaRequest::Produce { records: CopyOnWrite::new(batch) });
+        self.volatile.request(ctx, c, purpose, KafkaRequest::Produce { records: CopyOnWrite::new(batch), transaction });
     }
 
     fn on_produced(
@@ -538,12 +743,18 @@ impl ConnectWorker {
             // A record a transform dropped in the range is acknowledged already.
             if submitted.seq >= first_seq && submitted.acked_at.is_none() {
                 submitted.acked_at = Some(ctx.now);
-                if !task.debezium.confirms_from_offset_store() {
+                // Under exactly-once, `commitRecord` waits for the commit.
+                if task.eos.is_none() && !task.debezium.confirms_from_offset_store() {
                     task.debezium.get_mut().commit_record(submitted.offset);
                 }
             }
         }
         ctx.observe(Observation::ProduceAcked { count, changes, completion_marker });
+        if task.eos.as_ref().is_some_and(|eos| eos.committing) {
+            let final_commit = task.state == TaskState::Stopping;
+            self.commit_transaction_if_sent(ctx, c, final_commit);
+            return;
+        }
         self.send_accumulated(ctx, c);
         self.continue_stop_if_drained(ctx, c);
     }
@@ -553,6 +764,20 @@ impl ConnectWorker {
         let debezium = self.connectors[c].debezium;
         let Some(task) = self.connectors[c].task.as_mut() else { return };
         if task.state == TaskState::Failed {
+            return;
+        }
+        if let Some(eos) = task.eos.as_mut() {
+            // No periodic committer under exactly-once; the final commit of a graceful stop
+            // commits the open transaction, a failing task's skips it (`finalOffsetCommit`).
+            if !final_commit {
+                return;
+            }
+            if eos.open.is_some() && !task.failing {
+                eos.committing = true;
+                self.commit_transaction_if_sent(ctx, c, true);
+            } else {
+                self.finish_stop(ctx, c);
+            }
             return;
         }
         if task.flushing.is_some() {
@@ -666,7 +891,9 @@ impl ConnectWorker {
     fn continue_stop_if_drained(&mut self, ctx: &mut Ctx, c: usize) {
         let Some(task) = self.connectors[c].task.as_ref() else { return };
         if task.state == TaskState::Stopping && !task.produce_in_flight && task.flushing.is_none() {
-            let pending_flush = self.volatile.awaits(c, |purpose| matches!(purpose, Pending::Flush { .. }));
+            let pending_flush = self.volatile.awaits(c, |purpose| {
+                matches!(purpose, Pending::Flush { .. } | Pending::TxnOffsets { .. } | Pending::EndTxn { .. })
+            });
             if !pending_flush {
                 ctx.cancel_timer(Timer::task(c as u8, TaskTimer::StopTimeout));
                 self.offset_flush(ctx, c, true);
@@ -732,6 +959,46 @@ impl ConnectWorker {
             }
             (Pending::DeleteOffsets, KafkaReply::SourceOffsetWritten) => {
                 ctx.send(Node::Operator, Msg::RestReply { reply: RestReply::Ok });
+            }
+            (Pending::InitProducer, KafkaReply::ProducerId(producer)) => {
+                let connector = self.connectors[c].debezium.name.clone();
+                let Some(task) = self.connectors[c].task.as_mut() else { return };
+                if let Some(eos) = task.eos.as_mut() {
+                    eos.producer = Some(producer);
+                }
+                // The offsets as a `read_committed` consumer reads them.
+                self.volatile.request(ctx, c, Pending::StartOffsets, KafkaRequest::ReadSourceOffset { connector });
+            }
+            (Pending::TxnOffsets { final_commit }, KafkaReply::SourceOffsetWritten) => {
+                let Some(producer) = self.connectors[c].task.as_ref().and_then(|task| task.eos.as_ref()?.producer)
+                else {
+                    return;
+                };
+                self.volatile.request(
+                    ctx,
+                    c,
+                    Pending::EndTxn { final_commit },
+                    KafkaRequest::EndTxn { producer, commit: true },
+                );
+            }
+            (Pending::EndTxn { final_commit }, KafkaReply::TxnEnded) => {
+                self.transaction_committed(ctx, c, final_commit);
+            }
+            (
+                Pending::Produce { .. } | Pending::TxnOffsets { .. } | Pending::EndTxn { .. },
+                KafkaReply::Fenced { reason },
+            ) => {
+                // `ProducerFencedException`: the task fails; nothing it sends becomes visible.
+                let Some(task) = self.connectors[c].task.as_mut() else { return };
+                task.produce_in_flight = false;
+                if let Some(eos) = task.eos.as_mut() {
+                    eos.committing = false;
+                    eos.open = None;
+                }
+                self.volatile.forget(c, |purpose| {
+                    matches!(purpose, Pending::Produce { .. } | Pending::TxnOffsets { .. } | Pending::EndTxn { .. })
+                });
+                self.fail_task_for(ctx, c, format!("the task's transactional producer was fenced: {reason}"));
             }
             _ => {}
         }

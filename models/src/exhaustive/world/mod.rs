@@ -266,7 +266,8 @@ impl World {
                     .named(crate::judge::narrate::Names::of(spec))
                     .snapshot_mode(spec.debezium.snapshot_mode)
                     .messages(&spec.debezium)
-                    .outbox(spec),
+                    .outbox(spec)
+                    .exactly_once(spec.connect.exactly_once()),
             ),
             restarted_during_snapshot: false,
             captured: Fixed::new(spec.debezium.tables.clone()),

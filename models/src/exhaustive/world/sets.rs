@@ -31,7 +31,7 @@ pub(super) fn slot(node: Node) -> usize {
 /// The timers every process has a place for after its scan batches: the plain ones, with the
 /// first connector's task timers where `Timer`'s order puts them (so a world with one connector
 /// offers its actions in the order it always did).
-const PER_NODE: [Timer; 19] = [
+const PER_NODE: [Timer; 20] = [
     Timer::BgwriterRunningXacts,
     Timer::Checkpoint,
     Timer::ShipWal,
@@ -51,6 +51,7 @@ const PER_NODE: [Timer; 19] = [
     Timer::WalWriter,
     Timer::IdleInTransactionTimeout,
     Timer::ConsumerWork,
+    Timer::TransactionAbortSweep,
 ];
 
 const _: () = assert!(PER_NODE.len() == Timer::PLAIN.len() + TaskTimer::ALL.len());
@@ -79,6 +80,7 @@ fn timer_index(timer: Timer) -> usize {
         Timer::WalWriter => SLOTS + 16,
         Timer::IdleInTransactionTimeout => SLOTS + 17,
         Timer::ConsumerWork => SLOTS + 18,
+        Timer::TransactionAbortSweep => SLOTS + 19,
         Timer::Task { .. } => unreachable!("another connector's task timer has a place of its own"),
     }
 }

@@ -92,7 +92,7 @@ impl FailoverGate {
                 promotion.unavailable = reason
                     .map(|reason| format!("{reason}; saved offset {}", saved.map_or("none".into(), |s| s.to_string())));
             }
-            Observation::Appended { records } if !promotion.reported => {
+            Observation::Appended { records, .. } if !promotion.reported => {
                 let Some(reason) = promotion.unavailable.clone() else { return };
                 let first = records.iter().find(|record| {
                     record.value.is_some_and(|event| !event.source.snapshot.is_snapshot() && event.op != Op::Read)

@@ -15,6 +15,7 @@
 //! (duplicates judged, compaction — other issues).
 
 mod ack_durable;
+mod exactly_once;
 mod fail_closed;
 mod failover_gate;
 pub mod honest_liveness;
@@ -364,6 +365,7 @@ pub struct Checkers {
     fail_closed: fail_closed::FailClosed,
     failover_gate: failover_gate::FailoverGate,
     outbox_complete: outbox_complete::OutboxComplete,
+    exactly_once: exactly_once::ExactlyOnce,
     findings: Vec<Finding>,
     finished: bool,
 }
@@ -395,6 +397,7 @@ impl Checkers {
             fail_closed: Default::default(),
             failover_gate: Default::default(),
             outbox_complete: Default::default(),
+            exactly_once: Default::default(),
             findings: Vec::new(),
             finished: false,
         }
@@ -449,6 +452,18 @@ impl Checkers {
         self
     }
 
+    /// Whether the Connect workers run exactly-once source tasks (the exactly-once check).
+    pub fn exactly_once(mut self, enabled: bool) -> Checkers {
+        self.exactly_once.enabled = enabled;
+        self
+    }
+
+    /// Committed snapshot reads that repeat an earlier one, under exactly-once (the record
+    /// says how many: exactly-once does not remove them).
+    pub fn snapshot_repeats(&self) -> u64 {
+        self.exactly_once.snapshot_repeats
+    }
+
     fn report(&mut self, finding: Finding) {
         if let Some(existing) =
             self.findings.iter_mut().find(|f| f.invariant == finding.invariant && f.key == finding.key)
@@ -468,6 +483,7 @@ impl Checkers {
         Oracle::observes(observation)
             // The outbox checker reads nothing where no outbox is checked.
             || (!self.evidence.outbox_tables.is_empty() && outbox_complete::OutboxComplete::observes(observation))
+            || self.exactly_once.observes(observation)
             || matches!(
                 observation,
                 Observation::SlotConfirmed { by: Node::Connect, .. }
@@ -491,6 +507,8 @@ impl Checkers {
         // Checkers that look at a moment read the evidence as it was just before it.
         let mut found = Vec::new();
         self.outbox_complete.observe(&self.evidence, at, observation, &mut found);
+        // Every connector's records are judged: exactly-once is the workers'.
+        self.exactly_once.observe(&self.evidence, at, observation, &mut found);
         // What another connector's stream, slot or offsets do is not the first connector's
         // (I9 reads the outbox connector's slot above; its records go to `published` below).
         if self.evidence.of_another_connector(observation) {
@@ -506,7 +524,7 @@ impl Checkers {
         self.monotonic_apply.observe(&self.evidence, at, observation, &mut found);
         self.evidence.timelines.observe(observation, self.evidence.stored_offset);
         match observation {
-            Observation::Appended { records } => self.evidence.published.get_mut().append(at, records),
+            Observation::Appended { records, .. } => self.evidence.published.get_mut().append(at, records),
             Observation::SourceOffsetStored { offset, .. } => self.evidence.stored_offset = *offset,
             Observation::StreamStarted { client: crate::core::ids::Node::Connect, start, .. } => {
                 self.evidence.first_stream_start.get_or_insert((at, *start));

@@ -259,7 +259,7 @@ mod tests {
         };
         let update = record(0, 2, SnapshotMarker::Streamed);
         if published {
-            checkers.observe(&event(2_000, Observation::Appended { records: vec![update] }));
+            checkers.observe(&event(2_000, Observation::Appended { records: vec![update], transaction: None }));
         }
         if moved_back {
             let replay = record(1, 1, SnapshotMarker::Last);
@@ -387,7 +387,7 @@ mod tests {
                     },
                 }),
             };
-            checkers.observe(&event(2_500, Observation::Appended { records: vec![record] }));
+            checkers.observe(&event(2_500, Observation::Appended { records: vec![record], transaction: None }));
         }
         let sink: DocList = vec![((TABLE, 1), Doc::Live(row(2)))].into();
         checkers.finish(&Boundary {

@@ -227,7 +227,7 @@ impl OutboxComplete {
             | Observation::Restarted { process: crate::core::ids::Node::Kafka } => {
                 self.window = Some((at, Window::KafkaRestarted, evidence.published.sequence()));
             }
-            Observation::Appended { records } => self.check_replays(evidence, at, records, found),
+            Observation::Appended { records, .. } => self.check_replays(evidence, at, records, found),
             _ => {}
         }
         let ours = |slot: &str| slot == evidence.slot_name.as_str();
@@ -612,7 +612,7 @@ mod replay_window_tests {
             key: 7,
             value: Some(value),
         };
-        Observation::Appended { records: vec![record] }
+        Observation::Appended { records: vec![record], transaction: None }
     }
 
     fn i10(checkers: &Checkers) -> usize {
