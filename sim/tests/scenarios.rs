@@ -295,3 +295,22 @@ fn outbox_logical_messages_without_the_decode_transform() {
         assert!(text.contains("which is no change envelope, and passes such a record on unchanged"), "{text}");
     }
 }
+
+/// Drill 6: under exactly-once the kill's open transaction is aborted and event 3 committed once;
+/// the record counts the aborted copy apart, and the read_committed consumer never handles it.
+/// At read_uncommitted the same pipeline hands the consumer both copies.
+#[test]
+fn exactly_once_counts_the_aborted_copy_apart() {
+    for (variant, handled) in [("exactly-once", 3), ("exactly-once-read-uncommitted", 4)] {
+        let choice =
+            handoff_sim::scenario::Choice { sets: Vec::new(), variant: Some(variant.to_string()), expect: None };
+        let path = common::scenario_path("outbox-status-changes-connect-killed");
+        let loaded = handoff_sim::scenario::load_with(&path, &choice).unwrap_or_else(|e| panic!("{e}"));
+        let result = common::run(&loaded.spec, loaded.seed);
+        let outbox = result.record.as_ref().and_then(|record| record.outbox.clone()).expect("the outbox line");
+        assert_eq!((outbox.duplicate_records, outbox.uncommitted_records), (1, 1), "{variant}");
+        let event = outbox.duplicated.iter().find(|count| count.event == 3).expect("event 3 twice");
+        assert_eq!((event.records, event.uncommitted), (2, 1), "{variant}");
+        assert_eq!(outbox.consumer.expect("a consumer").records_handled, handled, "{variant}");
+    }
+}

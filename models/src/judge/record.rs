@@ -383,6 +383,10 @@ pub struct OutboxRecord {
     /// Records of events appended more than once (a replay after a restart, a snapshot routing
     /// a row again): duplicates a consumer must absorb.
     pub duplicate_records: usize,
+    /// Routed records of Kafka transactions that were aborted or are still open (exactly-once
+    /// source tasks): a `read_uncommitted` consumer is given them, a `read_committed` one never.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub uncommitted_records: usize,
     /// Events that can never arrive (I9's findings), by id.
     pub lost: Vec<Key>,
     /// Events not routed by the end that can still arrive (the pipeline stopped short; their row
@@ -402,6 +406,10 @@ pub struct OutboxRecord {
 pub struct EventCounts {
     pub event: Key,
     pub records: u32,
+    /// Of its records, those of aborted or still open transactions (a `read_committed` consumer
+    /// sees `records - uncommitted`).
+    #[serde(default)]
+    pub uncommitted: u32,
     pub handled: u32,
     pub absorbed: u32,
     pub applied: u32,
@@ -446,18 +454,49 @@ impl OutboxRecord {
             ..OutboxRecord::default()
         };
         let mut appended: BTreeMap<(crate::core::ids::TableId, Key), usize> = BTreeMap::new();
+        // Routed records of each open transaction, by producer id: committed or not at its end.
+        let mut open: BTreeMap<u32, Vec<(crate::core::ids::TableId, Key)>> = BTreeMap::new();
+        let mut uncommitted: BTreeMap<(crate::core::ids::TableId, Key), u32> = BTreeMap::new();
         for event in inputs.trace {
-            let Observation::Appended { records, .. } = &event.observation else { continue };
-            for kafka in records {
-                if let (Topic::Routed(_), Some(value)) = (kafka.tp.topic, kafka.value) {
-                    *appended.entry((value.source.table, kafka.key)).or_default() += 1;
+            match &event.observation {
+                Observation::Appended { records, transaction } => {
+                    for kafka in records {
+                        if let (Topic::Routed(_), Some(value)) = (kafka.tp.topic, kafka.value) {
+                            let id = (value.source.table, kafka.key);
+                            *appended.entry(id).or_default() += 1;
+                            if let Some(producer) = transaction {
+                                open.entry(*producer).or_default().push(id);
+                            }
+                        }
+                    }
                 }
+                Observation::TransactionEnded { producer_id, committed, .. } => {
+                    for id in open.remove(producer_id).unwrap_or_default() {
+                        if !committed {
+                            *uncommitted.entry(id).or_default() += 1;
+                        }
+                    }
+                }
+                _ => {}
             }
         }
+        // Still open at the end: not committed either.
+        for id in open.into_values().flatten() {
+            *uncommitted.entry(id).or_default() += 1;
+        }
         record.duplicate_records = appended.values().map(|count| count - 1).sum();
+        record.uncommitted_records = uncommitted.values().map(|count| *count as usize).sum();
         let mut counts: BTreeMap<(crate::core::ids::TableId, Key), EventCounts> = appended
             .iter()
-            .map(|(id, records)| (*id, EventCounts { event: id.1, records: *records as u32, ..EventCounts::default() }))
+            .map(|(id, records)| {
+                let event = EventCounts {
+                    event: id.1,
+                    records: *records as u32,
+                    uncommitted: uncommitted.get(id).copied().unwrap_or(0),
+                    ..EventCounts::default()
+                };
+                (*id, event)
+            })
             .collect();
         if let Some(consumer) = &spec.consumer {
             let mut effects: BTreeMap<(crate::core::ids::TableId, Key), u32> = BTreeMap::new();
@@ -519,8 +558,18 @@ impl OutboxRecord {
             self.routed,
             if self.topics.is_empty() { "no topic".into() } else { self.topics.join(", ") }
         );
-        if self.duplicate_records > 0 {
-            let _ = write!(text, " ({} duplicate record(s))", self.duplicate_records);
+        match (self.duplicate_records, self.uncommitted_records) {
+            (0, 0) => {}
+            (duplicates, 0) => {
+                let _ = write!(text, " ({duplicates} duplicate record(s))");
+            }
+            (duplicates, uncommitted) => {
+                let _ = write!(
+                    text,
+                    " ({duplicates} duplicate record(s); {uncommitted} record(s) in aborted or open transactions, which \
+                     a read_committed consumer never sees)"
+                );
+            }
         }
         if !self.lost.is_empty() {
             let _ = write!(text, "; {} LOST for good (event(s) {})", self.lost.len(), ids(&self.lost));
@@ -560,6 +609,9 @@ impl OutboxRecord {
                 .take(SHOWN)
                 .map(|count| {
                     let mut words = format!("event {}: {} record(s)", count.event, count.records);
+                    if count.uncommitted > 0 {
+                        let _ = write!(words, " ({} committed)", count.records - count.uncommitted);
+                    }
                     if self.consumer.is_some() {
                         let _ = write!(
                             words,
