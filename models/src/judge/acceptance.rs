@@ -120,13 +120,24 @@ pub fn decide<H: Holder, L: Fn(usize) -> Option<Lsn>>(
             return Acceptance::Pending;
         }
     }
-    let ends = H::read(&processes.kafka, |kafka| kafka.log_end_offsets());
+    // Each consumer waits for what its `isolation.level` lets it read: a `read_committed` one
+    // is never given an aborted record, and waits at the last stable offset.
+    let sink_isolation = H::read(&processes.sink, |sink| sink.config.isolation_level);
+    let ends = H::read(&processes.kafka, |kafka| kafka.visible_ends(sink_isolation));
     let caught_up = H::read(&processes.sink, |sink| {
         ends.iter().all(|(tp, end)| sink.positions().get(tp).is_some_and(|position| position >= end))
             && !sink.has_closing_epochs()
     });
     // The outbox's consumer has handled every routed event Kafka holds.
     let consumed = processes.consumer.as_ref().is_none_or(|consumer| {
+        let isolation = H::read(consumer, |consumer| consumer.config.isolation_level);
+        let own_ends;
+        let ends = if isolation == sink_isolation {
+            &ends
+        } else {
+            own_ends = H::read(&processes.kafka, |kafka| kafka.visible_ends(isolation));
+            &own_ends
+        };
         H::read(consumer, |consumer| {
             consumer.is_idle()
                 && ends
