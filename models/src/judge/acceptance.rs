@@ -120,8 +120,14 @@ pub fn decide<H: Holder, L: Fn(usize) -> Option<Lsn>>(
             return Acceptance::Pending;
         }
     }
+    // A transaction still open holds records a `read_committed` consumer cannot have yet: the
+    // pipeline has not caught up until it ends (committed, or aborted by the next instance or the
+    // coordinator's timeout).
+    if H::read(&processes.kafka, |kafka| kafka.has_open_transactions()) {
+        return Acceptance::Pending;
+    }
     // Each consumer waits for what its `isolation.level` lets it read: a `read_committed` one
-    // is never given an aborted record, and waits at the last stable offset.
+    // is never given an aborted record.
     let sink_isolation = H::read(&processes.sink, |sink| sink.config.isolation_level);
     let ends = H::read(&processes.kafka, |kafka| kafka.visible_ends(sink_isolation));
     let caught_up = H::read(&processes.sink, |sink| {

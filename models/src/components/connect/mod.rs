@@ -693,6 +693,8 @@ impl ConnectWorker {
         } else {
             self.send_accumulated(ctx, c);
             self.arm_poll(ctx, c);
+            // A graceful stop that came while the commit ran goes on at once.
+            self.continue_stop_if_drained(ctx, c);
         }
     }
 
