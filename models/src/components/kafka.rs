@@ -240,16 +240,6 @@ impl PartitionLog {
         (0..end).rev().find(|offset| txn.visible(*offset, isolation)).map_or(0, |offset| offset + 1)
     }
 
-    /// Whether the record at `offset` belongs to a transaction that is open or was aborted.
-    pub fn is_uncommitted(&self, offset: u64) -> bool {
-        self.txn.as_deref().is_some_and(|txn| {
-            txn.is_aborted(offset)
-                || txn
-                    .producer_of(offset)
-                    .is_some_and(|producer| txn.open.iter().any(|(of, first)| *of == producer && *first <= offset))
-        })
-    }
-
     fn append_transactional(&mut self, record: KafkaRecord, producer_id: u32) {
         let txn = self.txn.get_or_insert_with(Box::default);
         txn.records.push((record.offset, producer_id));
@@ -488,24 +478,27 @@ impl Kafka {
         self.arm_abort_sweep(ctx);
     }
 
-    /// Adds `tp` to `id`'s transaction (beginning it, `AddPartitionsToTxn`), counting `records`.
-    fn add_to_transaction(&mut self, ctx: &mut Ctx, id: &str, tp: Option<TopicPartition>, records: usize) {
-        let Some(state) = self.transactions.get_mut().get_mut(id) else { return };
-        let began = state.open.is_none();
-        let open = state.open.get_or_insert_with(|| OpenTransaction {
-            started_at: ctx.now,
-            partitions: Vec::new(),
-            offsets: Vec::new(),
-        });
-        if let Some(tp) = tp {
-            match open.partitions.iter_mut().find(|(of, _)| *of == tp) {
-                Some((_, count)) => *count += records,
-                None => open.partitions.push((tp, records)),
-            }
-        }
-        if began {
+    /// `id`'s open transaction, begun now if none is (`AddPartitionsToTxn` starts its timeout),
+    /// with a record counted for each of `written`.
+    fn add_to_transaction(
+        &mut self,
+        ctx: &mut Ctx,
+        id: &str,
+        written: impl IntoIterator<Item = TopicPartition>,
+    ) -> Option<&mut OpenTransaction> {
+        let state = self.transactions.get_mut().get_mut(id)?;
+        if state.open.is_none() {
+            state.open = Some(OpenTransaction { started_at: ctx.now, partitions: Vec::new(), offsets: Vec::new() });
             self.arm_abort_sweep(ctx);
         }
+        let open = self.transactions.get_mut().get_mut(id)?.open.as_mut()?;
+        for tp in written {
+            match open.partitions.iter_mut().find(|(of, _)| *of == tp) {
+                Some((_, count)) => *count += 1,
+                None => open.partitions.push((tp, 1)),
+            }
+        }
+        Some(open)
     }
 
     fn handle(&mut self, ctx: &mut Ctx, from: Node, request_id: u64, request: KafkaRequest) {
@@ -529,7 +522,6 @@ impl Kafka {
                         return;
                     }
                     state.last_sequence = Some(request_id);
-                    self.add_to_transaction(ctx, id, None, 0);
                 }
                 let producer_id = transaction.map(|producer| producer.producer_id);
                 let mut appended = Vec::with_capacity(records.len());
@@ -554,9 +546,7 @@ impl Kafka {
                     appended.push(stored);
                 }
                 if let Some(id) = &id {
-                    for record in &appended {
-                        self.add_to_transaction(ctx, id, Some(record.tp), 1);
-                    }
+                    self.add_to_transaction(ctx, id, appended.iter().map(|record| record.tp));
                 }
                 let offsets = appended.iter().map(|record| (record.tp, record.offset)).collect();
                 ctx.observe(Observation::Appended { records: appended, transaction: producer_id });
@@ -567,8 +557,7 @@ impl Kafka {
                 let TransactionalOffset { connector, offset, producer } = *write;
                 match self.current(producer) {
                     Ok(id) => {
-                        self.add_to_transaction(ctx, &id, None, 0);
-                        if let Some(open) = self.transactions.get_mut().get_mut(&id).and_then(|s| s.open.as_mut()) {
+                        if let Some(open) = self.add_to_transaction(ctx, &id, []) {
                             open.offsets.push((connector, offset));
                         }
                         KafkaReply::SourceOffsetWritten

@@ -240,8 +240,6 @@ struct EosProducer {
     /// The offset of the last record the open transaction holds (`offsetWriter.offset`, the
     /// latest wins); `None`: no transaction is open.
     open: Option<SourceOffset>,
-    /// Records in the open transaction.
-    records: usize,
     /// `commitTransaction()` is running: the send loop waits for it.
     committing: bool,
 }
@@ -438,12 +436,7 @@ impl ConnectWorker {
             poll_blocked: false,
             failing: false,
             restart_requested: false,
-            eos: self.config.exactly_once().then_some(EosProducer {
-                producer: None,
-                open: None,
-                records: 0,
-                committing: false,
-            }),
+            eos: self.config.exactly_once().then_some(EosProducer { producer: None, open: None, committing: false }),
         });
         let connector = self.connectors[c].debezium.name.clone();
         if self.config.exactly_once() {
@@ -678,7 +671,6 @@ impl ConnectWorker {
         let Some(task) = self.connectors[c].task.as_mut() else { return };
         let Some(eos) = task.eos.as_mut() else { return };
         let offset = eos.open.take();
-        eos.records = 0;
         eos.committing = false;
         ctx.observe(Observation::OffsetsCommitted { offset });
         if task.debezium.confirms_from_offset_store() {
@@ -703,13 +695,7 @@ impl ConnectWorker {
         if task.produce_in_flight || task.accumulator.is_empty() {
             return;
         }
-        let transaction = match task.eos.as_mut() {
-            None => None,
-            Some(eos) => {
-                eos.records += task.accumulator.len();
-                eos.producer
-            }
-        };
+        let transaction = task.eos.as_ref().and_then(|eos| eos.producer);
         let batch = std::mem::take(&mut task.accumulator);
         task.produce_in_flight = true;
         let first_seq = task.accumulator_first_seq;
