@@ -492,6 +492,7 @@ impl Checkers {
                     | Observation::StreamStarted { client: Node::Connect, .. }
                     | Observation::GateChecked { .. }
                     | Observation::Appended { .. }
+                    | Observation::TransactionEnded { .. }
                     | Observation::SourceOffsetStored { .. }
                     | Observation::SinkApplied { .. }
                     | Observation::SinkReconciled { .. }
@@ -524,7 +525,12 @@ impl Checkers {
         self.monotonic_apply.observe(&self.evidence, at, observation, &mut found);
         self.evidence.timelines.observe(observation, self.evidence.stored_offset);
         match observation {
-            Observation::Appended { records, .. } => self.evidence.published.get_mut().append(at, records),
+            Observation::Appended { records, transaction } => {
+                self.evidence.published.get_mut().append(at, records, *transaction)
+            }
+            Observation::TransactionEnded { producer_id, committed, .. } => {
+                self.evidence.published.get_mut().transaction_ended(at, *producer_id, *committed)
+            }
             Observation::SourceOffsetStored { offset, .. } => self.evidence.stored_offset = *offset,
             Observation::StreamStarted { client: crate::core::ids::Node::Connect, start, .. } => {
                 self.evidence.first_stream_start.get_or_insert((at, *start));

@@ -639,6 +639,35 @@ mod replay_window_tests {
         assert_eq!(i10(&checkers), 1);
     }
 
+    /// Under exactly-once an event reaches its topic when its transaction commits: an aborted
+    /// transaction's record is never on the topic for a `read_committed` consumer, and its
+    /// committed copy after the restart is the event's first record, not a replay.
+    #[test]
+    fn a_routed_record_counts_when_its_transaction_commits() {
+        let mut checkers = checkers();
+        let in_transaction = |offset| match routed(offset) {
+            Observation::Appended { records, .. } => Observation::Appended { records, transaction: Some(3) },
+            _ => unreachable!(),
+        };
+        let ended = |committed| Observation::TransactionEnded {
+            transactional_id: "connect-cluster-outbox-0".into(),
+            producer_id: 3,
+            committed,
+            cause: crate::core::observe::TransactionEnd::Fenced,
+            records: 1,
+        };
+        feed(&mut checkers, 1_000, in_transaction(0));
+        assert!(checkers.evidence.published.routed.is_empty(), "an open transaction's record is not on the topic yet");
+        feed(&mut checkers, 2_000, ended(false));
+        assert!(checkers.evidence.published.routed.is_empty(), "an aborted transaction's record never is");
+        // No task restart opens a window: the committed copy is the event's first record.
+        feed(&mut checkers, 2_500, in_transaction(2));
+        feed(&mut checkers, 2_600, ended(true));
+        let routed = checkers.evidence.published.routed[&(OUTBOX, 7)];
+        assert_eq!((routed.records, routed.first_at), (1, SimTime(2_600)));
+        assert_eq!(i10(&checkers), 0);
+    }
+
     #[test]
     fn only_the_routing_connectors_restart_opens_a_window() {
         let mut checkers = checkers();

@@ -94,8 +94,12 @@ pub struct Published {
     /// Logical decoding messages on `<topic.prefix>.message` (`op=m`), by the message's LSN
     /// (`source.lsn`): when the first record of each was appended.
     pub messages: BTreeMap<Lsn, SimTime>,
-    /// Outbox events routed to their topics (the `EventRouter`'s), by outbox row.
+    /// Outbox events routed to their topics (the `EventRouter`'s), by outbox row: a record of a
+    /// Kafka transaction counts once the transaction commits (what a `read_committed` consumer
+    /// can ever read of it); an aborted one's never.
     pub routed: BTreeMap<DocId, RoutedEvent>,
+    /// Routed records of open transactions, by producer id.
+    routed_open: Vec<(u32, Vec<DocId>)>,
 }
 
 /// An outbox event on its routed topic.
@@ -118,7 +122,8 @@ impl Published {
         self.seq
     }
 
-    pub fn append(&mut self, at: SimTime, records: &[KafkaRecord]) {
+    /// Records appended, in a Kafka transaction of producer `transaction` or outside one.
+    pub fn append(&mut self, at: SimTime, records: &[KafkaRecord], transaction: Option<u32>) {
         // Records of one append mostly belong to one attempt and one table: the attempt found
         // for the previous record is tried first.
         let mut current: Option<(usize, TableId)> = None;
@@ -134,15 +139,14 @@ impl Published {
                 continue;
             }
             if let Topic::Routed(_) = record.tp.topic {
-                let routed = self.routed.entry((event.source.table, record.key)).or_insert(RoutedEvent {
-                    first_at: at,
-                    last_at: at,
-                    last_seq: 0,
-                    records: 0,
-                });
-                routed.records += 1;
-                routed.last_at = at;
-                routed.last_seq = self.seq;
+                let id = (event.source.table, record.key);
+                match transaction {
+                    None => self.route(at, id),
+                    Some(producer) => match self.routed_open.iter_mut().find(|(of, _)| *of == producer) {
+                        Some((_, open)) => open.push(id),
+                        None => self.routed_open.push((producer, vec![id])),
+                    },
+                }
                 continue;
             }
             let id = (event.source.table, record.key);
@@ -186,6 +190,25 @@ impl Published {
             attempt.last_seq = self.seq;
             if event.source.snapshot.is_last() {
                 attempt.complete = true;
+            }
+        }
+    }
+
+    fn route(&mut self, at: SimTime, id: DocId) {
+        let routed =
+            self.routed.entry(id).or_insert(RoutedEvent { first_at: at, last_at: at, last_seq: 0, records: 0 });
+        routed.records += 1;
+        routed.last_at = at;
+        routed.last_seq = self.seq;
+    }
+
+    /// A Kafka transaction of producer `producer` ended: its routed records count if it committed.
+    pub fn transaction_ended(&mut self, at: SimTime, producer: u32, committed: bool) {
+        let Some(index) = self.routed_open.iter().position(|(of, _)| *of == producer) else { return };
+        let (_, ids) = self.routed_open.remove(index);
+        if committed {
+            for id in ids {
+                self.route(at, id);
             }
         }
     }
