@@ -1067,8 +1067,8 @@ fn set_errors_on_combinations_blame_the_override() {
     );
     fails(
         MIN,
-        &["prediction.findings=[\"I12\"]"],
-        "--set prediction.findings=[\"I12\"]: prediction.findings[0]: ",
+        &["prediction.findings=[\"I7\"]"],
+        "--set prediction.findings=[\"I7\"]: prediction.findings[0]: ",
         "not checked",
     );
 }

@@ -206,7 +206,17 @@ fn everything() -> Spec {
             transaction_timeout_ms: 30_000,
             ..ConnectConfig::new(10_000, 2_000)
         },
-        kafka: KafkaSection { partitions: 4, transaction_abort_sweep_interval_ms: 5_000 },
+        kafka: KafkaSection {
+            partitions: 4,
+            transaction_abort_sweep_interval_ms: 5_000,
+            compaction: Some(handoff_models::components::kafka::Compaction {
+                delete_retention_ms: 60_000,
+                min_compaction_lag_ms: 5_000,
+                segment_ms: 10_000,
+                min_cleanable_dirty_ratio_per_mille: 250,
+                log_cleaner_backoff_ms: 1_000,
+            }),
+        },
         sink: SinkConfig {
             rule: ApplyRule::SnapshotEpoch,
             group: "claims-index".into(),
@@ -214,6 +224,7 @@ fn everything() -> Spec {
             max_poll_records: 50,
             auto_offset_reset: handoff_models::core::protocol::OffsetReset::Latest,
             isolation_level: handoff_models::core::protocol::IsolationLevel::ReadCommitted,
+            null_values: handoff_models::components::sink::NullValues::Delete,
         },
         background: Some(Background {
             start_ms: 5_000,
@@ -682,7 +693,7 @@ fn values_the_loader_rejects_or_reads_differently_are_refused() {
         ("unknown connector property", |spec| {
             spec.connector_properties.insert("snapshot.mod".into(), "initial".into());
         }),
-        ("unchecked invariant", |spec| spec.prediction.allow = vec![Invariant::I12]),
+        ("unchecked invariant", |spec| spec.prediction.allow = vec![Invariant::I7]),
         ("table id not its index", |spec| spec.tables[1].id = TableId(5)),
         ("huge timeout", |spec| spec.acceptance.timeout_ms = u64::MAX),
         ("a fault past the horizon", |spec| {

@@ -201,6 +201,11 @@ fn outbox_quiet_database_both_slots() {
     check("outbox-quiet-database-both-slots");
 }
 
+#[test]
+fn claims_compacted_topic_lagging_sink() {
+    check("claims-compacted-topic-lagging-sink");
+}
+
 /// Every variant of every bundled scenario, at the scenario's seed, is as its own prediction says
 /// (a variant of `fault_profile` settings only is a sweep's, judged by the release sweeps).
 #[test]

@@ -26,8 +26,10 @@
 //!   open transaction on the partition) and drops records of aborted transactions
 //!   (`CompletedFetch` with the aborted-transactions index).
 //!
+//! - Compaction of the change topics (`cleanup.policy=compact`, §6): see [`Compaction`].
+//!
 //! The cluster is one durable broker: with `acks=all` and enough replicas, an acknowledged write
-//! survives, and the model does not crash it. Left out: compaction of change topics, retention,
+//! survives, and the model does not crash it. Left out: time and size retention (`retention.ms`),
 //! broker failures, rebalancing of the consumer group, hanging transactions (§3.3), and an open
 //! transaction's offsets stalling another task's offset read (§2.2: only a task's own
 //! predecessor's transaction can be open on its offsets here, and its `InitProducerId` aborts it
@@ -52,6 +54,53 @@ pub struct KafkaSection {
     /// `transaction.abort.timed.out.transaction.cleanup.interval.ms` (10 000): how often the
     /// transaction coordinator looks for transactions open past their timeout.
     pub transaction_abort_sweep_interval_ms: u64,
+    /// The change topics' `cleanup.policy`: `None` is `delete` (the default, and what a topic
+    /// Debezium's producer auto-creates gets), `Some` is `compact` with its settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<Compaction>,
+}
+
+/// Log compaction of a topic (`cleanup.policy=compact`; reference kafka-connect.md §6): the
+/// topic settings and the broker's cleaner backoff, with Kafka's defaults in [`Compaction::DEFAULT`].
+///
+/// The cleaner (`LogCleaner`, `LogCleanerManager.cleanableOffsets`, `Cleaner.shouldRetainRecord`):
+/// - never touches the active segment (a segment rolls when a record arrives `segment.ms` after
+///   the segment's first), anything at or above the last stable offset, or records younger than
+///   `min.compaction.lag.ms`;
+/// - cleans a partition when its dirty ratio (records appended since the last cleaning, over all
+///   records below the cleanable end) reaches `min.cleanable.dirty.ratio`, or when a tombstone's
+///   delete horizon has passed (KIP-534);
+/// - keeps the latest record of each key (a key with no record since the last cleaning keeps
+///   its record), drops the records of aborted transactions;
+/// - keeps a tombstone (a record with a null value) until `delete.retention.ms` after the first
+///   cleaning that saw it (KIP-534's delete horizon, stamped on its batch), then removes it.
+///
+/// The model counts records where Kafka counts bytes (the ratio's sizes), and cleans every
+/// cleanable partition on each wake-up, every `log.cleaner.backoff.ms`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Compaction {
+    /// `delete.retention.ms` (86 400 000: one day).
+    pub delete_retention_ms: u64,
+    /// `min.compaction.lag.ms` (0).
+    pub min_compaction_lag_ms: u64,
+    /// `segment.ms` (604 800 000: seven days).
+    pub segment_ms: u64,
+    /// `min.cleanable.dirty.ratio` (0.5), in thousandths.
+    pub min_cleanable_dirty_ratio_per_mille: u32,
+    /// The broker's `log.cleaner.backoff.ms` (15 000): how long the cleaner sleeps when it
+    /// found nothing to clean.
+    pub log_cleaner_backoff_ms: u64,
+}
+
+impl Compaction {
+    /// Kafka's defaults (`LogConfig`, `CleanerConfig`).
+    pub const DEFAULT: Compaction = Compaction {
+        delete_retention_ms: 86_400_000,
+        min_compaction_lag_ms: 0,
+        segment_ms: 604_800_000,
+        min_cleanable_dirty_ratio_per_mille: 500,
+        log_cleaner_backoff_ms: 15_000,
+    };
 }
 
 /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`'s default
@@ -66,6 +115,9 @@ pub struct KafkaConfig {
     pub topics: Vec<Topic>,
     /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`.
     pub transaction_abort_sweep_interval_ms: u64,
+    /// How the change topics are compacted, if they are (`cleanup.policy=compact`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<Compaction>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -134,6 +186,36 @@ pub struct PartitionLog {
     len: usize,
     /// What transactions wrote here; `None` until the first transactional record.
     txn: Option<Box<TxnIndex>>,
+    /// What the cleaner needs and did, on a compacted topic's partition; `None` elsewhere.
+    cleaning: Option<Box<Cleaning>>,
+}
+
+/// A compacted partition's cleaning state (the segments' timestamps and bases, the cleaner's
+/// checkpoint, the delete horizons of the tombstones it has seen).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct Cleaning {
+    /// Each offset's append time (the record's timestamp).
+    appended_at_ms: Vec<u64>,
+    /// The offsets the cleaner removed: no consumer is given them again.
+    removed: Vec<bool>,
+    /// The active segment's base offset (`segment.ms` rolls it when a record arrives).
+    active_base: u64,
+    /// The cleaner's checkpoint (`cleaner-offset-checkpoint`): below it the log is clean.
+    first_dirty: u64,
+    /// Tombstones a cleaning has seen: (offset, delete horizon in ms).
+    horizons: Vec<(u64, u64)>,
+}
+
+/// What one cleaning of a partition removed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Cleaned {
+    /// Records removed.
+    pub removed: u32,
+    /// The removed records that carried a delete: (offset, key, whether a tombstone; otherwise
+    /// an `op=d` change event).
+    pub deletes: Vec<(u64, Key, bool)>,
+    /// Tombstones that got their delete horizon in this cleaning: (offset, key, horizon).
+    pub horizons: Vec<(u64, Key, SimTime)>,
 }
 
 /// A partition's transactional bookkeeping: which records are transactional and whose, where the
@@ -221,14 +303,25 @@ impl PartitionLog {
         }
     }
 
-    /// The records a consumer at `isolation` is given, from `offset` on (control records and,
-    /// for `read_committed`, aborted records left out; nothing at or past the LSO).
+    /// The records a consumer at `isolation` is given, from `offset` on (control records, those
+    /// the cleaner removed and, for `read_committed`, aborted records left out; nothing at or
+    /// past the LSO).
     pub fn visible_from(&self, offset: usize, isolation: IsolationLevel) -> impl Iterator<Item = &KafkaRecord> + '_ {
         let end = self.readable_end(isolation);
-        let txn = self.txn.as_deref();
         self.iter_from(offset)
             .take_while(move |record| record.offset < end)
-            .filter(move |record| txn.is_none_or(|txn| txn.visible(record.offset, isolation)))
+            .filter(move |record| self.gives(record.offset, isolation))
+    }
+
+    /// Whether a consumer at `isolation` is given the record at `offset`, below its readable end.
+    fn gives(&self, offset: u64, isolation: IsolationLevel) -> bool {
+        self.txn.as_deref().is_none_or(|txn| txn.visible(offset, isolation))
+            && self.cleaning.as_deref().is_none_or(|cleaning| !cleaning.removed[offset as usize])
+    }
+
+    /// Whether the cleaner removed the record at `offset`.
+    pub fn is_removed(&self, offset: u64) -> bool {
+        self.cleaning.as_deref().is_some_and(|cleaning| cleaning.removed.get(offset as usize) == Some(&true))
     }
 
     /// The offset past the last record a consumer at `isolation` can be given: a consumer whose
@@ -236,8 +329,108 @@ impl PartitionLog {
     /// the log are nothing to wait for).
     pub fn visible_end(&self, isolation: IsolationLevel) -> u64 {
         let end = self.readable_end(isolation);
-        let Some(txn) = self.txn.as_deref() else { return end };
-        (0..end).rev().find(|offset| txn.visible(*offset, isolation)).map_or(0, |offset| offset + 1)
+        if self.txn.is_none() && self.cleaning.is_none() {
+            return end;
+        }
+        (0..end).rev().find(|offset| self.gives(*offset, isolation)).map_or(0, |offset| offset + 1)
+    }
+
+    /// A partition of a compacted topic.
+    fn compacted() -> PartitionLog {
+        PartitionLog { cleaning: Some(Box::default()), ..PartitionLog::default() }
+    }
+
+    /// Stamps the record just appended with its time (a compacted partition keeps them), rolling
+    /// the active segment first if its first record is `segment.ms` old (`UnifiedLog.maybeRoll`).
+    fn stamp_last(&mut self, now_ms: u64, segment_ms: u64) {
+        let offset = self.len as u64 - 1;
+        let Some(cleaning) = self.cleaning.as_deref_mut() else { return };
+        if offset > cleaning.active_base
+            && now_ms.saturating_sub(cleaning.appended_at_ms[cleaning.active_base as usize]) >= segment_ms
+        {
+            cleaning.active_base = offset;
+        }
+        cleaning.appended_at_ms.push(now_ms);
+        cleaning.removed.push(false);
+    }
+
+    /// One wake-up of the cleaner for this partition (`LogCleanerManager.grabFilthiestCompactedLog`,
+    /// `Cleaner.doClean`): cleans it if it is due, and says what it removed.
+    fn clean(&mut self, now_ms: u64, config: &Compaction) -> Option<Cleaned> {
+        let lso = self.readable_end(IsolationLevel::ReadCommitted);
+        let len = self.len as u64;
+        let cleaning = self.cleaning.as_deref()?;
+        // `cleanableOffsets`: the active segment, the first unstable offset and the first
+        // record younger than `min.compaction.lag.ms` bound what may be cleaned.
+        let young = cleaning
+            .appended_at_ms
+            .iter()
+            .position(|at| at.saturating_add(config.min_compaction_lag_ms) > now_ms)
+            .map_or(len, |offset| offset as u64);
+        let end = cleaning.active_base.min(lso).min(young);
+        let first_dirty = cleaning.first_dirty.min(end);
+        let present = |range: std::ops::Range<u64>| range.filter(|offset| !cleaning.removed[*offset as usize]).count();
+        let (clean, dirty) = (present(0..first_dirty), present(first_dirty..end));
+        let ratio_due =
+            dirty > 0 && dirty * 1000 >= (clean + dirty) * config.min_cleanable_dirty_ratio_per_mille as usize;
+        let horizon_due = cleaning.horizons.iter().any(|(offset, horizon)| *horizon <= now_ms && *offset < end);
+        if !ratio_due && !horizon_due {
+            return None;
+        }
+        // The offset map: the latest offset of each key in the dirty part (aborted records and
+        // control records are not in it).
+        let txn = self.txn.as_deref();
+        let data = |offset: u64| txn.is_none_or(|txn| !txn.is_marker(offset) && !txn.is_aborted(offset));
+        let mut latest: BTreeMap<Key, u64> = BTreeMap::new();
+        for record in self.iter_from(first_dirty as usize).take_while(|record| record.offset < end) {
+            if !cleaning.removed[record.offset as usize] && data(record.offset) {
+                latest.insert(record.key, record.offset);
+            }
+        }
+        let mut cleaned = Cleaned::default();
+        let mut removed = Vec::new();
+        let mut horizons = cleaning.horizons.clone();
+        for record in self.iter().take_while(|record| record.offset < end) {
+            let offset = record.offset;
+            if cleaning.removed[offset as usize] || txn.is_some_and(|txn| txn.is_marker(offset)) {
+                continue;
+            }
+            let superseded = latest.get(&record.key).is_some_and(|last| *last > offset);
+            let horizon = horizons.iter().position(|(at, _)| *at == offset);
+            let remove = if !data(offset) || superseded {
+                true
+            } else if record.value.is_none() {
+                match horizon {
+                    None => {
+                        let at = now_ms.saturating_add(config.delete_retention_ms);
+                        horizons.push((offset, at));
+                        cleaned.horizons.push((offset, record.key, SimTime(at)));
+                        false
+                    }
+                    Some(index) => horizons[index].1 <= now_ms,
+                }
+            } else {
+                false
+            };
+            if remove {
+                removed.push(offset);
+                if let Some(index) = horizon {
+                    horizons.remove(index);
+                }
+                let delete = record.value.is_none_or(|event| event.op == crate::core::event::Op::Delete);
+                if delete && data(offset) {
+                    cleaned.deletes.push((offset, record.key, record.value.is_none()));
+                }
+            }
+        }
+        let cleaning = self.cleaning.as_deref_mut().expect("compacted");
+        for offset in &removed {
+            cleaning.removed[*offset as usize] = true;
+        }
+        cleaning.horizons = horizons;
+        cleaning.first_dirty = end;
+        cleaned.removed = removed.len() as u32;
+        Some(cleaned)
     }
 
     fn append_transactional(&mut self, record: KafkaRecord, producer_id: u32) {
@@ -327,8 +520,11 @@ impl Kafka {
     pub fn new(config: Fixed<KafkaConfig>) -> Kafka {
         let mut logs = BTreeMap::new();
         for topic in &config.topics {
+            // `cleanup.policy` is the change topics' setting; the others keep `delete`.
+            let compacted = config.compaction.is_some() && matches!(topic, Topic::Change(_));
             for partition in 0..config.partitions {
-                logs.insert(TopicPartition { topic: *topic, partition }, PartitionLog::default());
+                let log = if compacted { PartitionLog::compacted() } else { PartitionLog::default() };
+                logs.insert(TopicPartition { topic: *topic, partition }, log);
             }
         }
         Kafka {
@@ -421,7 +617,9 @@ impl Kafka {
         }
         let logs = self.logs.get_mut();
         for (tp, _) in &open.partitions {
-            logs.entry(*tp).or_default().write_marker(*tp, producer_id, committed);
+            let log = logs.entry(*tp).or_default();
+            log.write_marker(*tp, producer_id, committed);
+            log.stamp_last(ctx.now.ms(), self.config.compaction.map_or(u64::MAX, |c| c.segment_ms));
         }
         if committed {
             for (connector, offset) in open.offsets {
@@ -543,6 +741,7 @@ impl Kafka {
                         Some(producer_id) => log.append_transactional(stored, producer_id),
                         None => log.push(stored),
                     }
+                    log.stamp_last(ctx.now.ms(), self.config.compaction.map_or(u64::MAX, |c| c.segment_ms));
                     appended.push(stored);
                 }
                 if let Some(id) = &id {
@@ -649,11 +848,39 @@ impl Kafka {
     }
 }
 
+impl Kafka {
+    /// The log cleaner's wake-up: every compacted partition that is due is cleaned
+    /// ([`Compaction`]); then it sleeps `log.cleaner.backoff.ms`.
+    fn run_cleaner(&mut self, ctx: &mut Ctx) {
+        let Some(config) = self.config.compaction else { return };
+        let now = ctx.now.ms();
+        let due: Vec<TopicPartition> =
+            self.logs.iter().filter(|(_, log)| log.cleaning.is_some()).map(|(tp, _)| *tp).collect();
+        for tp in due {
+            let Some(cleaned) = self.logs.get_mut().get_mut(&tp).and_then(|log| log.clean(now, &config)) else {
+                continue;
+            };
+            if cleaned.removed > 0 || !cleaned.horizons.is_empty() {
+                ctx.observe(Observation::Compacted {
+                    tp,
+                    removed: cleaned.removed,
+                    deletes: cleaned.deletes,
+                    horizons: cleaned.horizons,
+                });
+            }
+        }
+        ctx.set_timer(Timer::LogCleaner, config.log_cleaner_backoff_ms.max(1));
+    }
+}
+
 impl Component for Kafka {
     fn start(&mut self, ctx: &mut Ctx) {
         // The coordinator loads `__transaction_state` and sweeps as before.
         if self.has_open_transactions() {
             self.arm_abort_sweep(ctx);
+        }
+        if let Some(compaction) = self.config.compaction {
+            ctx.set_timer(Timer::LogCleaner, compaction.log_cleaner_backoff_ms.max(1));
         }
     }
 
@@ -664,8 +891,10 @@ impl Component for Kafka {
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx, timer: Timer) {
-        if timer == Timer::TransactionAbortSweep {
-            self.abort_timed_out(ctx);
+        match timer {
+            Timer::TransactionAbortSweep => self.abort_timed_out(ctx),
+            Timer::LogCleaner => self.run_cleaner(ctx),
+            _ => {}
         }
     }
 
@@ -733,6 +962,7 @@ mod tests {
                 partitions: 1,
                 topics: vec![TOPIC],
                 transaction_abort_sweep_interval_ms: TRANSACTION_ABORT_SWEEP_INTERVAL_MS,
+                compaction: None,
             }))
         }
 
@@ -849,6 +1079,125 @@ mod tests {
             produce(&mut kafka, 1, 7, 1, producer);
             produce(&mut kafka, 2, 7, 1, producer);
             assert_eq!(visible(&kafka, IsolationLevel::ReadUncommitted), vec![1]);
+        }
+    }
+
+    mod compaction {
+        use super::super::*;
+        use crate::core::component::Outbox;
+        use crate::core::event::{ChangeEvent, Op, Origin, SnapshotMarker, SourceInfo, SourceRecord};
+        use crate::core::ids::{Row, Status, TableId};
+        use crate::core::lsn::Lsn;
+
+        const TOPIC: Topic = Topic::Change(TableId(0));
+        const TP: TopicPartition = TopicPartition { topic: TOPIC, partition: 0 };
+
+        fn kafka(compaction: Compaction) -> Kafka {
+            Kafka::new(Fixed::new(KafkaConfig {
+                partitions: 1,
+                topics: vec![TOPIC, Topic::Heartbeat],
+                transaction_abort_sweep_interval_ms: TRANSACTION_ABORT_SWEEP_INTERVAL_MS,
+                compaction: Some(compaction),
+            }))
+        }
+
+        fn settings() -> Compaction {
+            Compaction { segment_ms: 10_000, delete_retention_ms: 60_000, ..Compaction::DEFAULT }
+        }
+
+        fn event(op: Op, version: u32) -> ChangeEvent {
+            let row = Row::new(version, Status::Submitted, 1);
+            let source = SourceInfo {
+                connector: Origin::Postgresql,
+                table: TableId(0),
+                lsn: Lsn(u64::from(version)),
+                tx_id: None,
+                snapshot: SnapshotMarker::Streamed,
+                ts_ms: 0,
+            };
+            let (before, after) = if op == Op::Delete { (Some(row), None) } else { (None, Some(row)) };
+            ChangeEvent { op, before, after, source }
+        }
+
+        /// Appends `key`'s record (`None`: a tombstone) at `at_ms`.
+        fn append(kafka: &mut Kafka, at_ms: u64, key: i64, value: Option<ChangeEvent>) {
+            let record = SourceRecord { topic: TOPIC, key, value, offset: SourceOffset::default(), placement: None };
+            let request = KafkaRequest::Produce { records: CopyOnWrite::new(vec![record]), transaction: None };
+            let mut out = Outbox::default();
+            let msg = Msg::Kafka { request_id: at_ms, request };
+            kafka.on_message(&mut Ctx::new(SimTime(at_ms), Node::Connect, &mut out), Node::Connect, msg);
+        }
+
+        /// The cleaner wakes at `at_ms`: what it reported.
+        fn clean(kafka: &mut Kafka, at_ms: u64) -> Vec<Observation> {
+            let mut out = Outbox::default();
+            kafka.on_timer(&mut Ctx::new(SimTime(at_ms), Node::Kafka, &mut out), Timer::LogCleaner);
+            out.observations
+        }
+
+        /// What a consumer reading from the start is given: (offset, key, op or tombstone).
+        fn read(kafka: &Kafka) -> Vec<(u64, i64, Option<Op>)> {
+            kafka
+                .fetch(&[(TP, 0)], 100, IsolationLevel::ReadUncommitted)
+                .iter()
+                .map(|record| (record.offset, record.key, record.value.map(|event| event.op)))
+                .collect()
+        }
+
+        /// Claim 3 read, updated, deleted (op=d and tombstone): the cleaner keeps the latest
+        /// record of each key below the active segment, removes the op=d with the older versions
+        /// at its first cleaning after the tombstone, and the tombstone itself only at a cleaning
+        /// `delete.retention.ms` after the one that first saw it.
+        #[test]
+        fn the_cleaner_keeps_the_latest_record_and_the_tombstone_until_its_horizon() {
+            let mut kafka = kafka(settings());
+            append(&mut kafka, 1_000, 3, Some(event(Op::Read, 1)));
+            append(&mut kafka, 1_000, 4, Some(event(Op::Read, 1)));
+            append(&mut kafka, 2_000, 3, Some(event(Op::Update, 2)));
+            append(&mut kafka, 5_000, 3, Some(event(Op::Delete, 2)));
+            append(&mut kafka, 5_000, 3, None);
+            // Everything is in the active segment: nothing is cleanable.
+            assert!(clean(&mut kafka, 15_000).is_empty());
+            assert_eq!(read(&kafka).len(), 5);
+            // A record 10 s after the segment's first rolls it; the old segment is cleanable.
+            append(&mut kafka, 11_000, 4, Some(event(Op::Update, 2)));
+            let observed = clean(&mut kafka, 30_000);
+            let Some(Observation::Compacted { removed, deletes, horizons, .. }) = observed.first() else {
+                panic!("{observed:?}")
+            };
+            assert_eq!(*removed, 3, "claim 3's read, update and op=d");
+            assert_eq!(deletes, &vec![(3, 3, false)]);
+            assert_eq!(horizons, &vec![(4, 3, SimTime(90_000))]);
+            assert_eq!(
+                read(&kafka),
+                vec![(1, 4, Some(Op::Read)), (4, 3, None), (5, 4, Some(Op::Update))],
+                "claim 4's read stays: its update is in the active segment"
+            );
+            // Before the horizon the tombstone stays; a cleaning after it removes it.
+            assert!(clean(&mut kafka, 75_000).is_empty());
+            let observed = clean(&mut kafka, 90_000);
+            let Some(Observation::Compacted { removed: 1, deletes, .. }) = observed.first() else {
+                panic!("{observed:?}")
+            };
+            assert_eq!(deletes, &vec![(4, 3, true)]);
+            assert_eq!(read(&kafka), vec![(1, 4, Some(Op::Read)), (5, 4, Some(Op::Update))]);
+            // The other topics keep `cleanup.policy=delete`.
+            assert!(kafka.logs[&TopicPartition { topic: Topic::Heartbeat, partition: 0 }].cleaning.is_none());
+        }
+
+        /// `min.compaction.lag.ms` keeps young records out of the cleaning, and the dirty ratio
+        /// decides whether a partition is cleaned at all.
+        #[test]
+        fn young_records_and_a_clean_log_are_left_alone() {
+            let mut kafka = kafka(Compaction { min_compaction_lag_ms: 50_000, ..settings() });
+            append(&mut kafka, 1_000, 3, Some(event(Op::Read, 1)));
+            append(&mut kafka, 2_000, 3, Some(event(Op::Update, 2)));
+            append(&mut kafka, 20_000, 5, Some(event(Op::Read, 1)));
+            assert!(clean(&mut kafka, 30_000).is_empty(), "claim 3's records are younger than the lag");
+            assert!(!clean(&mut kafka, 60_000).is_empty());
+            assert_eq!(read(&kafka).iter().map(|(offset, ..)| *offset).collect::<Vec<_>>(), vec![1, 2]);
+            // Nothing appended since: the dirty ratio is 0, no cleaning.
+            assert!(clean(&mut kafka, 120_000).is_empty());
         }
     }
 

@@ -167,6 +167,36 @@ pub struct SinkConfig {
     /// `isolation.level` (default `read_uncommitted`).
     #[serde(default)]
     pub isolation_level: IsolationLevel,
+    /// What a Kafka tombstone (a record with a null value) does to the index.
+    #[serde(default)]
+    pub null_values: NullValues,
+}
+
+/// `behavior.on.null.values`, the Elasticsearch sink connector's name for it (reference
+/// sinks.md: `ElasticsearchSinkConnectorConfig`; `ignore` was its default before 11.0.0): what a
+/// Kafka tombstone does to the index. Debezium follows every `op=d` event with a tombstone of
+/// the same key (`tombstones.on.delete=true`), so on a live topic the `op=d` event deletes and
+/// the tombstone adds nothing; on a compacted topic the cleaner removes the `op=d` event once
+/// its tombstone is cleanable, and the tombstone is then the only delete left.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NullValues {
+    /// A tombstone changes nothing: only `op=d` events delete.
+    #[default]
+    Ignore,
+    /// A tombstone deletes its key's document.
+    Delete,
+}
+
+impl NullValues {
+    pub const ALL: [NullValues; 2] = [NullValues::Ignore, NullValues::Delete];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            NullValues::Ignore => "ignore",
+            NullValues::Delete => "delete",
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -267,7 +297,7 @@ impl SearchIndex {
     /// Applies one record by the configured rule.
     fn apply(&mut self, record: &KafkaRecord) -> (SinkAction, Option<Doc>, Option<Doc>) {
         let Some(event) = record.value else {
-            return (SinkAction::Ignored, None, None); // a Kafka tombstone is for compaction
+            return self.apply_tombstone(record);
         };
         let id = (event.source.table, record.key);
         let rule = self.config.rule;
@@ -284,6 +314,27 @@ impl SearchIndex {
             self.track_epochs(&event, id);
         }
         (action, before, after)
+    }
+
+    /// A Kafka tombstone, by `behavior.on.null.values`: ignored, or a delete of the key's live
+    /// document (its version unknown: the tombstone carries only the key, so the document's own
+    /// version is the one a version guard keeps).
+    fn apply_tombstone(&mut self, record: &KafkaRecord) -> (SinkAction, Option<Doc>, Option<Doc>) {
+        let (NullValues::Delete, crate::core::event::Topic::Change(table)) = (self.config.null_values, record.tp.topic)
+        else {
+            return (SinkAction::Ignored, None, None);
+        };
+        let id = (table, record.key);
+        let before = self.docs.get(id);
+        let Some(Doc::Live(row)) = before else {
+            return (SinkAction::Ignored, before, before);
+        };
+        let after = match self.config.rule {
+            ApplyRule::NaiveUpsert => None,
+            ApplyRule::VersionGuard | ApplyRule::SnapshotEpoch => Some(Doc::Tombstone(Some(row.version))),
+        };
+        self.docs.set(id, after);
+        (SinkAction::Deleted, before, after)
     }
 
     fn track_epochs(&mut self, event: &ChangeEvent, id: (TableId, Key)) {
@@ -573,6 +624,34 @@ mod tests {
             .collect()
     }
 
+    /// `behavior.on.null.values`: a Kafka tombstone deletes a live document only under `delete`,
+    /// and keeps a version guard's versioned tombstone.
+    #[test]
+    fn a_tombstone_deletes_only_when_the_sink_says_so() {
+        for (null_values, rule, expected) in [
+            (NullValues::Ignore, ApplyRule::VersionGuard, Some(Doc::Live(Row::new(2, Status::Submitted, 1)))),
+            (NullValues::Delete, ApplyRule::VersionGuard, Some(Doc::Tombstone(Some(2)))),
+            (NullValues::Delete, ApplyRule::NaiveUpsert, None),
+        ] {
+            let config = SinkConfig {
+                rule,
+                group: "g".into(),
+                auto_commit_interval_ms: 5000,
+                max_poll_records: 500,
+                auto_offset_reset: OffsetReset::Earliest,
+                isolation_level: IsolationLevel::ReadUncommitted,
+                null_values,
+            };
+            let mut sink = SearchIndex::new(Fixed::new(config));
+            sink.docs.set((TableId(0), 3), Some(Doc::Live(Row::new(2, Status::Submitted, 1))));
+            let tp = TopicPartition { topic: crate::core::event::Topic::Change(TableId(0)), partition: 0 };
+            let (action, _, _) = sink.apply(&KafkaRecord { tp, offset: 9, key: 3, value: None });
+            assert_eq!(sink.docs.get((TableId(0), 3)), expected, "{null_values:?} {rule:?}");
+            let deleted = null_values == NullValues::Delete;
+            assert_eq!(action, if deleted { SinkAction::Deleted } else { SinkAction::Ignored });
+        }
+    }
+
     #[test]
     fn an_older_epoch_closing_late_spares_what_a_newer_snapshot_wrote() {
         // A lagging consumer reads two snapshots before the older one's epoch can close: the
@@ -584,6 +663,7 @@ mod tests {
             max_poll_records: 500,
             auto_offset_reset: OffsetReset::Earliest,
             isolation_level: IsolationLevel::ReadUncommitted,
+            null_values: NullValues::Ignore,
         };
         let mut sink = SearchIndex::new(Fixed::new(config));
         let mut records = snapshot(10, &[1, 2, 4], 0);

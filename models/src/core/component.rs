@@ -59,11 +59,14 @@ pub enum Timer {
     /// `transaction.timeout.ms` (every
     /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`).
     TransactionAbortSweep,
+    /// Kafka: the log cleaner wakes up to clean the compacted partitions that are due (it sleeps
+    /// `log.cleaner.backoff.ms` between looks).
+    LogCleaner,
 }
 
 impl Timer {
     /// Every timer but the scan batch (one per client) and the connector tasks' ([`TaskTimer`]).
-    pub const PLAIN: [Timer; 13] = [
+    pub const PLAIN: [Timer; 14] = [
         Timer::BgwriterRunningXacts,
         Timer::Checkpoint,
         Timer::ShipWal,
@@ -77,6 +80,7 @@ impl Timer {
         Timer::IdleInTransactionTimeout,
         Timer::ConsumerWork,
         Timer::TransactionAbortSweep,
+        Timer::LogCleaner,
     ];
 
     /// Connector `connector`'s task timer.
@@ -109,6 +113,7 @@ impl Timer {
             Timer::IdleInTransactionTimeout => "idle-in-transaction-session-timeout".into(),
             Timer::ConsumerWork => "consumer-work".into(),
             Timer::TransactionAbortSweep => "transaction-abort-sweep".into(),
+            Timer::LogCleaner => "log-cleaner".into(),
         }
     }
 }

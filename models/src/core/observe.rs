@@ -562,6 +562,17 @@ pub enum Observation {
         connector: u8,
         observation: Box<Observation>,
     },
+    // ----- Compaction (issue 20) -----
+    /// The log cleaner cleaned a partition of a compacted topic: `removed` records are gone for
+    /// every consumer; `deletes`: the removed records that carried a delete (offset, key, whether
+    /// a tombstone, otherwise an `op=d` event); `horizons`: tombstones that got their delete
+    /// horizon (offset, key, from when the next cleaning removes them).
+    Compacted {
+        tp: TopicPartition,
+        removed: u32,
+        deletes: Vec<(u64, Key, bool)>,
+        horizons: Vec<(u64, Key, SimTime)>,
+    },
 }
 
 /// What the consumer did with one record.

@@ -506,6 +506,34 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                  markers written"
             )
         }
+        Observation::Compacted { tp, removed, deletes, horizons } => {
+            let mut words =
+                format!("log cleaner cleaned {}-{}: {removed} record(s) removed", names.topic(tp.topic), tp.partition);
+            let gone: Vec<String> = deletes
+                .iter()
+                .take(5)
+                .map(|(offset, key, tombstone)| {
+                    let what = if *tombstone { "tombstone" } else { "op=d" };
+                    format!("claim {key}'s {what} (offset {offset})")
+                })
+                .collect();
+            if !gone.is_empty() {
+                let more = deletes.len() - gone.len();
+                words.push_str(&format!(
+                    ", among them {}{}",
+                    gone.join(", "),
+                    if more > 0 { format!(" and {more} more") } else { String::new() }
+                ));
+            }
+            if !horizons.is_empty() {
+                let first = horizons.iter().map(|(_, _, at)| *at).min().expect("not empty");
+                words.push_str(&format!(
+                    "; {} tombstone(s) kept until their delete horizon (delete.retention.ms after this cleaning, {first})",
+                    horizons.len()
+                ));
+            }
+            words
+        }
         Observation::SourceOffsetStored { connector, offset } => match offset {
             Some(_) => return None,
             None => format!("offsets of connector \"{connector}\" deleted (tombstone in the offsets topic)"),

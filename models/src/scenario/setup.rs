@@ -97,6 +97,7 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
     let kafka = Kafka::new(Fixed::new(KafkaConfig {
         partitions: spec.kafka.partitions,
         transaction_abort_sweep_interval_ms: spec.kafka.transaction_abort_sweep_interval_ms,
+        compaction: spec.kafka.compaction,
         topics: spec
             .tables
             .iter()

@@ -50,7 +50,7 @@ impl Invariant {
     ];
 
     /// Invariants this version of the tool checks.
-    pub const CHECKED: [Invariant; 10] = [
+    pub const CHECKED: [Invariant; 11] = [
         Invariant::I1,
         Invariant::I2,
         Invariant::I3,
@@ -61,6 +61,7 @@ impl Invariant {
         Invariant::I9,
         Invariant::I10,
         Invariant::I11,
+        Invariant::I12,
     ];
 
     pub fn name(self) -> &'static str {
@@ -789,6 +790,7 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
         kafka: KafkaSection {
             partitions: 1,
             transaction_abort_sweep_interval_ms: crate::components::kafka::TRANSACTION_ABORT_SWEEP_INTERVAL_MS,
+            compaction: None,
         },
         sink: SinkConfig {
             rule,
@@ -797,6 +799,7 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
             max_poll_records: 500,
             auto_offset_reset: crate::core::protocol::OffsetReset::Earliest,
             isolation_level: crate::core::protocol::IsolationLevel::ReadUncommitted,
+            null_values: crate::components::sink::NullValues::Ignore,
         },
         background: None,
         scripted: vec![

@@ -14,11 +14,11 @@ use super::workload::workload;
 use handoff_models::components::connect::debezium::{DebeziumConfig, OffsetMismatchStrategy};
 use handoff_models::components::connect::{ConnectConfig, ExactlyOnceSourceSupport};
 use handoff_models::components::consumer::{ConsumerConfig, InboxRule};
-use handoff_models::components::kafka::{KafkaSection, TRANSACTION_ABORT_SWEEP_INTERVAL_MS};
+use handoff_models::components::kafka::{Compaction, KafkaSection, TRANSACTION_ABORT_SWEEP_INTERVAL_MS};
 use handoff_models::components::operator::GatePolicy;
 use handoff_models::components::postgres::PostgresSection;
 use handoff_models::components::sink::ApplyRule;
-use handoff_models::components::sink::SinkConfig;
+use handoff_models::components::sink::{NullValues, SinkConfig};
 use handoff_models::core::change::ReplicaIdentity;
 use handoff_models::core::ids::TableId;
 use handoff_models::core::limits;
@@ -680,11 +680,53 @@ fn connect(cx: &Cx, s: &Section, horizon: &Horizon) -> Res<(ConnectConfig, u64)>
 
 fn kafka(cx: &Cx, s: &Section) -> Res<KafkaSection> {
     const SWEEP: &str = "transaction.abort.timed.out.transaction.cleanup.interval.ms";
-    s.check_keys(cx, &format!("partitions {SWEEP}"), "field")?;
+    const COMPACTION: [&str; 5] = [
+        "delete.retention.ms",
+        "min.compaction.lag.ms",
+        "segment.ms",
+        "min.cleanable.dirty.ratio",
+        "log.cleaner.backoff.ms",
+    ];
+    s.check_keys(cx, &format!("partitions {SWEEP} cleanup.policy {}", COMPACTION.join(" ")), "field")?;
     let partitions = s.opt("partitions", 1, |field| cx.int(field, 1, 64).map(|value| value as u32))?;
     let transaction_abort_sweep_interval_ms =
         s.opt(SWEEP, TRANSACTION_ABORT_SWEEP_INTERVAL_MS, |field| cx.setting_ms(field, 1))?;
-    Ok(KafkaSection { partitions, transaction_abort_sweep_interval_ms })
+    let compact = s.opt("cleanup.policy", false, |field| cx.choice(field, &[("delete", false), ("compact", true)]))?;
+    if !compact {
+        if let Some(field) = COMPACTION.iter().find_map(|key| s.get(key)) {
+            return cx.fail(&field, "a compaction setting: it needs cleanup.policy = \"compact\"");
+        }
+        return Ok(KafkaSection { partitions, transaction_abort_sweep_interval_ms, compaction: None });
+    }
+    let default = Compaction::DEFAULT;
+    let delete_retention_ms =
+        s.opt("delete.retention.ms", default.delete_retention_ms, |field| cx.setting_ms(field, 0))?;
+    let min_compaction_lag_ms =
+        s.opt("min.compaction.lag.ms", default.min_compaction_lag_ms, |field| cx.setting_ms(field, 0))?;
+    // A segment's age is compared, never waited for: any length is a setting.
+    let segment_ms = s.opt("segment.ms", default.segment_ms, |field| cx.int(field, 1, i64::MAX).map(|v| v as u64))?;
+    let min_cleanable_dirty_ratio_per_mille =
+        s.opt("min.cleanable.dirty.ratio", default.min_cleanable_dirty_ratio_per_mille, |field| {
+            let value = match field.item.val {
+                Val::Float(value, _) => value,
+                Val::Int(Some(value)) => value as f64,
+                _ => return cx.wrong(field, "a number"),
+            };
+            if !(0.0..=1.0).contains(&value) {
+                return cx.fail(field, format!("{value} is out of range; expected 0 to 1 (Kafka's range)"));
+            }
+            Ok((value * 1000.0).round() as u32)
+        })?;
+    let log_cleaner_backoff_ms =
+        s.opt("log.cleaner.backoff.ms", default.log_cleaner_backoff_ms, |field| cx.setting_ms(field, 1))?;
+    let compaction = Compaction {
+        delete_retention_ms,
+        min_compaction_lag_ms,
+        segment_ms,
+        min_cleanable_dirty_ratio_per_mille,
+        log_cleaner_backoff_ms,
+    };
+    Ok(KafkaSection { partitions, transaction_abort_sweep_interval_ms, compaction: Some(compaction) })
 }
 
 /// `isolation.level` of a consumer (default `read_uncommitted`).
@@ -696,7 +738,8 @@ fn isolation_level(cx: &Cx, s: &Section) -> Res<IsolationLevel> {
 fn sink(cx: &Cx, s: &Section) -> Res<SinkConfig> {
     s.check_keys(
         cx,
-        "apply group.id auto.commit.interval.ms max.poll.records auto.offset.reset isolation.level",
+        "apply group.id auto.commit.interval.ms max.poll.records auto.offset.reset isolation.level \
+         behavior.on.null.values",
         "field",
     )?;
     let rules = [ApplyRule::VersionGuard, ApplyRule::NaiveUpsert, ApplyRule::SnapshotEpoch];
@@ -713,7 +756,17 @@ fn sink(cx: &Cx, s: &Section) -> Res<SinkConfig> {
     let auto_offset_reset =
         s.opt("auto.offset.reset", OffsetReset::CONSUMER_DEFAULT, |field| cx.choice(field, &resets))?;
     let isolation_level = isolation_level(cx, s)?;
-    Ok(SinkConfig { rule, group, auto_commit_interval_ms, max_poll_records, auto_offset_reset, isolation_level })
+    let behaviours = NullValues::ALL.map(|behaviour| (behaviour.name(), behaviour));
+    let null_values = s.opt("behavior.on.null.values", NullValues::Ignore, |field| cx.choice(field, &behaviours))?;
+    Ok(SinkConfig {
+        rule,
+        group,
+        auto_commit_interval_ms,
+        max_poll_records,
+        auto_offset_reset,
+        isolation_level,
+        null_values,
+    })
 }
 
 /// `[consumer]`: the outbox's consumer.

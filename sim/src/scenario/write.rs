@@ -300,6 +300,17 @@ fn write_kafka(w: &mut Writer, spec: &Spec) {
         "transaction.abort.timed.out.transaction.cleanup.interval.ms",
         spec.kafka.transaction_abort_sweep_interval_ms,
     );
+    if let Some(compaction) = spec.kafka.compaction {
+        w.field("cleanup.policy", toml_string("compact"));
+        w.field("delete.retention.ms", compaction.delete_retention_ms);
+        w.field("min.compaction.lag.ms", compaction.min_compaction_lag_ms);
+        w.field("segment.ms", compaction.segment_ms);
+        w.field(
+            "min.cleanable.dirty.ratio",
+            float_text(f64::from(compaction.min_cleanable_dirty_ratio_per_mille) / 1000.0),
+        );
+        w.field("log.cleaner.backoff.ms", compaction.log_cleaner_backoff_ms);
+    }
 }
 
 fn write_sink(w: &mut Writer, spec: &Spec) {
@@ -310,6 +321,7 @@ fn write_sink(w: &mut Writer, spec: &Spec) {
     w.field("max.poll.records", spec.sink.max_poll_records);
     w.field("auto.offset.reset", toml_string(spec.sink.auto_offset_reset.name()));
     w.field("isolation.level", toml_string(spec.sink.isolation_level.name()));
+    w.field("behavior.on.null.values", toml_string(spec.sink.null_values.name()));
 }
 
 fn write_consumer(w: &mut Writer, spec: &Spec) {

@@ -267,7 +267,8 @@ impl World {
                     .snapshot_mode(spec.debezium.snapshot_mode)
                     .messages(&spec.debezium)
                     .outbox(spec)
-                    .exactly_once(spec.connect.exactly_once()),
+                    .exactly_once(spec.connect.exactly_once())
+                    .compaction(spec.kafka.compaction, spec.sink.null_values),
             ),
             restarted_during_snapshot: false,
             captured: Fixed::new(spec.debezium.tables.clone()),

@@ -31,7 +31,7 @@ pub(super) fn slot(node: Node) -> usize {
 /// The timers every process has a place for after its scan batches: the plain ones, with the
 /// first connector's task timers where `Timer`'s order puts them (so a world with one connector
 /// offers its actions in the order it always did).
-const PER_NODE: [Timer; 20] = [
+const PER_NODE: [Timer; 21] = [
     Timer::BgwriterRunningXacts,
     Timer::Checkpoint,
     Timer::ShipWal,
@@ -52,6 +52,7 @@ const PER_NODE: [Timer; 20] = [
     Timer::IdleInTransactionTimeout,
     Timer::ConsumerWork,
     Timer::TransactionAbortSweep,
+    Timer::LogCleaner,
 ];
 
 const _: () = assert!(PER_NODE.len() == Timer::PLAIN.len() + TaskTimer::ALL.len());
@@ -81,6 +82,7 @@ fn timer_index(timer: Timer) -> usize {
         Timer::IdleInTransactionTimeout => SLOTS + 17,
         Timer::ConsumerWork => SLOTS + 18,
         Timer::TransactionAbortSweep => SLOTS + 19,
+        Timer::LogCleaner => SLOTS + 20,
         Timer::Task { .. } => unreachable!("another connector's task timer has a place of its own"),
     }
 }
@@ -267,8 +269,8 @@ impl std::hash::Hash for Fired {
 }
 
 /// The timers a bound counts (see `is_periodic`), but the tasks'.
-pub(super) const PERIODIC: [Timer; 4] =
-    [Timer::BgwriterRunningXacts, Timer::Checkpoint, Timer::KafkaRetry, Timer::OperatorRetry];
+pub(super) const PERIODIC: [Timer; 5] =
+    [Timer::BgwriterRunningXacts, Timer::Checkpoint, Timer::KafkaRetry, Timer::OperatorRetry, Timer::LogCleaner];
 
 /// The task timers a bound counts, per connector.
 pub(super) const PERIODIC_TASK: [TaskTimer; 4] =

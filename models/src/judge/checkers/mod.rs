@@ -11,8 +11,8 @@
 //! Checked: I1 no gap, I2 no resurrection, I3 monotonic apply, I4 one history, I5 ack ≤ durable,
 //! I6 fail closed, I8 failover gate, I9 outbox complete (events reaching their routed topic;
 //! the consumer's side effects not yet), and I11 honest liveness where a timed run ends
-//! ([`honest_liveness`]: it reads the processes, not the trace). Not yet: I7, I10, I12
-//! (duplicates judged, compaction — other issues).
+//! ([`honest_liveness`]: it reads the processes, not the trace), I10 duplicates absorbed
+//! (outbox replays, [`exactly_once`]), I12 tombstones seen ([`tombstones_seen`]). Not yet: I7.
 
 mod ack_durable;
 mod exactly_once;
@@ -25,6 +25,7 @@ mod no_resurrection;
 mod one_history;
 pub mod outbox_complete;
 pub mod published;
+pub mod tombstones_seen;
 
 use crate::components::sink::DocList;
 use crate::core::event::{KafkaRecord, SourceOffset};
@@ -366,6 +367,7 @@ pub struct Checkers {
     failover_gate: failover_gate::FailoverGate,
     outbox_complete: outbox_complete::OutboxComplete,
     exactly_once: exactly_once::ExactlyOnce,
+    pub tombstones_seen: tombstones_seen::TombstonesSeen,
     findings: Vec<Finding>,
     finished: bool,
 }
@@ -398,6 +400,7 @@ impl Checkers {
             failover_gate: Default::default(),
             outbox_complete: Default::default(),
             exactly_once: Default::default(),
+            tombstones_seen: Default::default(),
             findings: Vec::new(),
             finished: false,
         }
@@ -460,6 +463,18 @@ impl Checkers {
 
     /// Committed snapshot reads that repeat an earlier one, under exactly-once (the record
     /// says how many: exactly-once does not remove them).
+    /// The change topics' compaction, if they are compacted, and how the sink treats tombstones
+    /// (I12).
+    pub fn compaction(
+        mut self,
+        compaction: Option<crate::components::kafka::Compaction>,
+        null_values: crate::components::sink::NullValues,
+    ) -> Checkers {
+        self.tombstones_seen.delete_retention_ms = compaction.map(|compaction| compaction.delete_retention_ms);
+        self.tombstones_seen.null_values = null_values;
+        self
+    }
+
     pub fn snapshot_repeats(&self) -> u64 {
         self.exactly_once.snapshot_repeats
     }
@@ -484,6 +499,7 @@ impl Checkers {
             // The outbox checker reads nothing where no outbox is checked.
             || (!self.evidence.outbox_tables.is_empty() && outbox_complete::OutboxComplete::observes(observation))
             || self.exactly_once.observes(observation)
+            || self.tombstones_seen.observes(observation)
             || matches!(
                 observation,
                 Observation::SlotConfirmed { by: Node::Connect, .. }
@@ -510,6 +526,9 @@ impl Checkers {
         self.outbox_complete.observe(&self.evidence, at, observation, &mut found);
         // Every connector's records are judged: exactly-once is the workers'.
         self.exactly_once.observe(&self.evidence, at, observation, &mut found);
+        if self.tombstones_seen.observes(observation) {
+            self.tombstones_seen.observe(at, observation);
+        }
         // What another connector's stream, slot or offsets do is not the first connector's
         // (I9 reads the outbox connector's slot above; its records go to `published` below).
         if self.evidence.of_another_connector(observation) {
@@ -554,7 +573,8 @@ impl Checkers {
         if boundary.reached {
             no_gap::check(&self.evidence, boundary, &self.findings, &mut found);
             no_gap::check_messages(&self.evidence, boundary, &mut found);
-            no_resurrection::check_boundary(&self.evidence, boundary, &mut found);
+            no_resurrection::check_boundary(&self.evidence, boundary, &self.tombstones_seen.removed, &mut found);
+            self.tombstones_seen.check(&self.evidence, boundary, &mut found);
         }
         for finding in found {
             self.report(finding);

@@ -43,7 +43,15 @@ impl NoResurrection {
 
     fn apply(&mut self, evidence: &Evidence, at: SimTime, apply: &Apply, found: &mut Vec<Finding>) {
         let Apply { record, action, before, after } = apply;
-        let Some(event) = record.value else { return };
+        let Some(event) = record.value else {
+            // A tombstone the sink deletes by (`behavior.on.null.values=delete`).
+            if let (SinkAction::Deleted, crate::core::event::Topic::Change(table), Some(Doc::Live(row))) =
+                (action, record.tp.topic, before)
+            {
+                self.deleted.insert((table, record.key), (Some(row.version), at));
+            }
+            return;
+        };
         let id = (event.source.table, record.key);
         match (action, after) {
             (SinkAction::Deleted, _) => {
@@ -76,7 +84,12 @@ impl NoResurrection {
 }
 
 /// The boundary half: deleted in the source, live in the sink.
-pub fn check_boundary(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Finding>) {
+pub fn check_boundary(
+    evidence: &Evidence,
+    boundary: &Boundary,
+    compacted: &std::collections::BTreeMap<DocId, super::tombstones_seen::RemovedDeletes>,
+    found: &mut Vec<Finding>,
+) {
     for (id, versions) in evidence.oracle.histories() {
         if !evidence.captured.contains(&id.0) {
             continue;
@@ -98,7 +111,12 @@ pub fn check_boundary(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<
                     ))
                     .seen(describe_doc(doc))
                     .lsn(last.commit_lsn)
-                    .detail(resurrection_reason(evidence, id, last)),
+                    .detail(match compacted.get(&id) {
+                        Some(_) => "the delete was published to Kafka, and the log cleaner removed it from the \
+                                    compacted topic before the sink read it (I12)"
+                            .to_string(),
+                        None => resurrection_reason(evidence, id, last),
+                    }),
             );
         }
     }

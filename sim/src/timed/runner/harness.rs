@@ -75,7 +75,8 @@ pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outco
             .named(handoff_models::judge::narrate::Names::of(&spec))
             .snapshot_mode(spec.debezium.snapshot_mode)
             .messages(&spec.debezium)
-            .exactly_once(spec.connect.exactly_once()),
+            .exactly_once(spec.connect.exactly_once())
+            .compaction(spec.kafka.compaction, spec.sink.null_values),
         options.max_trace_items,
     );
     let mut net = Net::new(seed, madsim::time::TimeHandle::current());
