@@ -32,7 +32,7 @@ const PLAN: CheckPlan = CheckPlan {
     max_depth: None,
     threads: 2,
     timeout: None,
-    max_states: 4_000_000,
+    max_states: 12_000_000,
     max_memory_bytes: None,
 };
 
@@ -163,8 +163,8 @@ fn dbz_5031_5597_a_slot_confirmed_during_the_restart_search() {
     historic(
         "dbz-5031-5597-slot-confirmed-during-the-restart-search",
         Invariant::I1,
-        (907_012, 354_252),
-        (637_426, 238_928),
+        (4_743_339, 1_644_361),
+        (4_540_604, 1_563_295),
     );
 }
 

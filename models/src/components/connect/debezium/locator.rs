@@ -45,13 +45,16 @@ pub struct LocatorRules {
     /// 3.7 (debezium/dbz#76, `7109bcc0f8`): a non-COMMIT arriving at the LSN of a stored COMMIT
     /// is a false match: resume at the first LSN received.
     pub commit_false_match_guard: bool,
-    /// 2.0 (DBZ-3942, `38cd6907ae`, in 2.0.0.Alpha3 and backported to 1.9.5): an offset is loaded
-    /// with its `lsn_commit`, or, where it has none (no COMMIT processed when it was taken),
-    /// `lsn_proc` (`PostgresOffsetContext.Loader.load`), so the search is never without a commit
-    /// LSN when `lsn_proc` is stored. Before, from 1.3, `load` read the commit LSN from the
-    /// `lsn_proc` key; the model keeps those releases' locator input as it was (the stored
-    /// `lsn_commit`, none where absent), which that bug does not match.
+    /// 1.9 (DBZ-3942, `38cd6907ae` in 2.0.0.Alpha3, backported to 1.9.4; 1.9 is modelled as its
+    /// last patch release): an offset is loaded with its `lsn_commit`, or, where it has none (no
+    /// COMMIT processed when it was taken), `lsn_proc` (`PostgresOffsetContext.Loader.load`), so
+    /// the search is never without a commit LSN when `lsn_proc` is stored.
     pub commit_lsn_defaults_to_processed: bool,
+    /// 1.3 to 1.8 (and 1.9.0 to 1.9.3; DBZ-3942): `Loader.load` reads the commit LSN from the
+    /// `lsn_proc` key (`lastCommitLsn = Lsn.valueOf(readOptionalLong(offset,
+    /// LAST_COMPLETELY_PROCESSED_LSN_KEY))`), so the search takes the stored `lsn_proc` for the
+    /// last commit whatever `lsn_commit` says.
+    pub commit_lsn_read_from_processed_key: bool,
 }
 
 impl LocatorRules {
@@ -65,7 +68,8 @@ impl LocatorRules {
             message_resumes_at_first_lsn: version >= (3, 6),
             counts_events_per_lsn: version >= (3, 7),
             commit_false_match_guard: version >= (3, 7),
-            commit_lsn_defaults_to_processed: version >= (2, 0),
+            commit_lsn_defaults_to_processed: version >= (1, 9),
+            commit_lsn_read_from_processed_key: ((1, 3)..(1, 9)).contains(&version),
         }
     }
 }
@@ -280,6 +284,7 @@ mod tests {
 
     const V37: LocatorRules = LocatorRules {
         commit_lsn_defaults_to_processed: true,
+        commit_lsn_read_from_processed_key: false,
         legacy_skip: false,
         flushing_after_first_message: true,
         fail_on_unseen_lsn: true,
@@ -328,6 +333,8 @@ mod tests {
     fn the_rules_follow_the_releases_that_brought_them() {
         assert_eq!(rules((3, 7)), V37);
         assert!(rules((1, 2)).legacy_skip && !rules((1, 3)).legacy_skip);
+        assert!(rules((1, 3)).commit_lsn_read_from_processed_key && rules((1, 8)).commit_lsn_read_from_processed_key);
+        assert!(!rules((1, 9)).commit_lsn_read_from_processed_key && rules((1, 9)).commit_lsn_defaults_to_processed);
         assert!(!rules((1, 9)).fail_on_unseen_lsn && rules((2, 0)).fail_on_unseen_lsn);
         assert!(!rules((1, 9)).flushing_after_first_message && rules((2, 0)).flushing_after_first_message);
         assert!(!rules((2, 1)).resume_at_begin_on_shared_lsn && rules((2, 2)).resume_at_begin_on_shared_lsn);

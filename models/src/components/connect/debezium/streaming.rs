@@ -11,11 +11,13 @@ impl DebeziumTask {
         let start = if rules.legacy_skip { self.offset.lsn } else { self.offset.resume_lsn() }.unwrap_or(Lsn::INVALID);
         // The search phase runs only when lsn_proc is stored (`hasCompletelyProcessedPosition`,
         // DBZ-7806: not right after a snapshot).
-        // Since 2.0 a stored offset without `lsn_commit` (no COMMIT processed yet when it was
-        // taken) loads with `lsn_commit = lsn_proc` (DBZ-3942, `PostgresOffsetContext.Loader.load`),
-        // so the search skips the stored transaction's changes up to the stored one rather than
-        // replaying it from the first LSN received.
+        // The commit LSN the offset loads with (`PostgresOffsetContext.Loader.load`): since 1.9.4 a
+        // stored offset without `lsn_commit` (no COMMIT processed yet when it was taken) loads
+        // with `lsn_commit = lsn_proc` (DBZ-3942), so the search skips the stored transaction's
+        // changes up to the stored one rather than replaying it from the first LSN received;
+        // from 1.3 to 1.9.3, `load` read the `lsn_proc` key for it, whatever `lsn_commit` held.
         let commit_lsn = match self.offset.lsn_proc {
+            Some(lsn_proc) if rules.commit_lsn_read_from_processed_key => Some(lsn_proc),
             Some(lsn_proc) if rules.commit_lsn_defaults_to_processed => self.offset.lsn_commit.or(Some(lsn_proc)),
             _ => self.offset.lsn_commit,
         };
