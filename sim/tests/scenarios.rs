@@ -319,3 +319,34 @@ fn exactly_once_counts_the_aborted_copy_apart() {
         assert_eq!(outbox.consumer.expect("a consumer").records_handled, handled, "{variant}");
     }
 }
+
+/// `transaction.boundary=interval`: one transaction spans the polls of an interval, so the worker's
+/// kill aborts every event's record, not only the last one's, and the committed copies come one
+/// interval after the restarted task began (each event still handled once by the read_committed
+/// consumer); with `poll`, events 1 and 2 commit in their own transactions before the kill.
+#[test]
+fn an_interval_boundary_commits_once_per_interval() {
+    use handoff_models::core::observe::Observation;
+    for (variant, aborted, first_commit_after_ms) in [("exactly-once", 1, 0), ("exactly-once-interval", 3, 60_000)] {
+        let choice =
+            handoff_sim::scenario::Choice { sets: Vec::new(), variant: Some(variant.to_string()), expect: None };
+        let path = common::scenario_path("outbox-status-changes-connect-killed");
+        let loaded = handoff_sim::scenario::load_with(&path, &choice).unwrap_or_else(|e| panic!("{e}"));
+        let result = common::run(&loaded.spec, loaded.seed);
+        assert!(result.prediction_held, "{variant}");
+        let ends: Vec<(u64, bool, usize)> = result
+            .trace
+            .iter()
+            .filter_map(|event| match &event.observation {
+                Observation::TransactionEnded { committed, records, .. } => Some((event.at.ms(), *committed, *records)),
+                _ => None,
+            })
+            .collect();
+        let aborted_records: usize = ends.iter().filter(|(_, committed, _)| !committed).map(|(.., n)| n).sum();
+        assert_eq!(aborted_records, aborted, "{variant}: {ends:?}");
+        let first_commit = ends.iter().find(|(_, committed, _)| *committed).expect("a commit").0;
+        assert!(first_commit >= first_commit_after_ms, "{variant}: {ends:?}");
+        let outbox = result.record.as_ref().and_then(|record| record.outbox.clone()).expect("the outbox line");
+        assert_eq!(outbox.consumer.expect("a consumer").records_handled, 3, "{variant}");
+    }
+}

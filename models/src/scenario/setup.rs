@@ -80,7 +80,11 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
     let connectors = spec
         .connectors()
         .zip(chains)
-        .map(|(debezium, chain)| Connector::new(Fixed::new(debezium.clone()), Fixed::new(chain), TargetState::Running))
+        .enumerate()
+        .map(|(c, (debezium, chain))| {
+            Connector::new(Fixed::new(debezium.clone()), Fixed::new(chain), TargetState::Running)
+                .with_interval_boundary(spec.transaction_boundary_interval_ms(c))
+        })
         .collect();
     let connect = ConnectWorker::new(Fixed::new(spec.connect.clone()), connectors);
     // Each connector's heartbeat topic (`__debezium-heartbeat.<topic.prefix>`) and message

@@ -565,6 +565,19 @@ impl Spec {
     }
 
     /// Connector `c`'s properties as the scenario gave them.
+    /// Connector `c`'s `transaction.boundary`: `None` for `poll` (the default), the interval for
+    /// `interval` (`transaction.boundary.interval.ms`, or the worker's `offset.flush.interval.ms`
+    /// where it is unset: `SourceConnectorConfig`, `ExactlyOnceWorkerSourceTask`).
+    pub fn transaction_boundary_interval_ms(&self, c: usize) -> Option<u64> {
+        let properties = self.connector_properties_of(c);
+        (properties.get("transaction.boundary").map(String::as_str) == Some("interval")).then(|| {
+            properties
+                .get("transaction.boundary.interval.ms")
+                .and_then(|ms| ms.trim().parse().ok())
+                .unwrap_or(self.connect.offset_flush_interval_ms)
+        })
+    }
+
     pub fn connector_properties_of(&self, c: usize) -> &BTreeMap<String, String> {
         if c == 0 { &self.connector_properties } else { &self.more_connectors[c - 1].properties }
     }

@@ -22,7 +22,7 @@ const MODELLED: &str = "name connector.class topic.prefix plugin.name slot.name 
     retriable.restart.connector.wait.ms tombstones.on.delete table.include.list offset.mismatch.strategy \
     lsn.flush.mode heartbeat.interval.ms heartbeat.action.query slot.failover slot.drop.on.stop \
     provide.transaction.metadata internal.slot.seek.to.known.offset.on.start message.prefix.include.list \
-    message.prefix.exclude.list exactly.once.support transaction.boundary";
+    message.prefix.exclude.list exactly.once.support transaction.boundary transaction.boundary.interval.ms";
 
 /// Accepted and shown in the handoff record, with no effect on the model.
 const ACCEPTED: &str = "database.hostname database.port database.user database.password database.dbname \
@@ -559,14 +559,16 @@ pub(super) fn exactly_once_properties(cx: &Cx, s: &Section, connect: &ConnectCon
                      transaction.boundary=connector for it (Debezium supports poll only)",
                 );
             }
-            "interval" => {
-                return cx.fail(
-                    &field,
-                    "transaction.boundary=interval is not modelled yet (Debezium documents poll as the boundary it \
-                     supports); use poll",
-                );
-            }
+            "interval" => {}
             other => return cx.fail(&field, unknown_value(other, ["poll", "interval", "connector"].into_iter())),
+        }
+    }
+    if let Some(field) = s.get("transaction.boundary.interval.ms") {
+        let interval = prop_text(cx, &field)?;
+        // `SourceConnectorConfig`: a non-negative long, with no effect unless the boundary is
+        // `interval`.
+        if interval.trim().parse::<u64>().is_err() {
+            return cx.fail(&field, "expected a number of milliseconds, 0 or more");
         }
     }
     Ok(())

@@ -218,6 +218,10 @@ struct TaskRuntime {
     /// When the current `poll()` started.
     poll_started_at: SimTime,
     poll_armed: bool,
+    /// The armed poll is an idle one, armed only for an interval transaction boundary: records
+    /// arriving before it bring it forward.
+    #[serde(default)]
+    poll_for_boundary: bool,
     /// `SourceTask.commit()` was called; the next poll performs the commit.
     commit_requested: bool,
     /// A poll is blocked reading the stored offset for `performCommit()`.
@@ -242,6 +246,9 @@ struct EosProducer {
     open: Option<SourceOffset>,
     /// `commitTransaction()` is running: the send loop waits for it.
     committing: bool,
+    /// `transaction.boundary=interval`: when the boundary manager last committed
+    /// (`initialize()` sets it when the task starts).
+    last_commit_at: SimTime,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -293,6 +300,9 @@ pub struct Connector {
     /// returns, before it is produced.
     pub transforms: Fixed<TransformChain>,
     pub target_state: TargetState,
+    /// `transaction.boundary` under exactly-once: `None` is `poll` (a transaction per non-empty
+    /// batch), `Some(ms)` is `interval` with its `transaction.boundary.interval.ms`.
+    pub transaction_boundary_interval_ms: Option<u64>,
     /// The task died and waits for a REST restart (the status shows FAILED).
     task_died: bool,
     /// Why the task failed, when Connect failed it (an exception in the transformation chain),
@@ -309,7 +319,22 @@ impl Connector {
         transforms: Fixed<TransformChain>,
         target_state: TargetState,
     ) -> Connector {
-        Connector { debezium, transforms, target_state, task_died: false, failure: None, task: None, next_session: 1 }
+        Connector {
+            debezium,
+            transforms,
+            target_state,
+            transaction_boundary_interval_ms: None,
+            task_died: false,
+            failure: None,
+            task: None,
+            next_session: 1,
+        }
+    }
+
+    /// With `transaction.boundary=interval` and its interval (reference kafka-connect.md §2.1).
+    pub fn with_interval_boundary(mut self, interval_ms: Option<u64>) -> Connector {
+        self.transaction_boundary_interval_ms = interval_ms;
+        self
     }
 
     /// The task's state as the REST API shows it.
@@ -432,11 +457,17 @@ impl ConnectWorker {
             produce_in_flight: false,
             poll_started_at: ctx.now,
             poll_armed: false,
+            poll_for_boundary: false,
             commit_requested: false,
             poll_blocked: false,
             failing: false,
             restart_requested: false,
-            eos: self.config.exactly_once().then_some(EosProducer { producer: None, open: None, committing: false }),
+            eos: self.config.exactly_once().then_some(EosProducer {
+                producer: None,
+                open: None,
+                committing: false,
+                last_commit_at: ctx.now,
+            }),
         });
         let connector = self.connectors[c].debezium.name.clone();
         if self.config.exactly_once() {
@@ -481,26 +512,42 @@ impl ConnectWorker {
     /// Arms the timer for the moment the current `poll()` returns, if it has something to do.
     fn arm_poll(&mut self, ctx: &mut Ctx, c: usize) {
         let debezium = self.connectors[c].debezium;
+        let boundary_interval_ms = self.connectors[c].transaction_boundary_interval_ms;
         let Some(task) = self.connectors[c].task.as_mut() else { return };
+        let queued = task.debezium.queued();
+        let brought_forward = task.poll_for_boundary && (queued > 0 || task.commit_requested);
         if task.state != TaskState::Running
-            || task.poll_armed
+            || (task.poll_armed && !brought_forward)
             || task.poll_blocked
             || task.eos.as_ref().is_some_and(|eos| eos.committing)
         {
             return;
         }
-        let queued = task.debezium.queued();
-        if queued == 0 && !task.commit_requested {
+        // `transaction.boundary=interval`: an empty poll checks the boundary too
+        // (`batchDispatched()` after a null batch), so an open transaction commits at the first
+        // poll past its interval; other idle polls change nothing.
+        let boundary_due = match (boundary_interval_ms, task.eos.as_ref()) {
+            (Some(boundary), Some(eos)) if eos.open.is_some() => Some(eos.last_commit_at.ms() + boundary),
+            _ => None,
+        };
+        if queued == 0 && !task.commit_requested && boundary_due.is_none() {
             return; // an idle poll changes nothing
         }
         let interval = debezium.poll_interval_ms.max(1);
         let delay = if queued >= debezium.max_batch_size as usize {
             0 // a full batch returns at once
         } else {
-            // Polls return on a grid of poll.interval.ms from when the current one started.
+            // Polls return on a grid of poll.interval.ms from when the current one started; an
+            // idle task's first poll that returns past the boundary is the one that commits.
             let elapsed = ctx.now.since(task.poll_started_at);
             let periods = elapsed.div_ceil(interval).max(1);
-            task.poll_started_at.ms() + periods * interval - ctx.now.ms()
+            let idle = queued == 0 && !task.commit_requested;
+            task.poll_for_boundary = idle;
+            let due = match boundary_due {
+                Some(due) if idle => due.saturating_sub(task.poll_started_at.ms()).div_ceil(interval).max(periods),
+                _ => periods,
+            };
+            task.poll_started_at.ms() + due * interval - ctx.now.ms()
         };
         task.poll_armed = true;
         ctx.set_timer(Timer::task(c as u8, TaskTimer::PollReturns), delay);
@@ -511,6 +558,7 @@ impl ConnectWorker {
         let debezium = self.connectors[c].debezium;
         let Some(task) = self.connectors[c].task.as_mut() else { return };
         task.poll_armed = false;
+        task.poll_for_boundary = false;
         if task.state != TaskState::Running {
             return;
         }
@@ -629,14 +677,27 @@ impl ConnectWorker {
             eos.open = Some(last);
         }
         self.send_accumulated(ctx, c);
+        let boundary_interval_ms = self.connectors[c].transaction_boundary_interval_ms;
         if let Some(task) = self.connectors[c].task.as_mut()
             && let Some(eos) = task.eos.as_mut()
-            && eos.open.is_some()
         {
-            // transaction.boundary=poll: `commitTransaction()` after the batch, blocking the loop.
-            eos.committing = true;
-            self.commit_transaction_if_sent(ctx, c, false);
-            return;
+            // `batchDispatched()`: transaction.boundary=poll commits after every non-empty batch;
+            // interval once `transaction.boundary.interval.ms` has passed since its last commit
+            // (`ExactlyOnceWorkerSourceTask.buildTransactionManager`; with nothing open, the
+            // model's commit does nothing). `commitTransaction()` blocks the loop.
+            let due = match boundary_interval_ms {
+                None => true,
+                Some(interval) if ctx.now.ms() >= eos.last_commit_at.ms() + interval => {
+                    eos.last_commit_at = ctx.now;
+                    true
+                }
+                Some(_) => false,
+            };
+            if due && eos.open.is_some() {
+                eos.committing = true;
+                self.commit_transaction_if_sent(ctx, c, false);
+                return;
+            }
         }
         self.arm_poll(ctx, c);
     }
