@@ -1760,3 +1760,34 @@ fn message_outbox_inputs_are_checked_where_they_are_written() {
     // loses.
     assert!(ok(&format!("{with_outbox}[consumer]\ninbox = \"same-transaction\"\n"), &[]).spec.consumer.is_some());
 }
+
+/// Compaction settings need `cleanup.policy = "compact"`; the ratio is Kafka's 0 to 1; the sink's
+/// `behavior.on.null.values` is one of its two; the exactly-once interval is milliseconds.
+#[test]
+fn compaction_and_boundary_settings_are_checked() {
+    let kafka = |body: &str| min_with("[sink]", &format!("[kafka]\n{body}\n[sink]"));
+    fails(&kafka("\"delete.retention.ms\" = 1000"), &[], "s.toml:", "needs cleanup.policy = \"compact\"");
+    fails(&kafka("\"cleanup.policy\" = \"compacted\""), &[], "s.toml:", "compact");
+    fails(
+        &kafka("\"cleanup.policy\" = \"compact\"\n\"min.cleanable.dirty.ratio\" = 1.5"),
+        &[],
+        "s.toml:",
+        "expected 0 to 1",
+    );
+    assert!(load(&kafka("\"cleanup.policy\" = \"compact\"\n\"min.cleanable.dirty.ratio\" = 0.25"), &[]).is_ok());
+    fails(
+        &min_with("apply = \"version-guard\"", "apply = \"version-guard\"\n\"behavior.on.null.values\" = \"fail\""),
+        &[],
+        "s.toml:",
+        "ignore",
+    );
+    fails(
+        &min_with(
+            "\"plugin.name\" = \"pgoutput\"",
+            "\"plugin.name\" = \"pgoutput\"\n\"transaction.boundary.interval.ms\" = \"soon\"",
+        ),
+        &[],
+        "s.toml:",
+        "expected a number of milliseconds",
+    );
+}
