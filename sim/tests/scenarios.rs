@@ -350,3 +350,30 @@ fn an_interval_boundary_commits_once_per_interval() {
         assert_eq!(outbox.consumer.expect("a consumer").records_handled, 3, "{variant}");
     }
 }
+
+/// Under exactly-once the handoff record counts what each isolation level reads: the restart
+/// drill's kill leaves one snapshot batch (claims 700 to 899) in an open transaction, which the
+/// restarted task's `initTransactions()` aborts; a `read_uncommitted` consumer reads each of those
+/// claims once more than a `read_committed` one. Without exactly-once there is no such line.
+#[test]
+fn the_record_counts_each_isolation_levels_events_per_key() {
+    let load = |variant: Option<&str>| {
+        let choice =
+            handoff_sim::scenario::Choice { sets: Vec::new(), variant: variant.map(str::to_string), expect: None };
+        let path = common::scenario_path("claims-restart-during-snapshot");
+        let loaded = handoff_sim::scenario::load_with(&path, &choice).unwrap_or_else(|e| panic!("{e}"));
+        common::run(&loaded.spec, loaded.seed)
+    };
+    let result = load(Some("exactly-once"));
+    assert!(result.prediction_held);
+    let isolation = result.record.as_ref().and_then(|record| record.isolation.clone()).expect("the isolation line");
+    assert_eq!(isolation.read_uncommitted - isolation.read_committed, 200);
+    assert_eq!(isolation.differing.len(), 200);
+    assert!(
+        isolation
+            .differing
+            .iter()
+            .all(|key| (700..900).contains(&key.key) && key.read_committed + 1 == key.read_uncommitted)
+    );
+    assert!(load(None).record.expect("a record").isolation.is_none());
+}

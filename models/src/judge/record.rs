@@ -256,6 +256,102 @@ impl Duplicates {
     }
 }
 
+/// Under exactly-once, what each `isolation.level` reads of the change topics: a
+/// `read_uncommitted` consumer is given every change event appended, a `read_committed` one only
+/// those of committed transactions (and non-transactional ones); records of aborted transactions,
+/// and of transactions still open at the end, are the difference (reference kafka-connect.md
+/// §3.2). Change events only: tombstones and heartbeats are left out.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IsolationCounts {
+    pub read_committed: usize,
+    pub read_uncommitted: usize,
+    /// Keys where the two differ, in key order: the change events each level reads of the key.
+    pub differing: Vec<KeyIsolation>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyIsolation {
+    pub key: Key,
+    pub read_committed: usize,
+    pub read_uncommitted: usize,
+}
+
+impl IsolationCounts {
+    /// Counts the change events of the trace's appends by the fate of their transaction.
+    pub fn of(trace: &[TraceEvent]) -> IsolationCounts {
+        let mut per_key: BTreeMap<Key, (usize, usize)> = BTreeMap::new();
+        let mut open: Vec<(u32, Vec<Key>)> = Vec::new();
+        for event in trace {
+            match &event.observation {
+                Observation::Appended { records, transaction } => {
+                    let keys = records
+                        .iter()
+                        .filter(|record| matches!(record.tp.topic, Topic::Change(_)) && record.value.is_some())
+                        .map(|record| record.key);
+                    match transaction {
+                        None => keys.for_each(|key| {
+                            let counts = per_key.entry(key).or_default();
+                            counts.0 += 1;
+                            counts.1 += 1;
+                        }),
+                        Some(producer) => match open.iter_mut().find(|(of, _)| of == producer) {
+                            Some((_, pending)) => pending.extend(keys),
+                            None => open.push((*producer, keys.collect())),
+                        },
+                    }
+                }
+                Observation::TransactionEnded { producer_id, committed, .. } => {
+                    let Some(index) = open.iter().position(|(of, _)| of == producer_id) else { continue };
+                    for key in open.remove(index).1 {
+                        let counts = per_key.entry(key).or_default();
+                        counts.0 += usize::from(*committed);
+                        counts.1 += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Still open at the end: only a read_uncommitted consumer has them.
+        for key in open.into_iter().flat_map(|(_, keys)| keys) {
+            per_key.entry(key).or_default().1 += 1;
+        }
+        IsolationCounts {
+            read_committed: per_key.values().map(|counts| counts.0).sum(),
+            read_uncommitted: per_key.values().map(|counts| counts.1).sum(),
+            differing: per_key
+                .into_iter()
+                .filter(|(_, (committed, all))| committed != all)
+                .map(|(key, (read_committed, read_uncommitted))| KeyIsolation { key, read_committed, read_uncommitted })
+                .collect(),
+        }
+    }
+
+    /// The record's sentence: `read_committed 12 change event(s), read_uncommitted 14; key 7: 3 / 4`.
+    pub fn sentence(&self) -> String {
+        let mut text = format!(
+            "read_committed reads {} change event(s), read_uncommitted {}",
+            self.read_committed, self.read_uncommitted
+        );
+        if self.differing.is_empty() {
+            text.push_str(" (no aborted or open transaction held one)");
+        } else {
+            let shown: Vec<String> = self
+                .differing
+                .iter()
+                .take(12)
+                .map(|key| format!("claim {} {} / {}", key.key, key.read_committed, key.read_uncommitted))
+                .collect();
+            let more = self.differing.len().saturating_sub(shown.len());
+            text.push_str(&format!(
+                "; per key (read_committed / read_uncommitted): {}{}",
+                shown.join(", "),
+                if more > 0 { format!(" … ({} keys in all)", self.differing.len()) } else { String::new() }
+            ));
+        }
+        text
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SampledHash {
     pub key: Key,
@@ -276,6 +372,9 @@ pub struct HandoffRecord {
     pub sink_checkpoint: Vec<CheckpointEntry>,
     /// The duplicates the sink read, and what its rule made of them.
     pub duplicates: Duplicates,
+    /// Under exactly-once: the change events each `isolation.level` reads, per key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<IsolationCounts>,
     /// The outbox reconciliation, when the connector routes outbox events.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outbox: Option<OutboxRecord>,
@@ -873,6 +972,7 @@ impl HandoffRecord {
             sink_key_rule: spec.sink.rule.key_rule().into(),
             sink_checkpoint: checkpoint(spec, &inputs.sink_checkpoint),
             duplicates: Duplicates::of(inputs.trace),
+            isolation: spec.connect.exactly_once().then(|| IsolationCounts::of(inputs.trace)),
             outbox: OutboxRecord::of(inputs),
             other_connectors: (1..spec.connector_count()).map(|c| OtherConnectorRecord::of(inputs, c)).collect(),
             restart_test,
@@ -951,6 +1051,9 @@ impl HandoffRecord {
             if checkpoint.is_empty() { "no data topic".into() } else { checkpoint.join(", ") }
         );
         let _ = writeln!(out, "  duplicates           {}", self.duplicates.sentence());
+        if let Some(isolation) = &self.isolation {
+            let _ = writeln!(out, "  isolation levels     {}", isolation.sentence());
+        }
         if let Some(outbox) = &self.outbox {
             let _ = writeln!(out, "  outbox events        {}", outbox.sentence());
         }
