@@ -202,6 +202,11 @@ fn outbox_quiet_database_both_slots() {
 }
 
 #[test]
+fn outbox_hanging_transaction() {
+    check("outbox-hanging-transaction");
+}
+
+#[test]
 fn claims_compacted_topic_lagging_sink() {
     check("claims-compacted-topic-lagging-sink");
 }

@@ -555,6 +555,63 @@ impl Kafka {
         self.transactions.values().any(|state| state.open.is_some())
     }
 
+    /// The hanging transactions: open on a partition, unknown to the coordinator (reference
+    /// kafka-connect.md §3.3), each with where it pins the last stable offset.
+    pub fn hanging_transactions(&self) -> Vec<(TopicPartition, u64)> {
+        let known = |producer: u32| self.transactions.values().any(|state| state.producer.producer_id == producer);
+        self.logs
+            .iter()
+            .filter_map(|(tp, log)| log.txn.as_deref().map(|txn| (tp, txn)))
+            .flat_map(|(tp, txn)| {
+                txn.open.iter().filter(|(producer, _)| !known(*producer)).map(move |(_, first)| (*tp, *first))
+            })
+            .collect()
+    }
+
+    /// A delayed produce request (KIP-890's motivation): the last transactional record of the
+    /// first partition that has one arrives again after its transaction ended, under a producer
+    /// state the coordinator no longer has, and opens a transaction nobody will end. Nothing
+    /// happens where no transaction has written yet.
+    fn hang_transaction(&mut self, ctx: &mut Ctx) {
+        let last = self.logs.iter().find_map(|(tp, log)| {
+            let txn = log.txn.as_deref()?;
+            let (offset, _) = txn.records.last()?;
+            log.iter_from(*offset as usize).next().map(|record| (*tp, *record))
+        });
+        let Some((tp, record)) = last else { return };
+        let orphan = self.next_producer_id;
+        self.next_producer_id += 1;
+        let segment_ms = self.config.compaction.map_or(u64::MAX, |c| c.segment_ms);
+        let log = self.logs.get_mut().entry(tp).or_default();
+        let stored = KafkaRecord { offset: log.len() as u64, ..record };
+        log.append_transactional(stored, orphan);
+        log.stamp_last(ctx.now.ms(), segment_ms);
+        ctx.observe(Observation::Appended { records: vec![stored], transaction: Some(orphan) });
+        self.answer_pending_fetches(ctx);
+    }
+
+    /// `kafka-transactions.sh abort` of every hanging transaction: an ABORT marker where it is
+    /// open; the last stable offset moves on.
+    fn abort_hanging(&mut self, ctx: &mut Ctx) {
+        let hanging = self.hanging_transactions();
+        let segment_ms = self.config.compaction.map_or(u64::MAX, |c| c.segment_ms);
+        for (tp, first) in hanging {
+            let log = self.logs.get_mut().get_mut(&tp).expect("a hanging transaction's partition");
+            let Some(producer_id) = log.txn.as_deref().and_then(|txn| txn.producer_of(first)) else { continue };
+            log.write_marker(tp, producer_id, false);
+            log.stamp_last(ctx.now.ms(), segment_ms);
+            ctx.observe(Observation::TransactionEnded {
+                // The coordinator has no transactional.id for it.
+                transactional_id: String::new(),
+                producer_id,
+                committed: false,
+                cause: TransactionEnd::AdminAbort,
+                records: 1,
+            });
+        }
+        self.answer_pending_fetches(ctx);
+    }
+
     fn fetch(
         &self,
         positions: &[(TopicPartition, u64)],
@@ -885,8 +942,11 @@ impl Component for Kafka {
     }
 
     fn on_message(&mut self, ctx: &mut Ctx, from: Node, msg: Msg) {
-        if let Msg::Kafka { request_id, request } = msg {
-            self.handle(ctx, from, request_id, request);
+        match msg {
+            Msg::Kafka { request_id, request } => self.handle(ctx, from, request_id, request),
+            Msg::Control(crate::core::protocol::Control::HangTransaction) => self.hang_transaction(ctx),
+            Msg::Control(crate::core::protocol::Control::AbortHangingTransactions) => self.abort_hanging(ctx),
+            _ => {}
         }
     }
 

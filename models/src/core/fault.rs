@@ -152,6 +152,13 @@ pub enum FaultAction {
     /// Hard-kill the outbox's consumer (its database keeps the inbox and the side effects; the
     /// group keeps its committed offsets); start it again later.
     KillConsumer { restart_after_ms: Option<u64> },
+    /// A hanging transaction (reference kafka-connect.md §3.3; KIP-664, KIP-890): a delayed
+    /// produce request of the exactly-once task's last transaction arrives after that transaction
+    /// ended and leaves an open transaction on the partition that the coordinator does not know.
+    /// The partition's last stable offset stops there: `read_committed` consumers stall and the
+    /// log cleaner stops; nothing reports an error. `abort_after_ms` later an operator finds it
+    /// (`kafka-transactions.sh find-hanging`) and aborts it (`kafka-transactions.sh abort`).
+    HangTransaction { abort_after_ms: Option<u64> },
 }
 
 impl FaultAction {
@@ -177,7 +184,8 @@ impl FaultAction {
             | FaultAction::StopConnector { resume_after_ms: Some(ms) }
             | FaultAction::CrashPostgres { restart_after_ms: ms }
             | FaultAction::FailOverToStandby { promote_after_ms: ms }
-            | FaultAction::Clog { duration_ms: ms, .. } => Some(ms),
+            | FaultAction::Clog { duration_ms: ms, .. }
+            | FaultAction::HangTransaction { abort_after_ms: Some(ms) } => Some(ms),
             _ => None,
         }
     }
@@ -234,6 +242,16 @@ impl fmt::Display for FaultAction {
                 write!(f, "kill-consumer")?;
                 if let Some(after) = restart_after_ms {
                     write!(f, " (restart after {after} ms)")?;
+                }
+                Ok(())
+            }
+            FaultAction::HangTransaction { abort_after_ms } => {
+                write!(
+                    f,
+                    "hang-transaction (a delayed produce request leaves an open transaction the coordinator does not know)"
+                )?;
+                if let Some(after) = abort_after_ms {
+                    write!(f, " (kafka-transactions.sh abort after {after} ms)")?;
                 }
                 Ok(())
             }

@@ -669,6 +669,8 @@ pub enum TransactionEnd {
     Requested,
     /// `InitProducerId` for the same `transactional.id` found it open: fenced and aborted.
     Fenced,
+    /// An operator aborted a hanging transaction (`kafka-transactions.sh abort`, KIP-664).
+    AdminAbort,
     /// `transaction.timeout.ms` passed: the coordinator's sweep fenced the epoch and aborted it.
     TimedOut,
 }

@@ -531,6 +531,11 @@ pub enum Control {
     /// The operator advances the connector's slot by hand (`pg_replication_slot_advance`) to
     /// `to`, or to the WAL end.
     AdvanceSlot { connector: u8, to: Option<Lsn> },
+    /// Kafka: a delayed produce request leaves a transaction open that the coordinator does not
+    /// know (a hanging transaction).
+    HangTransaction,
+    /// Kafka: `kafka-transactions.sh abort` of every hanging transaction.
+    AbortHangingTransactions,
 }
 
 /// `reconnect.backoff.max.ms` of the Kafka clients.

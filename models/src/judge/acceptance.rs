@@ -123,7 +123,9 @@ pub fn decide<H: Holder, L: Fn(usize) -> Option<Lsn>>(
     // A transaction still open holds records a `read_committed` consumer cannot have yet: the
     // pipeline has not caught up until it ends (committed, or aborted by the next instance or the
     // coordinator's timeout).
-    if H::read(&processes.kafka, |kafka| kafka.has_open_transactions()) {
+    // A hanging transaction (open on a partition, unknown to the coordinator) holds its
+    // partition's last stable offset until an operator aborts it.
+    if H::read(&processes.kafka, |kafka| kafka.has_open_transactions() || !kafka.hanging_transactions().is_empty()) {
         return Acceptance::Pending;
     }
     // Each consumer waits for what its `isolation.level` lets it read: a `read_committed` one

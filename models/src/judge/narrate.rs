@@ -497,14 +497,21 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                      fenced the old one"
                         .into()
                 }
+                crate::core::observe::TransactionEnd::AdminAbort => {
+                    " by an operator (kafka-transactions.sh abort): it was hanging, open on its partitions and \
+                     unknown to the coordinator"
+                        .into()
+                }
                 crate::core::observe::TransactionEnd::TimedOut => {
                     " by the coordinator: open longer than its transaction.timeout.ms, the producer fenced".into()
                 }
             };
-            format!(
-                "transaction of {transactional_id} (producer {producer_id}) {what}{why}: {records} record(s), \
-                 markers written"
-            )
+            let whose = if transactional_id.is_empty() {
+                "hanging transaction".to_string()
+            } else {
+                format!("transaction of {transactional_id}")
+            };
+            format!("{whose} (producer {producer_id}) {what}{why}: {records} record(s), markers written")
         }
         Observation::Compacted { tp, removed, deletes, horizons } => {
             let mut words =

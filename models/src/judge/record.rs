@@ -1051,7 +1051,7 @@ impl HandoffRecord {
             if checkpoint.is_empty() { "no data topic".into() } else { checkpoint.join(", ") }
         );
         let _ = writeln!(out, "  duplicates           {}", self.duplicates.sentence());
-        if let Some(isolation) = &self.isolation {
+        if let Some(isolation) = self.isolation.as_ref().filter(|isolation| isolation.read_uncommitted > 0) {
             let _ = writeln!(out, "  isolation levels     {}", isolation.sentence());
         }
         if let Some(outbox) = &self.outbox {

@@ -41,11 +41,17 @@ pub struct System {
     pub standby: bool,
     /// The outbox's consumer (`[consumer]`).
     pub consumer: bool,
+    /// Transactional producers: the workers run exactly-once source tasks.
+    pub transactions: bool,
 }
 
 impl System {
     pub fn of(spec: &Spec) -> System {
-        System { standby: spec.postgres.standby.is_some(), consumer: spec.consumer.is_some() }
+        System {
+            standby: spec.postgres.standby.is_some(),
+            consumer: spec.consumer.is_some(),
+            transactions: spec.connect.exactly_once(),
+        }
     }
 }
 
@@ -54,6 +60,7 @@ pub fn applies(kind: FaultKind, system: System) -> bool {
     match kind {
         FaultKind::FailOverToStandby => system.standby,
         FaultKind::KillConsumer => system.consumer,
+        FaultKind::HangTransaction => system.transactions,
         _ => true,
     }
 }
@@ -126,6 +133,9 @@ pub fn generate(profile: &FaultProfile, system: System, horizon_ms: u64, seed: u
             FaultKind::WalBurst => FaultAction::WalBurst { bytes: draw.between(1, 64) << 20 },
             FaultKind::Checkpoint => FaultAction::Checkpoint,
             FaultKind::AdvanceSlot => FaultAction::AdvanceSlot { to_lsn: None },
+            FaultKind::HangTransaction => {
+                FaultAction::HangTransaction { abort_after_ms: Some(delay(&mut draw, 1_000, 60_000, horizon_ms)) }
+            }
             FaultKind::KillConsumer => {
                 FaultAction::KillConsumer { restart_after_ms: Some(delay(&mut draw, 1_000, 30_000, horizon_ms)) }
             }
@@ -148,7 +158,7 @@ mod tests {
     const HORIZON_MS: u64 = crate::core::limits::DEFAULT_HORIZON_MS;
 
     fn sys(standby: bool) -> System {
-        System { standby, consumer: false }
+        System { standby, consumer: false, transactions: false }
     }
 
     fn profile() -> FaultProfile {

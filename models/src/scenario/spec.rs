@@ -120,10 +120,11 @@ pub enum FaultKind {
     Checkpoint,
     AdvanceSlot,
     KillConsumer,
+    HangTransaction,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 12] = [
+    pub const ALL: [FaultKind; 13] = [
         FaultKind::KillConnectWorker,
         FaultKind::KillConnectorTask,
         FaultKind::StopConnector,
@@ -136,6 +137,7 @@ impl FaultKind {
         FaultKind::Checkpoint,
         FaultKind::AdvanceSlot,
         FaultKind::KillConsumer,
+        FaultKind::HangTransaction,
     ];
 
     pub fn name(self) -> &'static str {
@@ -152,6 +154,7 @@ impl FaultKind {
             FaultKind::Checkpoint => "checkpoint",
             FaultKind::AdvanceSlot => "advance-slot",
             FaultKind::KillConsumer => "kill-consumer",
+            FaultKind::HangTransaction => "hang-transaction",
         }
     }
 
@@ -173,6 +176,7 @@ impl FaultKind {
             FaultAction::Checkpoint => FaultKind::Checkpoint,
             FaultAction::AdvanceSlot { .. } => FaultKind::AdvanceSlot,
             FaultAction::KillConsumer { .. } => FaultKind::KillConsumer,
+            FaultAction::HangTransaction { .. } => FaultKind::HangTransaction,
         }
     }
 }

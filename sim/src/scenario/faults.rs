@@ -41,8 +41,16 @@ fn acts_on_a_connector(kind: FaultKind) -> bool {
 }
 
 /// The fields of `[[fault]]` besides `at` and `action`.
-const FAULT_FIELDS: [&str; 7] =
-    ["restart_after_ms", "resume_after_ms", "promote_after_ms", "between", "duration_ms", "bytes", "to_lsn"];
+const FAULT_FIELDS: [&str; 8] = [
+    "restart_after_ms",
+    "resume_after_ms",
+    "promote_after_ms",
+    "between",
+    "duration_ms",
+    "bytes",
+    "to_lsn",
+    "abort_after_ms",
+];
 
 /// The fields an action takes, besides `at` and `action`.
 fn fault_fields(kind: FaultKind) -> &'static [&'static str] {
@@ -56,6 +64,7 @@ fn fault_fields(kind: FaultKind) -> &'static [&'static str] {
         FaultKind::Clog => &["between", "duration_ms"],
         FaultKind::WalBurst => &["bytes"],
         FaultKind::AdvanceSlot => &["to_lsn"],
+        FaultKind::HangTransaction => &["abort_after_ms"],
         FaultKind::RecreateSlot | FaultKind::RebuildConnector | FaultKind::Checkpoint => &[],
     }
 }
@@ -134,6 +143,7 @@ fn fault(cx: &Cx, item: &Field, system: System, connectors: &[String], horizon: 
             FaultAction::AdvanceSlot { to_lsn: s.get("to_lsn").map(|field| advance_target(cx, &field)).transpose()? }
         }
         FaultKind::KillConsumer => FaultAction::KillConsumer { restart_after_ms: optional("restart_after_ms")? },
+        FaultKind::HangTransaction => FaultAction::HangTransaction { abort_after_ms: optional("abort_after_ms")? },
     };
     Ok(Fault { trigger, action, connector })
 }
@@ -162,6 +172,9 @@ fn missing_process(kind: FaultKind, system: System) -> Option<&'static str> {
         FaultKind::KillConsumer if !system.consumer => {
             Some("kill-consumer needs the outbox's consumer: add [consumer]")
         }
+        FaultKind::HangTransaction if !system.transactions => Some(
+            "hang-transaction needs transactions: the workers' exactly.once.source.support = \"enabled\" ([connect])",
+        ),
         _ => None,
     }
 }

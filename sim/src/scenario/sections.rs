@@ -80,7 +80,11 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         Some(field) => Some(consumer(cx, &cx.section(&field)?, outboxes)?),
         None => None,
     };
-    let system = System { standby: postgres.standby.is_some(), consumer: consumer.is_some() };
+    let system = System {
+        standby: postgres.standby.is_some(),
+        consumer: consumer.is_some(),
+        transactions: connect.exactly_once(),
+    };
     let faults = faults(cx, root, system, &connector_names, &horizon)?;
     let profile = match root.get("fault_profile") {
         Some(field) => Some(fault_profile(cx, &cx.section(&field)?, system, &horizon)?),

@@ -612,6 +612,11 @@ fn write_faults(w: &mut Writer, spec: &Spec) {
                     w.field("to_lsn", toml_string(&lsn.to_string()));
                 }
             }
+            FaultAction::HangTransaction { abort_after_ms } => {
+                if let Some(ms) = abort_after_ms {
+                    w.field("abort_after_ms", ms);
+                }
+            }
         }
     }
 }

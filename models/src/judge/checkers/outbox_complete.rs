@@ -227,7 +227,9 @@ impl OutboxComplete {
             | Observation::Restarted { process: crate::core::ids::Node::Kafka } => {
                 self.window = Some((at, Window::KafkaRestarted, evidence.published.sequence()));
             }
-            Observation::Appended { records, .. } => self.check_replays(evidence, at, records, found),
+            // A transactional record is on the topic only once its transaction commits; under
+            // exactly-once the exactly-once check judges committed duplicates (with no window).
+            Observation::Appended { records, transaction: None } => self.check_replays(evidence, at, records, found),
             _ => {}
         }
         let ours = |slot: &str| slot == evidence.slot_name.as_str();

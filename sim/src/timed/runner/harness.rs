@@ -421,6 +421,7 @@ impl Harness<'_> {
                     | FaultAction::Checkpoint => self.shared.primary(),
                     FaultAction::Clog { between: (a, _), .. } => a,
                     FaultAction::KillConsumer { .. } => Node::Consumer,
+                    FaultAction::HangTransaction { .. } => Node::Kafka,
                 };
                 // Kills and requests (REST calls, the task kill) need their process up.
                 let needs_process = matches!(
@@ -546,6 +547,14 @@ impl Harness<'_> {
                     FaultAction::WalBurst { bytes } => {
                         self.shared.inject(target, Node::Operator, Msg::Control(Control::WalBurst { bytes }));
                     }
+                    FaultAction::HangTransaction { abort_after_ms } => {
+                        self.shared.inject(target, Node::Operator, Msg::Control(Control::HangTransaction));
+                        if let Some(after) = abort_after_ms {
+                            let abort = Msg::Control(Control::AbortHangingTransactions);
+                            let step = HarnessStep::Inject { to: Node::Kafka, from: Node::Operator, msg: abort };
+                            self.schedule(now.saturating_add(after), step);
+                        }
+                    }
                     FaultAction::Checkpoint => {
                         self.shared.inject(target, Node::Operator, Msg::Control(Control::Checkpoint));
                     }
@@ -642,9 +651,27 @@ impl Harness<'_> {
                 .collect();
             format!("connectors: {}", words.join("; "))
         };
+        let hanging: Vec<String> = {
+            let kafka = self.models.kafka.lock().expect("kafka");
+            let names = handoff_models::judge::narrate::Names::of(self.spec);
+            kafka
+                .hanging_transactions()
+                .into_iter()
+                .map(|(tp, first)| format!("{}@{first}", names.partition(tp)))
+                .collect()
+        };
+        let hanging = if hanging.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; a hanging transaction (open on its partition, unknown to the transaction coordinator) holds \
+                 the last stable offset at {}: read_committed consumers wait there, and nothing reports an error",
+                hanging.join(", ")
+            )
+        };
         format!(
             "the pipeline did not catch up within acceptance.timeout_ms={timeout_ms} after the last fault or \
-             transaction at {} ({states})",
+             transaction at {} ({states}){hanging}",
             SimTime(last_activity_ms),
         )
     }
