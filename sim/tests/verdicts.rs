@@ -288,7 +288,10 @@ fn a_set_that_changes_the_design_takes_the_matching_variant_or_says_there_is_no_
 fn bad_variants_and_expectations_are_refused_naming_what_is_wrong() {
     let name = "claims-restart-during-snapshot";
     let unknown = load(name, Choice { variant: Some("epoch".into()), ..Choice::default() }).expect_err("unknown");
-    assert!(unknown.ends_with("has no variant `epoch`; its variants are snapshot-epoch, naive-upsert"), "{unknown}");
+    assert!(
+        unknown.ends_with("has no variant `epoch`; its variants are snapshot-epoch, naive-upsert, exactly-once"),
+        "{unknown}"
+    );
     for (text, problem) in [
         ("I2,I99", "unknown item `I99`"),
         ("holds,I2", "holds says no invariant is violated, but I2 must be"),
@@ -329,11 +332,14 @@ fn a_variant_of_the_fault_profile_only_is_the_same_design_under_other_faults() {
     assert_eq!(prediction.origin, PredictionOrigin::Variant { name: "all-faults".into(), chosen: true });
     let kinds = chosen.spec.profile.as_ref().expect("a profile").kinds.len();
     // Every kind, the failover included, but `advance-slot`, which `--all-faults` leaves out (an
-    // operator discarding what a slot holds, not a fault a design must survive), and
-    // `kill-consumer` (this scenario has no outbox consumer).
+    // operator discarding what a slot holds, not a fault a design must survive), `kill-consumer`
+    // (this scenario has no outbox consumer) and `hang-transaction` (no transactions: its workers
+    // are not exactly-once).
     use handoff_models::scenario::spec::FaultKind;
-    let every =
-        FaultKind::ALL.iter().filter(|kind| !matches!(kind, FaultKind::AdvanceSlot | FaultKind::KillConsumer)).count();
+    let every = FaultKind::ALL
+        .iter()
+        .filter(|kind| !matches!(kind, FaultKind::AdvanceSlot | FaultKind::KillConsumer | FaultKind::HangTransaction))
+        .count();
     assert_eq!(kinds, every, "every kind, the failover included");
     let plain = scenario::load(&path, &[scenario::every_fault_kind(&chosen.spec)]).expect("loads");
     assert_eq!(plain.spec.prediction.origin, PredictionOrigin::File);

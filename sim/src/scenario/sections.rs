@@ -761,7 +761,13 @@ fn sink(cx: &Cx, s: &Section) -> Res<SinkConfig> {
         s.opt("auto.offset.reset", OffsetReset::CONSUMER_DEFAULT, |field| cx.choice(field, &resets))?;
     let isolation_level = isolation_level(cx, s)?;
     let behaviours = NullValues::ALL.map(|behaviour| (behaviour.name(), behaviour));
-    let null_values = s.opt("behavior.on.null.values", NullValues::Ignore, |field| cx.choice(field, &behaviours))?;
+    let null_values = s.opt("behavior.on.null.values", NullValues::Ignore, |field| {
+        if matches!(&field.item.val, Val::Str(text) if text == "fail") {
+            // The Elasticsearch sink's default since 11.0.0: the task dies on the first tombstone.
+            return cx.fail(field, "fail (the task dies on the first tombstone) is not modelled yet; ignore or delete");
+        }
+        cx.choice(field, &behaviours)
+    })?;
     Ok(SinkConfig {
         rule,
         group,
