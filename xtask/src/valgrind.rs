@@ -134,20 +134,25 @@ struct Outcome {
     problem: Option<String>,
 }
 
-/// What a scenario's system can take: every fault kind, but a failover only with a standby and a
-/// consumer kill only with the outbox's consumer; a scenario with a `[schedule]` (a counterexample
-/// path) follows its path and takes no profile.
+/// What a scenario's system can take: every fault kind, but a failover only with a standby, a
+/// consumer kill only with the outbox's consumer and a hanging transaction only with exactly-once
+/// workers (transactions); a scenario with a `[schedule]` (a counterexample path) follows its path
+/// and takes no profile.
 fn profile_sets(scenario_text: &str) -> Vec<String> {
     let has = |header: &str| scenario_text.lines().any(|line| line.trim() == header);
     if has("[schedule]") {
         return Vec::new();
     }
+    let exactly_once =
+        scenario_text.lines().any(|line| line.replace(' ', "") == "\"exactly.once.source.support\"=\"enabled\"");
     // A failover needs a standby (the loader refuses it otherwise).
     let kinds: Vec<String> = FaultKind::ALL
         .iter()
         .filter(|kind| has("[postgres.standby]") || **kind != FaultKind::FailOverToStandby)
         // A consumer kill needs the outbox's consumer (the loader refuses it otherwise).
         .filter(|kind| has("[consumer]") || **kind != FaultKind::KillConsumer)
+        // A hanging transaction needs transactional producers (the loader refuses it otherwise).
+        .filter(|kind| exactly_once || **kind != FaultKind::HangTransaction)
         .map(|kind| format!("\"{}\"", kind.name()))
         .collect();
     vec![format!("fault_profile.kinds=[{}]", kinds.join(", ")), "fault_profile.max_faults=6".into()]
@@ -228,6 +233,9 @@ mod tests {
         assert!(!plain.contains("fail-over-to-standby") && !plain.contains("kill-consumer"), "{plain}");
         let full = profile_sets("[postgres.standby]\n[consumer]\n").join(" ");
         assert!(full.contains("fail-over-to-standby") && full.contains("kill-consumer"), "{full}");
+        assert!(!full.contains("hang-transaction"), "{full}");
+        let transactional = profile_sets("[connect]\n\"exactly.once.source.support\" = \"enabled\"\n").join(" ");
+        assert!(transactional.contains("hang-transaction"), "{transactional}");
         assert!(profile_sets("[schedule]\n").is_empty(), "a followed path takes no profile");
     }
 }
