@@ -319,11 +319,6 @@ impl PartitionLog {
             && self.cleaning.as_deref().is_none_or(|cleaning| !cleaning.removed[offset as usize])
     }
 
-    /// Whether the cleaner removed the record at `offset`.
-    pub fn is_removed(&self, offset: u64) -> bool {
-        self.cleaning.as_deref().is_some_and(|cleaning| cleaning.removed.get(offset as usize) == Some(&true))
-    }
-
     /// The offset past the last record a consumer at `isolation` can be given: a consumer whose
     /// position is there has read everything it can (markers and aborted records at the end of
     /// the log are nothing to wait for).
@@ -550,6 +545,11 @@ impl Kafka {
         self.logs.iter().map(|(tp, log)| (*tp, log.visible_end(isolation))).collect()
     }
 
+    /// `segment.ms` of the compacted topics (no segment rolls where nothing is compacted).
+    fn segment_ms(&self) -> u64 {
+        self.config.compaction.map_or(u64::MAX, |compaction| compaction.segment_ms)
+    }
+
     /// Whether some transaction is open.
     pub fn has_open_transactions(&self) -> bool {
         self.transactions.values().any(|state| state.open.is_some())
@@ -581,7 +581,7 @@ impl Kafka {
         let Some((tp, record)) = last else { return };
         let orphan = self.next_producer_id;
         self.next_producer_id += 1;
-        let segment_ms = self.config.compaction.map_or(u64::MAX, |c| c.segment_ms);
+        let segment_ms = self.segment_ms();
         let log = self.logs.get_mut().entry(tp).or_default();
         let stored = KafkaRecord { offset: log.len() as u64, ..record };
         log.append_transactional(stored, orphan);
@@ -594,7 +594,7 @@ impl Kafka {
     /// open; the last stable offset moves on.
     fn abort_hanging(&mut self, ctx: &mut Ctx) {
         let hanging = self.hanging_transactions();
-        let segment_ms = self.config.compaction.map_or(u64::MAX, |c| c.segment_ms);
+        let segment_ms = self.segment_ms();
         for (tp, first) in hanging {
             let log = self.logs.get_mut().get_mut(&tp).expect("a hanging transaction's partition");
             let Some(producer_id) = log.txn.as_deref().and_then(|txn| txn.producer_of(first)) else { continue };
@@ -672,11 +672,12 @@ impl Kafka {
             // Aborted by the coordinator: the epoch is fenced (`PrepareEpochFence`).
             state.producer.epoch = state.producer.epoch.saturating_add(1);
         }
+        let segment_ms = self.segment_ms();
         let logs = self.logs.get_mut();
         for (tp, _) in &open.partitions {
             let log = logs.entry(*tp).or_default();
             log.write_marker(*tp, producer_id, committed);
-            log.stamp_last(ctx.now.ms(), self.config.compaction.map_or(u64::MAX, |c| c.segment_ms));
+            log.stamp_last(ctx.now.ms(), segment_ms);
         }
         if committed {
             for (connector, offset) in open.offsets {
@@ -779,6 +780,7 @@ impl Kafka {
                     state.last_sequence = Some(request_id);
                 }
                 let producer_id = transaction.map(|producer| producer.producer_id);
+                let segment_ms = self.segment_ms();
                 let mut appended = Vec::with_capacity(records.len());
                 for record in records.iter() {
                     let tp = TopicPartition {
@@ -798,7 +800,7 @@ impl Kafka {
                         Some(producer_id) => log.append_transactional(stored, producer_id),
                         None => log.push(stored),
                     }
-                    log.stamp_last(ctx.now.ms(), self.config.compaction.map_or(u64::MAX, |c| c.segment_ms));
+                    log.stamp_last(ctx.now.ms(), segment_ms);
                     appended.push(stored);
                 }
                 if let Some(id) = &id {

@@ -280,7 +280,7 @@ impl IsolationCounts {
     /// Counts the change events of the trace's appends by the fate of their transaction.
     pub fn of(trace: &[TraceEvent]) -> IsolationCounts {
         let mut per_key: BTreeMap<Key, (usize, usize)> = BTreeMap::new();
-        let mut open: Vec<(u32, Vec<Key>)> = Vec::new();
+        let mut open = crate::judge::checkers::published::HeldByTransaction::<Key>::default();
         for event in trace {
             match &event.observation {
                 Observation::Appended { records, transaction } => {
@@ -294,15 +294,11 @@ impl IsolationCounts {
                             counts.0 += 1;
                             counts.1 += 1;
                         }),
-                        Some(producer) => match open.iter_mut().find(|(of, _)| of == producer) {
-                            Some((_, pending)) => pending.extend(keys),
-                            None => open.push((*producer, keys.collect())),
-                        },
+                        Some(producer) => open.hold(*producer, keys),
                     }
                 }
                 Observation::TransactionEnded { producer_id, committed, .. } => {
-                    let Some(index) = open.iter().position(|(of, _)| of == producer_id) else { continue };
-                    for key in open.remove(index).1 {
+                    for key in open.end(*producer_id) {
                         let counts = per_key.entry(key).or_default();
                         counts.0 += usize::from(*committed);
                         counts.1 += 1;
@@ -312,7 +308,7 @@ impl IsolationCounts {
             }
         }
         // Still open at the end: only a read_uncommitted consumer has them.
-        for key in open.into_iter().flat_map(|(_, keys)| keys) {
+        for key in open.into_held() {
             per_key.entry(key).or_default().1 += 1;
         }
         IsolationCounts {

@@ -33,7 +33,7 @@ pub struct ExactlyOnce {
     /// Whether the workers run exactly-once source tasks.
     pub enabled: bool,
     /// Records of open transactions, by producer id: judged when the transaction ends.
-    open: Vec<(u32, Vec<KafkaRecord>)>,
+    open: super::published::HeldByTransaction<KafkaRecord>,
     /// Committed change records, each with where it first was.
     committed: BTreeMap<Identity, KafkaRecord>,
     /// Committed snapshot reads that repeat an earlier committed one (excluded from the check).
@@ -61,15 +61,11 @@ impl ExactlyOnce {
         }
         match observation {
             Observation::Appended { records, transaction: Some(producer) } => {
-                match self.open.iter_mut().find(|(of, _)| of == producer) {
-                    Some((_, open)) => open.extend(records.iter().copied()),
-                    None => self.open.push((*producer, records.clone())),
-                }
+                self.open.hold(*producer, records.iter().copied());
             }
             Observation::Appended { records, transaction: None } => self.commit(evidence, at, records, found),
             Observation::TransactionEnded { producer_id, committed, .. } => {
-                let Some(index) = self.open.iter().position(|(of, _)| of == producer_id) else { return };
-                let (_, records) = self.open.remove(index);
+                let records = self.open.end(*producer_id);
                 if *committed {
                     self.commit(evidence, at, &records, found);
                 }

@@ -13,6 +13,40 @@ use crate::judge::oracle::DocId;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// Items held per producer id until their Kafka transaction ends: a `read_committed` consumer is
+/// given a transaction's records only once it commits, never when it aborts.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct HeldByTransaction<T>(Vec<(u32, Vec<T>)>);
+
+impl<T> Default for HeldByTransaction<T> {
+    fn default() -> HeldByTransaction<T> {
+        HeldByTransaction(Vec::new())
+    }
+}
+
+impl<T> HeldByTransaction<T> {
+    /// Holds `items`, written in producer `producer`'s open transaction.
+    pub fn hold(&mut self, producer: u32, items: impl IntoIterator<Item = T>) {
+        match self.0.iter_mut().find(|(of, _)| *of == producer) {
+            Some((_, held)) => held.extend(items),
+            None => self.0.push((producer, items.into_iter().collect())),
+        }
+    }
+
+    /// What producer `producer`'s transaction held, now that it has ended (empty if nothing).
+    pub fn end(&mut self, producer: u32) -> Vec<T> {
+        match self.0.iter().position(|(of, _)| *of == producer) {
+            Some(index) => self.0.remove(index).1,
+            None => Vec::new(),
+        }
+    }
+
+    /// What transactions still open hold.
+    pub fn into_held(self) -> impl Iterator<Item = T> {
+        self.0.into_iter().flat_map(|(_, held)| held)
+    }
+}
+
 /// One snapshot attempt as published.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Attempt {
@@ -98,8 +132,8 @@ pub struct Published {
     /// Kafka transaction counts once the transaction commits (what a `read_committed` consumer
     /// can ever read of it); an aborted one's never.
     pub routed: BTreeMap<DocId, RoutedEvent>,
-    /// Routed records of open transactions, by producer id.
-    routed_open: Vec<(u32, Vec<DocId>)>,
+    /// Routed records of open transactions.
+    routed_open: HeldByTransaction<DocId>,
 }
 
 /// An outbox event on its routed topic.
@@ -142,10 +176,7 @@ impl Published {
                 let id = (event.source.table, record.key);
                 match transaction {
                     None => self.route(at, id),
-                    Some(producer) => match self.routed_open.iter_mut().find(|(of, _)| *of == producer) {
-                        Some((_, open)) => open.push(id),
-                        None => self.routed_open.push((producer, vec![id])),
-                    },
+                    Some(producer) => self.routed_open.hold(producer, [id]),
                 }
                 continue;
             }
@@ -204,8 +235,7 @@ impl Published {
 
     /// A Kafka transaction of producer `producer` ended: its routed records count if it committed.
     pub fn transaction_ended(&mut self, at: SimTime, producer: u32, committed: bool) {
-        let Some(index) = self.routed_open.iter().position(|(of, _)| *of == producer) else { return };
-        let (_, ids) = self.routed_open.remove(index);
+        let ids = self.routed_open.end(producer);
         if committed {
             for id in ids {
                 self.route(at, id);
