@@ -216,6 +216,7 @@ fn everything() -> Spec {
                 min_cleanable_dirty_ratio_per_mille: 250,
                 log_cleaner_backoff_ms: 1_000,
             }),
+            group_initial_rebalance_delay_ms: 1_000,
         },
         sink: SinkConfig {
             rule: ApplyRule::SnapshotEpoch,
@@ -272,48 +273,71 @@ fn everything() -> Spec {
                 trigger: at(2_500),
                 action: FaultAction::KillConnectWorker { restart_after_ms: Some(5_000) },
                 connector: 0,
+                worker: 0,
             },
             Fault {
                 trigger: at(3_000),
                 action: FaultAction::KillConnectWorker { restart_after_ms: None },
                 connector: 0,
+                worker: 0,
             },
             Fault {
                 trigger: after(Moment::TaskStarted, 2, 0),
                 action: FaultAction::KillConnectorTask { restart_after_ms: Some(1_000) },
                 connector: 0,
+                worker: 0,
             },
             Fault {
                 trigger: at(60_000),
                 action: FaultAction::KillConnectorTask { restart_after_ms: None },
                 connector: 0,
+                worker: 0,
             },
             Fault {
                 trigger: at(61_000),
                 action: FaultAction::StopConnector { resume_after_ms: Some(2_000) },
                 connector: 0,
+                worker: 0,
             },
-            Fault { trigger: at(62_000), action: FaultAction::StopConnector { resume_after_ms: None }, connector: 0 },
-            Fault { trigger: at(63_000), action: FaultAction::CrashPostgres { restart_after_ms: 4_000 }, connector: 0 },
+            Fault {
+                trigger: at(62_000),
+                action: FaultAction::StopConnector { resume_after_ms: None },
+                connector: 0,
+                worker: 0,
+            },
+            Fault {
+                trigger: at(63_000),
+                action: FaultAction::CrashPostgres { restart_after_ms: 4_000 },
+                connector: 0,
+                worker: 0,
+            },
             Fault {
                 trigger: after(Moment::OffsetsStored, 1, 10),
                 action: FaultAction::Clog { between: (Node::Connect, Node::Postgres), duration_ms: 7_000 },
                 connector: 0,
+                worker: 0,
             },
             Fault {
                 trigger: at(64_000),
                 action: FaultAction::Clog { between: (Node::Pg2, Node::Pg1), duration_ms: 1 },
                 connector: 0,
+                worker: 0,
             },
-            Fault { trigger: at(65_000), action: FaultAction::WalBurst { bytes: 64 << 20 }, connector: 0 },
-            Fault { trigger: at(65_500), action: FaultAction::WalBurst { bytes: 1_536 }, connector: 0 },
-            Fault { trigger: at(66_000), action: FaultAction::Checkpoint, connector: 0 },
+            Fault { trigger: at(65_000), action: FaultAction::WalBurst { bytes: 64 << 20 }, connector: 0, worker: 0 },
+            Fault { trigger: at(65_500), action: FaultAction::WalBurst { bytes: 1_536 }, connector: 0, worker: 0 },
+            Fault { trigger: at(66_000), action: FaultAction::Checkpoint, connector: 0, worker: 0 },
             Fault {
                 trigger: at(75_000),
                 action: FaultAction::FailOverToStandby { promote_after_ms: 5_000 },
                 connector: 0,
+                worker: 0,
             },
-            Fault { trigger: after(Moment::Promoted, 1, 3_000), action: FaultAction::RecreateSlot, connector: 0 },
+            Fault {
+                trigger: after(Moment::Promoted, 1, 3_000),
+                action: FaultAction::RecreateSlot,
+                connector: 0,
+                worker: 0,
+            },
         ],
         profile: Some(FaultProfile {
             kinds: vec![FaultKind::Clog, FaultKind::KillConnectorTask, FaultKind::FailOverToStandby],
@@ -901,7 +925,7 @@ prop_compose! {
             .into_iter()
             .map(|(trigger, op, label)| ScriptedTxn { trigger, ops: vec![applicable(&spec, op)], label, step: Default::default() })
             .collect();
-        spec.faults = faults.into_iter().map(|(trigger, action)| Fault { trigger, action, connector: 0 }).collect();
+        spec.faults = faults.into_iter().map(|(trigger, action)| Fault { trigger, action, connector: 0, worker: 0 }).collect();
         spec.profile = profile;
         spec.background = background;
         spec.debezium.version = version.min((3, 7));

@@ -62,11 +62,19 @@ pub enum Timer {
     /// Kafka: the log cleaner wakes up to clean the compacted partitions that are due (it sleeps
     /// `log.cleaner.backoff.ms` between looks).
     LogCleaner,
+    /// Kafka: the Connect group coordinator's next deadline (a member's session expiry, the end
+    /// of a join phase).
+    GroupCoordinator,
+    /// A Connect worker of a group: its next heartbeat (`heartbeat.interval.ms`).
+    GroupHeartbeat,
+    /// A Connect worker of a group: join again (the delay of a scheduled rebalance, or the end
+    /// of a revocation's graceful stops).
+    GroupRejoin,
 }
 
 impl Timer {
     /// Every timer but the scan batch (one per client) and the connector tasks' ([`TaskTimer`]).
-    pub const PLAIN: [Timer; 14] = [
+    pub const PLAIN: [Timer; 17] = [
         Timer::BgwriterRunningXacts,
         Timer::Checkpoint,
         Timer::ShipWal,
@@ -81,6 +89,9 @@ impl Timer {
         Timer::ConsumerWork,
         Timer::TransactionAbortSweep,
         Timer::LogCleaner,
+        Timer::GroupCoordinator,
+        Timer::GroupHeartbeat,
+        Timer::GroupRejoin,
     ];
 
     /// Connector `connector`'s task timer.
@@ -114,6 +125,9 @@ impl Timer {
             Timer::ConsumerWork => "consumer-work".into(),
             Timer::TransactionAbortSweep => "transaction-abort-sweep".into(),
             Timer::LogCleaner => "log-cleaner".into(),
+            Timer::GroupCoordinator => "group-coordinator".into(),
+            Timer::GroupHeartbeat => "group-heartbeat".into(),
+            Timer::GroupRejoin => "group-rejoin".into(),
         }
     }
 }

@@ -159,6 +159,13 @@ pub enum FaultAction {
     /// log cleaner stops; nothing reports an error. `abort_after_ms` later an operator finds it
     /// (`kafka-transactions.sh find-hanging`) and aborts it (`kafka-transactions.sh abort`).
     HangTransaction { abort_after_ms: Option<u64> },
+    /// A Connect worker of a group shuts down cleanly (SIGTERM): its tasks stop gracefully, it
+    /// sends LeaveGroup, the process ends; it is started again `restart_after_ms` later.
+    StopConnectWorker { restart_after_ms: Option<u64> },
+    /// A Connect worker stops for `duration_ms` (a long garbage-collection pause, a frozen VM):
+    /// nothing it does happens meanwhile — no heartbeat, no poll, no timer — and what reaches it
+    /// waits; then it goes on where it was, still believing it runs its tasks.
+    PauseConnectWorker { duration_ms: u64 },
 }
 
 impl FaultAction {
@@ -185,7 +192,9 @@ impl FaultAction {
             | FaultAction::CrashPostgres { restart_after_ms: ms }
             | FaultAction::FailOverToStandby { promote_after_ms: ms }
             | FaultAction::Clog { duration_ms: ms, .. }
-            | FaultAction::HangTransaction { abort_after_ms: Some(ms) } => Some(ms),
+            | FaultAction::HangTransaction { abort_after_ms: Some(ms) }
+            | FaultAction::StopConnectWorker { restart_after_ms: Some(ms) }
+            | FaultAction::PauseConnectWorker { duration_ms: ms } => Some(ms),
             _ => None,
         }
     }
@@ -254,6 +263,19 @@ impl fmt::Display for FaultAction {
                     write!(f, " (kafka-transactions.sh abort after {after} ms)")?;
                 }
                 Ok(())
+            }
+            FaultAction::StopConnectWorker { restart_after_ms } => {
+                write!(f, "stop-connect-worker (a clean shutdown: its tasks stop, it leaves the group)")?;
+                if let Some(after) = restart_after_ms {
+                    write!(f, " (start again after {after} ms)")?;
+                }
+                Ok(())
+            }
+            FaultAction::PauseConnectWorker { duration_ms } => {
+                write!(
+                    f,
+                    "pause-connect-worker for {duration_ms} ms (a stop-the-world pause: it does nothing, then goes on)"
+                )
             }
         }
     }

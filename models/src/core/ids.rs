@@ -32,10 +32,14 @@ pub enum Node {
     /// The outbox's consumer: a consumer group member reading the routed event topics, with its
     /// own database (inbox and side effects).
     Consumer,
+    /// The second Kafka Connect worker of the group (`[connect] workers = 2` or `3`).
+    Connect2,
+    /// The third Kafka Connect worker of the group (`[connect] workers = 3`).
+    Connect3,
 }
 
 impl Node {
-    pub const PHYSICAL: [Node; 9] = [
+    pub const PHYSICAL: [Node; 11] = [
         Node::Pg1,
         Node::Pg2,
         Node::Connect,
@@ -45,7 +49,23 @@ impl Node {
         Node::Operator,
         Node::Loader,
         Node::Consumer,
+        Node::Connect2,
+        Node::Connect3,
     ];
+
+    /// The Kafka Connect workers of a group, in order: `connect` is the first (and the only one
+    /// of a scenario with one worker).
+    pub const WORKERS: [Node; 3] = [Node::Connect, Node::Connect2, Node::Connect3];
+
+    /// A Kafka Connect worker.
+    pub fn is_connect_worker(self) -> bool {
+        matches!(self, Node::Connect | Node::Connect2 | Node::Connect3)
+    }
+
+    /// The worker's place in [`Node::WORKERS`] (0 for `connect`).
+    pub fn worker_index(self) -> Option<usize> {
+        Node::WORKERS.iter().position(|worker| *worker == self)
+    }
 
     /// A server: it answers requests and never opens a connection to its clients (PostgreSQL,
     /// Kafka).
@@ -56,12 +76,12 @@ impl Node {
     /// Whether `self` opens the connection to `to` (it is a client of `to`): every process
     /// connects to the servers, and the operator to the Connect worker's REST API.
     pub fn initiates(self, to: Node) -> bool {
-        (to.is_server() && self != to) || (to == Node::Connect && self == Node::Operator)
+        (to.is_server() && self != to) || (to.is_connect_worker() && self == Node::Operator)
     }
 
     /// A client of the database, which it names by the service name `postgres`.
     pub fn is_database_client(self) -> bool {
-        matches!(self, Node::Connect | Node::App | Node::Operator | Node::Loader)
+        matches!(self, Node::Connect | Node::Connect2 | Node::Connect3 | Node::App | Node::Operator | Node::Loader)
     }
 
     pub fn name(self) -> &'static str {
@@ -76,6 +96,8 @@ impl Node {
             Node::Operator => "operator",
             Node::Loader => "loader",
             Node::Consumer => "consumer",
+            Node::Connect2 => "connect-2",
+            Node::Connect3 => "connect-3",
         }
     }
 }

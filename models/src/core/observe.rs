@@ -573,6 +573,43 @@ pub enum Observation {
         deletes: Vec<(u64, Key, bool)>,
         horizons: Vec<(u64, Key, SimTime)>,
     },
+    // ----- The Connect workers' group (issue 20) -----
+    /// Kafka's group coordinator completed a join: generation `generation`, its leader and
+    /// members.
+    GroupRebalanced {
+        generation: u32,
+        leader: Node,
+        members: Vec<Node>,
+    },
+    /// The coordinator removed a member (`reason`: it left, its session expired, it did not join
+    /// in time).
+    GroupMemberRemoved {
+        worker: Node,
+        reason: String,
+    },
+    /// The leader's assignor: for each member the connectors whose task it starts and stops;
+    /// `delayed`, lost tasks held back until the scheduled rebalance (`delay_ms` from now);
+    /// `duplicated`, tasks found running on two workers (revoked from both).
+    GroupAssignmentsComputed {
+        generation: u32,
+        assignments: Vec<(Node, Vec<u8>, Vec<u8>)>,
+        delayed: Vec<u8>,
+        duplicated: Vec<u8>,
+        delay_ms: u64,
+    },
+    /// A worker received its assignment for `generation`.
+    GroupAssigned {
+        generation: u32,
+        assigned: Vec<u8>,
+        revoked: Vec<u8>,
+        delay_ms: u64,
+    },
+    /// A worker that lost the coordinator stopped its own tasks (KAFKA-9184).
+    GroupSelfRevoked {
+        connectors: Vec<u8>,
+    },
+    /// A worker shut down cleanly: it left the group and its process ended.
+    WorkerLeft,
 }
 
 /// What the consumer did with one record.
@@ -611,7 +648,9 @@ impl Observation {
     /// PostgreSQL crash, or another process's crash.
     pub fn crash_of(node: Node) -> Observation {
         match node {
-            Node::Connect => Observation::Fault { action: FaultAction::KillConnectWorker { restart_after_ms: None } },
+            Node::Connect | Node::Connect2 | Node::Connect3 => {
+                Observation::Fault { action: FaultAction::KillConnectWorker { restart_after_ms: None } }
+            }
             Node::Consumer => Observation::Fault { action: FaultAction::KillConsumer { restart_after_ms: None } },
             Node::Pg1 | Node::Pg2 | Node::Postgres => {
                 Observation::Fault { action: FaultAction::CrashPostgres { restart_after_ms: 0 } }
@@ -643,13 +682,17 @@ impl Observation {
     /// The model moment this observation is, if any (what triggers wait for).
     pub fn moment(&self) -> Option<Moment> {
         match self {
-            Observation::ScanStarted { client: Node::Connect, .. } => Some(Moment::SnapshotScanStarted),
+            Observation::ScanStarted { client: Node::Connect | Node::Connect2 | Node::Connect3, .. } => {
+                Some(Moment::SnapshotScanStarted)
+            }
             Observation::ProduceAcked { completion_marker: true, .. } => Some(Moment::SnapshotCompletionMarkerAcked),
             Observation::SnapshotCompleted { .. } => Some(Moment::SnapshotCompleted),
             Observation::SourceOffsetStored { offset: Some(offset), .. } if offset.snapshot_completed => {
                 Some(Moment::SnapshotCompletionStored)
             }
-            Observation::StreamStarted { client: Node::Connect, .. } => Some(Moment::StreamingStarted),
+            Observation::StreamStarted { client: Node::Connect | Node::Connect2 | Node::Connect3, .. } => {
+                Some(Moment::StreamingStarted)
+            }
             Observation::ProduceAcked { changes, .. } if *changes > 0 => Some(Moment::ChangeAcked),
             Observation::OffsetsCommitted { offset: Some(_) } => Some(Moment::OffsetsStored),
             Observation::TaskStarted { .. } => Some(Moment::TaskStarted),

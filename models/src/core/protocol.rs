@@ -10,7 +10,7 @@
 
 use crate::core::change::{Change, RowOp};
 use crate::core::event::{KafkaRecord, SourceOffset, SourceRecord, TopicPartition};
-use crate::core::ids::{Key, MessageContent, MessageEvent, Row, TableId, Xid};
+use crate::core::ids::{Key, MessageContent, MessageEvent, Node, Row, TableId, Xid};
 use crate::core::lsn::Lsn;
 use crate::core::shared::CopyOnWrite;
 use crate::core::time::SimTime;
@@ -68,6 +68,11 @@ pub enum Msg {
     RestReply {
         reply: RestReply,
     },
+    /// A Connect worker to Kafka's group coordinator (the `connect` protocol of
+    /// `WorkerCoordinator`, reference kafka-connect.md §5).
+    Group(GroupRequest),
+    /// The group coordinator's answer.
+    GroupReply(GroupReply),
     /// From the harness: a scripted action (not a network message of the real system).
     Control(Control),
 }
@@ -536,6 +541,65 @@ pub enum Control {
     HangTransaction,
     /// Kafka: `kafka-transactions.sh abort` of every hanging transaction.
     AbortHangingTransactions,
+    /// A Connect worker of a group shuts down cleanly (SIGTERM): its tasks stop, it leaves the
+    /// group, and the process ends.
+    ShutdownWorker,
+}
+
+/// A Connect worker's request to the group coordinator (`AbstractCoordinator`'s JoinGroup,
+/// SyncGroup, Heartbeat and LeaveGroup, with `WorkerCoordinator`'s metadata).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum GroupRequest {
+    /// JoinGroup. `member` is `None` for a worker joining anew (the coordinator gives it its
+    /// member id); `owned` is its metadata: the connectors whose task it runs now (its current
+    /// assignment, `ConnectProtocol`'s `ExtendedWorkerState`). The worker's
+    /// `session.timeout.ms` and `rebalance.timeout.ms` travel with it, as in the real request.
+    Join { member: Option<u32>, owned: Vec<u8>, session_timeout_ms: u64, rebalance_timeout_ms: u64 },
+    /// SyncGroup for `generation`; the leader's carries every member's assignment.
+    Sync { member: u32, generation: u32, assignments: Option<Vec<(u32, GroupAssignment)>> },
+    /// Heartbeat (every `heartbeat.interval.ms`).
+    Heartbeat { member: u32, generation: u32 },
+    /// LeaveGroup (a clean shutdown).
+    Leave { member: u32 },
+}
+
+/// The group coordinator's answer to a [`GroupRequest`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum GroupReply {
+    /// The join completed: generation `generation`, led by `leader`. The leader's answer
+    /// carries every member's metadata (`members`: id, process, owned connectors); the
+    /// others' is empty.
+    Joined {
+        member: u32,
+        generation: u32,
+        leader: u32,
+        members: Vec<(u32, Node, Vec<u8>)>,
+    },
+    /// The assignment of the member for `generation`.
+    Synced {
+        generation: u32,
+        assignment: GroupAssignment,
+    },
+    Heartbeat,
+    /// `REBALANCE_IN_PROGRESS` or `ILLEGAL_GENERATION`: join again, keeping the member id.
+    Rejoin,
+    /// `UNKNOWN_MEMBER_ID`: the coordinator removed the member (its session expired); join
+    /// again as a new member.
+    UnknownMember,
+}
+
+/// What the leader's assignor gives one member (`ExtendedAssignment`, incremental cooperative:
+/// what is new to it, what it must stop, and the delay before the next rebalance).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct GroupAssignment {
+    /// Connectors whose task it starts (each connector has one task, and its connector
+    /// instance goes with it).
+    pub assigned: Vec<u8>,
+    /// Connectors whose task it stops.
+    pub revoked: Vec<u8>,
+    /// `scheduled.rebalance.max.delay.ms` left before lost tasks are reassigned: every member
+    /// rejoins after it (0: no rebalance is scheduled).
+    pub delay_ms: u64,
 }
 
 /// `reconnect.backoff.max.ms` of the Kafka clients.

@@ -79,13 +79,13 @@ pub fn decide<H: Holder, L: Fn(usize) -> Option<Lsn>>(
     // have processed the last commit it captures.
     let count = H::read(&processes.connect, |connect| connect.connectors.len());
     for c in 0..count {
-        let (status, name) = H::read(&processes.connect, |connect| {
+        let (status, name) = H::read(processes.worker_of(c), |connect| {
             (connect.connectors[c].status(), connect.connectors[c].debezium.name.clone())
         });
         match status {
             ConnectorState::Failed => {
                 let failure =
-                    H::read(&processes.connect, |connect| connect.connectors[c].failure().unwrap_or_default());
+                    H::read(processes.worker_of(c), |connect| connect.connectors[c].failure().unwrap_or_default());
                 let failure = if c == 0 { failure } else { format!("connector {name}: {failure}") };
                 return Acceptance::Ended(RunEnd::TaskFailed { failure });
             }
@@ -93,11 +93,11 @@ pub fn decide<H: Holder, L: Fn(usize) -> Option<Lsn>>(
             _ => {}
         }
     }
-    if !connect_up || !H::read(&processes.connect, |connect| connect.is_drained()) {
+    if !connect_up || !processes.workers_drained() {
         return Acceptance::Pending;
     }
     for c in 0..count {
-        let (status, processed) = H::read(&processes.connect, |connect| {
+        let (status, processed) = H::read(processes.worker_of(c), |connect| {
             (connect.connectors[c].status(), connect.connectors[c].processed_upto())
         });
         if status != ConnectorState::Running {

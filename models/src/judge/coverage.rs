@@ -163,7 +163,9 @@ pub struct Coverage {
 impl Coverage {
     pub fn observe(&mut self, event: &TraceEvent) {
         match &event.observation {
-            Observation::ScanStarted { client: Node::Connect, .. } => self.scanning = true,
+            Observation::ScanStarted { client: Node::Connect | Node::Connect2 | Node::Connect3, .. } => {
+                self.scanning = true
+            }
             Observation::SnapshotCompleted { .. } => self.scanning = false,
             Observation::Committed { txn, .. } if self.scanning => {
                 for change in &txn.changes {
@@ -277,7 +279,7 @@ impl Coverage {
             }
             Observation::SlotRead { .. }
             | Observation::TaskStarted { .. }
-            | Observation::Crashed { process: Node::Connect } => {
+            | Observation::Crashed { process: Node::Connect | Node::Connect2 | Node::Connect3 } => {
                 self.reading_slot_again = false;
             }
             Observation::LogPositionChecked { available, .. } => {

@@ -181,6 +181,11 @@ fn partitions_summary(records: &[KafkaRecord], names: &Names) -> String {
         .join(" ")
 }
 
+/// A duration in words: `300 s`, `2.5 s`.
+fn duration(ms: u64) -> String {
+    if ms.is_multiple_of(1000) { format!("{} s", ms / 1000) } else { format!("{}.{:03} s", ms / 1000, ms % 1000) }
+}
+
 pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
     Some(match observation {
         Observation::OfConnector { connector, observation } => {
@@ -541,6 +546,64 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             }
             words
         }
+        Observation::GroupRebalanced { generation, leader, members } => format!(
+            "group rebalanced: generation {generation}, leader {leader}, members {}",
+            members.iter().map(|node| node.name()).collect::<Vec<_>>().join(", ")
+        ),
+        Observation::GroupMemberRemoved { worker, reason } => {
+            format!("group coordinator removed {worker}: {reason}")
+        }
+        Observation::GroupAssignmentsComputed { generation, assignments, delayed, duplicated, delay_ms } => {
+            let list =
+                |connectors: &[u8]| connectors.iter().map(|c| names.connector(*c)).collect::<Vec<_>>().join(", ");
+            let mut parts: Vec<String> = assignments
+                .iter()
+                .filter(|(_, assigned, revoked)| !assigned.is_empty() || !revoked.is_empty())
+                .map(|(node, assigned, revoked)| match (assigned.is_empty(), revoked.is_empty()) {
+                    (false, true) => format!("{node} starts {}", list(assigned)),
+                    (true, false) => format!("{node} stops {}", list(revoked)),
+                    _ => format!("{node} starts {} and stops {}", list(assigned), list(revoked)),
+                })
+                .collect();
+            if !duplicated.is_empty() {
+                parts.push(format!("{} ran on two workers: revoked from both", list(duplicated)));
+            }
+            if !delayed.is_empty() {
+                parts.push(format!(
+                    "{} lost, left unassigned until the scheduled rebalance in {} (scheduled.rebalance.max.delay.ms)",
+                    list(delayed),
+                    duration(*delay_ms)
+                ));
+            }
+            if parts.is_empty() {
+                parts.push("nothing moves".into());
+            }
+            format!("group leader assigned generation {generation}: {}", parts.join("; "))
+        }
+        Observation::GroupAssigned { generation, assigned, revoked, delay_ms } => {
+            if assigned.is_empty() && revoked.is_empty() && *delay_ms == 0 {
+                return None;
+            }
+            let list =
+                |connectors: &[u8]| connectors.iter().map(|c| names.connector(*c)).collect::<Vec<_>>().join(", ");
+            let mut parts = Vec::new();
+            if !assigned.is_empty() {
+                parts.push(format!("starts the task of {}", list(assigned)));
+            }
+            if !revoked.is_empty() {
+                parts.push(format!("stops the task of {}", list(revoked)));
+            }
+            if *delay_ms > 0 {
+                parts.push(format!("joins again in {}", duration(*delay_ms)));
+            }
+            format!("assignment of generation {generation}: {}", parts.join(", "))
+        }
+        Observation::GroupSelfRevoked { connectors } => format!(
+            "no answer from the group coordinator for session.timeout.ms and a heartbeat interval: the worker stops \
+             its own tasks ({}) so as not to run them outside the group",
+            connectors.iter().map(|c| names.connector(*c)).collect::<Vec<_>>().join(", ")
+        ),
+        Observation::WorkerLeft => "shut down cleanly: left the group, the process ends".into(),
         Observation::SourceOffsetStored { connector, offset } => match offset {
             Some(_) => return None,
             None => format!("offsets of connector \"{connector}\" deleted (tombstone in the offsets topic)"),

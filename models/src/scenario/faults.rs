@@ -31,6 +31,11 @@ fn cloggable(system: System) -> Vec<(Node, Node)> {
     if system.consumer {
         links.push((Node::Consumer, Node::Kafka));
     }
+    // A group's other workers: each to Kafka (its coordinator and its producers) and to the
+    // database.
+    for worker in Node::WORKERS.into_iter().take(usize::from(system.workers)).skip(1) {
+        links.extend([(worker, Node::Kafka), (worker, Node::Postgres)]);
+    }
     links
 }
 
@@ -43,6 +48,8 @@ pub struct System {
     pub consumer: bool,
     /// Transactional producers: the workers run exactly-once source tasks.
     pub transactions: bool,
+    /// How many Connect workers form the group (`[connect] workers`, 1 to 3).
+    pub workers: u8,
 }
 
 impl System {
@@ -51,6 +58,7 @@ impl System {
             standby: spec.postgres.standby.is_some(),
             consumer: spec.consumer.is_some(),
             transactions: spec.connect.exactly_once(),
+            workers: spec.connect.workers,
         }
     }
 }
@@ -61,6 +69,10 @@ pub fn applies(kind: FaultKind, system: System) -> bool {
         FaultKind::FailOverToStandby => system.standby,
         FaultKind::KillConsumer => system.consumer,
         FaultKind::HangTransaction => system.transactions,
+        // A clean shutdown is a group member's; the faults that make REST calls are not
+        // forwarded to a group's leader yet.
+        FaultKind::StopConnectWorker => system.workers > 1,
+        FaultKind::StopConnector | FaultKind::KillConnectorTask | FaultKind::RebuildConnector => system.workers <= 1,
         _ => true,
     }
 }
@@ -139,8 +151,19 @@ pub fn generate(profile: &FaultProfile, system: System, horizon_ms: u64, seed: u
             FaultKind::KillConsumer => {
                 FaultAction::KillConsumer { restart_after_ms: Some(delay(&mut draw, 1_000, 30_000, horizon_ms)) }
             }
+            FaultKind::StopConnectWorker => {
+                FaultAction::StopConnectWorker { restart_after_ms: Some(delay(&mut draw, 1_000, 30_000, horizon_ms)) }
+            }
+            // From a short stall to well past session.timeout.ms.
+            FaultKind::PauseConnectWorker => {
+                FaultAction::PauseConnectWorker { duration_ms: delay(&mut draw, 1_000, 30_000, horizon_ms) }
+            }
         };
-        faults.push(Fault { trigger, action, connector: 0 });
+        let on_a_worker =
+            matches!(kind, FaultKind::KillConnectWorker | FaultKind::StopConnectWorker | FaultKind::PauseConnectWorker);
+        // Which worker, in a group (drawn only then: a one-worker scenario's draws are unchanged).
+        let worker = if on_a_worker && system.workers > 1 { draw.below(u64::from(system.workers)) as u8 } else { 0 };
+        faults.push(Fault { trigger, action, connector: 0, worker });
     }
     faults
 }
@@ -158,7 +181,7 @@ mod tests {
     const HORIZON_MS: u64 = crate::core::limits::DEFAULT_HORIZON_MS;
 
     fn sys(standby: bool) -> System {
-        System { standby, consumer: false, transactions: false }
+        System { standby, consumer: false, transactions: false, workers: 1 }
     }
 
     fn profile() -> FaultProfile {

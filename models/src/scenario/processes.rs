@@ -91,11 +91,14 @@ pub struct Processes<H: Holder> {
     pub loader: Option<H::Of<Loader>>,
     /// The outbox's consumer, when the scenario has one (`[consumer]`).
     pub consumer: Option<H::Of<InboxConsumer>>,
+    /// The second and third Connect workers of a group (`[connect] workers`).
+    pub connect2: Option<H::Of<ConnectWorker>>,
+    pub connect3: Option<H::Of<ConnectWorker>>,
 }
 
 impl<H: Holder> Processes<H> {
     /// The processes in the order the exhaustive lens starts them: every physical node's.
-    pub const ORDER: [Node; 9] = Node::PHYSICAL;
+    pub const ORDER: [Node; 11] = Node::PHYSICAL;
 
     /// Runs `f` on the component of `node`; `None` when the run has no such process (`pg2`
     /// without a standby, `loader` without a plain read, and `postgres`, which is a service name,
@@ -111,6 +114,8 @@ impl<H: Holder> Processes<H> {
             Node::Operator => Some(H::with(&mut self.operator, f)),
             Node::Loader => self.loader.as_mut().map(|loader| H::with(loader, f)),
             Node::Consumer => self.consumer.as_mut().map(|consumer| H::with(consumer, f)),
+            Node::Connect2 => self.connect2.as_mut().map(|worker| H::with(worker, f)),
+            Node::Connect3 => self.connect3.as_mut().map(|worker| H::with(worker, f)),
             Node::Postgres => None,
         }
     }
@@ -127,6 +132,8 @@ impl<H: Holder> Processes<H> {
             Node::Operator => Some(H::handle(&self.operator)),
             Node::Loader => self.loader.as_ref().map(H::handle),
             Node::Consumer => self.consumer.as_ref().map(H::handle),
+            Node::Connect2 => self.connect2.as_ref().map(H::handle),
+            Node::Connect3 => self.connect3.as_ref().map(H::handle),
             Node::Postgres => None,
         }
     }
@@ -137,9 +144,40 @@ impl<H: Holder> Processes<H> {
             Node::Pg2 => self.pg2.is_some(),
             Node::Loader => self.loader.is_some(),
             Node::Consumer => self.consumer.is_some(),
+            Node::Connect2 => self.connect2.is_some(),
+            Node::Connect3 => self.connect3.is_some(),
             Node::Postgres => false,
             _ => true,
         }
+    }
+
+    /// The Connect worker `worker` (a node of [`Node::WORKERS`]), if the run has it.
+    pub fn worker(&self, worker: Node) -> Option<&H::Of<ConnectWorker>> {
+        match worker {
+            Node::Connect => Some(&self.connect),
+            Node::Connect2 => self.connect2.as_ref(),
+            Node::Connect3 => self.connect3.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The run's Connect workers, with their nodes, in order.
+    pub fn workers(&self) -> impl Iterator<Item = (Node, &H::Of<ConnectWorker>)> + '_ {
+        Node::WORKERS.into_iter().filter_map(|node| self.worker(node).map(|worker| (node, worker)))
+    }
+
+    /// The worker running connector `c`'s task: the first that does (two do while one is a
+    /// zombie), or, when none does, the first worker (its view: unassigned, stopped).
+    pub fn worker_of(&self, c: usize) -> &H::Of<ConnectWorker> {
+        self.workers()
+            .map(|(_, worker)| worker)
+            .find(|worker| H::read(worker, |w| w.runs_task(c)))
+            .unwrap_or(&self.connect)
+    }
+
+    /// Whether nothing waits in any worker's tasks.
+    pub fn workers_drained(&self) -> bool {
+        self.workers().all(|(_, worker)| H::read(worker, ConnectWorker::is_drained))
     }
 
     /// The processes the run has, in [`Processes::ORDER`].
@@ -161,6 +199,8 @@ impl Processes<Plain> {
             operator: H::hold(self.operator),
             loader: self.loader.map(H::hold),
             consumer: self.consumer.map(H::hold),
+            connect2: self.connect2.map(H::hold),
+            connect3: self.connect3.map(H::hold),
         }
     }
 }
@@ -177,6 +217,8 @@ impl<H: Holder> Clone for Processes<H> {
             operator: self.operator.clone(),
             loader: self.loader.clone(),
             consumer: self.consumer.clone(),
+            connect2: self.connect2.clone(),
+            connect3: self.connect3.clone(),
         }
     }
 }
@@ -193,6 +235,8 @@ impl<H: Holder> std::fmt::Debug for Processes<H> {
             .field("operator", &self.operator)
             .field("loader", &self.loader)
             .field("consumer", &self.consumer)
+            .field("connect2", &self.connect2)
+            .field("connect3", &self.connect3)
             .finish()
     }
 }
@@ -208,6 +252,8 @@ impl PartialEq for Processes<CopyOnWriteHolder> {
             && self.operator == other.operator
             && self.loader == other.loader
             && self.consumer == other.consumer
+            && self.connect2 == other.connect2
+            && self.connect3 == other.connect3
     }
 }
 
@@ -229,6 +275,10 @@ impl std::hash::Hash for Processes<CopyOnWriteHolder> {
         // Hashed only when there is one: a world without keeps its fingerprints.
         if let Some(consumer) = &self.consumer {
             consumer.hash(state);
+        }
+        // Likewise the group's other workers.
+        for worker in [&self.connect2, &self.connect3].into_iter().flatten() {
+            worker.hash(state);
         }
     }
 }
@@ -264,6 +314,9 @@ impl Processes<CopyOnWriteHolder> {
         }
         if let Some(consumer) = &mut self.consumer {
             consumer.rehome(&mut copies.consumer);
+        }
+        for worker in [&mut self.connect2, &mut self.connect3].into_iter().flatten() {
+            worker.rehome(&mut copies.connect);
         }
     }
 }

@@ -87,6 +87,9 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
         })
         .collect();
     let connect = ConnectWorker::new(Fixed::new(spec.connect.clone()), connectors);
+    // The group's other workers: the same configuration and connectors (the config topic).
+    let connect2 = (spec.connect.workers >= 2).then(|| connect.clone());
+    let connect3 = (spec.connect.workers >= 3).then(|| connect.clone());
     // Each connector's heartbeat topic (`__debezium-heartbeat.<topic.prefix>`) and message
     // topic (`<topic.prefix>.message`), where it writes them.
     let own_topics = spec.connectors().flat_map(|debezium| {
@@ -98,7 +101,7 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
             .into_iter()
             .chain(messages.then_some(Topic::message(c)))
     });
-    let kafka = Kafka::new(Fixed::new(KafkaConfig {
+    let mut kafka = Kafka::new(Fixed::new(KafkaConfig {
         partitions: spec.kafka.partitions,
         transaction_abort_sweep_interval_ms: spec.kafka.transaction_abort_sweep_interval_ms,
         compaction: spec.kafka.compaction,
@@ -115,6 +118,9 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
             .chain(routed)
             .collect(),
     }));
+    if spec.connect.workers > 1 {
+        kafka = kafka.with_connect_group(spec.kafka.group_initial_rebalance_delay_ms);
+    }
     let sink = SearchIndex::new(Fixed::new(spec.sink.clone()));
     let app = App::new(CopyOnWrite::new(workload::workload(spec, seed)));
     let mut operator = Operator::new(spec.gate, spec.debezium.name.clone(), spec.debezium.slot_name.clone());
@@ -137,7 +143,7 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
     };
     let consumer = spec.consumer.as_ref().map(|config| InboxConsumer::new(Fixed::new(config.clone())));
     System {
-        processes: Processes { pg1, pg2, connect, kafka, sink, app, operator, loader, consumer },
+        processes: Processes { pg1, pg2, connect, kafka, sink, app, operator, loader, consumer, connect2, connect3 },
         initial_rows,
         connect_start_ms: spec.connector_start_ms,
     }

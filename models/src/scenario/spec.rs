@@ -103,6 +103,10 @@ pub struct Fault {
     /// entry; 0 for every other fault.
     #[serde(default)]
     pub connector: u8,
+    /// The worker a worker's fault acts on (`kill-connect-worker`, `stop-connect-worker`,
+    /// `pause-connect-worker`): its place in the group, 0 for `connect` (and every other fault).
+    #[serde(default)]
+    pub worker: u8,
 }
 
 /// The kinds of fault a profile can enable.
@@ -121,10 +125,12 @@ pub enum FaultKind {
     AdvanceSlot,
     KillConsumer,
     HangTransaction,
+    StopConnectWorker,
+    PauseConnectWorker,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 13] = [
+    pub const ALL: [FaultKind; 15] = [
         FaultKind::KillConnectWorker,
         FaultKind::KillConnectorTask,
         FaultKind::StopConnector,
@@ -138,6 +144,8 @@ impl FaultKind {
         FaultKind::AdvanceSlot,
         FaultKind::KillConsumer,
         FaultKind::HangTransaction,
+        FaultKind::StopConnectWorker,
+        FaultKind::PauseConnectWorker,
     ];
 
     pub fn name(self) -> &'static str {
@@ -155,6 +163,8 @@ impl FaultKind {
             FaultKind::AdvanceSlot => "advance-slot",
             FaultKind::KillConsumer => "kill-consumer",
             FaultKind::HangTransaction => "hang-transaction",
+            FaultKind::StopConnectWorker => "stop-connect-worker",
+            FaultKind::PauseConnectWorker => "pause-connect-worker",
         }
     }
 
@@ -177,6 +187,8 @@ impl FaultKind {
             FaultAction::AdvanceSlot { .. } => FaultKind::AdvanceSlot,
             FaultAction::KillConsumer { .. } => FaultKind::KillConsumer,
             FaultAction::HangTransaction { .. } => FaultKind::HangTransaction,
+            FaultAction::StopConnectWorker { .. } => FaultKind::StopConnectWorker,
+            FaultAction::PauseConnectWorker { .. } => FaultKind::PauseConnectWorker,
         }
     }
 }
@@ -808,6 +820,7 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
             partitions: 1,
             transaction_abort_sweep_interval_ms: crate::components::kafka::TRANSACTION_ABORT_SWEEP_INTERVAL_MS,
             compaction: None,
+            group_initial_rebalance_delay_ms: crate::components::kafka::group::GROUP_INITIAL_REBALANCE_DELAY_MS,
         },
         sink: SinkConfig {
             rule,

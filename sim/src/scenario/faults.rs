@@ -2,6 +2,7 @@
 
 use super::fields::{Cx, Field, Horizon, Res, Section};
 use super::toml_text::duration_text;
+use super::tree::Val;
 use super::units::{DURATION_UNITS, duration_ms, unknown_moment, with_unit};
 use handoff_models::core::ids::Node;
 use handoff_models::core::lsn::Lsn;
@@ -41,8 +42,9 @@ fn acts_on_a_connector(kind: FaultKind) -> bool {
 }
 
 /// The fields of `[[fault]]` besides `at` and `action`.
-const FAULT_FIELDS: [&str; 8] = [
+const FAULT_FIELDS: [&str; 9] = [
     "restart_after_ms",
+    "worker",
     "resume_after_ms",
     "promote_after_ms",
     "between",
@@ -55,10 +57,9 @@ const FAULT_FIELDS: [&str; 8] = [
 /// The fields an action takes, besides `at` and `action`.
 fn fault_fields(kind: FaultKind) -> &'static [&'static str] {
     match kind {
-        FaultKind::KillConnectWorker
-        | FaultKind::KillConnectorTask
-        | FaultKind::CrashPostgres
-        | FaultKind::KillConsumer => &["restart_after_ms"],
+        FaultKind::KillConnectWorker | FaultKind::StopConnectWorker => &["restart_after_ms", "worker"],
+        FaultKind::PauseConnectWorker => &["duration_ms", "worker"],
+        FaultKind::KillConnectorTask | FaultKind::CrashPostgres | FaultKind::KillConsumer => &["restart_after_ms"],
         FaultKind::StopConnector => &["resume_after_ms"],
         FaultKind::FailOverToStandby => &["promote_after_ms"],
         FaultKind::Clog => &["between", "duration_ms"],
@@ -144,12 +145,38 @@ fn fault(cx: &Cx, item: &Field, system: System, connectors: &[String], horizon: 
         }
         FaultKind::KillConsumer => FaultAction::KillConsumer { restart_after_ms: optional("restart_after_ms")? },
         FaultKind::HangTransaction => FaultAction::HangTransaction { abort_after_ms: optional("abort_after_ms")? },
+        FaultKind::StopConnectWorker => {
+            FaultAction::StopConnectWorker { restart_after_ms: optional("restart_after_ms")? }
+        }
+        FaultKind::PauseConnectWorker => FaultAction::PauseConnectWorker {
+            duration_ms: needed("duration_ms").and_then(|field| cx.time_ms(&field, 1, horizon))?,
+        },
     };
-    Ok(Fault { trigger, action, connector })
+    // Which worker: `worker = 2` is `connect-2` (1 to the group's size; `connect` by default).
+    let worker = match s.get("worker") {
+        Some(field) => match field.item.val {
+            Val::Int(Some(value)) if (1..=i64::from(system.workers)).contains(&value) => (value - 1) as u8,
+            Val::Int(_) => {
+                let workers = system.workers;
+                return cx.fail(
+                    &field,
+                    if workers == 1 {
+                        "the scenario has one Connect worker (worker = 1); a group has [connect] workers = 2 or 3"
+                            .to_owned()
+                    } else {
+                        format!("the group has {workers} workers: worker is 1 to {workers}")
+                    },
+                );
+            }
+            _ => return cx.wrong(&field, "an integer"),
+        },
+        None => 0,
+    };
+    Ok(Fault { trigger, action, connector, worker })
 }
 
 /// The processes a clog can name: the database service and the machines.
-const CLOG_NODES: [Node; 10] = [
+const CLOG_NODES: [Node; 12] = [
     Node::Postgres,
     Node::Pg1,
     Node::Pg2,
@@ -160,6 +187,8 @@ const CLOG_NODES: [Node; 10] = [
     Node::Operator,
     Node::Loader,
     Node::Consumer,
+    Node::Connect2,
+    Node::Connect3,
 ];
 
 /// `between = ["connect", "postgres"]`: two distinct processes.
@@ -175,6 +204,16 @@ fn missing_process(kind: FaultKind, system: System) -> Option<&'static str> {
         FaultKind::HangTransaction if !system.transactions => Some(
             "hang-transaction needs transactions: the workers' exactly.once.source.support = \"enabled\" ([connect])",
         ),
+        FaultKind::StopConnectWorker if system.workers < 2 => Some(
+            "stop-connect-worker is a group member's clean shutdown (it leaves the group): set [connect] workers = 2 \
+             or 3",
+        ),
+        FaultKind::StopConnector | FaultKind::KillConnectorTask | FaultKind::RebuildConnector if system.workers > 1 => {
+            Some(
+                "not modelled with a group of workers yet: its REST calls would be forwarded to the group's leader, \
+                 which the model does not do",
+            )
+        }
         _ => None,
     }
 }
@@ -197,6 +236,15 @@ fn clog_between(cx: &Cx, field: &Field, system: System) -> Res<(Node, Node)> {
     }
     if let Some(item) = [(first, a), (second, b)].into_iter().find(|(_, node)| *node == Node::Pg2 && !system.standby) {
         return cx.fail(item.0, "pg2 is the standby: add [postgres.standby]");
+    }
+    if let Some((item, node)) = [(first, a), (second, b)]
+        .into_iter()
+        .find(|(_, node)| node.worker_index().is_some_and(|index| index >= usize::from(system.workers)))
+    {
+        return cx.fail(
+            item,
+            format!("the scenario has no {node}: the group has {} worker(s) ([connect] workers)", system.workers),
+        );
     }
     Ok((a, b))
 }

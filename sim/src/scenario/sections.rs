@@ -84,6 +84,7 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         standby: postgres.standby.is_some(),
         consumer: consumer.is_some(),
         transactions: connect.exactly_once(),
+        workers: connect.workers,
     };
     let faults = faults(cx, root, system, &connector_names, &horizon)?;
     let profile = match root.get("fault_profile") {
@@ -91,7 +92,7 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         None => None,
     };
     let handoff = handoff(cx, &root.sub(cx, "handoff")?, &horizon)?;
-    let gate = failover(cx, &root.sub(cx, "failover")?, postgres.standby.is_some())?;
+    let gate = failover(cx, &root.sub(cx, "failover")?, postgres.standby.is_some(), connect.workers)?;
     let prediction = prediction(cx, root)?;
     let check = match root.get("check") {
         Some(field) => Some(check(cx, &cx.section(&field)?, outboxes, consumer.is_some())?),
@@ -653,7 +654,8 @@ fn connect(cx: &Cx, s: &Section, horizon: &Horizon) -> Res<(ConnectConfig, u64)>
     s.check_keys(
         cx,
         "offset.flush.interval.ms offset.flush.timeout.ms exactly.once.source.support group.id \
-         producer.transaction.timeout.ms start_at_ms",
+         producer.transaction.timeout.ms start_at_ms workers session.timeout.ms heartbeat.interval.ms \
+         rebalance.timeout.ms scheduled.rebalance.max.delay.ms task.shutdown.graceful.timeout.ms",
         "field",
     )?;
     let setting = |key: &str, default: u64| s.opt(key, default, |field| cx.setting_ms(field, 1));
@@ -678,6 +680,52 @@ fn connect(cx: &Cx, s: &Section, horizon: &Horizon) -> Res<(ConnectConfig, u64)>
              INVALID_TRANSACTION_TIMEOUT",
         );
     }
+    config.workers = s.opt("workers", 1, |field| cx.int(field, 1, 3).map(|value| value as u8))?;
+    const GROUP: [&str; 5] = [
+        "session.timeout.ms",
+        "heartbeat.interval.ms",
+        "rebalance.timeout.ms",
+        "scheduled.rebalance.max.delay.ms",
+        "task.shutdown.graceful.timeout.ms",
+    ];
+    if config.workers == 1 {
+        if let Some(field) = GROUP.iter().find_map(|key| s.get(key)) {
+            return cx.fail(
+                &field,
+                "a group setting: with one worker the model runs no group protocol; set workers = 2 or 3",
+            );
+        }
+    } else {
+        let group = &mut config.group;
+        // The broker refuses a session timeout outside group.min.session.timeout.ms (6 000) and
+        // group.max.session.timeout.ms (1 800 000) with INVALID_SESSION_TIMEOUT.
+        group.session_timeout_ms =
+            s.opt("session.timeout.ms", group.session_timeout_ms, |field| match field.item.val {
+                Val::Int(Some(value)) if (6_000..=1_800_000).contains(&value) => Ok(value as u64),
+                Val::Int(_) => cx.fail(
+                    field,
+                    "outside the broker's group.min.session.timeout.ms (6000) and group.max.session.timeout.ms \
+                     (1800000): JoinGroup fails with INVALID_SESSION_TIMEOUT",
+                ),
+                _ => cx.wrong(field, "an integer"),
+            })?;
+        group.heartbeat_interval_ms = setting("heartbeat.interval.ms", group.heartbeat_interval_ms)?;
+        if group.heartbeat_interval_ms >= group.session_timeout_ms
+            && let Some(field) = s.get("heartbeat.interval.ms").or_else(|| s.get("session.timeout.ms"))
+        {
+            return cx.fail(
+                &field,
+                "heartbeat.interval.ms must be lower than session.timeout.ms (the worker refuses to start)",
+            );
+        }
+        group.rebalance_timeout_ms = setting("rebalance.timeout.ms", group.rebalance_timeout_ms)?;
+        group.scheduled_rebalance_max_delay_ms =
+            s.opt("scheduled.rebalance.max.delay.ms", group.scheduled_rebalance_max_delay_ms, |field| {
+                cx.setting_ms(field, 0)
+            })?;
+        group.task_shutdown_graceful_timeout_ms =
+            setting("task.shutdown.graceful.timeout.ms", group.task_shutdown_graceful_timeout_ms)?;
+    }
     let start_at_ms = s.opt("start_at_ms", 0, |field| cx.time_ms(field, 0, horizon))?;
     Ok((config, start_at_ms))
 }
@@ -691,7 +739,16 @@ fn kafka(cx: &Cx, s: &Section) -> Res<KafkaSection> {
         "min.cleanable.dirty.ratio",
         "log.cleaner.backoff.ms",
     ];
-    s.check_keys(cx, &format!("partitions {SWEEP} cleanup.policy {}", COMPACTION.join(" ")), "field")?;
+    s.check_keys(
+        cx,
+        &format!("partitions {SWEEP} cleanup.policy group.initial.rebalance.delay.ms {}", COMPACTION.join(" ")),
+        "field",
+    )?;
+    let group_initial_rebalance_delay_ms = s.opt(
+        "group.initial.rebalance.delay.ms",
+        handoff_models::components::kafka::group::GROUP_INITIAL_REBALANCE_DELAY_MS,
+        |field| cx.setting_ms(field, 0),
+    )?;
     let partitions = s.opt("partitions", 1, |field| cx.int(field, 1, 64).map(|value| value as u32))?;
     let transaction_abort_sweep_interval_ms =
         s.opt(SWEEP, TRANSACTION_ABORT_SWEEP_INTERVAL_MS, |field| cx.setting_ms(field, 1))?;
@@ -700,7 +757,12 @@ fn kafka(cx: &Cx, s: &Section) -> Res<KafkaSection> {
         if let Some(field) = COMPACTION.iter().find_map(|key| s.get(key)) {
             return cx.fail(&field, "a compaction setting: it needs cleanup.policy = \"compact\"");
         }
-        return Ok(KafkaSection { partitions, transaction_abort_sweep_interval_ms, compaction: None });
+        return Ok(KafkaSection {
+            partitions,
+            transaction_abort_sweep_interval_ms,
+            compaction: None,
+            group_initial_rebalance_delay_ms,
+        });
     }
     let default = Compaction::DEFAULT;
     let delete_retention_ms =
@@ -730,7 +792,12 @@ fn kafka(cx: &Cx, s: &Section) -> Res<KafkaSection> {
         min_cleanable_dirty_ratio_per_mille,
         log_cleaner_backoff_ms,
     };
-    Ok(KafkaSection { partitions, transaction_abort_sweep_interval_ms, compaction: Some(compaction) })
+    Ok(KafkaSection {
+        partitions,
+        transaction_abort_sweep_interval_ms,
+        compaction: Some(compaction),
+        group_initial_rebalance_delay_ms,
+    })
 }
 
 /// `isolation.level` of a consumer (default `read_uncommitted`).
@@ -845,7 +912,7 @@ fn handoff(cx: &Cx, s: &Section, horizon: &Horizon) -> Res<HandoffMethod> {
     }
 }
 
-fn failover(cx: &Cx, s: &Section, standby: bool) -> Res<GatePolicy> {
+fn failover(cx: &Cx, s: &Section, standby: bool, workers: u8) -> Res<GatePolicy> {
     s.check_keys(cx, "gate", "field")?;
     let gates = [("off", GatePolicy::Off), ("rebuild", GatePolicy::Rebuild), ("fail-closed", GatePolicy::FailClosed)];
     let Some(field) = s.get("gate") else { return Ok(GatePolicy::Off) };
@@ -854,6 +921,13 @@ fn failover(cx: &Cx, s: &Section, standby: bool) -> Res<GatePolicy> {
         return cx.fail(
             &field,
             format!("gate `{}` needs a standby to fail over to: add [postgres.standby]", cx.string(&field)?),
+        );
+    }
+    if gate != GatePolicy::Off && workers > 1 {
+        return cx.fail(
+            &field,
+            "not modelled with a group of workers yet: the gate's REST calls (stop, resume, delete offsets) would be \
+             forwarded to the group's leader, which the model does not do",
         );
     }
     Ok(gate)

@@ -291,6 +291,15 @@ fn write_connect(w: &mut Writer, spec: &Spec) {
     w.field("group.id", toml_string(&spec.connect.group_id));
     w.field("producer.transaction.timeout.ms", spec.connect.transaction_timeout_ms);
     w.field("start_at_ms", spec.connector_start_ms);
+    if spec.connect.workers > 1 {
+        let group = &spec.connect.group;
+        w.field("workers", spec.connect.workers);
+        w.field("session.timeout.ms", group.session_timeout_ms);
+        w.field("heartbeat.interval.ms", group.heartbeat_interval_ms);
+        w.field("rebalance.timeout.ms", group.rebalance_timeout_ms);
+        w.field("scheduled.rebalance.max.delay.ms", group.scheduled_rebalance_max_delay_ms);
+        w.field("task.shutdown.graceful.timeout.ms", group.task_shutdown_graceful_timeout_ms);
+    }
 }
 
 fn write_kafka(w: &mut Writer, spec: &Spec) {
@@ -300,6 +309,7 @@ fn write_kafka(w: &mut Writer, spec: &Spec) {
         "transaction.abort.timed.out.transaction.cleanup.interval.ms",
         spec.kafka.transaction_abort_sweep_interval_ms,
     );
+    w.field("group.initial.rebalance.delay.ms", spec.kafka.group_initial_rebalance_delay_ms);
     if let Some(compaction) = spec.kafka.compaction {
         w.field("cleanup.policy", toml_string("compact"));
         w.field("delete.retention.ms", compaction.delete_retention_ms);
@@ -586,10 +596,14 @@ fn write_faults(w: &mut Writer, spec: &Spec) {
         {
             w.field("connector", toml_string(&spec.connector(usize::from(fault.connector)).name));
         }
+        if fault.worker > 0 {
+            w.field("worker", u32::from(fault.worker) + 1);
+        }
         match fault.action {
             FaultAction::KillConnectWorker { restart_after_ms }
             | FaultAction::KillConnectorTask { restart_after_ms }
-            | FaultAction::KillConsumer { restart_after_ms } => {
+            | FaultAction::KillConsumer { restart_after_ms }
+            | FaultAction::StopConnectWorker { restart_after_ms } => {
                 if let Some(ms) = restart_after_ms {
                     w.field("restart_after_ms", ms);
                 }
@@ -617,6 +631,7 @@ fn write_faults(w: &mut Writer, spec: &Spec) {
                     w.field("abort_after_ms", ms);
                 }
             }
+            FaultAction::PauseConnectWorker { duration_ms } => w.field("duration_ms", duration_ms),
         }
     }
 }

@@ -246,8 +246,8 @@ pub struct Net {
 }
 
 /// How many nodes there are (`Node` as an index).
-const NODES: usize = 10;
-const _: () = assert!(Node::Consumer as usize + 1 == NODES, "NODES counts every Node");
+const NODES: usize = 12;
+const _: () = assert!(Node::Connect3 as usize + 1 == NODES, "NODES counts every Node");
 
 fn index(node: Node) -> usize {
     node as usize

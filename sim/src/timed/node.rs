@@ -93,6 +93,16 @@ pub async fn run<C: Component + Send + ?Sized + 'static>(node: Node, model: Arc<
             }
         })
         .await;
+        // A stop-the-world pause: what woke the process waits, with everything after it, until
+        // the pause ends.
+        if woke.is_some()
+            && let Some(until_us) = this.shared.paused_until(node)
+        {
+            let now_us = this.time.elapsed().as_micros() as u64;
+            if until_us > now_us {
+                madsim::time::sleep(std::time::Duration::from_micros(until_us - now_us)).await;
+            }
+        }
         match woke {
             // The process is down; madsim drops this task.
             None => return,

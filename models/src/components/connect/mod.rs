@@ -48,14 +48,20 @@
 //!   (`finalOffsetCommit(true)`), so its transaction stays open the same way; a graceful stop
 //!   commits it. A fenced producer fails the task.
 //!
-//! Left out: group membership and rebalancing (`scheduled.rebalance.max.delay.ms`),
-//! `transaction.boundary` `interval` and `connector`, `errors.tolerance`, the 5 s
-//! graceful-shutdown deadline and orphaned tasks.
+//! A group of workers (`[connect] workers` of 2 or 3; [`group`]): each worker holds every
+//! connector's configuration and target state (the config topic, read to its end before it
+//! joins) and runs the tasks the group's leader assigns it; with one worker no group protocol
+//! runs and the worker runs every connector's task, as before.
+//!
+//! Left out: `transaction.boundary=connector`, `errors.tolerance`, orphaned tasks, REST calls
+//! forwarded to a group's leader (a scenario with several workers takes no REST call yet).
 
 pub mod debezium;
+pub mod group;
 pub mod transforms;
 
 use crate::components::connect::debezium::{DebeziumConfig, DebeziumTask, Phase, TaskEvent};
+use crate::components::connect::group::{GroupConfig, GroupMember, MemberState};
 use crate::components::connect::transforms::chain::{Fate, TransformChain};
 use crate::core::component::{Component, Ctx, TaskTimer, Timer};
 use crate::core::event::{SourceOffset, SourceRecord};
@@ -66,7 +72,8 @@ use crate::core::observe::Observation;
 /// operator reads too).
 pub use crate::core::protocol::ConnectorState;
 use crate::core::protocol::{
-    Control, KAFKA_RECONNECT_BACKOFF_MS, KafkaReply, KafkaRequest, Msg, ProducerEpoch, RestReply, RestRequest,
+    Control, GroupReply, GroupRequest, KAFKA_RECONNECT_BACKOFF_MS, KafkaReply, KafkaRequest, Msg, ProducerEpoch,
+    RestReply, RestRequest,
 };
 use crate::core::shared::{CopyOnWrite, Fixed};
 use crate::core::time::SimTime;
@@ -88,6 +95,16 @@ pub struct ConnectConfig {
     /// `producer.transaction.timeout.ms` (the producer's `transaction.timeout.ms`, default 60 000).
     #[serde(default = "default_transaction_timeout_ms")]
     pub transaction_timeout_ms: u64,
+    /// How many workers form the group (the testbed's `workers`, 1 to 3; default 1).
+    #[serde(default = "one_worker")]
+    pub workers: u8,
+    /// The group settings (used with two or more workers).
+    #[serde(default)]
+    pub group: GroupConfig,
+}
+
+fn one_worker() -> u8 {
+    1
 }
 
 impl ConnectConfig {
@@ -100,6 +117,8 @@ impl ConnectConfig {
             exactly_once_source_support: ExactlyOnceSourceSupport::Disabled,
             group_id: default_group_id(),
             transaction_timeout_ms: default_transaction_timeout_ms(),
+            workers: 1,
+            group: GroupConfig::default(),
         }
     }
 
@@ -311,6 +330,9 @@ pub struct Connector {
     /// Lost at a crash: the running task and the next session number.
     task: Option<TaskRuntime>,
     next_session: u64,
+    /// Its task is this worker's to run: always with one worker; in a group, what the leader
+    /// assigned it (volatile).
+    pub assigned: bool,
 }
 
 impl Connector {
@@ -328,6 +350,7 @@ impl Connector {
             failure: None,
             task: None,
             next_session: 1,
+            assigned: true,
         }
     }
 
@@ -392,6 +415,21 @@ pub struct ConnectWorker {
     /// [`crate::core::limits::MAX_CONNECTORS`]).
     pub connectors: Vec<Connector>,
     volatile: Volatile,
+    /// Its membership of the workers' group (with two or more workers).
+    pub membership: Membership,
+}
+
+/// A worker's group membership, if the workers form a group. Hashed only when there is one: a
+/// run with one worker keeps its fingerprints.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Membership(pub Option<Box<GroupMember>>);
+
+impl std::hash::Hash for Membership {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        if let Some(member) = &self.0 {
+            member.hash(state);
+        }
+    }
 }
 
 impl ConnectWorker {
@@ -400,7 +438,24 @@ impl ConnectWorker {
             !connectors.is_empty() && connectors.len() <= crate::core::limits::MAX_CONNECTORS,
             "a worker runs 1 to MAX_CONNECTORS connectors"
         );
-        ConnectWorker { config, connectors, volatile: Volatile::new() }
+        let membership = Membership((config.workers > 1).then(|| Box::new(GroupMember::new(config.group))));
+        ConnectWorker { config, connectors, volatile: Volatile::new(), membership }
+    }
+
+    /// Whether this worker is a member of a group (two or more workers).
+    pub fn in_group(&self) -> bool {
+        self.membership.0.is_some()
+    }
+
+    /// Whether the worker stopped cleanly and left its group (it does nothing more until it is
+    /// started again).
+    pub fn has_left(&self) -> bool {
+        self.membership.0.as_ref().is_some_and(|member| member.state == MemberState::Left)
+    }
+
+    /// Whether the worker runs connector `c`'s task (in any state).
+    pub fn runs_task(&self, c: usize) -> bool {
+        self.connectors.get(c).is_some_and(|connector| connector.task.is_some())
     }
 
     /// A worker running one connector.
@@ -440,6 +495,9 @@ impl ConnectWorker {
     }
 
     fn start_task(&mut self, ctx: &mut Ctx, c: usize) {
+        if !self.connectors[c].assigned {
+            return; // another worker's task
+        }
         self.connectors[c].failure = None;
         let debezium =
             CopyOnWrite::new(DebeziumTask::new(self.connectors[c].debezium, self.connectors[c].next_session));
@@ -1259,14 +1317,239 @@ impl ConnectWorker {
     }
 }
 
+/// The worker as a member of the group ([`group`]).
+impl ConnectWorker {
+    fn member(&mut self) -> &mut GroupMember {
+        self.membership.0.as_mut().expect("a member of a group")
+    }
+
+    /// The connectors assigned to it: its metadata when it joins.
+    fn owned(&self) -> Vec<u8> {
+        (0..self.connectors.len()).filter(|c| self.connectors[*c].assigned).map(|c| c as u8).collect()
+    }
+
+    fn join(&mut self, ctx: &mut Ctx) {
+        let owned = self.owned();
+        let member = self.member();
+        member.state = MemberState::Joining;
+        member.request_lost = false;
+        let request = GroupRequest::Join {
+            member: member.id,
+            owned,
+            session_timeout_ms: member.config.session_timeout_ms,
+            rebalance_timeout_ms: member.config.rebalance_timeout_ms,
+        };
+        ctx.send(Node::Kafka, Msg::Group(request));
+    }
+
+    /// Connector `c`'s task is no longer this worker's: it stops gracefully (§1.5).
+    fn revoke(&mut self, ctx: &mut Ctx, c: usize) {
+        self.connectors[c].assigned = false;
+        self.connectors[c].task_died = false;
+        self.for_connector(ctx, c, |worker, ctx| worker.graceful_stop(ctx, c));
+    }
+
+    fn on_group_reply(&mut self, ctx: &mut Ctx, reply: GroupReply) {
+        let member = self.member();
+        member.last_heard = ctx.now;
+        member.coordinator_unknown_since = None;
+        if matches!(member.state, MemberState::ShuttingDown | MemberState::Left) {
+            return;
+        }
+        match reply {
+            GroupReply::Joined { member: id, generation, leader, members } => {
+                let member = self.member();
+                member.id = Some(id);
+                member.generation = generation;
+                member.leader = id == leader;
+                member.state = MemberState::Syncing;
+                let assignments = if id == leader {
+                    // The leader has read the config topic to its end: the connectors whose
+                    // target state is RUNNING have their task configured.
+                    let configured = (0..self.connectors.len())
+                        .filter(|c| self.connectors[*c].target_state == TargetState::Running)
+                        .map(|c| c as u8)
+                        .collect();
+                    let owned: Vec<(u32, Vec<u8>)> =
+                        members.iter().map(|(id, _, owned)| (*id, owned.clone())).collect();
+                    let member = self.member();
+                    let max_delay_ms = member.config.scheduled_rebalance_max_delay_ms;
+                    let round = member.assignor.assign(
+                        ctx.now,
+                        (generation, member.completed_generation),
+                        &configured,
+                        &owned,
+                        max_delay_ms,
+                    );
+                    let nodes: std::collections::BTreeMap<u32, Node> =
+                        members.iter().map(|(id, node, _)| (*id, *node)).collect();
+                    ctx.observe(Observation::GroupAssignmentsComputed {
+                        generation,
+                        assignments: round
+                            .assignments
+                            .iter()
+                            .map(|(id, assignment)| {
+                                (nodes[id], assignment.assigned.clone(), assignment.revoked.clone())
+                            })
+                            .collect(),
+                        delayed: round.delayed,
+                        duplicated: round.duplicated,
+                        delay_ms: self.member().assignor.delay_ms,
+                    });
+                    Some(round.assignments)
+                } else {
+                    None
+                };
+                ctx.send(Node::Kafka, Msg::Group(GroupRequest::Sync { member: id, generation, assignments }));
+            }
+            GroupReply::Synced { generation, assignment } => {
+                let member = self.member();
+                if generation != member.generation || member.state != MemberState::Syncing {
+                    return;
+                }
+                member.state = MemberState::Stable;
+                member.completed_generation = generation;
+                let graceful_ms = member.config.task_shutdown_graceful_timeout_ms;
+                ctx.observe(Observation::GroupAssigned {
+                    generation,
+                    assigned: assignment.assigned.clone(),
+                    revoked: assignment.revoked.clone(),
+                    delay_ms: assignment.delay_ms,
+                });
+                let count = self.connectors.len();
+                for c in assignment.revoked.iter().map(|c| usize::from(*c)).filter(|c| *c < count) {
+                    self.revoke(ctx, c);
+                }
+                for c in assignment.assigned.iter().map(|c| usize::from(*c)).filter(|c| *c < count) {
+                    self.connectors[c].assigned = true;
+                    self.connectors[c].task_died = false;
+                    if self.connectors[c].target_state == TargetState::Running && self.connectors[c].task.is_none() {
+                        self.for_connector(ctx, c, |worker, ctx| worker.start_task(ctx, c));
+                    }
+                }
+                if assignment.delay_ms > 0 {
+                    ctx.set_timer(Timer::GroupRejoin, assignment.delay_ms);
+                }
+                if !assignment.revoked.is_empty() {
+                    // `onRevoked` awaits the stops (up to task.shutdown.graceful.timeout.ms),
+                    // then the member joins again.
+                    self.member().rejoin_after_revocation = true;
+                    ctx.set_timer(Timer::GroupRejoin, graceful_ms);
+                }
+            }
+            GroupReply::Heartbeat => {}
+            GroupReply::Rejoin => {
+                if matches!(self.member().state, MemberState::Stable | MemberState::Syncing) {
+                    self.join(ctx);
+                }
+            }
+            GroupReply::UnknownMember => {
+                // Removed from the group: join as a new member, still running its tasks.
+                let member = self.member();
+                member.id = None;
+                member.generation = 0;
+                self.join(ctx);
+            }
+        }
+    }
+
+    /// What waits on tasks stopping: a join after a revocation, the leave of a clean shutdown.
+    fn group_progress(&mut self, ctx: &mut Ctx) {
+        let stopping = self.connectors.iter().any(|connector| !connector.assigned && connector.task.is_some());
+        let member = self.member();
+        if member.rejoin_after_revocation && !stopping && member.state == MemberState::Stable {
+            member.rejoin_after_revocation = false;
+            ctx.cancel_timer(Timer::GroupRejoin);
+            self.join(ctx);
+        } else if member.state == MemberState::ShuttingDown && !stopping {
+            self.leave(ctx);
+        }
+    }
+
+    fn leave(&mut self, ctx: &mut Ctx) {
+        let member = self.member();
+        member.state = MemberState::Left;
+        if let Some(id) = member.id {
+            ctx.send(Node::Kafka, Msg::Group(GroupRequest::Leave { member: id }));
+        }
+        ctx.cancel_timer(Timer::GroupRejoin);
+        ctx.cancel_timer(Timer::GroupHeartbeat);
+        ctx.observe(Observation::WorkerLeft);
+    }
+
+    /// A clean shutdown (`DistributedHerder.halt`): every task stops gracefully, then the
+    /// member leaves the group (at once when they have stopped, or when
+    /// `task.shutdown.graceful.timeout.ms` has passed).
+    fn shut_down(&mut self, ctx: &mut Ctx) {
+        if matches!(self.member().state, MemberState::ShuttingDown | MemberState::Left) {
+            return;
+        }
+        for c in 0..self.connectors.len() {
+            if self.connectors[c].assigned {
+                self.revoke(ctx, c);
+            }
+        }
+        let member = self.member();
+        member.state = MemberState::ShuttingDown;
+        member.rejoin_after_revocation = false;
+        let graceful_ms = member.config.task_shutdown_graceful_timeout_ms;
+        ctx.set_timer(Timer::GroupRejoin, graceful_ms);
+        self.group_progress(ctx);
+    }
+
+    fn on_group_timer(&mut self, ctx: &mut Ctx, timer: Timer) {
+        let member = self.member();
+        match (timer, member.state) {
+            (_, MemberState::Left) => {}
+            (Timer::GroupRejoin, MemberState::ShuttingDown) => self.leave(ctx),
+            (Timer::GroupRejoin, MemberState::Stable) => {
+                member.rejoin_after_revocation = false;
+                self.join(ctx);
+            }
+            (Timer::GroupHeartbeat, state) => {
+                let config = member.config;
+                ctx.set_timer(Timer::GroupHeartbeat, config.heartbeat_interval_ms);
+                match state {
+                    MemberState::Stable => {
+                        if let (Some(id), generation) = (member.id, member.generation) {
+                            ctx.send(Node::Kafka, Msg::Group(GroupRequest::Heartbeat { member: id, generation }));
+                        }
+                        // `HeartbeatThread`: no answer for a session marks the coordinator
+                        // unknown; still unknown a heartbeat interval later, the worker stops
+                        // its own tasks (KAFKA-9184).
+                        if ctx.now.since(member.last_heard) >= config.session_timeout_ms {
+                            let since = *member
+                                .coordinator_unknown_since
+                                .get_or_insert(member.last_heard.plus_ms(config.session_timeout_ms));
+                            let owned = self.owned();
+                            if ctx.now.since(since) >= config.heartbeat_interval_ms && !owned.is_empty() {
+                                ctx.observe(Observation::GroupSelfRevoked { connectors: owned.clone() });
+                                for c in owned {
+                                    self.revoke(ctx, usize::from(c));
+                                }
+                            }
+                        }
+                    }
+                    MemberState::Joining | MemberState::Syncing if member.request_lost => self.join(ctx),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 impl Component for ConnectWorker {
     fn start(&mut self, ctx: &mut Ctx) {
         self.volatile = Volatile::new();
+        let in_group = self.in_group();
         for c in 0..self.connectors.len() {
             self.for_connector(ctx, c, |worker, ctx| {
                 let connector = &mut worker.connectors[c];
                 connector.task_died = false;
                 connector.task = None;
+                // In a group, a task runs where the leader assigns it.
+                connector.assigned = !in_group;
                 connector.next_session = first_session(c);
                 ctx.observe(Observation::WorkerStarted {
                     target_state: match connector.target_state {
@@ -1279,9 +1562,75 @@ impl Component for ConnectWorker {
                 }
             });
         }
+        if in_group {
+            let config = self.config.group;
+            let member = self.member();
+            *member = GroupMember::new(config);
+            member.last_heard = ctx.now;
+            self.join(ctx);
+            ctx.set_timer(Timer::GroupHeartbeat, config.heartbeat_interval_ms);
+        }
     }
 
     fn on_message(&mut self, ctx: &mut Ctx, from: Node, msg: Msg) {
+        if !self.in_group() {
+            return self.take_message(ctx, from, msg);
+        }
+        if self.has_left() {
+            return; // the process has ended
+        }
+        match msg {
+            Msg::GroupReply(reply) => self.on_group_reply(ctx, reply),
+            Msg::Control(Control::ShutdownWorker) => self.shut_down(ctx),
+            msg => self.take_message(ctx, from, msg),
+        }
+        self.group_progress(ctx);
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx, timer: Timer) {
+        if !self.in_group() {
+            return self.take_timer(ctx, timer);
+        }
+        if self.has_left() {
+            return;
+        }
+        match timer {
+            Timer::GroupHeartbeat | Timer::GroupRejoin => self.on_group_timer(ctx, timer),
+            timer => self.take_timer(ctx, timer),
+        }
+        self.group_progress(ctx);
+    }
+
+    fn on_connection_lost(&mut self, ctx: &mut Ctx, peer: Node) {
+        if self.has_left() {
+            return;
+        }
+        if peer == Node::Kafka
+            && let Some(member) = self.membership.0.as_mut()
+        {
+            // A join or sync lost with the connection is sent again at the next heartbeat tick.
+            member.request_lost = true;
+        }
+        self.take_connection_lost(ctx, peer);
+        if self.in_group() {
+            self.group_progress(ctx);
+        }
+    }
+
+    fn crash(&mut self) {
+        self.volatile = Volatile::new();
+        for (c, connector) in self.connectors.iter_mut().enumerate() {
+            connector.task = None;
+            connector.next_session = first_session(c);
+        }
+        if let Some(member) = self.membership.0.as_mut() {
+            **member = GroupMember::new(member.config);
+        }
+    }
+}
+
+impl ConnectWorker {
+    fn take_message(&mut self, ctx: &mut Ctx, from: Node, msg: Msg) {
         match msg {
             Msg::KafkaReply { request_id, reply } => {
                 let Some(c) = self.volatile.pending.iter().find(|(id, ..)| *id == request_id).map(|(_, c, ..)| *c)
@@ -1318,7 +1667,7 @@ impl Component for ConnectWorker {
         }
     }
 
-    fn on_timer(&mut self, ctx: &mut Ctx, timer: Timer) {
+    fn take_timer(&mut self, ctx: &mut Ctx, timer: Timer) {
         match timer {
             Timer::KafkaRetry => {
                 for (request_id, _, _, request) in &self.volatile.pending {
@@ -1333,7 +1682,7 @@ impl Component for ConnectWorker {
         }
     }
 
-    fn on_connection_lost(&mut self, ctx: &mut Ctx, peer: Node) {
+    fn take_connection_lost(&mut self, ctx: &mut Ctx, peer: Node) {
         if peer == Node::Kafka && !self.volatile.pending.is_empty() {
             // The Kafka clients reconnect (`reconnect.backoff.max.ms`) and send again what was not
             // answered; a produce request sent again may be appended twice.
@@ -1352,14 +1701,6 @@ impl Component for ConnectWorker {
                     }
                 });
             }
-        }
-    }
-
-    fn crash(&mut self) {
-        self.volatile = Volatile::new();
-        for (c, connector) in self.connectors.iter_mut().enumerate() {
-            connector.task = None;
-            connector.next_session = first_session(c);
         }
     }
 }

@@ -58,7 +58,11 @@ impl AckDurable {
             self.driver_pending.push(*lsn);
             return;
         }
-        let Observation::SlotConfirmed { slot, to, by: Node::Connect, .. } = observation else { return };
+        let Observation::SlotConfirmed { slot, to, by: Node::Connect | Node::Connect2 | Node::Connect3, .. } =
+            observation
+        else {
+            return;
+        };
         // Status updates arrive in order: the driver's confirmations up to this one have arrived
         // (or were overtaken by a larger flush and moved nothing).
         let by_driver = self.driver_pending.contains(to);

@@ -45,7 +45,7 @@ impl FailClosed {
             }
             Observation::StreamStarted {
                 server,
-                client: Node::Connect,
+                client: Node::Connect | Node::Connect2 | Node::Connect3,
                 slot,
                 requested,
                 start,

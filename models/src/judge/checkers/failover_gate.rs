@@ -62,9 +62,13 @@ impl FailoverGate {
         match observation {
             Observation::SnapshotStarted { .. } => promotion.rebuilt = true,
             Observation::GateChecked { verdict: GateVerdict::Available, .. } => promotion.gate_passed = true,
-            Observation::StreamStarted { server, client: Node::Connect, slot, confirmed_flush, .. }
-                if *server == promotion.server && !promotion.rebuilt && !promotion.gate_passed =>
-            {
+            Observation::StreamStarted {
+                server,
+                client: Node::Connect | Node::Connect2 | Node::Connect3,
+                slot,
+                confirmed_flush,
+                ..
+            } if *server == promotion.server && !promotion.rebuilt && !promotion.gate_passed => {
                 let saved = evidence.stored_offset.and_then(|offset| offset.resume_lsn());
                 if saved.is_some() && !evidence.timelines.stored_before_promotion() {
                     // Read on the new timeline: the failover is behind the connector.

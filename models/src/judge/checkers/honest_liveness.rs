@@ -35,7 +35,7 @@ pub fn check<H: Holder>(processes: &Processes<H>, ended: &RunEnded) -> Option<Fi
     if H::read(&processes.sink, |sink| sink.failed().is_some()) {
         return None;
     }
-    if H::read(&processes.connect, |connect| connect.status()) != ConnectorState::Running {
+    if H::read(processes.worker_of(0), |connect| connect.status()) != ConnectorState::Running {
         return None;
     }
     Some(

@@ -244,7 +244,12 @@ impl Evidence {
             Observation::StreamStarted { slot: of, .. } | Observation::SlotConfirmed { slot: of, .. } => of != slot,
             Observation::SourceOffsetStored { connector, .. } => connector != name,
             // A snapshot scan of a table the first connector does not capture.
-            Observation::ScanStarted { client: crate::core::ids::Node::Connect, table, .. } => !tables.contains(table),
+            Observation::ScanStarted {
+                client:
+                    crate::core::ids::Node::Connect | crate::core::ids::Node::Connect2 | crate::core::ids::Node::Connect3,
+                table,
+                ..
+            } => !tables.contains(table),
             _ => false,
         }
     }
@@ -343,7 +348,9 @@ impl Timelines {
             Observation::Promoted { server, timeline, switch_lsn, .. } => {
                 self.branch = Some((*server, *timeline, *switch_lsn));
             }
-            Observation::StreamStarted { server, client: Node::Connect, .. } => self.reading = self.of(*server),
+            Observation::StreamStarted { server, client: Node::Connect | Node::Connect2 | Node::Connect3, .. } => {
+                self.reading = self.of(*server)
+            }
             Observation::SnapshotStarted { .. } => self.reading = self.current(),
             Observation::SourceOffsetStored { offset, .. } => {
                 let position = |offset: Option<SourceOffset>| offset.and_then(|offset| offset.resume_lsn());
@@ -502,10 +509,10 @@ impl Checkers {
             || self.tombstones_seen.observes(observation)
             || matches!(
                 observation,
-                Observation::SlotConfirmed { by: Node::Connect, .. }
+                Observation::SlotConfirmed { by: Node::Connect | Node::Connect2 | Node::Connect3, .. }
                     | Observation::KeepaliveConfirmed { .. }
                     | Observation::SnapshotStarted { .. }
-                    | Observation::StreamStarted { client: Node::Connect, .. }
+                    | Observation::StreamStarted { client: Node::Connect | Node::Connect2 | Node::Connect3, .. }
                     | Observation::GateChecked { .. }
                     | Observation::Appended { .. }
                     | Observation::TransactionEnded { .. }
@@ -551,7 +558,12 @@ impl Checkers {
                 self.evidence.published.get_mut().transaction_ended(at, *producer_id, *committed)
             }
             Observation::SourceOffsetStored { offset, .. } => self.evidence.stored_offset = *offset,
-            Observation::StreamStarted { client: crate::core::ids::Node::Connect, start, .. } => {
+            Observation::StreamStarted {
+                client:
+                    crate::core::ids::Node::Connect | crate::core::ids::Node::Connect2 | crate::core::ids::Node::Connect3,
+                start,
+                ..
+            } => {
                 self.evidence.first_stream_start.get_or_insert((at, *start));
             }
             _ => {}

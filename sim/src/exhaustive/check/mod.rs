@@ -207,6 +207,13 @@ pub fn bound(spec: &Spec) -> Result<(Spec, Bounds), String> {
             spec.name
         ));
     }
+    if spec.connect.workers > 1 {
+        return Err(format!(
+            "{} has a group of {} Connect workers ([connect] workers): the exhaustive world runs one worker; check \
+             the bound with workers = 1, or explore the group in the timed lens (handoff run / sweep)",
+            spec.name, spec.connect.workers
+        ));
+    }
     let mut world = spec.clone();
     // Every table loads the bound's rows but an outbox, which starts empty (its rows are events).
     for table in world.tables.iter_mut().filter(|table| table.outbox.is_none()) {

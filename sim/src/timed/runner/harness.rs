@@ -15,13 +15,16 @@ fn describe_step(spec: &Spec, step: &HarnessStep) -> String {
         HarnessStep::Unclog(a, b) => format!("the end of the clog {a} <-> {b}"),
         HarnessStep::Crash(node) => format!("crash {node}"),
         HarnessStep::ScheduleEnd => "the end of the schedule".into(),
+        HarnessStep::Respawn(node) => format!("the start of {node} after its clean shutdown"),
+        HarnessStep::StartWorker(node) => format!("the start of {node}"),
     }
 }
 
 fn describe_action(spec: &Spec, action: &Action) -> String {
     match action {
-        Action::Fault(fault, 0) => fault.to_string(),
-        Action::Fault(fault, connector) => {
+        Action::Fault(fault, 0, 0) => fault.to_string(),
+        Action::Fault(fault, 0, worker) => format!("{fault} on {}", Node::WORKERS[usize::from(*worker)]),
+        Action::Fault(fault, connector, _) => {
             format!("{fault} on connector {}", spec.connector(usize::from(*connector)).name)
         }
         Action::Scripted(index) => match spec.scripted.get(*index).map(|txn| txn.label.as_str()) {
@@ -54,7 +57,7 @@ pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outco
     let mut sequence = 0u64;
     let triggers = schedule
         .iter()
-        .map(|fault| (fault.trigger, Action::Fault(fault.action, fault.connector)))
+        .map(|fault| (fault.trigger, Action::Fault(fault.action, fault.connector, fault.worker)))
         .chain(spec.scripted.iter().enumerate().map(|(index, txn)| (txn.trigger, Action::Scripted(index))))
         .filter(|_| path.is_none());
     for (trigger, action) in triggers {
@@ -89,6 +92,7 @@ pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outco
         net: Mutex::new(net),
         moments: Mutex::new(MomentState { counts: BTreeMap::new(), pending }),
         commands: commands_tx,
+        paused: Mutex::new(BTreeMap::new()),
     });
     let handle = madsim::runtime::Handle::current();
     let mut nodes = BTreeMap::new();
@@ -128,7 +132,7 @@ pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outco
                 WorldAction::Crash { node } => harness.schedule(at_ms, HarnessStep::Crash(node)),
                 WorldAction::Restart { node } => harness.schedule(at_ms, HarnessStep::Restart(node)),
                 WorldAction::Operate { operation } => {
-                    harness.schedule(at_ms, HarnessStep::Action(Action::Fault(operation.fault(), 0)))
+                    harness.schedule(at_ms, HarnessStep::Action(Action::Fault(operation.fault(), 0, 0)))
                 }
                 // The network and the nodes' timers follow these.
                 WorldAction::Deliver { .. } | WorldAction::Fire { .. } => {}
@@ -231,7 +235,7 @@ pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outco
     };
     let failed_closed = (!reached && limit.is_none() && liveness.is_none()).then(|| FailedClosed {
         at,
-        status: models.connect.lock().expect("connect").status(),
+        status: models.worker_of(0).lock().expect("connect").status(),
         reason: reason.clone(),
     });
     // How the run ended, typed: the acceptance check on the state the run ended in (nothing ran
@@ -241,7 +245,7 @@ pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outco
         None => harness
             .decision()
             .ended()
-            .unwrap_or_else(|| RunEnd::TimedOut { connector: models.connect.lock().expect("connect").status() }),
+            .unwrap_or_else(|| RunEnd::TimedOut { connector: models.worker_of(0).lock().expect("connect").status() }),
     };
     debug_assert_eq!(end.reached(), reached, "the typed end says what the loop decided");
     let departures = shared.net().following().map(Following::departures).unwrap_or_default();
@@ -281,7 +285,14 @@ enum HarnessStep {
     Crash(Node),
     /// A path has been followed to its end.
     ScheduleEnd,
+    /// A worker that shut down cleanly is started again (its process ended when it left).
+    Respawn(Node),
+    /// A group's second or third worker starts.
+    StartWorker(Node),
 }
+
+/// How long after the first worker of a group the second starts, and after it the third.
+const WORKER_START_INTERVAL_MS: u64 = 1_000;
 
 struct Harness<'a> {
     spec: &'a Spec,
@@ -353,6 +364,21 @@ impl Harness<'_> {
                         self.nodes.insert(node, spawn_node(&self.handle, node, model, self.shared.clone()));
                     }
                 }
+                // A group's other workers start one after another, a second apart: the first
+                // worker is the group's first leader (the first member to join).
+                for (index, &node) in Node::WORKERS.iter().enumerate().skip(1) {
+                    if self.models.worker(node).is_some() {
+                        self.schedule(
+                            now.saturating_add(index as u64 * WORKER_START_INTERVAL_MS),
+                            HarnessStep::StartWorker(node),
+                        );
+                    }
+                }
+            }
+            HarnessStep::StartWorker(node) => {
+                if let Some(model) = self.models.handle(node) {
+                    self.nodes.insert(node, spawn_node(&self.handle, node, model, self.shared.clone()));
+                }
             }
             HarnessStep::Restart(node) => {
                 // Only a process that is down restarts (two overlapping crashes restart it once).
@@ -398,6 +424,17 @@ impl Harness<'_> {
                 }
             }
             HarnessStep::ScheduleEnd => {}
+            HarnessStep::Respawn(node) => {
+                if !self.down.contains(&node) {
+                    self.kill(node);
+                }
+                if self.down.remove(&node)
+                    && let Some(handle) = self.nodes.get(&node)
+                {
+                    self.handle.restart(handle.id());
+                    self.observe(node, Observation::Restarted { process: node });
+                }
+            }
             HarnessStep::Action(Action::Scripted(index)) => {
                 // At the very start the application may not be listening yet (a session's later
                 // step without an `at` is due at 0): try again a millisecond later.
@@ -405,13 +442,15 @@ impl Harness<'_> {
                     self.schedule(now.saturating_add(1), HarnessStep::Action(Action::Scripted(index)));
                 }
             }
-            HarnessStep::Action(Action::Fault(fault, connector)) => {
+            HarnessStep::Action(Action::Fault(fault, connector, worker)) => {
+                let worker = Node::WORKERS[usize::from(worker)];
                 // What the harness observes of a connector's fault is that connector's.
                 let tag = |observation: Observation| Observation::of_connector(connector, observation);
                 let target = match fault {
                     FaultAction::KillConnectWorker { .. }
-                    | FaultAction::StopConnector { .. }
-                    | FaultAction::KillConnectorTask { .. } => Node::Connect,
+                    | FaultAction::StopConnectWorker { .. }
+                    | FaultAction::PauseConnectWorker { .. } => worker,
+                    FaultAction::StopConnector { .. } | FaultAction::KillConnectorTask { .. } => Node::Connect,
                     FaultAction::RecreateSlot | FaultAction::RebuildConnector | FaultAction::AdvanceSlot { .. } => {
                         Node::Operator
                     }
@@ -427,6 +466,8 @@ impl Harness<'_> {
                 let needs_process = matches!(
                     fault,
                     FaultAction::KillConnectWorker { .. }
+                        | FaultAction::StopConnectWorker { .. }
+                        | FaultAction::PauseConnectWorker { .. }
                         | FaultAction::KillConsumer { .. }
                         | FaultAction::CrashPostgres { .. }
                         | FaultAction::FailOverToStandby { .. }
@@ -434,15 +475,19 @@ impl Harness<'_> {
                         | FaultAction::KillConnectorTask { .. }
                 );
                 let absent = !self.nodes.contains_key(&target) || self.down.contains(&target);
-                let refused = if target == Node::Connect && !self.nodes.contains_key(&Node::Connect) {
+                let left = target.is_connect_worker()
+                    && self.models.worker(target).is_some_and(|model| model.lock().expect("worker").has_left());
+                let refused = if target.is_connect_worker() && !self.nodes.contains_key(&target) {
                     Some("the Connect worker has not started yet")
+                } else if left {
+                    Some("the Connect worker has shut down and is not running")
                 } else if needs_process && absent {
                     Some(match (fault, target) {
                         (FaultAction::StopConnector { .. }, _) => {
                             "the Connect worker is down: the REST call is refused (connection refused)"
                         }
                         (FaultAction::KillConnectorTask { .. }, _) => "the Connect worker is down: no task runs",
-                        (_, Node::Connect) => "the Connect worker is already down",
+                        (_, node) if node.is_connect_worker() => "the Connect worker is already down",
                         (_, Node::Consumer) if !self.nodes.contains_key(&Node::Consumer) => {
                             "the scenario has no outbox consumer"
                         }
@@ -478,12 +523,21 @@ impl Harness<'_> {
                         }
                     }
                     FaultAction::KillConnectWorker { restart_after_ms } => {
-                        if self.nodes.contains_key(&Node::Connect) {
-                            self.kill(Node::Connect);
+                        if self.nodes.contains_key(&target) {
+                            self.kill(target);
                             if let Some(after) = restart_after_ms {
-                                self.schedule(now.saturating_add(after), HarnessStep::Restart(Node::Connect));
+                                self.schedule(now.saturating_add(after), HarnessStep::Restart(target));
                             }
                         }
+                    }
+                    FaultAction::StopConnectWorker { restart_after_ms } => {
+                        self.shared.inject(target, Node::Operator, Msg::Control(Control::ShutdownWorker));
+                        if let Some(after) = restart_after_ms {
+                            self.schedule(now.saturating_add(after), HarnessStep::Respawn(target));
+                        }
+                    }
+                    FaultAction::PauseConnectWorker { duration_ms } => {
+                        self.shared.pause(target, now_us().saturating_add(duration_ms.saturating_mul(1_000)));
                     }
                     FaultAction::StopConnector { resume_after_ms } => {
                         self.shared.inject(
@@ -612,7 +666,7 @@ impl Harness<'_> {
 
     /// Why the run ended at a limit, in the words of the boundary's reason.
     fn limit_reason(&self, limit: RunLimit) -> String {
-        let status = self.models.connect.lock().expect("connect").status();
+        let status = self.models.worker_of(0).lock().expect("connect").status();
         format!(
             "the run reached {limit} before its acceptance boundary (connector {status}); the boundary's checks \
              were not made"

@@ -63,8 +63,9 @@ const REQUEST_RETRY_MS: u64 = 1_000;
 /// Something the harness does when a trigger comes.
 #[derive(Clone, Debug)]
 enum Action {
-    /// A fault, and the connector it acts on (the place of its `[[connector]]` entry).
-    Fault(FaultAction, u8),
+    /// A fault, the connector it acts on (the place of its `[[connector]]` entry) and the worker
+    /// (its place in the group).
+    Fault(FaultAction, u8, u8),
     Scripted(usize),
 }
 
@@ -175,7 +176,7 @@ impl Recorder {
             observation => (observation, None),
         };
         match observation {
-            Observation::StreamStarted { client: Node::Connect, start, .. }
+            Observation::StreamStarted { client: Node::Connect | Node::Connect2 | Node::Connect3, start, .. }
                 if !self.checkers.evidence.of_another_connector(observation) =>
             {
                 self.stream_start = Some(*start)
@@ -211,6 +212,8 @@ pub struct RunState {
     net: Mutex<Net>,
     moments: Mutex<MomentState>,
     commands: mpsc::UnboundedSender<Command>,
+    /// Processes in a stop-the-world pause, and until when (microseconds).
+    paused: Mutex<BTreeMap<Node, u64>>,
 }
 
 struct MomentState {
@@ -227,6 +230,18 @@ impl RunState {
     /// The physical node behind the database service name.
     pub fn primary(&self) -> Node {
         *self.primary.lock().expect("primary")
+    }
+
+    /// Until when (microseconds) a process is paused, if it is.
+    pub fn paused_until(&self, node: Node) -> Option<u64> {
+        self.paused.lock().expect("paused").get(&node).copied()
+    }
+
+    /// Pauses a process until `until_us` (a later pause extends it).
+    fn pause(&self, node: Node, until_us: u64) {
+        let mut paused = self.paused.lock().expect("paused");
+        let until = paused.entry(node).or_insert(0);
+        *until = (*until).max(until_us);
     }
 
     /// Hands a message to a process; returns it if the process has no inbox (it is down, or
@@ -287,9 +302,14 @@ impl RunState {
 fn takes_down(action: &Action, node: Node) -> bool {
     matches!(
         (action, node),
-        (Action::Fault(FaultAction::KillConnectWorker { .. }, _), Node::Connect)
-            | (Action::Fault(FaultAction::KillConsumer { .. }, _), Node::Consumer)
-            | (Action::Fault(FaultAction::CrashPostgres { .. } | FaultAction::FailOverToStandby { .. }, _), Node::Pg1)
+        (Action::Fault(FaultAction::KillConnectWorker { .. }, _, worker), node) if Node::WORKERS[usize::from(*worker)] == node
+    ) || matches!(
+        (action, node),
+        (Action::Fault(FaultAction::KillConsumer { .. }, _, _), Node::Consumer)
+            | (
+                Action::Fault(FaultAction::CrashPostgres { .. } | FaultAction::FailOverToStandby { .. }, _, _),
+                Node::Pg1
+            )
     )
 }
 

@@ -35,11 +35,16 @@
 //! predecessor's transaction can be open on its offsets here, and its `InitProducerId` aborts it
 //! before the read).
 
+pub mod group;
+
+use crate::components::kafka::group::GroupCoordinator;
 use crate::core::component::{Component, Ctx, Timer};
 use crate::core::event::{KafkaRecord, Placement, SourceOffset, Topic, TopicPartition};
 use crate::core::ids::{Key, Node};
 use crate::core::observe::{Observation, TransactionEnd};
-use crate::core::protocol::{IsolationLevel, KafkaReply, KafkaRequest, Msg, ProducerEpoch, TransactionalOffset};
+use crate::core::protocol::{
+    GroupRequest, IsolationLevel, KafkaReply, KafkaRequest, Msg, ProducerEpoch, TransactionalOffset,
+};
 use crate::core::shared::{CopyOnWrite, Fixed};
 use crate::core::time::SimTime;
 use serde::{Deserialize, Serialize};
@@ -58,6 +63,14 @@ pub struct KafkaSection {
     /// Debezium's producer auto-creates gets), `Some` is `compact` with its settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction: Option<Compaction>,
+    /// The broker's `group.initial.rebalance.delay.ms` (3 000): how long the first join of an
+    /// empty group waits for more members (a group of Connect workers only).
+    #[serde(default = "default_group_initial_rebalance_delay_ms")]
+    pub group_initial_rebalance_delay_ms: u64,
+}
+
+fn default_group_initial_rebalance_delay_ms() -> u64 {
+    group::GROUP_INITIAL_REBALANCE_DELAY_MS
 }
 
 /// Log compaction of a topic (`cleanup.policy=compact`; reference kafka-connect.md §6): the
@@ -171,6 +184,22 @@ pub struct Kafka {
     /// The next producer id the coordinator hands out.
     next_producer_id: u32,
     pending_fetches: Vec<PendingFetch>,
+    /// The Connect workers' group coordinator, when the workers form a group
+    /// (`[connect] workers` above 1).
+    pub group: ConnectGroup,
+}
+
+/// The coordinator of the Connect group, if there is one. Hashed only when there is one: a
+/// run with one worker keeps its fingerprints.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectGroup(pub Option<Box<GroupCoordinator>>);
+
+impl std::hash::Hash for ConnectGroup {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        if let Some(group) = &self.0 {
+            group.hash(state);
+        }
+    }
 }
 
 pub use crate::core::event::murmur2;
@@ -530,7 +559,15 @@ impl Kafka {
             transactions: CopyOnWrite::new(BTreeMap::new()),
             next_producer_id: 0,
             pending_fetches: Vec::new(),
+            group: ConnectGroup(None),
         }
+    }
+
+    /// With a coordinator for the Connect workers' group, its first join delayed by
+    /// `group.initial.rebalance.delay.ms`.
+    pub fn with_connect_group(mut self, initial_rebalance_delay_ms: u64) -> Kafka {
+        self.group = ConnectGroup(Some(Box::new(GroupCoordinator::new(initial_rebalance_delay_ms))));
+        self
     }
 
     /// Each partition's end as a `read_uncommitted` consumer waits for it: past the last record
@@ -941,6 +978,9 @@ impl Component for Kafka {
         if let Some(compaction) = self.config.compaction {
             ctx.set_timer(Timer::LogCleaner, compaction.log_cleaner_backoff_ms.max(1));
         }
+        if let Some(group) = self.group.0.as_mut() {
+            group.start(ctx);
+        }
     }
 
     fn on_message(&mut self, ctx: &mut Ctx, from: Node, msg: Msg) {
@@ -948,6 +988,19 @@ impl Component for Kafka {
             Msg::Kafka { request_id, request } => self.handle(ctx, from, request_id, request),
             Msg::Control(crate::core::protocol::Control::HangTransaction) => self.hang_transaction(ctx),
             Msg::Control(crate::core::protocol::Control::AbortHangingTransactions) => self.abort_hanging(ctx),
+            Msg::Group(request) => {
+                let Some(group) = self.group.0.as_mut() else { return };
+                match request {
+                    GroupRequest::Join { member, owned, session_timeout_ms, rebalance_timeout_ms } => {
+                        group.join(ctx, from, member, owned, (session_timeout_ms, rebalance_timeout_ms))
+                    }
+                    GroupRequest::Sync { member, generation, assignments } => {
+                        group.sync(ctx, from, (member, generation), assignments)
+                    }
+                    GroupRequest::Heartbeat { member, generation } => group.heartbeat(ctx, from, member, generation),
+                    GroupRequest::Leave { member } => group.leave(ctx, member),
+                }
+            }
             _ => {}
         }
     }
@@ -956,6 +1009,11 @@ impl Component for Kafka {
         match timer {
             Timer::TransactionAbortSweep => self.abort_timed_out(ctx),
             Timer::LogCleaner => self.run_cleaner(ctx),
+            Timer::GroupCoordinator => {
+                if let Some(group) = self.group.0.as_mut() {
+                    group.on_timer(ctx);
+                }
+            }
             _ => {}
         }
     }

@@ -1,0 +1,473 @@
+//! The group coordinator of the Connect workers' group (reference kafka-connect.md §5.1), as
+//! Kafka's `GroupCoordinator` runs a classic group: JoinGroup, SyncGroup, Heartbeat and
+//! LeaveGroup, generations and a leader, sessions that expire.
+//!
+//! - **Join** (`GroupCoordinator.handleJoinGroup`): a join to a Stable (or CompletingRebalance)
+//!   group starts a rebalance (PreparingRebalance); the others learn it from their next heartbeat
+//!   (`REBALANCE_IN_PROGRESS`) and join again. The join phase completes when every member has
+//!   joined, or at the largest `rebalance.timeout.ms`, when those that did not are removed
+//!   (`onCompleteJoin`). The first join of an empty group waits
+//!   `group.initial.rebalance.delay.ms` (`InitialDelayedJoin`), extended by as much for each
+//!   member joining meanwhile, up to the rebalance timeout.
+//! - **Completing the join**: a new generation; the leader stays if it rejoined, otherwise the
+//!   first member to have joined leads; every member gets the generation, and the leader every
+//!   member's metadata.
+//! - **Sync** (`handleSyncGroup`): the leader's SyncGroup carries the assignments; members that
+//!   sent theirs first wait for it; the group is then Stable.
+//! - **Sessions** (`completeAndScheduleNextHeartbeatExpiration`): each heartbeat (and a completed
+//!   join) gives a member `session.timeout.ms` more; a member that hears nothing for that long is
+//!   removed (`onExpireHeartbeat`), which starts a rebalance, as a LeaveGroup does at once.
+//!
+//! Simplified: a new member gets its id with its first JoinGroup (the real coordinator answers
+//! `MEMBER_ID_REQUIRED` and the member sends it again, one more round trip); no static
+//! membership; only the Connect group.
+
+use crate::core::component::{Ctx, Timer};
+use crate::core::ids::Node;
+use crate::core::observe::Observation;
+use crate::core::protocol::{GroupAssignment, GroupReply, Msg};
+use crate::core::time::SimTime;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The broker's `group.initial.rebalance.delay.ms` (default 3 000).
+pub const GROUP_INITIAL_REBALANCE_DELAY_MS: u64 = 3_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum GroupState {
+    Empty,
+    /// Waiting for the members to join, until `deadline`; `initial`: the delayed first join.
+    PreparingRebalance {
+        deadline: SimTime,
+        initial: bool,
+    },
+    /// Waiting for the leader's assignments.
+    CompletingRebalance,
+    Stable,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Member {
+    /// The worker process.
+    pub node: Node,
+    /// Its metadata: the connectors whose task it runs.
+    pub owned: Vec<u8>,
+    pub session_timeout_ms: u64,
+    pub rebalance_timeout_ms: u64,
+    /// When its session expires unless it is heard from.
+    pub expires_at: SimTime,
+    /// In the join phase: when it joined (`None`: not yet).
+    pub joined: Option<u64>,
+    /// It sent SyncGroup for the current generation and waits for the leader's.
+    pub awaiting_sync: bool,
+}
+
+/// The Connect group's coordinator (durable: the broker keeps group metadata in
+/// `__consumer_offsets`; sessions start afresh when it starts).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct GroupCoordinator {
+    pub state: GroupState,
+    pub generation: u32,
+    pub leader: Option<u32>,
+    pub members: BTreeMap<u32, Member>,
+    next_member: u32,
+    /// The order of joins in the current join phase.
+    join_sequence: u64,
+    /// The leader's assignments for the current generation.
+    assignments: BTreeMap<u32, GroupAssignment>,
+    initial_rebalance_delay_ms: u64,
+}
+
+impl GroupCoordinator {
+    pub fn new(initial_rebalance_delay_ms: u64) -> GroupCoordinator {
+        GroupCoordinator {
+            state: GroupState::Empty,
+            generation: 0,
+            leader: None,
+            members: BTreeMap::new(),
+            next_member: 1,
+            join_sequence: 0,
+            assignments: BTreeMap::new(),
+            initial_rebalance_delay_ms,
+        }
+    }
+
+    /// The broker starts: every member's session starts again, and a join phase in progress
+    /// goes on to its deadline.
+    pub fn start(&mut self, ctx: &mut Ctx) {
+        for member in self.members.values_mut() {
+            member.expires_at = ctx.now.plus_ms(member.session_timeout_ms);
+        }
+        self.arm(ctx);
+    }
+
+    pub fn join(
+        &mut self,
+        ctx: &mut Ctx,
+        from: Node,
+        member: Option<u32>,
+        owned: Vec<u8>,
+        (session_timeout_ms, rebalance_timeout_ms): (u64, u64),
+    ) {
+        let id = match member {
+            Some(id) if self.members.contains_key(&id) => id,
+            Some(_) => {
+                ctx.send(from, Msg::GroupReply(GroupReply::UnknownMember));
+                return;
+            }
+            None => {
+                let id = self.next_member;
+                self.next_member += 1;
+                id
+            }
+        };
+        self.join_sequence += 1;
+        let sequence = self.join_sequence;
+        let entry = self.members.entry(id).or_insert(Member {
+            node: from,
+            owned: Vec::new(),
+            session_timeout_ms,
+            rebalance_timeout_ms,
+            expires_at: ctx.now.plus_ms(session_timeout_ms),
+            joined: None,
+            awaiting_sync: false,
+        });
+        entry.owned = owned;
+        entry.joined = Some(sequence);
+        entry.awaiting_sync = false;
+        entry.expires_at = ctx.now.plus_ms(session_timeout_ms);
+        match self.state {
+            GroupState::Empty => {
+                let deadline = ctx.now.plus_ms(self.initial_rebalance_delay_ms);
+                self.state = GroupState::PreparingRebalance { deadline, initial: true };
+            }
+            GroupState::PreparingRebalance { deadline, initial: true } => {
+                // `InitialDelayedJoin`: each new member extends the wait, up to the rebalance
+                // timeout.
+                let limit = self.max_rebalance_timeout_ms();
+                let first = deadline.ms().saturating_sub(self.initial_rebalance_delay_ms);
+                let extended = (ctx.now.ms() + self.initial_rebalance_delay_ms).min(first + limit);
+                self.state =
+                    GroupState::PreparingRebalance { deadline: SimTime(extended.max(deadline.ms())), initial: true };
+            }
+            GroupState::PreparingRebalance { .. } => {}
+            GroupState::CompletingRebalance | GroupState::Stable => self.prepare_rebalance(ctx),
+        }
+        self.maybe_complete_join(ctx);
+        self.arm(ctx);
+    }
+
+    fn max_rebalance_timeout_ms(&self) -> u64 {
+        self.members.values().map(|member| member.rebalance_timeout_ms).max().unwrap_or(0)
+    }
+
+    /// A rebalance starts: every member must join again.
+    fn prepare_rebalance(&mut self, ctx: &mut Ctx) {
+        if self.members.is_empty() {
+            self.state = GroupState::Empty;
+            self.leader = None;
+            return;
+        }
+        let deadline = ctx.now.plus_ms(self.max_rebalance_timeout_ms());
+        self.state = GroupState::PreparingRebalance { deadline, initial: false };
+        self.assignments.clear();
+        for member in self.members.values_mut() {
+            member.awaiting_sync = false;
+        }
+    }
+
+    /// The join phase completes when everyone has joined (the delayed first join waits for its
+    /// deadline).
+    fn maybe_complete_join(&mut self, ctx: &mut Ctx) {
+        let GroupState::PreparingRebalance { deadline, initial } = self.state else { return };
+        let everyone = self.members.values().all(|member| member.joined.is_some());
+        if (everyone && !initial) || ctx.now >= deadline {
+            self.complete_join(ctx);
+        }
+    }
+
+    fn complete_join(&mut self, ctx: &mut Ctx) {
+        // Those that did not join in time are out.
+        let late: Vec<u32> = self.members.iter().filter(|(_, m)| m.joined.is_none()).map(|(id, _)| *id).collect();
+        for id in late {
+            let member = self.members.remove(&id).expect("member");
+            ctx.observe(Observation::GroupMemberRemoved {
+                worker: member.node,
+                reason: format!("it did not join within rebalance.timeout.ms={}", member.rebalance_timeout_ms),
+            });
+        }
+        if self.members.is_empty() {
+            self.state = GroupState::Empty;
+            self.leader = None;
+            return;
+        }
+        self.generation += 1;
+        if self.leader.is_none_or(|leader| !self.members.contains_key(&leader)) {
+            self.leader = self.members.iter().min_by_key(|(_, m)| m.joined).map(|(id, _)| *id);
+        }
+        let leader = self.leader.expect("a member leads");
+        let metadata: Vec<(u32, Node, Vec<u8>)> =
+            self.members.iter().map(|(id, m)| (*id, m.node, m.owned.clone())).collect();
+        for (id, member) in &mut self.members {
+            member.joined = None;
+            member.expires_at = ctx.now.plus_ms(member.session_timeout_ms);
+            let members = if *id == leader { metadata.clone() } else { Vec::new() };
+            ctx.send(
+                member.node,
+                Msg::GroupReply(GroupReply::Joined { member: *id, generation: self.generation, leader, members }),
+            );
+        }
+        ctx.observe(Observation::GroupRebalanced {
+            generation: self.generation,
+            leader: self.members[&leader].node,
+            members: self.members.values().map(|member| member.node).collect(),
+        });
+        self.state = GroupState::CompletingRebalance;
+        self.assignments.clear();
+    }
+
+    pub fn sync(
+        &mut self,
+        ctx: &mut Ctx,
+        from: Node,
+        (member, generation): (u32, u32),
+        assignments: Option<Vec<(u32, GroupAssignment)>>,
+    ) {
+        if !self.members.contains_key(&member) {
+            ctx.send(from, Msg::GroupReply(GroupReply::UnknownMember));
+            return;
+        }
+        if generation != self.generation || matches!(self.state, GroupState::PreparingRebalance { .. }) {
+            ctx.send(from, Msg::GroupReply(GroupReply::Rejoin));
+            return;
+        }
+        match self.state {
+            GroupState::CompletingRebalance => {
+                if Some(member) == self.leader
+                    && let Some(assignments) = assignments
+                {
+                    self.assignments = assignments.into_iter().collect();
+                    self.state = GroupState::Stable;
+                    let waiting: Vec<u32> = self
+                        .members
+                        .iter()
+                        .filter(|(id, m)| m.awaiting_sync || **id == member)
+                        .map(|(id, _)| *id)
+                        .collect();
+                    for id in waiting {
+                        self.send_assignment(ctx, id);
+                    }
+                } else if let Some(entry) = self.members.get_mut(&member) {
+                    entry.awaiting_sync = true;
+                }
+            }
+            GroupState::Stable => self.send_assignment(ctx, member),
+            _ => {}
+        }
+    }
+
+    fn send_assignment(&mut self, ctx: &mut Ctx, id: u32) {
+        let Some(member) = self.members.get_mut(&id) else { return };
+        member.awaiting_sync = false;
+        let assignment = self.assignments.get(&id).cloned().unwrap_or_default();
+        ctx.send(member.node, Msg::GroupReply(GroupReply::Synced { generation: self.generation, assignment }));
+    }
+
+    pub fn heartbeat(&mut self, ctx: &mut Ctx, from: Node, member: u32, generation: u32) {
+        let Some(entry) = self.members.get_mut(&member) else {
+            ctx.send(from, Msg::GroupReply(GroupReply::UnknownMember));
+            return;
+        };
+        entry.expires_at = ctx.now.plus_ms(entry.session_timeout_ms);
+        let reply = if generation != self.generation || matches!(self.state, GroupState::PreparingRebalance { .. }) {
+            GroupReply::Rejoin
+        } else {
+            GroupReply::Heartbeat
+        };
+        ctx.send(from, Msg::GroupReply(reply));
+        self.arm(ctx);
+    }
+
+    pub fn leave(&mut self, ctx: &mut Ctx, member: u32) {
+        let Some(left) = self.members.remove(&member) else { return };
+        ctx.observe(Observation::GroupMemberRemoved { worker: left.node, reason: "it left the group".into() });
+        self.member_gone(ctx);
+    }
+
+    fn member_gone(&mut self, ctx: &mut Ctx) {
+        match self.state {
+            GroupState::PreparingRebalance { .. } => self.maybe_complete_join(ctx),
+            _ => self.prepare_rebalance(ctx),
+        }
+        self.arm(ctx);
+    }
+
+    /// The session timer: members not heard from within their session are removed; the join
+    /// phase's deadline.
+    pub fn on_timer(&mut self, ctx: &mut Ctx) {
+        let preparing = matches!(self.state, GroupState::PreparingRebalance { .. });
+        let expired: Vec<u32> = self
+            .members
+            .iter()
+            .filter(|(_, m)| m.expires_at <= ctx.now && !(preparing && m.joined.is_some()))
+            .map(|(id, _)| *id)
+            .collect();
+        let any = !expired.is_empty();
+        for id in expired {
+            let member = self.members.remove(&id).expect("member");
+            ctx.observe(Observation::GroupMemberRemoved {
+                worker: member.node,
+                reason: format!("no heartbeat within session.timeout.ms={}", member.session_timeout_ms),
+            });
+        }
+        if any {
+            self.member_gone(ctx);
+        } else {
+            self.maybe_complete_join(ctx);
+            self.arm(ctx);
+        }
+    }
+
+    /// One timer for the earliest session expiry or join deadline.
+    fn arm(&self, ctx: &mut Ctx) {
+        let preparing = matches!(self.state, GroupState::PreparingRebalance { .. });
+        let sessions = self.members.values().filter(|m| !(preparing && m.joined.is_some())).map(|m| m.expires_at);
+        let deadline = match self.state {
+            GroupState::PreparingRebalance { deadline, .. } => Some(deadline),
+            _ => None,
+        };
+        match sessions.chain(deadline).min() {
+            Some(at) => ctx.set_timer(Timer::GroupCoordinator, at.ms().saturating_sub(ctx.now.ms())),
+            None => ctx.cancel_timer(Timer::GroupCoordinator),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::component::{Outbox, TimerRequest};
+
+    const TIMEOUTS: (u64, u64) = (10_000, 60_000);
+
+    fn at(ms: u64, f: impl FnOnce(&mut Ctx)) -> Outbox {
+        let mut out = Outbox::default();
+        f(&mut Ctx::new(SimTime(ms), Node::Kafka, &mut out));
+        out
+    }
+
+    fn replies(out: &Outbox) -> Vec<(Node, GroupReply)> {
+        out.sends
+            .iter()
+            .filter_map(|(to, msg)| match msg {
+                Msg::GroupReply(reply) => Some((*to, reply.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn armed(out: &Outbox) -> Option<u64> {
+        out.timers.iter().rev().find_map(|request| match request {
+            TimerRequest::Set { timer: Timer::GroupCoordinator, after_ms } => Some(*after_ms),
+            _ => None,
+        })
+    }
+
+    /// Two workers join an empty group a second apart and sync: generation 1, led by the first.
+    fn stable_pair() -> GroupCoordinator {
+        let mut group = GroupCoordinator::new(GROUP_INITIAL_REBALANCE_DELAY_MS);
+        let out = at(0, |ctx| group.join(ctx, Node::Connect, None, vec![], TIMEOUTS));
+        assert_eq!(armed(&out), Some(3_000), "the first join of an empty group waits the initial delay");
+        assert!(replies(&out).is_empty());
+        let out = at(1_000, |ctx| group.join(ctx, Node::Connect2, None, vec![], TIMEOUTS));
+        assert_eq!(armed(&out), Some(3_000), "a member joining meanwhile extends the wait");
+        let out = at(4_000, |ctx| group.on_timer(ctx));
+        let joined = replies(&out);
+        assert_eq!(joined.len(), 2);
+        assert!(
+            matches!(&joined[0], (Node::Connect, GroupReply::Joined { member: 1, generation: 1, leader: 1, members }) if members.len() == 2)
+        );
+        assert!(
+            matches!(&joined[1], (Node::Connect2, GroupReply::Joined { leader: 1, members, .. }) if members.is_empty())
+        );
+        // The follower's sync waits for the leader's.
+        let out = at(4_010, |ctx| group.sync(ctx, Node::Connect2, (2, 1), None));
+        assert!(replies(&out).is_empty());
+        let assignments = vec![
+            (1, GroupAssignment { assigned: vec![0], ..Default::default() }),
+            (2, GroupAssignment { assigned: vec![1], ..Default::default() }),
+        ];
+        let out = at(4_020, |ctx| group.sync(ctx, Node::Connect, (1, 1), Some(assignments)));
+        let synced = replies(&out);
+        assert_eq!(synced.len(), 2);
+        assert!(synced.contains(&(
+            Node::Connect2,
+            GroupReply::Synced {
+                generation: 1,
+                assignment: GroupAssignment { assigned: vec![1], ..Default::default() }
+            }
+        )));
+        assert_eq!(group.state, GroupState::Stable);
+        group
+    }
+
+    #[test]
+    fn a_vanished_member_is_removed_when_its_session_expires_and_the_others_rejoin() {
+        let mut group = stable_pair();
+        // Worker 1 keeps heartbeating; worker 2 goes silent after its last heartbeat at 6 s.
+        at(6_000, |ctx| group.heartbeat(ctx, Node::Connect2, 2, 1));
+        for t in [7_000, 10_000, 13_000] {
+            let out = at(t, |ctx| group.heartbeat(ctx, Node::Connect, 1, 1));
+            assert_eq!(replies(&out), vec![(Node::Connect, GroupReply::Heartbeat)]);
+        }
+        let out = at(16_000, |ctx| group.on_timer(ctx));
+        assert!(
+            out.observations
+                .iter()
+                .any(|o| matches!(o, Observation::GroupMemberRemoved { worker: Node::Connect2, .. }))
+        );
+        assert!(matches!(group.state, GroupState::PreparingRebalance { .. }));
+        // The survivor hears of the rebalance at its next heartbeat, joins, and the join completes
+        // at once: everyone left has joined.
+        let out = at(16_500, |ctx| group.heartbeat(ctx, Node::Connect, 1, 1));
+        assert_eq!(replies(&out), vec![(Node::Connect, GroupReply::Rejoin)]);
+        let out = at(16_510, |ctx| group.join(ctx, Node::Connect, Some(1), vec![0], TIMEOUTS));
+        assert!(matches!(&replies(&out)[..], [(Node::Connect, GroupReply::Joined { generation: 2, leader: 1, .. })]));
+        // The removed member is unknown now.
+        let out = at(17_000, |ctx| group.heartbeat(ctx, Node::Connect2, 2, 1));
+        assert_eq!(replies(&out), vec![(Node::Connect2, GroupReply::UnknownMember)]);
+    }
+
+    #[test]
+    fn a_leave_starts_a_rebalance_at_once_and_a_lost_leader_is_replaced() {
+        let mut group = stable_pair();
+        let out = at(10_000, |ctx| group.leave(ctx, 1));
+        assert!(
+            out.observations.iter().any(|o| matches!(o, Observation::GroupMemberRemoved { worker: Node::Connect, .. }))
+        );
+        assert!(matches!(group.state, GroupState::PreparingRebalance { .. }));
+        let out = at(11_000, |ctx| group.join(ctx, Node::Connect2, Some(2), vec![1], TIMEOUTS));
+        assert!(
+            matches!(&replies(&out)[..], [(Node::Connect2, GroupReply::Joined { generation: 2, leader: 2, members, .. })] if members == &vec![(2, Node::Connect2, vec![1])])
+        );
+    }
+
+    #[test]
+    fn a_member_that_does_not_rejoin_in_time_is_dropped_at_the_rebalance_timeout() {
+        let mut group = stable_pair();
+        // A third worker joins: a rebalance. Worker 2 is silent from 20 s on and never joins:
+        // its session (10 s) ends the wait before the rebalance timeout (60 s) would.
+        at(20_000, |ctx| group.heartbeat(ctx, Node::Connect2, 2, 1));
+        at(20_000, |ctx| group.heartbeat(ctx, Node::Connect, 1, 1));
+        at(21_000, |ctx| group.join(ctx, Node::Connect3, None, vec![], TIMEOUTS));
+        at(22_000, |ctx| group.join(ctx, Node::Connect, Some(1), vec![0], TIMEOUTS));
+        let out = at(30_000, |ctx| group.on_timer(ctx));
+        assert!(
+            out.observations
+                .iter()
+                .any(|o| matches!(o, Observation::GroupMemberRemoved { worker: Node::Connect2, .. }))
+        );
+        let joined = replies(&out);
+        assert_eq!(joined.len(), 2, "the join completes with the members that joined: {joined:?}");
+    }
+}
