@@ -772,7 +772,7 @@ fn clog_between_two_processes() {
     assert_eq!(
         message,
         "s.toml:15:23: fault[0].between[1]: unknown value `zookeeper`; expected one of postgres, pg1, pg2, \
-         connect, kafka, sink, app, operator, loader, consumer"
+         connect, kafka, sink, app, operator, loader, consumer, connect-2, connect-3"
     );
     fails(&clog("[\"consumer\", \"kafka\"]"), &[], "s.toml:15:12: fault[0].between[0]: ", "add [consumer]");
     fails(&clog("[\"kafka\", \"kafka\"]"), &[], "s.toml:15:21: fault[0].between[1]: ", "`kafka` is named twice");
@@ -1790,4 +1790,58 @@ fn compaction_and_boundary_settings_are_checked() {
         "s.toml:",
         "expected a number of milliseconds",
     );
+}
+
+/// The workers' group: `workers` is 1 to 3; group settings need a group and Kafka's limits; a
+/// worker's fault names a worker the group has; a clean shutdown needs a group; what makes REST
+/// calls, and the exhaustive lens, are refused with a group.
+#[test]
+fn worker_group_settings_and_faults_are_checked() {
+    let connect = |body: &str| min_with("[sink]", &format!("[connect]\n{body}\n[sink]"));
+    fails(&connect("workers = 4"), &[], "s.toml:", "out of range");
+    fails(
+        &connect("\"session.timeout.ms\" = 20000"),
+        &[],
+        "s.toml:",
+        "with one worker the model runs no group protocol",
+    );
+    fails(&connect("workers = 2\n\"session.timeout.ms\" = 5000"), &[], "s.toml:", "INVALID_SESSION_TIMEOUT");
+    fails(
+        &connect("workers = 2\n\"heartbeat.interval.ms\" = 10000"),
+        &[],
+        "s.toml:",
+        "heartbeat.interval.ms must be lower than session.timeout.ms",
+    );
+    let group = ok(&connect("workers = 3\n\"scheduled.rebalance.max.delay.ms\" = 0"), &[]).spec;
+    assert_eq!((group.connect.workers, group.connect.group.scheduled_rebalance_max_delay_ms), (3, 0));
+    assert_eq!(group.connect.group.session_timeout_ms, 10_000, "Connect's default");
+    let fault = |workers: u8, body: &str| {
+        min_with("[sink]", &format!("[connect]\nworkers = {workers}\n[[fault]]\nat = \"10s\"\n{body}\n[sink]"))
+    };
+    fails(&fault(1, "action = \"stop-connect-worker\""), &[], "s.toml:", "set [connect] workers = 2 or 3");
+    fails(&fault(2, "action = \"kill-connect-worker\"\nworker = 3"), &[], "s.toml:", "worker is 1 to 2");
+    fails(
+        &fault(1, "action = \"pause-connect-worker\"\nworker = 2\nduration_ms = 1000"),
+        &[],
+        "s.toml:",
+        "one Connect worker",
+    );
+    fails(&fault(2, "action = \"pause-connect-worker\""), &[], "s.toml:", "duration_ms");
+    fails(&fault(2, "action = \"stop-connector\""), &[], "s.toml:", "not modelled with a group of workers yet");
+    fails(
+        &fault(2, "action = \"clog\"\nbetween = [\"connect-3\", \"kafka\"]\nduration_ms = 1000"),
+        &[],
+        "s.toml:",
+        "no connect-3",
+    );
+    let paused = ok(&fault(3, "action = \"pause-connect-worker\"\nworker = 3\nduration_ms = 15000"), &[]).spec;
+    assert_eq!(paused.faults[0].action, FaultAction::PauseConnectWorker { duration_ms: 15_000 });
+    assert_eq!(paused.faults[0].worker, Some(2));
+    let stop = ok(&fault(2, "action = \"stop-connect-worker\"\nrestart_after_ms = 5000"), &[]).spec;
+    assert_eq!(stop.faults[0].worker, None, "without a worker: the one running the task");
+    // The exhaustive lens refuses a group, naming why.
+    let bound = min_with("[sink]", "[connect]\nworkers = 2\n[check]\nrows = 2\n[sink]");
+    let spec = ok(&bound, &[]).spec;
+    let problem = handoff_sim::exhaustive::check::bound(&spec).expect_err("a group has no bound");
+    assert!(problem.contains("the exhaustive world runs one worker"), "{problem}");
 }

@@ -92,8 +92,9 @@ fn pinned_schedules_of_every_fault_kind_load() {
                 kinds: FaultKind::ALL
                     .into_iter()
                     .filter(|kind| standby || *kind != FaultKind::FailOverToStandby)
-                    // The generated scenarios have no outbox consumer to kill.
-                    .filter(|kind| *kind != FaultKind::KillConsumer)
+                    // The generated scenarios have no outbox consumer to kill, nor a group of
+                    // workers for a clean shutdown.
+                    .filter(|kind| !matches!(kind, FaultKind::KillConsumer | FaultKind::StopConnectWorker))
                     .collect(),
                 max_faults: 8,
                 window_ms: (0, 60_000),
@@ -273,70 +274,75 @@ fn everything() -> Spec {
                 trigger: at(2_500),
                 action: FaultAction::KillConnectWorker { restart_after_ms: Some(5_000) },
                 connector: 0,
-                worker: 0,
+                worker: None,
             },
             Fault {
                 trigger: at(3_000),
                 action: FaultAction::KillConnectWorker { restart_after_ms: None },
                 connector: 0,
-                worker: 0,
+                worker: None,
             },
             Fault {
                 trigger: after(Moment::TaskStarted, 2, 0),
                 action: FaultAction::KillConnectorTask { restart_after_ms: Some(1_000) },
                 connector: 0,
-                worker: 0,
+                worker: None,
             },
             Fault {
                 trigger: at(60_000),
                 action: FaultAction::KillConnectorTask { restart_after_ms: None },
                 connector: 0,
-                worker: 0,
+                worker: None,
             },
             Fault {
                 trigger: at(61_000),
                 action: FaultAction::StopConnector { resume_after_ms: Some(2_000) },
                 connector: 0,
-                worker: 0,
+                worker: None,
             },
             Fault {
                 trigger: at(62_000),
                 action: FaultAction::StopConnector { resume_after_ms: None },
                 connector: 0,
-                worker: 0,
+                worker: None,
             },
             Fault {
                 trigger: at(63_000),
                 action: FaultAction::CrashPostgres { restart_after_ms: 4_000 },
                 connector: 0,
-                worker: 0,
+                worker: None,
             },
             Fault {
                 trigger: after(Moment::OffsetsStored, 1, 10),
                 action: FaultAction::Clog { between: (Node::Connect, Node::Postgres), duration_ms: 7_000 },
                 connector: 0,
-                worker: 0,
+                worker: None,
             },
             Fault {
                 trigger: at(64_000),
                 action: FaultAction::Clog { between: (Node::Pg2, Node::Pg1), duration_ms: 1 },
                 connector: 0,
-                worker: 0,
+                worker: None,
             },
-            Fault { trigger: at(65_000), action: FaultAction::WalBurst { bytes: 64 << 20 }, connector: 0, worker: 0 },
-            Fault { trigger: at(65_500), action: FaultAction::WalBurst { bytes: 1_536 }, connector: 0, worker: 0 },
-            Fault { trigger: at(66_000), action: FaultAction::Checkpoint, connector: 0, worker: 0 },
+            Fault {
+                trigger: at(65_000),
+                action: FaultAction::WalBurst { bytes: 64 << 20 },
+                connector: 0,
+                worker: None,
+            },
+            Fault { trigger: at(65_500), action: FaultAction::WalBurst { bytes: 1_536 }, connector: 0, worker: None },
+            Fault { trigger: at(66_000), action: FaultAction::Checkpoint, connector: 0, worker: None },
             Fault {
                 trigger: at(75_000),
                 action: FaultAction::FailOverToStandby { promote_after_ms: 5_000 },
                 connector: 0,
-                worker: 0,
+                worker: None,
             },
             Fault {
                 trigger: after(Moment::Promoted, 1, 3_000),
                 action: FaultAction::RecreateSlot,
                 connector: 0,
-                worker: 0,
+                worker: None,
             },
         ],
         profile: Some(FaultProfile {
@@ -816,13 +822,15 @@ fn fault_action() -> impl Strategy<Value = FaultAction> {
 }
 
 fn profile() -> impl Strategy<Value = FaultProfile> {
+    // The generated scenarios have no outbox consumer to kill, nor a group of workers for a clean
+    // shutdown.
+    let kinds: Vec<FaultKind> = FaultKind::ALL
+        .into_iter()
+        .filter(|kind| !matches!(kind, FaultKind::KillConsumer | FaultKind::StopConnectWorker))
+        .collect();
+    let most = kinds.len();
     (
-        // The generated scenarios have no outbox consumer to kill.
-        proptest::sample::subsequence(
-            FaultKind::ALL.into_iter().filter(|kind| *kind != FaultKind::KillConsumer).collect::<Vec<_>>(),
-            1..FaultKind::ALL.len(),
-        )
-        .prop_shuffle(),
+        proptest::sample::subsequence(kinds, 1..most).prop_shuffle(),
         0..=20u32,
         (ms(), ms()),
         proptest::sample::subsequence(Moment::ALL.to_vec(), 0..=Moment::ALL.len()).prop_shuffle(),
@@ -925,7 +933,7 @@ prop_compose! {
             .into_iter()
             .map(|(trigger, op, label)| ScriptedTxn { trigger, ops: vec![applicable(&spec, op)], label, step: Default::default() })
             .collect();
-        spec.faults = faults.into_iter().map(|(trigger, action)| Fault { trigger, action, connector: 0, worker: 0 }).collect();
+        spec.faults = faults.into_iter().map(|(trigger, action)| Fault { trigger, action, connector: 0, worker: None }).collect();
         spec.profile = profile;
         spec.background = background;
         spec.debezium.version = version.min((3, 7));

@@ -382,3 +382,13 @@ fn the_record_counts_each_isolation_levels_events_per_key() {
     );
     assert!(load(None).record.expect("a record").isolation.is_none());
 }
+
+#[test]
+fn two_workers_one_leaves() {
+    check("two-workers-one-leaves");
+}
+
+#[test]
+fn two_workers_leader_paused() {
+    check("two-workers-leader-paused");
+}

@@ -289,7 +289,9 @@ fn bad_variants_and_expectations_are_refused_naming_what_is_wrong() {
     let name = "claims-restart-during-snapshot";
     let unknown = load(name, Choice { variant: Some("epoch".into()), ..Choice::default() }).expect_err("unknown");
     assert!(
-        unknown.ends_with("has no variant `epoch`; its variants are snapshot-epoch, naive-upsert, exactly-once"),
+        unknown.ends_with(
+            "has no variant `epoch`; its variants are snapshot-epoch, naive-upsert, three-workers, exactly-once"
+        ),
         "{unknown}"
     );
     for (text, problem) in [
@@ -333,12 +335,20 @@ fn a_variant_of_the_fault_profile_only_is_the_same_design_under_other_faults() {
     let kinds = chosen.spec.profile.as_ref().expect("a profile").kinds.len();
     // Every kind, the failover included, but `advance-slot`, which `--all-faults` leaves out (an
     // operator discarding what a slot holds, not a fault a design must survive), `kill-consumer`
-    // (this scenario has no outbox consumer) and `hang-transaction` (no transactions: its workers
-    // are not exactly-once).
+    // (this scenario has no outbox consumer), `hang-transaction` (no transactions: its workers
+    // are not exactly-once) and `stop-connect-worker` (one worker, no group to leave).
     use handoff_models::scenario::spec::FaultKind;
     let every = FaultKind::ALL
         .iter()
-        .filter(|kind| !matches!(kind, FaultKind::AdvanceSlot | FaultKind::KillConsumer | FaultKind::HangTransaction))
+        .filter(|kind| {
+            !matches!(
+                kind,
+                FaultKind::AdvanceSlot
+                    | FaultKind::KillConsumer
+                    | FaultKind::HangTransaction
+                    | FaultKind::StopConnectWorker
+            )
+        })
         .count();
     assert_eq!(kinds, every, "every kind, the failover included");
     let plain = scenario::load(&path, &[scenario::every_fault_kind(&chosen.spec)]).expect("loads");

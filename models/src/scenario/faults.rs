@@ -162,7 +162,7 @@ pub fn generate(profile: &FaultProfile, system: System, horizon_ms: u64, seed: u
         let on_a_worker =
             matches!(kind, FaultKind::KillConnectWorker | FaultKind::StopConnectWorker | FaultKind::PauseConnectWorker);
         // Which worker, in a group (drawn only then: a one-worker scenario's draws are unchanged).
-        let worker = if on_a_worker && system.workers > 1 { draw.below(u64::from(system.workers)) as u8 } else { 0 };
+        let worker = (on_a_worker && system.workers > 1).then(|| draw.below(u64::from(system.workers)) as u8);
         faults.push(Fault { trigger, action, connector: 0, worker });
     }
     faults

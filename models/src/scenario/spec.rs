@@ -104,9 +104,10 @@ pub struct Fault {
     #[serde(default)]
     pub connector: u8,
     /// The worker a worker's fault acts on (`kill-connect-worker`, `stop-connect-worker`,
-    /// `pause-connect-worker`): its place in the group, 0 for `connect` (and every other fault).
-    #[serde(default)]
-    pub worker: u8,
+    /// `pause-connect-worker`): its place in the group (0 for `connect`); `None`: the worker that
+    /// runs the first connector's task when the fault comes (`connect` when there is one worker).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<u8>,
 }
 
 /// The kinds of fault a profile can enable.

@@ -155,7 +155,7 @@ fn fault(cx: &Cx, item: &Field, system: System, connectors: &[String], horizon: 
     // Which worker: `worker = 2` is `connect-2` (1 to the group's size; `connect` by default).
     let worker = match s.get("worker") {
         Some(field) => match field.item.val {
-            Val::Int(Some(value)) if (1..=i64::from(system.workers)).contains(&value) => (value - 1) as u8,
+            Val::Int(Some(value)) if (1..=i64::from(system.workers)).contains(&value) => Some((value - 1) as u8),
             Val::Int(_) => {
                 let workers = system.workers;
                 return cx.fail(
@@ -170,7 +170,7 @@ fn fault(cx: &Cx, item: &Field, system: System, connectors: &[String], horizon: 
             }
             _ => return cx.wrong(&field, "an integer"),
         },
-        None => 0,
+        None => None,
     };
     Ok(Fault { trigger, action, connector, worker })
 }
@@ -359,12 +359,23 @@ pub fn every_fault_kind(spec: &Spec) -> String {
     every_fault_kind_with(System::of(spec))
 }
 
-/// As [`every_fault_kind`], for a system with or without a standby and a consumer.
+/// As [`every_fault_kind`], for a system with or without a standby and a consumer. With the
+/// default system (no standby, no consumer, no transactions), the kinds every system takes, one
+/// worker or a group: what a probe can load anywhere.
 pub fn every_fault_kind_with(system: System) -> String {
     use handoff_models::scenario::spec::FaultKind;
+    let applies = |kind: FaultKind| {
+        if system == System::default() {
+            [1, 3]
+                .into_iter()
+                .all(|workers| handoff_models::scenario::faults::applies(kind, System { workers, ..System::default() }))
+        } else {
+            handoff_models::scenario::faults::applies(kind, system)
+        }
+    };
     let kinds: Vec<String> = FaultKind::ALL
         .iter()
-        .filter(|kind| handoff_models::scenario::faults::applies(**kind, system))
+        .filter(|kind| applies(**kind))
         // A slot advanced by hand discards what it skips by the operator's choice: not a fault a
         // design is asked to survive, so `--all-faults` leaves it out (a profile may name it).
         .filter(|kind| **kind != FaultKind::AdvanceSlot)

@@ -596,8 +596,8 @@ fn write_faults(w: &mut Writer, spec: &Spec) {
         {
             w.field("connector", toml_string(&spec.connector(usize::from(fault.connector)).name));
         }
-        if fault.worker > 0 {
-            w.field("worker", u32::from(fault.worker) + 1);
+        if let Some(worker) = fault.worker {
+            w.field("worker", u32::from(worker) + 1);
         }
         match fault.action {
             FaultAction::KillConnectWorker { restart_after_ms }

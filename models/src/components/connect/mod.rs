@@ -1444,11 +1444,15 @@ impl ConnectWorker {
                 }
             }
             GroupReply::UnknownMember => {
-                // Removed from the group: join as a new member, still running its tasks.
+                // Removed from the group: join as a new member, still running its tasks. Replies
+                // to requests sent under the old id before that join come first and change
+                // nothing more.
                 let member = self.member();
-                member.id = None;
-                member.generation = 0;
-                self.join(ctx);
+                if member.id.is_some() {
+                    member.id = None;
+                    member.generation = 0;
+                    self.join(ctx);
+                }
             }
         }
     }
@@ -1506,32 +1510,31 @@ impl ConnectWorker {
                 member.rejoin_after_revocation = false;
                 self.join(ctx);
             }
+            // A join or sync lost with its connection, after the client's reconnect backoff.
+            (Timer::GroupRejoin, MemberState::Joining | MemberState::Syncing) if member.request_lost => self.join(ctx),
             (Timer::GroupHeartbeat, state) => {
                 let config = member.config;
                 ctx.set_timer(Timer::GroupHeartbeat, config.heartbeat_interval_ms);
-                match state {
-                    MemberState::Stable => {
-                        if let (Some(id), generation) = (member.id, member.generation) {
-                            ctx.send(Node::Kafka, Msg::Group(GroupRequest::Heartbeat { member: id, generation }));
-                        }
-                        // `HeartbeatThread`: no answer for a session marks the coordinator
-                        // unknown; still unknown a heartbeat interval later, the worker stops
-                        // its own tasks (KAFKA-9184).
-                        if ctx.now.since(member.last_heard) >= config.session_timeout_ms {
-                            let since = *member
-                                .coordinator_unknown_since
-                                .get_or_insert(member.last_heard.plus_ms(config.session_timeout_ms));
-                            let owned = self.owned();
-                            if ctx.now.since(since) >= config.heartbeat_interval_ms && !owned.is_empty() {
-                                ctx.observe(Observation::GroupSelfRevoked { connectors: owned.clone() });
-                                for c in owned {
-                                    self.revoke(ctx, usize::from(c));
-                                }
-                            }
+                // Heartbeats go from the join's answer on (`HeartbeatThread` is enabled in
+                // COMPLETING_REBALANCE: a member waiting for the leader's assignment stays alive).
+                if matches!(state, MemberState::Stable | MemberState::Syncing)
+                    && let (Some(id), generation) = (member.id, member.generation)
+                {
+                    ctx.send(Node::Kafka, Msg::Group(GroupRequest::Heartbeat { member: id, generation }));
+                }
+                // `HeartbeatThread`: no answer for a session marks the coordinator unknown; still
+                // unknown a heartbeat interval later, the worker stops its own tasks (KAFKA-9184).
+                if state == MemberState::Stable && ctx.now.since(member.last_heard) >= config.session_timeout_ms {
+                    let since = *member
+                        .coordinator_unknown_since
+                        .get_or_insert(member.last_heard.plus_ms(config.session_timeout_ms));
+                    let owned = self.owned();
+                    if ctx.now.since(since) >= config.heartbeat_interval_ms && !owned.is_empty() {
+                        ctx.observe(Observation::GroupSelfRevoked { connectors: owned.clone() });
+                        for c in owned {
+                            self.revoke(ctx, usize::from(c));
                         }
                     }
-                    MemberState::Joining | MemberState::Syncing if member.request_lost => self.join(ctx),
-                    _ => {}
                 }
             }
             _ => {}
@@ -1607,9 +1610,12 @@ impl Component for ConnectWorker {
         }
         if peer == Node::Kafka
             && let Some(member) = self.membership.0.as_mut()
+            && matches!(member.state, MemberState::Joining | MemberState::Syncing)
         {
-            // A join or sync lost with the connection is sent again at the next heartbeat tick.
+            // A join or sync lost with the connection is sent again once the client has
+            // reconnected (`reconnect.backoff.max.ms`).
             member.request_lost = true;
+            ctx.set_timer(Timer::GroupRejoin, KAFKA_RECONNECT_BACKOFF_MS);
         }
         self.take_connection_lost(ctx, peer);
         if self.in_group() {

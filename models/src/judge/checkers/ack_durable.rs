@@ -58,7 +58,7 @@ impl AckDurable {
             self.driver_pending.push(*lsn);
             return;
         }
-        let Observation::SlotConfirmed { slot, to, by: Node::Connect | Node::Connect2 | Node::Connect3, .. } =
+        let Observation::SlotConfirmed { slot, to, by: by @ (Node::Connect | Node::Connect2 | Node::Connect3), .. } =
             observation
         else {
             return;
@@ -84,7 +84,16 @@ impl AckDurable {
                         })
                         .seen(format!("the connector moved slot \"{slot}\" confirmed_flush to {to}"))
                         .lsn(*to)
-                        .detail("it confirmed records Connect has not stored an offset for: Kafka acknowledges partitions independently, so one of them may not be durable, and a restart would be forwarded past it"),
+                        .detail(if *by == Node::Connect {
+                            "it confirmed records Connect has not stored an offset for: Kafka acknowledges partitions independently, so one of them may not be durable, and a restart would be forwarded past it".to_owned()
+                        } else {
+                            format!(
+                                "{by} confirmed what it had stored, but the offsets topic holds an older offset of the connector now: \
+                                 with a group of workers, another instance of the task (a zombie, or the one that replaced it) wrote \
+                                 its offsets after {by} did, and the stored offset went backwards beneath the slot (reference \
+                                 kafka-connect.md §5.1); a restart resumes from it"
+                            )
+                        }),
                 );
                 return;
             }

@@ -17,13 +17,14 @@ fn describe_step(spec: &Spec, step: &HarnessStep) -> String {
         HarnessStep::ScheduleEnd => "the end of the schedule".into(),
         HarnessStep::Respawn(node) => format!("the start of {node} after its clean shutdown"),
         HarnessStep::StartWorker(node) => format!("the start of {node}"),
+        HarnessStep::PauseEnds(node) => format!("the end of {node}'s pause"),
     }
 }
 
 fn describe_action(spec: &Spec, action: &Action) -> String {
     match action {
-        Action::Fault(fault, 0, 0) => fault.to_string(),
-        Action::Fault(fault, 0, worker) => format!("{fault} on {}", Node::WORKERS[usize::from(*worker)]),
+        Action::Fault(fault, 0, None) => fault.to_string(),
+        Action::Fault(fault, 0, Some(worker)) => format!("{fault} on {}", Node::WORKERS[usize::from(*worker)]),
         Action::Fault(fault, connector, _) => {
             format!("{fault} on connector {}", spec.connector(usize::from(*connector)).name)
         }
@@ -132,7 +133,7 @@ pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outco
                 WorldAction::Crash { node } => harness.schedule(at_ms, HarnessStep::Crash(node)),
                 WorldAction::Restart { node } => harness.schedule(at_ms, HarnessStep::Restart(node)),
                 WorldAction::Operate { operation } => {
-                    harness.schedule(at_ms, HarnessStep::Action(Action::Fault(operation.fault(), 0, 0)))
+                    harness.schedule(at_ms, HarnessStep::Action(Action::Fault(operation.fault(), 0, None)))
                 }
                 // The network and the nodes' timers follow these.
                 WorldAction::Deliver { .. } | WorldAction::Fire { .. } => {}
@@ -196,6 +197,7 @@ pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outco
                 drop(recorder);
                 break (false, harness.limit_reason(limit), Some(limit));
             }
+            Either::Left((Some(Command::Exit(node)), _)) => harness.kill(node),
             Either::Left((None, _)) | Either::Right(_) => {}
         }
     };
@@ -289,6 +291,8 @@ enum HarnessStep {
     Respawn(Node),
     /// A group's second or third worker starts.
     StartWorker(Node),
+    /// A process's stop-the-world pause ends.
+    PauseEnds(Node),
 }
 
 /// How long after the first worker of a group the second starts, and after it the third.
@@ -423,7 +427,7 @@ impl Harness<'_> {
                     self.kill(node);
                 }
             }
-            HarnessStep::ScheduleEnd => {}
+            HarnessStep::ScheduleEnd | HarnessStep::PauseEnds(_) => {}
             HarnessStep::Respawn(node) => {
                 if !self.down.contains(&node) {
                     self.kill(node);
@@ -443,7 +447,16 @@ impl Harness<'_> {
                 }
             }
             HarnessStep::Action(Action::Fault(fault, connector, worker)) => {
-                let worker = Node::WORKERS[usize::from(worker)];
+                // A worker's fault without a worker: the worker running the first connector's task
+                // now (with one worker, or none running it, `connect`).
+                let worker = match worker {
+                    Some(index) => Node::WORKERS[usize::from(index)],
+                    None => self
+                        .models
+                        .workers()
+                        .find(|(_, model)| model.lock().expect("worker").runs_task(0))
+                        .map_or(Node::Connect, |(node, _)| node),
+                };
                 // What the harness observes of a connector's fault is that connector's.
                 let tag = |observation: Observation| Observation::of_connector(connector, observation);
                 let target = match fault {
@@ -538,6 +551,9 @@ impl Harness<'_> {
                     }
                     FaultAction::PauseConnectWorker { duration_ms } => {
                         self.shared.pause(target, now_us().saturating_add(duration_ms.saturating_mul(1_000)));
+                        // The run is not judged while the process is paused: what reached it
+                        // waits, its end of the story is still to come.
+                        self.schedule(now.saturating_add(duration_ms), HarnessStep::PauseEnds(target));
                     }
                     FaultAction::StopConnector { resume_after_ms } => {
                         self.shared.inject(
@@ -674,7 +690,10 @@ impl Harness<'_> {
     }
 
     fn stuck_reason(&self, timeout_ms: u64, last_activity_ms: u64) -> String {
-        let connect = self.models.connect.lock().expect("connect");
+        // Each connector as the worker running its task sees it (in a group, any worker).
+        let workers: Vec<handoff_models::components::connect::ConnectWorker> = (0..self.spec.connector_count())
+            .map(|c| self.models.worker_of(c).lock().expect("connect").clone())
+            .collect();
         let state = |connector: &handoff_models::components::connect::Connector| {
             format!(
                 "{}, {}",
@@ -685,14 +704,14 @@ impl Harness<'_> {
             )
         };
         // With several connectors, each by name, and whether it processed what it captures.
-        let states = if connect.connectors.len() == 1 {
-            format!("connector {}", state(&connect.connectors[0]))
+        let states = if workers.len() == 1 {
+            format!("connector {}", state(&workers[0].connectors[0]))
         } else {
-            let words: Vec<String> = connect
-                .connectors
+            let words: Vec<String> = workers
                 .iter()
                 .enumerate()
-                .map(|(c, connector)| {
+                .map(|(c, worker)| {
+                    let connector = &worker.connectors[c];
                     let behind = match (self.last_captured_commit(c), connector.processed_upto()) {
                         (Some(last), Some(processed)) if processed < last => {
                             format!("; it has not processed the commit at {last} it captures")

@@ -64,8 +64,8 @@ const REQUEST_RETRY_MS: u64 = 1_000;
 #[derive(Clone, Debug)]
 enum Action {
     /// A fault, the connector it acts on (the place of its `[[connector]]` entry) and the worker
-    /// (its place in the group).
-    Fault(FaultAction, u8, u8),
+    /// (its place in the group; `None`: the one running the first connector's task).
+    Fault(FaultAction, u8, Option<u8>),
     Scripted(usize),
 }
 
@@ -83,6 +83,8 @@ enum Command {
     Run { at_ms: u64, action: Action },
     /// The trace has just passed the run's budget: end the run now.
     OverBudget,
+    /// A worker left its group on a clean shutdown: its process ends now (its connections close).
+    Exit(Node),
 }
 
 /// How the timed lens holds a component: behind a lock, shared by the process's madsim node
@@ -268,6 +270,9 @@ impl RunState {
     pub fn record(&self, node: Node, at: SimTime, observations: Vec<Observation>) -> bool {
         let mut halt = false;
         for observation in observations {
+            if matches!(observation, Observation::WorkerLeft) {
+                let _ = self.commands.unbounded_send(Command::Exit(node));
+            }
             let moment = observation.moment();
             let another_connector = self.push(at, node, observation);
             let Some(moment) = moment.filter(|_| !another_connector) else { continue };
@@ -302,7 +307,8 @@ impl RunState {
 fn takes_down(action: &Action, node: Node) -> bool {
     matches!(
         (action, node),
-        (Action::Fault(FaultAction::KillConnectWorker { .. }, _, worker), node) if Node::WORKERS[usize::from(*worker)] == node
+        (Action::Fault(FaultAction::KillConnectWorker { .. }, _, worker), node)
+            if Node::WORKERS[usize::from(worker.unwrap_or(0))] == node
     ) || matches!(
         (action, node),
         (Action::Fault(FaultAction::KillConsumer { .. }, _, _), Node::Consumer)

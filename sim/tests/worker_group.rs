@@ -1,0 +1,110 @@
+//! A group of Connect workers (reference kafka-connect.md §5): how long a task stays unassigned
+//! after its worker is lost, a paused worker's task revoked from both holders, and a group of
+//! one that runs no protocol.
+
+mod common;
+
+use handoff_models::core::ids::Node;
+use handoff_models::core::observe::{Observation, TraceEvent};
+use handoff_sim::scenario::{Choice, load_with};
+use handoff_sim::timed::runner::RunResult;
+
+fn variant(name: &str, variant: Option<&str>) -> RunResult {
+    let choice = Choice { variant: variant.map(str::to_owned), ..Default::default() };
+    let loaded = load_with(&common::scenario_path(name), &choice).unwrap_or_else(|e| panic!("{e}"));
+    let result = common::run(&loaded.spec, loaded.seed);
+    assert!(result.prediction_held, "{name} {variant:?}: {:?}", result.violated());
+    result
+}
+
+/// Connector `connector`'s task starts (on any worker) at these times.
+fn task_starts(trace: &[TraceEvent], connector: u8) -> Vec<(u64, Node)> {
+    trace
+        .iter()
+        .filter(|event| match &event.observation {
+            Observation::TaskStarted { .. } => connector == 0,
+            Observation::OfConnector { connector: c, observation } => {
+                *c == connector && matches!(**observation, Observation::TaskStarted { .. })
+            }
+            _ => false,
+        })
+        .map(|event| (event.at.ms(), event.node))
+        .collect()
+}
+
+/// The first start of the task after `after_ms`.
+fn restarted_after(trace: &[TraceEvent], connector: u8, after_ms: u64) -> (u64, Node) {
+    task_starts(trace, connector)
+        .into_iter()
+        .find(|(at, _)| *at > after_ms)
+        .unwrap_or_else(|| panic!("connector {connector}'s task never started again after {after_ms} ms"))
+}
+
+#[test]
+fn a_lost_task_waits_for_the_scheduled_rebalance_unless_it_was_the_leaders() {
+    const FAULT_MS: u64 = 30_000;
+    const OUTBOX: u8 = 1;
+    const CLAIMS: u8 = 0;
+    // Not the leader, leaving cleanly: lost, and unassigned for scheduled.rebalance.max.delay.ms
+    // (300 s) from the rebalance that found it lost (3 s after the leave, at the survivor's next
+    // heartbeat).
+    let leave = variant("two-workers-one-leaves", None);
+    let (at, node) = restarted_after(&leave.trace, OUTBOX, FAULT_MS);
+    assert_eq!(node, Node::Connect);
+    assert!((FAULT_MS + 300_000..FAULT_MS + 306_000).contains(&at), "clean leave: {at}");
+    // Vanished: the session (10 s) first, then the same delay.
+    let vanished = variant("two-workers-one-leaves", Some("vanished"));
+    let (at, _) = restarted_after(&vanished.trace, OUTBOX, FAULT_MS);
+    assert!((FAULT_MS + 305_000..FAULT_MS + 316_000).contains(&at), "vanished: {at}");
+    // Back before the deadline: the task returns to the worker that came back, at the deadline.
+    let back = variant("two-workers-one-leaves", Some("vanished-and-back"));
+    assert_eq!(restarted_after(&back.trace, OUTBOX, FAULT_MS), (at + 8, Node::Connect2));
+    // The leader lost: the new leader remembers nothing and assigns its task at once.
+    let leader = variant("two-workers-one-leaves", Some("leader-lost"));
+    let (at, node) = restarted_after(&leader.trace, CLAIMS, FAULT_MS);
+    assert_eq!(node, Node::Connect2);
+    assert!((FAULT_MS + 10_000..FAULT_MS + 14_000).contains(&at), "leader lost: {at}");
+    let leaves = variant("two-workers-one-leaves", Some("leader-leaves"));
+    let (at, _) = restarted_after(&leaves.trace, CLAIMS, FAULT_MS);
+    assert!(at < FAULT_MS + 4_000, "leader leaves: {at}");
+    // No delay: reassigned in the rebalance that finds it lost.
+    let no_delay = variant("two-workers-one-leaves", Some("no-delay"));
+    let (at, _) = restarted_after(&no_delay.trace, OUTBOX, FAULT_MS);
+    assert!(at < FAULT_MS + 4_000, "no delay: {at}");
+}
+
+#[test]
+fn a_paused_leaders_task_runs_twice_until_the_new_leader_revokes_it_from_both() {
+    let result = variant("two-workers-leader-paused", None);
+    let duplicated = result.trace.iter().find_map(|event| match &event.observation {
+        Observation::GroupAssignmentsComputed { duplicated, assignments, .. } if !duplicated.is_empty() => {
+            Some((event.at.ms(), duplicated.clone(), assignments.clone()))
+        }
+        _ => None,
+    });
+    let (at, tasks, assignments) = duplicated.expect("the leader finds the task on two workers");
+    assert_eq!(tasks, vec![0]);
+    assert!((50_000..56_000).contains(&at), "after the zombie wakes at 50 s: {at}");
+    assert!(assignments.iter().all(|(_, _, revoked)| revoked == &vec![0]), "revoked from both: {assignments:?}");
+    // Meanwhile the replacement could not take the slot the paused worker's walsender held.
+    assert!(result.trace.iter().any(|event| event.node == Node::Connect2
+        && matches!(&event.observation, Observation::TaskRestarting { reason, .. } if reason.contains("is active"))));
+    // Then one worker runs it.
+    assert_eq!(restarted_after(&result.trace, 0, at).1, Node::Connect);
+}
+
+#[test]
+fn one_worker_runs_no_group_protocol_and_two_do() {
+    let group = |observation: &Observation| {
+        matches!(observation, Observation::GroupRebalanced { .. } | Observation::GroupAssigned { .. })
+    };
+    let (spec, seed) = common::load("outbox-status-changes-connect-killed", &[]);
+    let alone = common::run(&spec, seed);
+    assert!(!alone.trace.iter().any(|event| group(&event.observation)));
+    // (The drill's profile names faults that make REST calls, which a group does not take.)
+    let (spec, seed) =
+        common::load("outbox-status-changes-connect-killed", &["connect.workers=2", r#"fault_profile.kinds=["clog"]"#]);
+    let pair = common::run(&spec, seed);
+    assert!(pair.trace.iter().any(|event| group(&event.observation)));
+    assert!(pair.trace.iter().any(|event| event.node == Node::Connect2));
+}
