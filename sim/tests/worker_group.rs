@@ -52,6 +52,14 @@ fn a_lost_task_waits_for_the_scheduled_rebalance_unless_it_was_the_leaders() {
     let (at, node) = restarted_after(&leave.trace, OUTBOX, FAULT_MS);
     assert_eq!(node, Node::Connect);
     assert!((FAULT_MS + 300_000..FAULT_MS + 306_000).contains(&at), "clean leave: {at}");
+    // The record says where the task ran, and for how long nowhere.
+    let record = leave.record.as_ref().expect("a record");
+    let outbox = &record.task_placement[usize::from(OUTBOX)];
+    let workers: Vec<Node> = outbox.runs.iter().map(|run| run.worker).collect();
+    assert_eq!(workers, [Node::Connect2, Node::Connect]);
+    let gap = outbox.runs[1].from.ms() - outbox.runs[0].until.expect("it stopped").ms();
+    assert!((300_000..306_000).contains(&gap), "{gap}");
+    assert!(outbox.sentence().contains("nowhere for 303"), "{}", outbox.sentence());
     // Vanished: the session (10 s) first, then the same delay.
     let vanished = variant("two-workers-one-leaves", Some("vanished"));
     let (at, _) = restarted_after(&vanished.trace, OUTBOX, FAULT_MS);

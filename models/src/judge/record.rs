@@ -256,6 +256,97 @@ impl Duplicates {
     }
 }
 
+/// With a group of workers: where each connector's task ran, and for how long it ran nowhere
+/// (drill 5's question: how long until a task runs again).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskPlacement {
+    pub connector: String,
+    /// Each stretch of the task on one worker: the worker, from, and until (`None`: to the end).
+    pub runs: Vec<TaskRun>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRun {
+    pub worker: crate::core::ids::Node,
+    pub from: SimTime,
+    pub until: Option<SimTime>,
+}
+
+impl TaskPlacement {
+    /// Reads the trace: a task starts on a worker (`TaskStarted`; Debezium's in-process restarts
+    /// continue the run), and ends when it stops there (`TaskStopped`) or the worker dies or
+    /// leaves.
+    pub fn of(trace: &[TraceEvent], connectors: &[String]) -> Vec<TaskPlacement> {
+        let mut placements: Vec<TaskPlacement> =
+            connectors.iter().map(|name| TaskPlacement { connector: name.clone(), runs: Vec::new() }).collect();
+        let end_on = |placement: &mut TaskPlacement, worker, at| {
+            for run in placement.runs.iter_mut().filter(|run| run.worker == worker && run.until.is_none()) {
+                run.until = Some(at);
+            }
+        };
+        for event in trace.iter().filter(|event| event.node.is_connect_worker()) {
+            let (c, observation) = match &event.observation {
+                Observation::OfConnector { connector, observation } => (usize::from(*connector), &**observation),
+                observation => (0, observation),
+            };
+            match observation {
+                Observation::TaskStarted { .. } => {
+                    if let Some(placement) = placements.get_mut(c)
+                        && !placement.runs.iter().any(|run| run.worker == event.node && run.until.is_none())
+                    {
+                        placement.runs.push(TaskRun { worker: event.node, from: event.at, until: None });
+                    }
+                }
+                Observation::TaskStopped { .. } => {
+                    if let Some(placement) = placements.get_mut(c) {
+                        end_on(placement, event.node, event.at);
+                    }
+                }
+                Observation::Fault { action: FaultAction::KillConnectWorker { .. } }
+                | Observation::Crashed { .. }
+                | Observation::WorkerLeft => {
+                    for placement in &mut placements {
+                        end_on(placement, event.node, event.at);
+                    }
+                }
+                _ => {}
+            }
+        }
+        placements
+    }
+
+    /// `outbox-connector: connect-2 t=4.028s to t=30.029s, unassigned 303.042 s, connect from t=333.071s`.
+    pub fn sentence(&self) -> String {
+        let mut parts = Vec::new();
+        let mut last_end: Option<SimTime> = None;
+        for run in &self.runs {
+            let overlapping = last_end.is_some_and(|end| run.from < end);
+            if let Some(end) = last_end.filter(|end| run.from > *end) {
+                parts.push(format!("nowhere for {}", seconds(run.from.ms() - end.ms())));
+            }
+            let stretch = match run.until {
+                Some(until) => format!("{} {} to {}", run.worker, run.from, until),
+                None => format!("{} from {}", run.worker, run.from),
+            };
+            parts.push(if overlapping { format!("meanwhile {stretch} (two workers ran it at once)") } else { stretch });
+            last_end = match (last_end, run.until) {
+                (_, None) => Some(SimTime(u64::MAX)),
+                (Some(end), Some(until)) => Some(end.max(until)),
+                (None, Some(until)) => Some(until),
+            };
+        }
+        if parts.is_empty() {
+            parts.push("never ran".into());
+        }
+        format!("{}: {}", self.connector, parts.join(", "))
+    }
+}
+
+/// A duration in words: `303.042 s`.
+fn seconds(ms: u64) -> String {
+    if ms.is_multiple_of(1000) { format!("{} s", ms / 1000) } else { format!("{}.{:03} s", ms / 1000, ms % 1000) }
+}
+
 /// Under exactly-once, what each `isolation.level` reads of the change topics: a
 /// `read_uncommitted` consumer is given every change event appended, a `read_committed` one only
 /// those of committed transactions (and non-transactional ones); records of aborted transactions,
@@ -371,6 +462,9 @@ pub struct HandoffRecord {
     /// Under exactly-once: the change events each `isolation.level` reads, per key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isolation: Option<IsolationCounts>,
+    /// With a group of workers: where each connector's task ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task_placement: Vec<TaskPlacement>,
     /// The outbox reconciliation, when the connector routes outbox events.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outbox: Option<OutboxRecord>,
@@ -969,6 +1063,12 @@ impl HandoffRecord {
             sink_checkpoint: checkpoint(spec, &inputs.sink_checkpoint),
             duplicates: Duplicates::of(inputs.trace),
             isolation: spec.connect.exactly_once().then(|| IsolationCounts::of(inputs.trace)),
+            task_placement: if spec.connect.workers > 1 {
+                let names: Vec<String> = (0..spec.connector_count()).map(|c| spec.connector(c).name.clone()).collect();
+                TaskPlacement::of(inputs.trace, &names)
+            } else {
+                Vec::new()
+            },
             outbox: OutboxRecord::of(inputs),
             other_connectors: (1..spec.connector_count()).map(|c| OtherConnectorRecord::of(inputs, c)).collect(),
             restart_test,
@@ -1049,6 +1149,10 @@ impl HandoffRecord {
         let _ = writeln!(out, "  duplicates           {}", self.duplicates.sentence());
         if let Some(isolation) = self.isolation.as_ref().filter(|isolation| isolation.read_uncommitted > 0) {
             let _ = writeln!(out, "  isolation levels     {}", isolation.sentence());
+        }
+        for (index, placement) in self.task_placement.iter().enumerate() {
+            let label = if index == 0 { "task placement" } else { "" };
+            let _ = writeln!(out, "  {label:<20} {}", placement.sentence());
         }
         if let Some(outbox) = &self.outbox {
             let _ = writeln!(out, "  outbox events        {}", outbox.sentence());
