@@ -134,10 +134,11 @@ struct Outcome {
     problem: Option<String>,
 }
 
-/// What a scenario's system can take: every fault kind, but a failover only with a standby, a
-/// consumer kill only with the outbox's consumer and a hanging transaction only with exactly-once
-/// workers (transactions); a scenario with a `[schedule]` (a counterexample path) follows its path
-/// and takes no profile.
+/// What a scenario's system can take (the loader's own rule, `faults::applies`): every fault
+/// kind, but a failover only with a standby, a consumer kill only with the outbox's consumer, a
+/// hanging transaction only with exactly-once workers (transactions), a worker's clean shutdown
+/// only in a group and, in a group, no fault that makes a REST call; a scenario with a
+/// `[schedule]` (a counterexample path) follows its path and takes no profile.
 fn profile_sets(scenario_text: &str) -> Vec<String> {
     let has = |header: &str| scenario_text.lines().any(|line| line.trim() == header);
     if has("[schedule]") {
@@ -145,14 +146,19 @@ fn profile_sets(scenario_text: &str) -> Vec<String> {
     }
     let exactly_once =
         scenario_text.lines().any(|line| line.replace(' ', "") == "\"exactly.once.source.support\"=\"enabled\"");
-    // A failover needs a standby (the loader refuses it otherwise).
+    let workers = scenario_text
+        .lines()
+        .find_map(|line| line.replace(' ', "").strip_prefix("workers=").and_then(|n| n.parse::<u8>().ok()))
+        .unwrap_or(1);
+    let system = handoff_models::scenario::faults::System {
+        standby: has("[postgres.standby]"),
+        consumer: has("[consumer]"),
+        transactions: exactly_once,
+        workers,
+    };
     let kinds: Vec<String> = FaultKind::ALL
         .iter()
-        .filter(|kind| has("[postgres.standby]") || **kind != FaultKind::FailOverToStandby)
-        // A consumer kill needs the outbox's consumer (the loader refuses it otherwise).
-        .filter(|kind| has("[consumer]") || **kind != FaultKind::KillConsumer)
-        // A hanging transaction needs transactional producers (the loader refuses it otherwise).
-        .filter(|kind| exactly_once || **kind != FaultKind::HangTransaction)
+        .filter(|kind| handoff_models::scenario::faults::applies(**kind, system))
         .map(|kind| format!("\"{}\"", kind.name()))
         .collect();
     vec![format!("fault_profile.kinds=[{}]", kinds.join(", ")), "fault_profile.max_faults=6".into()]
@@ -237,5 +243,10 @@ mod tests {
         let transactional = profile_sets("[connect]\n\"exactly.once.source.support\" = \"enabled\"\n").join(" ");
         assert!(transactional.contains("hang-transaction"), "{transactional}");
         assert!(profile_sets("[schedule]\n").is_empty(), "a followed path takes no profile");
+        let alone = profile_sets("[connect]\n").join(" ");
+        assert!(alone.contains("stop-connector") && !alone.contains("stop-connect-worker"), "{alone}");
+        let group = profile_sets("[connect]\nworkers = 2\n").join(" ");
+        assert!(group.contains("stop-connect-worker") && !group.contains("\"stop-connector\""), "{group}");
+        assert!(group.contains("pause-connect-worker"), "{group}");
     }
 }

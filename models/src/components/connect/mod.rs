@@ -1716,6 +1716,7 @@ mod tests {
     use super::*;
     use crate::components::sink::ApplyRule;
     use crate::core::component::{Outbox, TimerRequest};
+    use crate::core::protocol::GroupAssignment;
     use crate::scenario::spec::claims_minimal;
 
     /// A worker running the claims connector and an outbox connector.
@@ -1828,5 +1829,122 @@ mod tests {
         worker.crash();
         assert_eq!(worker.connectors[1].target_state, TargetState::Stopped);
         assert!(worker.connectors.iter().all(|connector| connector.task.is_none()));
+    }
+
+    /// The two connectors' worker as one member of a group of two.
+    fn group_member() -> ConnectWorker {
+        let worker = two_connectors();
+        let config = ConnectConfig { workers: 2, ..(*worker.config).clone() };
+        ConnectWorker::new(Fixed::new(config), worker.connectors)
+    }
+
+    fn at(worker: &mut ConnectWorker, ms: u64, f: impl FnOnce(&mut ConnectWorker, &mut Ctx)) -> Outbox {
+        let mut out = Outbox::default();
+        f(worker, &mut Ctx::new(SimTime(ms), Node::Connect, &mut out));
+        out
+    }
+
+    fn group_requests(out: &Outbox) -> Vec<GroupRequest> {
+        out.sends
+            .iter()
+            .filter_map(|(to, msg)| match (to, msg) {
+                (Node::Kafka, Msg::Group(request)) => Some(request.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn reply(worker: &mut ConnectWorker, ms: u64, reply: GroupReply) -> Outbox {
+        at(worker, ms, |w, ctx| w.on_message(ctx, Node::Kafka, Msg::GroupReply(reply)))
+    }
+
+    #[test]
+    fn a_group_member_runs_what_its_leader_assigns_and_joins_again_after_a_revocation() {
+        let mut worker = group_member();
+        let out = at(&mut worker, 0, |w, ctx| w.start(ctx));
+        // No task before an assignment: a join with nothing owned, and the heartbeat timer.
+        assert!(!out.sends.iter().any(|(_, msg)| matches!(msg, Msg::Kafka { .. })), "{:?}", out.sends);
+        assert!(
+            matches!(&group_requests(&out)[..], [GroupRequest::Join { member: None, owned, .. }] if owned.is_empty())
+        );
+        assert!(
+            out.timers.iter().any(|t| matches!(t, TimerRequest::Set { timer: Timer::GroupHeartbeat, after_ms: 3_000 }))
+        );
+        // It leads: its assignor spreads the two new tasks over the two members.
+        let members = vec![(1, Node::Connect, vec![]), (2, Node::Connect2, vec![])];
+        let out = reply(&mut worker, 3_000, GroupReply::Joined { member: 1, generation: 1, leader: 1, members });
+        let [GroupRequest::Sync { member: 1, generation: 1, assignments: Some(assignments) }] =
+            &group_requests(&out)[..]
+        else {
+            panic!("{:?}", out.sends)
+        };
+        assert_eq!(assignments[0], (1, GroupAssignment { assigned: vec![0], revoked: vec![], delay_ms: 0 }));
+        assert_eq!(assignments[1], (2, GroupAssignment { assigned: vec![1], revoked: vec![], delay_ms: 0 }));
+        // Its part: the claims connector's task starts; the outbox connector's is not its own.
+        let mine = GroupAssignment { assigned: vec![0], ..Default::default() };
+        let out = reply(&mut worker, 3_010, GroupReply::Synced { generation: 1, assignment: mine });
+        assert_eq!(
+            start_read(&out, "claims-connector"),
+            out.sends
+                .iter()
+                .find_map(|(_, m)| match m {
+                    Msg::Kafka { request_id, .. } => Some(*request_id),
+                    _ => None,
+                })
+                .expect("a read")
+        );
+        assert!(worker.runs_task(0) && !worker.runs_task(1));
+        // A rebalance revokes it: the task stops (still starting: at once) and the member joins
+        // again, owning nothing.
+        let out = reply(&mut worker, 20_000, GroupReply::Rejoin);
+        assert!(
+            matches!(&group_requests(&out)[..], [GroupRequest::Join { member: Some(1), owned, .. }] if owned == &vec![0])
+        );
+        reply(&mut worker, 20_010, GroupReply::Joined { member: 1, generation: 2, leader: 2, members: vec![] });
+        let revoked = GroupAssignment { revoked: vec![0], ..Default::default() };
+        let out = reply(&mut worker, 20_020, GroupReply::Synced { generation: 2, assignment: revoked });
+        assert!(!worker.runs_task(0));
+        assert!(out.observations.iter().any(|o| matches!(o, Observation::TaskStopped { graceful: true })));
+        assert!(
+            matches!(&group_requests(&out)[..], [GroupRequest::Join { member: Some(1), owned, .. }] if owned.is_empty())
+        );
+    }
+
+    #[test]
+    fn a_worker_that_loses_its_coordinator_stops_its_own_tasks_and_a_clean_shutdown_leaves() {
+        let mut worker = group_member();
+        at(&mut worker, 0, |w, ctx| w.start(ctx));
+        reply(&mut worker, 3_000, GroupReply::Joined { member: 1, generation: 1, leader: 2, members: vec![] });
+        let both = GroupAssignment { assigned: vec![0, 1], ..Default::default() };
+        reply(&mut worker, 3_010, GroupReply::Synced { generation: 1, assignment: both });
+        assert!(worker.runs_task(0) && worker.runs_task(1));
+        // Heartbeats every 3 s, unanswered from t=3.010s: the coordinator is unknown from
+        // t=13.010s, and a heartbeat interval later the worker stops its tasks (KAFKA-9184).
+        let tick = |worker: &mut ConnectWorker, ms| at(worker, ms, |w, ctx| w.on_timer(ctx, Timer::GroupHeartbeat));
+        for ms in [6_000, 9_000, 12_000, 15_000] {
+            let out = tick(&mut worker, ms);
+            assert!(matches!(&group_requests(&out)[..], [GroupRequest::Heartbeat { member: 1, generation: 1 }]));
+            assert!(!out.observations.iter().any(|o| matches!(o, Observation::GroupSelfRevoked { .. })), "{ms}");
+        }
+        let out = tick(&mut worker, 18_000);
+        assert!(
+            out.observations
+                .iter()
+                .any(|o| matches!(o, Observation::GroupSelfRevoked { connectors } if connectors == &vec![0, 1]))
+        );
+        assert!(!worker.runs_task(0) && !worker.runs_task(1));
+        // Told it was removed, it joins as a new member, once for every late answer.
+        let out = reply(&mut worker, 25_000, GroupReply::UnknownMember);
+        assert!(matches!(&group_requests(&out)[..], [GroupRequest::Join { member: None, .. }]));
+        assert!(group_requests(&reply(&mut worker, 25_001, GroupReply::UnknownMember)).is_empty());
+        // A clean shutdown with nothing running: LeaveGroup at once; then the process is over.
+        reply(&mut worker, 26_000, GroupReply::Joined { member: 7, generation: 3, leader: 2, members: vec![] });
+        reply(&mut worker, 26_010, GroupReply::Synced { generation: 3, assignment: GroupAssignment::default() });
+        let out =
+            at(&mut worker, 27_000, |w, ctx| w.on_message(ctx, Node::Operator, Msg::Control(Control::ShutdownWorker)));
+        assert_eq!(group_requests(&out), vec![GroupRequest::Leave { member: 7 }]);
+        assert!(out.observations.contains(&Observation::WorkerLeft));
+        assert!(worker.has_left());
+        assert!(tick(&mut worker, 30_000).sends.is_empty(), "a worker that left does nothing more");
     }
 }
