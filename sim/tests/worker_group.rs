@@ -2,6 +2,8 @@
 //! after its worker is lost, a paused worker's task revoked from both holders, and a group of
 //! one that runs no protocol.
 
+#![cfg(madsim)]
+
 mod common;
 
 use handoff_models::core::ids::Node;
