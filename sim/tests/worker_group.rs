@@ -118,3 +118,32 @@ fn one_worker_runs_no_group_protocol_and_two_do() {
     assert!(pair.trace.iter().any(|event| group(&event.observation)));
     assert!(pair.trace.iter().any(|event| event.node == Node::Connect2));
 }
+
+/// The claims restart drill keeps its verdicts with three workers: each of its designs, at the
+/// scenario's seed and under the same fault profile (faults a group and a single worker both
+/// take), violates the same invariants with one worker and with three.
+#[test]
+fn the_claims_restart_drill_keeps_its_verdicts_with_three_workers() {
+    let profile = r#"fault_profile.kinds=["kill-connect-worker", "pause-connect-worker", "crash-postgres", "clog", "checkpoint", "wal-burst"]"#;
+    for variant in [None, Some("snapshot-epoch"), Some("naive-upsert"), Some("exactly-once")] {
+        let run = |workers: &str| {
+            let choice = Choice {
+                variant: variant.map(str::to_owned),
+                sets: vec![profile.to_owned(), format!("connect.workers={workers}")],
+                expect: None,
+            };
+            let loaded = load_with(&common::scenario_path("claims-restart-during-snapshot"), &choice)
+                .unwrap_or_else(|e| panic!("{e}"));
+            common::run(&loaded.spec, loaded.seed)
+        };
+        let (one, three) = (run("1"), run("3"));
+        assert_eq!(one.violated(), three.violated(), "{variant:?}");
+        let resurrects = variant != Some("snapshot-epoch");
+        assert_eq!(
+            three.violated().contains(&handoff_models::scenario::spec::Invariant::I2),
+            resurrects,
+            "{variant:?}"
+        );
+        assert!(three.trace.iter().any(|event| event.node == Node::Connect3), "three workers ran");
+    }
+}
