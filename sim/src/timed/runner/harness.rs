@@ -347,6 +347,7 @@ impl Harness<'_> {
             return;
         }
         self.handle.kill(handle.id());
+        self.shared.unpause(node);
         // Its connections and what was on its way to it go with it; the restarted process
         // listens again when it runs.
         self.shared.net().unbind(node, now_us());

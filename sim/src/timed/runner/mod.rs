@@ -239,6 +239,11 @@ impl RunState {
         self.paused.lock().expect("paused").get(&node).copied()
     }
 
+    /// A process that dies is no longer paused: its next incarnation starts afresh.
+    fn unpause(&self, node: Node) {
+        self.paused.lock().expect("paused").remove(&node);
+    }
+
     /// Pauses a process until `until_us` (a later pause extends it).
     fn pause(&self, node: Node, until_us: u64) {
         let mut paused = self.paused.lock().expect("paused");
