@@ -6,7 +6,7 @@ use crate::verdict::{Lens, origin, predicted, prediction_line, verdict_lines};
 use handoff_models::components::connect::ConnectorState;
 use handoff_models::judge::checkers::Finding;
 use handoff_models::judge::narrate::{self, Names};
-use handoff_models::scenario::spec::{Invariant, Spec, Trigger};
+use handoff_models::scenario::spec::{FaultAction, Invariant, Spec, Trigger};
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -95,9 +95,38 @@ pub fn header(spec: &Spec, scenario: &str, result: &RunResult) -> String {
         spec.sink.rule.name(),
         rows
     );
+    if spec.connect.workers > 1 {
+        let _ = writeln!(
+            out,
+            "group     {} Connect workers (connect{}), scheduled.rebalance.max.delay.ms={}",
+            spec.connect.workers,
+            if spec.connect.workers == 2 { ", connect-2" } else { ", connect-2, connect-3" },
+            spec.connect.group.scheduled_rebalance_max_delay_ms
+        );
+    }
     for (index, fault) in result.schedule.iter().enumerate() {
         let origin = if index < spec.faults.len() { "" } else { "  (generated from the seed)" };
-        let _ = writeln!(out, "fault     {} at {}{origin}", fault.action, trigger(&fault.trigger));
+        // Whom it acts on, when the scenario has a choice: the connector, the worker.
+        let connector = if spec.connector_count() > 1 && fault.action.acts_on_a_connector() {
+            format!(" on connector {}", spec.connector(usize::from(fault.connector)).name)
+        } else {
+            String::new()
+        };
+        let worker = match fault.worker {
+            Some(index) => format!(" on {}", handoff_models::core::ids::Node::WORKERS[usize::from(index)]),
+            None if spec.connect.workers > 1
+                && matches!(
+                    fault.action,
+                    FaultAction::KillConnectWorker { .. }
+                        | FaultAction::StopConnectWorker { .. }
+                        | FaultAction::PauseConnectWorker { .. }
+                ) =>
+            {
+                " on the worker running the task".to_owned()
+            }
+            None => String::new(),
+        };
+        let _ = writeln!(out, "fault     {}{connector}{worker} at {}{origin}", fault.action, trigger(&fault.trigger));
     }
     if let Some(profile) = &spec.profile {
         let kinds: Vec<&str> = profile.kinds.iter().map(|kind| kind.name()).collect();
