@@ -283,3 +283,29 @@ mod tests {
         assert_eq!(*d, vec![1u64, 2, 3]);
     }
 }
+
+/// A part only some runs have (a worker's group membership, Kafka's group coordinator), boxed,
+/// and hashed as nothing when absent: a run without it keeps the fingerprints it had before
+/// the part existed.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Optional<T>(pub Option<Box<T>>);
+
+impl<T> Default for Optional<T> {
+    fn default() -> Self {
+        Optional(None)
+    }
+}
+
+impl<T> Optional<T> {
+    pub fn some(value: T) -> Optional<T> {
+        Optional(Some(Box::new(value)))
+    }
+}
+
+impl<T: std::hash::Hash> std::hash::Hash for Optional<T> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        if let Some(value) = &self.0 {
+            value.hash(state);
+        }
+    }
+}

@@ -31,6 +31,11 @@ impl fmt::Display for SimTime {
     }
 }
 
+/// A duration in seconds, with milliseconds when it has them: `300 s`, `303.042 s`.
+pub fn seconds_text(ms: u64) -> String {
+    if ms.is_multiple_of(1000) { format!("{} s", ms / 1000) } else { format!("{}.{:03} s", ms / 1000, ms % 1000) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -181,11 +181,6 @@ fn partitions_summary(records: &[KafkaRecord], names: &Names) -> String {
         .join(" ")
 }
 
-/// A duration in words: `300 s`, `2.5 s`.
-fn duration(ms: u64) -> String {
-    if ms.is_multiple_of(1000) { format!("{} s", ms / 1000) } else { format!("{}.{:03} s", ms / 1000, ms % 1000) }
-}
-
 pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
     Some(match observation {
         Observation::OfConnector { connector, observation } => {
@@ -572,7 +567,7 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                 parts.push(format!(
                     "{} lost, left unassigned until the scheduled rebalance in {} (scheduled.rebalance.max.delay.ms)",
                     list(delayed),
-                    duration(*delay_ms)
+                    crate::core::time::seconds_text(*delay_ms)
                 ));
             }
             if parts.is_empty() {
@@ -594,7 +589,7 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                 parts.push(format!("stops the task of {}", list(revoked)));
             }
             if *delay_ms > 0 {
-                parts.push(format!("joins again in {}", duration(*delay_ms)));
+                parts.push(format!("joins again in {}", crate::core::time::seconds_text(*delay_ms)));
             }
             format!("assignment of generation {generation}: {}", parts.join(", "))
         }

@@ -322,7 +322,7 @@ impl TaskPlacement {
         for run in &self.runs {
             let overlapping = last_end.is_some_and(|end| run.from < end);
             if let Some(end) = last_end.filter(|end| run.from > *end) {
-                parts.push(format!("nowhere for {}", seconds(run.from.ms() - end.ms())));
+                parts.push(format!("nowhere for {}", crate::core::time::seconds_text(run.from.ms() - end.ms())));
             }
             let stretch = match run.until {
                 Some(until) => format!("{} {} to {}", run.worker, run.from, until),
@@ -340,11 +340,6 @@ impl TaskPlacement {
         }
         format!("{}: {}", self.connector, parts.join(", "))
     }
-}
-
-/// A duration in words: `303.042 s`.
-fn seconds(ms: u64) -> String {
-    if ms.is_multiple_of(1000) { format!("{} s", ms / 1000) } else { format!("{}.{:03} s", ms / 1000, ms % 1000) }
 }
 
 /// Under exactly-once, what each `isolation.level` reads of the change topics: a

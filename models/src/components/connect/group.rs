@@ -76,13 +76,11 @@ pub enum MemberState {
 /// The member's state (volatile: a restarted worker joins as a new member).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct GroupMember {
-    pub config: GroupConfig,
     pub state: MemberState,
     pub id: Option<u32>,
     pub generation: u32,
     /// The last generation whose assignment it received (`lastCompletedGenerationId`).
     pub completed_generation: u32,
-    pub leader: bool,
     /// When it last heard from the coordinator.
     pub last_heard: SimTime,
     /// Since when it has taken the coordinator for unknown.
@@ -95,15 +93,14 @@ pub struct GroupMember {
     pub assignor: Assignor,
 }
 
-impl GroupMember {
-    pub fn new(config: GroupConfig) -> GroupMember {
+/// A worker about to join: no id, no generation, nothing assigned.
+impl Default for GroupMember {
+    fn default() -> GroupMember {
         GroupMember {
-            config,
             state: MemberState::Joining,
             id: None,
             generation: 0,
             completed_generation: 0,
-            leader: false,
             last_heard: SimTime::ZERO,
             coordinator_unknown_since: None,
             request_lost: false,

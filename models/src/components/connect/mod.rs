@@ -75,7 +75,7 @@ use crate::core::protocol::{
     Control, GroupReply, GroupRequest, KAFKA_RECONNECT_BACKOFF_MS, KafkaReply, KafkaRequest, Msg, ProducerEpoch,
     RestReply, RestRequest,
 };
-use crate::core::shared::{CopyOnWrite, Fixed};
+use crate::core::shared::{CopyOnWrite, Fixed, Optional};
 use crate::core::time::SimTime;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -416,20 +416,7 @@ pub struct ConnectWorker {
     pub connectors: Vec<Connector>,
     volatile: Volatile,
     /// Its membership of the workers' group (with two or more workers).
-    pub membership: Membership,
-}
-
-/// A worker's group membership, if the workers form a group. Hashed only when there is one: a
-/// run with one worker keeps its fingerprints.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Membership(pub Option<Box<GroupMember>>);
-
-impl std::hash::Hash for Membership {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        if let Some(member) = &self.0 {
-            member.hash(state);
-        }
-    }
+    pub membership: Optional<GroupMember>,
 }
 
 impl ConnectWorker {
@@ -438,7 +425,7 @@ impl ConnectWorker {
             !connectors.is_empty() && connectors.len() <= crate::core::limits::MAX_CONNECTORS,
             "a worker runs 1 to MAX_CONNECTORS connectors"
         );
-        let membership = Membership((config.workers > 1).then(|| Box::new(GroupMember::new(config.group))));
+        let membership = if config.workers > 1 { Optional::some(GroupMember::default()) } else { Optional::default() };
         ConnectWorker { config, connectors, volatile: Volatile::new(), membership }
     }
 
@@ -1330,14 +1317,15 @@ impl ConnectWorker {
 
     fn join(&mut self, ctx: &mut Ctx) {
         let owned = self.owned();
+        let config = self.config.group;
         let member = self.member();
         member.state = MemberState::Joining;
         member.request_lost = false;
         let request = GroupRequest::Join {
             member: member.id,
             owned,
-            session_timeout_ms: member.config.session_timeout_ms,
-            rebalance_timeout_ms: member.config.rebalance_timeout_ms,
+            session_timeout_ms: config.session_timeout_ms,
+            rebalance_timeout_ms: config.rebalance_timeout_ms,
         };
         ctx.send(Node::Kafka, Msg::Group(request));
     }
@@ -1361,7 +1349,6 @@ impl ConnectWorker {
                 let member = self.member();
                 member.id = Some(id);
                 member.generation = generation;
-                member.leader = id == leader;
                 member.state = MemberState::Syncing;
                 let assignments = if id == leader {
                     // The leader has read the config topic to its end: the connectors whose
@@ -1372,8 +1359,8 @@ impl ConnectWorker {
                         .collect();
                     let owned: Vec<(u32, Vec<u8>)> =
                         members.iter().map(|(id, _, owned)| (*id, owned.clone())).collect();
+                    let max_delay_ms = self.config.group.scheduled_rebalance_max_delay_ms;
                     let member = self.member();
-                    let max_delay_ms = member.config.scheduled_rebalance_max_delay_ms;
                     let round = member.assignor.assign(
                         ctx.now,
                         (generation, member.completed_generation),
@@ -1403,13 +1390,13 @@ impl ConnectWorker {
                 ctx.send(Node::Kafka, Msg::Group(GroupRequest::Sync { member: id, generation, assignments }));
             }
             GroupReply::Synced { generation, assignment } => {
+                let graceful_ms = self.config.group.task_shutdown_graceful_timeout_ms;
                 let member = self.member();
                 if generation != member.generation || member.state != MemberState::Syncing {
                     return;
                 }
                 member.state = MemberState::Stable;
                 member.completed_generation = generation;
-                let graceful_ms = member.config.task_shutdown_graceful_timeout_ms;
                 ctx.observe(Observation::GroupAssigned {
                     generation,
                     assigned: assignment.assigned.clone(),
@@ -1493,15 +1480,16 @@ impl ConnectWorker {
                 self.revoke(ctx, c);
             }
         }
+        let graceful_ms = self.config.group.task_shutdown_graceful_timeout_ms;
         let member = self.member();
         member.state = MemberState::ShuttingDown;
         member.rejoin_after_revocation = false;
-        let graceful_ms = member.config.task_shutdown_graceful_timeout_ms;
         ctx.set_timer(Timer::GroupRejoin, graceful_ms);
         self.group_progress(ctx);
     }
 
     fn on_group_timer(&mut self, ctx: &mut Ctx, timer: Timer) {
+        let config = self.config.group;
         let member = self.member();
         match (timer, member.state) {
             (_, MemberState::Left) => {}
@@ -1513,7 +1501,6 @@ impl ConnectWorker {
             // A join or sync lost with its connection, after the client's reconnect backoff.
             (Timer::GroupRejoin, MemberState::Joining | MemberState::Syncing) if member.request_lost => self.join(ctx),
             (Timer::GroupHeartbeat, state) => {
-                let config = member.config;
                 ctx.set_timer(Timer::GroupHeartbeat, config.heartbeat_interval_ms);
                 // Heartbeats go from the join's answer on (`HeartbeatThread` is enabled in
                 // COMPLETING_REBALANCE: a member waiting for the leader's assignment stays alive).
@@ -1566,12 +1553,11 @@ impl Component for ConnectWorker {
             });
         }
         if in_group {
-            let config = self.config.group;
             let member = self.member();
-            *member = GroupMember::new(config);
+            *member = GroupMember::default();
             member.last_heard = ctx.now;
             self.join(ctx);
-            ctx.set_timer(Timer::GroupHeartbeat, config.heartbeat_interval_ms);
+            ctx.set_timer(Timer::GroupHeartbeat, self.config.group.heartbeat_interval_ms);
         }
     }
 
@@ -1630,7 +1616,7 @@ impl Component for ConnectWorker {
             connector.next_session = first_session(c);
         }
         if let Some(member) = self.membership.0.as_mut() {
-            **member = GroupMember::new(member.config);
+            **member = GroupMember::default();
         }
     }
 }

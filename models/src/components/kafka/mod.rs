@@ -45,7 +45,7 @@ use crate::core::observe::{Observation, TransactionEnd};
 use crate::core::protocol::{
     GroupRequest, IsolationLevel, KafkaReply, KafkaRequest, Msg, ProducerEpoch, TransactionalOffset,
 };
-use crate::core::shared::{CopyOnWrite, Fixed};
+use crate::core::shared::{CopyOnWrite, Fixed, Optional};
 use crate::core::time::SimTime;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -186,20 +186,7 @@ pub struct Kafka {
     pending_fetches: Vec<PendingFetch>,
     /// The Connect workers' group coordinator, when the workers form a group
     /// (`[connect] workers` above 1).
-    pub group: ConnectGroup,
-}
-
-/// The coordinator of the Connect group, if there is one. Hashed only when there is one: a
-/// run with one worker keeps its fingerprints.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ConnectGroup(pub Option<Box<GroupCoordinator>>);
-
-impl std::hash::Hash for ConnectGroup {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        if let Some(group) = &self.0 {
-            group.hash(state);
-        }
-    }
+    pub group: Optional<GroupCoordinator>,
 }
 
 pub use crate::core::event::murmur2;
@@ -559,14 +546,14 @@ impl Kafka {
             transactions: CopyOnWrite::new(BTreeMap::new()),
             next_producer_id: 0,
             pending_fetches: Vec::new(),
-            group: ConnectGroup(None),
+            group: Optional::default(),
         }
     }
 
     /// With a coordinator for the Connect workers' group, its first join delayed by
     /// `group.initial.rebalance.delay.ms`.
     pub fn with_connect_group(mut self, initial_rebalance_delay_ms: u64) -> Kafka {
-        self.group = ConnectGroup(Some(Box::new(GroupCoordinator::new(initial_rebalance_delay_ms))));
+        self.group = Optional::some(GroupCoordinator::new(initial_rebalance_delay_ms));
         self
     }
 
