@@ -13,6 +13,8 @@ fn bounds() -> Bounds {
     Bounds {
         crashable: vec![Node::Connect],
         crashes: 1,
+        pausable: Vec::new(),
+        pauses: 0,
         periodic_fires: 1,
         disabled_timers: vec![Timer::Checkpoint, Timer::SinkCommit, Timer::first_task(TaskTimer::OffsetFlushTimeout)],
         operations: Vec::new(),

@@ -1839,9 +1839,35 @@ fn worker_group_settings_and_faults_are_checked() {
     assert_eq!(paused.faults[0].worker, Some(2));
     let stop = ok(&fault(2, "action = \"stop-connect-worker\"\nrestart_after_ms = 5000"), &[]).spec;
     assert_eq!(stop.faults[0].worker, None, "without a worker: the one running the task");
-    // The exhaustive lens refuses a group, naming why.
-    let bound = min_with("[sink]", "[connect]\nworkers = 2\n[check]\nrows = 2\n[sink]");
+    // The exhaustive lens takes a group of two, and refuses three, naming why.
+    let bound = min_with(
+        "[sink]",
+        "[connect]\nworkers = 2\n[check]\nrows = 2\ncrash = [\"connect-2\"]\npause = [\"connect\"]\n[sink]",
+    );
     let spec = ok(&bound, &[]).spec;
-    let problem = handoff_sim::exhaustive::check::bound(&spec).expect_err("a group has no bound");
-    assert!(problem.contains("the exhaustive world runs one worker"), "{problem}");
+    let check = spec.check.as_ref().expect("a bound");
+    assert_eq!(
+        (check.crash.clone(), check.pause.clone(), check.pauses),
+        (vec![Node::Connect2], vec![Node::Connect], 1)
+    );
+    assert!(handoff_sim::exhaustive::check::bound(&spec).is_ok());
+    let bound = min_with("[sink]", "[connect]\nworkers = 3\n[check]\nrows = 2\n[sink]");
+    let spec = ok(&bound, &[]).spec;
+    let problem = handoff_sim::exhaustive::check::bound(&spec).expect_err("three workers have no bound");
+    assert!(problem.contains("the exhaustive world runs two at most"), "{problem}");
+    // The second worker in a bound needs the group; a pause names a worker.
+    fails(
+        &min_with("[sink]", "[check]\nrows = 2\ncrash = [\"connect-2\"]\n[sink]"),
+        &[],
+        "s.toml:",
+        "[connect] workers = 2 adds it",
+    );
+    fails(&min_with("[sink]", "[check]\nrows = 2\npause = [\"kafka\"]\n[sink]"), &[], "s.toml:", "connect-2");
+    fails(&min_with("[sink]", "[check]\nrows = 2\npauses = 1\n[sink]"), &[], "s.toml:", "needs pause = [...]");
+    fails(
+        &min_with("[sink]", "[postgres]\nwal_sender_timeout = \"soon\"\n[sink]"),
+        &[],
+        "s.toml:",
+        "is not a duration",
+    );
 }

@@ -152,6 +152,7 @@ fn everything() -> Spec {
             sync_replication_slots: false,
             synchronized_standby_slots: false,
             idle_in_transaction_session_timeout_ms: 0,
+            wal_sender_timeout_ms: handoff_models::components::postgres::WAL_SENDER_TIMEOUT_MS,
         },
         tables: vec![
             TableSetup {
@@ -380,6 +381,8 @@ fn everything() -> Spec {
             ],
             crash: vec![Node::Connect, Node::Pg1],
             crashes: 2,
+            pause: vec![Node::Connect],
+            pauses: 1,
             periodic_fires: 2,
             operations: vec![Operation::RecreateSlot],
             operate_while: OperateWhile::ConnectDownAfterStreaming,

@@ -252,5 +252,21 @@ fn an_outbox_consumer_committing_its_offset_before_the_effect() {
 /// a `read_committed` consumer remove it (the twin), in the same bound.
 #[test]
 fn a_restart_replay_without_exactly_once() {
-    entry("outbox-restart-replay-without-exactly-once", Invariant::I10, (18_139, 6_619), (1_457, 654));
+    entry("outbox-restart-replay-without-exactly-once", Invariant::I10, (4_212, 2_272), (619, 438));
+}
+
+/// A zombie worker: paused past its session and `wal_sender_timeout`, it publishes what it held
+/// while the worker that took its task publishes the same from the slot; exactly-once source tasks
+/// fence the zombie (the twin), whose task then fails if it kept its assignment.
+#[test]
+fn a_zombie_worker_without_exactly_once() {
+    let spec = found_and_replayed("zombie-worker-without-exactly-once", Invariant::I10, (427_844, 138_104));
+    let (twin, loaded, report) = twin_checked("zombie-worker-without-exactly-once", (1_422_729, 424_480));
+    assert_eq!(loaded.spec.check, spec.check, "{twin}: the same bound");
+    assert!(report.properties.iter().all(|p| p.outcome != Outcome::Counterexample), "{twin}");
+    // The twin's bound ends failed closed on the paths where the zombie keeps the task: its
+    // fenced task fails (reference kafka-connect.md §2.4), as its prediction allows.
+    let failed = report.properties.iter().find(|p| p.name == FAILS_CLOSED).expect("checked");
+    assert_eq!(failed.outcome, Outcome::Reached, "{twin}");
+    assert!(runner::run(&loaded.spec, loaded.seed).prediction_held, "{twin}: the timed run");
 }

@@ -62,9 +62,12 @@ pub enum Timer {
     /// Kafka: the log cleaner wakes up to clean the compacted partitions that are due (it sleeps
     /// `log.cleaner.backoff.ms` between looks).
     LogCleaner,
-    /// Kafka: the Connect group coordinator's next deadline (a member's session expiry, the end
-    /// of a join phase).
+    /// Kafka: the Connect group coordinator's join phase ends (`rebalance.timeout.ms`, or
+    /// `group.initial.rebalance.delay.ms` for an empty group): those that did not join are out.
     GroupCoordinator,
+    /// Kafka: the session of the group member running on worker `member` expires
+    /// (`session.timeout.ms` without a heartbeat).
+    GroupSession { member: Node },
     /// A Connect worker of a group: its next heartbeat (`heartbeat.interval.ms`).
     GroupHeartbeat,
     /// A Connect worker of a group: join again (the delay of a scheduled rebalance, or the end
@@ -126,6 +129,7 @@ impl Timer {
             Timer::TransactionAbortSweep => "transaction-abort-sweep".into(),
             Timer::LogCleaner => "log-cleaner".into(),
             Timer::GroupCoordinator => "group-coordinator".into(),
+            Timer::GroupSession { member } => format!("group-session:{member}"),
             Timer::GroupHeartbeat => "group-heartbeat".into(),
             Timer::GroupRejoin => "group-rejoin".into(),
         }

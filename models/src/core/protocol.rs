@@ -544,6 +544,14 @@ pub enum Control {
     /// A Connect worker of a group shuts down cleanly (SIGTERM): its tasks stop, it leaves the
     /// group, and the process ends.
     ShutdownWorker,
+    /// Kafka's group coordinator: worker `worker` has not been heard from for its
+    /// `session.timeout.ms` (a pause that outlasted its session, as the harness follows an
+    /// exhaustive path's pause): as if its member's session timer fired.
+    GroupSessionOutlasted { worker: Node },
+    /// PostgreSQL: the walsender of `client`'s replication connection has had no reply for
+    /// `wal_sender_timeout` (its client paused, or cut off behind a partition): it ends
+    /// (`WalSndCheckTimeOut`, `walsender.c`).
+    WalSenderTimeout { client: Node },
 }
 
 /// A Connect worker's request to the group coordinator (`AbstractCoordinator`'s JoinGroup,

@@ -225,6 +225,8 @@ mod tests {
         let bounds = Bounds {
             crashable: Vec::new(),
             crashes: 0,
+            pausable: Vec::new(),
+            pauses: 0,
             periodic_fires: 1,
             disabled_timers: Vec::new(),
             operations: Vec::new(),

@@ -292,6 +292,11 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                 crate::core::units::duration_text(*idle_ms)
             )
         }
+        Observation::WalSenderTimedOut { client, slot, timeout_ms, .. } => format!(
+            "terminated the walsender of {client} on slot \"{slot}\": no reply for {} (wal_sender_timeout); the \
+             slot is free",
+            crate::core::units::duration_text(*timeout_ms)
+        ),
         Observation::SlotCreationWaiting { slot, found, at, xids, .. } => {
             let xids: Vec<String> = xids.iter().map(|xid| xid.to_string()).collect();
             format!(
@@ -599,6 +604,9 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             connectors.iter().map(|c| names.connector(*c)).collect::<Vec<_>>().join(", ")
         ),
         Observation::WorkerLeft => "shut down cleanly: left the group, the process ends".into(),
+        Observation::PausedPastTimeouts => "pauses past session.timeout.ms and wal_sender_timeout (a stop-the-world \
+                                             pause): its peers take it for gone; it goes on where it was"
+            .into(),
         Observation::SourceOffsetStored { connector, offset } => match offset {
             Some(_) => return None,
             None => format!("offsets of connector \"{connector}\" deleted (tombstone in the offsets topic)"),

@@ -8,9 +8,19 @@ use crate::core::fault::FaultAction;
 use crate::core::ids::Node;
 use serde::{Deserialize, Serialize};
 
-/// The processes of the world (the loader only when the scenario has one).
-pub const NODES: [Node; 8] =
-    [Node::Pg1, Node::Connect, Node::Kafka, Node::Sink, Node::App, Node::Operator, Node::Loader, Node::Consumer];
+/// The processes of the world (the loader, the consumer and the second Connect worker only when
+/// the scenario has one).
+pub const NODES: [Node; 9] = [
+    Node::Pg1,
+    Node::Connect,
+    Node::Kafka,
+    Node::Sink,
+    Node::App,
+    Node::Operator,
+    Node::Loader,
+    Node::Consumer,
+    Node::Connect2,
+];
 
 /// One step the world can take.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -25,6 +35,11 @@ pub enum Action {
     Crash { node: Node },
     /// A crashed process starts again.
     Restart { node: Node },
+    /// A Connect worker pauses (a stop-the-world GC pause, a stall) for longer than its
+    /// `session.timeout.ms` and PostgreSQL's `wal_sender_timeout`: the group coordinator
+    /// removes its member and its walsender ends, while the worker itself keeps its state and
+    /// goes on afterwards: a zombie.
+    Pause { node: Node },
     /// The operator does something by hand (each operation of the bound at most once).
     Operate { operation: Operation },
 }
@@ -148,7 +163,7 @@ impl Operation {
 
 /// A step as a schedule writes it (`handoff check` prints it, a scenario's `[schedule]` lists
 /// it): `deliver pg1 -> connect`, `fire connect offset-flush`, `fire pg1 scan-batch:connect`,
-/// `run script 1`, `crash connect`, `restart connect`.
+/// `run script 1`, `crash connect`, `restart connect`, `pause connect-2`.
 impl std::fmt::Display for Action {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -157,6 +172,7 @@ impl std::fmt::Display for Action {
             Action::RunScripted { index } => write!(f, "run script {index}"),
             Action::Crash { node } => write!(f, "crash {node}"),
             Action::Restart { node } => write!(f, "restart {node}"),
+            Action::Pause { node } => write!(f, "pause {node}"),
             Action::Operate { operation } => write!(f, "operator {}", operation.name()),
         }
     }
@@ -215,6 +231,10 @@ impl std::str::FromStr for Action {
                 .map_err(|_| format!("`{index}` is not a script number")),
             ["crash", node] => Ok(Action::Crash { node: world_node(node)? }),
             ["restart", node] => Ok(Action::Restart { node: world_node(node)? }),
+            ["pause", node] => match world_node(node)? {
+                node @ (Node::Connect | Node::Connect2) => Ok(Action::Pause { node }),
+                other => Err(format!("`pause {other}`: only a Connect worker (connect, connect-2) pauses in a path")),
+            },
             ["operator", name] => Operation::ALL
                 .into_iter()
                 .find(|operation| operation.name() == *name)
@@ -223,7 +243,7 @@ impl std::str::FromStr for Action {
                     format!("`{name}` is not an operation (one of recreate-slot, rebuild-connector, advance-slot)")
                 }),
             _ => Err(format!(
-                "`{text}` is not a step: `deliver FROM -> TO`, `fire NODE TIMER`, `run script N`, `crash NODE`, `restart NODE` or `operator OPERATION`"
+                "`{text}` is not a step: `deliver FROM -> TO`, `fire NODE TIMER`, `run script N`, `crash NODE`, `restart NODE`, `pause WORKER` or `operator OPERATION`"
             )),
         }
     }

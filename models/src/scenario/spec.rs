@@ -541,6 +541,13 @@ pub struct CheckBound {
     /// Processes that may crash (a crashed process may restart), and how many crashes in all.
     pub crash: Vec<Node>,
     pub crashes: u8,
+    /// Connect workers that may pause past their `session.timeout.ms` and `wal_sender_timeout`
+    /// (a zombie: its peers take it for gone, it goes on when it wakes), and how many pauses in
+    /// all.
+    #[serde(default)]
+    pub pause: Vec<Node>,
+    #[serde(default)]
+    pub pauses: u8,
     /// How many times each periodic timer (offset flush, bgwriter) may fire.
     pub periodic_fires: u8,
     /// What the operator may do by hand, each at most once, and when.
@@ -561,13 +568,17 @@ pub struct CheckBound {
 
 impl CheckBound {
     /// The processes a bound may crash, by their scenario names.
-    pub const CRASHABLE: [(&'static str, Node); 5] = [
+    pub const CRASHABLE: [(&'static str, Node); 6] = [
         ("connect", Node::Connect),
+        ("connect-2", Node::Connect2),
         ("postgres", Node::Pg1),
         ("kafka", Node::Kafka),
         ("sink", Node::Sink),
         ("consumer", Node::Consumer),
     ];
+
+    /// The Connect workers a bound may pause, by their scenario names.
+    pub const PAUSABLE: [(&'static str, Node); 2] = [("connect", Node::Connect), ("connect-2", Node::Connect2)];
 }
 
 impl Spec {

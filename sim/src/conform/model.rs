@@ -135,6 +135,7 @@ impl ModelSide {
             sync_replication_slots: false,
             synchronized_standby_slots: false,
             idle_in_transaction_session_timeout_ms: 0,
+            wal_sender_timeout_ms: handoff_models::components::postgres::WAL_SENDER_TIMEOUT_MS,
         };
         let run = ServerRun {
             bgwriter_running_xacts: true,

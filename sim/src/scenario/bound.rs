@@ -12,14 +12,28 @@ use handoff_models::scenario::spec::Schedule;
 use handoff_models::scenario::spec::ScriptedTxn;
 
 /// `[check]`: the bound of `handoff check`.
-pub(super) fn check(cx: &Cx, s: &Section, outboxes: Outboxes, consumer: bool) -> Res<CheckBound> {
+pub(super) fn check(
+    cx: &Cx,
+    s: &Section,
+    outboxes: Outboxes,
+    system: handoff_models::scenario::faults::System,
+) -> Res<CheckBound> {
     let tables = outboxes.tables;
+    let consumer = system.consumer;
     s.check_keys(
         cx,
-        "rows crash crashes crash_while periodic_fires bgwriter_running_xacts operations operate_while script \
-         script_while unreached_ok",
+        "rows crash crashes crash_while pause pauses periodic_fires bgwriter_running_xacts operations \
+         operate_while script script_while unreached_ok",
         "field",
     )?;
+    // The second worker is in the world only with a group of two (the world runs two at most).
+    let second_worker = |item: &Field| {
+        if system.workers < 2 {
+            cx.fail(item, "names the second Connect worker; the scenario has one ([connect] workers = 2 adds it)")
+        } else {
+            Ok(())
+        }
+    };
     let rows = s.req(cx, "rows", |field| cx.int(field, 1, i64::from(MAX_CHECK_ROWS)))? as u32;
     let crash = s.opt("crash", Vec::new(), |field| {
         let mut nodes = Vec::new();
@@ -28,6 +42,9 @@ pub(super) fn check(cx: &Cx, s: &Section, outboxes: Outboxes, consumer: bool) ->
             if node == handoff_models::core::ids::Node::Consumer && !consumer {
                 return cx.fail(&item, "the scenario has no outbox consumer: add [consumer]");
             }
+            if node == handoff_models::core::ids::Node::Connect2 {
+                second_worker(&item)?;
+            }
             if nodes.contains(&node) {
                 return cx.fail(&item, "is named twice");
             }
@@ -35,6 +52,27 @@ pub(super) fn check(cx: &Cx, s: &Section, outboxes: Outboxes, consumer: bool) ->
         }
         Ok(nodes)
     })?;
+    let pause = s.opt("pause", Vec::new(), |field| {
+        let mut nodes = Vec::new();
+        for item in cx.items(field, "an array of Connect workers, like [\"connect\", \"connect-2\"]")? {
+            let node = cx.choice(&item, &CheckBound::PAUSABLE)?;
+            if node == handoff_models::core::ids::Node::Connect2 {
+                second_worker(&item)?;
+            }
+            if nodes.contains(&node) {
+                return cx.fail(&item, "is named twice");
+            }
+            nodes.push(node);
+        }
+        Ok(nodes)
+    })?;
+    let pauses = s.opt("pauses", pause.len().min(1) as u8, |field| Ok(cx.int(field, 0, 2)? as u8))?;
+    if pauses > 0
+        && pause.is_empty()
+        && let Some(field) = s.get("pauses")
+    {
+        return cx.fail(&field, "needs pause = [...]: name the Connect workers that may pause");
+    }
     let crashes = s.opt("crashes", crash.len() as u8, |field| Ok(cx.int(field, 0, 4)? as u8))?;
     if crashes > 0
         && crash.is_empty()
@@ -138,6 +176,8 @@ pub(super) fn check(cx: &Cx, s: &Section, outboxes: Outboxes, consumer: bool) ->
         scripts,
         crash,
         crashes,
+        pause,
+        pauses,
         periodic_fires,
         operations,
         operate_while,

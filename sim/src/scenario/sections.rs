@@ -95,7 +95,7 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let gate = failover(cx, &root.sub(cx, "failover")?, postgres.standby.is_some(), connect.workers)?;
     let prediction = prediction(cx, root)?;
     let check = match root.get("check") {
-        Some(field) => Some(check(cx, &cx.section(&field)?, outboxes, consumer.is_some())?),
+        Some(field) => Some(check(cx, &cx.section(&field)?, outboxes, system)?),
         None => None,
     };
     let schedule = match root.get("schedule") {
@@ -349,7 +349,8 @@ fn postgres(cx: &Cx, s: &Section) -> Res<PostgresSection> {
     s.check_keys(
         cx,
         "version wal_segment_size checkpoint_timeout max_wal_size max_slot_wal_keep_size wal_keep_size \
-         synchronized_standby_slots scan_rows_per_second standby idle_in_transaction_session_timeout",
+         synchronized_standby_slots scan_rows_per_second standby idle_in_transaction_session_timeout \
+         wal_sender_timeout",
         "field",
     )?;
     let version = s.opt("version", 15, |field| match cx.int(field, 15, 18)? {
@@ -456,6 +457,28 @@ fn postgres(cx: &Cx, s: &Section) -> Res<PostgresSection> {
             ),
         }
     })?;
+    // `wal_sender_timeout`: the same units (`GUC_UNIT_MS`), 0 is off.
+    let wal_sender_timeout_ms =
+        s.opt("wal_sender_timeout", handoff_models::components::postgres::WAL_SENDER_TIMEOUT_MS, |field| {
+            let ms = match field.item.val {
+                Val::Int(Some(ms)) => u64::try_from(ms).ok(),
+                Val::Int(None) => None,
+                _ => {
+                    let text = cx.string(field)?;
+                    if text.trim() == "0" { Some(0) } else { duration_ms(text) }
+                }
+            };
+            match ms {
+                Some(ms) if ms <= i32::MAX as u64 => Ok(ms),
+                Some(_) => cx.fail(field, "is out of range; expected 0 (off) to 2147483647ms (about 24 days)"),
+                None => cx.fail(
+                    field,
+                    format!(
+                        "is not a duration; expected 0 (off) or a number and a unit ({DURATION_UNITS}), like \"60s\""
+                    ),
+                ),
+            }
+        })?;
     Ok(PostgresSection {
         major_version: version,
         wal_segment_size,
@@ -468,6 +491,7 @@ fn postgres(cx: &Cx, s: &Section) -> Res<PostgresSection> {
         sync_replication_slots,
         synchronized_standby_slots,
         idle_in_transaction_session_timeout_ms,
+        wal_sender_timeout_ms,
     })
 }
 

@@ -135,6 +135,9 @@ fn write_postgres(w: &mut Writer, spec: &Spec) {
             toml_string(&duration_text(spec.postgres.idle_in_transaction_session_timeout_ms)),
         );
     }
+    if spec.postgres.wal_sender_timeout_ms != handoff_models::components::postgres::WAL_SENDER_TIMEOUT_MS {
+        w.field("wal_sender_timeout", toml_string(&duration_text(spec.postgres.wal_sender_timeout_ms)));
+    }
     if let Some(replication_delay_ms) = spec.postgres.standby {
         w.table("postgres.standby");
         w.field("replication_delay_ms", replication_delay_ms);
@@ -550,6 +553,10 @@ fn write_check(w: &mut Writer, spec: &Spec) -> Result<(), String> {
     })?;
     w.field("crash", toml_strings(crash));
     w.field("crashes", check.crashes);
+    if !check.pause.is_empty() {
+        w.field("pause", toml_strings(check.pause.iter().map(|node| node.name())));
+        w.field("pauses", check.pauses);
+    }
     if check.crash_while != CrashWhile::AnyTime {
         w.field("crash_while", toml_string(check.crash_while.name()));
     }

@@ -89,6 +89,8 @@ pub struct GroupMember {
     pub request_lost: bool,
     /// It joins again once the tasks revoked from it have stopped.
     pub rejoin_after_revocation: bool,
+    /// Its rejoin timer is the scheduled rebalance's (`delay_ms` of its last assignment).
+    pub rejoin_for_delay: bool,
     /// The leader's assignor (in this worker's memory only).
     pub assignor: Assignor,
 }
@@ -105,6 +107,7 @@ impl Default for GroupMember {
             coordinator_unknown_since: None,
             request_lost: false,
             rejoin_after_revocation: false,
+            rejoin_for_delay: false,
             assignor: Assignor::default(),
         }
     }
@@ -122,6 +125,10 @@ pub struct Assignor {
     pub delay_ms: u64,
     /// Members with nothing assigned when the loss was found (`candidateWorkersForReassignment`).
     pub candidates: BTreeSet<u32>,
+    /// This worker's rejoin for the scheduled rebalance has fired: the delay is over. (Under a
+    /// clock the rejoin fires at `scheduled_rebalance`, so this says what the clock says; in the
+    /// exhaustive world, where time does not pass, only this says it.)
+    pub delay_over: bool,
 }
 
 /// One round's result: each member's assignment, and what the leader narrates.
@@ -190,7 +197,7 @@ impl Assignor {
             to_assign.extend(lost.iter().copied());
         } else if max_delay_ms == 0 {
             to_assign.extend(lost.iter().copied());
-        } else if self.scheduled_rebalance.is_some_and(|at| now >= at) {
+        } else if self.scheduled_rebalance.is_some_and(|at| now >= at || self.delay_over) {
             let candidates: Vec<u32> = self.candidates.iter().filter(|id| next.contains_key(id)).copied().collect();
             if candidates.is_empty() {
                 to_assign.extend(lost.iter().copied());
@@ -248,6 +255,7 @@ impl Assignor {
     }
 
     fn reset_delay(&mut self) {
+        self.delay_over = false;
         self.candidates.clear();
         self.scheduled_rebalance = None;
         self.delay_ms = 0;

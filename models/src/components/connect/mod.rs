@@ -265,6 +265,10 @@ struct EosProducer {
     open: Option<SourceOffset>,
     /// `commitTransaction()` is running: the send loop waits for it.
     committing: bool,
+    /// Debezium's in-process restart came due while a commit ran: it happens in the next
+    /// `poll()`, which the task thread calls only once `commitTransaction()` has returned.
+    #[serde(default)]
+    restart_after_commit: bool,
     /// `transaction.boundary=interval`: when the boundary manager last committed
     /// (`initialize()` sets it when the task starts).
     last_commit_at: SimTime,
@@ -511,6 +515,7 @@ impl ConnectWorker {
                 producer: None,
                 open: None,
                 committing: false,
+                restart_after_commit: false,
                 last_commit_at: ctx.now,
             }),
         });
@@ -778,6 +783,7 @@ impl ConnectWorker {
         let Some(eos) = task.eos.as_mut() else { return };
         let offset = eos.open.take();
         eos.committing = false;
+        let restart = std::mem::take(&mut eos.restart_after_commit);
         ctx.observe(Observation::OffsetsCommitted { offset });
         if task.debezium.confirms_from_offset_store() {
             task.commit_requested = true;
@@ -789,6 +795,9 @@ impl ConnectWorker {
         if final_commit {
             self.finish_stop(ctx, c);
         } else {
+            if restart {
+                self.restart_in_process(ctx, c);
+            }
             self.send_accumulated(ctx, c);
             self.arm_poll(ctx, c);
             // A graceful stop that came while the commit ran goes on at once.
@@ -1284,22 +1293,27 @@ impl ConnectWorker {
                     self.handle_task_event(ctx, c, event);
                 }
             }
-            TaskTimer::TaskRestart => {
-                let connector = &mut self.connectors[c];
-                if let Some(task) = connector.task.as_mut()
-                    && task.state == TaskState::Running
-                {
-                    // Debezium restarts in-process and re-reads the stored offset.
-                    task.state = TaskState::Starting;
-                    let name = connector.debezium.name.clone();
-                    self.volatile.request(
-                        ctx,
-                        c,
-                        Pending::StartOffsets,
-                        KafkaRequest::ReadSourceOffset { connector: name },
-                    );
-                }
-            }
+            TaskTimer::TaskRestart => self.restart_in_process(ctx, c),
+        }
+    }
+
+    /// Debezium's restart after a retriable error (`retriable.restart.connector.wait.ms`): in
+    /// `poll()`, so not while an exactly-once task's `commitTransaction()` runs in the same
+    /// thread; then it waits for it.
+    fn restart_in_process(&mut self, ctx: &mut Ctx, c: usize) {
+        let connector = &mut self.connectors[c];
+        let Some(task) = connector.task.as_mut() else { return };
+        if let Some(eos) = task.eos.as_mut()
+            && eos.committing
+        {
+            eos.restart_after_commit = true;
+            return;
+        }
+        if task.state == TaskState::Running {
+            // Debezium restarts in-process and re-reads the stored offset.
+            task.state = TaskState::Starting;
+            let name = connector.debezium.name.clone();
+            self.volatile.request(ctx, c, Pending::StartOffsets, KafkaRequest::ReadSourceOffset { connector: name });
         }
     }
 }
@@ -1415,12 +1429,15 @@ impl ConnectWorker {
                     }
                 }
                 if assignment.delay_ms > 0 {
+                    self.member().rejoin_for_delay = true;
                     ctx.set_timer(Timer::GroupRejoin, assignment.delay_ms);
                 }
                 if !assignment.revoked.is_empty() {
                     // `onRevoked` awaits the stops (up to task.shutdown.graceful.timeout.ms),
                     // then the member joins again.
-                    self.member().rejoin_after_revocation = true;
+                    let member = self.member();
+                    member.rejoin_after_revocation = true;
+                    member.rejoin_for_delay = false;
                     ctx.set_timer(Timer::GroupRejoin, graceful_ms);
                 }
             }
@@ -1484,6 +1501,7 @@ impl ConnectWorker {
         let member = self.member();
         member.state = MemberState::ShuttingDown;
         member.rejoin_after_revocation = false;
+        member.rejoin_for_delay = false;
         ctx.set_timer(Timer::GroupRejoin, graceful_ms);
         self.group_progress(ctx);
     }
@@ -1496,6 +1514,9 @@ impl ConnectWorker {
             (Timer::GroupRejoin, MemberState::ShuttingDown) => self.leave(ctx),
             (Timer::GroupRejoin, MemberState::Stable) => {
                 member.rejoin_after_revocation = false;
+                if std::mem::take(&mut member.rejoin_for_delay) && member.assignor.scheduled_rebalance.is_some() {
+                    member.assignor.delay_over = true;
+                }
                 self.join(ctx);
             }
             // A join or sync lost with its connection, after the client's reconnect backoff.
@@ -1601,6 +1622,7 @@ impl Component for ConnectWorker {
             // A join or sync lost with the connection is sent again once the client has
             // reconnected (`reconnect.backoff.max.ms`).
             member.request_lost = true;
+            member.rejoin_for_delay = false;
             ctx.set_timer(Timer::GroupRejoin, KAFKA_RECONNECT_BACKOFF_MS);
         }
         self.take_connection_lost(ctx, peer);

@@ -76,6 +76,8 @@ pub struct GroupCoordinator {
     /// The leader's assignments for the current generation.
     assignments: BTreeMap<u32, GroupAssignment>,
     initial_rebalance_delay_ms: u64,
+    /// The workers whose session timer is armed, as bits by their place in `Node::WORKERS`.
+    sessions_armed: u8,
 }
 
 impl GroupCoordinator {
@@ -89,6 +91,7 @@ impl GroupCoordinator {
             join_sequence: 0,
             assignments: BTreeMap::new(),
             initial_rebalance_delay_ms,
+            sessions_armed: 0,
         }
     }
 
@@ -302,43 +305,96 @@ impl GroupCoordinator {
         self.arm(ctx);
     }
 
-    /// The session timer: members not heard from within their session are removed; the join
-    /// phase's deadline.
-    pub fn on_timer(&mut self, ctx: &mut Ctx) {
-        let preparing = matches!(self.state, GroupState::PreparingRebalance { .. });
-        let expired: Vec<u32> = self
-            .members
-            .iter()
-            .filter(|(_, m)| m.expires_at <= ctx.now && !(preparing && m.joined.is_some()))
-            .map(|(id, _)| *id)
-            .collect();
-        let any = !expired.is_empty();
-        for id in expired {
-            let member = self.members.remove(&id).expect("member");
-            ctx.observe(Observation::GroupMemberRemoved {
-                worker: member.node,
-                reason: format!("no heartbeat within session.timeout.ms={}", member.session_timeout_ms),
-            });
-        }
-        if any {
-            self.member_gone(ctx);
-        } else {
-            self.maybe_complete_join(ctx);
-            self.arm(ctx);
+    /// Whether the current join phase may end at its deadline in a world where time does not
+    /// pass (see the exhaustive world): the delayed first join, or a rebalance whose members that
+    /// have not joined are all on workers that are `down`.
+    pub fn deadline_may_pass(&self, down: impl Fn(Node) -> bool) -> bool {
+        match self.state {
+            GroupState::PreparingRebalance { initial: true, .. } => true,
+            GroupState::PreparingRebalance { initial: false, .. } => {
+                self.members.values().filter(|member| member.joined.is_none()).all(|member| down(member.node))
+            }
+            _ => false,
         }
     }
 
-    /// One timer for the earliest session expiry or join deadline.
-    fn arm(&self, ctx: &mut Ctx) {
+    /// Whether a heartbeat from `member` of `generation` would be answered with anything but
+    /// "carry on" (a rebalance to join, or an unknown member): the heartbeats that change
+    /// something where time does not pass.
+    pub fn heartbeat_tells(&self, member: u32, generation: u32) -> bool {
+        !self.members.contains_key(&member)
+            || generation != self.generation
+            || matches!(self.state, GroupState::PreparingRebalance { .. })
+    }
+
+    /// The join phase's deadline has come (its timer fired): those that did not join are out,
+    /// and the phase completes. A fired timer is its deadline, whatever the clock says: the
+    /// exhaustive world, where time does not pass, fires it to say the deadline came.
+    pub fn on_phase_deadline(&mut self, ctx: &mut Ctx) {
+        if matches!(self.state, GroupState::PreparingRebalance { .. }) {
+            self.complete_join(ctx);
+        }
+        self.arm(ctx);
+    }
+
+    /// The session of the member on worker `node` has expired (its timer fired, or, following
+    /// an exhaustive path, a pause that outlasted it): the member is removed and the group
+    /// rebalances (`onExpireHeartbeat`). A member that has joined the current join phase has no
+    /// session running (`completeAndScheduleNextHeartbeatExpiration` is not scheduled while its
+    /// join waits).
+    pub fn on_session_expired(&mut self, ctx: &mut Ctx, node: Node) {
+        // The worker's earliest session (a worker that restarted quickly may have a member from
+        // before, not yet expired, and a new one): one member per firing.
         let preparing = matches!(self.state, GroupState::PreparingRebalance { .. });
-        let sessions = self.members.values().filter(|m| !(preparing && m.joined.is_some())).map(|m| m.expires_at);
-        let deadline = match self.state {
-            GroupState::PreparingRebalance { deadline, .. } => Some(deadline),
-            _ => None,
+        let expired = self
+            .members
+            .iter()
+            .filter(|(_, m)| m.node == node && !(preparing && m.joined.is_some()))
+            .min_by_key(|(id, m)| (m.expires_at, **id))
+            .map(|(id, _)| *id);
+        let Some(id) = expired else {
+            self.arm(ctx);
+            return;
         };
-        match sessions.chain(deadline).min() {
-            Some(at) => ctx.set_timer(Timer::GroupCoordinator, at.ms().saturating_sub(ctx.now.ms())),
-            None => ctx.cancel_timer(Timer::GroupCoordinator),
+        let member = self.members.remove(&id).expect("member");
+        ctx.observe(Observation::GroupMemberRemoved {
+            worker: member.node,
+            reason: format!("no heartbeat within session.timeout.ms={}", member.session_timeout_ms),
+        });
+        self.member_gone(ctx);
+    }
+
+    /// A timer per member for its session (`Timer::GroupSession`), one for the join phase's
+    /// deadline (`Timer::GroupCoordinator`); a worker with no member here has its timer
+    /// cancelled.
+    fn arm(&mut self, ctx: &mut Ctx) {
+        let preparing = matches!(self.state, GroupState::PreparingRebalance { .. });
+        for (index, worker) in Node::WORKERS.into_iter().enumerate() {
+            let session = self
+                .members
+                .values()
+                .filter(|m| m.node == worker && !(preparing && m.joined.is_some()))
+                .map(|m| m.expires_at)
+                .min();
+            let timer = Timer::GroupSession { member: worker };
+            let bit = 1 << index;
+            match session {
+                Some(at) => {
+                    ctx.set_timer(timer, at.ms().saturating_sub(ctx.now.ms()));
+                    self.sessions_armed |= bit;
+                }
+                None if self.sessions_armed & bit != 0 => {
+                    ctx.cancel_timer(timer);
+                    self.sessions_armed &= !bit;
+                }
+                None => {}
+            }
+        }
+        match self.state {
+            GroupState::PreparingRebalance { deadline, .. } => {
+                ctx.set_timer(Timer::GroupCoordinator, deadline.ms().saturating_sub(ctx.now.ms()))
+            }
+            _ => ctx.cancel_timer(Timer::GroupCoordinator),
         }
     }
 }
@@ -366,9 +422,9 @@ mod tests {
             .collect()
     }
 
-    fn armed(out: &Outbox) -> Option<u64> {
+    fn armed(out: &Outbox, timer: Timer) -> Option<u64> {
         out.timers.iter().rev().find_map(|request| match request {
-            TimerRequest::Set { timer: Timer::GroupCoordinator, after_ms } => Some(*after_ms),
+            TimerRequest::Set { timer: set, after_ms } if *set == timer => Some(*after_ms),
             _ => None,
         })
     }
@@ -377,11 +433,17 @@ mod tests {
     fn stable_pair() -> GroupCoordinator {
         let mut group = GroupCoordinator::new(GROUP_INITIAL_REBALANCE_DELAY_MS);
         let out = at(0, |ctx| group.join(ctx, Node::Connect, None, vec![], TIMEOUTS));
-        assert_eq!(armed(&out), Some(3_000), "the first join of an empty group waits the initial delay");
+        assert_eq!(
+            armed(&out, Timer::GroupCoordinator),
+            Some(3_000),
+            "the first join of an empty group waits the initial delay"
+        );
+        assert_eq!(armed(&out, Timer::GroupSession { member: Node::Connect }), None, "no session while its join waits");
         assert!(replies(&out).is_empty());
         let out = at(1_000, |ctx| group.join(ctx, Node::Connect2, None, vec![], TIMEOUTS));
-        assert_eq!(armed(&out), Some(3_000), "a member joining meanwhile extends the wait");
-        let out = at(4_000, |ctx| group.on_timer(ctx));
+        assert_eq!(armed(&out, Timer::GroupCoordinator), Some(3_000), "a member joining meanwhile extends the wait");
+        let out = at(4_000, |ctx| group.on_phase_deadline(ctx));
+        assert_eq!(armed(&out, Timer::GroupSession { member: Node::Connect2 }), Some(10_000));
         let joined = replies(&out);
         assert_eq!(joined.len(), 2);
         assert!(
@@ -420,7 +482,7 @@ mod tests {
             let out = at(t, |ctx| group.heartbeat(ctx, Node::Connect, 1, 1));
             assert_eq!(replies(&out), vec![(Node::Connect, GroupReply::Heartbeat)]);
         }
-        let out = at(16_000, |ctx| group.on_timer(ctx));
+        let out = at(16_000, |ctx| group.on_session_expired(ctx, Node::Connect2));
         assert!(
             out.observations
                 .iter()
@@ -461,7 +523,7 @@ mod tests {
         at(20_000, |ctx| group.heartbeat(ctx, Node::Connect, 1, 1));
         at(21_000, |ctx| group.join(ctx, Node::Connect3, None, vec![], TIMEOUTS));
         at(22_000, |ctx| group.join(ctx, Node::Connect, Some(1), vec![0], TIMEOUTS));
-        let out = at(30_000, |ctx| group.on_timer(ctx));
+        let out = at(30_000, |ctx| group.on_session_expired(ctx, Node::Connect2));
         assert!(
             out.observations
                 .iter()
@@ -469,5 +531,37 @@ mod tests {
         );
         let joined = replies(&out);
         assert_eq!(joined.len(), 2, "the join completes with the members that joined: {joined:?}");
+    }
+
+    /// Each member's session has its timer; a worker that restarted before its old member's
+    /// session ran out has two members, and each firing removes one (the older session first).
+    /// A worker whose member is gone has its timer cancelled.
+    #[test]
+    fn a_session_timer_per_worker_removes_one_member_at_a_time() {
+        let mut group = stable_pair();
+        // connect-2 restarts at 5 s and joins as a new member (3) while member 2 is still in.
+        let out = at(5_000, |ctx| group.join(ctx, Node::Connect2, None, vec![], TIMEOUTS));
+        assert!(replies(&out).is_empty(), "member 1 has not rejoined yet");
+        assert_eq!(group.members.len(), 3);
+        // The join phase waits for member 1 (it joined nothing yet) and for member 2, whose
+        // session ends first: it goes, member 3 stays.
+        let out = at(14_020, |ctx| group.on_session_expired(ctx, Node::Connect2));
+        assert!(
+            out.observations
+                .iter()
+                .any(|o| matches!(o, Observation::GroupMemberRemoved { worker: Node::Connect2, .. }))
+        );
+        assert!(group.members.contains_key(&3) && !group.members.contains_key(&2));
+        let out = at(14_500, |ctx| group.join(ctx, Node::Connect, Some(1), vec![0], TIMEOUTS));
+        assert_eq!(replies(&out).len(), 2, "everyone left has joined: {:?}", replies(&out));
+        // Member 1 leaves: its session timer is cancelled, connect-2's stays.
+        let out = at(15_000, |ctx| group.leave(ctx, 1));
+        assert!(out.timers.contains(&TimerRequest::Cancel { timer: Timer::GroupSession { member: Node::Connect } }));
+        assert!(!out.timers.contains(&TimerRequest::Cancel { timer: Timer::GroupSession { member: Node::Connect2 } }));
+        // A fired phase deadline completes the join, whatever the clock says: member 3 has not
+        // joined this rebalance, and is out.
+        let out = at(15_001, |ctx| group.on_phase_deadline(ctx));
+        assert!(out.observations.iter().any(|o| matches!(o, Observation::GroupMemberRemoved { worker: Node::Connect2, reason } if reason.contains("rebalance.timeout.ms"))));
+        assert_eq!(group.state, GroupState::Empty);
     }
 }

@@ -975,6 +975,11 @@ impl Component for Kafka {
             Msg::Kafka { request_id, request } => self.handle(ctx, from, request_id, request),
             Msg::Control(crate::core::protocol::Control::HangTransaction) => self.hang_transaction(ctx),
             Msg::Control(crate::core::protocol::Control::AbortHangingTransactions) => self.abort_hanging(ctx),
+            Msg::Control(crate::core::protocol::Control::GroupSessionOutlasted { worker }) => {
+                if let Some(group) = self.group.0.as_mut() {
+                    group.on_session_expired(ctx, worker);
+                }
+            }
             Msg::Group(request) => {
                 let Some(group) = self.group.0.as_mut() else { return };
                 match request {
@@ -998,7 +1003,12 @@ impl Component for Kafka {
             Timer::LogCleaner => self.run_cleaner(ctx),
             Timer::GroupCoordinator => {
                 if let Some(group) = self.group.0.as_mut() {
-                    group.on_timer(ctx);
+                    group.on_phase_deadline(ctx);
+                }
+            }
+            Timer::GroupSession { member } => {
+                if let Some(group) = self.group.0.as_mut() {
+                    group.on_session_expired(ctx, member);
                 }
             }
             _ => {}

@@ -128,6 +128,20 @@ pub struct PostgresSection {
     pub synchronized_standby_slots: bool,
     /// `idle_in_transaction_session_timeout` (0: off, PostgreSQL's default).
     pub idle_in_transaction_session_timeout_ms: u64,
+    /// `wal_sender_timeout` (default 60 s; 0: off): a walsender whose client has not replied
+    /// for this long ends. The model's clients reply as pgjdbc does (a status update every
+    /// `status.update.interval.ms`, 10 s, and at once to a keep-alive asking for one), so only
+    /// a client that is paused or cut off from the server stays silent that long; the lenses
+    /// end such a walsender ([`Control::WalSenderTimeout`]) rather than exchanging the replies.
+    #[serde(default = "default_wal_sender_timeout_ms")]
+    pub wal_sender_timeout_ms: u64,
+}
+
+/// `wal_sender_timeout`'s default (`guc_tables.c`: 60 s).
+pub const WAL_SENDER_TIMEOUT_MS: u64 = 60_000;
+
+fn default_wal_sender_timeout_ms() -> u64 {
+    WAL_SENDER_TIMEOUT_MS
 }
 
 impl PostgresSection {
@@ -147,6 +161,7 @@ impl PostgresSection {
             sync_replication_slots: false,
             synchronized_standby_slots: false,
             idle_in_transaction_session_timeout_ms: 0,
+            wal_sender_timeout_ms: WAL_SENDER_TIMEOUT_MS,
         }
     }
 }
@@ -191,6 +206,8 @@ pub struct PostgresConfig {
     /// `idle_in_transaction_session_timeout` in ms (0: off): a session idle in a transaction
     /// block this long is terminated, and its transaction aborted.
     pub idle_in_transaction_session_timeout_ms: u64,
+    /// `wal_sender_timeout` in ms (0: off); see [`PostgresSection::wal_sender_timeout_ms`].
+    pub wal_sender_timeout_ms: u64,
 }
 
 /// What a run adds to the scenario's `[postgres]` settings to make a server's configuration.
@@ -225,6 +242,7 @@ impl PostgresConfig {
             initial_wal_lsn: run.initial_wal_lsn,
             tables: run.tables,
             idle_in_transaction_session_timeout_ms: section.idle_in_transaction_session_timeout_ms,
+            wal_sender_timeout_ms: section.wal_sender_timeout_ms,
         }
     }
 }
@@ -651,6 +669,7 @@ impl Component for Postgres {
                 self.checkpoint(ctx, CheckpointKind::Forced)
             }
             Msg::Control(Control::Shutdown) => self.shutdown(ctx),
+            Msg::Control(Control::WalSenderTimeout { client }) => self.wal_sender_timeout(ctx, client),
             Msg::Control(Control::WalBurst { bytes }) if self.durable.role == Role::Primary => {
                 let before = self.durable.wal.write_lsn();
                 let (start, end) = self.durable.wal.get_mut().insert_record(bytes);

@@ -3,6 +3,9 @@
 use super::decode::{DecodeContext, Decoded};
 use super::*;
 
+/// What the client of a walsender ended by `wal_sender_timeout` reads.
+pub const WAL_SENDER_TIMEOUT_ERROR: &str = "FATAL: terminating walsender process due to replication timeout";
+
 /// What a walsender's output plugin is asked to send: pgoutput's `publication_names` and
 /// `messages` options.
 pub(super) struct Output {
@@ -157,6 +160,33 @@ impl Postgres {
         if self.config.walsender_keepalives && walsender.client_flush < sent && walsender.keepalive_sent < sent {
             walsender.keepalive_sent = sent;
             ctx.send(client, Msg::ReplReply { session, reply: ReplReply::Keepalive { wal_end: sent } });
+        }
+    }
+
+    /// `WalSndCheckTimeOut` (`walsender.c`): a walsender whose client has not replied for
+    /// `wal_sender_timeout` exits with "terminating walsender process due to replication
+    /// timeout"; its slot is released (`ReplicationSlotRelease` at exit). The client reads the
+    /// connection's end as an error on its stream. Nothing happens when the timeout is off or
+    /// the client has no walsender streaming here.
+    pub(super) fn wal_sender_timeout(&mut self, ctx: &mut Ctx, client: Node) {
+        let timeout_ms = self.config.wal_sender_timeout_ms;
+        if timeout_ms == 0 {
+            return;
+        }
+        let streaming: Vec<(SessionId, String)> = self
+            .volatile
+            .sessions
+            .iter()
+            .filter(|((owner, _), _)| *owner == client)
+            .filter_map(|((_, session), state)| match &**state {
+                Session::Replication { walsender: Some(walsender), .. } => Some((*session, walsender.slot.clone())),
+                _ => None,
+            })
+            .collect();
+        for (session, slot) in streaming {
+            ctx.observe(Observation::WalSenderTimedOut { server: self.node, client, slot, timeout_ms });
+            self.close_session(ctx, client, session);
+            ctx.send(client, Msg::ReplReply { session, reply: ReplReply::Error(WAL_SENDER_TIMEOUT_ERROR.into()) });
         }
     }
 

@@ -934,3 +934,58 @@ fn an_outbox_message_waits_for_its_rows_lock_and_then_runs_whole() {
     assert_eq!(txns[1].messages.len(), 1, "the message came with its update once the lock was free");
     assert_eq!(h.pg.table(T).current(7).map(|row| row.version), Some(3));
 }
+
+/// `wal_sender_timeout`: the walsender of a client that has not replied ends, its slot is free
+/// for another client, and the client reads the end as an error on its stream; a client with no
+/// walsender, or a server with the timeout off, keeps everything as it is.
+#[test]
+fn a_silent_client_loses_its_walsender_and_the_slot_is_free() {
+    let mut h = Harness::new();
+    h.create_slot_and_stream(false);
+    assert!(h.slot().active.is_some());
+    // Another worker's stream on the same slot is refused while the walsender lives.
+    let refused = h.send(
+        Node::Connect2,
+        Msg::Repl {
+            session: STREAM,
+            request: ReplRequest::StartReplication {
+                slot: "s".into(),
+                start: Lsn::INVALID,
+                publication: "p".into(),
+                messages: false,
+            },
+        },
+    );
+    assert!(matches!(&refused[..], [Msg::ReplReply { reply: ReplReply::Error(e), .. }] if e.contains("is active")));
+    // A client that streams nothing: nothing happens.
+    assert!(h.send(Node::Sink, Msg::Control(Control::WalSenderTimeout { client: Node::Sink })).is_empty());
+    assert!(h.slot().active.is_some());
+    let replies = h.send(Node::Pg1, Msg::Control(Control::WalSenderTimeout { client: Node::Connect }));
+    assert!(replies.is_empty(), "the error goes to the client, not to whoever said the time was up");
+    assert!(h.sent.iter().any(|(to, msg)| *to == Node::Connect
+        && matches!(msg, Msg::ReplReply { session: STREAM, reply: ReplReply::Error(e) } if e == super::walsender::WAL_SENDER_TIMEOUT_ERROR)));
+    assert!(
+        h.observations
+            .iter()
+            .any(|o| matches!(o, Observation::WalSenderTimedOut { client: Node::Connect, timeout_ms: 60_000, .. }))
+    );
+    assert!(h.slot().active.is_none(), "the slot is released");
+    let accepted = h.send(
+        Node::Connect2,
+        Msg::Repl {
+            session: STREAM,
+            request: ReplRequest::StartReplication {
+                slot: "s".into(),
+                start: Lsn::INVALID,
+                publication: "p".into(),
+                messages: false,
+            },
+        },
+    );
+    assert!(!accepted.iter().any(|msg| matches!(msg, Msg::ReplReply { reply: ReplReply::Error(_), .. })));
+    assert!(matches!(h.slot().active, Some((Node::Connect2, _))));
+    // With the timeout off (0), a silent client keeps its walsender.
+    h.pg.config = Fixed::new(PostgresConfig { wal_sender_timeout_ms: 0, ..(*h.pg.config).clone() });
+    h.send(Node::Pg1, Msg::Control(Control::WalSenderTimeout { client: Node::Connect2 }));
+    assert!(matches!(h.slot().active, Some((Node::Connect2, _))));
+}

@@ -54,6 +54,10 @@ pub struct Bounds {
     /// Processes that may crash, and how many crashes in all.
     pub crashable: Vec<Node>,
     pub crashes: u8,
+    /// Connect workers that may pause past their session and `wal_sender_timeout` (a zombie,
+    /// [`Action::Pause`]), and how many pauses in all.
+    pub pausable: Vec<Node>,
+    pub pauses: u8,
     /// How many times each periodic or retry timer may fire (its firing changes counters forever).
     pub periodic_fires: u8,
     /// Timers that never fire in this exploration (their behaviour is outside the bound).
@@ -98,6 +102,7 @@ pub struct World {
     /// Operations not done yet, by their place in `Operation::ALL`.
     operations_pending: Indices,
     pub crashes_left: u8,
+    pub pauses_left: u8,
     periodic_fired: Fired,
     pub checkers: CopyOnWrite<Checkers>,
     /// A crash of the Connect worker hit a snapshot that was not recorded complete.
@@ -141,7 +146,11 @@ impl std::hash::Hash for World {
         self.scripted_pending.hash(state);
         self.operations_pending.hash(state);
         self.periodic_fired.hash(state);
-        state.write_u16(u16::from(self.crashes_left) << 1 | u16::from(self.restarted_during_snapshot));
+        state.write_u32(
+            u32::from(self.pauses_left) << 9
+                | u32::from(self.crashes_left) << 1
+                | u32::from(self.restarted_during_snapshot),
+        );
     }
 }
 
@@ -260,6 +269,7 @@ impl World {
                 pending
             },
             crashes_left: bounds.crashes,
+            pauses_left: bounds.pauses,
             periodic_fired: Fired::default(),
             checkers: CopyOnWrite::new(
                 Checkers::new(Oracle::new(&system.initial_rows), spec.sink_tables())
@@ -370,14 +380,14 @@ impl World {
     }
 
     pub fn actions(&self, bounds: &Bounds, actions: &mut Vec<Action>) {
-        let deferred = |node: Node| bounds.reductions && node == Node::Sink;
+        let deferred = |node: Node| bounds.reductions && World::deferred(bounds, node);
         for (from, to, _) in self.links.iter() {
             if !deferred(to) {
                 actions.push(Action::Deliver { from, to });
             }
         }
         for (node, timer) in self.timers.iter() {
-            if !deferred(node) && self.may_fire(bounds, node, timer) {
+            if !deferred(node) && self.may_fire(bounds, node, timer) && self.group_timer_may_fire(node, timer) {
                 actions.push(Action::Fire { node, timer });
             }
         }
@@ -402,12 +412,12 @@ impl World {
         // never comes must not keep the pipeline from catching up).
         if bounds.reductions && actions.is_empty() {
             for (from, to, _) in self.links.iter() {
-                if to == Node::Sink {
+                if World::deferred(bounds, to) {
                     actions.push(Action::Deliver { from, to });
                 }
             }
             for (node, timer) in self.timers.iter() {
-                if node == Node::Sink && self.may_fire(bounds, node, timer) {
+                if World::deferred(bounds, node) && self.may_fire(bounds, node, timer) {
                     actions.push(Action::Fire { node, timer });
                 }
             }
@@ -437,6 +447,59 @@ impl World {
                     actions.push(Action::Crash { node: *node });
                 }
             }
+        }
+        if self.pauses_left > 0 {
+            for node in &bounds.pausable {
+                if !self.down.contains(*node) && self.processes.has(*node) {
+                    actions.push(Action::Pause { node: *node });
+                }
+            }
+        }
+    }
+
+    /// The consumers that act only when nothing else makes progress (see [`Bounds::reductions`]):
+    /// the sink, and the outbox's consumer where the bound does not crash it.
+    fn deferred(bounds: &Bounds, node: Node) -> bool {
+        node == Node::Sink || (node == Node::Consumer && !bounds.crashable.contains(&Node::Consumer))
+    }
+
+    /// Whether worker `node`'s next heartbeat would be answered with news. The heartbeat thread
+    /// sends one at a time (`AbstractCoordinator.HeartbeatThread` waits for the answer): none while
+    /// something from Kafka is on its way to the worker.
+    fn heartbeat_tells(&self, node: Node) -> bool {
+        use crate::components::connect::group::MemberState;
+        if self.links.carries(Node::Kafka, node) {
+            return false;
+        }
+        let Some(worker) = self.processes.worker(node) else { return false };
+        let Some(member) = worker.membership.0.as_deref() else { return false };
+        let (Some(id), MemberState::Stable | MemberState::Syncing) = (member.id, member.state) else {
+            return false;
+        };
+        self.processes.kafka.group.0.as_ref().is_some_and(|group| group.heartbeat_tells(id, member.generation))
+    }
+
+    /// Time does not pass in the world: a timer fires to say its deadline came. The group
+    /// coordinator's are deadlines of silence, so they come only where the silence is the
+    /// bound's: a member's session ends by its timer only when its worker is down (a live
+    /// worker's is a pause, [`Action::Pause`], which the bound counts), and a join phase's
+    /// `rebalance.timeout.ms` only when the members that have not joined are down (the delayed
+    /// first join of an empty group, `group.initial.rebalance.delay.ms`, may end at any time).
+    fn group_timer_may_fire(&self, node: Node, timer: Timer) -> bool {
+        match timer {
+            Timer::GroupSession { member } => self.down.contains(member),
+            // A heartbeat answered "carry on" changes nothing where time does not pass (the
+            // session it extends never runs out by itself here): only those that tell the
+            // worker to rejoin, or that it is no longer a member, are steps.
+            Timer::GroupHeartbeat => self.heartbeat_tells(node),
+            Timer::GroupCoordinator => self
+                .processes
+                .kafka
+                .group
+                .0
+                .as_ref()
+                .is_none_or(|group| group.deadline_may_pass(|worker| self.down.contains(worker))),
+            _ => true,
         }
     }
 
@@ -476,9 +539,21 @@ impl World {
                     });
                 }
             }
+            Action::Pause { node } => {
+                self.pauses_left = self.pauses_left.saturating_sub(1);
+                self.observe(TraceEvent { at: SimTime::ZERO, node, observation: Observation::PausedPastTimeouts });
+                // What the pause looks like from its peers once it has outlasted both timeouts;
+                // the worker's own state, timers and messages wait for it.
+                self.with(Node::Kafka, |c, ctx| {
+                    c.on_message(ctx, Node::Kafka, Msg::Control(Control::GroupSessionOutlasted { worker: node }))
+                });
+                self.with(Node::Pg1, |c, ctx| {
+                    c.on_message(ctx, Node::Pg1, Msg::Control(Control::WalSenderTimeout { client: node }))
+                });
+            }
             Action::Crash { node } => {
                 self.crashes_left = self.crashes_left.saturating_sub(1);
-                if node == Node::Connect {
+                if Node::WORKERS.contains(&node) {
                     let stored_complete = self
                         .processes
                         .kafka
@@ -673,10 +748,13 @@ impl World {
     /// How the pipeline stopped short of its boundary, if it has ([`World::stopped_short`]).
     pub fn stopped_short_by(&self) -> Option<RunEnd> {
         // Most states have a running pipeline: say so before looking at the rest.
-        let stopping = matches!(
-            self.processes.connect.status(),
-            crate::components::connect::ConnectorState::Failed | crate::components::connect::ConnectorState::Stopped
-        ) || self.processes.sink.failed().is_some();
+        let stopping = self.processes.workers().any(|(_, worker)| {
+            matches!(
+                worker.status(),
+                crate::components::connect::ConnectorState::Failed
+                    | crate::components::connect::ConnectorState::Stopped
+            )
+        }) || self.processes.sink.failed().is_some();
         if !stopping {
             return None;
         }

@@ -24,14 +24,27 @@ pub(super) fn slot(node: Node) -> usize {
         Node::Operator => 5,
         Node::Loader => 6,
         Node::Consumer => 7,
+        Node::Connect2 => 8,
         other => panic!("{other} is not part of the exhaustive world"),
     }
 }
 
+/// The world's Connect workers (a group of two at most).
+pub(super) const WORKERS: [Node; 2] = [Node::Connect, Node::Connect2];
+
+/// A world worker's place in `WORKERS`.
+fn worker(node: Node) -> usize {
+    match node {
+        Node::Connect => 0,
+        Node::Connect2 => 1,
+        other => panic!("{other} is not a Connect worker of the exhaustive world"),
+    }
+}
+
 /// The timers every process has a place for after its scan batches: the plain ones, with the
-/// first connector's task timers where `Timer`'s order puts them (so a world with one connector
-/// offers its actions in the order it always did).
-const PER_NODE: [Timer; 21] = [
+/// first connector's task timers and the group's timers where `Timer`'s order puts them (so a
+/// world with one connector and one worker offers its actions in the order it always did).
+const PER_NODE: [Timer; 26] = [
     Timer::BgwriterRunningXacts,
     Timer::Checkpoint,
     Timer::ShipWal,
@@ -53,21 +66,23 @@ const PER_NODE: [Timer; 21] = [
     Timer::ConsumerWork,
     Timer::TransactionAbortSweep,
     Timer::LogCleaner,
+    Timer::GroupCoordinator,
+    Timer::GroupSession { member: Node::Connect },
+    Timer::GroupSession { member: Node::Connect2 },
+    Timer::GroupHeartbeat,
+    Timer::GroupRejoin,
 ];
 
-/// The Connect group's timers have no place: a bound with a group of workers is refused when
-/// the scenario is read (the exhaustive world runs one worker).
-const GROUP_TIMERS: usize = 3;
-
-const _: () = assert!(PER_NODE.len() == Timer::PLAIN.len() - GROUP_TIMERS + TaskTimer::ALL.len());
+const _: () = assert!(PER_NODE.len() == Timer::PLAIN.len() + TaskTimer::ALL.len() + WORKERS.len());
 
 /// Timers per process: a scan batch per client, then `PER_NODE`.
 const TIMERS_PER_NODE: usize = SLOTS + PER_NODE.len();
 
-/// The task timers of the connectors after the first, only the Connect worker's: after every
-/// process's others, one set of [`TaskTimer::ALL`] per connector.
+/// The task timers of the connectors after the first, only the Connect workers': after every
+/// process's others, per worker one set of [`TaskTimer::ALL`] per connector.
 const TASK_TIMERS_AT: usize = SLOTS * TIMERS_PER_NODE;
-const TASK_TIMERS: usize = (MAX_CONNECTORS - 1) * TaskTimer::ALL.len();
+const TASK_TIMERS_PER_WORKER: usize = (MAX_CONNECTORS - 1) * TaskTimer::ALL.len();
+const TASK_TIMERS: usize = WORKERS.len() * TASK_TIMERS_PER_WORKER;
 
 fn timer_index(timer: Timer) -> usize {
     match timer {
@@ -87,10 +102,11 @@ fn timer_index(timer: Timer) -> usize {
         Timer::ConsumerWork => SLOTS + 18,
         Timer::TransactionAbortSweep => SLOTS + 19,
         Timer::LogCleaner => SLOTS + 20,
+        Timer::GroupCoordinator => SLOTS + 21,
+        Timer::GroupSession { member } => SLOTS + 22 + worker(member),
+        Timer::GroupHeartbeat => SLOTS + 24,
+        Timer::GroupRejoin => SLOTS + 25,
         Timer::Task { .. } => unreachable!("another connector's task timer has a place of its own"),
-        Timer::GroupCoordinator | Timer::GroupHeartbeat | Timer::GroupRejoin => {
-            unreachable!("the exhaustive world has no group of Connect workers")
-        }
     }
 }
 
@@ -98,19 +114,22 @@ fn timer_at(index: usize) -> Timer {
     if index < SLOTS { Timer::ScanBatch { client: NODES[index] } } else { PER_NODE[index - SLOTS] }
 }
 
-/// The armed timers, as bits ordered by (process, timer), then the other connectors' task
-/// timers.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub(super) struct Timers([u64; 4]);
+/// How many words the armed timers take.
+const TIMER_WORDS: usize = (TASK_TIMERS_AT + TASK_TIMERS).div_ceil(64);
 
-const _: () = assert!(TASK_TIMERS_AT + TASK_TIMERS <= 4 * 64);
+/// The armed timers, as bits ordered by (process, timer), then the workers' other connectors'
+/// task timers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(super) struct Timers([u64; TIMER_WORDS]);
 
 impl Timers {
     fn bit(node: Node, timer: Timer) -> usize {
         match timer {
             Timer::Task { connector, timer } if connector > 0 => {
-                debug_assert_eq!(node, Node::Connect, "only the Connect worker runs tasks");
-                TASK_TIMERS_AT + usize::from(connector - 1) * TaskTimer::ALL.len() + timer.index()
+                TASK_TIMERS_AT
+                    + worker(node) * TASK_TIMERS_PER_WORKER
+                    + usize::from(connector - 1) * TaskTimer::ALL.len()
+                    + timer.index()
             }
             _ => slot(node) * TIMERS_PER_NODE + timer_index(timer),
         }
@@ -131,21 +150,29 @@ impl Timers {
 
     pub fn clear_node(&mut self, node: Node) {
         let own = (0..TIMERS_PER_NODE).map(|timer| slot(node) * TIMERS_PER_NODE + timer);
-        let tasks =
-            (node == Node::Connect).then_some(TASK_TIMERS_AT..TASK_TIMERS_AT + TASK_TIMERS).into_iter().flatten();
+        let tasks = WORKERS
+            .contains(&node)
+            .then(|| {
+                let at = TASK_TIMERS_AT + worker(node) * TASK_TIMERS_PER_WORKER;
+                at..at + TASK_TIMERS_PER_WORKER
+            })
+            .into_iter()
+            .flatten();
         for bit in own.chain(tasks) {
             self.0[bit / 64] &= !(1 << (bit % 64));
         }
     }
 
-    /// In (process, timer) order; the Connect worker's task timers come after every process's
+    /// In (process, timer) order; the workers' other task timers come after every process's
     /// others (an order of its own, kept from one state to the next).
     pub fn iter(&self) -> impl Iterator<Item = (Node, Timer)> + '_ {
         bits(&self.0).map(|bit| {
             if bit >= TASK_TIMERS_AT {
                 let index = bit - TASK_TIMERS_AT;
+                let node = WORKERS[index / TASK_TIMERS_PER_WORKER];
+                let index = index % TASK_TIMERS_PER_WORKER;
                 let connector = (index / TaskTimer::ALL.len()) as u8 + 1;
-                (Node::Connect, Timer::Task { connector, timer: TaskTimer::ALL[index % TaskTimer::ALL.len()] })
+                (node, Timer::Task { connector, timer: TaskTimer::ALL[index % TaskTimer::ALL.len()] })
             } else {
                 (NODES[bit / TIMERS_PER_NODE], timer_at(bit % TIMERS_PER_NODE))
             }
@@ -173,7 +200,9 @@ fn bits_of(word: u64) -> impl Iterator<Item = usize> {
 
 /// A set of world processes, as bits in `NODES`' order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub(super) struct Nodes(u8);
+pub(super) struct Nodes(u16);
+
+const _: () = assert!(SLOTS <= 16);
 
 impl Nodes {
     pub fn contains(&self, node: Node) -> bool {
@@ -202,9 +231,9 @@ impl Nodes {
 
 /// Pairs of processes that have talked, as bits over (lower, higher) in `NODES`' order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub(super) struct Pairs(u64);
+pub(super) struct Pairs(u128);
 
-const _: () = assert!(SLOTS * SLOTS <= 64);
+const _: () = assert!(SLOTS * SLOTS <= 128);
 
 impl Pairs {
     fn bit(a: Node, b: Node) -> usize {
@@ -265,13 +294,14 @@ impl Indices {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Fired {
     plain: [[u8; PERIODIC.len()]; SLOTS],
-    tasks: [[u8; PERIODIC_TASK.len()]; MAX_CONNECTORS],
+    /// Per worker, per connector.
+    tasks: [[[u8; PERIODIC_TASK.len()]; MAX_CONNECTORS]; WORKERS.len()],
 }
 
 impl std::hash::Hash for Fired {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         state.write(self.plain.as_flattened());
-        state.write(self.tasks.as_flattened());
+        state.write(self.tasks.as_flattened().as_flattened());
     }
 }
 
@@ -288,7 +318,7 @@ impl Fired {
         match timer {
             Timer::Task { connector, timer } => {
                 let kind = PERIODIC_TASK.iter().position(|periodic| *periodic == timer)?;
-                Some(&mut self.tasks[usize::from(connector)][kind])
+                Some(&mut self.tasks[worker(node)][usize::from(connector)][kind])
             }
             _ => {
                 let kind = PERIODIC.iter().position(|periodic| *periodic == timer)?;
@@ -376,6 +406,13 @@ impl Links {
         self.items.is_empty()
     }
 
+    /// Whether something is on its way from `from` to `to`.
+    pub fn carries(&self, from: Node, to: Node) -> bool {
+        let link = Links::link(from, to);
+        let at = self.items.partition_point(|(other, _)| *other < link);
+        self.items.get(at).is_some_and(|(other, _)| *other == link)
+    }
+
     /// The links with something on them, in (from, to) order, with how many items each carries.
     pub fn iter(&self) -> impl Iterator<Item = (Node, Node, usize)> + '_ {
         let mut rest = &self.items[..];
@@ -406,11 +443,13 @@ mod tests {
         }
         let mut sorted = all.clone();
         sorted.sort();
-        // The other connectors' task timers come last, by connector, then kind.
-        for connector in 1..MAX_CONNECTORS as u8 {
-            for timer in TaskTimer::ALL {
-                all.push((Node::Connect, Timer::Task { connector, timer }));
-                sorted.push((Node::Connect, Timer::Task { connector, timer }));
+        // The other connectors' task timers come last, by worker, connector, then kind.
+        for worker in WORKERS {
+            for connector in 1..MAX_CONNECTORS as u8 {
+                for timer in TaskTimer::ALL {
+                    all.push((worker, Timer::Task { connector, timer }));
+                    sorted.push((worker, Timer::Task { connector, timer }));
+                }
             }
         }
         let mut timers = Timers::default();
@@ -429,6 +468,8 @@ mod tests {
         // A Connect worker's crash clears its task timers too.
         timers.clear_node(Node::Connect);
         assert!(timers.iter().all(|(node, _)| node != Node::Connect));
+        assert!(timers.remove(Node::Connect2, Timer::task(3, TaskTimer::Heartbeat)));
+        assert!(timers.remove(Node::Connect2, Timer::GroupSession { member: Node::Connect }));
     }
 
     #[test]
@@ -471,9 +512,14 @@ mod tests {
         fired.count(Node::Connect, Timer::first_task(TaskTimer::OffsetFlush));
         fired.count(Node::Connect, Timer::first_task(TaskTimer::PollReturns));
         fired.count(Node::Connect, Timer::task(1, TaskTimer::OffsetFlush));
+        fired.count(Node::Connect2, Timer::task(1, TaskTimer::OffsetFlush));
+        fired.count(Node::Connect2, Timer::task(1, TaskTimer::OffsetFlush));
+        fired.count(Node::Connect2, Timer::KafkaRetry);
         fired.count(Node::Connect, Timer::KafkaRetry);
         assert_eq!(fired.get(Node::Connect, Timer::first_task(TaskTimer::OffsetFlush)), 2);
         assert_eq!(fired.get(Node::Connect, Timer::task(1, TaskTimer::OffsetFlush)), 1);
+        assert_eq!(fired.get(Node::Connect2, Timer::task(1, TaskTimer::OffsetFlush)), 2);
+        assert_eq!(fired.get(Node::Connect2, Timer::KafkaRetry), 1);
         assert_eq!(fired.get(Node::Connect, Timer::task(2, TaskTimer::OffsetFlush)), 0);
         assert_eq!(fired.get(Node::Connect, Timer::first_task(TaskTimer::PollReturns)), 0);
         assert_eq!(fired.get(Node::Connect, Timer::KafkaRetry), 1);

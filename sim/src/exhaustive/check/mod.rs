@@ -207,10 +207,10 @@ pub fn bound(spec: &Spec) -> Result<(Spec, Bounds), String> {
             spec.name
         ));
     }
-    if spec.connect.workers > 1 {
+    if spec.connect.workers > 2 {
         return Err(format!(
-            "{} has a group of {} Connect workers ([connect] workers): the exhaustive world runs one worker; check \
-             the bound with workers = 1, or explore the group in the timed lens (handoff run / sweep)",
+            "{} has a group of {} Connect workers ([connect] workers): the exhaustive world runs two at most; \
+             check the bound with workers = 2, or explore the larger group in the timed lens (handoff run / sweep)",
             spec.name, spec.connect.workers
         ));
     }
@@ -252,6 +252,8 @@ pub fn bound(spec: &Spec) -> Result<(Spec, Bounds), String> {
     let bounds = Bounds {
         crashable: check.crash.clone(),
         crashes: check.crashes,
+        pausable: check.pause.clone(),
+        pauses: check.pauses,
         periodic_fires: check.periodic_fires,
         disabled_timers: DISABLED_TIMERS.to_vec(),
         operations: check.operations.clone(),

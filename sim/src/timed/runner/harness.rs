@@ -18,6 +18,7 @@ fn describe_step(spec: &Spec, step: &HarnessStep) -> String {
         HarnessStep::Respawn(node) => format!("the start of {node} after its clean shutdown"),
         HarnessStep::StartWorker(node) => format!("the start of {node}"),
         HarnessStep::PauseEnds(node) => format!("the end of {node}'s pause"),
+        HarnessStep::PathPause(node) => format!("pause {node}"),
     }
 }
 
@@ -132,6 +133,7 @@ pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outco
                 }
                 WorldAction::Crash { node } => harness.schedule(at_ms, HarnessStep::Crash(node)),
                 WorldAction::Restart { node } => harness.schedule(at_ms, HarnessStep::Restart(node)),
+                WorldAction::Pause { node } => harness.schedule(at_ms, HarnessStep::PathPause(node)),
                 WorldAction::Operate { operation } => {
                     harness.schedule(at_ms, HarnessStep::Action(Action::Fault(operation.fault(), 0, None)))
                 }
@@ -293,6 +295,9 @@ enum HarnessStep {
     StartWorker(Node),
     /// A process's stop-the-world pause ends.
     PauseEnds(Node),
+    /// A path's pause of a Connect worker (the exhaustive world's `pause NODE`): its peers act
+    /// as they do once the pause has outlasted the worker's session and `wal_sender_timeout`.
+    PathPause(Node),
 }
 
 /// How long after the first worker of a group the second starts, and after it the third.
@@ -356,9 +361,26 @@ impl Harness<'_> {
         }
     }
 
+    /// A worker silent to PostgreSQL for `silent_ms` from `now` (paused, or cut off by a clog):
+    /// once `wal_sender_timeout` has passed without its status updates, its walsender ends.
+    /// (pgjdbc sends one every `status.update.interval.ms`, 10 s, while it runs; the model's
+    /// client does not send them, so the harness ends the walsender of a silent one instead.)
+    fn wal_sender_timeout(&mut self, client: Node, silent_ms: u64, now: u64) {
+        let timeout_ms = self.spec.postgres.wal_sender_timeout_ms;
+        if timeout_ms == 0 || silent_ms <= timeout_ms {
+            return;
+        }
+        let primary = self.shared.primary();
+        let msg = Msg::Control(Control::WalSenderTimeout { client });
+        self.schedule(now.saturating_add(timeout_ms), HarnessStep::Inject { to: primary, from: primary, msg });
+    }
+
     fn run_step(&mut self, step: HarnessStep, now: u64) {
         match step {
             HarnessStep::StartConnect => {
+                // Following a path, every process starts at once, as in the world, but the second
+                // worker a millisecond after the first: the world starts the first first, and it
+                // leads.
                 let late = if self.following {
                     &[Node::Sink, Node::App, Node::Consumer, Node::Connect][..]
                 } else {
@@ -371,12 +393,10 @@ impl Harness<'_> {
                 }
                 // A group's other workers start one after another, a second apart: the first
                 // worker is the group's first leader (the first member to join).
+                let interval_ms = if self.following { 1 } else { WORKER_START_INTERVAL_MS };
                 for (index, &node) in Node::WORKERS.iter().enumerate().skip(1) {
                     if self.models.worker(node).is_some() {
-                        self.schedule(
-                            now.saturating_add(index as u64 * WORKER_START_INTERVAL_MS),
-                            HarnessStep::StartWorker(node),
-                        );
+                        self.schedule(now.saturating_add(index as u64 * interval_ms), HarnessStep::StartWorker(node));
                     }
                 }
             }
@@ -429,6 +449,16 @@ impl Harness<'_> {
                 }
             }
             HarnessStep::ScheduleEnd | HarnessStep::PauseEnds(_) => {}
+            HarnessStep::PathPause(node) => {
+                if self.nodes.contains_key(&node) && !self.down.contains(&node) {
+                    // The same observation, and the same requests, as the world's pause.
+                    self.observe(node, Observation::PausedPastTimeouts);
+                    let expired = Msg::Control(Control::GroupSessionOutlasted { worker: node });
+                    self.shared.inject(Node::Kafka, Node::Kafka, expired);
+                    let timeout = Msg::Control(Control::WalSenderTimeout { client: node });
+                    self.shared.inject(self.shared.primary(), self.shared.primary(), timeout);
+                }
+            }
             HarnessStep::Respawn(node) => {
                 if !self.down.contains(&node) {
                     self.kill(node);
@@ -552,6 +582,7 @@ impl Harness<'_> {
                     }
                     FaultAction::PauseConnectWorker { duration_ms } => {
                         self.shared.pause(target, now_us().saturating_add(duration_ms.saturating_mul(1_000)));
+                        self.wal_sender_timeout(target, duration_ms, now);
                         // The run is not judged while the process is paused: what reached it
                         // waits, its end of the story is still to come.
                         self.schedule(now.saturating_add(duration_ms), HarnessStep::PauseEnds(target));
@@ -634,6 +665,11 @@ impl Harness<'_> {
                         let (a, b) = (physical(a), physical(b));
                         self.clog(a, b, true);
                         self.schedule(now.saturating_add(duration_ms), HarnessStep::Unclog(a, b));
+                        for (server, client) in [(a, b), (b, a)] {
+                            if matches!(server, Node::Pg1 | Node::Pg2) && client.is_connect_worker() {
+                                self.wal_sender_timeout(client, duration_ms, now);
+                            }
+                        }
                     }
                     FaultAction::FailOverToStandby { promote_after_ms } => {
                         if target == Node::Pg1 && self.models.pg2.is_some() {
