@@ -473,8 +473,8 @@ fn every_feature_writes_the_documented_syntax() {
         "findings = [\"I2\", \"I4\"]\nallow = [\"I3\", \"fails-closed\"]\n",
         "three quotes \\\"\\\"\" and a tab\t.\n\"\"\"\n",
         "ends in a quote: \\\"\"\"\"\n",
-        "[check]\nrows = 3\ncrash = [\"connect\", \"postgres\"]\ncrashes = 2\ncrash_while = \"after-streaming\"\n\
-         script_while = \"after-streaming-started\"\nperiodic_fires = 2\n",
+        "[check]\nrows = 3\ncrash = [\"connect\", \"postgres\"]\ncrashes = 2\npause = [\"connect\"]\npauses = 1\n\
+         crash_while = \"after-streaming\"\nscript_while = \"after-streaming-started\"\nperiodic_fires = 2\n",
         "unreached_ok = [\"the acceptance boundary is reached\"]\n",
         "[[check.script]]\nupdate = 2\nstatus = \"paid\"\nlabel = \"any time\"\n",
         "[[check.script]]\ndelete = 3\ntable = \"public.payments\"\n",

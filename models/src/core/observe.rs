@@ -492,14 +492,6 @@ pub enum Observation {
         xid: Option<crate::core::ids::Xid>,
         idle_ms: u64,
     },
-    /// `wal_sender_timeout` ended the walsender of `client`'s replication connection ("terminating
-    /// walsender process due to replication timeout"): its slot is free for the next client.
-    WalSenderTimedOut {
-        server: Node,
-        client: Node,
-        slot: String,
-        timeout_ms: u64,
-    },
     /// Debezium before 1.1 confirmed this LSN to the slot from the last record `poll()` returned,
     /// whether or not Kafka had it yet (`PostgresConnectorTask.poll()` set `lastOffset`,
     /// `commit()` confirmed it; DBZ-1766). From 1.1 a confirmation is [`Observation::LsnFlushed`].
@@ -618,6 +610,15 @@ pub enum Observation {
     },
     /// A worker shut down cleanly: it left the group and its process ended.
     WorkerLeft,
+    // New variants go last: a trace hash hashes an observation with its place in this enum.
+    /// `wal_sender_timeout` ended the walsender of `client`'s replication connection ("terminating
+    /// walsender process due to replication timeout"): its slot is free for the next client.
+    WalSenderTimedOut {
+        server: Node,
+        client: Node,
+        slot: String,
+        timeout_ms: u64,
+    },
     /// An exhaustive path's pause of this Connect worker: it has outlasted the worker's
     /// `session.timeout.ms` and PostgreSQL's `wal_sender_timeout`; the worker goes on as it was.
     PausedPastTimeouts,
