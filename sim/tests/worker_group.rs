@@ -147,3 +147,38 @@ fn the_claims_restart_drill_keeps_its_verdicts_with_three_workers() {
         assert!(three.trace.iter().any(|event| event.node == Node::Connect3), "three workers ran");
     }
 }
+
+/// `wal_sender_timeout` (60 s): a paused worker keeps its walsender, and the slot, through a 20 s
+/// pause; a 90 s pause loses it 60 s in, and only then does the replacement stream.
+#[test]
+fn a_pause_past_wal_sender_timeout_frees_the_slot_to_the_replacement() {
+    const PAUSE_MS: u64 = 30_000;
+    let timed_out = |run: &RunResult| -> Vec<(u64, Node)> {
+        run.trace
+            .iter()
+            .filter_map(|event| match &event.observation {
+                Observation::WalSenderTimedOut { client, .. } => Some((event.at.ms(), *client)),
+                _ => None,
+            })
+            .collect()
+    };
+    let streams = |run: &RunResult, client: Node| -> Vec<u64> {
+        run.trace
+            .iter()
+            .filter(|event| {
+                matches!(&event.observation, Observation::StreamStarted { client: c, slot, .. } if *c == client && slot == "claims_slot")
+            })
+            .map(|event| event.at.ms())
+            .collect()
+    };
+    let short = variant("two-workers-leader-paused", None);
+    assert!(timed_out(&short).is_empty(), "a 20 s pause keeps the walsender");
+    let long = variant("two-workers-leader-paused", Some("paused-past-wal-sender-timeout"));
+    assert_eq!(timed_out(&long), vec![(PAUSE_MS + 60_000, Node::Connect)]);
+    let replacement = streams(&long, Node::Connect2);
+    assert!(
+        replacement.first().is_some_and(|at| (PAUSE_MS + 60_000..PAUSE_MS + 71_000).contains(at)),
+        "connect-2 streams at its first attempt after the slot is free: {replacement:?}"
+    );
+    assert!(streams(&short, Node::Connect2).is_empty(), "with a 20 s pause the replacement never streams");
+}
