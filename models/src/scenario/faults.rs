@@ -154,9 +154,9 @@ pub fn generate(profile: &FaultProfile, system: System, horizon_ms: u64, seed: u
             FaultKind::StopConnectWorker => {
                 FaultAction::StopConnectWorker { restart_after_ms: Some(delay(&mut draw, 1_000, 30_000, horizon_ms)) }
             }
-            // From a short stall to well past session.timeout.ms.
+            // From a short stall to past wal_sender_timeout (60 s): a zombie whose walsender ends.
             FaultKind::PauseConnectWorker => {
-                FaultAction::PauseConnectWorker { duration_ms: delay(&mut draw, 1_000, 30_000, horizon_ms) }
+                FaultAction::PauseConnectWorker { duration_ms: delay(&mut draw, 1_000, 90_000, horizon_ms) }
             }
         };
         let on_a_worker =
