@@ -4,6 +4,7 @@ use super::fields::{Cx, Field, Horizon, Res, Section};
 use super::sections::Outboxes;
 use super::workload::{op_field, op_target, script_entry};
 use handoff_models::core::change::RowOp;
+use handoff_models::core::ids::Node;
 use handoff_models::core::time::SimTime;
 use handoff_models::exhaustive::world::Operation;
 use handoff_models::exhaustive::world::{CrashWhile, OperateWhile, ScriptWhile};
@@ -26,45 +27,34 @@ pub(super) fn check(
          operate_while script script_while unreached_ok",
         "field",
     )?;
-    // The second worker is in the world only with a group of two (the world runs two at most).
-    let second_worker = |item: &Field| {
-        if system.workers < 2 {
-            cx.fail(item, "names the second Connect worker; the scenario has one ([connect] workers = 2 adds it)")
-        } else {
-            Ok(())
+    // Processes named once each, from `names`; the second worker only with a group of two (the
+    // world runs two at most), the consumer only with one.
+    let processes = |field: &Field, what: &str, names: &[(&'static str, Node)]| -> Res<Vec<Node>> {
+        let mut nodes = Vec::new();
+        for item in cx.items(field, what)? {
+            let node = cx.choice(&item, names)?;
+            if node == Node::Consumer && !consumer {
+                return cx.fail(&item, "the scenario has no outbox consumer: add [consumer]");
+            }
+            if node == Node::Connect2 && system.workers < 2 {
+                return cx.fail(
+                    &item,
+                    "names the second Connect worker; the scenario has one ([connect] workers = 2 adds it)",
+                );
+            }
+            if nodes.contains(&node) {
+                return cx.fail(&item, "is named twice");
+            }
+            nodes.push(node);
         }
+        Ok(nodes)
     };
     let rows = s.req(cx, "rows", |field| cx.int(field, 1, i64::from(MAX_CHECK_ROWS)))? as u32;
     let crash = s.opt("crash", Vec::new(), |field| {
-        let mut nodes = Vec::new();
-        for item in cx.items(field, "an array of process names, like [\"connect\", \"postgres\"]")? {
-            let node = cx.choice(&item, &CheckBound::CRASHABLE)?;
-            if node == handoff_models::core::ids::Node::Consumer && !consumer {
-                return cx.fail(&item, "the scenario has no outbox consumer: add [consumer]");
-            }
-            if node == handoff_models::core::ids::Node::Connect2 {
-                second_worker(&item)?;
-            }
-            if nodes.contains(&node) {
-                return cx.fail(&item, "is named twice");
-            }
-            nodes.push(node);
-        }
-        Ok(nodes)
+        processes(field, "an array of process names, like [\"connect\", \"postgres\"]", &CheckBound::CRASHABLE)
     })?;
     let pause = s.opt("pause", Vec::new(), |field| {
-        let mut nodes = Vec::new();
-        for item in cx.items(field, "an array of Connect workers, like [\"connect\", \"connect-2\"]")? {
-            let node = cx.choice(&item, &CheckBound::PAUSABLE)?;
-            if node == handoff_models::core::ids::Node::Connect2 {
-                second_worker(&item)?;
-            }
-            if nodes.contains(&node) {
-                return cx.fail(&item, "is named twice");
-            }
-            nodes.push(node);
-        }
-        Ok(nodes)
+        processes(field, "an array of Connect workers, like [\"connect\", \"connect-2\"]", &CheckBound::PAUSABLE)
     })?;
     let pauses = s.opt("pauses", pause.len().min(1) as u8, |field| Ok(cx.int(field, 0, 2)? as u8))?;
     if pauses > 0

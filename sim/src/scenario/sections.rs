@@ -437,47 +437,14 @@ fn postgres(cx: &Cx, s: &Section) -> Res<PostgresSection> {
             !names.is_empty()
         }
     };
-    // `idle_in_transaction_session_timeout`: PostgreSQL units, a bare number is milliseconds
-    // (its `GUC_UNIT_MS`), 0 is off; at most `INT_MAX` ms as in `guc_tables.c`.
-    let idle_in_transaction_session_timeout_ms = s.opt("idle_in_transaction_session_timeout", 0, |field| {
-        let ms = match field.item.val {
-            Val::Int(Some(ms)) => u64::try_from(ms).ok(),
-            Val::Int(None) => None,
-            _ => {
-                let text = cx.string(field)?;
-                if text.trim() == "0" { Some(0) } else { duration_ms(text) }
-            }
-        };
-        match ms {
-            Some(ms) if ms <= i32::MAX as u64 => Ok(ms),
-            Some(_) => cx.fail(field, "is out of range; expected 0 (off) to 2147483647ms (about 24 days)"),
-            None => cx.fail(
-                field,
-                format!("is not a duration; expected 0 (off) or a number and a unit ({DURATION_UNITS}), like \"5min\""),
-            ),
-        }
-    })?;
-    // `wal_sender_timeout`: the same units (`GUC_UNIT_MS`), 0 is off.
+    // `idle_in_transaction_session_timeout` and `wal_sender_timeout`: PostgreSQL units, a bare
+    // number is milliseconds (their `GUC_UNIT_MS`), 0 is off; at most `INT_MAX` ms as in
+    // `guc_tables.c`.
+    let idle_in_transaction_session_timeout_ms =
+        s.opt("idle_in_transaction_session_timeout", 0, |field| timeout_ms(cx, field, "5min"))?;
     let wal_sender_timeout_ms =
         s.opt("wal_sender_timeout", handoff_models::components::postgres::WAL_SENDER_TIMEOUT_MS, |field| {
-            let ms = match field.item.val {
-                Val::Int(Some(ms)) => u64::try_from(ms).ok(),
-                Val::Int(None) => None,
-                _ => {
-                    let text = cx.string(field)?;
-                    if text.trim() == "0" { Some(0) } else { duration_ms(text) }
-                }
-            };
-            match ms {
-                Some(ms) if ms <= i32::MAX as u64 => Ok(ms),
-                Some(_) => cx.fail(field, "is out of range; expected 0 (off) to 2147483647ms (about 24 days)"),
-                None => cx.fail(
-                    field,
-                    format!(
-                        "is not a duration; expected 0 (off) or a number and a unit ({DURATION_UNITS}), like \"60s\""
-                    ),
-                ),
-            }
+            timeout_ms(cx, field, "60s")
         })?;
     Ok(PostgresSection {
         major_version: version,
@@ -493,6 +460,29 @@ fn postgres(cx: &Cx, s: &Section) -> Res<PostgresSection> {
         idle_in_transaction_session_timeout_ms,
         wal_sender_timeout_ms,
     })
+}
+
+/// A PostgreSQL timeout setting in milliseconds (`GUC_UNIT_MS`): a bare number is milliseconds,
+/// a string a number and a unit, `0` is off; at most `INT_MAX` ms.
+fn timeout_ms(cx: &Cx, field: &Field, example: &str) -> Res<u64> {
+    let ms = match field.item.val {
+        Val::Int(Some(ms)) => u64::try_from(ms).ok(),
+        Val::Int(None) => None,
+        _ => {
+            let text = cx.string(field)?;
+            if text.trim() == "0" { Some(0) } else { duration_ms(text) }
+        }
+    };
+    match ms {
+        Some(ms) if ms <= i32::MAX as u64 => Ok(ms),
+        Some(_) => cx.fail(field, "is out of range; expected 0 (off) to 2147483647ms (about 24 days)"),
+        None => cx.fail(
+            field,
+            format!(
+                "is not a duration; expected 0 (off) or a number and a unit ({DURATION_UNITS}), like \"{example}\""
+            ),
+        ),
+    }
 }
 
 /// The largest `max_wal_size`, `max_slot_wal_keep_size` and `wal_keep_size`: PostgreSQL's own

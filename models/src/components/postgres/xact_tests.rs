@@ -585,8 +585,13 @@ fn closing_a_session_aborts_its_block() {
 
 impl Harness {
     fn create_stream_again(&mut self) {
+        self.stream_from(Node::Connect);
+    }
+
+    /// `client` asks for the slot's stream; the replies it got.
+    fn stream_from(&mut self, client: Node) -> Vec<Msg> {
         self.send(
-            Node::Connect,
+            client,
             Msg::Repl {
                 session: STREAM,
                 request: ReplRequest::StartReplication {
@@ -596,7 +601,7 @@ impl Harness {
                     messages: false,
                 },
             },
-        );
+        )
     }
 }
 
@@ -944,18 +949,7 @@ fn a_silent_client_loses_its_walsender_and_the_slot_is_free() {
     h.create_slot_and_stream(false);
     assert!(h.slot().active.is_some());
     // Another worker's stream on the same slot is refused while the walsender lives.
-    let refused = h.send(
-        Node::Connect2,
-        Msg::Repl {
-            session: STREAM,
-            request: ReplRequest::StartReplication {
-                slot: "s".into(),
-                start: Lsn::INVALID,
-                publication: "p".into(),
-                messages: false,
-            },
-        },
-    );
+    let refused = h.stream_from(Node::Connect2);
     assert!(matches!(&refused[..], [Msg::ReplReply { reply: ReplReply::Error(e), .. }] if e.contains("is active")));
     // A client that streams nothing: nothing happens.
     assert!(h.send(Node::Sink, Msg::Control(Control::WalSenderTimeout { client: Node::Sink })).is_empty());
@@ -970,18 +964,7 @@ fn a_silent_client_loses_its_walsender_and_the_slot_is_free() {
             .any(|o| matches!(o, Observation::WalSenderTimedOut { client: Node::Connect, timeout_ms: 60_000, .. }))
     );
     assert!(h.slot().active.is_none(), "the slot is released");
-    let accepted = h.send(
-        Node::Connect2,
-        Msg::Repl {
-            session: STREAM,
-            request: ReplRequest::StartReplication {
-                slot: "s".into(),
-                start: Lsn::INVALID,
-                publication: "p".into(),
-                messages: false,
-            },
-        },
-    );
+    let accepted = h.stream_from(Node::Connect2);
     assert!(!accepted.iter().any(|msg| matches!(msg, Msg::ReplReply { reply: ReplReply::Error(_), .. })));
     assert!(matches!(h.slot().active, Some((Node::Connect2, _))));
     // With the timeout off (0), a silent client keeps its walsender.
