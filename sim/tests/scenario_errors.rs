@@ -1865,6 +1865,12 @@ fn worker_group_settings_and_faults_are_checked() {
     fails(&min_with("[sink]", "[check]\nrows = 2\npause = [\"kafka\"]\n[sink]"), &[], "s.toml:", "connect-2");
     fails(&min_with("[sink]", "[check]\nrows = 2\npauses = 1\n[sink]"), &[], "s.toml:", "needs pause = [...]");
     fails(
+        &min_with("[sink]", "[connect]\nworkers = 2\n[check]\nrows = 2\noperations = [\"rebuild-connector\"]\n[sink]"),
+        &[],
+        "s.toml:",
+        "not modelled with a group of workers yet",
+    );
+    fails(
         &min_with("[sink]", "[postgres]\nwal_sender_timeout = \"soon\"\n[sink]"),
         &[],
         "s.toml:",
