@@ -3,19 +3,22 @@
 //! ([`crate::exhaustive::check`]) explores; it drives the very same component code as the timed lens.
 //!
 //! The world holds the primary (`pg1`, which clients reach as `postgres`), the Connect worker
-//! with the Debezium task, Kafka, the sink and the application. A crash drops the process's
-//! volatile state, its timers and the messages in flight to it; the messages it had already sent
-//! are still delivered, then its peers hear that the connection was lost.
+//! with the Debezium task (and, with a group of two, the second worker `connect-2`), Kafka, the
+//! sink, the application, and where the scenario has them the loader and the outbox's consumer.
+//! A crash drops the process's volatile state, its timers and the messages in flight to it; the
+//! messages it had already sent are still delivered, then its peers hear that the connection was
+//! lost. A pause ([`Action::Pause`]) drops nothing: its peers time the worker out.
 //!
 //! With [`Bounds::reductions`], two reductions cut interleavings that cannot change an outcome:
 //! - a request to a server (PostgreSQL, Kafka) is handled as it is sent. Arrival orders at a
 //!   server are still every order of the clients' steps, and a request lost with a crashing
 //!   client leaves the same durable state as a crash one step earlier, which is explored too.
 //!   Replies stay asynchronous.
-//! - the sink acts only when no other message, timer, transaction or restart is pending (a
-//!   crash or an operator's action may come before or after it). It reads append-only partition
-//!   logs in order and nothing else reads its state, so with one partition and no sink crash
-//!   its applies do not depend on when it runs. With several partitions this explores one
+//! - the sink, and the outbox's consumer where the bound does not crash it, act only when no
+//!   other message, timer, transaction or restart is pending (a crash, a pause or an operator's
+//!   action may come before or after them). Each reads append-only partition logs in order and
+//!   nothing else reads its state, so with one partition and no crash of it its applies (its
+//!   side effects) do not depend on when it runs. With several partitions this explores one
 //!   consumption order only.
 
 use crate::core::component::{Component, Ctx, Outbox, Timer, TimerRequest};
@@ -542,14 +545,19 @@ impl World {
             Action::Pause { node } => {
                 self.pauses_left = self.pauses_left.saturating_sub(1);
                 self.observe(TraceEvent { at: SimTime::ZERO, node, observation: Observation::PausedPastTimeouts });
-                // What the pause looks like from its peers once it has outlasted both timeouts;
-                // the worker's own state, timers and messages wait for it.
-                self.with(Node::Kafka, |c, ctx| {
-                    c.on_message(ctx, Node::Kafka, Msg::Control(Control::GroupSessionOutlasted { worker: node }))
-                });
-                self.with(Node::Pg1, |c, ctx| {
-                    c.on_message(ctx, Node::Pg1, Msg::Control(Control::WalSenderTimeout { client: node }))
-                });
+                // What the pause looks like from its peers once it has outlasted both timeouts
+                // (a peer that is down has nothing to time out); the worker's own state, timers
+                // and messages wait for it.
+                if !self.down.contains(Node::Kafka) {
+                    self.with(Node::Kafka, |c, ctx| {
+                        c.on_message(ctx, Node::Kafka, Msg::Control(Control::GroupSessionOutlasted { worker: node }))
+                    });
+                }
+                if !self.down.contains(Node::Pg1) {
+                    self.with(Node::Pg1, |c, ctx| {
+                        c.on_message(ctx, Node::Pg1, Msg::Control(Control::WalSenderTimeout { client: node }))
+                    });
+                }
             }
             Action::Crash { node } => {
                 self.crashes_left = self.crashes_left.saturating_sub(1);
