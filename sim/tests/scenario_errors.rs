@@ -1793,8 +1793,8 @@ fn compaction_and_boundary_settings_are_checked() {
 }
 
 /// The workers' group: `workers` is 1 to 3; group settings need a group and Kafka's limits; a
-/// worker's fault names a worker the group has; a clean shutdown needs a group; what makes REST
-/// calls, and the exhaustive lens, are refused with a group.
+/// worker's fault names a worker the group has; a clean shutdown needs a group; the REST faults
+/// and the runbook act on a group; the exhaustive lens takes two workers, not three.
 #[test]
 fn worker_group_settings_and_faults_are_checked() {
     let connect = |body: &str| min_with("[sink]", &format!("[connect]\n{body}\n[sink]"));
@@ -1827,7 +1827,10 @@ fn worker_group_settings_and_faults_are_checked() {
         "one Connect worker",
     );
     fails(&fault(2, "action = \"pause-connect-worker\""), &[], "s.toml:", "duration_ms");
-    fails(&fault(2, "action = \"stop-connector\""), &[], "s.toml:", "not modelled with a group of workers yet");
+    // The REST faults act on a group: the call goes to a worker that is up, which forwards it
+    // to the leader where Connect does.
+    let stop = ok(&fault(2, "action = \"stop-connector\"\nresume_after_ms = 5000"), &[]).spec;
+    assert_eq!(stop.faults[0].action, FaultAction::StopConnector { resume_after_ms: Some(5_000) });
     fails(
         &fault(2, "action = \"clog\"\nbetween = [\"connect-3\", \"kafka\"]\nduration_ms = 1000"),
         &[],
@@ -1864,12 +1867,9 @@ fn worker_group_settings_and_faults_are_checked() {
     );
     fails(&min_with("[sink]", "[check]\nrows = 2\npause = [\"kafka\"]\n[sink]"), &[], "s.toml:", "connect-2");
     fails(&min_with("[sink]", "[check]\nrows = 2\npauses = 1\n[sink]"), &[], "s.toml:", "needs pause = [...]");
-    fails(
-        &min_with("[sink]", "[connect]\nworkers = 2\n[check]\nrows = 2\noperations = [\"rebuild-connector\"]\n[sink]"),
-        &[],
-        "s.toml:",
-        "not modelled with a group of workers yet",
-    );
+    let rebuild =
+        min_with("[sink]", "[connect]\nworkers = 2\n[check]\nrows = 2\noperations = [\"rebuild-connector\"]\n[sink]");
+    assert!(handoff_sim::exhaustive::check::bound(&ok(&rebuild, &[]).spec).is_ok());
     fails(
         &min_with("[sink]", "[postgres]\nwal_sender_timeout = \"soon\"\n[sink]"),
         &[],

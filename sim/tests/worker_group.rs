@@ -182,3 +182,65 @@ fn a_pause_past_wal_sender_timeout_frees_the_slot_to_the_replacement() {
     );
     assert!(streams(&short, Node::Connect2).is_empty(), "with a 20 s pause the replacement never streams");
 }
+
+/// The failover gate on a group whose leader is down at the promotion (reference
+/// kafka-connect.md §5.4): the stop goes to the worker that is up, which forwards it to the
+/// leader it knows; the forward fails while that leader is down, and the operator calls again
+/// until the group has a new leader, which serves it.
+#[test]
+fn a_stop_is_forwarded_to_the_leader_and_served_once_the_group_has_one_that_is_up() {
+    let run = variant("claims-failover-worker-down-at-promotion", Some("two-workers"));
+    let at = |matches: &dyn Fn(&TraceEvent) -> bool| -> Vec<u64> {
+        run.trace.iter().filter(|event| matches(event)).map(|event| event.at.ms()).collect()
+    };
+    let forwarded = at(&|event| {
+        event.node == Node::Connect2
+            && matches!(&event.observation, Observation::RestForwarded { to: Node::Connect, request } if request.contains("/stop"))
+    });
+    assert!(forwarded.len() >= 2 && forwarded.iter().all(|ms| (80_000..82_000).contains(ms)), "{forwarded:?}");
+    let failed = at(
+        &|event| matches!(&event.observation, Observation::RestFailed { error, .. } if error.contains("unreachable")),
+    );
+    assert_eq!(failed.len(), forwarded.len(), "each forward to the dead leader fails back to the operator");
+    // connect-2 leads once connect's session ends, and writes STOPPED itself.
+    let removed =
+        at(&|event| matches!(event.observation, Observation::GroupMemberRemoved { worker: Node::Connect, .. }));
+    let stopped =
+        at(&|event| matches!(event.observation, Observation::ConnectConfigWritten { running: false, tasks: 0 }));
+    assert_eq!(stopped.len(), 1, "{stopped:?}");
+    assert!(removed[0] < stopped[0] && stopped[0] < removed[0] + 1_000, "removed {removed:?}, stopped {stopped:?}");
+    // The gate then rebuilds: a new snapshot on a new slot, on connect-2.
+    let record = run.record.as_ref().expect("a record");
+    let gate = record.failover_gate.as_ref().expect("the gate ran");
+    assert_eq!(gate.result, handoff_models::judge::record::GateResult::RebuiltFromNewSnapshot);
+}
+
+/// The recovery runbook on a group of two, exhaustively: the stop written by the leader, the
+/// status topic polled, the offsets reset by the leader, the resume and the task configuration
+/// written, the rebalances between, in every interleaving with an update of the row; one
+/// history on every path, and none fails closed.
+#[test]
+fn the_runbook_in_a_group_forms_one_history_in_every_interleaving() {
+    use handoff_sim::exhaustive::check::{self, CheckPlan, Strategy};
+    let sets = [
+        "connect.workers=2",
+        "check.crashes=0",
+        "check.crash=[]",
+        r#"check.unreached_ok=["a crash hits an incomplete snapshot"]"#,
+    ]
+    .map(str::to_owned);
+    let path = common::scenario_path("zoo/missing-log-position-check-after-snapshot-fixed");
+    let loaded = handoff_sim::scenario::load(&path, &sets).unwrap_or_else(|e| panic!("{e}"));
+    let plan = CheckPlan {
+        strategy: Strategy::Bfs,
+        max_depth: None,
+        threads: 2,
+        timeout: None,
+        max_states: 12_000_000,
+        max_memory_bytes: None,
+    };
+    let report = check::check(&loaded.spec, "the runbook in a group", plan).expect("a bound");
+    assert!(report.complete, "explored completely");
+    assert_eq!((report.states, report.unique_states), (2_177_690, 658_356), "the bound's size");
+    assert!(report.as_expected(), "{}", check::text(&report));
+}

@@ -130,7 +130,7 @@ fn dbz_9688_trust_slot_after_a_recreated_slot() {
 
 #[test]
 fn the_missing_log_position_check_after_a_snapshot() {
-    entry("missing-log-position-check-after-snapshot", Invariant::I6, (458_663, 171_861), (986_715, 361_707));
+    entry("missing-log-position-check-after-snapshot", Invariant::I6, (458_663, 171_861), (985_229, 361_063));
 }
 
 #[test]

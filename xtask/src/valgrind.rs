@@ -137,7 +137,7 @@ struct Outcome {
 /// What a scenario's system can take (the loader's own rule, `faults::applies`): every fault
 /// kind, but a failover only with a standby, a consumer kill only with the outbox's consumer, a
 /// hanging transaction only with exactly-once workers (transactions), a worker's clean shutdown
-/// only in a group and, in a group, no fault that makes a REST call; a scenario with a
+/// only in a group; a scenario with a
 /// `[schedule]` (a counterexample path) follows its path and takes no profile.
 fn profile_sets(scenario_text: &str) -> Vec<String> {
     let has = |header: &str| scenario_text.lines().any(|line| line.trim() == header);
@@ -246,7 +246,8 @@ mod tests {
         let alone = profile_sets("[connect]\n").join(" ");
         assert!(alone.contains("stop-connector") && !alone.contains("stop-connect-worker"), "{alone}");
         let group = profile_sets("[connect]\nworkers = 2\n").join(" ");
-        assert!(group.contains("stop-connect-worker") && !group.contains("\"stop-connector\""), "{group}");
+        assert!(group.contains("stop-connect-worker") && group.contains("\"stop-connector\""), "{group}");
+        assert!(group.contains("rebuild-connector") && group.contains("kill-connector-task"), "{group}");
         assert!(group.contains("pause-connect-worker"), "{group}");
     }
 }

@@ -79,6 +79,11 @@ pub struct Operator {
     pub rebuild_snapshots: bool,
     /// How many times the runbook's slot drop was refused because the slot is active.
     drop_refusals: u32,
+    /// How many Connect workers serve the REST API (`[connect] workers`): a call refused by one
+    /// (it is down) goes to the next, as through a load balancer in front of the group.
+    pub workers: u8,
+    /// The worker its REST calls go to now.
+    rest_worker: Node,
 }
 
 /// A connector as the operator knows it.
@@ -100,15 +105,12 @@ const STATUS_POLL_MS: u64 = 500;
 /// How soon the operator's REST client calls again after a refused connection.
 pub const REST_RETRY_MS: u64 = 100;
 
+/// How soon the operator makes a REST call again after it failed with an error.
+const REST_ERROR_RETRY_MS: u64 = 1_000;
+
 /// A REST call as the operator makes it, for people.
 fn rest_call(request: &RestRequest, connector: &str) -> String {
-    match request {
-        RestRequest::Stop => format!("PUT /connectors/{connector}/stop"),
-        RestRequest::Resume => format!("PUT /connectors/{connector}/resume"),
-        RestRequest::DeleteOffsets => format!("DELETE /connectors/{connector}/offsets"),
-        RestRequest::Status => format!("GET /connectors/{connector}/status"),
-        RestRequest::RestartTask => format!("POST /connectors/{connector}/tasks/0/restart"),
-    }
+    request.call(connector)
 }
 
 impl Operator {
@@ -130,6 +132,8 @@ impl Operator {
             rest_refused: false,
             rebuild_snapshots: true,
             drop_refusals: 0,
+            workers: 1,
+            rest_worker: Node::Connect,
         }
     }
 
@@ -188,7 +192,21 @@ impl Operator {
     }
 
     fn rest(&mut self, ctx: &mut Ctx, request: RestRequest) {
-        self.send(ctx, Node::Connect, Msg::Rest { connector: self.target, request });
+        let worker = self.rest_worker;
+        self.send(ctx, worker, Msg::Rest { connector: self.target, request });
+    }
+
+    /// A REST call failed with `error`: a person reads the error and makes the call again in a
+    /// second (a group's worker refuses an offset reset until the stop has reached the leader,
+    /// a forwarded call fails when the leader is gone).
+    fn rest_failed(&mut self, ctx: &mut Ctx, error: String) {
+        let Some((_, Msg::Rest { request, .. })) = &self.last else { return };
+        ctx.observe(Observation::RestFailed {
+            request: rest_call(request, &self.connector),
+            error,
+            retry_after_ms: REST_ERROR_RETRY_MS,
+        });
+        ctx.set_timer(Timer::OperatorRetry, REST_ERROR_RETRY_MS);
     }
 
     /// The procedure starting now acts on connector `connector`.
@@ -384,7 +402,26 @@ impl Component for Operator {
                 self.action(ctx, "failover gate: stop the connector");
                 self.rest(ctx, RestRequest::Stop);
             }
-            (Step::Stopping, Msg::RestReply { .. }) => {
+            (Step::DeletingOffsets, Msg::RestReply { reply: RestReply::Error(error) }) => {
+                // Not STOPPED (someone resumed it, or the stop has not reached the leader):
+                // stop it again, wait for STOPPED, then delete.
+                self.rest_failed(ctx, error);
+                self.action(ctx, "the offsets cannot be deleted yet: stop the connector again first");
+                self.step = Step::Stopping;
+                let worker = self.rest_worker;
+                self.last = Some((worker, Msg::Rest { connector: self.target, request: RestRequest::Stop }));
+            }
+            (Step::Stopping | Step::Resuming, Msg::RestReply { reply: RestReply::Error(error) }) => {
+                self.rest_failed(ctx, error);
+            }
+            (Step::AwaitingStopped, Msg::RestReply { reply: RestReply::Error(error) }) => {
+                self.rest_failed(ctx, error);
+            }
+            // An answer belongs to its call (an HTTP response to its request): OK to a stop, an
+            // offset reset or a resume, a status to a status call. Any other is a late answer to
+            // an earlier call (a worker answering after the operator had called another) and
+            // changes nothing.
+            (Step::Stopping, Msg::RestReply { reply: RestReply::Ok }) => {
                 self.step = Step::AwaitingStopped;
                 self.rest(ctx, RestRequest::Status);
             }
@@ -429,7 +466,7 @@ impl Component for Operator {
             ) => {
                 self.decide(ctx, timeline, switch_lsn, current_lsn);
             }
-            (Step::DeletingOffsets, Msg::RestReply { .. }) => {
+            (Step::DeletingOffsets, Msg::RestReply { reply: RestReply::Ok }) => {
                 if self.slot.is_some() || self.rebuilding {
                     self.step = Step::DroppingSlot;
                     self.action(ctx, "rebuild: drop the unusable slot");
@@ -452,7 +489,7 @@ impl Component for Operator {
                 self.action(ctx, self.rebuild_resume_text());
                 self.rest(ctx, RestRequest::Resume);
             }
-            (Step::Resuming, Msg::RestReply { .. }) => self.finish(ctx),
+            (Step::Resuming, Msg::RestReply { reply: RestReply::Ok }) => self.finish(ctx),
             (_, Msg::SqlReply { session, .. }) => {
                 ctx.send(Node::Postgres, Msg::Sql { session, request: SqlRequest::Close });
             }
@@ -482,7 +519,7 @@ impl Component for Operator {
             // with the process); the operator's client tries again shortly, so the call lands as
             // soon as the restarted worker listens: before its task's first poll returns
             // (`poll.interval.ms` after the task starts).
-            Some((Node::Connect, Msg::Rest { request, .. })) if peer == Node::Connect => {
+            Some((worker, Msg::Rest { request, connector })) if peer == *worker && worker.is_connect_worker() => {
                 if !self.rest_refused {
                     self.rest_refused = true;
                     ctx.observe(Observation::RestUnanswered {
@@ -490,6 +527,10 @@ impl Component for Operator {
                         retry_after_ms: REST_RETRY_MS,
                     });
                 }
+                // In a group, the next worker takes the call.
+                let next = peer.worker_index().map_or(0, |index| (index + 1) % usize::from(self.workers.max(1)));
+                self.rest_worker = Node::WORKERS[next];
+                self.last = Some((self.rest_worker, Msg::Rest { connector: *connector, request: request.clone() }));
                 ctx.set_timer(Timer::OperatorRetry, REST_RETRY_MS);
             }
             // Another step whose request was lost is tried again in a second.

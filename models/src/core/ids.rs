@@ -76,7 +76,8 @@ impl Node {
     /// Whether `self` opens the connection to `to` (it is a client of `to`): every process
     /// connects to the servers, and the operator to the Connect worker's REST API.
     pub fn initiates(self, to: Node) -> bool {
-        (to.is_server() && self != to) || (to.is_connect_worker() && self == Node::Operator)
+        (to.is_server() && self != to)
+            || (to.is_connect_worker() && (self == Node::Operator || (self.is_connect_worker() && self != to)))
     }
 
     /// A client of the database, which it names by the service name `postgres`.

@@ -622,6 +622,24 @@ pub enum Observation {
     /// An exhaustive path's pause of this Connect worker: it has outlasted the worker's
     /// `session.timeout.ms` and PostgreSQL's `wal_sender_timeout`; the worker goes on as it was.
     PausedPastTimeouts,
+    /// A worker of a group forwarded a REST call (`request`, as the client made it) to `to`: the
+    /// leader, or the worker the task is assigned to.
+    RestForwarded {
+        request: String,
+        to: Node,
+    },
+    /// A record of the Connect cluster's config topic: the connector's target state (STARTED when
+    /// `running`) and its task count (tagged with the connector, [`Observation::of_connector`]).
+    ConnectConfigWritten {
+        running: bool,
+        tasks: u8,
+    },
+    /// A REST call of the operator failed (`error`, the worker's answer); it is made again.
+    RestFailed {
+        request: String,
+        error: String,
+        retry_after_ms: u64,
+    },
 }
 
 /// What the consumer did with one record.

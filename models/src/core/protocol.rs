@@ -75,6 +75,50 @@ pub enum Msg {
     GroupReply(GroupReply),
     /// From the harness: a scripted action (not a network message of the real system).
     Control(Control),
+    /// A REST call a worker of a group forwards to another (the leader, or the worker a task is
+    /// assigned to: `RestClient.httpRequest` on a `NotLeaderException` / `NotAssignedException`,
+    /// reference kafka-connect.md §5.4); `id` pairs it with its answer.
+    RestForward {
+        id: u32,
+        connector: u8,
+        request: RestRequest,
+        /// How many workers it has passed (1 or 2): `HerderRequestHandler` forwards a call at
+        /// most twice (the `forward` query parameter), then answers 409.
+        hops: u8,
+    },
+    /// The answer to a forwarded REST call, relayed to whoever made it.
+    RestForwardReply {
+        id: u32,
+        reply: RestReply,
+    },
+    /// A record of the group's config topic as every worker's config consumer reads it
+    /// (`KafkaConfigBackingStore`): connector `connector`'s target state and task count.
+    ConnectConfig {
+        connector: u8,
+        record: ConnectorConfigRecord,
+    },
+}
+
+/// A write to the config topic: records of their own for the target state and the task
+/// configurations (`KafkaConfigBackingStore`'s `target-state-<name>` and `task-*`/`commit-*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ConfigWrite {
+    /// `putTargetState`: STARTED (`true`) or STOPPED.
+    TargetState(bool),
+    /// `putTaskConfigs`: this many task configurations.
+    TaskConfigs(u8),
+    /// `PUT …/stop` on the leader: an empty task configuration, then STOPPED.
+    Stop,
+}
+
+/// What the Connect cluster's config topic says of a connector (reference kafka-connect.md §5.4):
+/// its target state (`target-state-<name>`) and how many task configurations it has
+/// (`commit-<name>`'s task count; 0 after `PUT …/stop`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ConnectorConfigRecord {
+    /// STARTED (`true`) or STOPPED.
+    pub running: bool,
+    pub tasks: u8,
 }
 
 /// What a JDBC session asks of PostgreSQL. One request at a time per session.
@@ -411,6 +455,16 @@ pub enum KafkaRequest {
     /// a consumer without a committed offset starts by `reset` (`auto.offset.reset`; the
     /// `ListOffsets` a consumer sends for it).
     ReadGroup { group: String, reset: crate::core::protocol::OffsetReset },
+    /// A Connect worker writes a record of the group's config topic (`KafkaConfigBackingStore`
+    /// `putTargetState`, `putTaskConfigs`); every worker's config consumer reads it
+    /// ([`Msg::ConnectConfig`]).
+    WriteConnectConfig { connector: u8, write: ConfigWrite },
+    /// A Connect worker writes connector `connector`'s state to the status topic
+    /// (`KafkaStatusBackingStore.putSafe`: kept only if `generation` is not older than the
+    /// state's); not answered (the worker does not wait for it).
+    WriteConnectStatus { connector: u8, state: ConnectorState, generation: u32 },
+    /// A worker's answer to `GET …/status` reads the status topic.
+    ReadConnectStatus { connector: u8 },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -441,6 +495,13 @@ pub enum KafkaReply {
         committed: Vec<(TopicPartition, u64)>,
         partitions: Vec<(TopicPartition, Option<u64>)>,
     },
+    /// The config topic record is written.
+    ConnectConfigWritten,
+    /// What the status topic says of a connector, and what the config topic says of it.
+    ConnectStatus {
+        state: ConnectorState,
+        config: ConnectorConfigRecord,
+    },
 }
 
 /// Kafka Connect's REST API for the one connector the model runs.
@@ -457,6 +518,19 @@ pub enum RestRequest {
     Status,
     /// `POST /connectors/<name>/tasks/0/restart`.
     RestartTask,
+}
+
+impl RestRequest {
+    /// The call as an HTTP client makes it on connector `connector`, for people.
+    pub fn call(&self, connector: &str) -> String {
+        match self {
+            RestRequest::Stop => format!("PUT /connectors/{connector}/stop"),
+            RestRequest::Resume => format!("PUT /connectors/{connector}/resume"),
+            RestRequest::DeleteOffsets => format!("DELETE /connectors/{connector}/offsets"),
+            RestRequest::Status => format!("GET /connectors/{connector}/status"),
+            RestRequest::RestartTask => format!("POST /connectors/{connector}/tasks/0/restart"),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -587,6 +661,12 @@ pub enum GroupReply {
     Synced {
         generation: u32,
         assignment: GroupAssignment,
+        /// The leader's process (`ExtendedAssignment.leaderUrl`): where REST calls only the
+        /// leader serves are forwarded.
+        leader: Node,
+        /// The config topic as the leader read it to assign (`ExtendedAssignment.offset`: a
+        /// member behind it reads the topic that far before it starts anything).
+        config: Vec<ConnectorConfigRecord>,
     },
     Heartbeat,
     /// `REBALANCE_IN_PROGRESS` or `ILLEGAL_GENERATION`: join again, keeping the member id.

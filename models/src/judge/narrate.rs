@@ -484,6 +484,16 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             retry_after_ms % 1000
         ),
         Observation::RestAnswered { request } => format!("{request}: answered by the Connect worker"),
+        Observation::RestForwarded { request, to } => format!("forwarded {request} to {to}"),
+        Observation::ConnectConfigWritten { running, tasks } => format!(
+            "config topic: the connector's target state is {}, with {tasks} task configuration(s); every worker \
+             reads it",
+            if *running { "STARTED" } else { "STOPPED" }
+        ),
+        Observation::RestFailed { request, error, retry_after_ms } => format!(
+            "{request} failed: {error}; calling again in {}",
+            crate::core::units::duration_text(*retry_after_ms)
+        ),
         Observation::Appended { records, transaction: None } => {
             format!("appended {} record(s) at {}", records.len(), partitions_summary(records, names))
         }

@@ -69,10 +69,8 @@ pub fn applies(kind: FaultKind, system: System) -> bool {
         FaultKind::FailOverToStandby => system.standby,
         FaultKind::KillConsumer => system.consumer,
         FaultKind::HangTransaction => system.transactions,
-        // A clean shutdown is a group member's; the faults that make REST calls are not
-        // forwarded to a group's leader yet.
+        // A clean shutdown is a group member's.
         FaultKind::StopConnectWorker => system.workers > 1,
-        FaultKind::StopConnector | FaultKind::KillConnectorTask | FaultKind::RebuildConnector => system.workers <= 1,
         _ => true,
     }
 }

@@ -86,7 +86,9 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
                 .with_interval_boundary(spec.transaction_boundary_interval_ms(c))
         })
         .collect();
-    let connect = ConnectWorker::new(Fixed::new(spec.connect.clone()), connectors);
+    let mut connect_config = spec.connect.clone();
+    connect_config.status_readers = spec.connect.workers > 1 && operator_reads_status(spec);
+    let connect = ConnectWorker::new(Fixed::new(connect_config), connectors);
     // The group's other workers: the same configuration and connectors (the config topic).
     let connect2 = (spec.connect.workers >= 2).then(|| connect.clone());
     let connect3 = (spec.connect.workers >= 3).then(|| connect.clone());
@@ -119,7 +121,12 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
             .collect(),
     }));
     if spec.connect.workers > 1 {
-        kafka = kafka.with_connect_group(spec.kafka.group_initial_rebalance_delay_ms);
+        // Every connector starts RUNNING with its one task configured.
+        let config = spec
+            .connectors()
+            .map(|_| crate::core::protocol::ConnectorConfigRecord { running: true, tasks: 1 })
+            .collect();
+        kafka = kafka.with_connect_group(spec.kafka.group_initial_rebalance_delay_ms, config, spec.connect.workers);
     }
     let sink = SearchIndex::new(Fixed::new(spec.sink.clone()));
     let app = App::new(CopyOnWrite::new(workload::workload(spec, seed)));
@@ -133,6 +140,7 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
         })
         .collect();
     operator.rebuild_snapshots = operator.targets[0].rebuild_snapshots;
+    operator.workers = spec.connect.workers.max(1);
     let loader = match spec.handoff {
         HandoffMethod::PlainRead { read_at_ms } => Some(Loader::new(
             spec.debezium.tables.first().copied().unwrap_or_default(),
@@ -147,6 +155,21 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
         initial_rows,
         connect_start_ms: spec.connector_start_ms,
     }
+}
+
+/// Whether the operator may run a procedure that polls `GET …/status` (the failover gate, the
+/// recovery runbook): only then do a group's workers write the status topic.
+fn operator_reads_status(spec: &Spec) -> bool {
+    use crate::core::fault::FaultAction;
+    use crate::scenario::spec::FaultKind;
+    let gate = spec.gate != crate::components::operator::GatePolicy::Off && spec.postgres.standby.is_some();
+    let runbook = spec.faults.iter().any(|fault| matches!(fault.action, FaultAction::RebuildConnector));
+    let drawn = spec.profile.as_ref().is_some_and(|profile| profile.kinds.contains(&FaultKind::RebuildConnector));
+    let bound = spec
+        .check
+        .as_ref()
+        .is_some_and(|bound| bound.operations.contains(&crate::scenario::schedule::Operation::RebuildConnector));
+    gate || runbook || drawn || bound
 }
 
 /// Whether a run of `spec` can write logical decoding messages: a scripted

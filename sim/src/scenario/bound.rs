@@ -129,13 +129,6 @@ pub(super) fn check(
         let mut operations = Vec::new();
         for item in cx.items(field, "an array of operations, like [\"recreate-slot\"]")? {
             let operation = cx.choice(&item, &names)?;
-            if operation == Operation::RebuildConnector && system.workers > 1 {
-                return cx.fail(
-                    &item,
-                    "not modelled with a group of workers yet: the runbook's REST calls (stop, delete offsets, \
-                     resume) would be forwarded to the group's leader, which the model does not do",
-                );
-            }
             if operations.contains(&operation) {
                 return cx.fail(&item, "is named twice");
             }

@@ -208,12 +208,6 @@ fn missing_process(kind: FaultKind, system: System) -> Option<&'static str> {
             "stop-connect-worker is a group member's clean shutdown (it leaves the group): set [connect] workers = 2 \
              or 3",
         ),
-        FaultKind::StopConnector | FaultKind::KillConnectorTask | FaultKind::RebuildConnector if system.workers > 1 => {
-            Some(
-                "not modelled with a group of workers yet: its REST calls would be forwarded to the group's leader, \
-                 which the model does not do",
-            )
-        }
         _ => None,
     }
 }

@@ -92,7 +92,7 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         None => None,
     };
     let handoff = handoff(cx, &root.sub(cx, "handoff")?, &horizon)?;
-    let gate = failover(cx, &root.sub(cx, "failover")?, postgres.standby.is_some(), connect.workers)?;
+    let gate = failover(cx, &root.sub(cx, "failover")?, postgres.standby.is_some())?;
     let prediction = prediction(cx, root)?;
     let check = match root.get("check") {
         Some(field) => Some(check(cx, &cx.section(&field)?, outboxes, system)?),
@@ -926,7 +926,7 @@ fn handoff(cx: &Cx, s: &Section, horizon: &Horizon) -> Res<HandoffMethod> {
     }
 }
 
-fn failover(cx: &Cx, s: &Section, standby: bool, workers: u8) -> Res<GatePolicy> {
+fn failover(cx: &Cx, s: &Section, standby: bool) -> Res<GatePolicy> {
     s.check_keys(cx, "gate", "field")?;
     let gates = [("off", GatePolicy::Off), ("rebuild", GatePolicy::Rebuild), ("fail-closed", GatePolicy::FailClosed)];
     let Some(field) = s.get("gate") else { return Ok(GatePolicy::Off) };
@@ -935,13 +935,6 @@ fn failover(cx: &Cx, s: &Section, standby: bool, workers: u8) -> Res<GatePolicy>
         return cx.fail(
             &field,
             format!("gate `{}` needs a standby to fail over to: add [postgres.standby]", cx.string(&field)?),
-        );
-    }
-    if gate != GatePolicy::Off && workers > 1 {
-        return cx.fail(
-            &field,
-            "not modelled with a group of workers yet: the gate's REST calls (stop, resume, delete offsets) would be \
-             forwarded to the group's leader, which the model does not do",
         );
     }
     Ok(gate)

@@ -93,6 +93,14 @@ pub struct GroupMember {
     pub rejoin_for_delay: bool,
     /// The leader's assignor (in this worker's memory only).
     pub assignor: Assignor,
+    /// The leader's process, from the last assignment (`ExtendedAssignment.leaderUrl`).
+    pub leader: Option<crate::core::ids::Node>,
+    /// As the leader: which worker holds each connector after its last assignment (where a
+    /// task's restart is forwarded, `member.ownerUrl`).
+    pub owners: Vec<(u8, crate::core::ids::Node)>,
+    /// A config record changed a connector's tasks during a rebalance: it joins again once the
+    /// rebalance completes (`needsReconfigRebalance`).
+    pub reconfig_rejoin: bool,
 }
 
 /// A worker about to join: no id, no generation, nothing assigned.
@@ -109,6 +117,9 @@ impl Default for GroupMember {
             rejoin_after_revocation: false,
             rejoin_for_delay: false,
             assignor: Assignor::default(),
+            leader: None,
+            owners: Vec::new(),
+            reconfig_rejoin: false,
         }
     }
 }

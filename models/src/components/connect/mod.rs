@@ -58,6 +58,7 @@
 
 pub mod debezium;
 pub mod group;
+mod rest;
 pub mod transforms;
 
 use crate::components::connect::debezium::{DebeziumConfig, DebeziumTask, Phase, TaskEvent};
@@ -101,6 +102,11 @@ pub struct ConnectConfig {
     /// The group settings (used with two or more workers).
     #[serde(default)]
     pub group: GroupConfig,
+    /// In a group: whether anything reads the status topic (`GET …/status` by an operator's
+    /// procedure). Its writes change nothing else, so without a reader the workers leave them
+    /// out: fewer messages, the same history.
+    #[serde(skip)]
+    pub status_readers: bool,
 }
 
 fn one_worker() -> u8 {
@@ -119,6 +125,7 @@ impl ConnectConfig {
             transaction_timeout_ms: default_transaction_timeout_ms(),
             workers: 1,
             group: GroupConfig::default(),
+            status_readers: false,
         }
     }
 
@@ -194,8 +201,13 @@ enum Pending {
     Produce { first_seq: u64, last_seq: u64, count: usize, changes: usize, completion_marker: bool },
     /// An offset flush.
     Flush { final_commit: bool },
-    /// `DELETE /connectors/<name>/offsets`.
-    DeleteOffsets,
+    /// `DELETE /connectors/<name>/offsets`, answered to `reply_to` (the caller, and its
+    /// forwarding id when a worker forwarded the call).
+    DeleteOffsets { reply_to: (Node, Option<u32>) },
+    /// A record of the group's config topic; a REST call's, answered to `reply_to`.
+    ConfigWrite { reply_to: Option<(Node, Option<u32>)> },
+    /// `GET …/status` in a group: reading the status topic.
+    StatusRead { reply_to: (Node, Option<u32>) },
     /// `initTransactions()` of an exactly-once task starting.
     InitProducer,
     /// The offsets of the open transaction, sent through the task's transactional producer.
@@ -280,11 +292,26 @@ struct Volatile {
     /// (re-sent after a lost connection, as the Kafka clients retry).
     pending: Vec<(u64, u8, Pending, CopyOnWrite<KafkaRequest>)>,
     next_request: u64,
+    /// In a group: REST calls it forwarded and awaits answers to: its id, the worker it went
+    /// to, and the caller to relay the answer to.
+    forwards: Vec<(u32, Node, rest::Caller)>,
+    next_forward: u32,
+    /// REST calls that came during a rebalance: the herder's tick serves them once it is over.
+    rest_waiting: Vec<rest::Waiting>,
+    /// The state it last wrote to the status topic, by connector.
+    written_status: Vec<Option<ConnectorState>>,
 }
 
 impl Volatile {
     fn new() -> Volatile {
-        Volatile { pending: Vec::new(), next_request: 1 }
+        Volatile {
+            pending: Vec::new(),
+            next_request: 1,
+            forwards: Vec::new(),
+            next_forward: 1,
+            rest_waiting: Vec::new(),
+            written_status: Vec::new(),
+        }
     }
 
     fn request(&mut self, ctx: &mut Ctx, connector: usize, purpose: Pending, request: KafkaRequest) {
@@ -337,6 +364,9 @@ pub struct Connector {
     /// Its task is this worker's to run: always with one worker; in a group, what the leader
     /// assigned it (volatile).
     pub assigned: bool,
+    /// In a group: how many task configurations the config topic holds for it, as this worker
+    /// last read it (0 after `PUT …/stop`); `target_state` is likewise what it last read.
+    pub config_tasks: u8,
 }
 
 impl Connector {
@@ -355,6 +385,7 @@ impl Connector {
             task: None,
             next_session: 1,
             assigned: true,
+            config_tasks: 1,
         }
     }
 
@@ -1060,8 +1091,14 @@ impl ConnectWorker {
                 let offset = self.connectors[c].task.as_ref().and_then(|task| task.flushing);
                 self.flush_succeeded(ctx, c, offset, final_commit);
             }
-            (Pending::DeleteOffsets, KafkaReply::SourceOffsetWritten) => {
-                ctx.send(Node::Operator, Msg::RestReply { reply: RestReply::Ok });
+            (Pending::DeleteOffsets { reply_to }, KafkaReply::SourceOffsetWritten) => {
+                rest::answer(ctx, reply_to, RestReply::Ok);
+            }
+            (Pending::ConfigWrite { reply_to: Some(reply_to) }, KafkaReply::ConnectConfigWritten) => {
+                rest::answer(ctx, reply_to, RestReply::Ok);
+            }
+            (Pending::StatusRead { reply_to }, KafkaReply::ConnectStatus { state, config }) => {
+                rest::answer(ctx, reply_to, RestReply::Status { state: rest::reported(state, config) });
             }
             (Pending::InitProducer, KafkaReply::ProducerId(producer)) => {
                 let connector = self.connectors[c].debezium.name.clone();
@@ -1191,7 +1228,7 @@ impl ConnectWorker {
                     self.volatile.request(
                         ctx,
                         c,
-                        Pending::DeleteOffsets,
+                        Pending::DeleteOffsets { reply_to: (from, None) },
                         KafkaRequest::WriteSourceOffset { connector, offset: None },
                     );
                     return;
@@ -1199,20 +1236,26 @@ impl ConnectWorker {
             }
             RestRequest::Status => RestReply::Status { state: self.connectors[c].status() },
             RestRequest::RestartTask => {
-                if self.connectors[c].target_state == TargetState::Running {
-                    match self.connectors[c].task.as_mut() {
-                        None => {
-                            self.connectors[c].task_died = false;
-                            self.start_task(ctx, c);
-                        }
-                        Some(task) if task.failing => task.restart_requested = true,
-                        Some(_) => {}
-                    }
-                }
+                self.restart_task(ctx, c);
                 RestReply::Ok
             }
         };
         ctx.send(from, Msg::RestReply { reply });
+    }
+
+    /// `POST /connectors/<name>/tasks/0/restart` on the worker running the task: a stop and a
+    /// start on this worker (a task failing now starts again once it has stopped).
+    fn restart_task(&mut self, ctx: &mut Ctx, c: usize) {
+        if self.connectors[c].target_state == TargetState::Running {
+            match self.connectors[c].task.as_mut() {
+                None => {
+                    self.connectors[c].task_died = false;
+                    self.start_task(ctx, c);
+                }
+                Some(task) if task.failing => task.restart_requested = true,
+                Some(_) => {}
+            }
+        }
     }
 }
 
@@ -1365,12 +1408,10 @@ impl ConnectWorker {
                 member.generation = generation;
                 member.state = MemberState::Syncing;
                 let assignments = if id == leader {
-                    // The leader has read the config topic to its end: the connectors whose
-                    // target state is RUNNING have their task configured.
-                    let configured = (0..self.connectors.len())
-                        .filter(|c| self.connectors[*c].target_state == TargetState::Running)
-                        .map(|c| c as u8)
-                        .collect();
+                    // The leader has read the config topic to its end: every connector is
+                    // configured (a STOPPED one too: its instance is assigned, and the worker
+                    // holding it reports it STOPPED and runs no task).
+                    let configured = (0..self.connectors.len()).map(|c| c as u8).collect();
                     let owned: Vec<(u32, Vec<u8>)> =
                         members.iter().map(|(id, _, owned)| (*id, owned.clone())).collect();
                     let max_delay_ms = self.config.group.scheduled_rebalance_max_delay_ms;
@@ -1384,6 +1425,7 @@ impl ConnectWorker {
                     );
                     let nodes: std::collections::BTreeMap<u32, Node> =
                         members.iter().map(|(id, node, _)| (*id, *node)).collect();
+                    member.owners = rest::owners(&owned, &round.assignments, &nodes);
                     ctx.observe(Observation::GroupAssignmentsComputed {
                         generation,
                         assignments: round
@@ -1403,7 +1445,7 @@ impl ConnectWorker {
                 };
                 ctx.send(Node::Kafka, Msg::Group(GroupRequest::Sync { member: id, generation, assignments }));
             }
-            GroupReply::Synced { generation, assignment } => {
+            GroupReply::Synced { generation, assignment, leader, config } => {
                 let graceful_ms = self.config.group.task_shutdown_graceful_timeout_ms;
                 let member = self.member();
                 if generation != member.generation || member.state != MemberState::Syncing {
@@ -1411,6 +1453,9 @@ impl ConnectWorker {
                 }
                 member.state = MemberState::Stable;
                 member.completed_generation = generation;
+                member.leader = Some(leader);
+                // Read the config topic as far as the leader had (`handleRebalanceCompleted`).
+                self.read_config(&config);
                 ctx.observe(Observation::GroupAssigned {
                     generation,
                     assigned: assignment.assigned.clone(),
@@ -1440,6 +1485,7 @@ impl ConnectWorker {
                     member.rejoin_for_delay = false;
                     ctx.set_timer(Timer::GroupRejoin, graceful_ms);
                 }
+                self.after_rebalance(ctx);
             }
             GroupReply::Heartbeat => {}
             GroupReply::Rejoin => {
@@ -1592,9 +1638,16 @@ impl Component for ConnectWorker {
         match msg {
             Msg::GroupReply(reply) => self.on_group_reply(ctx, reply),
             Msg::Control(Control::ShutdownWorker) => self.shut_down(ctx),
+            Msg::Rest { connector, request } => self.group_rest(ctx, (from, None), connector, request, 0),
+            Msg::RestForward { id, connector, request, hops } => {
+                self.group_rest(ctx, (from, Some(id)), connector, request, hops)
+            }
+            Msg::RestForwardReply { id, reply } => self.forwarded_answer(ctx, id, reply),
+            Msg::ConnectConfig { connector, record } => self.on_config_record(ctx, connector, record),
             msg => self.take_message(ctx, from, msg),
         }
         self.group_progress(ctx);
+        self.write_statuses(ctx);
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx, timer: Timer) {
@@ -1609,6 +1662,7 @@ impl Component for ConnectWorker {
             timer => self.take_timer(ctx, timer),
         }
         self.group_progress(ctx);
+        self.write_statuses(ctx);
     }
 
     fn on_connection_lost(&mut self, ctx: &mut Ctx, peer: Node) {
@@ -1627,7 +1681,9 @@ impl Component for ConnectWorker {
         }
         self.take_connection_lost(ctx, peer);
         if self.in_group() {
+            self.forwards_lost(ctx, peer);
             self.group_progress(ctx);
+            self.write_statuses(ctx);
         }
     }
 
@@ -1724,7 +1780,7 @@ mod tests {
     use super::*;
     use crate::components::sink::ApplyRule;
     use crate::core::component::{Outbox, TimerRequest};
-    use crate::core::protocol::GroupAssignment;
+    use crate::core::protocol::{ConfigWrite, ConnectorConfigRecord, GroupAssignment};
     use crate::scenario::spec::claims_minimal;
 
     /// A worker running the claims connector and an outbox connector.
@@ -1839,6 +1895,13 @@ mod tests {
         assert!(worker.connectors.iter().all(|connector| connector.task.is_none()));
     }
 
+    /// The assignment of `generation` from a leader, `connect`, that read every connector as
+    /// RUNNING with its task.
+    fn synced(generation: u32, assignment: GroupAssignment) -> GroupReply {
+        let config = vec![ConnectorConfigRecord { running: true, tasks: 1 }; 2];
+        GroupReply::Synced { generation, assignment, leader: Node::Connect, config }
+    }
+
     /// The two connectors' worker as one member of a group of two.
     fn group_member() -> ConnectWorker {
         let worker = two_connectors();
@@ -1890,7 +1953,7 @@ mod tests {
         assert_eq!(assignments[1], (2, GroupAssignment { assigned: vec![1], revoked: vec![], delay_ms: 0 }));
         // Its part: the claims connector's task starts; the outbox connector's is not its own.
         let mine = GroupAssignment { assigned: vec![0], ..Default::default() };
-        let out = reply(&mut worker, 3_010, GroupReply::Synced { generation: 1, assignment: mine });
+        let out = reply(&mut worker, 3_010, synced(1, mine));
         assert_eq!(
             start_read(&out, "claims-connector"),
             out.sends
@@ -1910,7 +1973,7 @@ mod tests {
         );
         reply(&mut worker, 20_010, GroupReply::Joined { member: 1, generation: 2, leader: 2, members: vec![] });
         let revoked = GroupAssignment { revoked: vec![0], ..Default::default() };
-        let out = reply(&mut worker, 20_020, GroupReply::Synced { generation: 2, assignment: revoked });
+        let out = reply(&mut worker, 20_020, synced(2, revoked));
         assert!(!worker.runs_task(0));
         assert!(out.observations.iter().any(|o| matches!(o, Observation::TaskStopped { graceful: true })));
         assert!(
@@ -1924,7 +1987,7 @@ mod tests {
         at(&mut worker, 0, |w, ctx| w.start(ctx));
         reply(&mut worker, 3_000, GroupReply::Joined { member: 1, generation: 1, leader: 2, members: vec![] });
         let both = GroupAssignment { assigned: vec![0, 1], ..Default::default() };
-        reply(&mut worker, 3_010, GroupReply::Synced { generation: 1, assignment: both });
+        reply(&mut worker, 3_010, synced(1, both));
         assert!(worker.runs_task(0) && worker.runs_task(1));
         // Heartbeats every 3 s, unanswered from t=3.010s: the coordinator is unknown from
         // t=13.010s, and a heartbeat interval later the worker stops its tasks (KAFKA-9184).
@@ -1947,12 +2010,149 @@ mod tests {
         assert!(group_requests(&reply(&mut worker, 25_001, GroupReply::UnknownMember)).is_empty());
         // A clean shutdown with nothing running: LeaveGroup at once; then the process is over.
         reply(&mut worker, 26_000, GroupReply::Joined { member: 7, generation: 3, leader: 2, members: vec![] });
-        reply(&mut worker, 26_010, GroupReply::Synced { generation: 3, assignment: GroupAssignment::default() });
+        reply(&mut worker, 26_010, synced(3, GroupAssignment::default()));
         let out =
             at(&mut worker, 27_000, |w, ctx| w.on_message(ctx, Node::Operator, Msg::Control(Control::ShutdownWorker)));
         assert_eq!(group_requests(&out), vec![GroupRequest::Leave { member: 7 }]);
         assert!(out.observations.contains(&Observation::WorkerLeft));
         assert!(worker.has_left());
         assert!(tick(&mut worker, 30_000).sends.is_empty(), "a worker that left does nothing more");
+    }
+
+    /// A member of a group of two, `connect`, stable in generation 1 led by `leader`, holding
+    /// what `assigned` says (its tasks just started).
+    fn stable_member(leader: Node, assigned: Vec<u8>) -> ConnectWorker {
+        let mut worker = group_member();
+        at(&mut worker, 0, |w, ctx| w.start(ctx));
+        let leader_id = if leader == Node::Connect { 1 } else { 2 };
+        let joined = GroupReply::Joined { member: 1, generation: 1, leader: leader_id, members: Vec::new() };
+        if leader == Node::Connect {
+            let members = vec![(1, Node::Connect, vec![]), (2, Node::Connect2, vec![])];
+            reply(&mut worker, 3_000, GroupReply::Joined { member: 1, generation: 1, leader: 1, members });
+        } else {
+            reply(&mut worker, 3_000, joined);
+        }
+        let config = vec![ConnectorConfigRecord { running: true, tasks: 1 }; 2];
+        let assignment = GroupAssignment { assigned, ..Default::default() };
+        reply(&mut worker, 3_010, GroupReply::Synced { generation: 1, assignment, leader, config });
+        worker
+    }
+
+    fn rest(worker: &mut ConnectWorker, ms: u64, from: Node, msg: Msg) -> Outbox {
+        at(worker, ms, |w, ctx| w.on_message(ctx, from, msg))
+    }
+
+    #[test]
+    fn in_a_group_a_stop_goes_to_the_leader_and_its_answer_comes_back() {
+        let mut worker = stable_member(Node::Connect2, vec![]);
+        let stop = Msg::Rest { connector: 0, request: RestRequest::Stop };
+        let out = rest(&mut worker, 5_000, Node::Operator, stop);
+        let [(Node::Connect2, Msg::RestForward { id, connector: 0, request: RestRequest::Stop, hops: 1 })] =
+            out.sends[..]
+        else {
+            panic!("{:?}", out.sends)
+        };
+        assert!(out.observations.iter().any(|o| matches!(o, Observation::RestForwarded { to: Node::Connect2, .. })));
+        // The leader's answer is relayed to the operator.
+        let out = rest(&mut worker, 5_010, Node::Connect2, Msg::RestForwardReply { id, reply: RestReply::Ok });
+        assert_eq!(out.sends, vec![(Node::Operator, Msg::RestReply { reply: RestReply::Ok })]);
+        // A call forwarded twice already is not forwarded a third time: 409.
+        let twice = Msg::RestForward { id: 7, connector: 0, request: RestRequest::Stop, hops: 2 };
+        let out = rest(&mut worker, 5_020, Node::Connect3, twice);
+        assert!(
+            matches!(&out.sends[..], [(Node::Connect3, Msg::RestForwardReply { id: 7, reply: RestReply::Error(e) })] if e.contains("conflicting operation")),
+            "{:?}",
+            out.sends
+        );
+        // The leader goes away with a call forwarded to it: the call fails, the caller tries again.
+        let out =
+            rest(&mut worker, 6_000, Node::Operator, Msg::Rest { connector: 0, request: RestRequest::DeleteOffsets });
+        assert!(matches!(out.sends[..], [(Node::Connect2, Msg::RestForward { .. })]));
+        let out = at(&mut worker, 6_010, |w, ctx| w.on_connection_lost(ctx, Node::Connect2));
+        assert!(
+            matches!(&out.sends[..], [(Node::Operator, Msg::RestReply { reply: RestReply::Error(e) })] if e.contains("unreachable")),
+            "{:?}",
+            out.sends
+        );
+        // Status is any worker's to answer, from the status topic.
+        let out = rest(&mut worker, 7_000, Node::Operator, Msg::Rest { connector: 0, request: RestRequest::Status });
+        assert!(matches!(
+            &out.sends[..],
+            [(Node::Kafka, Msg::Kafka { request: KafkaRequest::ReadConnectStatus { connector: 0 }, .. })]
+        ));
+    }
+
+    #[test]
+    fn a_stop_in_the_config_topic_stops_the_task_and_a_resume_starts_it_after_a_rebalance() {
+        let mut worker = stable_member(Node::Connect, vec![0]);
+        assert!(worker.runs_task(0));
+        // The leader serves the stop itself: one config record.
+        let out = rest(&mut worker, 5_000, Node::Operator, Msg::Rest { connector: 0, request: RestRequest::Stop });
+        assert!(matches!(
+            &out.sends[..],
+            [(
+                Node::Kafka,
+                Msg::Kafka { request: KafkaRequest::WriteConnectConfig { connector: 0, write: ConfigWrite::Stop }, .. }
+            )]
+        ));
+        // Every worker reads the record: the task stops, and the member joins again.
+        let stopped = ConnectorConfigRecord { running: false, tasks: 0 };
+        let out = rest(&mut worker, 5_010, Node::Kafka, Msg::ConnectConfig { connector: 0, record: stopped });
+        assert!(!worker.runs_task(0), "a task still starting ends at once");
+        assert!(matches!(&group_requests(&out)[..], [GroupRequest::Join { .. }]));
+        assert_eq!(worker.connectors[0].status(), ConnectorState::Stopped);
+        // An offset reset is allowed now.
+        let members = vec![(1, Node::Connect, vec![0, 1]), (2, Node::Connect2, vec![])];
+        reply(&mut worker, 5_020, GroupReply::Joined { member: 1, generation: 2, leader: 1, members });
+        let config = vec![stopped, ConnectorConfigRecord { running: true, tasks: 1 }];
+        let nothing = GroupAssignment::default();
+        reply(
+            &mut worker,
+            5_030,
+            GroupReply::Synced { generation: 2, assignment: nothing, leader: Node::Connect, config },
+        );
+        let delete = Msg::Rest { connector: 0, request: RestRequest::DeleteOffsets };
+        let out = rest(&mut worker, 6_000, Node::Operator, delete);
+        assert!(matches!(
+            &out.sends[..],
+            [(Node::Kafka, Msg::Kafka { request: KafkaRequest::WriteSourceOffset { offset: None, .. }, .. })]
+        ));
+        // Resumed: the target state alone; the worker holding the connector generates its task
+        // configuration, which makes every worker join again; the task starts after that rebalance.
+        let resumed = ConnectorConfigRecord { running: true, tasks: 0 };
+        let out = rest(&mut worker, 7_000, Node::Kafka, Msg::ConnectConfig { connector: 0, record: resumed });
+        assert!(!worker.runs_task(0));
+        assert!(out.sends.iter().any(|(_, msg)| matches!(
+            msg,
+            Msg::Kafka {
+                request: KafkaRequest::WriteConnectConfig { connector: 0, write: ConfigWrite::TaskConfigs(1) },
+                ..
+            }
+        )));
+        let configured = ConnectorConfigRecord { running: true, tasks: 1 };
+        let out = rest(&mut worker, 7_010, Node::Kafka, Msg::ConnectConfig { connector: 0, record: configured });
+        assert!(matches!(&group_requests(&out)[..], [GroupRequest::Join { .. }]));
+        let members = vec![(1, Node::Connect, vec![0, 1]), (2, Node::Connect2, vec![])];
+        reply(&mut worker, 7_020, GroupReply::Joined { member: 1, generation: 3, leader: 1, members });
+        let config = vec![configured; 2];
+        let nothing = GroupAssignment::default();
+        reply(
+            &mut worker,
+            7_030,
+            GroupReply::Synced { generation: 3, assignment: nothing, leader: Node::Connect, config },
+        );
+        assert!(worker.runs_task(0), "the task starts where its connector is held");
+    }
+
+    #[test]
+    fn the_leader_refuses_an_offset_reset_until_the_config_topic_says_stopped_with_no_task() {
+        let mut worker = stable_member(Node::Connect, vec![0]);
+        let delete = Msg::Rest { connector: 0, request: RestRequest::DeleteOffsets };
+        let out = rest(&mut worker, 5_000, Node::Operator, delete);
+        assert!(
+            matches!(&out.sends[..], [(Node::Operator, Msg::RestReply { reply: RestReply::Error(e) })] if e.contains("STOPPED state")),
+            "{:?}",
+            out.sends
+        );
     }
 }

@@ -18,6 +18,11 @@
 //!   join) gives a member `session.timeout.ms` more; a member that hears nothing for that long is
 //!   removed (`onExpireHeartbeat`), which starts a rebalance, as a LeaveGroup does at once.
 //!
+//! The coordinator also keeps the Connect cluster's two internal topics the REST operations of
+//! §5.4 go through ([`ConnectTopics`]): the config topic (each connector's target state and task
+//! count; every worker's config consumer reads each record, [`Msg::ConnectConfig`]) and the
+//! status topic (each connector's state as the worker running it last wrote it).
+//!
 //! Simplified: a new member gets its id with its first JoinGroup (the real coordinator answers
 //! `MEMBER_ID_REQUIRED` and the member sends it again, one more round trip); no static
 //! membership; only the Connect group.
@@ -25,7 +30,7 @@
 use crate::core::component::{Ctx, Timer};
 use crate::core::ids::Node;
 use crate::core::observe::Observation;
-use crate::core::protocol::{GroupAssignment, GroupReply, Msg};
+use crate::core::protocol::{ConfigWrite, ConnectorConfigRecord, ConnectorState, GroupAssignment, GroupReply, Msg};
 use crate::core::time::SimTime;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -78,6 +83,54 @@ pub struct GroupCoordinator {
     initial_rebalance_delay_ms: u64,
     /// The workers whose session timer is armed, as bits by their place in `Node::WORKERS`.
     sessions_armed: u8,
+    /// The config and status topics of the Connect cluster.
+    pub topics: ConnectTopics,
+}
+
+/// The Connect cluster's config and status topics (compacted, durable), by connector.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ConnectTopics {
+    /// The config topic: each connector's latest target state and task count.
+    pub config: Vec<ConnectorConfigRecord>,
+    /// The status topic: each connector's state as a worker last wrote it, with the
+    /// generation it wrote it in (`putSafe` keeps a write only if that is not older).
+    pub status: Vec<(ConnectorState, u32)>,
+    /// The workers whose config consumers read the config topic (`Node::WORKERS`' first ones).
+    pub workers: u8,
+}
+
+impl ConnectTopics {
+    /// The topics of `workers` workers running connectors whose configuration is `config`:
+    /// nothing has a status yet (UNASSIGNED).
+    pub fn new(config: Vec<ConnectorConfigRecord>, workers: u8) -> ConnectTopics {
+        let status = vec![(ConnectorState::Unassigned, 0); config.len()];
+        ConnectTopics { config, status, workers }
+    }
+
+    /// A worker writes a config record: every worker's config consumer reads it.
+    pub fn write_config(&mut self, ctx: &mut Ctx, connector: u8, write: ConfigWrite) {
+        let Some(entry) = self.config.get_mut(usize::from(connector)) else { return };
+        match write {
+            ConfigWrite::TargetState(running) => entry.running = running,
+            ConfigWrite::TaskConfigs(tasks) => entry.tasks = tasks,
+            ConfigWrite::Stop => *entry = ConnectorConfigRecord { running: false, tasks: 0 },
+        }
+        let record = *entry;
+        let written = Observation::ConnectConfigWritten { running: record.running, tasks: record.tasks };
+        ctx.observe(Observation::of_connector(connector, written));
+        for worker in Node::WORKERS.iter().take(usize::from(self.workers)) {
+            ctx.send(*worker, Msg::ConnectConfig { connector, record });
+        }
+    }
+
+    /// A worker writes a connector's state (`putSafe`: an older generation's write is dropped).
+    pub fn write_status(&mut self, connector: u8, state: ConnectorState, generation: u32) {
+        if let Some(entry) = self.status.get_mut(usize::from(connector))
+            && generation >= entry.1
+        {
+            *entry = (state, generation);
+        }
+    }
 }
 
 impl GroupCoordinator {
@@ -92,6 +145,7 @@ impl GroupCoordinator {
             assignments: BTreeMap::new(),
             initial_rebalance_delay_ms,
             sessions_armed: 0,
+            topics: ConnectTopics::default(),
         }
     }
 
@@ -272,8 +326,11 @@ impl GroupCoordinator {
     fn send_assignment(&mut self, ctx: &mut Ctx, id: u32) {
         let Some(member) = self.members.get_mut(&id) else { return };
         member.awaiting_sync = false;
+        let node = member.node;
         let assignment = self.assignments.get(&id).cloned().unwrap_or_default();
-        ctx.send(member.node, Msg::GroupReply(GroupReply::Synced { generation: self.generation, assignment }));
+        let leader = self.leader.and_then(|leader| self.members.get(&leader)).map_or(node, |leader| leader.node);
+        let config = self.topics.config.clone();
+        ctx.send(node, Msg::GroupReply(GroupReply::Synced { generation: self.generation, assignment, leader, config }));
     }
 
     pub fn heartbeat(&mut self, ctx: &mut Ctx, from: Node, member: u32, generation: u32) {
@@ -311,11 +368,25 @@ impl GroupCoordinator {
     pub fn deadline_may_pass(&self, down: impl Fn(Node) -> bool) -> bool {
         match self.state {
             GroupState::PreparingRebalance { initial: true, .. } => true,
-            GroupState::PreparingRebalance { initial: false, .. } => {
-                self.members.values().filter(|member| member.joined.is_none()).all(|member| down(member.node))
-            }
+            GroupState::PreparingRebalance { initial: false, .. } => self
+                .members
+                .iter()
+                .filter(|(_, member)| member.joined.is_none())
+                .all(|(id, member)| down(member.node) || self.superseded(*id, member.node)),
             _ => false,
         }
+    }
+
+    /// Whether member `id` of worker `node` belongs to an earlier run of that worker: the
+    /// worker has joined again since, as a newer member (it crashed or was killed and started
+    /// again before the old member's session ran out). Nothing will be heard from it.
+    pub fn superseded(&self, id: u32, node: Node) -> bool {
+        self.members.iter().any(|(other, member)| member.node == node && *other > id)
+    }
+
+    /// Whether worker `node` has a member from an earlier run ([`GroupCoordinator::superseded`]).
+    pub fn has_superseded(&self, node: Node) -> bool {
+        self.members.iter().any(|(id, member)| member.node == node && self.superseded(*id, node))
     }
 
     /// Whether a heartbeat from `member` of `generation` would be answered with anything but
@@ -466,7 +537,9 @@ mod tests {
             Node::Connect2,
             GroupReply::Synced {
                 generation: 1,
-                assignment: GroupAssignment { assigned: vec![1], ..Default::default() }
+                assignment: GroupAssignment { assigned: vec![1], ..Default::default() },
+                leader: Node::Connect,
+                config: Vec::new(),
             }
         )));
         assert_eq!(group.state, GroupState::Stable);
@@ -563,5 +636,38 @@ mod tests {
         let out = at(15_001, |ctx| group.on_phase_deadline(ctx));
         assert!(out.observations.iter().any(|o| matches!(o, Observation::GroupMemberRemoved { worker: Node::Connect2, reason } if reason.contains("rebalance.timeout.ms"))));
         assert_eq!(group.state, GroupState::Empty);
+    }
+
+    #[test]
+    fn every_worker_reads_a_config_record_and_an_older_generation_does_not_overwrite_a_status() {
+        let running = ConnectorConfigRecord { running: true, tasks: 1 };
+        let mut topics = ConnectTopics::new(vec![running, running], 2);
+        // A stop: no task, STOPPED; both workers' config consumers read it.
+        let out = at(1_000, |ctx| topics.write_config(ctx, 1, ConfigWrite::Stop));
+        let stopped = ConnectorConfigRecord { running: false, tasks: 0 };
+        let record = Msg::ConnectConfig { connector: 1, record: stopped };
+        assert_eq!(out.sends, vec![(Node::Connect, record.clone()), (Node::Connect2, record)]);
+        // A resume writes the target state alone: the task count stays until a worker writes it.
+        at(2_000, |ctx| topics.write_config(ctx, 1, ConfigWrite::TargetState(true)));
+        assert_eq!(topics.config[1], ConnectorConfigRecord { running: true, tasks: 0 });
+        at(2_010, |ctx| topics.write_config(ctx, 1, ConfigWrite::TaskConfigs(1)));
+        assert_eq!(topics.config, vec![running, running]);
+        // `putSafe`: a write from an older generation (a zombie's) is dropped.
+        topics.write_status(0, ConnectorState::Running, 3);
+        topics.write_status(0, ConnectorState::Unassigned, 2);
+        assert_eq!(topics.status[0], (ConnectorState::Running, 3));
+        topics.write_status(0, ConnectorState::Stopped, 3);
+        assert_eq!(topics.status[0], (ConnectorState::Stopped, 3));
+    }
+
+    #[test]
+    fn a_member_from_an_earlier_run_of_a_worker_is_superseded_by_its_new_one() {
+        let mut group = stable_pair();
+        assert!(!group.has_superseded(Node::Connect));
+        // Connect was killed and started again before its session ran out: it joins anew.
+        at(7_000, |ctx| group.join(ctx, Node::Connect, None, Vec::new(), TIMEOUTS));
+        assert!(group.has_superseded(Node::Connect));
+        assert!(group.superseded(1, Node::Connect));
+        assert!(!group.has_superseded(Node::Connect2));
     }
 }

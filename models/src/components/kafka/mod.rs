@@ -37,13 +37,14 @@
 
 pub mod group;
 
-use crate::components::kafka::group::GroupCoordinator;
+use crate::components::kafka::group::{ConnectTopics, GroupCoordinator};
 use crate::core::component::{Component, Ctx, Timer};
 use crate::core::event::{KafkaRecord, Placement, SourceOffset, Topic, TopicPartition};
 use crate::core::ids::{Key, Node};
 use crate::core::observe::{Observation, TransactionEnd};
 use crate::core::protocol::{
-    GroupRequest, IsolationLevel, KafkaReply, KafkaRequest, Msg, ProducerEpoch, TransactionalOffset,
+    ConnectorConfigRecord, GroupRequest, IsolationLevel, KafkaReply, KafkaRequest, Msg, ProducerEpoch,
+    TransactionalOffset,
 };
 use crate::core::shared::{CopyOnWrite, Fixed, Optional};
 use crate::core::time::SimTime;
@@ -552,8 +553,17 @@ impl Kafka {
 
     /// With a coordinator for the Connect workers' group, its first join delayed by
     /// `group.initial.rebalance.delay.ms`.
-    pub fn with_connect_group(mut self, initial_rebalance_delay_ms: u64) -> Kafka {
-        self.group = Optional::some(GroupCoordinator::new(initial_rebalance_delay_ms));
+    /// The cluster's config topic starts with each connector's configuration (`connectors`)
+    /// and is read by `workers` workers.
+    pub fn with_connect_group(
+        mut self,
+        initial_rebalance_delay_ms: u64,
+        connectors: Vec<ConnectorConfigRecord>,
+        workers: u8,
+    ) -> Kafka {
+        let mut group = GroupCoordinator::new(initial_rebalance_delay_ms);
+        group.topics = ConnectTopics::new(connectors, workers);
+        self.group = Optional::some(group);
         self
     }
 
@@ -783,6 +793,25 @@ impl Kafka {
 
     fn handle(&mut self, ctx: &mut Ctx, from: Node, request_id: u64, request: KafkaRequest) {
         let reply = match request {
+            KafkaRequest::WriteConnectConfig { connector, write } => {
+                let Some(group) = self.group.0.as_mut() else { return };
+                group.topics.write_config(ctx, connector, write);
+                KafkaReply::ConnectConfigWritten
+            }
+            KafkaRequest::WriteConnectStatus { connector, state, generation } => {
+                if let Some(group) = self.group.0.as_mut() {
+                    group.topics.write_status(connector, state, generation);
+                }
+                return;
+            }
+            KafkaRequest::ReadConnectStatus { connector } => {
+                let Some(group) = self.group.0.as_ref() else { return };
+                let c = usize::from(connector);
+                let (Some((state, _)), Some(config)) = (group.topics.status.get(c), group.topics.config.get(c)) else {
+                    return;
+                };
+                KafkaReply::ConnectStatus { state: *state, config: *config }
+            }
             KafkaRequest::Produce { records, transaction } => {
                 let id = match transaction.map(|producer| self.current(producer)) {
                     Some(Err(reason)) => {

@@ -484,17 +484,30 @@ impl World {
 
     /// Time does not pass in the world: a timer fires to say its deadline came. The group
     /// coordinator's are deadlines of silence, so they come only where the silence is the
-    /// bound's: a member's session ends by its timer only when its worker is down (a live
-    /// worker's is a pause, [`Action::Pause`], which the bound counts), and a join phase's
-    /// `rebalance.timeout.ms` only when the members that have not joined are down (the delayed
+    /// bound's: a member's session ends by its timer only when its worker is down or has joined
+    /// again as a newer member since (a crash and a restart: the old member is heard from no
+    /// more), a live worker's by a pause ([`Action::Pause`], which the bound counts); a join
+    /// phase's `rebalance.timeout.ms` only when the members that have not joined are so (the delayed
     /// first join of an empty group, `group.initial.rebalance.delay.ms`, may end at any time).
     fn group_timer_may_fire(&self, node: Node, timer: Timer) -> bool {
         match timer {
-            Timer::GroupSession { member } => self.down.contains(member),
+            Timer::GroupSession { member } => {
+                self.down.contains(member)
+                    || self.processes.kafka.group.0.as_ref().is_some_and(|group| group.has_superseded(member))
+            }
             // A heartbeat answered "carry on" changes nothing where time does not pass (the
             // session it extends never runs out by itself here): only those that tell the
             // worker to rejoin, or that it is no longer a member, are steps.
             Timer::GroupHeartbeat => self.heartbeat_tells(node),
+            // Every member rejoins when a scheduled rebalance's delay ends, the leader among
+            // them: where time does not pass, the leader's rejoin is the one that says the
+            // delay is over (a follower's alone would find the leader's assignor still waiting,
+            // and delay them all again, round after round).
+            Timer::GroupRejoin => self
+                .processes
+                .worker(node)
+                .and_then(|w| w.membership.0.as_deref())
+                .is_none_or(|member| !member.rejoin_for_delay || member.leader.is_none_or(|leader| leader == node)),
             Timer::GroupCoordinator => self
                 .processes
                 .kafka

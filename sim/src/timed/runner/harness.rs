@@ -375,6 +375,20 @@ impl Harness<'_> {
         self.schedule(now.saturating_add(timeout_ms), HarnessStep::Inject { to: primary, from: primary, msg });
     }
 
+    /// The worker a REST call reaches: the first of the group that is up and has not shut down
+    /// (`connect` when none is).
+    fn rest_worker(&self) -> Node {
+        self.models
+            .workers()
+            .map(|(node, _)| node)
+            .find(|node| {
+                self.nodes.contains_key(node)
+                    && !self.down.contains(node)
+                    && !self.models.worker(*node).is_some_and(|model| model.lock().expect("worker").has_left())
+            })
+            .unwrap_or(Node::Connect)
+    }
+
     fn run_step(&mut self, step: HarnessStep, now: u64) {
         match step {
             HarnessStep::StartConnect => {
@@ -428,6 +442,10 @@ impl Harness<'_> {
                 );
             }
             HarnessStep::Inject { to, from, msg } => {
+                // A REST call goes to a group's worker that is up (a load balancer in front of
+                // the group's REST API).
+                let to =
+                    if matches!(msg, Msg::Rest { .. }) && to.is_connect_worker() { self.rest_worker() } else { to };
                 // A request to a process that is down or still starting (a REST call to a dead
                 // worker) is refused: the operator tries again a second later while the process
                 // is coming back, so every healed fault heals; one that stays down loses it.
@@ -480,12 +498,14 @@ impl Harness<'_> {
             HarnessStep::Action(Action::Fault(fault, connector, worker)) => {
                 // A worker's fault without a worker: the worker running the first connector's task
                 // now (with one worker, or none running it, `connect`).
+                // A task's kill: the worker running that connector's task.
+                let task_of = if matches!(fault, FaultAction::KillConnectorTask { .. }) { connector } else { 0 };
                 let worker = match worker {
                     Some(index) => Node::WORKERS[usize::from(index)],
                     None => self
                         .models
                         .workers()
-                        .find(|(_, model)| model.lock().expect("worker").runs_task(0))
+                        .find(|(_, model)| model.lock().expect("worker").runs_task(usize::from(task_of)))
                         .map_or(Node::Connect, |(node, _)| node),
                 };
                 // What the harness observes of a connector's fault is that connector's.
@@ -494,7 +514,9 @@ impl Harness<'_> {
                     FaultAction::KillConnectWorker { .. }
                     | FaultAction::StopConnectWorker { .. }
                     | FaultAction::PauseConnectWorker { .. } => worker,
-                    FaultAction::StopConnector { .. } | FaultAction::KillConnectorTask { .. } => Node::Connect,
+                    // A REST call: to a worker that is up (in a group, any serves it).
+                    FaultAction::StopConnector { .. } => self.rest_worker(),
+                    FaultAction::KillConnectorTask { .. } => worker,
                     FaultAction::RecreateSlot | FaultAction::RebuildConnector | FaultAction::AdvanceSlot { .. } => {
                         Node::Operator
                     }
@@ -588,11 +610,7 @@ impl Harness<'_> {
                         self.schedule(now.saturating_add(duration_ms), HarnessStep::PauseEnds(target));
                     }
                     FaultAction::StopConnector { resume_after_ms } => {
-                        self.shared.inject(
-                            Node::Connect,
-                            Node::Operator,
-                            Msg::Rest { connector, request: RestRequest::Stop },
-                        );
+                        self.shared.inject(target, Node::Operator, Msg::Rest { connector, request: RestRequest::Stop });
                         if let Some(after) = resume_after_ms {
                             self.schedule(
                                 now.saturating_add(after),
@@ -630,11 +648,7 @@ impl Harness<'_> {
                         );
                     }
                     FaultAction::KillConnectorTask { restart_after_ms } => {
-                        self.shared.inject(
-                            Node::Connect,
-                            Node::Operator,
-                            Msg::Control(Control::KillTask { connector }),
-                        );
+                        self.shared.inject(target, Node::Operator, Msg::Control(Control::KillTask { connector }));
                         if let Some(after) = restart_after_ms {
                             self.schedule(
                                 now.saturating_add(after),
