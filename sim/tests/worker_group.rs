@@ -221,7 +221,7 @@ fn a_stop_is_forwarded_to_the_leader_and_served_once_the_group_has_one_that_is_u
 /// history on every path, and none fails closed.
 #[test]
 fn the_runbook_in_a_group_forms_one_history_in_every_interleaving() {
-    use handoff_sim::exhaustive::check::{self, CheckPlan, Strategy};
+    use handoff_sim::exhaustive::check;
     let sets = [
         "connect.workers=2",
         "check.crashes=0",
@@ -231,15 +231,7 @@ fn the_runbook_in_a_group_forms_one_history_in_every_interleaving() {
     .map(str::to_owned);
     let path = common::scenario_path("zoo/missing-log-position-check-after-snapshot-fixed");
     let loaded = handoff_sim::scenario::load(&path, &sets).unwrap_or_else(|e| panic!("{e}"));
-    let plan = CheckPlan {
-        strategy: Strategy::Bfs,
-        max_depth: None,
-        threads: 2,
-        timeout: None,
-        max_states: 12_000_000,
-        max_memory_bytes: None,
-    };
-    let report = check::check(&loaded.spec, "the runbook in a group", plan).expect("a bound");
+    let report = check::check(&loaded.spec, "the runbook in a group", common::WHOLE_BOUND).expect("a bound");
     assert!(report.complete, "explored completely");
     assert_eq!((report.states, report.unique_states), (2_177_690, 658_356), "the bound's size");
     assert!(report.as_expected(), "{}", check::text(&report));

@@ -15,10 +15,12 @@
 //! twin's bound does.
 #![cfg(madsim)]
 
+mod common;
+
 use handoff_models::exhaustive::check::FAILS_CLOSED;
 use handoff_models::judge::verdict::Outcome as Judged;
 use handoff_models::scenario::spec::{Invariant, Spec};
-use handoff_sim::exhaustive::check::{self, CheckPlan, Outcome, Strategy};
+use handoff_sim::exhaustive::check::{self, Outcome};
 use handoff_sim::scenario;
 use handoff_sim::timed::runner;
 use std::path::PathBuf;
@@ -26,15 +28,6 @@ use std::path::PathBuf;
 fn zoo(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/zoo").join(format!("{name}.toml"))
 }
-
-const PLAN: CheckPlan = CheckPlan {
-    strategy: Strategy::Bfs,
-    max_depth: None,
-    threads: 2,
-    timeout: None,
-    max_states: 12_000_000,
-    max_memory_bytes: None,
-};
 
 /// Checks an entry and its twin: `(generated, unique)` states of the entry's bound and of the
 /// twin's.
@@ -101,7 +94,7 @@ fn twin_checked(name: &str, twin_sizes: (usize, usize)) -> (String, scenario::Lo
 #[track_caller]
 fn checked(name: &str, sizes: (usize, usize)) -> (scenario::Loaded, check::CheckReport) {
     let loaded = scenario::load(&zoo(name), &[]).unwrap_or_else(|e| panic!("{e}"));
-    let report = check::check(&loaded.spec, name, PLAN).expect("a bound");
+    let report = check::check(&loaded.spec, name, common::WHOLE_BOUND).expect("a bound");
     assert!(report.complete, "{name}: the bound is explored completely");
     assert_eq!((report.states, report.unique_states), sizes, "{name}: the bound's size");
     assert!(report.as_expected(), "{name}:\n{}", check::text(&report));

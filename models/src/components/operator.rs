@@ -108,11 +108,6 @@ pub const REST_RETRY_MS: u64 = 100;
 /// How soon the operator makes a REST call again after it failed with an error.
 const REST_ERROR_RETRY_MS: u64 = 1_000;
 
-/// A REST call as the operator makes it, for people.
-fn rest_call(request: &RestRequest, connector: &str) -> String {
-    request.call(connector)
-}
-
 impl Operator {
     pub fn new(policy: GatePolicy, connector: String, slot_name: String) -> Operator {
         let first = OperatorTarget { name: connector.clone(), slot_name: slot_name.clone(), rebuild_snapshots: true };
@@ -202,7 +197,7 @@ impl Operator {
     fn rest_failed(&mut self, ctx: &mut Ctx, error: String) {
         let Some((_, Msg::Rest { request, .. })) = &self.last else { return };
         ctx.observe(Observation::RestFailed {
-            request: rest_call(request, &self.connector),
+            request: request.call(&self.connector),
             error,
             retry_after_ms: REST_ERROR_RETRY_MS,
         });
@@ -318,7 +313,7 @@ impl Component for Operator {
             && let Some((_, Msg::Rest { request, .. })) = &self.last
         {
             self.rest_refused = false;
-            ctx.observe(Observation::RestAnswered { request: rest_call(request, &self.connector) });
+            ctx.observe(Observation::RestAnswered { request: request.call(&self.connector) });
         }
         match (self.step.clone(), msg) {
             (Step::Idle | Step::Done, Msg::Control(Control::RecreateSlot { connector })) => {
@@ -523,7 +518,7 @@ impl Component for Operator {
                 if !self.rest_refused {
                     self.rest_refused = true;
                     ctx.observe(Observation::RestUnanswered {
-                        request: rest_call(request, &self.connector),
+                        request: request.call(&self.connector),
                         retry_after_ms: REST_RETRY_MS,
                     });
                 }

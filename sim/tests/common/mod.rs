@@ -2,9 +2,21 @@
 #![allow(dead_code)]
 
 use handoff_models::scenario::spec::{Invariant, Spec};
+use handoff_sim::exhaustive::check::{CheckPlan, Strategy};
 use handoff_sim::scenario;
 use handoff_sim::timed::runner::{self, RunResult};
 use std::path::PathBuf;
+
+/// How the tests explore a bound to its end: breadth first (so a counterexample found is the
+/// shortest), two threads, at most 12,000,000 states.
+pub const WHOLE_BOUND: CheckPlan = CheckPlan {
+    strategy: Strategy::Bfs,
+    max_depth: None,
+    threads: 2,
+    timeout: None,
+    max_states: 12_000_000,
+    max_memory_bytes: None,
+};
 
 /// The folders of bundled scenarios: the scenarios, the bug zoo and the seed database. Each file in
 /// them is a scenario a user runs as it is, so each is held to "same seed, same trace".

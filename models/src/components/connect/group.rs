@@ -150,6 +150,8 @@ pub struct Round {
     pub delayed: Vec<u8>,
     /// Tasks found running on more than one member.
     pub duplicated: Vec<u8>,
+    /// What each member holds once its assignment is applied (where a task's restart goes).
+    pub holdings: BTreeMap<u32, BTreeSet<u8>>,
 }
 
 impl Assignor {
@@ -262,7 +264,7 @@ impl Assignor {
             .zip(next.keys())
             .map(|(assignment, id)| (*id, assignment))
             .collect();
-        Round { assignments, delayed, duplicated: duplicated.into_iter().collect() }
+        Round { assignments, delayed, duplicated: duplicated.into_iter().collect(), holdings: next }
     }
 
     fn reset_delay(&mut self) {

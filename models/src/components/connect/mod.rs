@@ -203,11 +203,11 @@ enum Pending {
     Flush { final_commit: bool },
     /// `DELETE /connectors/<name>/offsets`, answered to `reply_to` (the caller, and its
     /// forwarding id when a worker forwarded the call).
-    DeleteOffsets { reply_to: (Node, Option<u32>) },
+    DeleteOffsets { reply_to: rest::Caller },
     /// A record of the group's config topic; a REST call's, answered to `reply_to`.
-    ConfigWrite { reply_to: Option<(Node, Option<u32>)> },
+    ConfigWrite { reply_to: Option<rest::Caller> },
     /// `GET …/status` in a group: reading the status topic.
-    StatusRead { reply_to: (Node, Option<u32>) },
+    StatusRead { reply_to: rest::Caller },
     /// `initTransactions()` of an exactly-once task starting.
     InitProducer,
     /// The offsets of the open transaction, sent through the task's transactional producer.
@@ -1425,7 +1425,8 @@ impl ConnectWorker {
                     );
                     let nodes: std::collections::BTreeMap<u32, Node> =
                         members.iter().map(|(id, node, _)| (*id, *node)).collect();
-                    member.owners = rest::owners(&owned, &round.assignments, &nodes);
+                    member.owners =
+                        round.holdings.iter().flat_map(|(id, tasks)| tasks.iter().map(|c| (*c, nodes[id]))).collect();
                     ctx.observe(Observation::GroupAssignmentsComputed {
                         generation,
                         assignments: round

@@ -37,9 +37,8 @@ use crate::core::component::Ctx;
 use crate::core::ids::Node;
 use crate::core::observe::Observation;
 use crate::core::protocol::{
-    ConfigWrite, ConnectorConfigRecord, ConnectorState, GroupAssignment, KafkaRequest, Msg, RestReply, RestRequest,
+    ConfigWrite, ConnectorConfigRecord, ConnectorState, KafkaRequest, Msg, RestReply, RestRequest,
 };
-use std::collections::BTreeMap;
 
 /// Who a REST call's answer goes to: the caller, and its forwarding id if a worker forwarded it.
 pub(super) type Caller = (Node, Option<u32>);
@@ -66,24 +65,6 @@ pub(super) fn reported(state: ConnectorState, config: ConnectorConfigRecord) -> 
         (true, ConnectorState::Stopped) => ConnectorState::Unassigned,
         (true, state) => state,
     }
-}
-
-/// As the leader, after assigning: which worker holds each connector (`owned` are the members'
-/// holdings when they joined, `assignments` what each gained and lost).
-pub(super) fn owners(
-    owned: &[(u32, Vec<u8>)],
-    assignments: &[(u32, GroupAssignment)],
-    nodes: &BTreeMap<u32, Node>,
-) -> Vec<(u8, Node)> {
-    let mut owners: Vec<(u8, Node)> = Vec::new();
-    for (id, assignment) in assignments {
-        let Some(node) = nodes.get(id) else { continue };
-        let had = owned.iter().find(|(member, _)| member == id).map(|(_, tasks)| tasks.as_slice()).unwrap_or(&[]);
-        let holds = had.iter().filter(|c| !assignment.revoked.contains(c)).chain(assignment.assigned.iter());
-        owners.extend(holds.map(|c| (*c, *node)));
-    }
-    owners.sort();
-    owners
 }
 
 impl ConnectWorker {

@@ -386,7 +386,7 @@ impl GroupCoordinator {
 
     /// Whether worker `node` has a member from an earlier run ([`GroupCoordinator::superseded`]).
     pub fn has_superseded(&self, node: Node) -> bool {
-        self.members.iter().any(|(id, member)| member.node == node && self.superseded(*id, node))
+        self.members.values().filter(|member| member.node == node).count() > 1
     }
 
     /// Whether a heartbeat from `member` of `generation` would be answered with anything but
