@@ -606,7 +606,7 @@ fn script_with_two_ops() {
         &text,
         &[],
         "s.toml:15:1: workload.script[0]: ",
-        "exactly one of insert, update, delete, event, begin, commit, rollback or message is allowed; found insert and delete",
+        "exactly one of insert, update, delete, event, signal, begin, commit, rollback or message is allowed; found insert and delete",
     );
 }
 
@@ -617,7 +617,7 @@ fn script_with_no_op() {
         &text,
         &[],
         "s.toml:12:1: workload.script[0]: ",
-        "one of insert, update, delete, event, begin, commit, rollback or message is required",
+        "one of insert, update, delete, event, signal, begin, commit, rollback or message is required",
     );
 }
 

@@ -153,6 +153,7 @@ fn everything() -> Spec {
             synchronized_standby_slots: false,
             idle_in_transaction_session_timeout_ms: 0,
             wal_sender_timeout_ms: handoff_models::components::postgres::WAL_SENDER_TIMEOUT_MS,
+            publications: Vec::new(),
         },
         tables: vec![
             TableSetup {
@@ -199,6 +200,8 @@ fn everything() -> Spec {
             message_prefixes: handoff_models::components::connect::debezium::MessagePrefixFilter::All,
             slot_failover: false,
             tables: vec![payments, claims],
+            snapshot_tables: None,
+            signalling: None,
         },
         connector_properties: properties,
         connector_start_ms: 1_500,

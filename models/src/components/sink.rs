@@ -341,7 +341,12 @@ impl SearchIndex {
         let lsn = event.source.lsn;
         let last = self.last_written.entry(id).or_insert(lsn);
         *last = (*last).max(lsn);
-        if event.op == Op::Read && !self.closed_epochs.contains(&lsn) {
+        // An incremental snapshot's reads are no epoch: they come chunk by chunk among the
+        // streamed changes, and a chunk retracts nothing (it only reads rows that exist).
+        if event.op == Op::Read
+            && event.source.snapshot != crate::core::event::SnapshotMarker::Incremental
+            && !self.closed_epochs.contains(&lsn)
+        {
             let epoch = self.epochs.entry(lsn).or_default();
             epoch.seen.insert(id);
             epoch.tables.insert(id.0);

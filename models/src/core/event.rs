@@ -60,6 +60,11 @@ pub enum SnapshotMarker {
     Last,
     #[serde(rename = "false")]
     Streamed,
+    /// A row of an incremental snapshot's chunk (`source.snapshot = incremental`,
+    /// `PostgresOffsetContext.incrementalSnapshotEvents`): an `op=r` read emitted among the
+    /// streamed changes when its chunk's window closes. No record of an incremental snapshot is
+    /// first or last.
+    Incremental,
 }
 
 impl SnapshotMarker {
@@ -283,6 +288,58 @@ pub struct SourceOffset {
     /// `resetLsnEventsProcessed`). Releases before 3.7 never write it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub lsn_events_processed: u32,
+    /// The incremental snapshot's context while one runs (`AbstractIncrementalSnapshotContext
+    /// .store`): the keys `incremental_snapshot_collections`,
+    /// `incremental_snapshot_primary_key` and `incremental_snapshot_maximum_key`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incremental: Option<IncrementalOffset>,
+}
+
+/// The incremental snapshot's context as an offset stores it (`AbstractIncrementalSnapshotContext
+/// .store`, read back by `init`): the collections still to snapshot, the current one first
+/// (`incremental_snapshot_collections`), the key of the last snapshot row emitted
+/// (`incremental_snapshot_primary_key`: a restart reads the next chunk after it) and the current
+/// table's largest key when its snapshot began (`incremental_snapshot_maximum_key`). Kept as a
+/// few numbers: at most [`IncrementalOffset::MAX_COLLECTIONS`] collections queued, keys 0 for
+/// none (a key is 1 or more).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct IncrementalOffset {
+    collections: [TableId; IncrementalOffset::MAX_COLLECTIONS],
+    count: u8,
+    /// `incremental_snapshot_primary_key` (0: no row emitted yet for the current table).
+    pub primary_key: Key,
+    /// `incremental_snapshot_maximum_key` (0: not read yet).
+    pub maximum_key: Key,
+}
+
+impl IncrementalOffset {
+    /// The most collections one incremental snapshot queues in the model.
+    pub const MAX_COLLECTIONS: usize = 8;
+
+    pub fn new(collections: &[TableId], primary_key: Option<Key>, maximum_key: Option<Key>) -> IncrementalOffset {
+        let mut stored = [TableId::default(); IncrementalOffset::MAX_COLLECTIONS];
+        let count = collections.len().min(IncrementalOffset::MAX_COLLECTIONS);
+        stored[..count].copy_from_slice(&collections[..count]);
+        IncrementalOffset {
+            collections: stored,
+            count: count as u8,
+            primary_key: primary_key.unwrap_or(0),
+            maximum_key: maximum_key.unwrap_or(0),
+        }
+    }
+
+    /// The collections still to snapshot, the current one first.
+    pub fn collections(&self) -> &[TableId] {
+        &self.collections[..usize::from(self.count)]
+    }
+
+    pub fn primary_key(&self) -> Option<Key> {
+        Some(self.primary_key).filter(|key| *key != 0)
+    }
+
+    pub fn maximum_key(&self) -> Option<Key> {
+        Some(self.maximum_key).filter(|key| *key != 0)
+    }
 }
 
 fn is_zero(count: &u32) -> bool {
@@ -306,6 +363,9 @@ impl std::hash::Hash for SourceOffset {
         self.snapshot_completed.hash(state);
         if self.lsn_events_processed > 1 {
             self.lsn_events_processed.hash(state);
+        }
+        if let Some(incremental) = &self.incremental {
+            incremental.hash(state);
         }
     }
 }
@@ -359,6 +419,12 @@ impl fmt::Display for SourceOffset {
         if let Some(kind) = self.snapshot {
             parts.push(format!("snapshot={}", kind.name()));
             parts.push(format!("snapshot_completed={}", self.snapshot_is_completed()));
+        }
+        if let Some(incremental) = &self.incremental {
+            parts.push(format!("incremental_snapshot_collections={}", incremental.count));
+            if let Some(key) = incremental.primary_key() {
+                parts.push(format!("incremental_snapshot_primary_key={key}"));
+            }
         }
         if parts.is_empty() {
             parts.push("empty".into());

@@ -37,10 +37,13 @@ pub enum Moment {
     /// The outbox's consumer finished a local transaction (or its offset commit, for
     /// `offset-before-effect`) on a routed record: `#n` is the n-th.
     EventHandled,
+    /// An incremental snapshot's window closed on the stream (its buffered rows emitted, the
+    /// next chunk's read begun): `#n` is the n-th.
+    WindowClosed,
 }
 
 impl Moment {
-    pub const ALL: [Moment; 11] = [
+    pub const ALL: [Moment; 12] = [
         Moment::SnapshotScanStarted,
         Moment::SnapshotCompletionMarkerAcked,
         Moment::SnapshotCompleted,
@@ -52,6 +55,7 @@ impl Moment {
         Moment::Promoted,
         Moment::CommitInWal,
         Moment::EventHandled,
+        Moment::WindowClosed,
     ];
 
     pub fn name(self) -> &'static str {
@@ -67,6 +71,7 @@ impl Moment {
             Moment::Promoted => "promoted",
             Moment::CommitInWal => "commit-in-wal",
             Moment::EventHandled => "event-handled",
+            Moment::WindowClosed => "incremental-window-closed",
         }
     }
 

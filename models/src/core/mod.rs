@@ -15,6 +15,7 @@ pub mod lsn;
 pub mod observe;
 pub mod protocol;
 pub mod shared;
+pub mod signal;
 pub mod time;
 pub mod units;
 pub mod wal;

@@ -13,6 +13,7 @@ use crate::core::lsn::Lsn;
 use crate::core::protocol::ConnectorState;
 use crate::core::protocol::SlotRow;
 use crate::core::shared::ByContent;
+use crate::core::signal::{ChunkId, ScanStatus, Watermark};
 use crate::core::time::SimTime;
 use crate::core::wal::CommittedTxn;
 use serde::{Deserialize, Serialize};
@@ -640,6 +641,62 @@ pub enum Observation {
         error: String,
         retry_after_ms: u64,
     },
+    /// The task read a signal row on its stream (the source channel) and executed it before
+    /// the row's own record (`EventDispatcher.dispatchDataChangeEvent`): its `id`, `type` and
+    /// `data`, and what it did.
+    SignalExecuted {
+        id: String,
+        signal_type: String,
+        data: String,
+        outcome: String,
+    },
+    /// An incremental snapshot began (`notifyStarted`), queueing these tables.
+    IncrementalSnapshotStarted {
+        tables: Vec<TableId>,
+    },
+    /// At the task's start the stored offset said an incremental snapshot was running: `init`
+    /// reads a chunk of `table` after the stored key, with a fresh chunk id.
+    IncrementalSnapshotResumed {
+        table: TableId,
+        after: Option<Key>,
+    },
+    /// `readChunk` wrote the open watermark of `chunk` and read `rows` rows of `table`, keys
+    /// after `after` up to the table's `maximum_key` (`last`: the chunk's last key).
+    ChunkRead {
+        table: TableId,
+        chunk: ChunkId,
+        after: Option<Key>,
+        last: Option<Key>,
+        rows: u32,
+        maximum_key: Key,
+    },
+    /// The stream reached `chunk`'s open watermark: its window opened.
+    WindowOpened {
+        chunk: ChunkId,
+    },
+    /// The stream reached `chunk`'s close watermark: the rows left in its buffer were emitted
+    /// (`emitted`); `deduplicated` had been removed by streamed events of the same keys.
+    WindowClosed {
+        table: Option<TableId>,
+        chunk: ChunkId,
+        emitted: u32,
+        deduplicated: u32,
+    },
+    /// A watermark of another chunk than the current one (an earlier start's, replayed) was
+    /// read and ignored.
+    WatermarkIgnored {
+        chunk: ChunkId,
+        watermark: Watermark,
+    },
+    /// A table of the incremental snapshot is done (`TABLE_SCAN_COMPLETED`), `rows` read.
+    IncrementalTableScanned {
+        table: TableId,
+        status: ScanStatus,
+        rows: u64,
+        reason: String,
+    },
+    /// The incremental snapshot has no collection left (`postIncrementalSnapshotCompleted`).
+    IncrementalSnapshotCompleted,
 }
 
 /// What the consumer did with one record.
@@ -729,6 +786,7 @@ impl Observation {
             Observation::Promoted { .. } => Some(Moment::Promoted),
             Observation::CommitWritten { .. } => Some(Moment::CommitInWal),
             Observation::EventHandled { .. } => Some(Moment::EventHandled),
+            Observation::WindowClosed { .. } => Some(Moment::WindowClosed),
             _ => None,
         }
     }

@@ -191,6 +191,13 @@ pub enum SqlRequest {
     /// `SELECT id, … FROM <table> ORDER BY id` in the session: the transaction's snapshot under
     /// REPEATABLE READ, a fresh statement snapshot under READ COMMITTED or outside a block.
     Select { table: TableId },
+    /// The incremental snapshot's queries (`AbstractChunkQueryBuilder.buildChunkQuery`,
+    /// `buildMaxPrimaryKeyQuery`; reference debezium-postgres.md §6.2): `SELECT * FROM <table>
+    /// WHERE (id) > (after) AND (id) <= (upto) ORDER BY id LIMIT limit` (no lower bound on the
+    /// first chunk), or with `descending` the largest key's row, `ORDER BY id DESC LIMIT 1`. A
+    /// statement of the session as [`SqlRequest::Select`] is: a fresh statement snapshot under
+    /// READ COMMITTED.
+    SelectRange { table: TableId, after: Option<Key>, upto: Option<Key>, limit: u32, descending: bool },
     /// `SET TRANSACTION SNAPSHOT '<name>'` (REPEATABLE READ blocks only, first statement).
     ImportSnapshot { name: String },
     /// `SELECT pg_current_snapshot()`: `xmin:xmax:xip,…`.

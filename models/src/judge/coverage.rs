@@ -5,9 +5,9 @@
 //! `src/testing/marks.zig`). A mark is set by the trace alone, never by a component's private
 //! state.
 //!
-//! Not marked yet: a slot going `unreserved` (past `max_wal_size` but not yet invalidated). Not
-//! marked because the models do not have them: an incremental snapshot's chunk window, an
-//! exactly-once transaction.
+//! Not marked yet: a slot going `unreserved` (past `max_wal_size` but not yet invalidated), the
+//! commit-visibility race behind an incremental snapshot's watermarks. Not marked because the
+//! models do not have them: an exactly-once transaction.
 
 use crate::core::change::ChangeKind;
 use crate::core::event::Origin;
@@ -77,10 +77,16 @@ pub enum Mark {
     InboxAbsorbed,
     /// The outbox's consumer applied an event's side effect a second time (I10 violated).
     EffectAppliedAgain,
+    /// An incremental snapshot's watermark window closed on the stream (its chunk emitted).
+    WindowClosed,
+    /// A streamed event removed a row from an open window's buffer (the DBLog dedup rule).
+    WindowDeduplicated,
+    /// A task start took a running incremental snapshot up again from its stored offset.
+    BackfillResumed,
 }
 
 impl Mark {
-    pub const ALL: [Mark; 25] = [
+    pub const ALL: [Mark; 28] = [
         Mark::UpdateDuringScan,
         Mark::DeleteDuringScan,
         Mark::KilledBeforeCompletionStored,
@@ -106,6 +112,9 @@ impl Mark {
         Mark::OutboxEventRouted,
         Mark::InboxAbsorbed,
         Mark::EffectAppliedAgain,
+        Mark::WindowClosed,
+        Mark::WindowDeduplicated,
+        Mark::BackfillResumed,
     ];
 
     pub fn name(self) -> &'static str {
@@ -135,6 +144,9 @@ impl Mark {
             Mark::OutboxEventRouted => "outbox event routed to its topic",
             Mark::InboxAbsorbed => "redelivered event absorbed by the inbox",
             Mark::EffectAppliedAgain => "event's side effect applied again",
+            Mark::WindowClosed => "incremental snapshot window closed",
+            Mark::WindowDeduplicated => "streamed event dropped a row from a window",
+            Mark::BackfillResumed => "incremental snapshot resumed after a restart",
         }
     }
 }
@@ -208,6 +220,15 @@ impl Coverage {
                 if matches!(action, FaultAction::Clog { .. }) {
                     self.marks.insert(Mark::LinkClogged);
                 }
+            }
+            Observation::WindowClosed { deduplicated, .. } => {
+                self.marks.insert(Mark::WindowClosed);
+                if *deduplicated > 0 {
+                    self.marks.insert(Mark::WindowDeduplicated);
+                }
+            }
+            Observation::IncrementalSnapshotResumed { .. } => {
+                self.marks.insert(Mark::BackfillResumed);
             }
             Observation::Transformed { routed, .. } if *routed > 0 => {
                 self.marks.insert(Mark::OutboxEventRouted);

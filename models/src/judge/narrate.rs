@@ -34,6 +34,20 @@ pub struct Names {
     /// The message outboxes' prefixes, in order (`[[message_outbox]]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub message_outboxes: Vec<String>,
+    /// The signal tables (`signal.data.collection`): the `id` and `type` of the rows the
+    /// script inserts, by key − 1, and why no connector reads them, when none can.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signal_tables: Vec<SignalTableNames>,
+}
+
+/// A signal table as the timeline names its rows.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct SignalTableNames {
+    pub table: TableId,
+    /// `(id, type)` of each scripted signal row, by key − 1.
+    pub signals: Vec<(String, String)>,
+    /// Why its connector never decodes its rows (it is outside the connector's publication).
+    pub unread: Option<String>,
 }
 
 impl Names {
@@ -66,7 +80,45 @@ impl Names {
             },
             speaking_for: 0,
             message_outboxes: spec.message_outboxes.iter().map(|outbox| outbox.prefix.clone()).collect(),
+            signal_tables: spec
+                .connectors()
+                .filter_map(|d| d.signalling.as_ref().map(|signalling| (d, signalling)))
+                .map(|(d, signalling)| {
+                    let signals = signalling
+                        .signals
+                        .iter()
+                        .map(|signal| (signal.id.clone(), signal.action.signal_type().to_string()))
+                        .collect();
+                    let unread = spec.unpublished_signal_table(d).map(|publication| {
+                        format!(
+                            "{} is not in publication {publication} (created before the run without it; \
+                             publication.autocreate.mode=all_tables uses an existing publication as it is): no \
+                             walsender decodes its rows, so the connector never reads this signal",
+                            spec.tables.get(usize::from(signalling.table.0)).map_or("?", |t| t.name.as_str())
+                        )
+                    });
+                    SignalTableNames { table: signalling.table, signals, unread }
+                })
+                .collect(),
         }
+    }
+
+    /// A row of a signal table in words (`'ad-hoc-1' (execute-snapshot)`, `'…-open'
+    /// (snapshot-window-open)`), if `table` is one.
+    fn signal_row(&self, table: TableId, key: crate::core::ids::Key) -> Option<(String, Option<&str>)> {
+        let names = self.signal_tables.iter().find(|names| names.table == table)?;
+        Some(match crate::core::signal::watermark_of(key) {
+            Some((chunk, watermark)) => {
+                (format!("'{chunk}-{}' ({})", watermark.suffix(), watermark.signal_type()), None)
+            }
+            None => {
+                let row = match usize::try_from(key - 1).ok().and_then(|index| names.signals.get(index)) {
+                    Some((id, signal_type)) => format!("'{id}' ({signal_type})"),
+                    None => format!("row {key}"),
+                };
+                (row, names.unread.as_deref())
+            }
+        })
     }
 
     /// A connector's name, by its place.
@@ -197,6 +249,14 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                     // The claims are the first table; a row of another (the heartbeat table of a
                     // heartbeat.action.query) is named with its table.
                     let text = change_text(&c.kind, c.key);
+                    if let Some((signal, unread)) = names.signal_row(c.table, c.key) {
+                        let verb = match c.kind {
+                            crate::core::change::ChangeKind::Delete { .. } => "delete",
+                            _ => "insert",
+                        };
+                        let why = unread.map(|why| format!(": {why}")).unwrap_or_default();
+                        return format!("{verb} signal {signal} in {}{why}", names.table(c.table));
+                    }
                     if c.table.0 == 0 {
                         text
                     } else if names.outboxes.contains(&c.table) {
@@ -494,6 +554,62 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             "{request} failed: {error}; calling again in {}",
             crate::core::units::duration_text(*retry_after_ms)
         ),
+        Observation::SignalExecuted { id, signal_type, data, outcome } => {
+            format!("signal '{id}' ({signal_type}, {data}) read from the signal table on the stream: {outcome}")
+        }
+        Observation::IncrementalSnapshotStarted { tables } => format!(
+            "incremental snapshot started for {}: chunk by chunk, between watermarks, while the stream runs",
+            tables.iter().map(|table| names.table(*table)).collect::<Vec<_>>().join(", ")
+        ),
+        Observation::IncrementalSnapshotResumed { table, after } => format!(
+            "the stored offset says an incremental snapshot was running: reading {} again {} with a fresh chunk id \
+             (the window buffer was in memory)",
+            names.table(*table),
+            match after {
+                Some(key) => format!("after key {key}, the last snapshot row the stored offset names,"),
+                None => "from its first key (the stored offset names no snapshot row of it)".into(),
+            }
+        ),
+        Observation::ChunkRead { table, chunk, after, last, rows, maximum_key } => {
+            let range = match after {
+                Some(after) => format!("(id) > ({after}) AND (id) <= ({maximum_key})"),
+                None => format!("(id) <= ({maximum_key})"),
+            };
+            let read = match last {
+                Some(last) => format!("{rows} row(s) up to key {last} into the window buffer"),
+                None => "no row: the table is done".into(),
+            };
+            format!(
+                "incremental snapshot: open watermark '{chunk}-open' written; chunk query on {} WHERE {range}: {read}; \
+                 close watermark next",
+                names.table(*table)
+            )
+        }
+        Observation::WindowOpened { chunk } => {
+            format!(
+                "stream reached '{chunk}-open': window opened (streamed events now remove their keys from the buffer)"
+            )
+        }
+        Observation::WindowClosed { table, chunk, emitted, deduplicated } => format!(
+            "stream reached chunk {chunk}'s close: window closed; {emitted} buffered row(s) emitted as op=r \
+             (source.snapshot=incremental){}{}",
+            match deduplicated {
+                0 => String::new(),
+                n => format!(", {n} dropped because a streamed event of the same key came inside the window"),
+            },
+            table.map(|table| format!(" ({})", names.table(table))).unwrap_or_default()
+        ),
+        Observation::WatermarkIgnored { chunk, watermark } => format!(
+            "watermark '{chunk}-{}' is not the current chunk's (written before a restart): ignored",
+            watermark.suffix()
+        ),
+        Observation::IncrementalTableScanned { table, status, rows, reason } => format!(
+            "incremental snapshot of {} ended ({}): {rows} row(s) read{}",
+            names.table(*table),
+            status.name(),
+            if reason.is_empty() { String::new() } else { format!("; {reason}") }
+        ),
+        Observation::IncrementalSnapshotCompleted => "incremental snapshot completed: no table left to read".into(),
         Observation::Appended { records, transaction: None } => {
             format!("appended {} record(s) at {}", records.len(), partitions_summary(records, names))
         }

@@ -177,6 +177,189 @@ pub struct Duplicates {
     pub per_key: Vec<KeyDuplicates>,
 }
 
+/// The scripted signals that were committed and that no connector executed, in words.
+fn signals_not_read(spec: &Spec, trace: &[TraceEvent]) -> Vec<String> {
+    let mut sentences = Vec::new();
+    for debezium in spec.connectors() {
+        let Some(signalling) = debezium.signalling.as_ref() else { continue };
+        let executed: Vec<&str> = trace
+            .iter()
+            .filter_map(|event| match &event.observation {
+                Observation::SignalExecuted { id, .. } => Some(id.as_str()),
+                Observation::OfConnector { observation, .. } => match observation.as_ref() {
+                    Observation::SignalExecuted { id, .. } => Some(id.as_str()),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        for event in trace {
+            let Observation::Committed { txn, .. } = &event.observation else { continue };
+            for change in txn.changes.iter().filter(|change| change.table == signalling.table) {
+                let Some(signal) = usize::try_from(change.key - 1).ok().and_then(|index| signalling.signals.get(index))
+                else {
+                    continue;
+                };
+                if crate::core::signal::watermark_of(change.key).is_some() || executed.contains(&signal.id.as_str()) {
+                    continue;
+                }
+                let why = match spec.unpublished_signal_table(debezium) {
+                    Some(publication) => format!(
+                        "the signal table is not in publication {publication}, so no walsender decodes its rows"
+                    ),
+                    None => "the connector had not read it by the end of the run".to_string(),
+                };
+                sentences.push(format!(
+                    "'{}' ({}) committed at {} ({}) was never executed by {}: {why}",
+                    signal.id,
+                    signal.action.signal_type(),
+                    event.at,
+                    txn.commit_lsn,
+                    debezium.name
+                ));
+            }
+        }
+    }
+    sentences
+}
+
+/// One table an incremental snapshot read (reference debezium-postgres.md §6.2): its chunks
+/// (chunk queries that returned rows), its watermark windows (closed, the final empty read's
+/// included), the rows its chunk queries read, the rows streamed events removed from a window
+/// (deduplicated), the `op=r` records Kafka holds of it, and of those, the records of a key
+/// published before (duplicates delivered: a chunk read again after a restart).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackfillRecord {
+    pub table: String,
+    /// When its first chunk was read.
+    pub started_at: SimTime,
+    /// `TABLE_SCAN_COMPLETED`'s status (`SUCCEEDED`, `EMPTY`, `SQL_EXCEPTION`), and when; `None`:
+    /// not finished by the end of the run.
+    pub status: Option<String>,
+    pub finished_at: Option<SimTime>,
+    pub chunks: u32,
+    pub windows: u32,
+    pub rows_read: u64,
+    pub rows_deduplicated: u64,
+    pub records_published: u64,
+    pub duplicates_delivered: u64,
+    /// Task starts that took the snapshot up again from the stored offset.
+    pub resumed: u32,
+}
+
+impl BackfillRecord {
+    fn new(table: String, at: SimTime) -> BackfillRecord {
+        BackfillRecord {
+            table,
+            started_at: at,
+            status: None,
+            finished_at: None,
+            chunks: 0,
+            windows: 0,
+            rows_read: 0,
+            rows_deduplicated: 0,
+            records_published: 0,
+            duplicates_delivered: 0,
+            resumed: 0,
+        }
+    }
+
+    /// The backfills a trace shows, in the order they began.
+    pub fn of(trace: &[TraceEvent], tables: &[crate::scenario::spec::TableSetup]) -> Vec<BackfillRecord> {
+        use crate::core::event::SnapshotMarker;
+        use crate::core::ids::TableId;
+        let mut order: Vec<TableId> = Vec::new();
+        let mut records: BTreeMap<TableId, BackfillRecord> = BTreeMap::new();
+        let mut chunk_tables: BTreeMap<crate::core::signal::ChunkId, TableId> = BTreeMap::new();
+        let mut published: BTreeMap<(TableId, Key), u64> = BTreeMap::new();
+        let name =
+            |table: TableId| tables.get(usize::from(table.0)).map_or_else(|| table.0.to_string(), |t| t.name.clone());
+        fn entry<'r>(
+            records: &'r mut BTreeMap<TableId, BackfillRecord>,
+            order: &mut Vec<TableId>,
+            (table, name): (TableId, String),
+            at: SimTime,
+        ) -> &'r mut BackfillRecord {
+            if !order.contains(&table) {
+                order.push(table);
+            }
+            records.entry(table).or_insert_with(|| BackfillRecord::new(name, at))
+        }
+        for event in trace {
+            match &event.observation {
+                Observation::ChunkRead { table, chunk, rows, .. } => {
+                    chunk_tables.insert(*chunk, *table);
+                    let backfill = entry(&mut records, &mut order, (*table, name(*table)), event.at);
+                    if *rows > 0 {
+                        backfill.chunks += 1;
+                    }
+                    backfill.rows_read += u64::from(*rows);
+                }
+                Observation::WindowClosed { chunk, deduplicated, .. } => {
+                    if let Some(table) = chunk_tables.get(chunk) {
+                        let backfill = entry(&mut records, &mut order, (*table, name(*table)), event.at);
+                        backfill.windows += 1;
+                        backfill.rows_deduplicated += u64::from(*deduplicated);
+                    }
+                }
+                Observation::IncrementalTableScanned { table, status, .. } => {
+                    let backfill = entry(&mut records, &mut order, (*table, name(*table)), event.at);
+                    backfill.status = Some(status.name().to_string());
+                    backfill.finished_at = Some(event.at);
+                }
+                Observation::IncrementalSnapshotResumed { table, .. } => {
+                    let backfill = entry(&mut records, &mut order, (*table, name(*table)), event.at);
+                    backfill.resumed += 1;
+                    backfill.status = None;
+                    backfill.finished_at = None;
+                }
+                Observation::Appended { records: appended, .. } => {
+                    for kafka_record in appended.iter() {
+                        let Some(value) = kafka_record.value else { continue };
+                        if value.source.snapshot != SnapshotMarker::Incremental {
+                            continue;
+                        }
+                        let count = published.entry((value.source.table, kafka_record.key)).or_insert(0);
+                        *count += 1;
+                        let backfill =
+                            entry(&mut records, &mut order, (value.source.table, name(value.source.table)), event.at);
+                        backfill.records_published += 1;
+                        if *count > 1 {
+                            backfill.duplicates_delivered += 1;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        order.iter().filter_map(|table| records.remove(table)).collect()
+    }
+
+    /// The record's line: `public.hubs: SUCCEEDED at t=20.178s; 3 chunk(s), …`.
+    pub fn sentence(&self) -> String {
+        let status = match (&self.status, self.finished_at) {
+            (Some(status), Some(at)) => format!("{status} at {at}"),
+            _ => "NOT finished".to_string(),
+        };
+        let resumed = match self.resumed {
+            0 => String::new(),
+            n => format!(", resumed after {n} restart(s)"),
+        };
+        format!(
+            "{}: incremental snapshot from {}, {status}{resumed}; {} chunk(s) in {} window(s), {} row(s) read, {} \
+             deduplicated in a window, {} op=r record(s) published, {} duplicate(s) delivered",
+            self.table,
+            self.started_at,
+            self.chunks,
+            self.windows,
+            self.rows_read,
+            self.rows_deduplicated,
+            self.records_published,
+            self.duplicates_delivered
+        )
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyDuplicates {
     pub key: Key,
@@ -454,6 +637,12 @@ pub struct HandoffRecord {
     pub sink_checkpoint: Vec<CheckpointEntry>,
     /// The duplicates the sink read, and what its rule made of them.
     pub duplicates: Duplicates,
+    /// Each table an incremental snapshot read (a backfill), in the order they began.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backfills: Vec<BackfillRecord>,
+    /// Signals the script wrote that no connector executed, each with why, for people.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signals_not_read: Vec<String>,
     /// Under exactly-once: the change events each `isolation.level` reads, per key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isolation: Option<IsolationCounts>,
@@ -839,27 +1028,28 @@ impl HandoffRecord {
             connector_configuration.entry(key.to_string()).or_insert(value);
         }
 
-        // Source vs sink at the boundary, per captured table.
-        let mut source: BTreeMap<Key, Row> = BTreeMap::new();
-        let mut sink: BTreeMap<Key, Row> = BTreeMap::new();
+        // Source vs sink at the boundary, per captured table: documents by (table, key), so that
+        // tables sharing keys are compared each with its own (the lists name the keys).
+        let mut source: BTreeMap<(crate::core::ids::TableId, Key), Row> = BTreeMap::new();
+        let mut sink: BTreeMap<(crate::core::ids::TableId, Key), Row> = BTreeMap::new();
         for table in &spec.sink_tables() {
-            source.extend(inputs.oracle.live(*table));
-            for ((_, key), doc) in inputs.boundary.sink.table(*table) {
+            source.extend(inputs.oracle.live(*table).map(|(key, row)| ((*table, key), row)));
+            for (id, doc) in inputs.boundary.sink.table(*table) {
                 if let Doc::Live(row) = doc {
-                    sink.insert(*key, *row);
+                    sink.insert(*id, *row);
                 }
             }
         }
-        let keys_missing: Vec<Key> = source.keys().filter(|key| !sink.contains_key(key)).copied().collect();
-        let keys_extra: Vec<Key> = sink.keys().filter(|key| !source.contains_key(key)).copied().collect();
+        let keys_missing: Vec<Key> = source.keys().filter(|id| !sink.contains_key(id)).map(|id| id.1).collect();
+        let keys_extra: Vec<Key> = sink.keys().filter(|id| !source.contains_key(id)).map(|id| id.1).collect();
         let keys_differing: Vec<Key> = source
             .iter()
-            .filter(|(key, row)| sink.get(key).is_some_and(|seen| seen != *row))
-            .map(|(k, _)| *k)
+            .filter(|(id, row)| sink.get(id).is_some_and(|seen| seen != *row))
+            .map(|(id, _)| id.1)
             .collect();
         let mut draw = Draw::new(inputs.seed, stream::SAMPLE);
-        let candidates: Vec<Key> = source.keys().copied().collect();
-        let mut sampled_keys: Vec<Key> = Vec::new();
+        let candidates: Vec<(crate::core::ids::TableId, Key)> = source.keys().copied().collect();
+        let mut sampled_keys: Vec<(crate::core::ids::TableId, Key)> = Vec::new();
         let wanted = (spec.acceptance.sample_size as usize).min(candidates.len());
         while sampled_keys.len() < wanted {
             let key = candidates[draw.below(candidates.len() as u64) as usize];
@@ -871,9 +1061,9 @@ impl HandoffRecord {
         let hash = |key: Key, row: Option<&Row>| row.map(|row| format!("{:016x}", row.content_hash(key)));
         let sampled_hashes: Vec<SampledHash> = sampled_keys
             .iter()
-            .map(|key| {
-                let (s, k) = (hash(*key, source.get(key)), hash(*key, sink.get(key)));
-                SampledHash { key: *key, matches: s == k, source: s, sink: k }
+            .map(|id| {
+                let (s, k) = (hash(id.1, source.get(id)), hash(id.1, sink.get(id)));
+                SampledHash { key: id.1, matches: s == k, source: s, sink: k }
             })
             .collect();
 
@@ -1057,6 +1247,8 @@ impl HandoffRecord {
             sink_key_rule: spec.sink.rule.key_rule().into(),
             sink_checkpoint: checkpoint(spec, &inputs.sink_checkpoint),
             duplicates: Duplicates::of(inputs.trace),
+            backfills: BackfillRecord::of(inputs.trace, &spec.tables),
+            signals_not_read: signals_not_read(spec, inputs.trace),
             isolation: spec.connect.exactly_once().then(|| IsolationCounts::of(inputs.trace)),
             task_placement: if spec.connect.workers > 1 {
                 let names: Vec<String> = (0..spec.connector_count()).map(|c| spec.connector(c).name.clone()).collect();
@@ -1151,6 +1343,14 @@ impl HandoffRecord {
         }
         if let Some(outbox) = &self.outbox {
             let _ = writeln!(out, "  outbox events        {}", outbox.sentence());
+        }
+        for (index, signal) in self.signals_not_read.iter().enumerate() {
+            let label = if index == 0 { "signals not read" } else { "" };
+            let _ = writeln!(out, "  {label:<20} {signal}");
+        }
+        for (index, backfill) in self.backfills.iter().enumerate() {
+            let label = if index == 0 { "backfill" } else { "" };
+            let _ = writeln!(out, "  {label:<20} {}", backfill.sentence());
         }
         if let Some(test) = &self.restart_test {
             let _ = writeln!(

@@ -734,12 +734,29 @@ impl Spec {
     /// outbox table under the `EventRouter`, whose rows are events, judged by I9). The other
     /// connectors capture only tables they route.
     pub fn sink_tables(&self) -> Vec<TableId> {
+        // The signal table is the connector's control channel, captured so that its rows reach
+        // the connector (`RelationalTableFilters`): its topic holds signals and watermarks, no
+        // documents, and the checkers leave it out.
+        let signal_table = self.debezium.signal_table();
+        let tables = self.debezium.tables.iter().copied().filter(|table| Some(*table) != signal_table);
         match self.transform_chain() {
-            Ok(chain) if !chain.is_empty() => {
-                self.debezium.tables.iter().copied().filter(|table| !chain.routes(*table)).collect()
-            }
-            _ => self.debezium.tables.clone(),
+            Ok(chain) if !chain.is_empty() => tables.filter(|table| !chain.routes(*table)).collect(),
+            _ => tables.collect(),
         }
+    }
+
+    /// The publication connector `debezium` uses, when its signal table is not in it: a
+    /// publication that exists before the run (`[[publication]]`) without the signal table, which
+    /// `publication.autocreate.mode=all_tables` uses as it is (`filtered` sets it to the
+    /// captured tables, the signal table among them; a publication the connector creates is `FOR
+    /// ALL TABLES`).
+    pub fn unpublished_signal_table(&self, debezium: &DebeziumConfig) -> Option<&str> {
+        let table = debezium.signal_table()?;
+        if debezium.publication_filtered {
+            return None;
+        }
+        let (name, tables) = self.postgres.publications.iter().find(|(name, _)| *name == debezium.publication_name)?;
+        (!tables.contains(&table)).then_some(name.as_str())
     }
 
     /// The captured outbox tables whose events the connectors' transforms route.
@@ -824,6 +841,8 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
             heartbeat_action_message: None,
             message_prefixes: crate::components::connect::debezium::MessagePrefixFilter::All,
             tables: vec![table],
+            snapshot_tables: None,
+            signalling: None,
         },
         connector_properties: BTreeMap::new(),
         connector_start_ms: 0,

@@ -136,6 +136,7 @@ impl ModelSide {
             synchronized_standby_slots: false,
             idle_in_transaction_session_timeout_ms: 0,
             wal_sender_timeout_ms: handoff_models::components::postgres::WAL_SENDER_TIMEOUT_MS,
+            publications: Vec::new(),
         };
         let run = ServerRun {
             bgwriter_running_xacts: true,

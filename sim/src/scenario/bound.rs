@@ -81,6 +81,11 @@ pub(super) fn check(
     let mut scripts = Vec::new();
     if let Some(field) = s.get("script") {
         let items = cx.items(&field, "an array of tables ([[check.script]])")?;
+        for item in &items {
+            if let Some(signal) = cx.section(item)?.get("signal") {
+                return cx.fail(&signal, "a signal in a bound is not modelled yet: signal from [[workload.script]]");
+            }
+        }
         let all: Vec<ScriptedTxn> =
             items.iter().map(|item| script_entry(cx, item, outboxes, None)).collect::<Res<_>>()?;
         super::workload::sessions_valid(cx, &items, &all, tables, false)?;

@@ -10,6 +10,7 @@ use handoff_models::components::connect::debezium::LsnFlushMode;
 use handoff_models::components::connect::debezium::OffsetMismatchStrategy;
 use handoff_models::components::connect::debezium::SnapshotMode;
 use handoff_models::components::connect::debezium::{HeartbeatMessage, MessagePrefixFilter};
+use handoff_models::components::connect::debezium::{Signalling, WatermarkingStrategy};
 use handoff_models::components::connect::transforms::chain::{ChainContext, TransformChain, is_chain_property};
 use handoff_models::core::ids::TableId;
 use handoff_models::core::limits;
@@ -22,7 +23,9 @@ const MODELLED: &str = "name connector.class topic.prefix plugin.name slot.name 
     retriable.restart.connector.wait.ms tombstones.on.delete table.include.list offset.mismatch.strategy \
     lsn.flush.mode heartbeat.interval.ms heartbeat.action.query slot.failover slot.drop.on.stop \
     provide.transaction.metadata internal.slot.seek.to.known.offset.on.start message.prefix.include.list \
-    message.prefix.exclude.list exactly.once.support transaction.boundary transaction.boundary.interval.ms";
+    message.prefix.exclude.list exactly.once.support transaction.boundary transaction.boundary.interval.ms \
+    signal.data.collection signal.enabled.channels incremental.snapshot.chunk.size \
+    incremental.snapshot.watermarking.strategy snapshot.include.collection.list read.only";
 
 /// Accepted and shown in the handoff record, with no effect on the model.
 const ACCEPTED: &str = "database.hostname database.port database.user database.password database.dbname \
@@ -230,7 +233,9 @@ pub(super) fn connector(
     let retriable_restart_connector_wait_ms = milliseconds("retriable.restart.connector.wait.ms", 10_000, 1)?;
     let tombstones_on_delete = flag("tombstones.on.delete", true)?;
     let all_tables = tables;
-    let tables = include_list(cx, s, tables)?;
+    let mut tables = include_list(cx, s, tables)?;
+    let snapshot_tables = snapshot_include_list(cx, s, all_tables, &tables)?;
+    let signalling = signalling(cx, s, all_tables, &mut tables)?;
     let offset_mismatch_strategy = choose(
         cx,
         s,
@@ -341,6 +346,8 @@ pub(super) fn connector(
         message_prefixes,
         slot_failover,
         tables,
+        snapshot_tables,
+        signalling,
     };
     Ok((debezium, properties))
 }
@@ -373,6 +380,96 @@ fn snapshot_mode(cx: &Cx, field: &Field) -> Res<SnapshotMode> {
         }
         _ => cx.fail(field, format!("unknown value `{text}`; expected one of {names}")),
     }
+}
+
+/// `snapshot.include.collection.list`: the tables of the `table.include.list` the initial
+/// snapshot reads (Debezium takes regular expressions; the model takes the names).
+fn snapshot_include_list(
+    cx: &Cx,
+    s: &Section,
+    all_tables: &[TableSetup],
+    captured: &[TableId],
+) -> Res<Option<Vec<TableId>>> {
+    let Some(field) = s.get("snapshot.include.collection.list") else { return Ok(None) };
+    let mut ids = Vec::new();
+    for name in prop_text(cx, &field)?.split(',').map(str::trim).filter(|name| !name.is_empty()) {
+        let id = table_id(cx, &field, name, all_tables)?;
+        if !captured.contains(&id) {
+            return cx
+                .fail(&field, format!("`{name}` is not in table.include.list: a snapshot reads only captured tables"));
+        }
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    // In the order of the captured tables, as the snapshot reads them.
+    Ok(Some(captured.iter().copied().filter(|id| ids.contains(id)).collect()))
+}
+
+/// `signal.data.collection` and the incremental snapshot's properties (reference
+/// debezium-postgres.md §6): the signal table joins the captured tables, as Debezium adds it to
+/// its table filter (`RelationalTableFilters`), so that a filtered publication has it too. The
+/// scripted signals are added once the script is read.
+fn signalling(cx: &Cx, s: &Section, all_tables: &[TableSetup], tables: &mut Vec<TableId>) -> Res<Option<Signalling>> {
+    if let Some(field) = s.get("read.only")
+        && prop_bool(cx, &field)?
+    {
+        return cx.fail(&field, "true (read-only incremental snapshots) is not modelled yet; only false");
+    }
+    if let Some(field) = s.get("signal.enabled.channels") {
+        for channel in prop_text(cx, &field)?.split(',').map(|channel| channel.trim().to_ascii_lowercase()) {
+            match channel.as_str() {
+                "source" | "" => {}
+                "kafka" | "jmx" | "file" | "in-process" => {
+                    return cx.fail(&field, format!("the {channel} channel is not modelled yet; only source"));
+                }
+                other => {
+                    return cx.fail(
+                        &field,
+                        format!("`{other}` is no signal channel; source, kafka, jmx, file or in-process"),
+                    );
+                }
+            }
+        }
+    }
+    let Some(field) = s.get("signal.data.collection") else {
+        for key in
+            ["incremental.snapshot.chunk.size", "incremental.snapshot.watermarking.strategy", "signal.enabled.channels"]
+        {
+            if let Some(field) = s.get(key) {
+                return cx.fail(
+                    &field,
+                    "has no effect without signal.data.collection: the model reads signals from a signal table only",
+                );
+            }
+        }
+        return Ok(None);
+    };
+    let name = prop_text(cx, &field)?;
+    let table = table_id(cx, &field, name.trim(), all_tables)?;
+    let setup = &all_tables[usize::from(table.0)];
+    if let Some(database) = &setup.database {
+        return cx.fail(
+            &field,
+            format!("`{name}` is in database \"{database}\"; the signal table must be in the connector's database"),
+        );
+    }
+    if setup.outbox.is_some() {
+        return cx.fail(&field, format!("`{name}` is an outbox table; the signal table is a table of its own"));
+    }
+    if !tables.contains(&table) {
+        tables.push(table);
+    }
+    let chunk_size = s.opt("incremental.snapshot.chunk.size", 1024, |field| prop_int(cx, field, 1, 1_000_000))? as u32;
+    let watermarking = choose(
+        cx,
+        s,
+        "incremental.snapshot.watermarking.strategy",
+        &WatermarkingStrategy::ALL,
+        WatermarkingStrategy::name,
+        WatermarkingStrategy::InsertInsert,
+    )?;
+    Ok(Some(Signalling { table, chunk_size, watermarking, signals: Vec::new() }))
 }
 
 /// `table.include.list`: names of `[[table]]`, in snapshot order; all tables by default.

@@ -22,6 +22,7 @@ mod load;
 mod overrides;
 mod prediction;
 mod sections;
+mod signals;
 mod toml_text;
 mod tree;
 mod units;

@@ -31,7 +31,7 @@ use handoff_models::scenario::spec::{ConnectorSection, MessageOutbox, OutboxTabl
 use std::collections::BTreeMap;
 
 pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
-    let known = "name description seed versions postgres table message_outbox connector connect kafka sink \
+    let known = "name description seed versions postgres table publication message_outbox connector connect kafka sink \
         workload fault fault_profile handoff failover acceptance prediction check schedule variants consumer";
     root.check_keys(cx, known, "field")?;
     let name = root.req(cx, "name", |field| cx.owned(field))?;
@@ -39,8 +39,9 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let seed = root.opt("seed", 1, |field| cx.u64(field))?;
     // The horizon first: the times of every other section are held to it.
     let (acceptance, horizon) = acceptance(cx, &root.sub(cx, "acceptance")?)?;
-    let postgres = postgres(cx, &root.sub(cx, "postgres")?)?;
+    let mut postgres = postgres(cx, &root.sub(cx, "postgres")?)?;
     let tables = tables(cx, root)?;
+    postgres.publications = publications(cx, root, &tables)?;
     let message_outboxes = message_outboxes(cx, root, &tables)?;
     // `[connector]`, or `[[connector]]` entries: one connector each, run by the same worker.
     let sections = connector_sections(cx, root)?;
@@ -75,7 +76,14 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let kafka = kafka(cx, &root.sub(cx, "kafka")?)?;
     let sink = sink(cx, &root.sub(cx, "sink")?)?;
     let outboxes = Outboxes { tables: &tables, messages: &message_outboxes };
-    let (background, scripted) = workload(cx, &root.sub(cx, "workload")?, outboxes, &horizon)?;
+    let (background, mut scripted) = workload(cx, &root.sub(cx, "workload")?, outboxes, &horizon)?;
+    let mut debezium = debezium;
+    let mut more_connectors = more_connectors;
+    {
+        let mut all: Vec<&mut DebeziumConfig> =
+            std::iter::once(&mut debezium).chain(more_connectors.iter_mut().map(|more| &mut more.debezium)).collect();
+        super::signals::signal_steps(cx, &root.sub(cx, "workload")?, &mut scripted, &tables, &mut all)?;
+    }
     let consumer = match root.get("consumer") {
         Some(field) => Some(consumer(cx, &cx.section(&field)?, outboxes)?),
         None => None,
@@ -459,7 +467,43 @@ fn postgres(cx: &Cx, s: &Section) -> Res<PostgresSection> {
         synchronized_standby_slots,
         idle_in_transaction_session_timeout_ms,
         wal_sender_timeout_ms,
+        publications: Vec::new(),
     })
+}
+
+/// `[[publication]]`: publications a DBA created before the run (`CREATE PUBLICATION name FOR
+/// TABLE …`). A connector with `publication.autocreate.mode=all_tables` uses an existing
+/// publication as it is (`PostgresReplicationConnection.initPublication`); `filtered` sets its
+/// tables at every start.
+fn publications(cx: &Cx, root: &Section, tables: &[TableSetup]) -> Res<Vec<(String, Vec<TableId>)>> {
+    let Some(field) = root.get("publication") else { return Ok(Vec::new()) };
+    let mut publications: Vec<(String, Vec<TableId>)> = Vec::new();
+    for item in cx.items(&field, "an array of tables ([[publication]])")? {
+        let s = cx.section(&item)?;
+        s.check_keys(cx, "name tables", "field")?;
+        let name_field = s.need(cx, "name", "; the publication's name, e.g. \"dbz_publication\"")?;
+        let name = cx.owned(&name_field)?;
+        if name.trim().is_empty() {
+            return cx.fail(&name_field, "must not be empty");
+        }
+        if publications.iter().any(|(other, _)| *other == name) {
+            return cx.fail(&name_field, format!("publication `{name}` is declared twice"));
+        }
+        let tables_field = s.need(cx, "tables", "; the tables it publishes, e.g. [\"public.claims\"]")?;
+        let mut ids = Vec::new();
+        for table in cx.items(&tables_field, "an array of table names")? {
+            let id = table_id(cx, &table, cx.string(&table)?, tables)?;
+            if tables[usize::from(id.0)].database.is_some() {
+                return cx.fail(&table, "is in another database; a publication is a database's own");
+            }
+            if ids.contains(&id) {
+                return cx.fail(&table, "is listed twice");
+            }
+            ids.push(id);
+        }
+        publications.push((name, ids));
+    }
+    Ok(publications)
 }
 
 /// A PostgreSQL timeout setting in milliseconds (`GUC_UNIT_MS`): a bare number is milliseconds,

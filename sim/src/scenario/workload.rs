@@ -192,7 +192,9 @@ fn script_steps_apply(
         .zip(scripted)
         .enumerate()
         .flat_map(|(index, step)| step.1.ops.iter().map(move |op| ((index, step), op)))
-        .filter(|(_, op)| !outbox_op(op, tables))
+        // A signal step's row is numbered (and its table resolved) once the connectors are read:
+        // key 0 until then, and a row of its own (`signal_steps`).
+        .filter(|(_, op)| !outbox_op(op, tables) && op.target().1 != 0)
     {
         let (table, key) = op.target();
         let setup = &tables[usize::from(table.0)];
@@ -248,10 +250,16 @@ pub(super) fn op_target(op: &RowOp) -> (TableId, i64) {
 
 /// The fields a script entry may have (with `at` in `[[workload.script]]`).
 const SCRIPT_FIELDS: &str = "insert update delete event outbox copy begin isolation commit rollback message \
-    transactional payload_bytes status amount_cents table session database idle_ms label";
+    transactional payload_bytes status amount_cents table session database idle_ms label signal id data";
 
 /// What a script entry does: exactly one of these.
-const WHAT: [&str; 8] = ["insert", "update", "delete", "event", "begin", "commit", "rollback", "message"];
+const WHAT: [&str; 9] = ["insert", "update", "delete", "event", "signal", "begin", "commit", "rollback", "message"];
+
+/// The signal types a `signal` step may write (`type` column); the others are not modelled yet.
+const SIGNAL_TYPES: [&str; 1] = ["execute-snapshot"];
+
+/// Where a `signal` step's table is resolved once the connectors are read: a placeholder.
+pub(super) const SIGNAL_TABLE_PLACEHOLDER: TableId = TableId(u16::MAX);
 
 /// A boolean field that must be `true` when given (`begin = true`).
 fn flag(cx: &Cx, field: &Field) -> Res<()> {
@@ -292,14 +300,14 @@ pub(super) fn script_entry(cx: &Cx, item: &Field, outboxes: Outboxes, timed: Opt
             return Err(cx.err(
                 s.at,
                 &s.path,
-                "one of insert, update, delete, event, begin, commit, rollback or message is required",
+                "one of insert, update, delete, event, signal, begin, commit, rollback or message is required",
             ));
         }
         [what] => *what,
         [first, second, ..] => {
             let problem = format!(
-                "exactly one of insert, update, delete, event, begin, commit, rollback or message is allowed; found {} \
-                 and {}",
+                "exactly one of insert, update, delete, event, signal, begin, commit, rollback or message is allowed; \
+                 found {} and {}",
                 first.key, second.key
             );
             return Err(cx.err(second.at(), &s.path, problem));
@@ -310,13 +318,25 @@ pub(super) fn script_entry(cx: &Cx, item: &Field, outboxes: Outboxes, timed: Opt
     let applies = |key: &str| match key {
         "status" => matches!(what_key, "insert" | "update" | "event"),
         "amount_cents" | "copy" => what_key == "insert",
-        "table" => matches!(what_key, "insert" | "update" | "delete" | "event"),
+        "table" => matches!(what_key, "insert" | "update" | "delete" | "event" | "signal"),
+        "id" | "data" => what_key == "signal",
         "outbox" => what_key == "event",
         "isolation" => what_key == "begin",
         "transactional" | "payload_bytes" => what_key == "message",
         _ => true,
     };
-    for key in ["status", "amount_cents", "copy", "table", "outbox", "isolation", "transactional", "payload_bytes"] {
+    for key in [
+        "status",
+        "amount_cents",
+        "copy",
+        "table",
+        "outbox",
+        "isolation",
+        "transactional",
+        "payload_bytes",
+        "id",
+        "data",
+    ] {
         if let Some(field) = s.get(key).filter(|_| !applies(key)) {
             return cx.fail(&field, format!("does not apply to {what_key}"));
         }
@@ -375,6 +395,35 @@ pub(super) fn script_entry(cx: &Cx, item: &Field, outboxes: Outboxes, timed: Opt
         "rollback" => {
             flag(cx, &s.field(what))?;
             StepKind::Rollback
+        }
+        "signal" => {
+            // `INSERT INTO <signal table> (id, type, data) VALUES (…)`: the row is numbered, its
+            // table resolved and its data read against the connectors once they are read
+            // (`signal_steps` in `sections`).
+            let field = s.field(what);
+            let signal_type = cx.string(&field)?;
+            if !SIGNAL_TYPES.contains(&signal_type) {
+                let problem = match signal_type {
+                    "stop-snapshot" | "pause-snapshot" | "resume-snapshot" | "log" | "schema-changes" => {
+                        format!("`{signal_type}` is not modelled yet; only execute-snapshot")
+                    }
+                    other => format!(
+                        "`{other}` is no signal type; execute-snapshot (stop-snapshot, pause-snapshot, resume-snapshot, \
+                         log and schema-changes are not modelled yet)"
+                    ),
+                };
+                return cx.fail(&field, problem);
+            }
+            if let Some(field) = s.get("session") {
+                return cx.fail(&field, "a signal step is an autocommit INSERT of its own: leave out session");
+            }
+            s.need(cx, "data", "; the signal's data column, e.g. '{\"data-collections\": [\"public.hubs\"]}'")?;
+            let table = match s.get("table") {
+                Some(field) => table_id(cx, &field, cx.string(&field)?, tables)?,
+                None => SIGNAL_TABLE_PLACEHOLDER,
+            };
+            ops.push(RowOp::Insert { table, key: 0, status: Status::Submitted, amount_cents: 0 });
+            StepKind::Statement
         }
         "message" => {
             let prefix = cx.owned(&s.field(what))?;

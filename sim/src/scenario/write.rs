@@ -166,6 +166,16 @@ fn write_tables(w: &mut Writer, spec: &Spec) {
             w.field("outbox", text);
         }
     }
+    for (name, tables) in &spec.postgres.publications {
+        w.entry("publication");
+        w.field("name", toml_string(name));
+        let names: Vec<String> = tables
+            .iter()
+            .filter_map(|table| spec.tables.get(usize::from(table.0)))
+            .map(|table| toml_string(&table.name))
+            .collect();
+        w.field("tables", format!("[{}]", names.join(", ")));
+    }
     for outbox in &spec.message_outboxes {
         w.entry("message_outbox");
         w.field("prefix", toml_string(&outbox.prefix));
@@ -237,8 +247,14 @@ fn write_connector(w: &mut Writer, spec: &Spec) -> Result<(), String> {
 fn write_one_connector(w: &mut Writer, spec: &Spec, c: usize) -> Result<(), String> {
     let d = spec.connector(c);
     let properties = spec.connector_properties_of(c);
+    // The signal table joins the captured tables at the end when the list does not name it (the
+    // reader adds it, as Debezium's table filter does): written without it, it reads the same.
+    let listed = match (d.tables.split_last(), d.signal_table()) {
+        (Some((last, rest)), Some(signal)) if *last == signal => rest,
+        _ => &d.tables[..],
+    };
     let tables =
-        d.tables.iter().map(|table| table_name_of(spec, *table, "table.include.list")).collect::<Result<_, _>>()?;
+        listed.iter().map(|table| table_name_of(spec, *table, "table.include.list")).collect::<Result<_, _>>()?;
     let mut modelled = vec![
         ("name", Modelled::Text(d.name.clone())),
         ("connector.class", Modelled::Text(CONNECTOR_CLASS.to_owned())),
@@ -468,6 +484,21 @@ fn write_script(
 
 /// The rows of one statement: one verb, one table, one status and amount, the keys.
 fn write_statement(w: &mut Writer, spec: &Spec, whose: &str, ops: &[RowOp]) -> Result<(), String> {
+    // A `signal` step: its row in a connector's signal table, its content the connector's.
+    if let [RowOp::Insert { table, key, .. }] = ops
+        && let Some(signalling) = (0..spec.connector_count())
+            .filter_map(|c| spec.connector(c).signalling.as_ref())
+            .find(|signalling| signalling.table == *table)
+    {
+        let Some(signal) = usize::try_from(key - 1).ok().and_then(|index| signalling.signals.get(index)) else {
+            return Err(format!("{whose} inserts row {key} into the signal table, which no signal step wrote"));
+        };
+        w.field("signal", toml_string(signal.action.signal_type()));
+        w.field("id", toml_string(&signal.id));
+        w.field("data", toml_string(&signal.data));
+        w.field("table", toml_string(&table_name_of(spec, *table, whose)?));
+        return Ok(());
+    }
     if let Some(RowOp::InsertEvent { table: outbox, aggregate_id, event_type, .. }) =
         ops.iter().find(|op| matches!(op, RowOp::InsertEvent { .. }))
     {

@@ -227,7 +227,7 @@ impl Summary {
         }
         let _ = writeln!(
             out,
-            "  (not marked yet: a slot going unreserved; not modelled: an incremental snapshot's chunk window)"
+            "  (not marked yet: a slot going unreserved, the commit-visibility race behind the watermarks)"
         );
         let _ = writeln!(
             out,

@@ -375,10 +375,11 @@ impl Net {
         Ok(())
     }
 
-    /// The harness hands a message to a process; returns it when the process is down.
-    pub fn inject(&mut self, node: Node, from: Node, msg: Msg, now_us: u64) -> Result<(), Msg> {
+    /// The harness hands a message to a process; returns it when the process is down (boxed:
+    /// the rare path carries the large message).
+    pub fn inject(&mut self, node: Node, from: Node, msg: Msg, now_us: u64) -> Result<(), Box<Msg>> {
         if self.queues[index(node)].is_none() {
-            return Err(msg);
+            return Err(Box::new(msg));
         }
         self.arrive(node, now_us, now_us, Inbound::Inject { from, msg });
         Ok(())

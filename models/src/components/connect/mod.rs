@@ -367,6 +367,11 @@ pub struct Connector {
     /// In a group: how many task configurations the config topic holds for it, as this worker
     /// last read it (0 after `PUT …/stop`); `target_state` is likewise what it last read.
     pub config_tasks: u8,
+    /// How many times this worker started the connector's task, across crashes: the incremental
+    /// snapshot's chunk ids are drawn from it ([`crate::core::signal::ChunkId`], Debezium's
+    /// random UUIDs, which never repeat). Counted only for a connector with a signal table, so
+    /// that no other run's state changes.
+    task_starts: u32,
 }
 
 impl Connector {
@@ -386,6 +391,7 @@ impl Connector {
             next_session: 1,
             assigned: true,
             config_tasks: 1,
+            task_starts: 0,
         }
     }
 
@@ -521,8 +527,12 @@ impl ConnectWorker {
             return; // another worker's task
         }
         self.connectors[c].failure = None;
-        let debezium =
-            CopyOnWrite::new(DebeziumTask::new(self.connectors[c].debezium, self.connectors[c].next_session));
+        let mut task = DebeziumTask::new(self.connectors[c].debezium, self.connectors[c].next_session);
+        if self.connectors[c].debezium.signalling.is_some() {
+            self.connectors[c].task_starts += 1;
+            task = task.with_chunk_origin(ctx.me.worker_index().unwrap_or(0), self.connectors[c].task_starts);
+        }
+        let debezium = CopyOnWrite::new(task);
         self.connectors[c].task = Some(TaskRuntime {
             state: TaskState::Starting,
             debezium,

@@ -135,6 +135,10 @@ pub struct PostgresSection {
     /// end such a walsender ([`Control::WalSenderTimeout`]) rather than exchanging the replies.
     #[serde(default = "default_wal_sender_timeout_ms")]
     pub wal_sender_timeout_ms: u64,
+    /// Publications that exist before the run (`[[publication]]`: `CREATE PUBLICATION name FOR
+    /// TABLE …`, run by a DBA), by name, with their tables.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub publications: Vec<(String, Vec<TableId>)>,
 }
 
 /// `wal_sender_timeout`'s default (`guc_tables.c`: 60 s).
@@ -162,6 +166,7 @@ impl PostgresSection {
             synchronized_standby_slots: false,
             idle_in_transaction_session_timeout_ms: 0,
             wal_sender_timeout_ms: WAL_SENDER_TIMEOUT_MS,
+            publications: Vec::new(),
         }
     }
 }
@@ -208,6 +213,8 @@ pub struct PostgresConfig {
     pub idle_in_transaction_session_timeout_ms: u64,
     /// `wal_sender_timeout` in ms (0: off); see [`PostgresSection::wal_sender_timeout_ms`].
     pub wal_sender_timeout_ms: u64,
+    /// See [`PostgresSection::publications`].
+    pub publications: Vec<(String, Vec<TableId>)>,
 }
 
 /// What a run adds to the scenario's `[postgres]` settings to make a server's configuration.
@@ -243,6 +250,7 @@ impl PostgresConfig {
             tables: run.tables,
             idle_in_transaction_session_timeout_ms: section.idle_in_transaction_session_timeout_ms,
             wal_sender_timeout_ms: section.wal_sender_timeout_ms,
+            publications: section.publications.clone(),
         }
     }
 }
@@ -427,7 +435,13 @@ impl Postgres {
                 next_xid: 740,
                 csn: 0,
                 slots: CopyOnWrite::new(BTreeMap::new()),
-                publications: CopyOnWrite::new(BTreeMap::new()),
+                publications: CopyOnWrite::new(
+                    config
+                        .publications
+                        .iter()
+                        .map(|(name, tables)| (name.clone(), Some(tables.iter().copied().collect())))
+                        .collect(),
+                ),
             },
             config,
             volatile: Volatile::default(),

@@ -164,6 +164,9 @@ impl Postgres {
             SqlRequest::Commit => return self.commit(ctx, client, session),
             SqlRequest::Rollback => self.rollback(ctx, client, session),
             SqlRequest::Select { table } => self.select(client, session, table),
+            SqlRequest::SelectRange { table, after, upto, limit, descending } => {
+                self.select_range(client, session, table, (after, upto), limit, descending)
+            }
             SqlRequest::CurrentWalLsn => {
                 if self.durable.role == Role::Standby {
                     SqlReply::Error("ERROR: recovery is in progress".into())

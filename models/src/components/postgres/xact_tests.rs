@@ -972,3 +972,30 @@ fn a_silent_client_loses_its_walsender_and_the_slot_is_free() {
     h.send(Node::Pg1, Msg::Control(Control::WalSenderTimeout { client: Node::Connect2 }));
     assert!(matches!(h.slot().active, Some((Node::Connect2, _))));
 }
+
+/// The incremental snapshot's queries (`SqlRequest::SelectRange`): a chunk `(id) > after AND
+/// (id) <= upto ORDER BY id LIMIT n`, and the largest key `ORDER BY id DESC LIMIT 1`, on a fresh
+/// statement snapshot: a commit not yet visible is not read.
+#[test]
+fn a_chunk_query_reads_its_key_range_and_the_largest_key_query_the_last_row() {
+    let mut h = Harness::new();
+    for key in 1..=5 {
+        h.sql(Node::App, 10 + key as u64, SqlRequest::Transaction { ops: vec![insert(T, key)] });
+    }
+    let keys = |reply: Option<SqlReply>| match reply {
+        Some(SqlReply::Rows { rows, .. }) => rows.into_iter().map(|(key, _)| key).collect::<Vec<_>>(),
+        other => panic!("rows: {other:?}"),
+    };
+    let range = |after, upto, limit, descending| SqlRequest::SelectRange { table: T, after, upto, limit, descending };
+    assert_eq!(keys(h.sql(Node::App, 2, range(Some(1), Some(4), 2, false))), [2, 3]);
+    assert_eq!(keys(h.sql(Node::App, 2, range(Some(3), Some(4), 2, false))), [4], "fewer than the chunk size");
+    assert_eq!(keys(h.sql(Node::App, 2, range(Some(4), Some(4), 2, false))), Vec::<i64>::new(), "done");
+    assert_eq!(keys(h.sql(Node::App, 2, range(None, None, 1, true))), [5]);
+    // A commit in the WAL but not yet visible is not in the chunk.
+    h.begin(Node::App, 1, Isolation::ReadCommitted);
+    h.statement(Node::App, 1, vec![insert(T, 6)]);
+    assert_eq!(h.sql(Node::App, 1, SqlRequest::Commit), None);
+    assert_eq!(keys(h.sql(Node::App, 2, range(None, None, 1, true))), [5], "key 6 committed, not yet visible");
+    h.commits_visible();
+    assert_eq!(keys(h.sql(Node::App, 2, range(None, None, 1, true))), [6]);
+}

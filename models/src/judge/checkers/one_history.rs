@@ -14,6 +14,14 @@
 //!   primary's lost tail after a failover is a phantom);
 //! - at the boundary (when reached), no sink document is newer than the source or unknown to it.
 //!
+//! - every row an incremental snapshot published (`source.snapshot=incremental`: a table's
+//!   history may start at its backfill, chunk by chunk) is a row of the source history, and no
+//!   older than any streamed change of its key that Kafka held before it (DBLog's promise,
+//!   reference debezium-postgres.md §6.2: a change committed before a chunk's open watermark is
+//!   in its `SELECT`, a change inside the window removes the row from the buffer). A stale read
+//!   is what the commit-visibility race behind the watermarks produces; after a streamed delete
+//!   it is a resurrection.
+//!
 //! Does not verify: earlier, incomplete snapshot attempts (superseded; whether their rows
 //! survive in the sink is I2's question); a tail the stream has not published yet (not a hole:
 //! I1 at the boundary, I11 later).
@@ -28,6 +36,7 @@ use crate::scenario::spec::Invariant;
 
 pub fn check(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Finding>) {
     phantoms(evidence, found);
+    incremental_reads(evidence, found);
     let Some(position) = handoff_position(evidence, boundary, found) else { return };
     coverage(evidence, position, found);
     if boundary.reached {
@@ -264,6 +273,79 @@ fn phantoms(evidence: &Evidence, found: &mut Vec<Finding>) {
                     .seen(format!("a change at {lsn} that no commit made"))
                     .lsn(*lsn),
             ),
+        }
+    }
+}
+
+/// A streamed change of a document: its append sequence, its LSN, its commit's csn and end, and
+/// whether it deleted.
+type StreamedOf = (u64, Lsn, Csn, Lsn, &'static str);
+
+/// Incremental snapshot reads against the source history and the changes streamed before them
+/// (see the module's comment). One finding per document.
+fn incremental_reads(evidence: &Evidence, found: &mut Vec<Finding>) {
+    let reads = &evidence.published.incremental;
+    if reads.is_empty() {
+        return;
+    }
+    let docs: std::collections::BTreeSet<DocId> = reads.iter().map(|read| read.id).collect();
+    // The streamed changes of those documents, with the commit each belongs to.
+    let mut streamed: std::collections::BTreeMap<DocId, Vec<StreamedOf>> = Default::default();
+    for ((lsn, id), change) in &evidence.published.changes {
+        if !docs.contains(id) {
+            continue;
+        }
+        if let Some(commit) = evidence.oracle.find_change(*lsn, *id, change.after).filter(|commit| !commit.lost) {
+            let kind = if change.after.is_none() { "delete" } else { "change" };
+            streamed.entry(*id).or_default().push((change.seq, *lsn, commit.txn.csn, commit.txn.commit_lsn, kind));
+        }
+    }
+    let mut reported = std::collections::BTreeSet::new();
+    for read in reads {
+        if reported.contains(&read.id) {
+            continue;
+        }
+        let versions = evidence.oracle.versions(read.id);
+        let Some((_, until)) = crate::judge::oracle::interval_of(versions, read.row) else {
+            reported.insert(read.id);
+            found.push(
+                Finding::new(Invariant::I4, Some(read.id.1), read.at)
+                    .expected("incremental snapshot rows are rows of the source history")
+                    .seen(format!(
+                        "version {} ({}) read by the incremental snapshot is no row the surviving source ever had",
+                        read.row.version,
+                        read.row.status.name()
+                    ))
+                    .lsn(read.lsn),
+            );
+            continue;
+        };
+        let newer = streamed
+            .get(&read.id)
+            .into_iter()
+            .flatten()
+            .filter(|(seq, _, csn, _, _)| *seq < read.seq && *csn >= until)
+            .min_by_key(|(_, _, csn, _, _)| *csn);
+        if let Some((_, lsn, _, commit_lsn, kind)) = newer {
+            reported.insert(read.id);
+            found.push(
+                Finding::new(Invariant::I4, Some(read.id.1), read.at)
+                    .expected("an incremental snapshot row is never older than a change of its key streamed before it")
+                    .seen(format!(
+                        "the incremental snapshot emitted version {} ({}) after the stream had published the {kind} \
+                         at {lsn} that replaced it{}",
+                        read.row.version,
+                        read.row.status.name(),
+                        if *kind == "delete" { ": the deleted row comes back" } else { "" }
+                    ))
+                    .lsn(*lsn)
+                    .detail(format!(
+                        "the change's commit ({commit_lsn}) was streamed before the chunk's window opened, yet the \
+                         chunk's SELECT did not see it: its transaction was in the WAL before the open watermark but \
+                         not yet visible (the watermarks assume commit order is visibility order); nothing in the \
+                         window removed the stale row"
+                    )),
+            );
         }
     }
 }

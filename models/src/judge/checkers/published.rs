@@ -134,6 +134,19 @@ pub struct Published {
     pub routed: BTreeMap<DocId, RoutedEvent>,
     /// Routed records of open transactions.
     routed_open: HeldByTransaction<DocId>,
+    /// Incremental snapshot reads (`source.snapshot=incremental`), in append order.
+    pub incremental: Vec<IncrementalRead>,
+}
+
+/// One `op=r` record of an incremental snapshot as appended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct IncrementalRead {
+    pub id: DocId,
+    pub row: Row,
+    /// Its `source.lsn`: where the stream was when its window closed.
+    pub lsn: Lsn,
+    pub at: SimTime,
+    pub seq: u64,
 }
 
 /// An outbox event on its routed topic.
@@ -191,6 +204,10 @@ impl Published {
                 continue;
             }
             let Some(row) = event.after else { continue };
+            if event.source.snapshot == SnapshotMarker::Incremental {
+                self.incremental.push(IncrementalRead { id, row, lsn: event.source.lsn, at, seq: self.seq });
+                continue;
+            }
             let (origin, lsn) = (event.source.connector, event.source.lsn);
             let same = |attempt: &Attempt| attempt.origin == origin && attempt.lsn == lsn && !attempt.complete;
             let open = match current {

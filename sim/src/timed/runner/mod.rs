@@ -254,7 +254,7 @@ impl RunState {
     /// Hands a message to a process; returns it if the process has no inbox (it is down, or
     /// restarted and not yet running).
     fn inject(&self, node: Node, from: Node, msg: Msg) -> Option<Msg> {
-        self.net().inject(node, from, msg, now_us()).err()
+        self.net().inject(node, from, msg, now_us()).err().map(|msg| *msg)
     }
 
     /// Records an observation; returns whether it is another connector's than the first (whose

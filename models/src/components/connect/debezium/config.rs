@@ -249,8 +249,67 @@ pub struct DebeziumConfig {
     /// `message.prefix.include.list` / `message.prefix.exclude.list`: which logical decoding
     /// messages become records (`LogicalDecodingMessageFilter`).
     pub message_prefixes: MessagePrefixFilter,
-    /// The captured tables (`table.include.list`), in snapshot order.
+    /// The captured tables (`table.include.list`, and the signal table, which Debezium adds to
+    /// the filter: `RelationalTableFilters`), in snapshot order.
     pub tables: Vec<TableId>,
+    /// `snapshot.include.collection.list`: the captured tables the initial snapshot reads, in
+    /// snapshot order; `None`: every captured table. A table left out is streamed but never
+    /// read: its rows from before the stream reach Kafka only through an incremental snapshot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_tables: Option<Vec<TableId>>,
+    /// Signals and incremental snapshots (`signal.data.collection` and the incremental
+    /// snapshot's properties); `None` without a signal table: no signal is ever read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signalling: Option<Signalling>,
+}
+
+/// `incremental.snapshot.watermarking.strategy` (`SignalBasedIncrementalSnapshotChangeEventSource
+/// .getWatermarkWindowCloser`): how a chunk's window is closed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WatermarkingStrategy {
+    /// `insert_insert` (default): a `snapshot-window-close` row is inserted.
+    #[default]
+    InsertInsert,
+    /// `insert_delete`: the `-open` row is deleted, and its DELETE event is the close.
+    InsertDelete,
+}
+
+impl WatermarkingStrategy {
+    pub const ALL: [WatermarkingStrategy; 2] = [WatermarkingStrategy::InsertInsert, WatermarkingStrategy::InsertDelete];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            WatermarkingStrategy::InsertInsert => "insert_insert",
+            WatermarkingStrategy::InsertDelete => "insert_delete",
+        }
+    }
+}
+
+/// The signal table and the incremental snapshot's settings (reference debezium-postgres.md §6).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Signalling {
+    /// `signal.data.collection`: the signal table (a captured table).
+    pub table: TableId,
+    /// `incremental.snapshot.chunk.size` (default 1 024).
+    pub chunk_size: u32,
+    /// `incremental.snapshot.watermarking.strategy` (default `insert_insert`).
+    pub watermarking: WatermarkingStrategy,
+    /// What the scenario's scripted signal rows say, by key − 1 (their `type` and `data`
+    /// columns; see [`crate::core::signal`]).
+    pub signals: Vec<crate::core::signal::Signal>,
+}
+
+impl DebeziumConfig {
+    /// The tables the initial snapshot reads, in order.
+    pub fn snapshot_tables(&self) -> &[TableId] {
+        self.snapshot_tables.as_deref().unwrap_or(&self.tables)
+    }
+
+    /// The signal table, if one is configured.
+    pub fn signal_table(&self) -> Option<TableId> {
+        self.signalling.as_ref().map(|signalling| signalling.table)
+    }
 }
 
 /// The logical decoding message a `heartbeat.action.query` of the form
@@ -317,6 +376,8 @@ mod tests {
             heartbeat_action_message: None,
             message_prefixes: MessagePrefixFilter::All,
             tables: Vec::new(),
+            snapshot_tables: None,
+            signalling: None,
         }
     }
 

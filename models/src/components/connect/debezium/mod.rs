@@ -77,17 +77,19 @@
 //!
 //! Left out (another issue makes them exact): `slot.max.retries` (a refused seek from 2.5 is
 //! retried six times, 10 s apart, before the task fails; here it fails at once), heartbeats
-//! emitted right after a commit or a change (here only on the interval's timer), incremental and
-//! blocking snapshots,
+//! emitted right after a commit or a change (here only on the interval's timer), blocking
+//! snapshots and the parts of incremental ones `incremental` lists,
 //! transaction metadata (so no BEGIN record ever carries an offset), the `<prefix>.message` records
 //! of logical decoding messages (their offsets move; no record is emitted), the queue's
 //! `max.queue.size` back-pressure.
 //!
 //! The files: `config` (the properties), `startup` (start-up to the snapshot decision), `snapshot`,
-//! `streaming` (the replication stream and its restart filter), `offsets` (acknowledgement and the
-//! slot's confirmation); the task's state, its connections and its queue are here.
+//! `streaming` (the replication stream and its restart filter), `incremental` (signals and
+//! incremental snapshots), `offsets` (acknowledgement and the slot's confirmation); the task's
+//! state, its connections and its queue are here.
 
 mod config;
+mod incremental;
 mod locator;
 mod offsets;
 mod snapshot;
@@ -99,7 +101,7 @@ pub use locator::{LocatorRules, WalPositionLocator};
 pub use config::{
     DebeziumConfig, HeartbeatMessage, LSN_FLUSH_MODE_HEARTBEAT_FALLBACK_MS, LsnFlushMode,
     MAX_ATTEMPTS_FOR_OBTAINING_REPLICATION_SLOT, MessagePrefixFilter, OffsetMismatchStrategy,
-    PAUSE_BETWEEN_REPLICATION_SLOT_RETRIEVAL_ATTEMPTS_MS, SlotSeek, SnapshotMode,
+    PAUSE_BETWEEN_REPLICATION_SLOT_RETRIEVAL_ATTEMPTS_MS, Signalling, SlotSeek, SnapshotMode, WatermarkingStrategy,
 };
 
 use crate::core::change::{Change, ChangeKind, RowOp};
@@ -253,6 +255,16 @@ pub struct DebeziumTask {
     driver_flushed: Lsn,
     /// The heartbeat action query's own connection.
     heartbeat_session: Option<SessionId>,
+    /// The incremental snapshot, while one runs (`incremental`).
+    incremental: Option<Box<incremental::IncrementalSnapshot>>,
+    /// The streaming thread is in `readChunk`: the stream waits (`incremental`).
+    stalled: Option<Box<incremental::Stalled>>,
+    /// Set while a message sends the streaming thread into `readChunk`: that message's place.
+    stalled_index: Option<usize>,
+    /// Where this task's chunk ids come from: its worker's place and the task's start (the
+    /// worker counts them), and the chunks drawn so far (`ChunkId`).
+    chunk_origin: (usize, u32),
+    chunks_drawn: u32,
 }
 
 impl DebeziumTask {
@@ -283,7 +295,19 @@ impl DebeziumTask {
             last_data_start: Lsn::INVALID,
             driver_flushed: Lsn::INVALID,
             heartbeat_session: None,
+            incremental: None,
+            stalled: None,
+            stalled_index: None,
+            chunk_origin: (0, 0),
+            chunks_drawn: 0,
         }
+    }
+
+    /// Where the chunk ids of this task come from: the worker's place in its group and the
+    /// task's start, which the worker counts across crashes (see [`crate::core::signal::ChunkId`]).
+    pub fn with_chunk_origin(mut self, worker: usize, start: u32) -> DebeziumTask {
+        self.chunk_origin = (worker, start);
+        self
     }
 
     pub fn is_streaming(&self) -> bool {
@@ -948,6 +972,186 @@ mod tests {
         let request = SqlRequest::EmitMessage { transactional: false, prefix: "heartbeat".into(), payload_bytes: 29 };
         assert_eq!(emitted.len(), 2);
         assert!(emitted.iter().all(|(session, sent)| *sent == request && *session == emitted[0].0), "{emitted:?}");
+    }
+
+    const SIGNALS: TableId = TableId(1);
+
+    /// A task capturing the claims table and a signal table, streaming, with one scripted
+    /// `execute-snapshot` of the claims table and chunks of 2 rows.
+    fn signalling_task(watermarking: WatermarkingStrategy) -> DebeziumTask {
+        use crate::core::signal::{Signal, SignalAction, SnapshotType};
+        let mut config = (*task().config).clone();
+        config.tables = vec![TableId(0), SIGNALS];
+        config.signalling = Some(Signalling {
+            table: SIGNALS,
+            chunk_size: 2,
+            watermarking,
+            signals: vec![Signal {
+                id: "ad-hoc-1".into(),
+                data: "{}".into(),
+                action: SignalAction::ExecuteSnapshot {
+                    kind: SnapshotType::Incremental,
+                    collections: vec![TableId(0)],
+                },
+            }],
+        });
+        let mut task = DebeziumTask::new(Fixed::new(config), 1).with_chunk_origin(0, 1);
+        task.phase = Phase::Streaming;
+        task.jdbc = Some(1);
+        task.replication = Some(2);
+        task
+    }
+
+    /// One committed transaction of inserts into the signal table (or, `delete`, a delete).
+    fn signal_txn(xid: u32, first: u64, key: i64, delete: bool) -> DecodedTxn {
+        let mut txn = txn(xid, first, &[key]);
+        txn.changes[0].table = SIGNALS;
+        txn.changes[0].kind = if delete {
+            ChangeKind::Delete { before: None }
+        } else {
+            ChangeKind::Insert { after: Row::new(1, Status::Submitted, 0) }
+        };
+        txn
+    }
+
+    /// The SQL the task sent, in order.
+    fn sql_sent(out: &Outbox) -> Vec<SqlRequest> {
+        out.sends
+            .iter()
+            .filter_map(|(_, msg)| match msg {
+                Msg::Sql { request, .. } => Some(request.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn committed() -> SqlReply {
+        SqlReply::Committed { xid: 1, commit_lsn: Lsn(1), end_lsn: Lsn(2), changes: Vec::new() }
+    }
+
+    /// §6.1–§6.2: the signal row sends the streaming thread into `readChunk` before the row's own
+    /// record; the stream waits; the chunk's rows are buffered, the window's events drop theirs,
+    /// and the close watermark emits the rest as `op=r` records and reads the next chunk.
+    #[test]
+    fn a_signal_runs_read_chunk_before_its_own_record_and_the_window_drops_changed_rows() {
+        use crate::core::signal::{ChunkId, Watermark, watermark_key};
+        let mut task = signalling_task(WatermarkingStrategy::InsertInsert);
+        let mut out = Outbox::default();
+        let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
+        task.on_repl_reply(&mut ctx, ReplReply::XLogData(signal_txn(10, 1000, 1, false)));
+        assert!(task.in_read_chunk() && task.queue.is_empty(), "the signal's record waits for readChunk");
+        let chunk = ChunkId::new(0, 1, 1);
+        let open = watermark_key(chunk, Watermark::Open);
+        // A change arriving meanwhile waits too.
+        task.on_repl_reply(&mut ctx, ReplReply::XLogData(txn(11, 1100, &[5])));
+        assert!(task.queue.is_empty());
+        task.on_sql_reply(&mut ctx, committed());
+        task.on_sql_reply(&mut ctx, SqlReply::Rows { table: TableId(0), rows: vec![(3, row(1))], done: true });
+        task.on_sql_reply(
+            &mut ctx,
+            SqlReply::Rows { table: TableId(0), rows: vec![(1, row(1)), (2, row(1))], done: true },
+        );
+        task.on_sql_reply(&mut ctx, committed());
+        let sent = sql_sent(&out);
+        let insert = |key| SqlRequest::Transaction {
+            ops: vec![RowOp::Insert { table: SIGNALS, key, status: Status::Submitted, amount_cents: 0 }],
+        };
+        assert_eq!(
+            sent,
+            vec![
+                insert(open),
+                SqlRequest::SelectRange { table: TableId(0), after: None, upto: None, limit: 1, descending: true },
+                SqlRequest::SelectRange { table: TableId(0), after: None, upto: Some(3), limit: 2, descending: false },
+                insert(watermark_key(chunk, Watermark::Close)),
+            ]
+        );
+        assert!(!task.in_read_chunk());
+        let keys: Vec<(Topic, i64)> = task.queue.iter().map(|r| (r.topic, r.key)).collect();
+        assert_eq!(keys, [(Topic::Change(SIGNALS), 1), (Topic::Change(TableId(0)), 5)], "then the held change");
+        let stored = task.queue[0].offset.incremental.expect("the context in the offset");
+        assert_eq!(
+            (stored.collections(), stored.maximum_key(), stored.primary_key()),
+            (&[TableId(0)][..], Some(3), None)
+        );
+        // The stream: the open watermark, an update of claim 2 inside the window, the close.
+        let mut out = Outbox::default();
+        let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
+        task.on_repl_reply(&mut ctx, ReplReply::XLogData(signal_txn(12, 1200, open, false)));
+        task.on_repl_reply(&mut ctx, ReplReply::XLogData(txn(13, 1300, &[2])));
+        let close = watermark_key(chunk, Watermark::Close);
+        task.on_repl_reply(&mut ctx, ReplReply::XLogData(signal_txn(14, 1400, close, false)));
+        let reads: Vec<(i64, SnapshotMarker)> = task
+            .queue
+            .iter()
+            .filter_map(|r| r.value.filter(|v| v.op == Op::Read).map(|v| (r.key, v.source.snapshot)))
+            .collect();
+        assert_eq!(reads, [(1, SnapshotMarker::Incremental)], "claim 2 changed inside the window: dropped");
+        let read = task.queue.iter().find(|r| r.value.is_some_and(|v| v.op == Op::Read)).expect("a read");
+        assert_eq!(read.offset.incremental.and_then(|i| i.primary_key()), Some(1));
+        assert!(task.in_read_chunk(), "the close runs readChunk for the next chunk; its own record waits");
+        assert!(
+            out.observations.iter().any(|o| matches!(o, Observation::WindowClosed { emitted: 1, deduplicated: 1, .. }))
+        );
+    }
+
+    /// `insert_delete`: the open row's DELETE closes the window; a watermark of another chunk id
+    /// is ignored.
+    #[test]
+    fn insert_delete_closes_on_the_open_rows_delete_and_other_chunks_are_ignored() {
+        use crate::core::signal::{ChunkId, Watermark, watermark_key};
+        let mut task = signalling_task(WatermarkingStrategy::InsertDelete);
+        let mut out = Outbox::default();
+        let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
+        task.on_repl_reply(&mut ctx, ReplReply::XLogData(signal_txn(10, 1000, 1, false)));
+        task.on_sql_reply(&mut ctx, committed());
+        task.on_sql_reply(&mut ctx, SqlReply::Rows { table: TableId(0), rows: vec![(3, row(1))], done: true });
+        task.on_sql_reply(
+            &mut ctx,
+            SqlReply::Rows { table: TableId(0), rows: vec![(1, row(1)), (2, row(1))], done: true },
+        );
+        task.on_sql_reply(&mut ctx, committed());
+        let open = watermark_key(ChunkId::new(0, 1, 1), Watermark::Open);
+        assert_eq!(
+            sql_sent(&out).last(),
+            Some(&SqlRequest::Transaction { ops: vec![RowOp::Delete { table: SIGNALS, key: open }] })
+        );
+        let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
+        let stale = watermark_key(ChunkId::new(0, 0, 7), Watermark::Open);
+        task.on_repl_reply(&mut ctx, ReplReply::XLogData(signal_txn(11, 1100, stale, false)));
+        task.on_repl_reply(&mut ctx, ReplReply::XLogData(signal_txn(12, 1200, open, false)));
+        task.on_repl_reply(&mut ctx, ReplReply::XLogData(signal_txn(13, 1300, open, true)));
+        let reads = task.queue.iter().filter(|r| r.value.is_some_and(|v| v.op == Op::Read)).count();
+        assert_eq!(reads, 2);
+        assert!(out.observations.iter().any(|o| matches!(o, Observation::WatermarkIgnored { .. })));
+    }
+
+    /// §6.3: a start from an offset with a running snapshot reads a chunk after the stored key,
+    /// with a fresh chunk id, before its stream starts.
+    #[test]
+    fn a_start_with_a_running_snapshot_reads_after_the_stored_key_before_streaming() {
+        let mut task = signalling_task(WatermarkingStrategy::InsertInsert).with_chunk_origin(0, 2);
+        task.phase = Phase::EnsuringPublication;
+        task.offset = SourceOffset {
+            incremental: Some(crate::core::event::IncrementalOffset::new(&[TableId(0)], Some(2), Some(3))),
+            ..stored(2000, 1140, MessageType::Commit)
+        };
+        let mut out = Outbox::default();
+        let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
+        task.start_streaming(&mut ctx);
+        assert!(task.in_read_chunk() && task.phase == Phase::EnsuringPublication, "no stream yet");
+        task.on_sql_reply(&mut ctx, committed());
+        task.on_sql_reply(&mut ctx, SqlReply::Rows { table: TableId(0), rows: vec![(3, row(1))], done: true });
+        task.on_sql_reply(&mut ctx, committed());
+        let sent = sql_sent(&out);
+        assert_eq!(
+            sent[1],
+            SqlRequest::SelectRange { table: TableId(0), after: Some(2), upto: Some(3), limit: 2, descending: false },
+            "no maximum-key query: the stored one"
+        );
+        assert!(
+            repl_requests(&out).iter().any(|r| matches!(r, ReplRequest::StartReplication { .. })),
+            "the stream starts when the read returns"
+        );
     }
 
     /// DBZ-1766 (row 1): before 1.1, `commit()` confirms the last record `poll()` returned.

@@ -41,7 +41,7 @@ impl DebeziumTask {
         self.offset = SourceOffset { lsn: Some(lsn), snapshot: Some(SnapshotKind::Initial), ..SourceOffset::default() };
         self.snapshot = Some(SnapshotRun { attempt, case, lsn, buffered: None, rows: 0 });
         ctx.observe(Observation::SnapshotStarted { attempt, case, lsn });
-        if self.config.tables.is_empty() {
+        if self.config.snapshot_tables().is_empty() {
             self.complete_snapshot(ctx);
             return TaskEvent::None;
         }
@@ -55,7 +55,7 @@ impl DebeziumTask {
             Some(SnapshotCase::SlotCreatedNow) => self.slot_created.as_deref().map(|(_, name)| name.clone()),
             _ => None,
         };
-        let table = self.config.tables[table_index];
+        let table = self.config.snapshot_tables()[table_index];
         let fetch_size = self.config.snapshot_fetch_size;
         self.sql(ctx, SqlRequest::ScanTable { table, exported_snapshot, fetch_size });
     }

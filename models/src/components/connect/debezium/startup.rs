@@ -23,6 +23,9 @@ impl DebeziumTask {
         self.slot_info_attempts = 0;
         self.last_data_start = Lsn::INVALID;
         self.driver_flushed = Lsn::INVALID;
+        self.incremental = None;
+        self.stalled = None;
+        self.stalled_index = None;
         ctx.observe(Observation::TaskStarted { offset: stored });
         if let Some(offset) = stored
             && offset.initial_snapshot_running()
@@ -45,6 +48,11 @@ impl DebeziumTask {
     }
 
     pub(super) fn on_sql_reply(&mut self, ctx: &mut Ctx, reply: SqlReply) -> TaskEvent {
+        if self.in_read_chunk()
+            && let Some(event) = self.on_chunk_reply(ctx, reply.clone())
+        {
+            return event;
+        }
         if let Phase::SeekingSlot { target, start } = self.phase {
             return self.on_seek_reply(ctx, target, start, reply);
         }
@@ -115,7 +123,7 @@ impl DebeziumTask {
                     self.emit_snapshot_row(ctx, table, key, row);
                 }
                 if done {
-                    if table_index + 1 < self.config.tables.len() {
+                    if table_index + 1 < self.config.snapshot_tables().len() {
                         self.scan_table(ctx, table_index + 1);
                     } else {
                         self.complete_snapshot(ctx);

@@ -5,6 +5,11 @@ use super::*;
 
 impl DebeziumTask {
     pub(super) fn start_streaming(&mut self, ctx: &mut Ctx) -> TaskEvent {
+        // `init` of the incremental snapshot runs before the stream (`ChangeEventSourceCoordinator
+        // .initStreamEvents`): a running one reads its next chunk first.
+        if self.init_incremental(ctx) {
+            return TaskEvent::None;
+        }
         let rules = self.rules();
         // Requested start (`PostgresStreamingChangeEventSource.execute`): lsn_proc if stored, else
         // lsn, else the slot's own position (0/0). Before 1.3 (no locator): the stored lsn.
@@ -151,6 +156,14 @@ impl DebeziumTask {
     }
 
     pub(super) fn on_repl_reply(&mut self, ctx: &mut Ctx, reply: ReplReply) -> TaskEvent {
+        let reply = if self.in_read_chunk() && self.phase == Phase::Streaming {
+            match self.hold_while_stalled(reply) {
+                Some(reply) => reply,
+                None => return TaskEvent::None,
+            }
+        } else {
+            reply
+        };
         match (&self.phase, reply) {
             (_, ReplReply::Error(error)) => self.retriable(ctx, format!("org.postgresql.util.PSQLException: {error}")),
             (Phase::CreatingSlot, ReplReply::SlotCreated { consistent_point, snapshot_name }) => {
@@ -164,7 +177,13 @@ impl DebeziumTask {
                     interval_ms => TaskEvent::HeartbeatEvery(interval_ms),
                 }
             }
-            (Phase::Streaming, ReplReply::XLogData(txn)) => self.on_stream_messages(ctx, &PgOutputs::of_txn(&txn)),
+            (Phase::Streaming, ReplReply::XLogData(txn)) => {
+                let event = self.on_stream_messages(ctx, &PgOutputs::of_txn(&txn));
+                if let Some(index) = self.stalled_index.take() {
+                    self.stall_at(ReplReply::XLogData(txn), index);
+                }
+                event
+            }
             (Phase::Streaming, ReplReply::Message(message)) => {
                 self.on_stream_messages(ctx, &PgOutputs::message(&message))
             }
@@ -181,7 +200,8 @@ impl DebeziumTask {
     /// though no change record was produced; and the `heartbeat.action.query`, on a connection of
     /// its own, whose write in a published table gives a quiet database a commit to process.
     pub fn on_heartbeat(&mut self, ctx: &mut Ctx) -> bool {
-        if !self.is_streaming() {
+        // The streaming thread sends heartbeats; in `readChunk` it sends none.
+        if !self.is_streaming() || self.in_read_chunk() {
             return false;
         }
         if self.offset.lsn_to_confirm().is_some() {
@@ -259,7 +279,14 @@ impl DebeziumTask {
         }
         // `processMessages`: a message received allows LSN flushing (DBZ-5031).
         self.lsn_flushing_allowed = true;
-        for index in 0..messages.len() {
+        self.process_messages_from(ctx, messages, 0)
+    }
+
+    /// The messages of one reply from `from` on, past the search phase. A message that sends
+    /// the streaming thread into `readChunk` (a signal, a window's close) stops the loop:
+    /// `stalled_index` says where, and the rest is read when the read returns.
+    fn process_messages_from(&mut self, ctx: &mut Ctx, messages: &PgOutputs, from: usize) -> TaskEvent {
+        for index in from..messages.len() {
             let message = messages.get(index);
             // pgjdbc's `lastReceiveLSN`, read by its keep-alive rule.
             self.last_data_start = message.lsn();
@@ -280,9 +307,28 @@ impl DebeziumTask {
             {
                 continue;
             }
-            self.process_message(messages, message);
+            if self.process_message(ctx, messages, message) {
+                self.stalled_index = Some(index);
+                return TaskEvent::None;
+            }
         }
         TaskEvent::None
+    }
+
+    /// `readChunk` returned to the streaming thread, which left `reply` at message `index`:
+    /// that message's own record, then the rest of the reply.
+    pub(super) fn resume_stream(&mut self, ctx: &mut Ctx, reply: ReplReply, index: usize) {
+        let ReplReply::XLogData(txn) = &reply else { return };
+        {
+            let messages = PgOutputs::of_txn(txn);
+            if let PgOutput::Change { index: change, .. } = messages.get(index) {
+                self.dispatch_change(txn, &txn.changes[change]);
+            }
+            self.process_messages_from(ctx, &messages, index + 1);
+        }
+        if let Some(stalled_at) = self.stalled_index.take() {
+            self.stall_at(reply, stalled_at);
+        }
     }
 
     /// `processReplicationMessages` for one message (reference §5.2): `lastCompletelyProcessedLsn`
@@ -290,7 +336,7 @@ impl DebeziumTask {
     /// message; not a BEGIN or a transactional message); every message updates the position
     /// (`updateWalPosition`); a COMMIT or a non-transactional message is a commit
     /// (`commitMessage`: `lsn_commit = lsn_proc = its LSN`, the per-LSN count reset).
-    fn process_message(&mut self, messages: &PgOutputs, message: PgOutput) {
+    fn process_message(&mut self, ctx: &mut Ctx, messages: &PgOutputs, message: PgOutput) -> bool {
         let txn = messages.txn();
         let rules = self.rules();
         let lsn = message.lsn();
@@ -327,7 +373,7 @@ impl DebeziumTask {
                 }
             }
             PgOutput::Change { index, .. } => {
-                let Some(txn) = txn else { return };
+                let Some(txn) = txn else { return false };
                 let change = &txn.changes[index];
                 let message_type = match change.kind {
                     ChangeKind::Insert { .. } => MessageType::Insert,
@@ -345,10 +391,15 @@ impl DebeziumTask {
                 }
                 self.update_wal_position(lsn, xid, commit_time_usec, message_type);
                 if self.config.tables.contains(&change.table) {
+                    // A signal is executed before its row's record (`dispatchDataChangeEvent`).
+                    if self.config.signalling.is_some() && self.on_signal_row(ctx, change) {
+                        return true;
+                    }
                     self.dispatch_change(txn, change);
                 } // a filtered table moves the offset but emits nothing
             }
         }
+        false
     }
 
     /// `PostgresOffsetContext.updateWalPosition`: `lsn`, `lsn_proc` (the last completely
@@ -415,6 +466,10 @@ impl DebeziumTask {
 
     /// `dispatchDataChangeEvent`: the change record (and a tombstone after a delete).
     fn dispatch_change(&mut self, txn: &DecodedTxn, change: &Change) {
+        // `processMessage`: the incremental snapshot's window deduplication.
+        if self.incremental.is_some() {
+            self.deduplicate(change.table, change.key);
+        }
         let (op, before, after) = match change.kind {
             ChangeKind::Insert { after } => (Op::Create, None, Some(after)),
             ChangeKind::Update { before, after } => (Op::Update, before, Some(after)),
@@ -458,6 +513,7 @@ impl DebeziumTask {
         let mut out = crate::core::component::Outbox::default();
         let mut ctx = Ctx::new(crate::core::time::SimTime(0), Node::Connect, &mut out);
         self.on_stream_messages(&mut ctx, &PgOutputs::of_txn(&txn));
+        self.stalled_index = None;
     }
 
     /// The last LSN the task has completely processed on its current stream: its offset's, or,
@@ -465,7 +521,7 @@ impl DebeziumTask {
     /// A stream that has read nothing yet with no position stored (no snapshot) has processed
     /// nothing: 0/0, the position it asked for.
     pub fn processed_upto(&self) -> Option<Lsn> {
-        if !self.is_streaming() {
+        if !self.is_streaming() || self.in_read_chunk() {
             return None;
         }
         let offset = self.offset.lsn_proc.or(self.offset.lsn);

@@ -1,0 +1,535 @@
+//! Signals and the incremental snapshot (DBLog), reference debezium-postgres.md §6.1–§6.3, as
+//! Debezium's code runs them:
+//!
+//! - The source channel (`SourceSignalChannel`, `EventDispatcher.dispatchDataChangeEvent`): an
+//!   INSERT into the signal table (`signal.data.collection`), read from the WAL like any captured
+//!   change, is executed in the streaming thread *before* the row's own record is emitted; with
+//!   `insert_delete` watermarking a DELETE of a signal row is read as a window's close
+//!   (`SignalRecord.buildSignalRecordFromChangeEventSource`). A signal table outside the
+//!   publication is never decoded, so nothing happens.
+//! - `execute-snapshot` (`AbstractIncrementalSnapshotChangeEventSource
+//!   .addDataCollectionNamesToSnapshot`): the tables are queued; if no snapshot was running,
+//!   `readChunk` runs at once.
+//! - `readChunk`, literally: a new chunk id; the open watermark (`INSERT INTO <signal table>
+//!   VALUES ('<chunk>-open', 'snapshot-window-open', …)`, committed); for a table without a
+//!   maximum key yet, `SELECT … ORDER BY id DESC LIMIT 1` (none: the table is empty, done, next);
+//!   the chunk query `SELECT … WHERE (id) > (chunkEnd) AND (id) <= (maximumKey) ORDER BY id LIMIT
+//!   incremental.snapshot.chunk.size` into the window buffer (no row: the table is done, next);
+//!   the close watermark (`insert_insert`: a `-close` row; `insert_delete`: the `-open` row
+//!   deleted), also when no table is left. The streaming thread waits for all of it: replication
+//!   messages that arrive meanwhile are read afterwards, in order.
+//! - The streaming side (`SignalBasedIncrementalSnapshotChangeEventSource.processMessage`,
+//!   `deduplicateWindow`, `closeWindow`, `sendWindowEvents`): the open watermark of the current
+//!   chunk opens the window; while it is open, every streamed event (insert, update or delete) of
+//!   the current table removes its key from the buffer; the close watermark emits what is left as
+//!   `op=r` records (`source.snapshot=incremental`), each moving `incremental_snapshot_primary_key`,
+//!   then runs `readChunk` for the next chunk. A watermark of another chunk id is ignored.
+//! - Restart (`init`, `AbstractIncrementalSnapshotContext.init`/`store`): the offset of every
+//!   record carries the context (collections, last key sent, maximum key); a task starting from an
+//!   offset with a running snapshot reads a chunk after the stored key, with a fresh chunk id,
+//!   before its stream starts. The buffer and the open window are not stored.
+//!
+//! Not modelled yet (issue 21's later parts): the Kafka signal channel, `stop-snapshot`,
+//! `pause-snapshot`, `resume-snapshot`, `additional-conditions`, `surrogate-key`, read-only
+//! incremental snapshots, blocking snapshots, and the historic bugs (DBZ-3860, DBZ-5071,
+//! DBZ-7903).
+
+use super::*;
+use crate::components::connect::debezium::config::WatermarkingStrategy;
+use crate::core::event::IncrementalOffset;
+use crate::core::signal::{ChunkId, ScanStatus, SignalAction, SnapshotType, Watermark, watermark_key, watermark_of};
+use std::collections::BTreeMap;
+
+/// Where `readChunk` is: the request it waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub(super) enum ChunkStep {
+    /// The open watermark's INSERT.
+    OpenWatermark,
+    /// `SELECT … ORDER BY id DESC LIMIT 1`.
+    MaximumKey,
+    /// The chunk query.
+    Chunk,
+    /// The close watermark's INSERT (or, `insert_delete`, the open row's DELETE).
+    CloseWatermark,
+}
+
+/// The incremental snapshot's context (`AbstractIncrementalSnapshotContext`) and window buffer.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub(super) struct IncrementalSnapshot {
+    /// `snapshotDataCollection`: the collections still to read, the current one first. Empty:
+    /// the snapshot is not running (its last close watermark may still be on its way).
+    queue: Vec<TableId>,
+    /// `maximumKey` of the current table.
+    maximum_key: Option<Key>,
+    /// `chunkEndPosition`: the last key the previous chunk read.
+    chunk_end: Option<Key>,
+    /// `lastEventKeySent`: the last snapshot row emitted.
+    last_key_sent: Option<Key>,
+    /// `currentChunkId`.
+    chunk: Option<ChunkId>,
+    /// `windowOpened`.
+    window_opened: bool,
+    /// The window buffer: the chunk's rows by key, in key order.
+    window: BTreeMap<Key, Row>,
+    /// Rows removed from the buffer by streamed events in the current window.
+    deduplicated: u32,
+    /// Rows read of the current table so far (`totalRowsScanned`).
+    rows_scanned: u64,
+    /// The request `readChunk` waits for; None when the streaming thread is not in it.
+    pub(super) reading: Option<ChunkStep>,
+}
+
+impl IncrementalSnapshot {
+    fn new(queue: Vec<TableId>) -> IncrementalSnapshot {
+        IncrementalSnapshot {
+            queue,
+            maximum_key: None,
+            chunk_end: None,
+            last_key_sent: None,
+            chunk: None,
+            window_opened: false,
+            window: BTreeMap::new(),
+            deduplicated: 0,
+            rows_scanned: 0,
+            reading: None,
+        }
+    }
+
+    fn running(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
+    fn current(&self) -> Option<TableId> {
+        self.queue.first().copied()
+    }
+
+    /// `store`: what the offset of the next record carries.
+    fn stored(&self) -> Option<IncrementalOffset> {
+        self.running().then(|| IncrementalOffset::new(&self.queue, self.last_key_sent, self.maximum_key))
+    }
+
+    /// `nextDataCollection` with `resetChunk`.
+    fn next_collection(&mut self) {
+        if !self.queue.is_empty() {
+            self.queue.remove(0);
+        }
+        self.maximum_key = None;
+        self.chunk_end = None;
+        self.last_key_sent = None;
+        self.rows_scanned = 0;
+    }
+}
+
+/// The stream while the streaming thread is in `readChunk`: what to take up again when it
+/// returns.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub(super) struct Stalled {
+    /// The reply whose message `index` (a signal row, a watermark) sent the thread into
+    /// `readChunk`: that message's own record is emitted when it returns, then the rest.
+    resume: Option<(ReplReply, usize)>,
+    /// Replies that arrived meanwhile, in order.
+    later: Vec<ReplReply>,
+    /// `init` at the task's start: the stream starts when the read returns.
+    then_stream: bool,
+}
+
+impl DebeziumTask {
+    /// Whether an incremental snapshot is running or its last window has not closed yet.
+    pub fn is_backfilling(&self) -> bool {
+        self.incremental.is_some()
+    }
+
+    /// Whether the streaming thread is in `readChunk` (the stream is not being read).
+    pub fn in_read_chunk(&self) -> bool {
+        self.stalled.is_some()
+    }
+
+    /// The offset's incremental context follows the in-memory one.
+    fn sync_incremental_offset(&mut self) {
+        self.offset.incremental = self.incremental.as_ref().and_then(|snapshot| snapshot.stored());
+    }
+
+    fn next_chunk_id(&mut self) -> ChunkId {
+        self.chunks_drawn += 1;
+        ChunkId::new(self.chunk_origin.0, self.chunk_origin.1, self.chunks_drawn)
+    }
+
+    /// `init` (`AbstractIncrementalSnapshotChangeEventSource.init`), before the stream starts:
+    /// with a running snapshot in the offset, read a chunk after the stored key. Returns true when
+    /// the read began (the stream starts when it returns).
+    pub(super) fn init_incremental(&mut self, ctx: &mut Ctx) -> bool {
+        if self.incremental.is_some() || self.stalled.is_some() {
+            return false;
+        }
+        let Some(stored) = self.offset.incremental else { return false };
+        if self.config.signalling.is_none() || stored.collections().is_empty() {
+            return false;
+        }
+        let mut snapshot = IncrementalSnapshot::new(stored.collections().to_vec());
+        snapshot.chunk_end = stored.primary_key();
+        snapshot.maximum_key = stored.maximum_key();
+        ctx.observe(Observation::IncrementalSnapshotResumed {
+            table: stored.collections()[0],
+            after: snapshot.chunk_end,
+        });
+        self.incremental = Some(Box::new(snapshot));
+        self.sync_incremental_offset();
+        self.stalled = Some(Box::new(Stalled { resume: None, later: Vec::new(), then_stream: true }));
+        self.read_chunk(ctx);
+        self.stalled.is_some()
+    }
+
+    /// A captured change of the signal table, read on the stream before its record is emitted:
+    /// a signal to execute, or a watermark. Returns true when the streaming thread went into
+    /// `readChunk` (the stream waits for it).
+    pub(super) fn on_signal_row(&mut self, ctx: &mut Ctx, change: &Change) -> bool {
+        let Some(signalling) = self.config.signalling.as_ref() else { return false };
+        if change.table != signalling.table {
+            return false;
+        }
+        let insert_delete = signalling.watermarking == WatermarkingStrategy::InsertDelete;
+        let (insert, delete) =
+            (matches!(change.kind, ChangeKind::Insert { .. }), matches!(change.kind, ChangeKind::Delete { .. }));
+        match (watermark_of(change.key), insert, delete && insert_delete) {
+            (Some((chunk, Watermark::Open)), true, _) => {
+                self.open_window(ctx, chunk);
+                false
+            }
+            // `insert_delete`: the open row's DELETE is the close.
+            (Some((chunk, Watermark::Open)), _, true) | (Some((chunk, Watermark::Close)), true, _) => {
+                self.close_window(ctx, chunk)
+            }
+            (None, true, _) => self.execute_signal(ctx, change.key),
+            _ => false,
+        }
+    }
+
+    /// A scripted signal's row (`SignalProcessor.processSourceSignal`).
+    fn execute_signal(&mut self, ctx: &mut Ctx, key: Key) -> bool {
+        let Some(signal) = self
+            .config
+            .signalling
+            .as_ref()
+            .and_then(|signalling| usize::try_from(key - 1).ok().and_then(|index| signalling.signals.get(index)))
+            .cloned()
+        else {
+            return false;
+        };
+        let SignalAction::ExecuteSnapshot { kind, collections } = &signal.action;
+        if *kind != SnapshotType::Incremental {
+            return false; // refused by the scenario reader until blocking snapshots are modelled
+        }
+        let running = self.incremental.as_ref().is_some_and(|snapshot| snapshot.running());
+        let outcome = if running {
+            format!("{} table(s) queued behind the running incremental snapshot", collections.len())
+        } else {
+            "an incremental snapshot starts: readChunk runs now, in the streaming thread".into()
+        };
+        ctx.observe(Observation::SignalExecuted {
+            id: signal.id.clone(),
+            signal_type: signal.action.signal_type().into(),
+            data: signal.data.clone(),
+            outcome,
+        });
+        match self.incremental.as_mut() {
+            Some(snapshot) if running => {
+                snapshot.queue.extend(collections.iter().copied());
+                snapshot.queue.truncate(IncrementalOffset::MAX_COLLECTIONS);
+                self.sync_incremental_offset();
+                false
+            }
+            _ => {
+                let mut snapshot = IncrementalSnapshot::new(collections.clone());
+                snapshot.queue.truncate(IncrementalOffset::MAX_COLLECTIONS);
+                ctx.observe(Observation::IncrementalSnapshotStarted { tables: snapshot.queue.clone() });
+                self.incremental = Some(Box::new(snapshot));
+                self.sync_incremental_offset();
+                self.stalled = Some(Box::new(Stalled { resume: None, later: Vec::new(), then_stream: false }));
+                self.read_chunk(ctx);
+                self.stalled.is_some()
+            }
+        }
+    }
+
+    /// `openWindow`: only the current chunk's watermark opens the window.
+    fn open_window(&mut self, ctx: &mut Ctx, chunk: ChunkId) {
+        let Some(snapshot) = self.incremental.as_mut() else { return };
+        if snapshot.chunk != Some(chunk) {
+            ctx.observe(Observation::WatermarkIgnored { chunk, watermark: Watermark::Open });
+            return;
+        }
+        snapshot.window_opened = true;
+        ctx.observe(Observation::WindowOpened { chunk });
+    }
+
+    /// `closeWindow`: the current chunk's close emits the buffer (`sendWindowEvents`) and reads
+    /// the next chunk. Returns true when the streaming thread went into `readChunk`.
+    fn close_window(&mut self, ctx: &mut Ctx, chunk: ChunkId) -> bool {
+        let Some(snapshot) = self.incremental.as_mut() else { return false };
+        if snapshot.chunk != Some(chunk) {
+            ctx.observe(Observation::WatermarkIgnored { chunk, watermark: Watermark::Close });
+            return false;
+        }
+        snapshot.window_opened = false;
+        let table = snapshot.current();
+        let rows = std::mem::take(&mut snapshot.window);
+        let deduplicated = std::mem::take(&mut snapshot.deduplicated);
+        let emitted = rows.len() as u32;
+        for (key, row) in rows {
+            self.send_snapshot_event(ctx, table, key, row);
+        }
+        ctx.observe(Observation::WindowClosed { table, chunk, emitted, deduplicated });
+        self.stalled = Some(Box::new(Stalled { resume: None, later: Vec::new(), then_stream: false }));
+        self.read_chunk(ctx);
+        self.stalled.is_some()
+    }
+
+    /// `sendEvent`: one buffered row as an `op=r` record, `incremental_snapshot_primary_key`
+    /// moved to it; `source.lsn` is where the stream is.
+    fn send_snapshot_event(&mut self, ctx: &mut Ctx, table: Option<TableId>, key: Key, row: Row) {
+        let Some(table) = table else { return };
+        if let Some(snapshot) = self.incremental.as_mut() {
+            snapshot.last_key_sent = Some(key);
+        }
+        self.sync_incremental_offset();
+        let lsn = self.offset.lsn.unwrap_or(Lsn::INVALID);
+        let value =
+            ChangeEvent::snapshot_read(Origin::Postgresql, table, row, lsn, SnapshotMarker::Incremental, ctx.now.ms());
+        self.queue.get_mut().push(SourceRecord {
+            topic: Topic::Change(table),
+            key,
+            value: Some(value),
+            offset: self.offset,
+            placement: None,
+        });
+    }
+
+    /// `processMessage` → `deduplicateWindow`: a streamed event of the current table while the
+    /// window is open removes its key from the buffer.
+    pub(super) fn deduplicate(&mut self, table: TableId, key: Key) {
+        let Some(snapshot) = self.incremental.as_mut() else { return };
+        if snapshot.window_opened
+            && !snapshot.window.is_empty()
+            && snapshot.current() == Some(table)
+            && snapshot.window.remove(&key).is_some()
+        {
+            snapshot.deduplicated += 1;
+        }
+    }
+
+    /// `readChunk`: a new chunk id and its open watermark (the rest follows the replies).
+    fn read_chunk(&mut self, ctx: &mut Ctx) {
+        let Some(snapshot) = self.incremental.as_mut() else {
+            self.end_read_chunk(ctx);
+            return;
+        };
+        if !snapshot.running() {
+            // "Skipping read chunk because snapshot is not running".
+            self.incremental = None;
+            self.sync_incremental_offset();
+            ctx.observe(Observation::IncrementalSnapshotCompleted);
+            self.end_read_chunk(ctx);
+            return;
+        }
+        let chunk = self.next_chunk_id();
+        if let Some(snapshot) = self.incremental.as_mut() {
+            snapshot.chunk = Some(chunk);
+            snapshot.window_opened = false;
+            snapshot.reading = Some(ChunkStep::OpenWatermark);
+        }
+        self.write_watermark(ctx, chunk, Watermark::Open);
+    }
+
+    fn write_watermark(&mut self, ctx: &mut Ctx, chunk: ChunkId, watermark: Watermark) {
+        let Some(signalling) = self.config.signalling.as_ref() else { return };
+        let table = signalling.table;
+        let op = match (watermark, signalling.watermarking) {
+            (Watermark::Close, WatermarkingStrategy::InsertDelete) => {
+                RowOp::Delete { table, key: watermark_key(chunk, Watermark::Open) }
+            }
+            _ => RowOp::Insert {
+                table,
+                key: watermark_key(chunk, watermark),
+                status: crate::core::ids::Status::Submitted,
+                amount_cents: 0,
+            },
+        };
+        self.sql(ctx, SqlRequest::Transaction { ops: vec![op] });
+    }
+
+    /// The loop of `readChunk` after the open watermark: the current table's maximum key, then
+    /// its chunk; a done or empty table moves to the next; none left: the close watermark.
+    fn read_next(&mut self, ctx: &mut Ctx) {
+        let Some(snapshot) = self.incremental.as_mut() else { return };
+        let Some(table) = snapshot.current() else {
+            self.close_read(ctx);
+            return;
+        };
+        let limit = self.config.signalling.as_ref().map_or(1024, |signalling| signalling.chunk_size);
+        let request = match snapshot.maximum_key {
+            None => {
+                snapshot.reading = Some(ChunkStep::MaximumKey);
+                SqlRequest::SelectRange { table, after: None, upto: None, limit: 1, descending: true }
+            }
+            Some(maximum) => {
+                snapshot.reading = Some(ChunkStep::Chunk);
+                SqlRequest::SelectRange {
+                    table,
+                    after: snapshot.chunk_end,
+                    upto: Some(maximum),
+                    limit,
+                    descending: false,
+                }
+            }
+        };
+        self.sql(ctx, request);
+    }
+
+    /// The close watermark, also when no table is left (`emitWindowClose` after the loop).
+    fn close_read(&mut self, ctx: &mut Ctx) {
+        let Some(snapshot) = self.incremental.as_mut() else { return };
+        let Some(chunk) = snapshot.chunk else { return };
+        snapshot.reading = Some(ChunkStep::CloseWatermark);
+        self.write_watermark(ctx, chunk, Watermark::Close);
+    }
+
+    /// A table is done (`notifyTableScanCompleted`, `nextDataCollection`).
+    fn table_done(&mut self, ctx: &mut Ctx, status: ScanStatus, reason: String) {
+        let Some(snapshot) = self.incremental.as_mut() else { return };
+        if let Some(table) = snapshot.current() {
+            ctx.observe(Observation::IncrementalTableScanned { table, status, rows: snapshot.rows_scanned, reason });
+        }
+        snapshot.next_collection();
+        self.sync_incremental_offset();
+    }
+
+    /// A reply on the JDBC connection while `readChunk` runs. Returns None when the reply is
+    /// not the read's.
+    pub(super) fn on_chunk_reply(&mut self, ctx: &mut Ctx, reply: SqlReply) -> Option<TaskEvent> {
+        let step = self.incremental.as_ref().and_then(|snapshot| snapshot.reading)?;
+        if let SqlReply::Error(error) = reply {
+            // `warnAndSkip`: the table is skipped, the snapshot goes on with the next one. A failed
+            // watermark write leaves `readChunk` at once (the outer catch): no close is written,
+            // so no window closes and nothing reads the next chunk until the task restarts.
+            let table = self.incremental.as_ref().and_then(|snapshot| snapshot.current());
+            let what = match step {
+                ChunkStep::OpenWatermark | ChunkStep::CloseWatermark => {
+                    "SQL error while executing incremental snapshot"
+                }
+                ChunkStep::MaximumKey => "Failed to read maximum key",
+                ChunkStep::Chunk => "Snapshotting of the table failed",
+            };
+            let reason = format!("{what} ({error}); skipping and continuing streaming");
+            if table.is_some() {
+                self.table_done(ctx, ScanStatus::SqlException, reason);
+            }
+            match step {
+                ChunkStep::MaximumKey | ChunkStep::Chunk => self.read_next(ctx),
+                ChunkStep::OpenWatermark | ChunkStep::CloseWatermark => {
+                    if let Some(snapshot) = self.incremental.as_mut() {
+                        snapshot.reading = None;
+                    }
+                    self.end_read_chunk(ctx);
+                }
+            }
+            return Some(TaskEvent::None);
+        }
+        match (step, reply) {
+            (ChunkStep::OpenWatermark, _) => self.read_next(ctx),
+            (ChunkStep::MaximumKey, SqlReply::Rows { rows, .. }) => match rows.first() {
+                None => {
+                    self.table_done(ctx, ScanStatus::Empty, "the table is empty".into());
+                    self.read_next(ctx);
+                }
+                Some((key, _)) => {
+                    if let Some(snapshot) = self.incremental.as_mut() {
+                        snapshot.maximum_key = Some(*key);
+                    }
+                    self.sync_incremental_offset();
+                    self.read_next(ctx);
+                }
+            },
+            (ChunkStep::Chunk, SqlReply::Rows { table, rows, .. }) => {
+                let Some(snapshot) = self.incremental.as_mut() else { return Some(TaskEvent::None) };
+                let after = snapshot.chunk_end;
+                let count = rows.len() as u32;
+                let last = rows.last().map(|(key, _)| *key);
+                snapshot.rows_scanned += u64::from(count);
+                snapshot.window.extend(rows);
+                if let Some(chunk) = snapshot.chunk {
+                    ctx.observe(Observation::ChunkRead {
+                        table,
+                        chunk,
+                        after,
+                        last,
+                        rows: count,
+                        maximum_key: snapshot.maximum_key.unwrap_or(0),
+                    });
+                }
+                match last {
+                    Some(last) => {
+                        snapshot.chunk_end = Some(last);
+                        self.close_read(ctx);
+                    }
+                    None => {
+                        self.table_done(ctx, ScanStatus::Succeeded, String::new());
+                        self.read_next(ctx);
+                    }
+                }
+            }
+            (ChunkStep::CloseWatermark, _) => {
+                if let Some(snapshot) = self.incremental.as_mut() {
+                    snapshot.reading = None;
+                }
+                self.end_read_chunk(ctx);
+            }
+            _ => {}
+        }
+        Some(TaskEvent::None)
+    }
+
+    /// `readChunk` returned: the streaming thread takes up the stream where it left it.
+    fn end_read_chunk(&mut self, ctx: &mut Ctx) {
+        if self.incremental.as_ref().is_some_and(|snapshot| snapshot.reading.is_some()) {
+            return;
+        }
+        let Some(stalled) = self.stalled.take() else { return };
+        let Stalled { resume, later, then_stream } = *stalled;
+        if then_stream {
+            self.start_streaming(ctx);
+        }
+        if let Some((reply, index)) = resume {
+            self.resume_stream(ctx, reply, index);
+        }
+        for reply in later {
+            if self.stalled.is_some() {
+                if let Some(stalled) = self.stalled.as_mut() {
+                    stalled.later.push(reply);
+                }
+                continue;
+            }
+            self.on_repl_reply(ctx, reply);
+        }
+    }
+
+    /// The streaming thread went into `readChunk` at message `index` of `reply`: keep the reply
+    /// to take up again.
+    pub(super) fn stall_at(&mut self, reply: ReplReply, index: usize) {
+        if let Some(stalled) = self.stalled.as_mut() {
+            stalled.resume = Some((reply, index));
+        }
+    }
+
+    /// Replies that arrive while the streaming thread is in `readChunk` wait for it.
+    pub(super) fn hold_while_stalled(&mut self, reply: ReplReply) -> Option<ReplReply> {
+        match self.stalled.as_mut() {
+            Some(stalled)
+                if matches!(reply, ReplReply::XLogData(_) | ReplReply::Message(_) | ReplReply::Keepalive { .. }) =>
+            {
+                stalled.later.push(reply);
+                None
+            }
+            _ => Some(reply),
+        }
+    }
+}
