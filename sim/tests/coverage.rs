@@ -67,6 +67,12 @@ fn reached_by(mark: Mark) -> Run {
         // by the inbox; without one, applied again.
         Mark::OutboxEventRouted | Mark::InboxAbsorbed => Run::Bundled("outbox-status-changes-connect-killed", &[]),
         Mark::EffectAppliedAgain => Run::Bundled("outbox-status-changes-connect-killed", NO_INBOX),
+        // Game-day drill 2: the backfill's windows close.
+        Mark::WindowClosed => Run::Bundled("hubs-backfill", &[]),
+        // A hub updated and one deleted inside chunk 2's window.
+        Mark::WindowDeduplicated => Run::Bundled("hubs-backfill-changes-in-window", &[]),
+        // The worker killed as window 60 closes, after an offset with the context was stored.
+        Mark::BackfillResumed => Run::Bundled("hubs-backfill-restart", &[]),
     }
 }
 

@@ -384,6 +384,31 @@ fn the_record_counts_each_isolation_levels_events_per_key() {
 }
 
 #[test]
+fn hubs_backfill() {
+    check("hubs-backfill");
+}
+
+#[test]
+fn hubs_backfill_insert_delete() {
+    check_variant("hubs-backfill", "insert-delete");
+}
+
+#[test]
+fn hubs_backfill_signal_not_published() {
+    check("hubs-backfill-signal-not-published");
+}
+
+#[test]
+fn hubs_backfill_changes_in_window() {
+    check("hubs-backfill-changes-in-window");
+}
+
+#[test]
+fn hubs_backfill_restart() {
+    check("hubs-backfill-restart");
+}
+
+#[test]
 fn two_workers_one_leaves() {
     check("two-workers-one-leaves");
 }
