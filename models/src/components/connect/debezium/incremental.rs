@@ -220,11 +220,23 @@ impl DebeziumTask {
             return false; // refused by the scenario reader until blocking snapshots are modelled
         }
         let running = self.incremental.as_ref().is_some_and(|snapshot| snapshot.running());
-        let outcome = if running {
+        let queued = self.incremental.as_ref().filter(|_| running).map_or(0, |snapshot| snapshot.queue.len());
+        // The model's offset holds at most `MAX_COLLECTIONS` collections (Debezium's has no
+        // limit): the loader keeps one signal within it, but a signal replayed while a resumed
+        // snapshot runs can queue past it. Said, never dropped in silence.
+        let dropped = (queued + collections.len()).saturating_sub(IncrementalOffset::MAX_COLLECTIONS);
+        let mut outcome = if running {
             format!("{} table(s) queued behind the running incremental snapshot", collections.len())
         } else {
             "an incremental snapshot starts: readChunk runs now, in the streaming thread".into()
         };
+        if dropped > 0 {
+            outcome.push_str(&format!(
+                "; the model keeps at most {} tables queued (Debezium has no such limit): the last {dropped} are \
+                 not queued, a limit of the model",
+                IncrementalOffset::MAX_COLLECTIONS
+            ));
+        }
         ctx.observe(Observation::SignalExecuted {
             id: signal.id.clone(),
             signal_type: signal.action.signal_type().into(),
