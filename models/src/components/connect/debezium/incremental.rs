@@ -415,10 +415,16 @@ impl DebeziumTask {
         self.sync_incremental_offset();
     }
 
-    /// A reply on the JDBC connection while `readChunk` runs. Returns None when the reply is
-    /// not the read's.
-    pub(super) fn on_chunk_reply(&mut self, ctx: &mut Ctx, reply: SqlReply) -> Option<TaskEvent> {
-        let step = self.incremental.as_ref().and_then(|snapshot| snapshot.reading)?;
+    /// Whether `readChunk` waits for a reply on the JDBC connection (every reply there is its).
+    pub(super) fn awaits_chunk_reply(&self) -> bool {
+        self.incremental.as_ref().is_some_and(|snapshot| snapshot.reading.is_some())
+    }
+
+    /// A reply on the JDBC connection while `readChunk` runs ([`Self::awaits_chunk_reply`]).
+    pub(super) fn on_chunk_reply(&mut self, ctx: &mut Ctx, reply: SqlReply) -> TaskEvent {
+        let Some(step) = self.incremental.as_ref().and_then(|snapshot| snapshot.reading) else {
+            return TaskEvent::None;
+        };
         if let SqlReply::Error(error) = reply {
             // `warnAndSkip`: the table is skipped, the snapshot goes on with the next one. A failed
             // watermark write leaves `readChunk` at once (the outer catch): no close is written,
@@ -444,7 +450,7 @@ impl DebeziumTask {
                     self.end_read_chunk(ctx);
                 }
             }
-            return Some(TaskEvent::None);
+            return TaskEvent::None;
         }
         match (step, reply) {
             (ChunkStep::OpenWatermark, _) => self.read_next(ctx),
@@ -462,7 +468,7 @@ impl DebeziumTask {
                 }
             },
             (ChunkStep::Chunk, SqlReply::Rows { table, rows, .. }) => {
-                let Some(snapshot) = self.incremental.as_mut() else { return Some(TaskEvent::None) };
+                let Some(snapshot) = self.incremental.as_mut() else { return TaskEvent::None };
                 let after = snapshot.chunk_end;
                 let count = rows.len() as u32;
                 let last = rows.last().map(|(key, _)| *key);
@@ -497,7 +503,7 @@ impl DebeziumTask {
             }
             _ => {}
         }
-        Some(TaskEvent::None)
+        TaskEvent::None
     }
 
     /// `readChunk` returned: the streaming thread takes up the stream where it left it.

@@ -48,10 +48,8 @@ impl DebeziumTask {
     }
 
     pub(super) fn on_sql_reply(&mut self, ctx: &mut Ctx, reply: SqlReply) -> TaskEvent {
-        if self.in_read_chunk()
-            && let Some(event) = self.on_chunk_reply(ctx, reply.clone())
-        {
-            return event;
+        if self.awaits_chunk_reply() {
+            return self.on_chunk_reply(ctx, reply);
         }
         if let Phase::SeekingSlot { target, start } = self.phase {
             return self.on_seek_reply(ctx, target, start, reply);
