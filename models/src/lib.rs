@@ -52,6 +52,7 @@
 //!     operate_while: Default::default(),
 //!     crash_while: Default::default(),
 //!     script_while: Default::default(),
+//!     commit_visibility: Default::default(),
 //!     bgwriter_running_xacts: false,
 //!     reductions: true,
 //! };

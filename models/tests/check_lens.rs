@@ -21,6 +21,7 @@ fn bounds() -> Bounds {
         operate_while: Default::default(),
         crash_while: Default::default(),
         script_while: Default::default(),
+        commit_visibility: Default::default(),
         bgwriter_running_xacts: false,
         reductions: true,
     }

@@ -391,6 +391,7 @@ fn everything() -> Spec {
             operate_while: OperateWhile::ConnectDownAfterStreaming,
             crash_while: CrashWhile::AfterStreaming,
             script_while: handoff_models::scenario::schedule::ScriptWhile::AfterStreamingStarted,
+            commit_visibility: handoff_models::scenario::schedule::CommitVisibility::WithCommitRecord,
             bgwriter_running_xacts: true,
             unreached_ok: vec!["the acceptance boundary is reached".into()],
         }),
@@ -477,7 +478,7 @@ fn every_feature_writes_the_documented_syntax() {
         "three quotes \\\"\\\"\" and a tab\t.\n\"\"\"\n",
         "ends in a quote: \\\"\"\"\"\n",
         "[check]\nrows = 3\ncrash = [\"connect\", \"postgres\"]\ncrashes = 2\npause = [\"connect\"]\npauses = 1\n\
-         crash_while = \"after-streaming\"\nscript_while = \"after-streaming-started\"\nperiodic_fires = 2\n",
+         crash_while = \"after-streaming\"\nscript_while = \"after-streaming-started\"\ncommit_visibility = \"with-commit-record\"\nperiodic_fires = 2\n",
         "unreached_ok = [\"the acceptance boundary is reached\"]\n",
         "[[check.script]]\nupdate = 2\nstatus = \"paid\"\nlabel = \"any time\"\n",
         "[[check.script]]\ndelete = 3\ntable = \"public.payments\"\n",

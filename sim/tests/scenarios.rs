@@ -409,6 +409,16 @@ fn hubs_backfill_restart() {
 }
 
 #[test]
+fn hubs_backfill_visibility_race() {
+    check("hubs-backfill-visibility-race");
+}
+
+#[test]
+fn hubs_backfill_window_rule() {
+    check("hubs-backfill-window-rule");
+}
+
+#[test]
 fn two_workers_one_leaves() {
     check("two-workers-one-leaves");
 }

@@ -697,6 +697,18 @@ pub enum Observation {
     },
     /// The incremental snapshot has no collection left (`postIncrementalSnapshotCompleted`).
     IncrementalSnapshotCompleted,
+    /// A READ COMMITTED range query of `client` on `table` ran while transaction `xid`, which
+    /// changed `rows` of the rows in its range (the first `key`), had its commit record in the
+    /// WAL but was not yet visible (`RecordTransactionCommit` done, `ProcArrayEndTransaction` not):
+    /// the query read those rows as they were before it. The precondition of the incremental
+    /// snapshot's visibility race.
+    ReadMissedCommit {
+        client: Node,
+        table: TableId,
+        xid: crate::core::ids::Xid,
+        key: Key,
+        rows: u32,
+    },
 }
 
 /// What the consumer did with one record.

@@ -83,10 +83,14 @@ pub enum Mark {
     WindowDeduplicated,
     /// A task start took a running incremental snapshot up again from its stored offset.
     BackfillResumed,
+    /// A chunk query (or the maximum-key query) ran while a transaction that changed a row in its
+    /// range had its commit record in the WAL but was not yet visible: the precondition of the
+    /// incremental snapshot's visibility race.
+    ReadMissedCommit,
 }
 
 impl Mark {
-    pub const ALL: [Mark; 28] = [
+    pub const ALL: [Mark; 29] = [
         Mark::UpdateDuringScan,
         Mark::DeleteDuringScan,
         Mark::KilledBeforeCompletionStored,
@@ -115,6 +119,7 @@ impl Mark {
         Mark::WindowClosed,
         Mark::WindowDeduplicated,
         Mark::BackfillResumed,
+        Mark::ReadMissedCommit,
     ];
 
     pub fn name(self) -> &'static str {
@@ -147,6 +152,7 @@ impl Mark {
             Mark::WindowClosed => "incremental snapshot window closed",
             Mark::WindowDeduplicated => "streamed event dropped a row from a window",
             Mark::BackfillResumed => "incremental snapshot resumed after a restart",
+            Mark::ReadMissedCommit => "chunk query missed a commit already in the WAL (visibility race)",
         }
     }
 }
@@ -229,6 +235,9 @@ impl Coverage {
             }
             Observation::IncrementalSnapshotResumed { .. } => {
                 self.marks.insert(Mark::BackfillResumed);
+            }
+            Observation::ReadMissedCommit { .. } => {
+                self.marks.insert(Mark::ReadMissedCommit);
             }
             Observation::Transformed { routed, .. } if *routed > 0 => {
                 self.marks.insert(Mark::OutboxEventRouted);

@@ -257,7 +257,7 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                         let why = unread.map(|why| format!(": {why}")).unwrap_or_default();
                         return format!("{verb} signal {signal} in {}{why}", names.table(c.table));
                     }
-                    if c.table.0 == 0 {
+                    if c.table.0 == 0 && names.tables.first().is_some_and(|name| name == "public.claims") {
                         text
                     } else if names.outboxes.contains(&c.table) {
                         let text = text.replacen("delete claim", "delete outbox event", 1);
@@ -473,11 +473,12 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                     .first_changes
                     .iter()
                     // A logical message's key is its prefix, as a number: not worth a reader's eye.
-                    .map(
-                        |(op, key)| {
-                            if *op == 'm' { "m (a logical message)".to_string() } else { format!("{op} {key}") }
-                        },
-                    )
+                    .map(|(op, key)| match crate::core::signal::watermark_of(*key) {
+                        _ if *op == 'm' => "m (a logical message)".to_string(),
+                        // A watermark row of an incremental snapshot: its type, not its key.
+                        Some((_, watermark)) => format!("{op} {}", watermark.signal_type()),
+                        None => format!("{op} {key}"),
+                    })
                     .collect();
                 let more = if summary.changes > summary.first_changes.len() { ", …" } else { "" };
                 parts.push(format!("{} change(s): {}{more}", summary.changes, keys.join(", ")));
@@ -610,6 +611,15 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             if reason.is_empty() { String::new() } else { format!("; {reason}") }
         ),
         Observation::IncrementalSnapshotCompleted => "incremental snapshot completed: no table left to read".into(),
+        Observation::ReadMissedCommit { client, table, xid, key, rows } => {
+            let more = if *rows > 1 { format!(" and {} more", rows - 1) } else { String::new() };
+            format!(
+                "SELECT on {} for {client} does not see xid {xid}, which changed row {key}{more}: its commit record is \
+                 in the WAL, but it is not yet visible (ProcArrayEndTransaction still to come), so the query reads \
+                 the row as it was before",
+                names.table(*table)
+            )
+        }
         Observation::Appended { records, transaction: None } => {
             format!("appended {} record(s) at {}", records.len(), partitions_summary(records, names))
         }

@@ -107,6 +107,32 @@ impl ScriptWhile {
     }
 }
 
+/// When a committed transaction becomes visible to other sessions' snapshots (`[check]
+/// commit_visibility`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CommitVisibility {
+    /// As PostgreSQL does: the commit record is written (`RecordTransactionCommit`), and the
+    /// transaction leaves the proc array in a later step (`ProcArrayEndTransaction`), which any
+    /// other step may precede. A snapshot taken in between sees it running.
+    #[default]
+    Lags,
+    /// An idealised server whose commits are visible in the step that writes their commit
+    /// record, so commit order is visibility order: the assumption DBLog's watermark argument
+    /// makes. It shows what a design's soundness owes to that assumption.
+    WithCommitRecord,
+}
+
+impl CommitVisibility {
+    pub const ALL: [CommitVisibility; 2] = [CommitVisibility::Lags, CommitVisibility::WithCommitRecord];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CommitVisibility::Lags => "lags",
+            CommitVisibility::WithCommitRecord => "with-commit-record",
+        }
+    }
+}
+
 impl CrashWhile {
     pub const ALL: [CrashWhile; 2] = [CrashWhile::AnyTime, CrashWhile::AfterStreaming];
 

@@ -558,6 +558,9 @@ pub struct CheckBound {
     /// When the scripted transactions may run.
     #[serde(default)]
     pub script_while: crate::scenario::schedule::ScriptWhile,
+    /// When a commit becomes visible to other sessions' snapshots.
+    #[serde(default)]
+    pub commit_visibility: crate::scenario::schedule::CommitVisibility,
     /// Whether the background writer's RUNNING_XACTS records are in the bound (its timer fires
     /// up to `periodic_fires` times): what moves a slot's `restart_lsn` past its creation
     /// point. Off by default, as the exhaustive world's checkpoints are.

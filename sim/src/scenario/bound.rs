@@ -7,7 +7,7 @@ use handoff_models::core::change::RowOp;
 use handoff_models::core::ids::Node;
 use handoff_models::core::time::SimTime;
 use handoff_models::exhaustive::world::Operation;
-use handoff_models::exhaustive::world::{CrashWhile, OperateWhile, ScriptWhile};
+use handoff_models::exhaustive::world::{CommitVisibility, CrashWhile, OperateWhile, ScriptWhile};
 use handoff_models::scenario::spec::CheckBound;
 use handoff_models::scenario::spec::Schedule;
 use handoff_models::scenario::spec::ScriptedTxn;
@@ -24,7 +24,7 @@ pub(super) fn check(
     s.check_keys(
         cx,
         "rows crash crashes crash_while pause pauses periodic_fires bgwriter_running_xacts operations \
-         operate_while script script_while unreached_ok",
+         operate_while script script_while commit_visibility unreached_ok",
         "field",
     )?;
     // Processes named once each, from `names`; the second worker only with a group of two (the
@@ -81,11 +81,6 @@ pub(super) fn check(
     let mut scripts = Vec::new();
     if let Some(field) = s.get("script") {
         let items = cx.items(&field, "an array of tables ([[check.script]])")?;
-        for item in &items {
-            if let Some(signal) = cx.section(item)?.get("signal") {
-                return cx.fail(&signal, "a signal in a bound is not modelled yet: signal from [[workload.script]]");
-            }
-        }
         let all: Vec<ScriptedTxn> =
             items.iter().map(|item| script_entry(cx, item, outboxes, None)).collect::<Res<_>>()?;
         super::workload::sessions_valid(cx, &items, &all, tables, false)?;
@@ -93,7 +88,9 @@ pub(super) fn check(
             let txn = script_entry(cx, &item, outboxes, None)?;
             // The bound's transactions may run in any order: an insert of a loaded key applies
             // only after a step deletes it.
-            for op in txn.ops.iter().filter(|op| !super::workload::outbox_op(op, tables)) {
+            // A `signal` step's row is numbered once the connectors are read (`signal_steps`).
+            let signal = cx.section(&item)?.get("signal").is_some();
+            for op in txn.ops.iter().filter(|op| !signal && !super::workload::outbox_op(op, tables)) {
                 if let RowOp::Insert { table, key, .. } = op
                     && *key <= i64::from(rows)
                     && !all.iter().any(|step| {
@@ -165,8 +162,13 @@ pub(super) fn check(
         let names = ScriptWhile::ALL.map(|when| (when.name(), when));
         cx.choice(field, &names)
     })?;
+    let commit_visibility = s.opt("commit_visibility", CommitVisibility::Lags, |field| {
+        let names = CommitVisibility::ALL.map(|when| (when.name(), when));
+        cx.choice(field, &names)
+    })?;
     Ok(CheckBound {
         script_while,
+        commit_visibility,
         rows,
         scripts,
         crash,

@@ -79,10 +79,18 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let (background, mut scripted) = workload(cx, &root.sub(cx, "workload")?, outboxes, &horizon)?;
     let mut debezium = debezium;
     let mut more_connectors = more_connectors;
+    let mut signal_rows = std::collections::BTreeMap::new();
     {
         let mut all: Vec<&mut DebeziumConfig> =
             std::iter::once(&mut debezium).chain(more_connectors.iter_mut().map(|more| &mut more.debezium)).collect();
-        super::signals::signal_steps(cx, &root.sub(cx, "workload")?, &mut scripted, &tables, &mut all)?;
+        super::signals::signal_steps(
+            cx,
+            &root.sub(cx, "workload")?,
+            &mut scripted,
+            &tables,
+            &mut all,
+            &mut signal_rows,
+        )?;
     }
     let consumer = match root.get("consumer") {
         Some(field) => Some(consumer(cx, &cx.section(&field)?, outboxes)?),
@@ -103,7 +111,15 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let gate = failover(cx, &root.sub(cx, "failover")?, postgres.standby.is_some())?;
     let prediction = prediction(cx, root)?;
     let check = match root.get("check") {
-        Some(field) => Some(check(cx, &cx.section(&field)?, outboxes, system)?),
+        Some(field) => {
+            let section = cx.section(&field)?;
+            let mut check = check(cx, &section, outboxes, system)?;
+            let mut all: Vec<&mut DebeziumConfig> = std::iter::once(&mut debezium)
+                .chain(more_connectors.iter_mut().map(|more| &mut more.debezium))
+                .collect();
+            super::signals::signal_steps(cx, &section, &mut check.scripts, &tables, &mut all, &mut signal_rows)?;
+            Some(check)
+        }
         None => None,
     };
     let schedule = match root.get("schedule") {

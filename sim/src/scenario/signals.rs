@@ -16,18 +16,22 @@ use handoff_models::core::signal::{Signal, SignalAction, SnapshotType};
 use handoff_models::scenario::spec::{ScriptedTxn, TableSetup};
 use std::collections::BTreeMap;
 
+///
+/// `section` is `[workload]` or `[check]` (its `script` steps are `scripted`); `numbers` counts
+/// the rows per signal table across both, so that a bound's signals follow the workload's in
+/// each connector's list of signals (a row's key is its place there).
 pub(super) fn signal_steps(
     cx: &Cx,
-    workload: &Section,
+    section: &Section,
     scripted: &mut [ScriptedTxn],
     tables: &[TableSetup],
     connectors: &mut [&mut DebeziumConfig],
+    numbers: &mut BTreeMap<TableId, i64>,
 ) -> Res<()> {
-    let Some(field) = workload.get("script") else { return Ok(()) };
-    let items = cx.items(&field, "an array of tables ([[workload.script]])")?;
+    let Some(field) = section.get("script") else { return Ok(()) };
+    let items = cx.items(&field, "an array of tables")?;
     let mut signal_tables: Vec<TableId> = connectors.iter().filter_map(|connector| connector.signal_table()).collect();
     signal_tables.dedup();
-    let mut numbers: BTreeMap<TableId, i64> = BTreeMap::new();
     for (item, txn) in items.iter().zip(scripted.iter_mut()) {
         let s = cx.section(item)?;
         let Some(signal) = s.get("signal") else {

@@ -594,6 +594,9 @@ fn write_check(w: &mut Writer, spec: &Spec) -> Result<(), String> {
     if check.script_while != handoff_models::scenario::schedule::ScriptWhile::AnyTime {
         w.field("script_while", toml_string(check.script_while.name()));
     }
+    if check.commit_visibility != handoff_models::scenario::schedule::CommitVisibility::Lags {
+        w.field("commit_visibility", toml_string(check.commit_visibility.name()));
+    }
     w.field("periodic_fires", check.periodic_fires);
     if check.bgwriter_running_xacts {
         w.field("bgwriter_running_xacts", true);

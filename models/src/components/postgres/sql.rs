@@ -165,7 +165,9 @@ impl Postgres {
             SqlRequest::Rollback => self.rollback(ctx, client, session),
             SqlRequest::Select { table } => self.select(client, session, table),
             SqlRequest::SelectRange { table, after, upto, limit, descending } => {
-                self.select_range(client, session, table, (after, upto), limit, descending)
+                let reply = self.select_range(client, session, table, (after, upto), limit, descending);
+                self.observe_missed_commits(ctx, client, session, (after, upto), (limit, descending), &reply);
+                reply
             }
             SqlRequest::CurrentWalLsn => {
                 if self.durable.role == Role::Standby {

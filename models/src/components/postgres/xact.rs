@@ -607,6 +607,46 @@ impl Postgres {
         SqlReply::Rows { table, rows, done }
     }
 
+    /// A READ COMMITTED statement's snapshot leaves out every transaction between its commit
+    /// record and its visibility ([`Self::take_snapshot`]): says so for each such transaction that
+    /// changed rows a range query's `reply` covers ([`Observation::ReadMissedCommit`]): keys in
+    /// `(after, upto]` up to the last row returned when `limit` cut the reply short (down to it,
+    /// `descending`), every key in the range otherwise.
+    pub(super) fn observe_missed_commits(
+        &self,
+        ctx: &mut Ctx,
+        client: Node,
+        session: SessionId,
+        (after, upto): (Option<Key>, Option<Key>),
+        (limit, descending): (u32, bool),
+        reply: &SqlReply,
+    ) {
+        let SqlReply::Rows { table, rows, .. } = reply else { return };
+        let repeatable_read =
+            self.block(client, session).is_some_and(|block| block.isolation != Isolation::ReadCommitted);
+        if repeatable_read || self.volatile.committing.is_empty() {
+            return;
+        }
+        let cut = (rows.len() >= limit as usize).then(|| rows.last().map(|(key, _)| *key)).flatten();
+        let covered = |key: Key| {
+            after.is_none_or(|after| key > after)
+                && upto.is_none_or(|upto| key <= upto)
+                && cut.is_none_or(|cut| if descending { key >= cut } else { key <= cut })
+        };
+        for committing in self.volatile.committing.iter().filter(|committing| committing.csn.is_some()) {
+            let mut keys = committing.locked.iter().filter(|(t, key)| t == table && covered(*key)).map(|(_, key)| *key);
+            if let Some(key) = keys.next() {
+                ctx.observe(Observation::ReadMissedCommit {
+                    client,
+                    table: *table,
+                    xid: committing.xid,
+                    key,
+                    rows: 1 + keys.count() as u32,
+                });
+            }
+        }
+    }
+
     pub(super) fn select(&mut self, client: Node, session: SessionId, table: TableId) -> SqlReply {
         let snapshot = match self.statement_snapshot(client, session) {
             Ok(snapshot) => snapshot,

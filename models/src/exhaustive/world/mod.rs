@@ -41,7 +41,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 mod sets;
 
-pub use crate::scenario::schedule::{Action, CrashWhile, NODES, OperateWhile, Operation, ScriptWhile};
+pub use crate::scenario::schedule::{
+    Action, CommitVisibility, CrashWhile, NODES, OperateWhile, Operation, ScriptWhile,
+};
 
 /// What travels on a link.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -72,6 +74,10 @@ pub struct Bounds {
     pub crash_while: CrashWhile,
     /// When the scripted transactions may run.
     pub script_while: ScriptWhile,
+    /// When a commit becomes visible: with [`CommitVisibility::WithCommitRecord`] PostgreSQL's
+    /// [`Timer::CommitVisible`] fires in the step that armed it, never as a step of its own.
+    #[serde(default)]
+    pub commit_visibility: CommitVisibility,
     /// Whether PostgreSQL's background writer logs RUNNING_XACTS (its timer counted as a
     /// periodic one); off, only slot creation writes them.
     pub bgwriter_running_xacts: bool,
@@ -115,6 +121,8 @@ pub struct World {
     /// Which invariants the state violates, once asked (a property asks for each invariant).
     verdict: Verdict,
     immediate_requests: bool,
+    /// [`CommitVisibility::WithCommitRecord`]: a commit is visible in the step that writes it.
+    visible_with_commit_record: bool,
     immediate: Immediate,
     draining_immediate: bool,
     /// When replaying a path for display: every observation, in order. Boxed, as `tally` is:
@@ -287,6 +295,7 @@ impl World {
             captured: Fixed::new(spec.debezium.tables.clone()),
             verdict: Verdict::default(),
             immediate_requests: bounds.reductions,
+            visible_with_commit_record: bounds.commit_visibility == CommitVisibility::WithCommitRecord,
             immediate: Immediate::default(),
             draining_immediate: false,
             recorded: None,
@@ -324,8 +333,12 @@ impl World {
                 .with_component(node, |component| f(component, &mut ctx))
                 .unwrap_or_else(|| panic!("{node} is not part of the exhaustive world"));
         }
+        let mut visible_now = false;
         for request in outbox.timers.drain(..) {
             match request {
+                TimerRequest::Set { timer: Timer::CommitVisible, .. } if self.visible_with_commit_record => {
+                    visible_now = true;
+                }
                 TimerRequest::Set { timer, .. } => self.timers.insert(node, timer),
                 TimerRequest::Cancel { timer } => {
                     self.timers.remove(node, timer);
@@ -350,6 +363,15 @@ impl World {
             }
         }
         OUTBOXES.with(|pool| pool.borrow_mut().push(outbox));
+        if visible_now {
+            // The commit leaves the proc array in the step that wrote its record (the timed
+            // lens following this path fires the timer then too).
+            if let Some(tally) = self.tally.as_mut() {
+                tally.timings.firings.entry((node, Timer::CommitVisible)).or_default().push(tally.step);
+            }
+            let visible: fn(&mut dyn Component, &mut Ctx) = |c, ctx| c.on_timer(ctx, Timer::CommitVisible);
+            self.with(node, visible);
+        }
         if !self.draining_immediate {
             self.draining_immediate = true;
             while let Some((from, to, wire)) = self.immediate.0.pop_front() {

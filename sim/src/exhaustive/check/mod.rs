@@ -30,6 +30,7 @@ use crate::exhaustive::budget::{Budget, Limit, size_text};
 use crate::exhaustive::dfs::{Explored, Table as Fingerprints};
 use handoff_models::core::change::RowOp;
 use handoff_models::core::component::{TaskTimer, Timer};
+use handoff_models::core::ids::TableId;
 use handoff_models::exhaustive::check::{FAILS_CLOSED, HandoffModel};
 use handoff_models::exhaustive::world::{Action, Bounds, World};
 use handoff_models::judge::verdict::{self, Judgement, Outcome as Judged};
@@ -215,8 +216,11 @@ pub fn bound(spec: &Spec) -> Result<(Spec, Bounds), String> {
         ));
     }
     let mut world = spec.clone();
-    // Every table loads the bound's rows but an outbox, which starts empty (its rows are events).
-    for table in world.tables.iter_mut().filter(|table| table.outbox.is_none()) {
+    // Every table loads the bound's rows but an outbox, which starts empty (its rows are events),
+    // and a signal table (`signal.data.collection`), whose rows are the signals the bound writes.
+    let signal_tables: Vec<TableId> =
+        (0..spec.connector_count()).filter_map(|c| spec.connector(c).signal_table()).collect();
+    for table in world.tables.iter_mut().filter(|table| table.outbox.is_none() && !signal_tables.contains(&table.id)) {
         table.rows = check.rows;
     }
     if !check.scripts.is_empty() {
@@ -260,6 +264,7 @@ pub fn bound(spec: &Spec) -> Result<(Spec, Bounds), String> {
         operate_while: check.operate_while,
         crash_while: check.crash_while,
         script_while: check.script_while,
+        commit_visibility: check.commit_visibility,
         bgwriter_running_xacts: check.bgwriter_running_xacts,
         reductions: true,
     };
