@@ -80,18 +80,8 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let mut debezium = debezium;
     let mut more_connectors = more_connectors;
     let mut signal_rows = std::collections::BTreeMap::new();
-    {
-        let mut all: Vec<&mut DebeziumConfig> =
-            std::iter::once(&mut debezium).chain(more_connectors.iter_mut().map(|more| &mut more.debezium)).collect();
-        super::signals::signal_steps(
-            cx,
-            &root.sub(cx, "workload")?,
-            &mut scripted,
-            &tables,
-            &mut all,
-            &mut signal_rows,
-        )?;
-    }
+    let mut all = every_connector(&mut debezium, &mut more_connectors);
+    super::signals::signal_steps(cx, &root.sub(cx, "workload")?, &mut scripted, &tables, &mut all, &mut signal_rows)?;
     let consumer = match root.get("consumer") {
         Some(field) => Some(consumer(cx, &cx.section(&field)?, outboxes)?),
         None => None,
@@ -114,9 +104,7 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         Some(field) => {
             let section = cx.section(&field)?;
             let mut check = check(cx, &section, outboxes, system)?;
-            let mut all: Vec<&mut DebeziumConfig> = std::iter::once(&mut debezium)
-                .chain(more_connectors.iter_mut().map(|more| &mut more.debezium))
-                .collect();
+            let mut all = every_connector(&mut debezium, &mut more_connectors);
             super::signals::signal_steps(cx, &section, &mut check.scripts, &tables, &mut all, &mut signal_rows)?;
             Some(check)
         }
@@ -1022,4 +1010,13 @@ fn acceptance(cx: &Cx, s: &Section) -> Res<(Acceptance, Horizon)> {
         horizon_ms,
     };
     Ok((acceptance, Horizon { ms: horizon_ms, given: s.get("horizon_ms").is_some() }))
+}
+
+/// The first connector and the `[[connector]]`s after it, each to be changed (a signal step's
+/// signals go to every connector reading its table).
+fn every_connector<'c>(
+    debezium: &'c mut DebeziumConfig,
+    more: &'c mut [ConnectorSection],
+) -> Vec<&'c mut DebeziumConfig> {
+    std::iter::once(debezium).chain(more.iter_mut().map(|more| &mut more.debezium)).collect()
 }

@@ -16,8 +16,7 @@ use handoff_models::core::signal::{Signal, SignalAction, SnapshotType};
 use handoff_models::scenario::spec::{ScriptedTxn, TableSetup};
 use std::collections::BTreeMap;
 
-///
-/// `section` is `[workload]` or `[check]` (its `script` steps are `scripted`); `numbers` counts
+/// The `signal` steps of `section`, `[workload]` or `[check]`: `section` is `[workload]` or `[check]` (its `script` steps are `scripted`); `numbers` counts
 /// the rows per signal table across both, so that a bound's signals follow the workload's in
 /// each connector's list of signals (a row's key is its place there).
 pub(super) fn signal_steps(

@@ -218,8 +218,7 @@ pub fn bound(spec: &Spec) -> Result<(Spec, Bounds), String> {
     let mut world = spec.clone();
     // Every table loads the bound's rows but an outbox, which starts empty (its rows are events),
     // and a signal table (`signal.data.collection`), whose rows are the signals the bound writes.
-    let signal_tables: Vec<TableId> =
-        (0..spec.connector_count()).filter_map(|c| spec.connector(c).signal_table()).collect();
+    let signal_tables: Vec<TableId> = spec.connectors().filter_map(|connector| connector.signal_table()).collect();
     for table in world.tables.iter_mut().filter(|table| table.outbox.is_none() && !signal_tables.contains(&table.id)) {
         table.rows = check.rows;
     }
