@@ -124,6 +124,109 @@ fn a_restart_mid_backfill_reads_again_after_the_stored_key_with_no_gap() {
     assert_eq!(keys, (1..=2000).collect::<Vec<_>>());
 }
 
+/// The hubs keys that reached Kafka, each once, in order.
+fn hubs_in_kafka(result: &RunResult) -> Vec<i64> {
+    let mut keys: Vec<i64> = appended(result, HUBS).iter().map(|(_, key, _)| *key).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+/// `stop-snapshot` (reference debezium-postgres.md §6.3): the request waits for the next
+/// `readChunk`, so the window it arrived in is still emitted, and the rows after it never are.
+#[test]
+fn a_stop_takes_effect_after_the_current_window_and_the_rest_is_never_read() {
+    let result = run("hubs-backfill-stop", &[]);
+    assert!(result.prediction_held, "{:?}", result.findings);
+    assert_eq!(hubs_in_kafka(&result), (1..=32).collect::<Vec<_>>());
+    let missing: Vec<i64> =
+        result.findings.iter().filter(|f| f.invariant == Invariant::I1).filter_map(|f| f.key).collect();
+    assert_eq!(missing, (33..=40).collect::<Vec<_>>());
+    // The stop was read inside window 2, and processed once that window closed.
+    let order: Vec<&str> = result
+        .trace
+        .iter()
+        .filter_map(|e| match &e.observation {
+            Observation::SignalExecuted { signal_type, .. } if signal_type == "stop-snapshot" => Some("stop read"),
+            Observation::WindowClosed { emitted, .. } if *emitted > 0 => Some("window emitted"),
+            Observation::IncrementalSnapshotStopped { running: true, current: true, .. } => Some("stopped"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(order, ["window emitted", "stop read", "window emitted", "stopped"]);
+    let backfill = &result.record.as_ref().expect("a record").backfills[0];
+    assert_eq!((backfill.status.as_deref(), backfill.chunks, backfill.rows_read), (Some("STOPPED"), 2, 32));
+}
+
+/// A stop sent while no snapshot runs waits in the context and stops the next one before it
+/// reads anything.
+#[test]
+fn a_stop_with_no_snapshot_running_stops_the_next_one() {
+    let choice = handoff_sim::scenario::Choice { variant: Some("stop-before-signal".into()), ..Default::default() };
+    let loaded = handoff_sim::scenario::load_with(&common::scenario_path("hubs-backfill-stop"), &choice)
+        .unwrap_or_else(|error| panic!("{error}"));
+    let result = common::run(&loaded.spec, loaded.seed);
+    assert!(result.prediction_held, "{:?}", result.findings);
+    assert!(hubs_in_kafka(&result).is_empty());
+    assert!(!result.trace.iter().any(|e| matches!(e.observation, Observation::ChunkRead { .. })));
+    assert_eq!(result.findings.iter().filter(|f| f.invariant == Invariant::I1).count(), 40);
+}
+
+/// `pause-snapshot` is an in-memory flag: `readChunk` obeys it, a task restart forgets it, and
+/// a `resume-snapshot` with nothing paused does nothing.
+#[test]
+fn a_pause_holds_until_a_restart_forgets_it() {
+    let result = run("hubs-backfill-pause", &[]);
+    assert!(result.prediction_held, "{:?}", result.findings);
+    let paused_after: Vec<Option<i64>> = result
+        .trace
+        .iter()
+        .filter_map(|e| match e.observation {
+            Observation::IncrementalSnapshotPaused { after, .. } => Some(after),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(paused_after, [Some(32)]);
+    let resumed: Vec<Option<i64>> = result
+        .trace
+        .iter()
+        .filter_map(|e| match e.observation {
+            Observation::IncrementalSnapshotResumed { after, .. } => Some(after),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(resumed, [Some(32)], "init reads after the stored key although the snapshot was paused");
+    let resume_outcome = result.trace.iter().find_map(|e| match &e.observation {
+        Observation::SignalExecuted { signal_type, outcome, .. } if signal_type == "resume-snapshot" => Some(outcome),
+        _ => None,
+    });
+    assert!(resume_outcome.is_some_and(|outcome| outcome.contains("no incremental snapshot runs")));
+    assert_eq!(hubs_in_kafka(&result), (1..=40).collect::<Vec<_>>());
+    let backfill = &result.record.as_ref().expect("a record").backfills[0];
+    assert_eq!((backfill.pauses, backfill.pauses_undone_by_restart, backfill.duplicates_delivered), (1, 1, 0));
+    assert!(backfill.sentence().contains("1 undone by a restart"), "{}", backfill.sentence());
+}
+
+/// Without a restart, a pause lasts until `resume-snapshot`, which reads the next chunk at once.
+#[test]
+fn resume_snapshot_reads_the_next_chunk_at_once() {
+    let result = run("hubs-backfill-pause", &["fault=[]"]);
+    let chunks: Vec<(f64, Option<i64>)> = result
+        .trace
+        .iter()
+        .filter_map(|e| match e.observation {
+            Observation::ChunkRead { after, .. } => Some((e.at.0 as f64 / 1000.0, after)),
+            _ => None,
+        })
+        .collect();
+    let after: Vec<Option<i64>> = chunks.iter().map(|(_, after)| *after).collect();
+    assert_eq!(after, [None, Some(16), Some(32), Some(40)]);
+    assert!(chunks[1].0 < 21.0 && chunks[2].0 >= 70.0, "nothing read between the pause and t=70s: {chunks:?}");
+    assert!(result.findings.is_empty(), "{:?}", result.findings);
+    let backfill = &result.record.as_ref().expect("a record").backfills[0];
+    assert_eq!((backfill.pauses, backfill.pauses_undone_by_restart, backfill.paused), (1, 0, false));
+}
+
 /// The loader refuses what the model does not do yet, naming it.
 #[test]
 fn signals_the_model_does_not_run_yet_are_refused_by_name() {
@@ -131,7 +234,13 @@ fn signals_the_model_does_not_run_yet_are_refused_by_name() {
     let text = std::fs::read_to_string(&path).expect("the file");
     for (from, to, expected) in [
         ("\"type\": \"incremental\"", "\"type\": \"blocking\"", "type `blocking` is not modelled yet"),
-        ("signal = \"execute-snapshot\"", "signal = \"stop-snapshot\"", "`stop-snapshot` is not modelled yet"),
+        ("signal = \"execute-snapshot\"", "signal = \"schema-changes\"", "`schema-changes` is not modelled yet"),
+        (
+            "signal = \"execute-snapshot\"",
+            "signal = \"pause-snapshot\"",
+            "`data-collections` is no key of pause-snapshot's data",
+        ),
+        ("signal = \"execute-snapshot\"", "signal = \"log\"", "`data-collections` is no key of log's data"),
         ("[\"public.hubs\"]", "[\"public.nothing\"]", "matches no table the connector captures"),
         ("\"type\": \"incremental\"", "\"surrogate-key\": \"id\"", "`surrogate-key` is not modelled yet"),
         (

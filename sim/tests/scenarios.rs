@@ -409,6 +409,26 @@ fn hubs_backfill_restart() {
 }
 
 #[test]
+fn hubs_backfill_stop() {
+    check("hubs-backfill-stop");
+}
+
+#[test]
+fn hubs_backfill_stop_before_signal() {
+    check_variant("hubs-backfill-stop", "stop-before-signal");
+}
+
+#[test]
+fn hubs_backfill_pause() {
+    check("hubs-backfill-pause");
+}
+
+#[test]
+fn hubs_backfill_pause_flush_every_10s() {
+    check_variant("hubs-backfill-pause", "flush-every-10s");
+}
+
+#[test]
 fn hubs_backfill_visibility_race() {
     check("hubs-backfill-visibility-race");
 }

@@ -709,6 +709,29 @@ pub enum Observation {
         key: Key,
         rows: u32,
     },
+    /// `readChunk` found the snapshot paused (`pause-snapshot`): no watermark, no chunk; `table`
+    /// waits after key `after` until `resume-snapshot` or a task restart.
+    IncrementalSnapshotPaused {
+        table: TableId,
+        after: Option<Key>,
+    },
+    /// `resume-snapshot` cleared the pause: `readChunk` runs for `table`.
+    IncrementalSnapshotUnpaused {
+        table: TableId,
+    },
+    /// `readChunk` began with a stop request (`checkAndProcessStopFlag`): `stopped` left the
+    /// snapshot (the current table among them when `current` is true: its rows not yet read are
+    /// never emitted), `not_queued` were named but are not in the snapshot, `unmatched` named
+    /// no captured table, `left` are still to read; `running` false: no snapshot was running,
+    /// the request was ignored.
+    IncrementalSnapshotStopped {
+        running: bool,
+        stopped: Vec<TableId>,
+        current: bool,
+        not_queued: Vec<TableId>,
+        unmatched: Vec<String>,
+        left: Vec<TableId>,
+    },
 }
 
 /// What the consumer did with one record.

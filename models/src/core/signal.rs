@@ -113,6 +113,20 @@ pub enum SignalAction {
     /// `execute-snapshot` (`ExecuteSnapshot`): `data-collections`, already matched against the
     /// tables the connector captures, in the order the signal names them.
     ExecuteSnapshot { kind: SnapshotType, collections: Vec<TableId> },
+    /// `stop-snapshot` (`StopSnapshot.arrived` → `requestStopSnapshot`): for `incremental`, a stop
+    /// request the snapshot context keeps until the next `readChunk` begins
+    /// (`checkAndProcessStopFlag`); Debezium has no case for `blocking`. `tables`: None when
+    /// `data-collections` is missing or empty (the whole snapshot, `.*`); else the captured
+    /// tables its patterns match, in order, and the patterns that match none (`unmatched`,
+    /// which Debezium keeps as literal names and cannot remove).
+    StopSnapshot { kind: SnapshotType, tables: Option<Vec<TableId>>, unmatched: Vec<String> },
+    /// `pause-snapshot` (`PauseIncrementalSnapshot` → `pauseSnapshot`): an in-memory flag.
+    PauseSnapshot,
+    /// `resume-snapshot` (`ResumeIncrementalSnapshot` → `resumeSnapshot`): clears it and reads
+    /// the next chunk.
+    ResumeSnapshot,
+    /// `log` (`Log.arrived`): the `message` written to the connector's log.
+    Log { message: String },
 }
 
 impl SignalAction {
@@ -120,8 +134,16 @@ impl SignalAction {
     pub fn signal_type(&self) -> &'static str {
         match self {
             SignalAction::ExecuteSnapshot { .. } => "execute-snapshot",
+            SignalAction::StopSnapshot { .. } => "stop-snapshot",
+            SignalAction::PauseSnapshot => "pause-snapshot",
+            SignalAction::ResumeSnapshot => "resume-snapshot",
+            SignalAction::Log { .. } => "log",
         }
     }
+
+    /// The `type` columns the model reads, in the documentation's order.
+    pub const TYPES: [&'static str; 5] =
+        ["execute-snapshot", "stop-snapshot", "pause-snapshot", "resume-snapshot", "log"];
 }
 
 /// A signal the scenario's script writes: its `id` column as the author wrote it, and what it asks.

@@ -556,7 +556,55 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             crate::core::units::duration_text(*retry_after_ms)
         ),
         Observation::SignalExecuted { id, signal_type, data, outcome } => {
+            let data = if data.trim().is_empty() { "no data" } else { data.as_str() };
             format!("signal '{id}' ({signal_type}, {data}) read from the signal table on the stream: {outcome}")
+        }
+        Observation::IncrementalSnapshotPaused { table, after } => format!(
+            "incremental snapshot paused: readChunk writes no watermark and reads nothing; {} waits {} until \
+             resume-snapshot or a task restart",
+            names.table(*table),
+            match after {
+                Some(key) => format!("after key {key}"),
+                None => "before its first chunk".into(),
+            }
+        ),
+        Observation::IncrementalSnapshotUnpaused { table } => {
+            format!(
+                "incremental snapshot resumed by resume-snapshot: the next chunk of {} is read now",
+                names.table(*table)
+            )
+        }
+        Observation::IncrementalSnapshotStopped { running: false, unmatched, .. } => format!(
+            "readChunk found a stop request but no incremental snapshot running: stop ignored{}",
+            if unmatched.is_empty() { String::new() } else { format!(" (it named {})", unmatched.join(", ")) }
+        ),
+        Observation::IncrementalSnapshotStopped { stopped, current, not_queued, unmatched, left, .. } => {
+            let list = |tables: &[crate::core::ids::TableId]| {
+                tables.iter().map(|table| names.table(*table)).collect::<Vec<_>>().join(", ")
+            };
+            let mut sentence = if stopped.is_empty() {
+                "stop request processed at the start of readChunk: no table of the snapshot was named".to_string()
+            } else {
+                format!(
+                    "stop request processed at the start of readChunk: {} removed from the incremental snapshot",
+                    list(stopped)
+                )
+            };
+            if *current {
+                sentence.push_str("; the current table's rows not yet read are never emitted");
+            }
+            if !not_queued.is_empty() {
+                sentence.push_str(&format!("; could not remove {}: not part of the snapshot", list(not_queued)));
+            }
+            if !unmatched.is_empty() {
+                sentence
+                    .push_str(&format!("; could not remove {}: no captured table has that name", unmatched.join(", ")));
+            }
+            sentence.push_str(&match left.as_slice() {
+                [] => "; no table left".to_string(),
+                left => format!("; still to read: {}", list(left)),
+            });
+            sentence
         }
         Observation::IncrementalSnapshotStarted { tables } => format!(
             "incremental snapshot started for {}: chunk by chunk, between watermarks, while the stream runs",

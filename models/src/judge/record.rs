@@ -245,6 +245,12 @@ pub struct BackfillRecord {
     pub duplicates_delivered: u64,
     /// Task starts that took the snapshot up again from the stored offset.
     pub resumed: u32,
+    /// Times `readChunk` found the snapshot paused on this table (`pause-snapshot`), of those the
+    /// pauses a task restart undid (the flag is not in the offsets), and whether it was paused
+    /// when the run ended.
+    pub pauses: u32,
+    pub pauses_undone_by_restart: u32,
+    pub paused: bool,
 }
 
 impl BackfillRecord {
@@ -261,6 +267,9 @@ impl BackfillRecord {
             records_published: 0,
             duplicates_delivered: 0,
             resumed: 0,
+            pauses: 0,
+            pauses_undone_by_restart: 0,
+            paused: false,
         }
     }
 
@@ -313,6 +322,41 @@ impl BackfillRecord {
                     backfill.status = None;
                     backfill.finished_at = None;
                 }
+                Observation::TaskStarted { .. } => {
+                    // A new task has a new snapshot context: the pause flag is gone.
+                    for backfill in records.values_mut().filter(|backfill| backfill.paused) {
+                        backfill.paused = false;
+                        backfill.pauses_undone_by_restart += 1;
+                    }
+                }
+                Observation::IncrementalSnapshotStarted { tables } => {
+                    // A table signalled again: its backfill goes on in the same line.
+                    for table in tables {
+                        if let Some(backfill) = records.get_mut(table) {
+                            backfill.status = None;
+                            backfill.finished_at = None;
+                        }
+                    }
+                }
+                Observation::IncrementalSnapshotPaused { table, .. } => {
+                    let backfill = entry(&mut records, &mut order, (*table, name(*table)), event.at);
+                    backfill.pauses += 1;
+                    backfill.paused = true;
+                }
+                Observation::IncrementalSnapshotUnpaused { table } => {
+                    let backfill = entry(&mut records, &mut order, (*table, name(*table)), event.at);
+                    backfill.paused = false;
+                }
+                Observation::IncrementalSnapshotStopped { running: true, stopped, .. } => {
+                    // A table the stop removed before its first chunk has no backfill to report.
+                    for table in stopped {
+                        if let Some(backfill) = records.get_mut(table) {
+                            backfill.status = Some("STOPPED".into());
+                            backfill.finished_at = Some(event.at);
+                            backfill.paused = false;
+                        }
+                    }
+                }
                 Observation::Appended { records: appended, .. } => {
                     for kafka_record in appended.iter() {
                         let Some(value) = kafka_record.value else { continue };
@@ -341,10 +385,22 @@ impl BackfillRecord {
             (Some(status), Some(at)) => format!("{status} at {at}"),
             _ => "NOT finished".to_string(),
         };
-        let resumed = match self.resumed {
+        let mut resumed = match self.resumed {
             0 => String::new(),
             n => format!(", resumed after {n} restart(s)"),
         };
+        if self.pauses > 0 {
+            resumed.push_str(&format!(", paused {} time(s)", self.pauses));
+            if self.pauses_undone_by_restart > 0 {
+                resumed.push_str(&format!(
+                    " ({} undone by a restart: the pause is not in the offsets)",
+                    self.pauses_undone_by_restart
+                ));
+            }
+            if self.paused {
+                resumed.push_str(", paused at the end");
+            }
+        }
         format!(
             "{}: incremental snapshot from {}, {status}{resumed}; {} chunk(s) in {} window(s), {} row(s) read, {} \
              deduplicated in a window, {} op=r record(s) published, {} duplicate(s) delivered",

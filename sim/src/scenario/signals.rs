@@ -5,7 +5,10 @@
 //! `id` column is the step's `id`), and its `data` read as Debezium reads it
 //! (`ExecuteSnapshot.getData`, `AbstractIncrementalSnapshotChangeEventSource
 //! .expandAndDedupeDataCollectionIds`: each of `data-collections` a regular expression matched
-//! against the whole name of every table the connector captures).
+//! against the whole name of every table the connector captures). `stop-snapshot` takes the same
+//! patterns (none or an empty array: the whole snapshot; a pattern matching no captured table is
+//! kept, as Debezium keeps it, and said when the stop is processed); `pause-snapshot` and
+//! `resume-snapshot` read no data (an empty column is `{}`); `log` needs a `message`.
 
 use super::fields::{Cx, Res, Section};
 use super::workload::{SIGNAL_TABLE_PLACEHOLDER, op_field};
@@ -58,24 +61,162 @@ pub(super) fn signal_steps(
         *number += 1;
         txn.ops = vec![RowOp::Insert { table, key: *number, status: Status::Submitted, amount_cents: 0 }];
         let id = s.opt("id", format!("signal-{number}"), |field| cx.owned(field))?;
-        let data_field = s.need(cx, "data", "")?;
-        let data = cx.owned(&data_field)?;
-        let (kind, patterns) = match parse_data(&data) {
-            Ok(parsed) => parsed,
-            Err(problem) => return cx.fail(&data_field, problem),
+        let signal_type = cx.owned(&signal)?;
+        // The step's `data` field, or where to point when it has none (stop, pause and resume
+        // read `{}` from an empty data column, `SignalProcessor.processSignal`).
+        let data = match s.get("data") {
+            Some(field) => cx.owned(&field)?,
+            None => String::new(),
+        };
+        let at = s.get("data").unwrap_or(signal);
+        let request = match parse_request(&signal_type, &data) {
+            Ok(request) => request,
+            Err(problem) => return cx.fail(&at, problem),
         };
         for connector in connectors.iter_mut().filter(|connector| connector.signal_table() == Some(table)) {
-            let collections = match resolve(&patterns, &connector.tables, tables) {
-                Ok(collections) => collections,
-                Err(problem) => return cx.fail(&data_field, format!("{problem} (connector {})", connector.name)),
+            let action = match &request {
+                Request::Execute(kind, patterns) => match resolve(patterns, &connector.tables, tables) {
+                    Ok(collections) => SignalAction::ExecuteSnapshot { kind: *kind, collections },
+                    Err(problem) => return cx.fail(&at, format!("{problem} (connector {})", connector.name)),
+                },
+                Request::Stop(kind, patterns) => match patterns {
+                    None => SignalAction::StopSnapshot { kind: *kind, tables: None, unmatched: Vec::new() },
+                    Some(patterns) => match expand(patterns, &connector.tables, tables) {
+                        Ok((matched, unmatched)) => {
+                            SignalAction::StopSnapshot { kind: *kind, tables: Some(matched), unmatched }
+                        }
+                        Err(problem) => return cx.fail(&at, problem),
+                    },
+                },
+                Request::Pause => SignalAction::PauseSnapshot,
+                Request::Resume => SignalAction::ResumeSnapshot,
+                Request::Log(message) => SignalAction::Log { message: message.clone() },
             };
-            let action = SignalAction::ExecuteSnapshot { kind, collections };
             if let Some(signalling) = connector.signalling.as_mut() {
                 signalling.signals.push(Signal { id: id.clone(), data: data.clone(), action });
             }
         }
     }
     Ok(())
+}
+
+/// What a signal's `type` and `data` ask, before its table patterns meet a connector's tables.
+enum Request {
+    Execute(SnapshotType, Vec<String>),
+    /// `data-collections` missing or empty: None (the whole snapshot).
+    Stop(SnapshotType, Option<Vec<String>>),
+    Pause,
+    Resume,
+    Log(String),
+}
+
+fn parse_request(signal_type: &str, data: &str) -> Result<Request, String> {
+    match signal_type {
+        "execute-snapshot" => parse_data(data).map(|(kind, patterns)| Request::Execute(kind, patterns)),
+        "stop-snapshot" => {
+            let object = object_of(data, "{\"data-collections\": [\"public.hubs\"], \"type\": \"incremental\"}")?;
+            only_keys(&object, signal_type, &["data-collections", "type"])?;
+            let kind = snapshot_type(&object)?;
+            let patterns = match object.get("data-collections") {
+                None => None,
+                Some(collections) => {
+                    let patterns = collections.as_array().and_then(|items| {
+                        items.iter().map(|item| item.as_str().map(str::to_owned)).collect::<Option<Vec<String>>>()
+                    });
+                    match patterns {
+                        Some(patterns) if patterns.iter().all(|pattern| !pattern.trim().is_empty()) => {
+                            // `StopSnapshot.getDataCollections`: an empty array is the whole snapshot.
+                            (!patterns.is_empty()).then_some(patterns)
+                        }
+                        _ => {
+                            return Err("data-collections must be an array of table names (regular expressions)".into());
+                        }
+                    }
+                }
+            };
+            Ok(Request::Stop(kind, patterns))
+        }
+        "pause-snapshot" | "resume-snapshot" => {
+            let object = object_of(data, "{\"type\": \"incremental\"}")?;
+            only_keys(&object, signal_type, &["type"])?;
+            if snapshot_type(&object)? != SnapshotType::Incremental {
+                return Err(format!(
+                    "{signal_type} acts on incremental snapshots only; leave out type or say incremental"
+                ));
+            }
+            Ok(if signal_type == "pause-snapshot" { Request::Pause } else { Request::Resume })
+        }
+        "log" => {
+            let object = object_of(data, "{\"message\": \"backfill of hubs begins\"}")?;
+            only_keys(&object, signal_type, &["message"])?;
+            match object.get("message").and_then(|message| message.as_str()) {
+                Some(message) if !message.trim().is_empty() => Ok(Request::Log(message.to_owned())),
+                _ => Err("needs message: the text the connector logs, e.g. {\"message\": \"backfill begins\"}".into()),
+            }
+        }
+        other => Err(format!("`{other}` is no signal type the model reads")),
+    }
+}
+
+/// `data` as a JSON object; an empty column reads as `{}`.
+fn object_of(data: &str, example: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    if data.trim().is_empty() {
+        return Ok(serde_json::Map::new());
+    }
+    match serde_json::from_str::<serde_json::Value>(data) {
+        Ok(serde_json::Value::Object(object)) => Ok(object),
+        Ok(_) => Err(format!("is not a JSON object: expected {example}")),
+        Err(error) => Err(format!("is not a JSON object: {error}")),
+    }
+}
+
+fn only_keys(
+    object: &serde_json::Map<String, serde_json::Value>,
+    signal_type: &str,
+    keys: &[&str],
+) -> Result<(), String> {
+    match object.keys().find(|key| !keys.contains(&key.as_str())) {
+        Some(other) => Err(format!("`{other}` is no key of {signal_type}'s data; {}", keys.join(", "))),
+        None => Ok(()),
+    }
+}
+
+/// `data.type`: `incremental` when missing (`AbstractSnapshotSignal.getSnapshotType`).
+fn snapshot_type(object: &serde_json::Map<String, serde_json::Value>) -> Result<SnapshotType, String> {
+    match object.get("type").map(|kind| kind.as_str().map(str::to_ascii_lowercase)) {
+        None => Ok(SnapshotType::Incremental),
+        Some(Some(kind)) if kind == "incremental" => Ok(SnapshotType::Incremental),
+        Some(Some(kind)) if kind == "blocking" => Ok(SnapshotType::Blocking),
+        Some(Some(kind)) => Err(format!("type `{kind}` is no snapshot type; incremental or blocking")),
+        Some(None) => Err("type must be a string: \"incremental\" or \"blocking\"".into()),
+    }
+}
+
+/// A stop's patterns against the captured tables (`expandAndDedupeDataCollectionIds`, at
+/// `checkAndProcessStopFlag`): the tables matched, each once, and the patterns that match none
+/// (Debezium keeps them as names and cannot remove them).
+fn expand(
+    patterns: &[String],
+    captured: &[TableId],
+    tables: &[TableSetup],
+) -> Result<(Vec<TableId>, Vec<String>), String> {
+    let mut matched = Vec::new();
+    let mut unmatched = Vec::new();
+    for pattern in patterns {
+        let regex = regex::Regex::new(&format!("^(?:{})$", pattern.trim()))
+            .map_err(|error| format!("`{pattern}` is not a regular expression: {error}"))?;
+        let found: Vec<TableId> =
+            captured.iter().copied().filter(|id| regex.is_match(&tables[usize::from(id.0)].name)).collect();
+        if found.is_empty() {
+            unmatched.push(pattern.trim().to_owned());
+        }
+        for id in found {
+            if !matched.contains(&id) {
+                matched.push(id);
+            }
+        }
+    }
+    Ok((matched, unmatched))
 }
 
 /// `execute-snapshot`'s `data`: `{"data-collections": [...], "type": "incremental"}`.

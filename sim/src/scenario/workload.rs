@@ -10,6 +10,7 @@ use handoff_models::core::ids::TableId;
 use handoff_models::core::ids::{MessageEvent, Status};
 use handoff_models::core::limits;
 use handoff_models::core::protocol::Isolation;
+use handoff_models::core::signal::SignalAction;
 use handoff_models::scenario::spec::Background;
 use handoff_models::scenario::spec::ScriptStep;
 use handoff_models::scenario::spec::ScriptedTxn;
@@ -255,8 +256,9 @@ const SCRIPT_FIELDS: &str = "insert update delete event outbox copy begin isolat
 /// What a script entry does: exactly one of these.
 const WHAT: [&str; 9] = ["insert", "update", "delete", "event", "signal", "begin", "commit", "rollback", "message"];
 
-/// The signal types a `signal` step may write (`type` column); the others are not modelled yet.
-const SIGNAL_TYPES: [&str; 1] = ["execute-snapshot"];
+/// The signal types a `signal` step may write (`type` column); `schema-changes` is not modelled
+/// yet.
+const SIGNAL_TYPES: [&str; 5] = SignalAction::TYPES;
 
 /// Where a `signal` step's table is resolved once the connectors are read: a placeholder.
 pub(super) const SIGNAL_TABLE_PLACEHOLDER: TableId = TableId(u16::MAX);
@@ -404,12 +406,13 @@ pub(super) fn script_entry(cx: &Cx, item: &Field, outboxes: Outboxes, timed: Opt
             let signal_type = cx.string(&field)?;
             if !SIGNAL_TYPES.contains(&signal_type) {
                 let problem = match signal_type {
-                    "stop-snapshot" | "pause-snapshot" | "resume-snapshot" | "log" | "schema-changes" => {
-                        format!("`{signal_type}` is not modelled yet; only execute-snapshot")
-                    }
+                    "schema-changes" => format!(
+                        "`{signal_type}` is not modelled yet; execute-snapshot, stop-snapshot, pause-snapshot, \
+                         resume-snapshot or log"
+                    ),
                     other => format!(
-                        "`{other}` is no signal type; execute-snapshot (stop-snapshot, pause-snapshot, resume-snapshot, \
-                         log and schema-changes are not modelled yet)"
+                        "`{other}` is no signal type; execute-snapshot, stop-snapshot, pause-snapshot, \
+                         resume-snapshot or log (schema-changes is not modelled yet)"
                     ),
                 };
                 return cx.fail(&field, problem);
@@ -417,7 +420,19 @@ pub(super) fn script_entry(cx: &Cx, item: &Field, outboxes: Outboxes, timed: Opt
             if let Some(field) = s.get("session") {
                 return cx.fail(&field, "a signal step is an autocommit INSERT of its own: leave out session");
             }
-            s.need(cx, "data", "; the signal's data column, e.g. '{\"data-collections\": [\"public.hubs\"]}'")?;
+            match signal_type {
+                "execute-snapshot" => {
+                    s.need(cx, "data", "; the signal's data column, e.g. '{\"data-collections\": [\"public.hubs\"]}'")?;
+                }
+                "log" => {
+                    s.need(
+                        cx,
+                        "data",
+                        "; the signal's data column, e.g. '{\"message\": \"backfill of hubs begins\"}'",
+                    )?;
+                }
+                _ => {} // stop, pause and resume read `{}` when the data column is empty
+            }
             let table = match s.get("table") {
                 Some(field) => table_id(cx, &field, cx.string(&field)?, tables)?,
                 None => SIGNAL_TABLE_PLACEHOLDER,

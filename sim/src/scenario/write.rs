@@ -495,7 +495,9 @@ fn write_statement(w: &mut Writer, spec: &Spec, whose: &str, ops: &[RowOp]) -> R
         };
         w.field("signal", toml_string(signal.action.signal_type()));
         w.field("id", toml_string(&signal.id));
-        w.field("data", toml_string(&signal.data));
+        if !signal.data.is_empty() {
+            w.field("data", toml_string(&signal.data));
+        }
         w.field("table", toml_string(&table_name_of(spec, *table, whose)?));
         return Ok(());
     }

@@ -29,10 +29,21 @@
 //!   offset with a running snapshot reads a chunk after the stored key, with a fresh chunk id,
 //!   before its stream starts. The buffer and the open window are not stored.
 //!
-//! Not modelled yet (issue 21's later parts): the Kafka signal channel, `stop-snapshot`,
-//! `pause-snapshot`, `resume-snapshot`, `additional-conditions`, `surrogate-key`, read-only
-//! incremental snapshots, blocking snapshots, and the historic bugs (DBZ-3860, DBZ-5071,
-//! DBZ-7903).
+//! - Stop, pause and resume (reference §6.3; `StopSnapshot.arrived`,
+//!   `AbstractIncrementalSnapshotChangeEventSource.requestStopSnapshot`/`checkAndProcessStopFlag`/
+//!   `pauseSnapshot`/`resumeSnapshot`): `stop-snapshot` only queues a request in the snapshot
+//!   context; it takes effect when the next `readChunk` begins, after the current window was
+//!   emitted: the named tables leave the queue, the current one is done and the next begins;
+//!   rows never read are never emitted. The request is not drained before then: sent while no
+//!   snapshot runs, it stops the next one at its first chunk. Only `incremental` has a case.
+//!   `pause-snapshot` sets an in-memory flag that `readChunk` obeys (no watermark, no chunk) and
+//!   `resume-snapshot` clears it and reads the next chunk at once. Neither the flag nor a
+//!   pending stop is in the offsets: a task restart forgets both, and `init` reads on.
+//! - `log`: the message goes to the connector's log (`Log.arrived`).
+//!
+//! Not modelled yet (issue 21's later parts): the Kafka signal channel, `additional-conditions`,
+//! `surrogate-key`, read-only incremental snapshots, blocking snapshots, and the historic bugs
+//! (DBZ-3860, DBZ-5071, DBZ-7903).
 
 use super::*;
 use crate::components::connect::debezium::config::WatermarkingStrategy;
@@ -77,6 +88,19 @@ pub(super) struct IncrementalSnapshot {
     rows_scanned: u64,
     /// The request `readChunk` waits for; None when the streaming thread is not in it.
     pub(super) reading: Option<ChunkStep>,
+    /// `paused` (`pause-snapshot`): an `AtomicBoolean` of the context, never stored.
+    paused: bool,
+}
+
+/// A `stop-snapshot` request waiting for the next `readChunk` (`dataCollectionsToStop`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub(super) struct StopRequest {
+    /// `.*`: every collection.
+    all: bool,
+    /// The captured tables the requests' patterns matched, in order, each once.
+    tables: Vec<TableId>,
+    /// Patterns that matched no captured table (kept as literal names: never removable).
+    unmatched: Vec<String>,
 }
 
 impl IncrementalSnapshot {
@@ -92,6 +116,7 @@ impl IncrementalSnapshot {
             deduplicated: 0,
             rows_scanned: 0,
             reading: None,
+            paused: false,
         }
     }
 
@@ -215,7 +240,92 @@ impl DebeziumTask {
         else {
             return false;
         };
-        let SignalAction::ExecuteSnapshot { kind, collections } = &signal.action;
+        let outcome = |outcome: String| Observation::SignalExecuted {
+            id: signal.id.clone(),
+            signal_type: signal.action.signal_type().into(),
+            data: signal.data.clone(),
+            outcome,
+        };
+        match &signal.action {
+            SignalAction::ExecuteSnapshot { .. } => {}
+            SignalAction::StopSnapshot { kind: SnapshotType::Blocking, .. } => {
+                ctx.observe(outcome(
+                    "nothing happens: StopSnapshot.arrived has a case for incremental snapshots only".into(),
+                ));
+                return false;
+            }
+            SignalAction::StopSnapshot { kind: SnapshotType::Incremental, tables, unmatched } => {
+                let request = self.stop_request.get_or_insert_with(Default::default);
+                match tables {
+                    None => request.all = true,
+                    Some(tables) => {
+                        for table in tables {
+                            if !request.tables.contains(table) {
+                                request.tables.push(*table);
+                            }
+                        }
+                    }
+                }
+                for name in unmatched {
+                    if !request.unmatched.contains(name) {
+                        request.unmatched.push(name.clone());
+                    }
+                }
+                let running = self.incremental.as_ref().is_some_and(|snapshot| snapshot.running());
+                ctx.observe(outcome(if running {
+                    "stop requested: it takes effect when the next chunk would be read (checkAndProcessStopFlag at \
+                     the start of readChunk), after the current window is emitted; the request is in memory only"
+                        .into()
+                } else {
+                    "stop requested, but no incremental snapshot runs: the request waits in the snapshot context \
+                     until the next readChunk, the first chunk of the next snapshot signalled (in memory only)"
+                        .into()
+                }));
+                return false;
+            }
+            SignalAction::PauseSnapshot => {
+                let effect = match self.incremental.as_mut() {
+                    Some(snapshot) if snapshot.running() && !snapshot.paused => {
+                        snapshot.paused = true;
+                        "the incremental snapshot pauses: the current window is still emitted, then no chunk is \
+                         read until resume-snapshot (the pause is an in-memory flag, not in the offsets: a task \
+                         restart resumes the snapshot)"
+                    }
+                    Some(snapshot) if snapshot.running() => "nothing happens: the snapshot is already paused",
+                    _ => "nothing happens: no incremental snapshot runs",
+                };
+                ctx.observe(outcome(effect.into()));
+                return false;
+            }
+            SignalAction::ResumeSnapshot => {
+                let table = match self.incremental.as_mut() {
+                    Some(snapshot) if snapshot.running() && snapshot.paused => {
+                        snapshot.paused = false;
+                        snapshot.current()
+                    }
+                    Some(snapshot) if snapshot.running() => {
+                        ctx.observe(outcome("nothing happens: the snapshot is not paused".into()));
+                        return false;
+                    }
+                    _ => {
+                        ctx.observe(outcome("nothing happens: no incremental snapshot runs".into()));
+                        return false;
+                    }
+                };
+                ctx.observe(outcome("the pause is cleared: readChunk runs now, in the streaming thread".into()));
+                if let Some(table) = table {
+                    ctx.observe(Observation::IncrementalSnapshotUnpaused { table });
+                }
+                self.stalled = Some(Box::new(Stalled { resume: None, later: Vec::new(), then_stream: false }));
+                self.read_chunk(ctx);
+                return self.stalled.is_some();
+            }
+            SignalAction::Log { message } => {
+                ctx.observe(outcome(format!("written to the connector's log: \"{message}\"")));
+                return false;
+            }
+        }
+        let SignalAction::ExecuteSnapshot { kind, collections } = &signal.action else { return false };
         if *kind != SnapshotType::Incremental {
             return false; // refused by the scenario reader until blocking snapshots are modelled
         }
@@ -329,8 +439,10 @@ impl DebeziumTask {
         }
     }
 
-    /// `readChunk`: a new chunk id and its open watermark (the rest follows the replies).
+    /// `readChunk`: a pending stop first, then a new chunk id and its open watermark (the rest
+    /// follows the replies); a paused snapshot reads nothing.
     fn read_chunk(&mut self, ctx: &mut Ctx) {
+        self.process_stop_request(ctx);
         let Some(snapshot) = self.incremental.as_mut() else {
             self.end_read_chunk(ctx);
             return;
@@ -343,6 +455,14 @@ impl DebeziumTask {
             self.end_read_chunk(ctx);
             return;
         }
+        if snapshot.paused {
+            // "Incremental snapshot was paused."
+            if let Some(table) = snapshot.current() {
+                ctx.observe(Observation::IncrementalSnapshotPaused { table, after: snapshot.chunk_end });
+            }
+            self.end_read_chunk(ctx);
+            return;
+        }
         let chunk = self.next_chunk_id();
         if let Some(snapshot) = self.incremental.as_mut() {
             snapshot.chunk = Some(chunk);
@@ -350,6 +470,54 @@ impl DebeziumTask {
             snapshot.reading = Some(ChunkStep::OpenWatermark);
         }
         self.write_watermark(ctx, chunk, Watermark::Open);
+    }
+
+    /// `checkAndProcessStopFlag`: the tables a stop names leave the queue (the current one last:
+    /// it is done, `tableScanCompleted`, and the next one begins, `nextDataCollection`).
+    fn process_stop_request(&mut self, ctx: &mut Ctx) {
+        let Some(request) = self.stop_request.take() else { return };
+        let Some(snapshot) = self.incremental.as_mut().filter(|snapshot| snapshot.running()) else {
+            // "No active incremental snapshot, stop ignored".
+            ctx.observe(Observation::IncrementalSnapshotStopped {
+                running: false,
+                stopped: Vec::new(),
+                current: false,
+                not_queued: Vec::new(),
+                unmatched: request.unmatched,
+                left: Vec::new(),
+            });
+            return;
+        };
+        let current = snapshot.current();
+        let named: Vec<TableId> = if request.all { snapshot.queue.clone() } else { request.tables };
+        let mut stopped = Vec::new();
+        let mut not_queued = Vec::new();
+        let mut stop_current = false;
+        for table in named {
+            if Some(table) == current {
+                stop_current = true;
+            } else if let Some(at) = snapshot.queue.iter().position(|queued| *queued == table) {
+                snapshot.queue.remove(at);
+                stopped.push(table);
+            } else {
+                not_queued.push(table);
+            }
+        }
+        if stop_current && let Some(table) = current {
+            stopped.push(table);
+            snapshot.window.clear();
+            snapshot.next_collection();
+        }
+        let left = snapshot.queue.clone();
+        self.sync_incremental_offset();
+        ctx.observe(Observation::IncrementalSnapshotStopped {
+            running: true,
+            stopped,
+            current: stop_current,
+            not_queued,
+            unmatched: request.unmatched,
+            left,
+        });
     }
 
     fn write_watermark(&mut self, ctx: &mut Ctx, chunk: ChunkId, watermark: Watermark) {

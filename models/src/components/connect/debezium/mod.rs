@@ -265,6 +265,8 @@ pub struct DebeziumTask {
     /// worker counts them), and the chunks drawn so far (`ChunkId`).
     chunk_origin: (usize, u32),
     chunks_drawn: u32,
+    /// A `stop-snapshot` waiting for the next `readChunk` (`incremental`): in memory only.
+    stop_request: Option<Box<incremental::StopRequest>>,
 }
 
 impl DebeziumTask {
@@ -300,6 +302,7 @@ impl DebeziumTask {
             stalled_index: None,
             chunk_origin: (0, 0),
             chunks_drawn: 0,
+            stop_request: None,
         }
     }
 
@@ -1027,6 +1030,68 @@ mod tests {
 
     fn committed() -> SqlReply {
         SqlReply::Committed { xid: 1, commit_lsn: Lsn(1), end_lsn: Lsn(2), changes: Vec::new() }
+    }
+
+    /// §6.3: a stop naming a queued table (and a name no table has) waits for the next
+    /// `readChunk`, which removes that table and reads on in the current one.
+    #[test]
+    fn a_stop_of_a_queued_table_is_processed_by_the_next_read_chunk_and_the_current_goes_on() {
+        use crate::core::signal::{ChunkId, Signal, SignalAction, SnapshotType, Watermark, watermark_key};
+        const OTHER: TableId = TableId(2);
+        let mut task = signalling_task(WatermarkingStrategy::InsertInsert);
+        let mut config = (*task.config).clone();
+        config.tables.push(OTHER);
+        let signalling = config.signalling.as_mut().expect("signalling");
+        signalling.signals[0].action =
+            SignalAction::ExecuteSnapshot { kind: SnapshotType::Incremental, collections: vec![TableId(0), OTHER] };
+        signalling.signals.push(Signal {
+            id: "stop-1".into(),
+            data: String::new(),
+            action: SignalAction::StopSnapshot {
+                kind: SnapshotType::Incremental,
+                tables: Some(vec![OTHER]),
+                unmatched: vec!["public.nothing".into()],
+            },
+        });
+        task.config = Fixed::new(config);
+        let mut out = Outbox::default();
+        let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
+        task.on_repl_reply(&mut ctx, ReplReply::XLogData(signal_txn(10, 1000, 1, false)));
+        task.on_sql_reply(&mut ctx, committed());
+        task.on_sql_reply(&mut ctx, SqlReply::Rows { table: TableId(0), rows: vec![(3, row(1))], done: true });
+        task.on_sql_reply(
+            &mut ctx,
+            SqlReply::Rows { table: TableId(0), rows: vec![(1, row(1)), (2, row(1))], done: true },
+        );
+        task.on_sql_reply(&mut ctx, committed());
+        let chunk = ChunkId::new(0, 1, 1);
+        // The stop row inside the window: a request only.
+        task.on_repl_reply(
+            &mut ctx,
+            ReplReply::XLogData(signal_txn(11, 1100, watermark_key(chunk, Watermark::Open), false)),
+        );
+        task.on_repl_reply(&mut ctx, ReplReply::XLogData(signal_txn(12, 1200, 2, false)));
+        assert!(
+            !out.observations.iter().any(|o| matches!(o, Observation::IncrementalSnapshotStopped { .. })),
+            "nothing stops before the next readChunk"
+        );
+        assert_eq!(task.offset.incremental.map(|i| i.collections().to_vec()), Some(vec![TableId(0), OTHER]));
+        let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
+        // The close emits the window and runs readChunk, which processes the stop first.
+        task.on_repl_reply(
+            &mut ctx,
+            ReplReply::XLogData(signal_txn(13, 1300, watermark_key(chunk, Watermark::Close), false)),
+        );
+        assert!(task.in_read_chunk(), "the current table goes on: chunk 2's open watermark");
+        assert_eq!(task.offset.incremental.map(|i| i.collections().to_vec()), Some(vec![TableId(0)]));
+        assert!(out.observations.iter().any(|o| matches!(
+            o,
+            Observation::IncrementalSnapshotStopped { running: true, stopped, current: false, not_queued, unmatched, left }
+                if stopped == &[OTHER] && not_queued.is_empty() && unmatched == &["public.nothing".to_string()]
+                    && left == &[TableId(0)]
+        )));
+        let reads = task.queue.iter().filter(|r| r.value.is_some_and(|v| v.op == Op::Read)).count();
+        assert_eq!(reads, 2, "the window the stop arrived in is emitted");
     }
 
     /// §6.1–§6.2: the signal row sends the streaming thread into `readChunk` before the row's own
