@@ -419,6 +419,11 @@ fn hubs_backfill_stop_before_signal() {
 }
 
 #[test]
+fn hubs_backfill_conditions() {
+    check("hubs-backfill-conditions");
+}
+
+#[test]
 fn hubs_backfill_pause() {
     check("hubs-backfill-pause");
 }

@@ -302,7 +302,7 @@ pub struct SourceOffset {
 /// table's largest key when its snapshot began (`incremental_snapshot_maximum_key`). Kept as a
 /// few numbers: at most [`IncrementalOffset::MAX_COLLECTIONS`] collections queued, keys 0 for
 /// none (a key is 1 or more).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct IncrementalOffset {
     collections: [TableId; IncrementalOffset::MAX_COLLECTIONS],
     count: u8,
@@ -310,6 +310,29 @@ pub struct IncrementalOffset {
     pub primary_key: Key,
     /// `incremental_snapshot_maximum_key` (0: not read yet).
     pub maximum_key: Key,
+    /// Per collection, the scripted signal that queued it (its row's key; 0: none known), whose
+    /// data holds the collection's `additional-conditions` filter: the model's reference to what
+    /// `incremental_snapshot_collections` stores as text.
+    #[serde(default, skip_serializing_if = "no_signals")]
+    signals: [u8; IncrementalOffset::MAX_COLLECTIONS],
+}
+
+fn no_signals(signals: &[u8; IncrementalOffset::MAX_COLLECTIONS]) -> bool {
+    signals.iter().all(|signal| *signal == 0)
+}
+
+/// The derived hash, with the signals only when one is known: offsets written before they were
+/// kept keep their hashes (and every trace hash that contains them).
+impl std::hash::Hash for IncrementalOffset {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.collections.hash(state);
+        self.count.hash(state);
+        self.primary_key.hash(state);
+        self.maximum_key.hash(state);
+        if !no_signals(&self.signals) {
+            self.signals.hash(state);
+        }
+    }
 }
 
 impl IncrementalOffset {
@@ -325,7 +348,20 @@ impl IncrementalOffset {
             count: count as u8,
             primary_key: primary_key.unwrap_or(0),
             maximum_key: maximum_key.unwrap_or(0),
+            signals: [0; IncrementalOffset::MAX_COLLECTIONS],
         }
+    }
+
+    /// With the signal that queued each collection (`signals[i]` for `collections[i]`).
+    pub fn with_signals(mut self, signals: &[u8]) -> IncrementalOffset {
+        let count = signals.len().min(usize::from(self.count));
+        self.signals[..count].copy_from_slice(&signals[..count]);
+        self
+    }
+
+    /// The signal that queued each collection still to snapshot (0: none known).
+    pub fn signals(&self) -> &[u8] {
+        &self.signals[..usize::from(self.count)]
     }
 
     /// The collections still to snapshot, the current one first.

@@ -669,6 +669,9 @@ pub enum Observation {
         last: Option<Key>,
         rows: u32,
         maximum_key: Key,
+        /// The table's `additional-conditions`, `AND (…)` in the query.
+        #[serde(default, skip_serializing_if = "crate::core::signal::QueryFilter::is_none")]
+        filter: crate::core::signal::QueryFilter,
     },
     /// The stream reached `chunk`'s open watermark: its window opened.
     WindowOpened {
@@ -708,6 +711,12 @@ pub enum Observation {
         xid: crate::core::ids::Xid,
         key: Key,
         rows: u32,
+    },
+    /// The maximum-key and chunk queries of `table` carry the snapshot's `additional-conditions`
+    /// for it: `AND (filter)`; rows that do not match are never read.
+    AdditionalConditions {
+        table: TableId,
+        filter: crate::core::signal::RowFilter,
     },
     /// `readChunk` found the snapshot paused (`pause-snapshot`): no watermark, no chunk; `table`
     /// waits after key `after` until `resume-snapshot` or a task restart.

@@ -197,7 +197,15 @@ pub enum SqlRequest {
     /// first chunk), or with `descending` the largest key's row, `ORDER BY id DESC LIMIT 1`. A
     /// statement of the session as [`SqlRequest::Select`] is: a fresh statement snapshot under
     /// READ COMMITTED.
-    SelectRange { table: TableId, after: Option<Key>, upto: Option<Key>, limit: u32, descending: bool },
+    /// `filter`: the snapshot's `additional-conditions` for the table, `AND (filter)`.
+    SelectRange {
+        table: TableId,
+        after: Option<Key>,
+        upto: Option<Key>,
+        limit: u32,
+        descending: bool,
+        filter: Option<Box<crate::core::signal::RowFilter>>,
+    },
     /// `SET TRANSACTION SNAPSHOT '<name>'` (REPEATABLE READ blocks only, first statement).
     ImportSnapshot { name: String },
     /// `SELECT pg_current_snapshot()`: `xmin:xmax:xip,…`.

@@ -90,6 +90,227 @@ pub fn watermark_of(key: Key) -> Option<(ChunkId, Watermark)> {
     Some((ChunkId((offset >> 1) as u64), kind))
 }
 
+/// A column an `additional-conditions` filter may name: the model's table columns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum FilterColumn {
+    Id,
+    Version,
+    Status,
+    AmountCents,
+}
+
+impl FilterColumn {
+    pub const ALL: [FilterColumn; 4] =
+        [FilterColumn::Id, FilterColumn::Version, FilterColumn::Status, FilterColumn::AmountCents];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FilterColumn::Id => "id",
+            FilterColumn::Version => "version",
+            FilterColumn::Status => "status",
+            FilterColumn::AmountCents => "amount_cents",
+        }
+    }
+}
+
+/// A comparison of a filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Comparison {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Comparison {
+    /// The operators, longest first (for reading).
+    const OPERATORS: [(&'static str, Comparison); 7] = [
+        ("<>", Comparison::Ne),
+        ("!=", Comparison::Ne),
+        ("<=", Comparison::Le),
+        (">=", Comparison::Ge),
+        ("=", Comparison::Eq),
+        ("<", Comparison::Lt),
+        (">", Comparison::Gt),
+    ];
+
+    pub fn sql(self) -> &'static str {
+        match self {
+            Comparison::Eq => "=",
+            Comparison::Ne => "<>",
+            Comparison::Lt => "<",
+            Comparison::Le => "<=",
+            Comparison::Gt => ">",
+            Comparison::Ge => ">=",
+        }
+    }
+
+    fn holds(self, left: i64, right: i64) -> bool {
+        match self {
+            Comparison::Eq => left == right,
+            Comparison::Ne => left != right,
+            Comparison::Lt => left < right,
+            Comparison::Le => left <= right,
+            Comparison::Gt => left > right,
+            Comparison::Ge => left >= right,
+        }
+    }
+}
+
+/// One comparison of a column with a constant (`status` as its state's place in
+/// [`crate::core::ids::Status`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Condition {
+    pub column: FilterColumn,
+    pub op: Comparison,
+    pub value: i64,
+}
+
+/// An `additional-conditions` filter (reference debezium-postgres.md §6.4,
+/// `AbstractChunkQueryBuilder.buildChunkQuery`/`buildMaxPrimaryKeyQuery`): appended with
+/// `AND (…)` to the maximum-key and chunk queries, so rows that do not match are never read;
+/// streaming is unaffected. The model reads the SQL a filter is usually written in over its own
+/// columns: comparisons of `id`, `version`, `amount_cents` with integers and of `status` with a
+/// quoted state (`=` or `<>`), joined by `AND`, at most [`RowFilter::MAX_CONDITIONS`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct RowFilter {
+    conditions: [Option<Condition>; RowFilter::MAX_CONDITIONS],
+}
+
+impl RowFilter {
+    pub const MAX_CONDITIONS: usize = 4;
+
+    /// Whether the row `key`, `row` matches.
+    pub fn matches(&self, key: crate::core::ids::Key, row: &crate::core::ids::Row) -> bool {
+        self.conditions.iter().flatten().all(|condition| {
+            let left = match condition.column {
+                FilterColumn::Id => key,
+                FilterColumn::Version => i64::from(row.version),
+                FilterColumn::Status => row.status as i64,
+                FilterColumn::AmountCents => i64::from(row.amount_cents),
+            };
+            condition.op.holds(left, condition.value)
+        })
+    }
+
+    /// Reads `status = 'approved' AND id > 10`.
+    pub fn parse(text: &str) -> Result<RowFilter, String> {
+        use crate::core::ids::Status;
+        const STATUSES: [Status; 5] =
+            [Status::Submitted, Status::Assessed, Status::Approved, Status::Paid, Status::Closed];
+        let mut conditions = [None; RowFilter::MAX_CONDITIONS];
+        let parts: Vec<&str> = split_and(text);
+        if parts.len() > RowFilter::MAX_CONDITIONS {
+            return Err(format!(
+                "has {} conditions; the model reads at most {}",
+                parts.len(),
+                RowFilter::MAX_CONDITIONS
+            ));
+        }
+        for (slot, part) in conditions.iter_mut().zip(parts) {
+            let part = part.trim().trim_start_matches('(').trim_end_matches(')').trim();
+            let Some((at, op_text, op)) = Comparison::OPERATORS
+                .iter()
+                .filter_map(|(text, op)| part.find(text).map(|at| (at, *text, *op)))
+                .min_by_key(|(at, text, _)| (*at, std::cmp::Reverse(text.len())))
+            else {
+                return Err(format!("`{part}` is no comparison: write e.g. status = 'approved' or id > 10"));
+            };
+            let column_text = part[..at].trim().trim_matches('"').to_ascii_lowercase();
+            let value_text = part[at + op_text.len()..].trim();
+            let Some(column) = FilterColumn::ALL.into_iter().find(|column| column.name() == column_text) else {
+                return Err(format!(
+                    "`{column_text}` is no column the model's tables have; id, version, status or amount_cents"
+                ));
+            };
+            let value = if column == FilterColumn::Status {
+                if !matches!(op, Comparison::Eq | Comparison::Ne) {
+                    return Err(format!("`{part}`: status is compared with = or <> only"));
+                }
+                let name = value_text
+                    .strip_prefix('\'')
+                    .and_then(|v| v.strip_suffix('\''))
+                    .ok_or_else(|| format!("`{part}`: a status is a quoted word, e.g. 'approved'"))?;
+                match STATUSES.iter().find(|status| status.name() == name) {
+                    Some(status) => *status as i64,
+                    None => {
+                        return Err(format!("`{name}` is no status; submitted, assessed, approved, paid or closed"));
+                    }
+                }
+            } else {
+                value_text.parse::<i64>().map_err(|_| format!("`{part}`: {column_text} is compared with an integer"))?
+            };
+            *slot = Some(Condition { column, op, value });
+        }
+        if conditions[0].is_none() {
+            return Err("is empty: write e.g. status = 'approved'".into());
+        }
+        Ok(RowFilter { conditions })
+    }
+}
+
+/// A chunk query's filter as a trace event carries it: hashed only when there is one, so that
+/// the trace hashes of backfills without `additional-conditions` did not change when filters
+/// came.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct QueryFilter(pub Option<RowFilter>);
+
+impl QueryFilter {
+    pub fn is_none(&self) -> bool {
+        self.0.is_none()
+    }
+}
+
+impl std::hash::Hash for QueryFilter {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        if let Some(filter) = &self.0 {
+            filter.hash(state);
+        }
+    }
+}
+
+/// `a AND b and c`: the parts between the word AND, any case.
+fn split_and(text: &str) -> Vec<&str> {
+    let lower = text.to_ascii_lowercase();
+    let mut parts = Vec::new();
+    let mut start = 0;
+    let mut search = 0;
+    while let Some(found) = lower[search..].find(" and ") {
+        let at = search + found;
+        parts.push(&text[start..at]);
+        start = at + 5;
+        search = start;
+    }
+    parts.push(&text[start..]);
+    parts
+}
+
+/// The filter as SQL, for the timeline.
+impl fmt::Display for RowFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use crate::core::ids::Status;
+        const STATUSES: [Status; 5] =
+            [Status::Submitted, Status::Assessed, Status::Approved, Status::Paid, Status::Closed];
+        for (i, condition) in self.conditions.iter().flatten().enumerate() {
+            if i > 0 {
+                write!(f, " AND ")?;
+            }
+            write!(f, "{} {} ", condition.column.name(), condition.op.sql())?;
+            if condition.column == FilterColumn::Status {
+                let name =
+                    usize::try_from(condition.value).ok().and_then(|i| STATUSES.get(i)).map_or("?", |s| s.name());
+                write!(f, "'{name}'")?;
+            } else {
+                write!(f, "{}", condition.value)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// `execute-snapshot`'s `data.type`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -111,8 +332,10 @@ impl SnapshotType {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum SignalAction {
     /// `execute-snapshot` (`ExecuteSnapshot`): `data-collections`, already matched against the
-    /// tables the connector captures, in the order the signal names them.
-    ExecuteSnapshot { kind: SnapshotType, collections: Vec<TableId> },
+    /// tables the connector captures, in the order the signal names them, and the
+    /// `additional-conditions` filter of each table that has one (the first whose
+    /// `data-collection` matches it, `AbstractIncrementalSnapshotContext.buildDataCollection`).
+    ExecuteSnapshot { kind: SnapshotType, collections: Vec<TableId>, conditions: Vec<(TableId, RowFilter)> },
     /// `stop-snapshot` (`StopSnapshot.arrived` → `requestStopSnapshot`): for `incremental`, a stop
     /// request the snapshot context keeps until the next `readChunk` begins
     /// (`checkAndProcessStopFlag`); Debezium has no case for `blocking`. `tables`: None when
@@ -182,6 +405,30 @@ impl ScanStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_filter_reads_comparisons_joined_by_and_and_says_what_it_cannot_read() {
+        use crate::core::ids::{Row, Status};
+        let filter = RowFilter::parse("status = 'approved' AND (id > 10) and amount_cents <= 5000").expect("a filter");
+        assert_eq!(filter.to_string(), "status = 'approved' AND id > 10 AND amount_cents <= 5000");
+        let row = |status, amount_cents| Row { version: 1, status, amount_cents, aggregate_id: 0 };
+        assert!(filter.matches(11, &row(Status::Approved, 5000)));
+        assert!(!filter.matches(10, &row(Status::Approved, 10)), "id > 10");
+        assert!(!filter.matches(11, &row(Status::Paid, 10)), "status");
+        assert!(!filter.matches(11, &row(Status::Approved, 5001)), "amount_cents");
+        assert!(RowFilter::parse("id <> 3").expect("a filter").matches(4, &row(Status::Submitted, 0)));
+        for (text, problem) in [
+            ("", "is no comparison"),
+            ("region = 'north'", "`region` is no column"),
+            ("status > 'approved'", "compared with = or <> only"),
+            ("status = 'lost'", "`lost` is no status"),
+            ("id > ten", "compared with an integer"),
+            ("id > 1 AND id > 2 AND id > 3 AND id > 4 AND id > 5", "at most 4"),
+        ] {
+            let error = RowFilter::parse(text).expect_err(text);
+            assert!(error.contains(problem), "{text}: {error}");
+        }
+    }
 
     #[test]
     fn watermark_keys_round_trip_and_never_meet_a_scripted_signal() {

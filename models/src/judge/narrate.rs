@@ -559,6 +559,11 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             let data = if data.trim().is_empty() { "no data" } else { data.as_str() };
             format!("signal '{id}' ({signal_type}, {data}) read from the signal table on the stream: {outcome}")
         }
+        Observation::AdditionalConditions { table, filter } => format!(
+            "additional-conditions for {}: its maximum-key and chunk queries carry AND ({filter}); rows that do not \
+             match are never read (streaming is unaffected)",
+            names.table(*table)
+        ),
         Observation::IncrementalSnapshotPaused { table, after } => format!(
             "incremental snapshot paused: readChunk writes no watermark and reads nothing; {} waits {} until \
              resume-snapshot or a task restart",
@@ -619,11 +624,14 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                 None => "from its first key (the stored offset names no snapshot row of it)".into(),
             }
         ),
-        Observation::ChunkRead { table, chunk, after, last, rows, maximum_key } => {
-            let range = match after {
+        Observation::ChunkRead { table, chunk, after, last, rows, maximum_key, filter } => {
+            let mut range = match after {
                 Some(after) => format!("(id) > ({after}) AND (id) <= ({maximum_key})"),
                 None => format!("(id) <= ({maximum_key})"),
             };
+            if let Some(filter) = &filter.0 {
+                range.push_str(&format!(" AND ({filter})"));
+            }
             let read = match last {
                 Some(last) => format!("{rows} row(s) up to key {last} into the window buffer"),
                 None => "no row: the table is done".into(),

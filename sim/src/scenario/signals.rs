@@ -6,7 +6,9 @@
 //! (`ExecuteSnapshot.getData`, `AbstractIncrementalSnapshotChangeEventSource
 //! .expandAndDedupeDataCollectionIds`: each of `data-collections` a regular expression matched
 //! against the whole name of every table the connector captures). `stop-snapshot` takes the same
-//! patterns (none or an empty array: the whole snapshot; a pattern matching no captured table is
+//! `additional-conditions` gives a table a filter (`RowFilter`: comparisons of the model's columns
+//! joined by AND), the first condition whose `data-collection` matches it. `stop-snapshot` takes
+//! the same patterns (none or an empty array: the whole snapshot; a pattern matching no captured table is
 //! kept, as Debezium keeps it, and said when the stop is processed); `pause-snapshot` and
 //! `resume-snapshot` read no data (an empty column is `{}`); `log` needs a `message`.
 
@@ -15,7 +17,7 @@ use super::workload::{SIGNAL_TABLE_PLACEHOLDER, op_field};
 use handoff_models::components::connect::debezium::DebeziumConfig;
 use handoff_models::core::change::RowOp;
 use handoff_models::core::ids::{Status, TableId};
-use handoff_models::core::signal::{Signal, SignalAction, SnapshotType};
+use handoff_models::core::signal::{RowFilter, Signal, SignalAction, SnapshotType};
 use handoff_models::scenario::spec::{ScriptedTxn, TableSetup};
 use std::collections::BTreeMap;
 
@@ -75,10 +77,27 @@ pub(super) fn signal_steps(
         };
         for connector in connectors.iter_mut().filter(|connector| connector.signal_table() == Some(table)) {
             let action = match &request {
-                Request::Execute(kind, patterns) => match resolve(patterns, &connector.tables, tables) {
-                    Ok(collections) => SignalAction::ExecuteSnapshot { kind: *kind, collections },
-                    Err(problem) => return cx.fail(&at, format!("{problem} (connector {})", connector.name)),
-                },
+                Request::Execute(kind, patterns, filters) => {
+                    let collections = match resolve(patterns, &connector.tables, tables) {
+                        Ok(collections) => collections,
+                        Err(problem) => return cx.fail(&at, format!("{problem} (connector {})", connector.name)),
+                    };
+                    let conditions = match conditions_of(filters, &collections, tables) {
+                        Ok(conditions) => conditions,
+                        Err(problem) => return cx.fail(&at, format!("{problem} (connector {})", connector.name)),
+                    };
+                    if !conditions.is_empty() && *number > i64::from(u8::MAX) {
+                        return cx.fail(
+                            &at,
+                            format!(
+                                "is signal row {number} of its table; the model keeps additional-conditions for the \
+                                 first {} signals only",
+                                u8::MAX
+                            ),
+                        );
+                    }
+                    SignalAction::ExecuteSnapshot { kind: *kind, collections, conditions }
+                }
                 Request::Stop(kind, patterns) => match patterns {
                     None => SignalAction::StopSnapshot { kind: *kind, tables: None, unmatched: Vec::new() },
                     Some(patterns) => match expand(patterns, &connector.tables, tables) {
@@ -102,7 +121,9 @@ pub(super) fn signal_steps(
 
 /// What a signal's `type` and `data` ask, before its table patterns meet a connector's tables.
 enum Request {
-    Execute(SnapshotType, Vec<String>),
+    /// The type, the `data-collections` patterns, and the `additional-conditions` as
+    /// (`data-collection` pattern, filter) pairs.
+    Execute(SnapshotType, Vec<String>, Vec<(String, RowFilter)>),
     /// `data-collections` missing or empty: None (the whole snapshot).
     Stop(SnapshotType, Option<Vec<String>>),
     Pause,
@@ -112,7 +133,9 @@ enum Request {
 
 fn parse_request(signal_type: &str, data: &str) -> Result<Request, String> {
     match signal_type {
-        "execute-snapshot" => parse_data(data).map(|(kind, patterns)| Request::Execute(kind, patterns)),
+        "execute-snapshot" => {
+            parse_data(data).map(|(kind, patterns, filters)| Request::Execute(kind, patterns, filters))
+        }
         "stop-snapshot" => {
             let object = object_of(data, "{\"data-collections\": [\"public.hubs\"], \"type\": \"incremental\"}")?;
             only_keys(&object, signal_type, &["data-collections", "type"])?;
@@ -219,8 +242,70 @@ fn expand(
     Ok((matched, unmatched))
 }
 
+/// `additional-conditions` as (`data-collection` pattern, filter) pairs.
+type Conditions = Vec<(String, RowFilter)>;
+
+/// `additional-conditions`: `[{"data-collection": "public.hubs", "filter": "status = 'approved'"}]`.
+fn parse_conditions(value: &serde_json::Value) -> Result<Conditions, String> {
+    const EXAMPLE: &str = "[{\"data-collection\": \"public.hubs\", \"filter\": \"status = 'approved'\"}]";
+    let Some(items) = value.as_array() else {
+        return Err(format!("additional-conditions must be an array, e.g. {EXAMPLE}"));
+    };
+    let mut conditions = Vec::new();
+    for item in items {
+        let Some(object) = item.as_object() else {
+            return Err(format!("each of additional-conditions is an object, e.g. {EXAMPLE}"));
+        };
+        if let Some(other) = object.keys().find(|key| !matches!(key.as_str(), "data-collection" | "filter")) {
+            return Err(format!("`{other}` is no key of an additional condition; data-collection, filter"));
+        }
+        let text = |key: &str| object.get(key).and_then(|value| value.as_str()).filter(|text| !text.trim().is_empty());
+        let (Some(collection), Some(filter)) = (text("data-collection"), text("filter")) else {
+            return Err(format!("an additional condition needs data-collection and filter, e.g. {EXAMPLE}"));
+        };
+        let filter =
+            RowFilter::parse(filter).map_err(|problem| format!("additional-conditions filter `{filter}` {problem}"))?;
+        conditions.push((collection.trim().to_owned(), filter));
+    }
+    Ok(conditions)
+}
+
+/// Each collection's filter: the first additional condition whose `data-collection` (a regular
+/// expression) matches the table's whole name (`AbstractIncrementalSnapshotContext
+/// .buildDataCollection`). A condition that matches none of the collections would be ignored:
+/// refused, naming it.
+fn conditions_of(
+    conditions: &[(String, RowFilter)],
+    collections: &[TableId],
+    tables: &[TableSetup],
+) -> Result<Vec<(TableId, RowFilter)>, String> {
+    let mut regexes = Vec::new();
+    for (pattern, _) in conditions {
+        let regex = regex::Regex::new(&format!("^(?:{pattern})$"))
+            .map_err(|error| format!("additional-conditions: `{pattern}` is not a regular expression: {error}"))?;
+        if !collections.iter().any(|id| regex.is_match(&tables[usize::from(id.0)].name)) {
+            return Err(format!(
+                "additional-conditions: `{pattern}` matches none of the signal's data-collections, so Debezium would \
+                 ignore its filter"
+            ));
+        }
+        regexes.push(regex);
+    }
+    Ok(collections
+        .iter()
+        .filter_map(|id| {
+            let name = &tables[usize::from(id.0)].name;
+            regexes
+                .iter()
+                .zip(conditions)
+                .find(|(regex, _)| regex.is_match(name))
+                .map(|(_, (_, filter))| (*id, *filter))
+        })
+        .collect())
+}
+
 /// `execute-snapshot`'s `data`: `{"data-collections": [...], "type": "incremental"}`.
-fn parse_data(data: &str) -> Result<(SnapshotType, Vec<String>), String> {
+fn parse_data(data: &str) -> Result<(SnapshotType, Vec<String>, Conditions), String> {
     let value: serde_json::Value =
         serde_json::from_str(data).map_err(|error| format!("is not a JSON object: {error}"))?;
     let Some(object) = value.as_object() else {
@@ -228,8 +313,13 @@ fn parse_data(data: &str) -> Result<(SnapshotType, Vec<String>), String> {
     };
     for key in object.keys() {
         match key.as_str() {
-            "data-collections" | "type" => {}
-            "additional-conditions" | "additional-condition" | "surrogate-key" => {
+            "data-collections" | "type" | "additional-conditions" => {}
+            "additional-condition" => {
+                return Err("`additional-condition` (one string) is the form Debezium removed in 2.x; write \
+                     additional-conditions: [{\"data-collection\": \"public.hubs\", \"filter\": \"...\"}]"
+                    .into());
+            }
+            "surrogate-key" => {
                 return Err(format!("`{key}` is not modelled yet"));
             }
             other => {
@@ -254,9 +344,13 @@ fn parse_data(data: &str) -> Result<(SnapshotType, Vec<String>), String> {
     };
     let patterns: Option<Vec<String>> =
         collections.as_array().and_then(|items| items.iter().map(|item| item.as_str().map(str::to_owned)).collect());
+    let conditions = match object.get("additional-conditions") {
+        Some(value) => parse_conditions(value)?,
+        None => Vec::new(),
+    };
     match patterns {
         Some(patterns) if !patterns.is_empty() && patterns.iter().all(|pattern| !pattern.trim().is_empty()) => {
-            Ok((kind, patterns))
+            Ok((kind, patterns, conditions))
         }
         _ => Err("data-collections must be a non-empty array of table names (regular expressions)".into()),
     }

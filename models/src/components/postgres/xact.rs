@@ -587,21 +587,24 @@ impl Postgres {
 
     /// `SELECT … ORDER BY id` in the session: its block's snapshot under REPEATABLE READ (taken
     /// now if this is its first statement), a fresh one otherwise, with the block's own changes.
-    /// [`SqlRequest::SelectRange`]: [`Self::select`]'s rows with keys in `(after, upto]`, the
-    /// first `limit` in key order (or, `descending`, the last `limit`, largest first).
+    /// [`SqlRequest::SelectRange`]: [`Self::select`]'s rows with keys in `(after, upto]` that
+    /// match `filter`, the first `limit` in key order (or, `descending`, the last `limit`, largest
+    /// first).
     pub(super) fn select_range(
         &mut self,
         client: Node,
         session: SessionId,
         table: TableId,
         (after, upto): (Option<Key>, Option<Key>),
-        limit: u32,
-        descending: bool,
+        (limit, descending): (u32, bool),
+        filter: Option<&crate::core::signal::RowFilter>,
     ) -> SqlReply {
         let reply = self.select(client, session, table);
         let SqlReply::Rows { table, rows, done } = reply else { return reply };
         let in_range = |key: &Key| after.is_none_or(|after| *key > after) && upto.is_none_or(|upto| *key <= upto);
-        let rows = rows.into_iter().filter(|(key, _)| in_range(key));
+        let rows = rows
+            .into_iter()
+            .filter(|(key, row)| in_range(key) && filter.is_none_or(|filter| filter.matches(*key, row)));
         let rows: Vec<(Key, Row)> =
             if descending { rows.rev().take(limit as usize).collect() } else { rows.take(limit as usize).collect() };
         SqlReply::Rows { table, rows, done }

@@ -300,6 +300,20 @@ pub struct Signalling {
     pub signals: Vec<crate::core::signal::Signal>,
 }
 
+impl Signalling {
+    /// The `additional-conditions` filter of `table` in the `execute-snapshot` whose row has key
+    /// `signal` (0: none known).
+    pub fn filter(&self, table: TableId, signal: u8) -> Option<crate::core::signal::RowFilter> {
+        let signal = self.signals.get(usize::from(signal).checked_sub(1)?)?;
+        match &signal.action {
+            crate::core::signal::SignalAction::ExecuteSnapshot { conditions, .. } => {
+                conditions.iter().find(|(of, _)| *of == table).map(|(_, filter)| *filter)
+            }
+            _ => None,
+        }
+    }
+}
+
 impl DebeziumConfig {
     /// The tables the initial snapshot reads, in order.
     pub fn snapshot_tables(&self) -> &[TableId] {

@@ -40,15 +40,20 @@
 //!   `resume-snapshot` clears it and reads the next chunk at once. Neither the flag nor a
 //!   pending stop is in the offsets: a task restart forgets both, and `init` reads on.
 //! - `log`: the message goes to the connector's log (`Log.arrived`).
+//! - `additional-conditions` (reference §6.4, `AbstractChunkQueryBuilder`): a table's filter is
+//!   appended with `AND (…)` to its maximum-key and chunk queries; rows that do not match are
+//!   never read, streaming is unaffected. The offset keeps it with its collection (the model: the
+//!   signal that queued it), so a restart reads on with the same filter.
 //!
-//! Not modelled yet (issue 21's later parts): the Kafka signal channel, `additional-conditions`,
-//! `surrogate-key`, read-only incremental snapshots, blocking snapshots, and the historic bugs
+//! Not modelled yet (issue 21's later parts): the Kafka signal channel, `surrogate-key`, read-only incremental snapshots, blocking snapshots, and the historic bugs
 //! (DBZ-3860, DBZ-5071, DBZ-7903).
 
 use super::*;
 use crate::components::connect::debezium::config::WatermarkingStrategy;
 use crate::core::event::IncrementalOffset;
-use crate::core::signal::{ChunkId, ScanStatus, SignalAction, SnapshotType, Watermark, watermark_key, watermark_of};
+use crate::core::signal::{
+    ChunkId, QueryFilter, ScanStatus, SignalAction, SnapshotType, Watermark, watermark_key, watermark_of,
+};
 use std::collections::BTreeMap;
 
 /// Where `readChunk` is: the request it waits for.
@@ -69,7 +74,9 @@ pub(super) enum ChunkStep {
 pub(super) struct IncrementalSnapshot {
     /// `snapshotDataCollection`: the collections still to read, the current one first. Empty:
     /// the snapshot is not running (its last close watermark may still be on its way).
-    queue: Vec<TableId>,
+    /// Each with the scripted signal that queued it (its row's key; 0: none), whose data holds
+    /// the table's `additional-conditions`.
+    queue: Vec<(TableId, u8)>,
     /// `maximumKey` of the current table.
     maximum_key: Option<Key>,
     /// `chunkEndPosition`: the last key the previous chunk read.
@@ -104,7 +111,7 @@ pub(super) struct StopRequest {
 }
 
 impl IncrementalSnapshot {
-    fn new(queue: Vec<TableId>) -> IncrementalSnapshot {
+    fn new(queue: Vec<(TableId, u8)>) -> IncrementalSnapshot {
         IncrementalSnapshot {
             queue,
             maximum_key: None,
@@ -125,12 +132,20 @@ impl IncrementalSnapshot {
     }
 
     fn current(&self) -> Option<TableId> {
-        self.queue.first().copied()
+        self.queue.first().map(|(table, _)| *table)
+    }
+
+    /// The tables still to read, the current one first.
+    fn tables(&self) -> Vec<TableId> {
+        self.queue.iter().map(|(table, _)| *table).collect()
     }
 
     /// `store`: what the offset of the next record carries.
     fn stored(&self) -> Option<IncrementalOffset> {
-        self.running().then(|| IncrementalOffset::new(&self.queue, self.last_key_sent, self.maximum_key))
+        self.running().then(|| {
+            let signals: Vec<u8> = self.queue.iter().map(|(_, signal)| *signal).collect();
+            IncrementalOffset::new(&self.tables(), self.last_key_sent, self.maximum_key).with_signals(&signals)
+        })
     }
 
     /// `nextDataCollection` with `resetChunk`.
@@ -190,7 +205,8 @@ impl DebeziumTask {
         if self.config.signalling.is_none() || stored.collections().is_empty() {
             return false;
         }
-        let mut snapshot = IncrementalSnapshot::new(stored.collections().to_vec());
+        let queue = stored.collections().iter().copied().zip(stored.signals().iter().copied()).collect();
+        let mut snapshot = IncrementalSnapshot::new(queue);
         snapshot.chunk_end = stored.primary_key();
         snapshot.maximum_key = stored.maximum_key();
         ctx.observe(Observation::IncrementalSnapshotResumed {
@@ -325,7 +341,10 @@ impl DebeziumTask {
                 return false;
             }
         }
-        let SignalAction::ExecuteSnapshot { kind, collections } = &signal.action else { return false };
+        let SignalAction::ExecuteSnapshot { kind, collections, .. } = &signal.action else { return false };
+        // The row's key is the signal's place in the list, from 1; the model keeps 255 of them.
+        let origin = u8::try_from(key).unwrap_or(0);
+        let collections: Vec<(TableId, u8)> = collections.iter().map(|table| (*table, origin)).collect();
         if *kind != SnapshotType::Incremental {
             return false; // refused by the scenario reader until blocking snapshots are modelled
         }
@@ -355,15 +374,15 @@ impl DebeziumTask {
         });
         match self.incremental.as_mut() {
             Some(snapshot) if running => {
-                snapshot.queue.extend(collections.iter().copied());
+                snapshot.queue.extend(collections);
                 snapshot.queue.truncate(IncrementalOffset::MAX_COLLECTIONS);
                 self.sync_incremental_offset();
                 false
             }
             _ => {
-                let mut snapshot = IncrementalSnapshot::new(collections.clone());
+                let mut snapshot = IncrementalSnapshot::new(collections);
                 snapshot.queue.truncate(IncrementalOffset::MAX_COLLECTIONS);
-                ctx.observe(Observation::IncrementalSnapshotStarted { tables: snapshot.queue.clone() });
+                ctx.observe(Observation::IncrementalSnapshotStarted { tables: snapshot.tables() });
                 self.incremental = Some(Box::new(snapshot));
                 self.sync_incremental_offset();
                 self.stalled = Some(Box::new(Stalled { resume: None, later: Vec::new(), then_stream: false }));
@@ -489,14 +508,14 @@ impl DebeziumTask {
             return;
         };
         let current = snapshot.current();
-        let named: Vec<TableId> = if request.all { snapshot.queue.clone() } else { request.tables };
+        let named: Vec<TableId> = if request.all { snapshot.tables() } else { request.tables };
         let mut stopped = Vec::new();
         let mut not_queued = Vec::new();
         let mut stop_current = false;
         for table in named {
             if Some(table) == current {
                 stop_current = true;
-            } else if let Some(at) = snapshot.queue.iter().position(|queued| *queued == table) {
+            } else if let Some(at) = snapshot.queue.iter().position(|(queued, _)| *queued == table) {
                 snapshot.queue.remove(at);
                 stopped.push(table);
             } else {
@@ -508,7 +527,7 @@ impl DebeziumTask {
             snapshot.window.clear();
             snapshot.next_collection();
         }
-        let left = snapshot.queue.clone();
+        let left = snapshot.tables();
         self.sync_incremental_offset();
         ctx.observe(Observation::IncrementalSnapshotStopped {
             running: true,
@@ -546,10 +565,17 @@ impl DebeziumTask {
             return;
         };
         let limit = self.config.signalling.as_ref().map_or(1024, |signalling| signalling.chunk_size);
+        let origin = snapshot.queue.first().map_or(0, |(_, origin)| *origin);
+        let filter =
+            self.config.signalling.as_ref().and_then(|signalling| signalling.filter(table, origin)).map(Box::new);
+        let Some(snapshot) = self.incremental.as_mut() else { return };
         let request = match snapshot.maximum_key {
             None => {
+                if let Some(filter) = filter.as_deref() {
+                    ctx.observe(Observation::AdditionalConditions { table, filter: *filter });
+                }
                 snapshot.reading = Some(ChunkStep::MaximumKey);
-                SqlRequest::SelectRange { table, after: None, upto: None, limit: 1, descending: true }
+                SqlRequest::SelectRange { table, after: None, upto: None, limit: 1, descending: true, filter }
             }
             Some(maximum) => {
                 snapshot.reading = Some(ChunkStep::Chunk);
@@ -559,6 +585,7 @@ impl DebeziumTask {
                     upto: Some(maximum),
                     limit,
                     descending: false,
+                    filter,
                 }
             }
         };
@@ -636,6 +663,10 @@ impl DebeziumTask {
                 }
             },
             (ChunkStep::Chunk, SqlReply::Rows { table, rows, .. }) => {
+                let origin = self.incremental.as_ref().and_then(|snapshot| snapshot.queue.first()).map_or(0, |q| q.1);
+                let filter = QueryFilter(
+                    self.config.signalling.as_ref().and_then(|signalling| signalling.filter(table, origin)),
+                );
                 let Some(snapshot) = self.incremental.as_mut() else { return TaskEvent::None };
                 let after = snapshot.chunk_end;
                 let count = rows.len() as u32;
@@ -650,6 +681,7 @@ impl DebeziumTask {
                         last,
                         rows: count,
                         maximum_key: snapshot.maximum_key.unwrap_or(0),
+                        filter,
                     });
                 }
                 match last {

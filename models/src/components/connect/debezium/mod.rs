@@ -995,6 +995,7 @@ mod tests {
                 action: SignalAction::ExecuteSnapshot {
                     kind: SnapshotType::Incremental,
                     collections: vec![TableId(0)],
+                    conditions: Vec::new(),
                 },
             }],
         });
@@ -1042,8 +1043,11 @@ mod tests {
         let mut config = (*task.config).clone();
         config.tables.push(OTHER);
         let signalling = config.signalling.as_mut().expect("signalling");
-        signalling.signals[0].action =
-            SignalAction::ExecuteSnapshot { kind: SnapshotType::Incremental, collections: vec![TableId(0), OTHER] };
+        signalling.signals[0].action = SignalAction::ExecuteSnapshot {
+            kind: SnapshotType::Incremental,
+            collections: vec![TableId(0), OTHER],
+            conditions: Vec::new(),
+        };
         signalling.signals.push(Signal {
             id: "stop-1".into(),
             data: String::new(),
@@ -1125,8 +1129,22 @@ mod tests {
             sent,
             vec![
                 insert(open),
-                SqlRequest::SelectRange { table: TableId(0), after: None, upto: None, limit: 1, descending: true },
-                SqlRequest::SelectRange { table: TableId(0), after: None, upto: Some(3), limit: 2, descending: false },
+                SqlRequest::SelectRange {
+                    table: TableId(0),
+                    after: None,
+                    upto: None,
+                    limit: 1,
+                    descending: true,
+                    filter: None
+                },
+                SqlRequest::SelectRange {
+                    table: TableId(0),
+                    after: None,
+                    upto: Some(3),
+                    limit: 2,
+                    descending: false,
+                    filter: None
+                },
                 insert(watermark_key(chunk, Watermark::Close)),
             ]
         );
@@ -1210,7 +1228,14 @@ mod tests {
         let sent = sql_sent(&out);
         assert_eq!(
             sent[1],
-            SqlRequest::SelectRange { table: TableId(0), after: Some(2), upto: Some(3), limit: 2, descending: false },
+            SqlRequest::SelectRange {
+                table: TableId(0),
+                after: Some(2),
+                upto: Some(3),
+                limit: 2,
+                descending: false,
+                filter: None
+            },
             "no maximum-key query: the stored one"
         );
         assert!(
