@@ -45,8 +45,9 @@
 //!   never read, streaming is unaffected. The offset keeps it with its collection (the model: the
 //!   signal that queued it), so a restart reads on with the same filter.
 //!
-//! Not modelled yet (issue 21's later parts): the Kafka signal channel, `surrogate-key`, read-only incremental snapshots, blocking snapshots, and the historic bugs
-//! (DBZ-3860, DBZ-5071, DBZ-7903).
+//! Not modelled yet (issue 21's later parts): the Kafka signal channel, `surrogate-key`,
+//! read-only incremental snapshots, blocking snapshots, and the historic bugs (DBZ-3860,
+//! DBZ-5071, DBZ-7903).
 
 use super::*;
 use crate::components::connect::debezium::config::WatermarkingStrategy;
