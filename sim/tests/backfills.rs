@@ -19,6 +19,11 @@ fn run(name: &str, sets: &[&str]) -> RunResult {
     common::run(&spec, seed)
 }
 
+/// What `pick` takes from each trace event, in trace order.
+fn observed<T>(result: &RunResult, pick: impl Fn(&Observation) -> Option<T>) -> Vec<T> {
+    result.trace.iter().filter_map(|event| pick(&event.observation)).collect()
+}
+
 /// The records appended to a table's change topic: (op code, key, source.snapshot).
 fn appended(result: &RunResult, table: TableId) -> Vec<(char, i64, Option<SnapshotMarker>)> {
     let mut records = Vec::new();
@@ -103,14 +108,10 @@ fn changes_inside_a_window_drop_their_rows_from_the_chunk() {
 fn a_restart_mid_backfill_reads_again_after_the_stored_key_with_no_gap() {
     let result = run("hubs-backfill-restart", &[]);
     assert!(result.prediction_held, "{:?}", result.findings);
-    let resumed: Vec<Option<i64>> = result
-        .trace
-        .iter()
-        .filter_map(|e| match e.observation {
-            Observation::IncrementalSnapshotResumed { after, .. } => Some(after),
-            _ => None,
-        })
-        .collect();
+    let resumed = observed(&result, |o| match o {
+        Observation::IncrementalSnapshotResumed { after, .. } => Some(*after),
+        _ => None,
+    });
     assert_eq!(resumed, [Some(512)]);
     let ignored = result.trace.iter().filter(|e| matches!(e.observation, Observation::WatermarkIgnored { .. })).count();
     assert!(ignored > 0, "the earlier start's watermarks are ignored");
@@ -143,16 +144,12 @@ fn a_stop_takes_effect_after_the_current_window_and_the_rest_is_never_read() {
         result.findings.iter().filter(|f| f.invariant == Invariant::I1).filter_map(|f| f.key).collect();
     assert_eq!(missing, (33..=40).collect::<Vec<_>>());
     // The stop was read inside window 2, and processed once that window closed.
-    let order: Vec<&str> = result
-        .trace
-        .iter()
-        .filter_map(|e| match &e.observation {
-            Observation::SignalExecuted { signal_type, .. } if signal_type == "stop-snapshot" => Some("stop read"),
-            Observation::WindowClosed { emitted, .. } if *emitted > 0 => Some("window emitted"),
-            Observation::IncrementalSnapshotStopped { running: true, current: true, .. } => Some("stopped"),
-            _ => None,
-        })
-        .collect();
+    let order = observed(&result, |o| match o {
+        Observation::SignalExecuted { signal_type, .. } if signal_type == "stop-snapshot" => Some("stop read"),
+        Observation::WindowClosed { emitted, .. } if *emitted > 0 => Some("window emitted"),
+        Observation::IncrementalSnapshotStopped { running: true, current: true, .. } => Some("stopped"),
+        _ => None,
+    });
     assert_eq!(order, ["window emitted", "stop read", "window emitted", "stopped"]);
     let backfill = &result.record.as_ref().expect("a record").backfills[0];
     assert_eq!((backfill.status.as_deref(), backfill.chunks, backfill.rows_read), (Some("STOPPED"), 2, 32));
@@ -178,23 +175,15 @@ fn a_stop_with_no_snapshot_running_stops_the_next_one() {
 fn a_pause_holds_until_a_restart_forgets_it() {
     let result = run("hubs-backfill-pause", &[]);
     assert!(result.prediction_held, "{:?}", result.findings);
-    let paused_after: Vec<Option<i64>> = result
-        .trace
-        .iter()
-        .filter_map(|e| match e.observation {
-            Observation::IncrementalSnapshotPaused { after, .. } => Some(after),
-            _ => None,
-        })
-        .collect();
+    let paused_after = observed(&result, |o| match o {
+        Observation::IncrementalSnapshotPaused { after, .. } => Some(*after),
+        _ => None,
+    });
     assert_eq!(paused_after, [Some(32)]);
-    let resumed: Vec<Option<i64>> = result
-        .trace
-        .iter()
-        .filter_map(|e| match e.observation {
-            Observation::IncrementalSnapshotResumed { after, .. } => Some(after),
-            _ => None,
-        })
-        .collect();
+    let resumed = observed(&result, |o| match o {
+        Observation::IncrementalSnapshotResumed { after, .. } => Some(*after),
+        _ => None,
+    });
     assert_eq!(resumed, [Some(32)], "init reads after the stored key although the snapshot was paused");
     let resume_outcome = result.trace.iter().find_map(|e| match &e.observation {
         Observation::SignalExecuted { signal_type, outcome, .. } if signal_type == "resume-snapshot" => Some(outcome),

@@ -352,11 +352,15 @@ impl IncrementalOffset {
         }
     }
 
-    /// With the signal that queued each collection (`signals[i]` for `collections[i]`).
-    pub fn with_signals(mut self, signals: &[u8]) -> IncrementalOffset {
-        let count = signals.len().min(usize::from(self.count));
-        self.signals[..count].copy_from_slice(&signals[..count]);
-        self
+    /// From the collections still to snapshot, each with the signal that queued it.
+    pub fn of_queue(queue: &[(TableId, u8)], primary_key: Option<Key>, maximum_key: Option<Key>) -> IncrementalOffset {
+        let mut offset = IncrementalOffset::new(&[], primary_key, maximum_key);
+        for (at, (table, signal)) in queue.iter().take(IncrementalOffset::MAX_COLLECTIONS).enumerate() {
+            offset.collections[at] = *table;
+            offset.signals[at] = *signal;
+            offset.count += 1;
+        }
+        offset
     }
 
     /// The signal that queued each collection still to snapshot (0: none known).

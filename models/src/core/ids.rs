@@ -156,6 +156,9 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in declaration order (a status's place here is `status as usize`).
+    pub const ALL: [Status; 5] = [Status::Submitted, Status::Assessed, Status::Approved, Status::Paid, Status::Closed];
+
     pub fn next(self) -> Status {
         match self {
             Status::Submitted => Status::Assessed,

@@ -198,8 +198,6 @@ impl RowFilter {
     /// Reads `status = 'approved' AND id > 10`.
     pub fn parse(text: &str) -> Result<RowFilter, String> {
         use crate::core::ids::Status;
-        const STATUSES: [Status; 5] =
-            [Status::Submitted, Status::Assessed, Status::Approved, Status::Paid, Status::Closed];
         let mut conditions = [None; RowFilter::MAX_CONDITIONS];
         let parts: Vec<&str> = split_and(text);
         if parts.len() > RowFilter::MAX_CONDITIONS {
@@ -233,7 +231,7 @@ impl RowFilter {
                     .strip_prefix('\'')
                     .and_then(|v| v.strip_suffix('\''))
                     .ok_or_else(|| format!("`{part}`: a status is a quoted word, e.g. 'approved'"))?;
-                match STATUSES.iter().find(|status| status.name() == name) {
+                match Status::ALL.iter().find(|status| status.name() == name) {
                     Some(status) => *status as i64,
                     None => {
                         return Err(format!("`{name}` is no status; submitted, assessed, approved, paid or closed"));
@@ -292,8 +290,6 @@ fn split_and(text: &str) -> Vec<&str> {
 impl fmt::Display for RowFilter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use crate::core::ids::Status;
-        const STATUSES: [Status; 5] =
-            [Status::Submitted, Status::Assessed, Status::Approved, Status::Paid, Status::Closed];
         for (i, condition) in self.conditions.iter().flatten().enumerate() {
             if i > 0 {
                 write!(f, " AND ")?;
@@ -301,7 +297,7 @@ impl fmt::Display for RowFilter {
             write!(f, "{} {} ", condition.column.name(), condition.op.sql())?;
             if condition.column == FilterColumn::Status {
                 let name =
-                    usize::try_from(condition.value).ok().and_then(|i| STATUSES.get(i)).map_or("?", |s| s.name());
+                    usize::try_from(condition.value).ok().and_then(|i| Status::ALL.get(i)).map_or("?", |s| s.name());
                 write!(f, "'{name}'")?;
             } else {
                 write!(f, "{}", condition.value)?;

@@ -215,7 +215,7 @@ fn snapshot_type(object: &serde_json::Map<String, serde_json::Value>) -> Result<
     }
 }
 
-/// A stop's patterns against the captured tables (`expandAndDedupeDataCollectionIds`, at
+/// Patterns against the captured tables (`expandAndDedupeDataCollectionIds`; a stop's at
 /// `checkAndProcessStopFlag`): the tables matched, each once, and the patterns that match none
 /// (Debezium keeps them as names and cannot remove them).
 fn expand(
@@ -306,11 +306,7 @@ fn conditions_of(
 
 /// `execute-snapshot`'s `data`: `{"data-collections": [...], "type": "incremental"}`.
 fn parse_data(data: &str) -> Result<(SnapshotType, Vec<String>, Conditions), String> {
-    let value: serde_json::Value =
-        serde_json::from_str(data).map_err(|error| format!("is not a JSON object: {error}"))?;
-    let Some(object) = value.as_object() else {
-        return Err("is not a JSON object: expected {\"data-collections\": [\"public.hubs\"]}".into());
-    };
+    let object = object_of(data, "{\"data-collections\": [\"public.hubs\"]}")?;
     for key in object.keys() {
         match key.as_str() {
             "data-collections" | "type" | "additional-conditions" => {}
@@ -330,15 +326,10 @@ fn parse_data(data: &str) -> Result<(SnapshotType, Vec<String>, Conditions), Str
             }
         }
     }
-    let kind = match object.get("type").map(|kind| kind.as_str().map(str::to_ascii_lowercase)) {
-        None => SnapshotType::Incremental,
-        Some(Some(kind)) if kind == "incremental" => SnapshotType::Incremental,
-        Some(Some(kind)) if kind == "blocking" => {
-            return Err("type `blocking` is not modelled yet; only incremental".into());
-        }
-        Some(Some(kind)) => return Err(format!("type `{kind}` is no snapshot type; incremental or blocking")),
-        Some(None) => return Err("type must be a string: \"incremental\" or \"blocking\"".into()),
-    };
+    let kind = snapshot_type(&object)?;
+    if kind == SnapshotType::Blocking {
+        return Err("type `blocking` is not modelled yet; only incremental".into());
+    }
     let Some(collections) = object.get("data-collections") else {
         return Err("needs data-collections: the tables to snapshot, e.g. [\"public.hubs\"]".into());
     };
@@ -359,23 +350,12 @@ fn parse_data(data: &str) -> Result<(SnapshotType, Vec<String>, Conditions), Str
 /// Each pattern matched against the whole name of every captured table, in the signal's order,
 /// each table once (`expandAndDedupeDataCollectionIds`).
 fn resolve(patterns: &[String], captured: &[TableId], tables: &[TableSetup]) -> Result<Vec<TableId>, String> {
-    let mut resolved = Vec::new();
-    for pattern in patterns {
-        let regex = regex::Regex::new(&format!("^(?:{})$", pattern.trim()))
-            .map_err(|error| format!("`{pattern}` is not a regular expression: {error}"))?;
-        let matched: Vec<TableId> =
-            captured.iter().copied().filter(|id| regex.is_match(&tables[usize::from(id.0)].name)).collect();
-        if matched.is_empty() {
-            return Err(format!(
-                "`{pattern}` matches no table the connector captures (table.include.list); what Debezium does with a \
-                 table it does not capture is not modelled"
-            ));
-        }
-        for id in matched {
-            if !resolved.contains(&id) {
-                resolved.push(id);
-            }
-        }
+    let (resolved, unmatched) = expand(patterns, captured, tables)?;
+    if let Some(pattern) = unmatched.first() {
+        return Err(format!(
+            "`{pattern}` matches no table the connector captures (table.include.list); what Debezium does with a \
+             table it does not capture is not modelled"
+        ));
     }
     if resolved.len() > handoff_models::core::event::IncrementalOffset::MAX_COLLECTIONS {
         return Err(format!(

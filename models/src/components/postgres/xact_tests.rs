@@ -973,6 +973,11 @@ fn a_silent_client_loses_its_walsender_and_the_slot_is_free() {
     assert!(matches!(h.slot().active, Some((Node::Connect2, _))));
 }
 
+/// A range query on `T` without a filter.
+fn range(after: Option<Key>, upto: Option<Key>, limit: u32, descending: bool) -> SqlRequest {
+    SqlRequest::SelectRange { table: T, after, upto, limit, descending, filter: None }
+}
+
 /// The incremental snapshot's queries (`SqlRequest::SelectRange`): a chunk `(id) > after AND
 /// (id) <= upto ORDER BY id LIMIT n`, and the largest key `ORDER BY id DESC LIMIT 1`, on a fresh
 /// statement snapshot: a commit not yet visible is not read.
@@ -985,14 +990,6 @@ fn a_chunk_query_reads_its_key_range_and_the_largest_key_query_the_last_row() {
     let keys = |reply: Option<SqlReply>| match reply {
         Some(SqlReply::Rows { rows, .. }) => rows.into_iter().map(|(key, _)| key).collect::<Vec<_>>(),
         other => panic!("rows: {other:?}"),
-    };
-    let range = |after, upto, limit, descending| SqlRequest::SelectRange {
-        table: T,
-        after,
-        upto,
-        limit,
-        descending,
-        filter: None,
     };
     assert_eq!(keys(h.sql(Node::App, 2, range(Some(1), Some(4), 2, false))), [2, 3]);
     assert_eq!(keys(h.sql(Node::App, 2, range(Some(3), Some(4), 2, false))), [4], "fewer than the chunk size");
@@ -1021,14 +1018,6 @@ fn a_range_query_says_which_commit_not_yet_visible_it_missed() {
     let xid = h.pg.durable.next_xid;
     h.statement(Node::App, 1, vec![RowOp::Delete { table: T, key: 4 }, RowOp::Delete { table: T, key: 5 }]);
     assert_eq!(h.sql(Node::App, 1, SqlRequest::Commit), None);
-    let range = |after, upto, limit, descending| SqlRequest::SelectRange {
-        table: T,
-        after,
-        upto,
-        limit,
-        descending,
-        filter: None,
-    };
     let missed = |h: &mut Harness, request| {
         h.observations.clear();
         h.sql(Node::Connect, 2, request);

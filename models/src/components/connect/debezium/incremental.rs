@@ -143,10 +143,7 @@ impl IncrementalSnapshot {
 
     /// `store`: what the offset of the next record carries.
     fn stored(&self) -> Option<IncrementalOffset> {
-        self.running().then(|| {
-            let signals: Vec<u8> = self.queue.iter().map(|(_, signal)| *signal).collect();
-            IncrementalOffset::new(&self.tables(), self.last_key_sent, self.maximum_key).with_signals(&signals)
-        })
+        self.running().then(|| IncrementalOffset::of_queue(&self.queue, self.last_key_sent, self.maximum_key))
     }
 
     /// `nextDataCollection` with `resetChunk`.

@@ -1033,6 +1033,16 @@ mod tests {
         SqlReply::Committed { xid: 1, commit_lsn: Lsn(1), end_lsn: Lsn(2), changes: Vec::new() }
     }
 
+    /// Signal row 1 on the stream, and the replies to its first `readChunk` on claims (keys 1
+    /// to 3, chunks of 2): the open watermark, the maximum key 3, rows 1 and 2, the close.
+    fn read_first_chunk(task: &mut DebeziumTask, ctx: &mut Ctx) {
+        task.on_repl_reply(ctx, ReplReply::XLogData(signal_txn(10, 1000, 1, false)));
+        task.on_sql_reply(ctx, committed());
+        task.on_sql_reply(ctx, SqlReply::Rows { table: TableId(0), rows: vec![(3, row(1))], done: true });
+        task.on_sql_reply(ctx, SqlReply::Rows { table: TableId(0), rows: vec![(1, row(1)), (2, row(1))], done: true });
+        task.on_sql_reply(ctx, committed());
+    }
+
     /// §6.3: a stop naming a queued table (and a name no table has) waits for the next
     /// `readChunk`, which removes that table and reads on in the current one.
     #[test]
@@ -1060,14 +1070,7 @@ mod tests {
         task.config = Fixed::new(config);
         let mut out = Outbox::default();
         let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
-        task.on_repl_reply(&mut ctx, ReplReply::XLogData(signal_txn(10, 1000, 1, false)));
-        task.on_sql_reply(&mut ctx, committed());
-        task.on_sql_reply(&mut ctx, SqlReply::Rows { table: TableId(0), rows: vec![(3, row(1))], done: true });
-        task.on_sql_reply(
-            &mut ctx,
-            SqlReply::Rows { table: TableId(0), rows: vec![(1, row(1)), (2, row(1))], done: true },
-        );
-        task.on_sql_reply(&mut ctx, committed());
+        read_first_chunk(&mut task, &mut ctx);
         let chunk = ChunkId::new(0, 1, 1);
         // The stop row inside the window: a request only.
         task.on_repl_reply(
@@ -1185,14 +1188,7 @@ mod tests {
         let mut task = signalling_task(WatermarkingStrategy::InsertDelete);
         let mut out = Outbox::default();
         let mut ctx = Ctx::new(SimTime(0), Node::Connect, &mut out);
-        task.on_repl_reply(&mut ctx, ReplReply::XLogData(signal_txn(10, 1000, 1, false)));
-        task.on_sql_reply(&mut ctx, committed());
-        task.on_sql_reply(&mut ctx, SqlReply::Rows { table: TableId(0), rows: vec![(3, row(1))], done: true });
-        task.on_sql_reply(
-            &mut ctx,
-            SqlReply::Rows { table: TableId(0), rows: vec![(1, row(1)), (2, row(1))], done: true },
-        );
-        task.on_sql_reply(&mut ctx, committed());
+        read_first_chunk(&mut task, &mut ctx);
         let open = watermark_key(ChunkId::new(0, 1, 1), Watermark::Open);
         assert_eq!(
             sql_sent(&out).last(),
