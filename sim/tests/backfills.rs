@@ -253,7 +253,11 @@ fn signals_the_model_does_not_run_yet_are_refused_by_name() {
     let path = common::scenario_path("hubs-backfill");
     let text = std::fs::read_to_string(&path).expect("the file");
     for (from, to, expected) in [
-        ("\"type\": \"incremental\"", "\"type\": \"blocking\"", "type `blocking` is not modelled yet"),
+        (
+            "\"type\": \"incremental\"",
+            "\"type\": \"blocking\", \"additional-conditions\": [{\"data-collection\": \"public.hubs\", \"filter\": \"id > 1\"}]",
+            "additional-conditions with type `blocking` is not modelled yet",
+        ),
         ("signal = \"execute-snapshot\"", "signal = \"schema-changes\"", "`schema-changes` is not modelled yet"),
         (
             "signal = \"execute-snapshot\"",
@@ -285,6 +289,13 @@ fn signals_the_model_does_not_run_yet_are_refused_by_name() {
         let error = handoff_sim::scenario::load_str("changed.toml", &changed, &[]).expect_err(to).to_string();
         assert!(error.contains(expected), "{to}: {error}");
     }
+    let old_release = text.replacen("\"type\": \"incremental\"", "\"type\": \"blocking\"", 1).replacen(
+        "[postgres]",
+        "[versions]\ndebezium = \"2.3\"\n\n[postgres]",
+        1,
+    );
+    let error = handoff_sim::scenario::load_str("old.toml", &old_release, &[]).expect_err("2.3").to_string();
+    assert!(error.contains("blocking snapshots exist from Debezium 2.4"), "{error}");
     let plain_insert = text.replace(
         "[prediction]",
         "[[workload.script]]\nat = \"30s\"\ninsert = 7\ntable = \"public.debezium_signal\"\n\n[prediction]",
@@ -405,4 +416,81 @@ fn a_bound_signals_after_the_workload_and_names_its_commit_visibility() {
     let atomic = bound_only.replace("[check]\n", "[check]\ncommit_visibility = \"atomic\"\n");
     let error = handoff_sim::scenario::load_str("atomic.toml", &atomic, &[]).expect_err("no such choice").to_string();
     assert!(error.contains("commit_visibility") && error.contains("with-commit-record"), "{error}");
+}
+
+/// A blocking snapshot (reference debezium-postgres.md §6.6): the signal's own record first,
+/// then the table read while the stream waits, then the stream from where it paused — with
+/// the change committed after the signal published again after the rows read.
+#[test]
+fn a_blocking_snapshot_pauses_the_stream_and_replays_what_followed_the_signal() {
+    let result = run("hubs-backfill-blocking", &[]);
+    assert!(result.prediction_held, "{:?}", result.findings);
+    let hubs = appended(&result, HUBS);
+    let reads: Vec<i64> = hubs.iter().filter(|(op, _, _)| *op == 'r').map(|(_, key, _)| *key).collect();
+    assert_eq!(reads, (1..=40).collect::<Vec<_>>(), "in key order, every hub once");
+    assert!(hubs.iter().filter(|(op, ..)| *op == 'r').all(|(_, _, marker)| *marker == Some(SnapshotMarker::Blocking)));
+    // Hub 7's close, committed after the signal, is read by the snapshot and streamed after it.
+    let last_read = hubs.iter().rposition(|(op, ..)| *op == 'r').expect("reads");
+    let close = hubs.iter().position(|(op, key, _)| *op == 'u' && *key == 7).expect("hub 7's close streamed");
+    assert!(close > last_read, "the stream resumes after the snapshot: {hubs:?}");
+    // The signal's own record precedes the snapshot rows.
+    let order = observed(&result, |o| match o {
+        Observation::Appended { records, .. } if records.iter().any(|r| r.tp.topic == Topic::Change(SIGNALS)) => {
+            Some("signal record")
+        }
+        Observation::Appended { records, .. } if records.iter().any(|r| r.tp.topic == Topic::Change(HUBS)) => {
+            Some("hubs")
+        }
+        _ => None,
+    });
+    assert_eq!(order.first(), Some(&"signal record"), "{order:?}");
+    let record = result.record.as_ref().expect("a record");
+    let blocking = &record.blocking_snapshots[0];
+    assert_eq!((blocking.status.as_deref(), blocking.records_published), (Some("COMPLETED"), 40));
+    assert!(record.backfills.is_empty(), "no incremental snapshot ran");
+}
+
+/// A worker killed in the middle of a blocking snapshot: nothing resumes it, the rows it had
+/// not emitted are never read.
+#[test]
+fn a_blocking_snapshot_interrupted_by_a_crash_is_not_resumed() {
+    let choice = handoff_sim::scenario::Choice { variant: Some("worker-killed".into()), ..Default::default() };
+    let loaded = handoff_sim::scenario::load_with(&common::scenario_path("hubs-backfill-blocking"), &choice)
+        .unwrap_or_else(|error| panic!("{error}"));
+    let result = common::run(&loaded.spec, loaded.seed);
+    assert!(result.prediction_held, "{:?}", result.findings);
+    assert_eq!(
+        observed(&result, |o| matches!(o, Observation::BlockingSnapshotStarted { .. }).then_some(())).len(),
+        1,
+        "started once, never again"
+    );
+    let missing: Vec<i64> =
+        result.findings.iter().filter(|f| f.invariant == Invariant::I1).filter_map(|f| f.key).collect();
+    assert_eq!(missing, (20..=40).collect::<Vec<_>>());
+    let blocking = &result.record.as_ref().expect("a record").blocking_snapshots[0];
+    assert_eq!((blocking.status.as_deref(), blocking.records_published), (Some("INTERRUPTED"), 19));
+}
+
+/// DBZ-7903 in the timed lens: a stored offset with `snapshot=BLOCKING` makes a 2.7 start run
+/// the initial snapshot again, a 3.0 start stream on.
+#[test]
+fn a_stored_blocking_offset_is_an_initial_snapshot_before_3_0_only() {
+    for (version, rerun) in [("2.7", true), ("3.0", false)] {
+        let result = run(
+            "hubs-backfill-blocking",
+            &[
+                &format!("versions.debezium=\"{version}\""),
+                // After the flush that stored a blocking row's offset (t=22.134s), before the next.
+                "fault=[{at=\"22200ms\", action=\"kill-connect-worker\", restart_after_ms=5000}]",
+            ],
+        );
+        let decisions = observed(&result, |o| match o {
+            Observation::SnapshotDecided { snapshot, reason } => Some((*snapshot, reason.contains("DBZ-7903"))),
+            _ => None,
+        });
+        assert_eq!(decisions.len(), 2, "{version}: two starts");
+        assert_eq!(decisions[1], (rerun, rerun), "{version}");
+        let blocking = &result.record.as_ref().expect("a record").blocking_snapshots[0];
+        assert_eq!(blocking.rerun_as_initial, rerun, "{version}");
+    }
 }

@@ -434,6 +434,16 @@ fn hubs_backfill_pause_flush_every_10s() {
 }
 
 #[test]
+fn hubs_backfill_blocking() {
+    check("hubs-backfill-blocking");
+}
+
+#[test]
+fn hubs_backfill_blocking_worker_killed() {
+    check_variant("hubs-backfill-blocking", "worker-killed");
+}
+
+#[test]
 fn hubs_backfill_visibility_race() {
     check("hubs-backfill-visibility-race");
 }

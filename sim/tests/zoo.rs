@@ -184,6 +184,13 @@ fn dbz_1863_trust_offset_after_a_slot_advanced_by_hand() {
     assert!(fails_closed(&twin), "the fixed twin: the seek fails the task on some path");
 }
 
+#[test]
+fn dbz_7903_a_blocking_snapshot_rerun_as_initial() {
+    let twin =
+        historic("dbz-7903-blocking-snapshot-rerun-as-initial", Invariant::I2, (655_941, 201_243), (644_436, 196_342));
+    assert!(twin.properties.iter().all(|p| p.outcome != Outcome::Counterexample), "the twin holds everything");
+}
+
 /// Whether some path of a checked bound fails closed.
 fn fails_closed(report: &check::CheckReport) -> bool {
     report.properties.iter().any(|p| p.name == FAILS_CLOSED && p.outcome == Outcome::Reached)

@@ -342,9 +342,15 @@ impl SearchIndex {
         let last = self.last_written.entry(id).or_insert(lsn);
         *last = (*last).max(lsn);
         // An incremental snapshot's reads are no epoch: they come chunk by chunk among the
-        // streamed changes, and a chunk retracts nothing (it only reads rows that exist).
+        // streamed changes, and a chunk retracts nothing (it only reads rows that exist). Nor
+        // are a blocking snapshot's, in the model: it reads some tables at the current time,
+        // not every table at the position its `source.lsn` names (on the wire its markers are
+        // an initial snapshot's; a sink that took it for an epoch would retract by table).
         if event.op == Op::Read
-            && event.source.snapshot != crate::core::event::SnapshotMarker::Incremental
+            && !matches!(
+                event.source.snapshot,
+                crate::core::event::SnapshotMarker::Incremental | crate::core::event::SnapshotMarker::Blocking
+            )
             && !self.closed_epochs.contains(&lsn)
         {
             let epoch = self.epochs.entry(lsn).or_default();

@@ -65,6 +65,12 @@ pub enum SnapshotMarker {
     /// streamed changes when its chunk's window closes. No record of an incremental snapshot is
     /// first or last.
     Incremental,
+    /// A row of a blocking snapshot (`ChangeEventSourceCoordinator.doBlockingSnapshot`). On the
+    /// wire its `source.snapshot` is `first`, `true` or `last`, as an initial snapshot's (only
+    /// the offset's `snapshot=BLOCKING` tells them apart); the model marks it so that the judges
+    /// read it as what it is: a row read at the current time while streaming is paused, not a
+    /// snapshot at the source position its `source.lsn` names.
+    Blocking,
 }
 
 impl SnapshotMarker {

@@ -741,6 +741,26 @@ pub enum Observation {
         unmatched: Vec<String>,
         left: Vec<TableId>,
     },
+    /// A blocking snapshot began (`ChangeEventSourceCoordinator.doBlockingSnapshot`): streaming
+    /// paused after the signal's message, at the offset whose `lsn` is `lsn`; `tables` are read,
+    /// in order, by READ COMMITTED `SELECT`s at the current time.
+    BlockingSnapshotStarted {
+        tables: Vec<TableId>,
+        lsn: Lsn,
+    },
+    /// The blocking snapshot read every table: `rows` records, the last one carrying the
+    /// completion; streaming resumes at the pause position.
+    BlockingSnapshotCompleted {
+        rows: u32,
+    },
+    /// The blocking snapshot failed (`doBlockingSnapshot`'s catch: "Error while executing
+    /// requested blocking snapshot."): `rows` were read, the held-back last one (`held`) is never
+    /// emitted (DBZ-8335), the offset keeps `snapshot=BLOCKING`; streaming resumes.
+    BlockingSnapshotFailed {
+        reason: String,
+        rows: u32,
+        held: Option<(TableId, Key)>,
+    },
 }
 
 /// What the consumer did with one record.

@@ -667,6 +667,24 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             if reason.is_empty() { String::new() } else { format!("; {reason}") }
         ),
         Observation::IncrementalSnapshotCompleted => "incremental snapshot completed: no table left to read".into(),
+        Observation::BlockingSnapshotStarted { tables, lsn } => format!(
+            "streaming paused for a blocking snapshot of {} (the records carry the streaming offset at the pause, \
+             lsn {lsn}, with snapshot=BLOCKING; each table read by a SELECT now, READ COMMITTED)",
+            tables.iter().map(|table| names.table(*table)).collect::<Vec<_>>().join(", ")
+        ),
+        Observation::BlockingSnapshotCompleted { rows } => format!(
+            "blocking snapshot completed: {rows} row(s) read, the last one re-emitted with the completion; \
+             streaming resumes where it paused (changes committed since the signal come again after the rows read)"
+        ),
+        Observation::BlockingSnapshotFailed { reason, rows, held } => format!(
+            "blocking snapshot failed ({reason}): Error while executing requested blocking snapshot; {rows} row(s) \
+             read{}; the offset keeps snapshot=BLOCKING; streaming resumes",
+            match held {
+                Some((table, key)) =>
+                    format!(", the held-back last one ({} row {key}) never emitted (DBZ-8335)", names.table(*table)),
+                None => String::new(),
+            }
+        ),
         Observation::ReadMissedCommit { client, table, xid, key, rows } => {
             let more = if *rows > 1 { format!(" and {} more", rows - 1) } else { String::new() };
             format!(

@@ -416,6 +416,114 @@ impl BackfillRecord {
     }
 }
 
+/// One blocking snapshot (reference debezium-postgres.md §6.6): the tables it read, when
+/// streaming paused for it, how it ended, and the `op=r` records Kafka holds of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockingSnapshotRecord {
+    pub tables: Vec<String>,
+    pub started_at: SimTime,
+    /// `COMPLETED`, `FAILED` (caught: streaming resumed), `INTERRUPTED` (the task stopped under
+    /// it; never resumed), or `None`: still running when the run ended.
+    pub status: Option<String>,
+    pub finished_at: Option<SimTime>,
+    pub records_published: u64,
+    /// The held-back last row a failure never emitted (DBZ-8335), as `table row key`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub never_emitted: Option<String>,
+    /// The start after the interruption re-ran the initial snapshot (before 3.0.2, DBZ-7903).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rerun_as_initial: bool,
+}
+
+impl BlockingSnapshotRecord {
+    /// The blocking snapshots a trace shows, in the order they began.
+    pub fn of(trace: &[TraceEvent], tables: &[crate::scenario::spec::TableSetup]) -> Vec<BlockingSnapshotRecord> {
+        use crate::core::event::SnapshotMarker;
+        let name = |table: crate::core::ids::TableId| {
+            tables.get(usize::from(table.0)).map_or_else(|| table.0.to_string(), |t| t.name.clone())
+        };
+        let mut found: Vec<BlockingSnapshotRecord> = Vec::new();
+        let mut interrupted: Option<usize> = None;
+        for event in trace {
+            let running = found.last_mut().filter(|record| record.status.is_none());
+            match &event.observation {
+                Observation::BlockingSnapshotStarted { tables, .. } => found.push(BlockingSnapshotRecord {
+                    tables: tables.iter().map(|table| name(*table)).collect(),
+                    started_at: event.at,
+                    status: None,
+                    finished_at: None,
+                    records_published: 0,
+                    never_emitted: None,
+                    rerun_as_initial: false,
+                }),
+                Observation::BlockingSnapshotCompleted { .. } => {
+                    if let Some(record) = running {
+                        record.status = Some("COMPLETED".into());
+                        record.finished_at = Some(event.at);
+                    }
+                }
+                Observation::BlockingSnapshotFailed { held, .. } => {
+                    if let Some(record) = running {
+                        record.status = Some("FAILED".into());
+                        record.finished_at = Some(event.at);
+                        record.never_emitted = held.map(|(table, key)| format!("{} row {key}", name(table)));
+                    }
+                }
+                Observation::TaskStarted { .. } => {
+                    interrupted = None;
+                    if let Some(record) = running {
+                        record.status = Some("INTERRUPTED".into());
+                        record.finished_at = Some(event.at);
+                        interrupted = Some(found.len() - 1);
+                    }
+                }
+                Observation::SnapshotDecided { snapshot: true, reason } if reason.contains("DBZ-7903") => {
+                    if let Some(index) = interrupted.take() {
+                        found[index].rerun_as_initial = true;
+                    } else if let Some(record) = found.last_mut() {
+                        record.rerun_as_initial = true;
+                    }
+                }
+                Observation::Appended { records: appended, .. } => {
+                    let count = appended
+                        .iter()
+                        .filter(|record| record.value.is_some_and(|v| v.source.snapshot == SnapshotMarker::Blocking))
+                        .count() as u64;
+                    if count > 0
+                        && let Some(record) = found.last_mut()
+                    {
+                        record.records_published += count;
+                    }
+                }
+                _ => {}
+            }
+        }
+        found
+    }
+
+    /// The record's line.
+    pub fn sentence(&self) -> String {
+        let status = match (self.status.as_deref(), self.finished_at) {
+            (Some("INTERRUPTED"), Some(at)) => format!(
+                "INTERRUPTED by a task restart at {at}, not resumed (the rows it had not emitted are never read{})",
+                if self.rerun_as_initial { "; the restart re-ran the initial snapshot instead, DBZ-7903" } else { "" }
+            ),
+            (Some(status), Some(at)) => format!("{status} at {at}"),
+            _ => "NOT finished".into(),
+        };
+        let lost = match &self.never_emitted {
+            Some(row) => format!("; its held-back last row ({row}) never emitted (DBZ-8335)"),
+            None => String::new(),
+        };
+        format!(
+            "{}: blocking snapshot from {}, {status}; {} op=r record(s) published{lost}",
+            self.tables.join(", "),
+            self.started_at,
+            self.records_published
+        )
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyDuplicates {
     pub key: Key,
@@ -696,6 +804,9 @@ pub struct HandoffRecord {
     /// Each table an incremental snapshot read (a backfill), in the order they began.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub backfills: Vec<BackfillRecord>,
+    /// Each blocking snapshot, in the order they began.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocking_snapshots: Vec<BlockingSnapshotRecord>,
     /// Signals the script wrote that no connector executed, each with why, for people.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub signals_not_read: Vec<String>,
@@ -1304,6 +1415,7 @@ impl HandoffRecord {
             sink_checkpoint: checkpoint(spec, &inputs.sink_checkpoint),
             duplicates: Duplicates::of(inputs.trace),
             backfills: BackfillRecord::of(inputs.trace, &spec.tables),
+            blocking_snapshots: BlockingSnapshotRecord::of(inputs.trace, &spec.tables),
             signals_not_read: signals_not_read(spec, inputs.trace),
             isolation: spec.connect.exactly_once().then(|| IsolationCounts::of(inputs.trace)),
             task_placement: if spec.connect.workers > 1 {
@@ -1407,6 +1519,10 @@ impl HandoffRecord {
         for (index, backfill) in self.backfills.iter().enumerate() {
             let label = if index == 0 { "backfill" } else { "" };
             let _ = writeln!(out, "  {label:<20} {}", backfill.sentence());
+        }
+        for (index, blocking) in self.blocking_snapshots.iter().enumerate() {
+            let label = if index == 0 { "blocking snapshot" } else { "" };
+            let _ = writeln!(out, "  {label:<20} {}", blocking.sentence());
         }
         if let Some(test) = &self.restart_test {
             let _ = writeln!(

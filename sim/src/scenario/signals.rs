@@ -78,6 +78,16 @@ pub(super) fn signal_steps(
         for connector in connectors.iter_mut().filter(|connector| connector.signal_table() == Some(table)) {
             let action = match &request {
                 Request::Execute(kind, patterns, filters) => {
+                    if *kind == SnapshotType::Blocking && connector.version < (2, 4) {
+                        let (major, minor) = connector.version;
+                        return cx.fail(
+                            &at,
+                            format!(
+                                "type `blocking`: ad-hoc blocking snapshots exist from Debezium 2.4; [versions] \
+                                 debezium = \"{major}.{minor}\" has incremental ones only"
+                            ),
+                        );
+                    }
                     let collections = match resolve(patterns, &connector.tables, tables) {
                         Ok(collections) => collections,
                         Err(problem) => return cx.fail(&at, format!("{problem} (connector {})", connector.name)),
@@ -327,8 +337,10 @@ fn parse_data(data: &str) -> Result<(SnapshotType, Vec<String>, Conditions), Str
         }
     }
     let kind = snapshot_type(&object)?;
-    if kind == SnapshotType::Blocking {
-        return Err("type `blocking` is not modelled yet; only incremental".into());
+    if kind == SnapshotType::Blocking && object.contains_key("additional-conditions") {
+        return Err("additional-conditions with type `blocking` is not modelled yet: a blocking snapshot takes each \
+             filter as the whole SELECT statement of its table (snapshot.select.statement.overrides)"
+            .into());
     }
     let Some(collections) = object.get("data-collections") else {
         return Err("needs data-collections: the tables to snapshot, e.g. [\"public.hubs\"]".into());

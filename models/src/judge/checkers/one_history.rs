@@ -20,7 +20,9 @@
 //!   reference debezium-postgres.md §6.2: a change committed before a chunk's open watermark is
 //!   in its `SELECT`, a change inside the window removes the row from the buffer). A stale read
 //!   is what the commit-visibility race behind the watermarks produces; after a streamed delete
-//!   it is a resurrection.
+//!   it is a resurrection. A blocking snapshot's rows are judged the same way: read at the current
+//!   time while the stream waits, they are not a snapshot at the position their `source.lsn`
+//!   names (the pause), and never the accepted snapshot.
 //!
 //! Does not verify: earlier, incomplete snapshot attempts (superseded; whether their rows
 //! survive in the sink is I2's question); a tail the stream has not published yet (not a hole:
@@ -49,6 +51,11 @@ pub fn check(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Finding>)
 struct Position {
     csn: Csn,
     describe: String,
+    /// The accepted snapshot's tables and its `source.lsn` (where its stream starts): a
+    /// captured table it did not read (`snapshot.include.collection.list`) has no state at S,
+    /// its history starts at the stream (or at its backfill), so only its commits from there on
+    /// must be streamed. None: every captured table from S.
+    read: Option<(std::collections::BTreeSet<crate::core::ids::TableId>, Lsn)>,
 }
 
 fn position_lsn(evidence: &Evidence, csn: Csn) -> Option<Lsn> {
@@ -68,7 +75,7 @@ fn handoff_position(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Fi
         let (_, start) = evidence.first_stream_start?;
         let csn =
             oracle.surviving().filter(|commit| commit.txn.commit_lsn < start).map(|c| c.txn.csn).max().unwrap_or(0);
-        return Some(Position { csn, describe: format!("the first stream start {start}") });
+        return Some(Position { csn, describe: format!("the first stream start {start}"), read: None });
     };
     let label = format!("snapshot attempt {} (source.lsn {}, {} rows)", index + 1, attempt.lsn, attempt.rows.len());
     // Every row pins S to the interval in which the document held it. The snapshot's rows and
@@ -152,7 +159,11 @@ fn handoff_position(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Fi
         }
     }
     let _ = boundary;
-    Some(Position { csn, describe: format!("{label}, the source at {}", describe_csn(evidence, csn)) })
+    Some(Position {
+        csn,
+        describe: format!("{label}, the source at {}", describe_csn(evidence, csn)),
+        read: Some((attempt.tables.clone(), attempt.lsn)),
+    })
 }
 
 fn inconsistent(
@@ -194,6 +205,12 @@ fn coverage(evidence: &Evidence, position: Position, found: &mut Vec<Finding>) {
             .changes
             .iter()
             .filter(|change| evidence.captured.contains(&change.table))
+            .filter(|change| match &position.read {
+                Some((tables, stream_start)) => {
+                    tables.contains(&change.table) || commit.txn.commit_lsn >= *stream_start
+                }
+                None => true,
+            })
             .filter(|change| {
                 !evidence.published.has_change(change.lsn, (change.table, change.key), change.kind.after())
             })
@@ -306,13 +323,14 @@ fn incremental_reads(evidence: &Evidence, found: &mut Vec<Finding>) {
             continue;
         }
         let versions = evidence.oracle.versions(read.id);
+        let which = if read.blocking { "blocking" } else { "incremental" };
         let Some((_, until)) = crate::judge::oracle::interval_of(versions, read.row) else {
             reported.insert(read.id);
             found.push(
                 Finding::new(Invariant::I4, Some(read.id.1), read.at)
-                    .expected("incremental snapshot rows are rows of the source history")
+                    .expected(format!("{which} snapshot rows are rows of the source history"))
                     .seen(format!(
-                        "version {} ({}) read by the incremental snapshot is no row the surviving source ever had",
+                        "version {} ({}) read by the {which} snapshot is no row the surviving source ever had",
                         read.row.version,
                         read.row.status.name()
                     ))
@@ -328,23 +346,34 @@ fn incremental_reads(evidence: &Evidence, found: &mut Vec<Finding>) {
             .min_by_key(|(_, _, csn, _, _)| *csn);
         if let Some((_, lsn, _, commit_lsn, kind)) = newer {
             reported.insert(read.id);
+            let detail = if read.blocking {
+                format!(
+                    "the change's commit ({commit_lsn}) was streamed before the blocking snapshot paused the stream, \
+                     yet its SELECT did not see it"
+                )
+            } else {
+                format!(
+                    "the change's commit ({commit_lsn}) was streamed before the chunk's window opened, yet the \
+                     chunk's SELECT did not see it: its transaction was in the WAL before the open watermark but \
+                     not yet visible (the watermarks assume commit order is visibility order); nothing in the \
+                     window removed the stale row"
+                )
+            };
             found.push(
                 Finding::new(Invariant::I4, Some(read.id.1), read.at)
-                    .expected("an incremental snapshot row is never older than a change of its key streamed before it")
+                    .expected(format!(
+                        "a{} {which} snapshot row is never older than a change of its key streamed before it",
+                        if read.blocking { "" } else { "n" }
+                    ))
                     .seen(format!(
-                        "the incremental snapshot emitted version {} ({}) after the stream had published the {kind} \
+                        "the {which} snapshot emitted version {} ({}) after the stream had published the {kind} \
                          at {lsn} that replaced it{}",
                         read.row.version,
                         read.row.status.name(),
                         if *kind == "delete" { ": the deleted row comes back" } else { "" }
                     ))
                     .lsn(*lsn)
-                    .detail(format!(
-                        "the change's commit ({commit_lsn}) was streamed before the chunk's window opened, yet the \
-                         chunk's SELECT did not see it: its transaction was in the WAL before the open watermark but \
-                         not yet visible (the watermarks assume commit order is visibility order); nothing in the \
-                         window removed the stale row"
-                    )),
+                    .detail(detail),
             );
         }
     }

@@ -138,15 +138,20 @@ pub struct Published {
     pub incremental: Vec<IncrementalRead>,
 }
 
-/// One `op=r` record of an incremental snapshot as appended.
+/// One `op=r` record of an incremental or a blocking snapshot as appended: a row read while
+/// the stream runs (or waits), not part of a snapshot at one source position.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct IncrementalRead {
     pub id: DocId,
     pub row: Row,
-    /// Its `source.lsn`: where the stream was when its window closed.
+    /// Its `source.lsn`: where the stream was when its window closed (a blocking snapshot's:
+    /// where streaming paused).
     pub lsn: Lsn,
     pub at: SimTime,
     pub seq: u64,
+    /// A blocking snapshot's row.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub blocking: bool,
 }
 
 /// An outbox event on its routed topic.
@@ -204,8 +209,9 @@ impl Published {
                 continue;
             }
             let Some(row) = event.after else { continue };
-            if event.source.snapshot == SnapshotMarker::Incremental {
-                self.incremental.push(IncrementalRead { id, row, lsn: event.source.lsn, at, seq: self.seq });
+            if matches!(event.source.snapshot, SnapshotMarker::Incremental | SnapshotMarker::Blocking) {
+                let blocking = event.source.snapshot == SnapshotMarker::Blocking;
+                self.incremental.push(IncrementalRead { id, row, lsn: event.source.lsn, at, seq: self.seq, blocking });
                 continue;
             }
             let (origin, lsn) = (event.source.connector, event.source.lsn);

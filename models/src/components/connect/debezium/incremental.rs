@@ -45,9 +45,9 @@
 //!   never read, streaming is unaffected. The offset keeps it with its collection (the model: the
 //!   signal that queued it), so a restart reads on with the same filter.
 //!
-//! Not modelled yet (issue 21's later parts): the Kafka signal channel, `surrogate-key`,
-//! read-only incremental snapshots, blocking snapshots, and the historic bugs (DBZ-3860,
-//! DBZ-5071, DBZ-7903).
+//! Blocking snapshots are `blocking`'s. Not modelled yet (issue 21's later parts): the Kafka
+//! signal channel, `surrogate-key`, read-only incremental snapshots, and the historic bugs
+//! DBZ-3860 and DBZ-5071.
 
 use super::*;
 use crate::components::connect::debezium::config::WatermarkingStrategy;
@@ -169,6 +169,22 @@ pub(super) struct Stalled {
     later: Vec<ReplReply>,
     /// `init` at the task's start: the stream starts when the read returns.
     then_stream: bool,
+    /// The message at `resume`'s index has not been read yet (a blocking snapshot's pause,
+    /// taken before the loop reads its next message): it is read in full when the stream
+    /// resumes, not only its record emitted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    unread: bool,
+}
+
+impl Stalled {
+    fn new(then_stream: bool) -> Stalled {
+        Stalled { resume: None, later: Vec::new(), then_stream, unread: false }
+    }
+
+    /// The stream paused for a blocking snapshot.
+    pub(super) fn paused() -> Stalled {
+        Stalled { unread: true, ..Stalled::new(false) }
+    }
 }
 
 impl DebeziumTask {
@@ -213,7 +229,7 @@ impl DebeziumTask {
         });
         self.incremental = Some(Box::new(snapshot));
         self.sync_incremental_offset();
-        self.stalled = Some(Box::new(Stalled { resume: None, later: Vec::new(), then_stream: true }));
+        self.stalled = Some(Box::new(Stalled::new(true)));
         self.read_chunk(ctx);
         self.stalled.is_some()
     }
@@ -330,7 +346,7 @@ impl DebeziumTask {
                 if let Some(table) = table {
                     ctx.observe(Observation::IncrementalSnapshotUnpaused { table });
                 }
-                self.stalled = Some(Box::new(Stalled { resume: None, later: Vec::new(), then_stream: false }));
+                self.stalled = Some(Box::new(Stalled::new(false)));
                 self.read_chunk(ctx);
                 return self.stalled.is_some();
             }
@@ -343,8 +359,25 @@ impl DebeziumTask {
         // The row's key is the signal's place in the list, from 1; the model keeps 255 of them.
         let origin = u8::try_from(key).unwrap_or(0);
         let collections: Vec<(TableId, u8)> = collections.iter().map(|table| (*table, origin)).collect();
-        if *kind != SnapshotType::Incremental {
-            return false; // refused by the scenario reader until blocking snapshots are modelled
+        if *kind == SnapshotType::Blocking {
+            let tables: Vec<TableId> = collections.iter().map(|(table, _)| *table).collect();
+            let outcome = if self.blocking.is_some() || self.blocking_request.is_some() {
+                "another blocking snapshot is requested before streaming paused: its tables are read in the \
+                 same pause, after the first one's (the executor runs one snapshot after the other)"
+            } else {
+                "a blocking snapshot is requested (doBlockingSnapshot): streaming pauses before the next message"
+            };
+            ctx.observe(Observation::SignalExecuted {
+                id: signal.id.clone(),
+                signal_type: signal.action.signal_type().into(),
+                data: signal.data.clone(),
+                outcome: outcome.into(),
+            });
+            match self.blocking_request.as_mut() {
+                Some(queued) => queued.extend(tables),
+                None => self.request_blocking_snapshot(tables),
+            }
+            return false;
         }
         let running = self.incremental.as_ref().is_some_and(|snapshot| snapshot.running());
         let queued = self.incremental.as_ref().filter(|_| running).map_or(0, |snapshot| snapshot.queue.len());
@@ -383,7 +416,7 @@ impl DebeziumTask {
                 ctx.observe(Observation::IncrementalSnapshotStarted { tables: snapshot.tables() });
                 self.incremental = Some(Box::new(snapshot));
                 self.sync_incremental_offset();
-                self.stalled = Some(Box::new(Stalled { resume: None, later: Vec::new(), then_stream: false }));
+                self.stalled = Some(Box::new(Stalled::new(false)));
                 self.read_chunk(ctx);
                 self.stalled.is_some()
             }
@@ -418,7 +451,7 @@ impl DebeziumTask {
             self.send_snapshot_event(ctx, table, key, row);
         }
         ctx.observe(Observation::WindowClosed { table, chunk, emitted, deduplicated });
-        self.stalled = Some(Box::new(Stalled { resume: None, later: Vec::new(), then_stream: false }));
+        self.stalled = Some(Box::new(Stalled::new(false)));
         self.read_chunk(ctx);
         self.stalled.is_some()
     }
@@ -709,13 +742,19 @@ impl DebeziumTask {
         if self.incremental.as_ref().is_some_and(|snapshot| snapshot.reading.is_some()) {
             return;
         }
+        self.end_stall(ctx);
+    }
+
+    /// The streaming thread takes up the stream where it left it (after `readChunk`, or a
+    /// blocking snapshot).
+    pub(super) fn end_stall(&mut self, ctx: &mut Ctx) {
         let Some(stalled) = self.stalled.take() else { return };
-        let Stalled { resume, later, then_stream } = *stalled;
+        let Stalled { resume, later, then_stream, unread } = *stalled;
         if then_stream {
             self.start_streaming(ctx);
         }
         if let Some((reply, index)) = resume {
-            self.resume_stream(ctx, reply, index);
+            self.resume_stream(ctx, reply, index, unread);
         }
         for reply in later {
             if self.stalled.is_some() {

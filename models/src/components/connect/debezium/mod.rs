@@ -77,17 +77,18 @@
 //!
 //! Left out (another issue makes them exact): `slot.max.retries` (a refused seek from 2.5 is
 //! retried six times, 10 s apart, before the task fails; here it fails at once), heartbeats
-//! emitted right after a commit or a change (here only on the interval's timer), blocking
-//! snapshots and the parts of incremental ones `incremental` lists,
+//! emitted right after a commit or a change (here only on the interval's timer), the parts of
+//! incremental and blocking snapshots `incremental` and `blocking` list,
 //! transaction metadata (so no BEGIN record ever carries an offset), the `<prefix>.message` records
 //! of logical decoding messages (their offsets move; no record is emitted), the queue's
 //! `max.queue.size` back-pressure.
 //!
 //! The files: `config` (the properties), `startup` (start-up to the snapshot decision), `snapshot`,
 //! `streaming` (the replication stream and its restart filter), `incremental` (signals and
-//! incremental snapshots), `offsets` (acknowledgement and the slot's confirmation); the task's
-//! state, its connections and its queue are here.
+//! incremental snapshots), `blocking` (blocking snapshots), `offsets` (acknowledgement and the
+//! slot's confirmation); the task's state, its connections and its queue are here.
 
+mod blocking;
 mod config;
 mod incremental;
 mod locator;
@@ -267,6 +268,11 @@ pub struct DebeziumTask {
     chunks_drawn: u32,
     /// A `stop-snapshot` waiting for the next `readChunk` (`incremental`): in memory only.
     stop_request: Option<Box<incremental::StopRequest>>,
+    /// A blocking snapshot's tables, signalled: the streaming loop pauses before its next
+    /// message (`blocking`).
+    blocking_request: Option<Vec<TableId>>,
+    /// The blocking snapshot while it runs (`blocking`).
+    blocking: Option<Box<blocking::BlockingSnapshot>>,
 }
 
 impl DebeziumTask {
@@ -303,6 +309,8 @@ impl DebeziumTask {
             chunk_origin: (0, 0),
             chunks_drawn: 0,
             stop_request: None,
+            blocking_request: None,
+            blocking: None,
         }
     }
 

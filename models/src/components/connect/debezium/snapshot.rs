@@ -11,10 +11,32 @@ impl DebeziumTask {
             (SnapshotMode::NoData, _) => (false, "snapshot.mode=no_data never snapshots data".to_string()),
             (SnapshotMode::Always, _) => (true, "snapshot.mode=always snapshots at every start".to_string()),
             (mode, None) => (true, format!("snapshot.mode={}: no stored offset", mode.name())),
-            (mode, Some(offset)) if offset.initial_snapshot_running() => (
+            (mode, Some(offset))
+                if offset.snapshot == Some(SnapshotKind::Blocking) && self.stored_initial_snapshot_running(&offset) =>
+            {
+                (
+                    true,
+                    format!(
+                        "snapshot.mode={}: previous snapshot was cancelled before completion; a new snapshot will be taken \
+                     (the stored offset is an interrupted blocking snapshot's: before 3.0.2 it stores snapshot=true, \
+                     which loads as an initial snapshot in progress, DBZ-7903)",
+                        mode.name()
+                    ),
+                )
+            }
+            (mode, Some(offset)) if self.stored_initial_snapshot_running(&offset) => (
                 true,
                 format!(
                     "snapshot.mode={}: previous snapshot was cancelled before completion; a new snapshot will be taken",
+                    mode.name()
+                ),
+            ),
+            (mode, Some(offset)) if self.blocking_not_resumed(&offset) => (
+                false,
+                format!(
+                    "snapshot.mode={}: stored offset with snapshot=BLOCKING, not completed: a blocking snapshot is \
+                     never resumed (no code path reads it); streaming goes on from the stored offset, and the rows \
+                     it had not emitted are never read",
                     mode.name()
                 ),
             ),

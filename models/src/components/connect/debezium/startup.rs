@@ -26,9 +26,11 @@ impl DebeziumTask {
         self.incremental = None;
         self.stalled = None;
         self.stalled_index = None;
+        self.blocking_request = None;
+        self.blocking = None;
         ctx.observe(Observation::TaskStarted { offset: stored });
         if let Some(offset) = stored
-            && offset.initial_snapshot_running()
+            && self.stored_initial_snapshot_running(&offset)
             && self.config.snapshot_mode == SnapshotMode::NoData
         {
             return self.fail(
@@ -40,7 +42,7 @@ impl DebeziumTask {
         }
         let check = self.config.log_position_check_enable
             && self.config.offset_mismatch_strategy.checks_log_position()
-            && stored.is_some_and(|offset| !offset.initial_snapshot_running());
+            && stored.is_some_and(|offset| !self.stored_initial_snapshot_running(&offset));
         self.phase = if check { Phase::CheckingLogPosition } else { Phase::ReadingSlot };
         let slot = self.config.slot_name.clone();
         self.sql(ctx, SqlRequest::SlotInfo { slot });
@@ -50,6 +52,9 @@ impl DebeziumTask {
     pub(super) fn on_sql_reply(&mut self, ctx: &mut Ctx, reply: SqlReply) -> TaskEvent {
         if self.awaits_chunk_reply() {
             return self.on_chunk_reply(ctx, reply);
+        }
+        if self.blocking.is_some() {
+            return self.on_blocking_reply(ctx, reply);
         }
         if let Phase::SeekingSlot { target, start } = self.phase {
             return self.on_seek_reply(ctx, target, start, reply);

@@ -185,7 +185,11 @@ impl DebeziumTask {
                 event
             }
             (Phase::Streaming, ReplReply::Message(message)) => {
-                self.on_stream_messages(ctx, &PgOutputs::message(&message))
+                let event = self.on_stream_messages(ctx, &PgOutputs::message(&message));
+                if let Some(index) = self.stalled_index.take() {
+                    self.stall_at(ReplReply::Message(message), index);
+                }
+                event
             }
             (Phase::Streaming, ReplReply::Keepalive { wal_end }) => {
                 self.on_keepalive(ctx, wal_end);
@@ -287,6 +291,11 @@ impl DebeziumTask {
     /// `stalled_index` says where, and the rest is read when the read returns.
     fn process_messages_from(&mut self, ctx: &mut Ctx, messages: &PgOutputs, from: usize) -> TaskEvent {
         for index in from..messages.len() {
+            // A blocking snapshot's pause, noticed before the next message is read.
+            if self.blocking_request.is_some() && self.blocking_pause_requested(ctx) {
+                self.stalled_index = Some(index);
+                return TaskEvent::None;
+            }
             let message = messages.get(index);
             // pgjdbc's `lastReceiveLSN`, read by its keep-alive rule.
             self.last_data_start = message.lsn();
@@ -317,14 +326,28 @@ impl DebeziumTask {
 
     /// `readChunk` returned to the streaming thread, which left `reply` at message `index`:
     /// that message's own record, then the rest of the reply.
-    pub(super) fn resume_stream(&mut self, ctx: &mut Ctx, reply: ReplReply, index: usize) {
+    pub(super) fn resume_stream(&mut self, ctx: &mut Ctx, reply: ReplReply, index: usize, unread: bool) {
+        if let ReplReply::Message(message) = &reply {
+            // Only a blocking snapshot's pause stops the loop at a message of its own.
+            if unread {
+                self.process_messages_from(ctx, &PgOutputs::message(message), index);
+            }
+            if let Some(stalled_at) = self.stalled_index.take() {
+                self.stall_at(reply, stalled_at);
+            }
+            return;
+        }
         let ReplReply::XLogData(txn) = &reply else { return };
         {
             let messages = PgOutputs::of_txn(txn);
-            if let PgOutput::Change { index: change, .. } = messages.get(index) {
-                self.dispatch_change(txn, &txn.changes[change]);
+            if unread {
+                self.process_messages_from(ctx, &messages, index);
+            } else {
+                if let PgOutput::Change { index: change, .. } = messages.get(index) {
+                    self.dispatch_change(txn, &txn.changes[change]);
+                }
+                self.process_messages_from(ctx, &messages, index + 1);
             }
-            self.process_messages_from(ctx, &messages, index + 1);
         }
         if let Some(stalled_at) = self.stalled_index.take() {
             self.stall_at(reply, stalled_at);
