@@ -19,6 +19,14 @@ fn run(name: &str, sets: &[&str]) -> RunResult {
     common::run(&spec, seed)
 }
 
+/// A bundled scenario's variant, run at the scenario's seed.
+fn run_variant(name: &str, variant: &str) -> RunResult {
+    let choice = handoff_sim::scenario::Choice { variant: Some(variant.into()), ..Default::default() };
+    let loaded = handoff_sim::scenario::load_with(&common::scenario_path(name), &choice)
+        .unwrap_or_else(|error| panic!("{error}"));
+    common::run(&loaded.spec, loaded.seed)
+}
+
 /// What `pick` takes from each trace event, in trace order.
 fn observed<T>(result: &RunResult, pick: impl Fn(&Observation) -> Option<T>) -> Vec<T> {
     result.trace.iter().filter_map(|event| pick(&event.observation)).collect()
@@ -159,10 +167,7 @@ fn a_stop_takes_effect_after_the_current_window_and_the_rest_is_never_read() {
 /// reads anything.
 #[test]
 fn a_stop_with_no_snapshot_running_stops_the_next_one() {
-    let choice = handoff_sim::scenario::Choice { variant: Some("stop-before-signal".into()), ..Default::default() };
-    let loaded = handoff_sim::scenario::load_with(&common::scenario_path("hubs-backfill-stop"), &choice)
-        .unwrap_or_else(|error| panic!("{error}"));
-    let result = common::run(&loaded.spec, loaded.seed);
+    let result = run_variant("hubs-backfill-stop", "stop-before-signal");
     assert!(result.prediction_held, "{:?}", result.findings);
     assert!(hubs_in_kafka(&result).is_empty());
     assert!(!result.trace.iter().any(|e| matches!(e.observation, Observation::ChunkRead { .. })));
@@ -454,10 +459,7 @@ fn a_blocking_snapshot_pauses_the_stream_and_replays_what_followed_the_signal() 
 /// not emitted are never read.
 #[test]
 fn a_blocking_snapshot_interrupted_by_a_crash_is_not_resumed() {
-    let choice = handoff_sim::scenario::Choice { variant: Some("worker-killed".into()), ..Default::default() };
-    let loaded = handoff_sim::scenario::load_with(&common::scenario_path("hubs-backfill-blocking"), &choice)
-        .unwrap_or_else(|error| panic!("{error}"));
-    let result = common::run(&loaded.spec, loaded.seed);
+    let result = run_variant("hubs-backfill-blocking", "worker-killed");
     assert!(result.prediction_held, "{:?}", result.findings);
     assert_eq!(
         observed(&result, |o| matches!(o, Observation::BlockingSnapshotStarted { .. }).then_some(())).len(),

@@ -281,8 +281,7 @@ impl BackfillRecord {
         let mut records: BTreeMap<TableId, BackfillRecord> = BTreeMap::new();
         let mut chunk_tables: BTreeMap<crate::core::signal::ChunkId, TableId> = BTreeMap::new();
         let mut published: BTreeMap<(TableId, Key), u64> = BTreeMap::new();
-        let name =
-            |table: TableId| tables.get(usize::from(table.0)).map_or_else(|| table.0.to_string(), |t| t.name.clone());
+        let name = |table: TableId| table_name(tables, table);
         fn entry<'r>(
             records: &'r mut BTreeMap<TableId, BackfillRecord>,
             order: &mut Vec<TableId>,
@@ -416,6 +415,11 @@ impl BackfillRecord {
     }
 }
 
+/// A table's name from the scenario's tables (its number when it has none).
+fn table_name(tables: &[crate::scenario::spec::TableSetup], table: crate::core::ids::TableId) -> String {
+    tables.get(usize::from(table.0)).map_or_else(|| table.0.to_string(), |t| t.name.clone())
+}
+
 /// One blocking snapshot (reference debezium-postgres.md §6.6): the tables it read, when
 /// streaming paused for it, how it ended, and the `op=r` records Kafka holds of it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -439,9 +443,7 @@ impl BlockingSnapshotRecord {
     /// The blocking snapshots a trace shows, in the order they began.
     pub fn of(trace: &[TraceEvent], tables: &[crate::scenario::spec::TableSetup]) -> Vec<BlockingSnapshotRecord> {
         use crate::core::event::SnapshotMarker;
-        let name = |table: crate::core::ids::TableId| {
-            tables.get(usize::from(table.0)).map_or_else(|| table.0.to_string(), |t| t.name.clone())
-        };
+        let name = |table: crate::core::ids::TableId| table_name(tables, table);
         let mut found: Vec<BlockingSnapshotRecord> = Vec::new();
         let mut interrupted: Option<usize> = None;
         for event in trace {
