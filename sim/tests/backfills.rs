@@ -271,7 +271,13 @@ fn signals_the_model_does_not_run_yet_are_refused_by_name() {
         ),
         ("signal = \"execute-snapshot\"", "signal = \"log\"", "`data-collections` is no key of log's data"),
         ("[\"public.hubs\"]", "[\"public.nothing\"]", "matches no table the connector captures"),
-        ("\"type\": \"incremental\"", "\"surrogate-key\": \"id\"", "`surrogate-key` is not modelled yet"),
+        ("\"type\": \"incremental\"", "\"surrogate-key\": \"status\"", "chunking by a text column is not modelled"),
+        (
+            "\"type\": \"incremental\"",
+            "\"type\": \"blocking\", \"surrogate-key\": \"version\"",
+            "surrogate-key has no effect on a blocking snapshot",
+        ),
+        ("\"type\": \"incremental\"", "\"surrogate-key\": 3", "surrogate-key must be one column name"),
         (
             "\"type\": \"incremental\"",
             "\"additional-conditions\": [{\"data-collection\": \"public.claims\", \"filter\": \"id > 1\"}]",
@@ -495,4 +501,141 @@ fn a_stored_blocking_offset_is_an_initial_snapshot_before_3_0_only() {
         let blocking = &result.record.as_ref().expect("a record").blocking_snapshots[0];
         assert_eq!(blocking.rerun_as_initial, rerun, "{version}");
     }
+}
+
+/// `surrogate-key` (reference debezium-postgres.md §6.4): chunks ordered and bounded by a column
+/// whose values repeat skip every row sharing the last value a chunk read; the backfill still
+/// ends SUCCEEDED, and I4 says which rows it never read.
+#[test]
+fn a_repeated_surrogate_key_skips_the_rows_that_share_a_chunks_last_value() {
+    let result = run("hubs-backfill-surrogate-key", &[]);
+    assert!(result.prediction_held, "{:?}", result.findings);
+    let backfill = &result.record.as_ref().expect("a record").backfills[0];
+    assert_eq!((backfill.chunks, backfill.windows, backfill.rows_read), (1, 2, 16));
+    assert_eq!(backfill.status.as_deref(), Some("SUCCEEDED"));
+    assert_eq!(hubs_in_kafka(&result), (1..=16).collect::<Vec<_>>());
+    let i4: Vec<_> = result.findings.iter().filter(|f| f.invariant == Invariant::I4).collect();
+    assert_eq!(i4.len(), 1, "one finding for the table: {i4:?}");
+    assert_eq!(i4[0].key, Some(17));
+    let i1: Vec<i64> = result.findings.iter().filter(|f| f.invariant == Invariant::I1).filter_map(|f| f.key).collect();
+    assert_eq!(i1, (17..=40).collect::<Vec<_>>());
+    // The chunk queries bound by version: the second reads (version) > (1) AND (version) <= (1).
+    let chunks = observed(&result, |o| match o {
+        Observation::ChunkRead { after, last, maximum_key, order, .. } => {
+            Some((*after, *last, *maximum_key, order.name()))
+        }
+        _ => None,
+    });
+    assert_eq!(chunks, [(None, Some(1), 1, "version"), (Some(1), None, 1, "version")]);
+}
+
+/// A column whose values differ reads every row, in its order; the offsets keep its value.
+#[test]
+fn a_unique_surrogate_key_reads_every_row_in_its_order() {
+    let result = run_variant("hubs-backfill-surrogate-key", "unique-column");
+    assert!(result.prediction_held, "{:?}", result.findings);
+    let mut amounts = Vec::new();
+    let mut keys = Vec::new();
+    for event in &result.trace {
+        let Observation::Appended { records, .. } = &event.observation else { continue };
+        for record in records.iter().filter(|record| record.tp.topic == Topic::Change(HUBS)) {
+            let row = record.value.and_then(|value| value.after).expect("a read");
+            amounts.push(row.amount_cents);
+            keys.push(record.key);
+        }
+    }
+    assert_eq!(keys.len(), 40);
+    keys.sort_unstable();
+    assert_eq!(keys, (1..=40).collect::<Vec<_>>());
+    // Kafka's partitions interleave the chunks; within a chunk the reads came in amount order,
+    // and the chunks' bounds are amounts.
+    let chunks = observed(&result, |o| match o {
+        Observation::ChunkRead { after, last, rows, .. } => Some((*after, *last, *rows)),
+        _ => None,
+    });
+    assert_eq!(chunks.len(), 4);
+    assert_eq!(chunks[1].0, chunks[0].1, "chunk 2 starts after chunk 1's last amount");
+    assert!(chunks[0].1.expect("an amount") >= 10_000, "{chunks:?}");
+    assert_eq!(chunks.iter().map(|c| c.2).collect::<Vec<_>>(), [16, 16, 8, 0]);
+}
+
+/// After a restart mid-backfill, `init` reads on after the stored surrogate value: the restart
+/// drill of hubs-backfill-restart (2,000 hubs) with `surrogate-key` amount_cents.
+#[test]
+fn a_restart_reads_on_after_the_stored_surrogate_value() {
+    let path = common::scenario_path("hubs-backfill-restart");
+    let text = std::fs::read_to_string(&path).expect("the file");
+    let from = "\"type\": \"incremental\"}";
+    assert!(text.contains(from));
+    let text = text.replacen(from, "\"type\": \"incremental\", \"surrogate-key\": \"amount_cents\"}", 1);
+    let loaded = handoff_sim::scenario::load_str("restart.toml", &text, &[]).expect("loads");
+    let result = common::run(&loaded.spec, loaded.seed);
+    let resumed = observed(&result, |o| match o {
+        Observation::IncrementalSnapshotResumed { after, .. } => Some(*after),
+        _ => None,
+    });
+    let [Some(after)] = resumed.as_slice() else { panic!("resumed once after a stored amount: {resumed:?}") };
+    assert!(*after >= 10_000, "an amount, not a key: {after}");
+    let bounds = observed(&result, |o| match o {
+        Observation::ChunkRead { after, order, .. } => Some((*after, order.name())),
+        _ => None,
+    });
+    assert!(bounds.contains(&(Some(*after), "amount_cents")), "a chunk reads after the stored amount");
+    assert!(result.findings.is_empty(), "{:?}", result.findings);
+    assert_eq!(hubs_in_kafka(&result), (1..=2000).collect::<Vec<_>>());
+}
+
+/// DBZ-7797: a `surrogate-key` the table lacks throws in `readChunk` after the open watermark.
+/// In a signal's action the exception is caught and the snapshot is stuck; in `init` at the
+/// next start it fails the task.
+#[test]
+fn a_missing_surrogate_key_leaves_the_snapshot_stuck_and_fails_the_next_start() {
+    let result = run_variant("hubs-backfill-surrogate-key", "missing-column");
+    assert!(result.prediction_held, "{:?}", result.findings);
+    let missing = observed(&result, |o| match o {
+        Observation::SurrogateKeyMissing { column, at_start, .. } => Some((column.clone(), *at_start)),
+        _ => None,
+    });
+    assert_eq!(missing, [("hub_code".to_string(), false)]);
+    assert!(observed(&result, |o| matches!(o, Observation::ChunkRead { .. }).then_some(())).is_empty());
+    assert!(hubs_in_kafka(&result).is_empty());
+    let backfill = &result.record.as_ref().expect("a record").backfills[0];
+    assert!(backfill.sentence().contains("NOT finished (readChunk threw"), "{}", backfill.sentence());
+
+    let path = common::scenario_path("hubs-backfill-surrogate-key");
+    let text = std::fs::read_to_string(&path).expect("the file");
+    let text = text
+        .replacen(
+            "\"incremental\", \"surrogate-key\": \"version\"",
+            "\"incremental\", \"surrogate-key\": \"hub_code\"",
+            1,
+        )
+        .replacen(
+            "[fault_profile]",
+            "[[fault]]\nat = \"45s\"\naction = \"kill-connect-worker\"\nrestart_after_ms = 5000\n\n[fault_profile]",
+            1,
+        );
+    let text = text.replacen("max_faults = 3", "max_faults = 0", 1);
+    let loaded = handoff_sim::scenario::load_str("restart.toml", &text, &[]).expect("loads");
+    let result = common::run(&loaded.spec, loaded.seed);
+    let missing = observed(&result, |o| match o {
+        Observation::SurrogateKeyMissing { at_start, .. } => Some(*at_start),
+        _ => None,
+    });
+    assert_eq!(missing, [false, true], "the signal's action, then init at the restart");
+    let failed = observed(&result, |o| match o {
+        Observation::TaskFailed { reason } => Some(reason.clone()),
+        _ => None,
+    });
+    assert!(failed.iter().any(|reason| reason.contains("Surrogate key \"hub_code\"")), "{failed:?}");
+}
+
+/// `surrogate-key` arrived in Debezium 2.2 (DBZ-6023).
+#[test]
+fn surrogate_key_needs_debezium_2_2() {
+    let path = common::scenario_path("hubs-backfill-surrogate-key");
+    let text = std::fs::read_to_string(&path).expect("the file");
+    let old = text.replacen("[postgres]", "[versions]\ndebezium = \"2.1\"\n\n[postgres]", 1);
+    let error = handoff_sim::scenario::load_str("old.toml", &old, &[]).expect_err("refused").to_string();
+    assert!(error.contains("exists from Debezium 2.2"), "{error}");
 }

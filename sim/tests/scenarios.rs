@@ -444,6 +444,21 @@ fn hubs_backfill_blocking_worker_killed() {
 }
 
 #[test]
+fn hubs_backfill_surrogate_key() {
+    check("hubs-backfill-surrogate-key");
+}
+
+#[test]
+fn hubs_backfill_surrogate_key_unique_column() {
+    check_variant("hubs-backfill-surrogate-key", "unique-column");
+}
+
+#[test]
+fn hubs_backfill_surrogate_key_missing_column() {
+    check_variant("hubs-backfill-surrogate-key", "missing-column");
+}
+
+#[test]
 fn hubs_backfill_visibility_race() {
     check("hubs-backfill-visibility-race");
 }

@@ -672,6 +672,10 @@ pub enum Observation {
         /// The table's `additional-conditions`, `AND (…)` in the query.
         #[serde(default, skip_serializing_if = "crate::core::signal::QueryFilter::is_none")]
         filter: crate::core::signal::QueryFilter,
+        /// The column the query orders and bounds by (the signal's `surrogate-key`; none: the
+        /// key `id`): `after`, `last` and `maximum_key` are its values.
+        #[serde(default, skip_serializing_if = "crate::core::signal::ChunkOrder::is_primary_key")]
+        order: crate::core::signal::ChunkOrder,
     },
     /// The stream reached `chunk`'s open watermark: its window opened.
     WindowOpened {
@@ -760,6 +764,15 @@ pub enum Observation {
         reason: String,
         rows: u32,
         held: Option<(TableId, Key)>,
+    },
+    /// `readChunk` reached `table` with a `surrogate-key` (`column`) the table does not have:
+    /// `getQueryColumns` threw (DBZ-7797) after the open watermark was written. `at_start`: in
+    /// `init`, failing the task; else in a signal's action, caught and logged as a warning while
+    /// streaming goes on with the snapshot stuck (no close watermark, the table still queued).
+    SurrogateKeyMissing {
+        table: TableId,
+        column: String,
+        at_start: bool,
     },
 }
 

@@ -198,6 +198,9 @@ pub enum SqlRequest {
     /// statement of the session as [`SqlRequest::Select`] is: a fresh statement snapshot under
     /// READ COMMITTED.
     /// `filter`: the snapshot's `additional-conditions` for the table, `AND (filter)`.
+    /// `order_by`: the snapshot's `surrogate-key` (reference §6.4): the bounds `after` and `upto`
+    /// are that column's values, `WHERE (col) > (after) AND (col) <= (upto) ORDER BY col`; rows
+    /// with equal values come in key order (PostgreSQL promises no order among them).
     SelectRange {
         table: TableId,
         after: Option<Key>,
@@ -205,6 +208,7 @@ pub enum SqlRequest {
         limit: u32,
         descending: bool,
         filter: Option<Box<crate::core::signal::RowFilter>>,
+        order_by: crate::core::signal::ChunkOrder,
     },
     /// `SET TRANSACTION SNAPSHOT '<name>'` (REPEATABLE READ blocks only, first statement).
     ImportSnapshot { name: String },

@@ -103,6 +103,18 @@ impl FilterColumn {
     pub const ALL: [FilterColumn; 4] =
         [FilterColumn::Id, FilterColumn::Version, FilterColumn::Status, FilterColumn::AmountCents];
 
+    /// The column's value in the row `key`, `row` (a status by its place in [`Status::ALL`]).
+    ///
+    /// [`Status::ALL`]: crate::core::ids::Status::ALL
+    pub fn value(self, key: Key, row: &crate::core::ids::Row) -> i64 {
+        match self {
+            FilterColumn::Id => key,
+            FilterColumn::Version => i64::from(row.version),
+            FilterColumn::Status => row.status as i64,
+            FilterColumn::AmountCents => i64::from(row.amount_cents),
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             FilterColumn::Id => "id",
@@ -184,15 +196,10 @@ impl RowFilter {
 
     /// Whether the row `key`, `row` matches.
     pub fn matches(&self, key: crate::core::ids::Key, row: &crate::core::ids::Row) -> bool {
-        self.conditions.iter().flatten().all(|condition| {
-            let left = match condition.column {
-                FilterColumn::Id => key,
-                FilterColumn::Version => i64::from(row.version),
-                FilterColumn::Status => row.status as i64,
-                FilterColumn::AmountCents => i64::from(row.amount_cents),
-            };
-            condition.op.holds(left, condition.value)
-        })
+        self.conditions
+            .iter()
+            .flatten()
+            .all(|condition| condition.op.holds(condition.column.value(key, row), condition.value))
     }
 
     /// Reads `status = 'approved' AND id > 10`.
@@ -331,7 +338,13 @@ pub enum SignalAction {
     /// tables the connector captures, in the order the signal names them, and the
     /// `additional-conditions` filter of each table that has one (the first whose
     /// `data-collection` matches it, `AbstractIncrementalSnapshotContext.buildDataCollection`).
-    ExecuteSnapshot { kind: SnapshotType, collections: Vec<TableId>, conditions: Vec<(TableId, RowFilter)> },
+    /// `surrogate_key`: the signal's `surrogate-key`, for every table it names.
+    ExecuteSnapshot {
+        kind: SnapshotType,
+        collections: Vec<TableId>,
+        conditions: Vec<(TableId, RowFilter)>,
+        surrogate_key: Option<SurrogateKey>,
+    },
     /// `stop-snapshot` (`StopSnapshot.arrived` → `requestStopSnapshot`): for `incremental`, a stop
     /// request the snapshot context keeps until the next `readChunk` begins
     /// (`checkAndProcessStopFlag`); Debezium has no case for `blocking`. `tables`: None when
@@ -363,6 +376,43 @@ impl SignalAction {
     /// The `type` columns the model reads, in the documentation's order.
     pub const TYPES: [&'static str; 5] =
         ["execute-snapshot", "stop-snapshot", "pause-snapshot", "resume-snapshot", "log"];
+}
+
+/// An `execute-snapshot`'s `surrogate-key` (reference debezium-postgres.md §6.4,
+/// `AbstractChunkQueryBuilder.getQueryColumns`): the one column the chunk queries order and
+/// bound by instead of the primary key; the buffer and the records still go by the message key.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum SurrogateKey {
+    /// A column of the model's tables that chunks can order by.
+    Column(FilterColumn),
+    /// A name that is no column of the table: `getQueryColumns` throws when `readChunk` reaches
+    /// the table (DBZ-7797's message).
+    Missing(String),
+}
+
+/// The column a chunk query orders by, as the timeline shows it: None is the primary key `id`.
+/// Hashed only when set, so that traces without a surrogate key keep their hashes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ChunkOrder(pub Option<FilterColumn>);
+
+impl ChunkOrder {
+    pub fn is_primary_key(&self) -> bool {
+        self.0.is_none()
+    }
+
+    /// The column's name.
+    pub fn name(&self) -> &'static str {
+        self.0.map_or("id", FilterColumn::name)
+    }
+}
+
+impl std::hash::Hash for ChunkOrder {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        if let Some(column) = self.0 {
+            column.hash(state);
+        }
+    }
 }
 
 /// A signal the scenario's script writes: its `id` column as the author wrote it, and what it asks.

@@ -624,16 +624,23 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                 None => "from its first key (the stored offset names no snapshot row of it)".into(),
             }
         ),
-        Observation::ChunkRead { table, chunk, after, last, rows, maximum_key, filter } => {
+        Observation::ChunkRead { table, chunk, after, last, rows, maximum_key, filter, order } => {
+            let column = order.name();
             let mut range = match after {
-                Some(after) => format!("(id) > ({after}) AND (id) <= ({maximum_key})"),
-                None => format!("(id) <= ({maximum_key})"),
+                Some(after) => format!("({column}) > ({after}) AND ({column}) <= ({maximum_key})"),
+                None => format!("({column}) <= ({maximum_key})"),
             };
             if let Some(filter) = &filter.0 {
                 range.push_str(&format!(" AND ({filter})"));
             }
+            if !order.is_primary_key() {
+                range.push_str(&format!(" ORDER BY {column} (surrogate-key)"));
+            }
             let read = match last {
-                Some(last) => format!("{rows} row(s) up to key {last} into the window buffer"),
+                Some(last) if order.is_primary_key() => {
+                    format!("{rows} row(s) up to key {last} into the window buffer")
+                }
+                Some(last) => format!("{rows} row(s) up to {column} {last} into the window buffer"),
                 None => "no row: the table is done".into(),
             };
             format!(
@@ -642,6 +649,19 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                 names.table(*table)
             )
         }
+        Observation::SurrogateKeyMissing { table, column, at_start } => format!(
+            "incremental snapshot: readChunk wrote the open watermark, then threw IllegalArgumentException: Surrogate \
+             key \"{column}\" doesn't exist in table \"{}\" (DBZ-7797); {}",
+            names.table(*table),
+            if *at_start {
+                "this is init at the task's start, so the task fails, and will at every start while the offsets \
+                 carry the snapshot"
+            } else {
+                "the execute-snapshot action failed (a warning in the log) and streaming goes on: no close watermark \
+                 will come, the snapshot stays running in the offsets with the table queued, and later snapshots \
+                 only queue behind it"
+            }
+        ),
         Observation::WindowOpened { chunk } => {
             format!(
                 "stream reached '{chunk}-open': window opened (streamed events now remove their keys from the buffer)"

@@ -251,6 +251,10 @@ pub struct BackfillRecord {
     pub pauses: u32,
     pub pauses_undone_by_restart: u32,
     pub paused: bool,
+    /// Why `readChunk` could not read the table, when it threw instead (a `surrogate-key` the
+    /// table does not have, DBZ-7797).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }
 
 impl BackfillRecord {
@@ -270,6 +274,7 @@ impl BackfillRecord {
             pauses: 0,
             pauses_undone_by_restart: 0,
             paused: false,
+            failed: None,
         }
     }
 
@@ -314,6 +319,17 @@ impl BackfillRecord {
                     let backfill = entry(&mut records, &mut order, (*table, name(*table)), event.at);
                     backfill.status = Some(status.name().to_string());
                     backfill.finished_at = Some(event.at);
+                }
+                Observation::SurrogateKeyMissing { table, column, at_start } => {
+                    let backfill = entry(&mut records, &mut order, (*table, name(*table)), event.at);
+                    backfill.failed = Some(format!(
+                        "readChunk threw: surrogate-key `{column}` is no column of the table (DBZ-7797); {}",
+                        if *at_start {
+                            "the task failed at its start"
+                        } else {
+                            "the snapshot stays queued with a window nothing closes"
+                        }
+                    ));
                 }
                 Observation::IncrementalSnapshotResumed { table, .. } => {
                     let backfill = entry(&mut records, &mut order, (*table, name(*table)), event.at);
@@ -380,8 +396,9 @@ impl BackfillRecord {
 
     /// The record's line: `public.hubs: SUCCEEDED at t=20.178s; 3 chunk(s), …`.
     pub fn sentence(&self) -> String {
-        let status = match (&self.status, self.finished_at) {
-            (Some(status), Some(at)) => format!("{status} at {at}"),
+        let status = match (&self.status, self.finished_at, &self.failed) {
+            (Some(status), Some(at), _) => format!("{status} at {at}"),
+            (_, _, Some(failed)) => format!("NOT finished ({failed})"),
             _ => "NOT finished".to_string(),
         };
         let mut resumed = match self.resumed {

@@ -17,7 +17,7 @@ use super::workload::{SIGNAL_TABLE_PLACEHOLDER, op_field};
 use handoff_models::components::connect::debezium::DebeziumConfig;
 use handoff_models::core::change::RowOp;
 use handoff_models::core::ids::{Status, TableId};
-use handoff_models::core::signal::{RowFilter, Signal, SignalAction, SnapshotType};
+use handoff_models::core::signal::{FilterColumn, RowFilter, Signal, SignalAction, SnapshotType, SurrogateKey};
 use handoff_models::scenario::spec::{ScriptedTxn, TableSetup};
 use std::collections::BTreeMap;
 
@@ -77,7 +77,7 @@ pub(super) fn signal_steps(
         };
         for connector in connectors.iter_mut().filter(|connector| connector.signal_table() == Some(table)) {
             let action = match &request {
-                Request::Execute(kind, patterns, filters) => {
+                Request::Execute(kind, patterns, filters, surrogate) => {
                     if *kind == SnapshotType::Blocking && connector.version < (2, 4) {
                         let (major, minor) = connector.version;
                         return cx.fail(
@@ -85,6 +85,16 @@ pub(super) fn signal_steps(
                             format!(
                                 "type `blocking`: ad-hoc blocking snapshots exist from Debezium 2.4; [versions] \
                                  debezium = \"{major}.{minor}\" has incremental ones only"
+                            ),
+                        );
+                    }
+                    if surrogate.is_some() && connector.version < (2, 2) {
+                        let (major, minor) = connector.version;
+                        return cx.fail(
+                            &at,
+                            format!(
+                                "`surrogate-key` exists from Debezium 2.2 (DBZ-6023); [versions] debezium = \
+                                 \"{major}.{minor}\" chunks by the primary key only"
                             ),
                         );
                     }
@@ -96,17 +106,18 @@ pub(super) fn signal_steps(
                         Ok(conditions) => conditions,
                         Err(problem) => return cx.fail(&at, format!("{problem} (connector {})", connector.name)),
                     };
-                    if !conditions.is_empty() && *number > i64::from(u8::MAX) {
+                    if (!conditions.is_empty() || surrogate.is_some()) && *number > i64::from(u8::MAX) {
                         return cx.fail(
                             &at,
                             format!(
-                                "is signal row {number} of its table; the model keeps additional-conditions for the \
-                                 first {} signals only",
+                                "is signal row {number} of its table; the model keeps additional-conditions and \
+                                 surrogate-key for the first {} signals only",
                                 u8::MAX
                             ),
                         );
                     }
-                    SignalAction::ExecuteSnapshot { kind: *kind, collections, conditions }
+                    let surrogate_key = surrogate.clone();
+                    SignalAction::ExecuteSnapshot { kind: *kind, collections, conditions, surrogate_key }
                 }
                 Request::Stop(kind, patterns) => match patterns {
                     None => SignalAction::StopSnapshot { kind: *kind, tables: None, unmatched: Vec::new() },
@@ -131,9 +142,9 @@ pub(super) fn signal_steps(
 
 /// What a signal's `type` and `data` ask, before its table patterns meet a connector's tables.
 enum Request {
-    /// The type, the `data-collections` patterns, and the `additional-conditions` as
-    /// (`data-collection` pattern, filter) pairs.
-    Execute(SnapshotType, Vec<String>, Vec<(String, RowFilter)>),
+    /// The type, the `data-collections` patterns, the `additional-conditions` as
+    /// (`data-collection` pattern, filter) pairs, and the `surrogate-key`.
+    Execute(SnapshotType, Vec<String>, Vec<(String, RowFilter)>, Option<SurrogateKey>),
     /// `data-collections` missing or empty: None (the whole snapshot).
     Stop(SnapshotType, Option<Vec<String>>),
     Pause,
@@ -143,9 +154,8 @@ enum Request {
 
 fn parse_request(signal_type: &str, data: &str) -> Result<Request, String> {
     match signal_type {
-        "execute-snapshot" => {
-            parse_data(data).map(|(kind, patterns, filters)| Request::Execute(kind, patterns, filters))
-        }
+        "execute-snapshot" => parse_data(data)
+            .map(|(kind, patterns, filters, surrogate)| Request::Execute(kind, patterns, filters, surrogate)),
         "stop-snapshot" => {
             let object = object_of(data, "{\"data-collections\": [\"public.hubs\"], \"type\": \"incremental\"}")?;
             only_keys(&object, signal_type, &["data-collections", "type"])?;
@@ -315,18 +325,15 @@ fn conditions_of(
 }
 
 /// `execute-snapshot`'s `data`: `{"data-collections": [...], "type": "incremental"}`.
-fn parse_data(data: &str) -> Result<(SnapshotType, Vec<String>, Conditions), String> {
+fn parse_data(data: &str) -> Result<(SnapshotType, Vec<String>, Conditions, Option<SurrogateKey>), String> {
     let object = object_of(data, "{\"data-collections\": [\"public.hubs\"]}")?;
     for key in object.keys() {
         match key.as_str() {
-            "data-collections" | "type" | "additional-conditions" => {}
+            "data-collections" | "type" | "additional-conditions" | "surrogate-key" => {}
             "additional-condition" => {
                 return Err("`additional-condition` (one string) is the form Debezium removed in 2.x; write \
                      additional-conditions: [{\"data-collection\": \"public.hubs\", \"filter\": \"...\"}]"
                     .into());
-            }
-            "surrogate-key" => {
-                return Err(format!("`{key}` is not modelled yet"));
             }
             other => {
                 return Err(format!(
@@ -342,6 +349,10 @@ fn parse_data(data: &str) -> Result<(SnapshotType, Vec<String>, Conditions), Str
              filter as the whole SELECT statement of its table (snapshot.select.statement.overrides)"
             .into());
     }
+    let surrogate = match object.get("surrogate-key") {
+        None => None,
+        Some(value) => Some(surrogate_key(value, kind)?),
+    };
     let Some(collections) = object.get("data-collections") else {
         return Err("needs data-collections: the tables to snapshot, e.g. [\"public.hubs\"]".into());
     };
@@ -353,9 +364,31 @@ fn parse_data(data: &str) -> Result<(SnapshotType, Vec<String>, Conditions), Str
     };
     match patterns {
         Some(patterns) if !patterns.is_empty() && patterns.iter().all(|pattern| !pattern.trim().is_empty()) => {
-            Ok((kind, patterns, conditions))
+            Ok((kind, patterns, conditions, surrogate))
         }
         _ => Err("data-collections must be a non-empty array of table names (regular expressions)".into()),
+    }
+}
+
+/// `surrogate-key` (reference debezium-postgres.md §6.4): one column name, for every table the
+/// signal names. A column of the model's tables that chunks can order by (`id`, `version`,
+/// `amount_cents`), or a name no table has: Debezium accepts the signal and throws when
+/// `readChunk` reaches the table (DBZ-7797), which the model runs.
+fn surrogate_key(value: &serde_json::Value, kind: SnapshotType) -> Result<SurrogateKey, String> {
+    let Some(name) = value.as_str().map(str::trim).filter(|name| !name.is_empty()) else {
+        return Err("surrogate-key must be one column name, e.g. \"version\"".into());
+    };
+    if kind == SnapshotType::Blocking {
+        return Err("surrogate-key has no effect on a blocking snapshot, which reads whole tables (Debezium ignores \
+                    it); leave it out or use type `incremental`"
+            .into());
+    }
+    match FilterColumn::ALL.iter().find(|column| column.name() == name) {
+        Some(FilterColumn::Status) => Err("surrogate-key `status`: chunking by a text column is not modelled; the \
+                                           model orders chunks by id, version or amount_cents"
+            .into()),
+        Some(column) => Ok(SurrogateKey::Column(*column)),
+        None => Ok(SurrogateKey::Missing(name.to_owned())),
     }
 }
 

@@ -164,10 +164,10 @@ impl Postgres {
             SqlRequest::Commit => return self.commit(ctx, client, session),
             SqlRequest::Rollback => self.rollback(ctx, client, session),
             SqlRequest::Select { table } => self.select(client, session, table),
-            SqlRequest::SelectRange { table, after, upto, limit, descending, filter } => {
-                let reply =
-                    self.select_range(client, session, table, (after, upto), (limit, descending), filter.as_deref());
-                self.observe_missed_commits(ctx, client, session, (after, upto), (limit, descending), &reply);
+            SqlRequest::SelectRange { table, after, upto, limit, descending, filter, order_by } => {
+                let range = (after, upto, order_by);
+                let reply = self.select_range(client, session, table, range, (limit, descending), filter.as_deref());
+                self.observe_missed_commits(ctx, client, session, range, (limit, descending), &reply);
                 reply
             }
             SqlRequest::CurrentWalLsn => {

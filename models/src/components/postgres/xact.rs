@@ -595,18 +595,35 @@ impl Postgres {
         client: Node,
         session: SessionId,
         table: TableId,
-        (after, upto): (Option<Key>, Option<Key>),
+        (after, upto, order_by): (Option<Key>, Option<Key>, crate::core::signal::ChunkOrder),
         (limit, descending): (u32, bool),
         filter: Option<&crate::core::signal::RowFilter>,
     ) -> SqlReply {
         let reply = self.select(client, session, table);
         let SqlReply::Rows { table, rows, done } = reply else { return reply };
-        let in_range = |key: &Key| after.is_none_or(|after| *key > after) && upto.is_none_or(|upto| *key <= upto);
-        let rows = rows
+        let in_range = |value: Key| after.is_none_or(|after| value > after) && upto.is_none_or(|upto| value <= upto);
+        let Some(column) = order_by.0 else {
+            let rows = rows
+                .into_iter()
+                .filter(|(key, row)| in_range(*key) && filter.is_none_or(|filter| filter.matches(*key, row)));
+            let rows: Vec<(Key, Row)> = if descending {
+                rows.rev().take(limit as usize).collect()
+            } else {
+                rows.take(limit as usize).collect()
+            };
+            return SqlReply::Rows { table, rows, done };
+        };
+        // `ORDER BY col [DESC] LIMIT n` on another column: by its value, equal values in key order.
+        let mut rows: Vec<(Key, Key, Row)> = rows
             .into_iter()
-            .filter(|(key, row)| in_range(key) && filter.is_none_or(|filter| filter.matches(*key, row)));
-        let rows: Vec<(Key, Row)> =
-            if descending { rows.rev().take(limit as usize).collect() } else { rows.take(limit as usize).collect() };
+            .map(|(key, row)| (column.value(key, &row), key, row))
+            .filter(|(value, key, row)| in_range(*value) && filter.is_none_or(|filter| filter.matches(*key, row)))
+            .collect();
+        rows.sort_by_key(|(value, key, _)| (*value, *key));
+        if descending {
+            rows.reverse();
+        }
+        let rows = rows.into_iter().take(limit as usize).map(|(_, key, row)| (key, row)).collect();
         SqlReply::Rows { table, rows, done }
     }
 
@@ -620,7 +637,7 @@ impl Postgres {
         ctx: &mut Ctx,
         client: Node,
         session: SessionId,
-        (after, upto): (Option<Key>, Option<Key>),
+        (after, upto, order_by): (Option<Key>, Option<Key>, crate::core::signal::ChunkOrder),
         (limit, descending): (u32, bool),
         reply: &SqlReply,
     ) {
@@ -631,10 +648,14 @@ impl Postgres {
             return;
         }
         let cut = (rows.len() >= limit as usize).then(|| rows.last().map(|(key, _)| *key)).flatten();
+        // Ordered by another column (`surrogate-key`), the range is that column's: which rows an
+        // invisible transaction changed inside it is not known here, so every one of the table's
+        // counts.
         let covered = |key: Key| {
-            after.is_none_or(|after| key > after)
-                && upto.is_none_or(|upto| key <= upto)
-                && cut.is_none_or(|cut| if descending { key >= cut } else { key <= cut })
+            !order_by.is_primary_key()
+                || (after.is_none_or(|after| key > after)
+                    && upto.is_none_or(|upto| key <= upto)
+                    && cut.is_none_or(|cut| if descending { key >= cut } else { key <= cut }))
         };
         for committing in self.volatile.committing.iter().filter(|committing| committing.csn.is_some()) {
             let mut keys = committing.locked.iter().filter(|(t, key)| t == table && covered(*key)).map(|(_, key)| *key);

@@ -975,7 +975,7 @@ fn a_silent_client_loses_its_walsender_and_the_slot_is_free() {
 
 /// A range query on `T` without a filter.
 fn range(after: Option<Key>, upto: Option<Key>, limit: u32, descending: bool) -> SqlRequest {
-    SqlRequest::SelectRange { table: T, after, upto, limit, descending, filter: None }
+    SqlRequest::SelectRange { table: T, after, upto, limit, descending, filter: None, order_by: Default::default() }
 }
 
 /// The incremental snapshot's queries (`SqlRequest::SelectRange`): a chunk `(id) > after AND
@@ -1002,6 +1002,40 @@ fn a_chunk_query_reads_its_key_range_and_the_largest_key_query_the_last_row() {
     assert_eq!(keys(h.sql(Node::App, 2, range(None, None, 1, true))), [5], "key 6 committed, not yet visible");
     h.commits_visible();
     assert_eq!(keys(h.sql(Node::App, 2, range(None, None, 1, true))), [6]);
+}
+
+/// With a `surrogate-key` the chunk query orders and bounds by that column (`ORDER BY version`),
+/// rows with equal values in key order; the bounds are its values, so rows that share the last
+/// value a chunk read are past the next chunk's strict lower bound.
+#[test]
+fn a_chunk_query_by_a_surrogate_column_orders_and_bounds_by_its_values() {
+    use crate::core::signal::{ChunkOrder, FilterColumn};
+    let mut h = Harness::new();
+    for key in 1..=5 {
+        h.sql(Node::App, 10 + key as u64, SqlRequest::Transaction { ops: vec![insert(T, key)] });
+    }
+    // Keys 2 and 4 move to version 2.
+    for key in [2, 4] {
+        h.sql(Node::App, 20 + key as u64, SqlRequest::Transaction { ops: vec![update(T, key, Status::Assessed)] });
+    }
+    let by_version = |after, upto, limit, descending| SqlRequest::SelectRange {
+        table: T,
+        after,
+        upto,
+        limit,
+        descending,
+        filter: None,
+        order_by: ChunkOrder(Some(FilterColumn::Version)),
+    };
+    let keys = |reply: Option<SqlReply>| match reply {
+        Some(SqlReply::Rows { rows, .. }) => rows.into_iter().map(|(key, row)| (key, row.version)).collect::<Vec<_>>(),
+        other => panic!("rows: {other:?}"),
+    };
+    assert_eq!(keys(h.sql(Node::App, 2, by_version(None, None, 1, true))), [(4, 2)], "the largest version");
+    assert_eq!(keys(h.sql(Node::App, 2, by_version(None, Some(2), 2, false))), [(1, 1), (3, 1)]);
+    // After version 1, key 5 (version 1 too) is never read: only the version-2 rows are.
+    assert_eq!(keys(h.sql(Node::App, 2, by_version(Some(1), Some(2), 2, false))), [(2, 2), (4, 2)]);
+    assert_eq!(keys(h.sql(Node::App, 2, by_version(Some(2), Some(2), 2, false))), Vec::<(Key, u32)>::new());
 }
 
 /// A range query that runs while a transaction that changed rows it covers has its commit record

@@ -220,6 +220,9 @@ pub struct Evidence {
     /// The prefix of the messages the connector's own `heartbeat.action.query` writes, if it
     /// writes messages: they never stop, so the acceptance boundary does not wait for them.
     pub heartbeat_message_prefix: Fixed<Option<String>>,
+    /// The first connector's incremental snapshot table scans (I4: a completed backfill read
+    /// every row its table held throughout it).
+    pub backfill_scans: one_history::BackfillScans,
 }
 
 impl Evidence {
@@ -399,6 +402,7 @@ impl Checkers {
                 restart_snapshots: true,
                 message_prefixes: Fixed::new(Default::default()),
                 heartbeat_message_prefix: Fixed::new(None),
+                backfill_scans: Default::default(),
             },
             no_resurrection: Default::default(),
             monotonic_apply: Default::default(),
@@ -519,6 +523,10 @@ impl Checkers {
                     | Observation::SourceOffsetStored { .. }
                     | Observation::SinkApplied { .. }
                     | Observation::SinkReconciled { .. }
+                    | Observation::IncrementalSnapshotStarted { .. }
+                    | Observation::ChunkRead { .. }
+                    | Observation::IncrementalTableScanned { .. }
+                    | Observation::TaskStarted { offset: None }
             )
     }
 
@@ -565,6 +573,12 @@ impl Checkers {
                 ..
             } => {
                 self.evidence.first_stream_start.get_or_insert((at, *start));
+            }
+            Observation::IncrementalSnapshotStarted { .. }
+            | Observation::ChunkRead { .. }
+            | Observation::IncrementalTableScanned { .. }
+            | Observation::TaskStarted { offset: None } => {
+                self.evidence.backfill_scans.observe(observation);
             }
             _ => {}
         }

@@ -312,6 +312,15 @@ impl Signalling {
             _ => None,
         }
     }
+
+    /// The `surrogate-key` of the `execute-snapshot` whose row has key `signal` (0: none known).
+    pub fn surrogate_key(&self, signal: u8) -> Option<&crate::core::signal::SurrogateKey> {
+        let signal = self.signals.get(usize::from(signal).checked_sub(1)?)?;
+        match &signal.action {
+            crate::core::signal::SignalAction::ExecuteSnapshot { surrogate_key, .. } => surrogate_key.as_ref(),
+            _ => None,
+        }
+    }
 }
 
 impl DebeziumConfig {

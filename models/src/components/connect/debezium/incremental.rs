@@ -45,15 +45,25 @@
 //!   never read, streaming is unaffected. The offset keeps it with its collection (the model: the
 //!   signal that queued it), so a restart reads on with the same filter.
 //!
+//! - `surrogate-key` (reference §6.4, `AbstractChunkQueryBuilder.getQueryColumns`, DBZ-6023):
+//!   the maximum-key and chunk queries order and bound by the signal's column instead of the
+//!   key; `maximumKey`, `chunkEndPosition` and `lastEventKeySent` are that column's values
+//!   (`keyFromRow` over the query columns), the buffer keeps the query's order and still
+//!   deduplicates by the message key. A column whose values repeat skips the rows that share
+//!   the last value a chunk read (strict `>` lower bound). A name the table lacks throws
+//!   `IllegalArgumentException` after the open watermark (DBZ-7797, `isTableInvalid`): see
+//!   `DebeziumTask::surrogate_key_missing`.
+//!
 //! Blocking snapshots are `blocking`'s. Not modelled yet (issue 21's later parts): the Kafka
-//! signal channel, `surrogate-key`, read-only incremental snapshots, and the historic bugs
-//! DBZ-3860 and DBZ-5071.
+//! signal channel, read-only incremental snapshots, and the historic bugs DBZ-3860 and
+//! DBZ-5071.
 
 use super::*;
 use crate::components::connect::debezium::config::WatermarkingStrategy;
 use crate::core::event::IncrementalOffset;
 use crate::core::signal::{
-    ChunkId, QueryFilter, ScanStatus, SignalAction, SnapshotType, Watermark, watermark_key, watermark_of,
+    ChunkId, ChunkOrder, FilterColumn, QueryFilter, ScanStatus, SignalAction, SnapshotType, SurrogateKey, Watermark,
+    watermark_key, watermark_of,
 };
 use std::collections::BTreeMap;
 
@@ -78,9 +88,11 @@ pub(super) struct IncrementalSnapshot {
     /// Each with the scripted signal that queued it (its row's key; 0: none), whose data holds
     /// the table's `additional-conditions`.
     queue: Vec<(TableId, u8)>,
-    /// `maximumKey` of the current table.
+    /// `maximumKey` of the current table. Like the two below, a value of the column the chunk
+    /// queries order by (`keyFromRow` over `getQueryColumns`): the key `id`, or the
+    /// `surrogate-key`'s column.
     maximum_key: Option<Key>,
-    /// `chunkEndPosition`: the last key the previous chunk read.
+    /// `chunkEndPosition`: the last row the previous chunk read.
     chunk_end: Option<Key>,
     /// `lastEventKeySent`: the last snapshot row emitted.
     last_key_sent: Option<Key>,
@@ -88,8 +100,9 @@ pub(super) struct IncrementalSnapshot {
     chunk: Option<ChunkId>,
     /// `windowOpened`.
     window_opened: bool,
-    /// The window buffer: the chunk's rows by key, in key order.
-    window: BTreeMap<Key, Row>,
+    /// The window buffer: the chunk's rows in the chunk query's order (`LinkedHashMap` by message
+    /// key), here by (the ordering column's value, key): key order without a surrogate key.
+    window: BTreeMap<(Key, Key), Row>,
     /// Rows removed from the buffer by streamed events in the current window.
     deduplicated: u32,
     /// Rows read of the current table so far (`totalRowsScanned`).
@@ -447,8 +460,8 @@ impl DebeziumTask {
         let rows = std::mem::take(&mut snapshot.window);
         let deduplicated = std::mem::take(&mut snapshot.deduplicated);
         let emitted = rows.len() as u32;
-        for (key, row) in rows {
-            self.send_snapshot_event(ctx, table, key, row);
+        for ((position, key), row) in rows {
+            self.send_snapshot_event(ctx, table, (position, key), row);
         }
         ctx.observe(Observation::WindowClosed { table, chunk, emitted, deduplicated });
         self.stalled = Some(Box::new(Stalled::new(false)));
@@ -457,11 +470,12 @@ impl DebeziumTask {
     }
 
     /// `sendEvent`: one buffered row as an `op=r` record, `incremental_snapshot_primary_key`
-    /// moved to it; `source.lsn` is where the stream is.
-    fn send_snapshot_event(&mut self, ctx: &mut Ctx, table: Option<TableId>, key: Key, row: Row) {
+    /// moved to it (its value of the ordering column, `position`); `source.lsn` is where the
+    /// stream is.
+    fn send_snapshot_event(&mut self, ctx: &mut Ctx, table: Option<TableId>, (position, key): (Key, Key), row: Row) {
         let Some(table) = table else { return };
         if let Some(snapshot) = self.incremental.as_mut() {
-            snapshot.last_key_sent = Some(key);
+            snapshot.last_key_sent = Some(position);
         }
         self.sync_incremental_offset();
         let lsn = self.offset.lsn.unwrap_or(Lsn::INVALID);
@@ -480,11 +494,15 @@ impl DebeziumTask {
     /// window is open removes its key from the buffer.
     pub(super) fn deduplicate(&mut self, table: TableId, key: Key) {
         let Some(snapshot) = self.incremental.as_mut() else { return };
-        if snapshot.window_opened
-            && !snapshot.window.is_empty()
-            && snapshot.current() == Some(table)
-            && snapshot.window.remove(&key).is_some()
-        {
+        if !snapshot.window_opened || snapshot.window.is_empty() || snapshot.current() != Some(table) {
+            return;
+        }
+        // Without a surrogate key the position is the key itself; with one, look the key up.
+        let removed = snapshot.window.remove(&(key, key)).is_some() || {
+            let position = snapshot.window.keys().find(|(_, buffered)| *buffered == key).copied();
+            position.is_some_and(|position| snapshot.window.remove(&position).is_some())
+        };
+        if removed {
             snapshot.deduplicated += 1;
         }
     }
@@ -587,26 +605,41 @@ impl DebeziumTask {
         self.sql(ctx, SqlRequest::Transaction { ops: vec![op] });
     }
 
+    /// The column the current table's chunks order by (`getQueryColumns`): the signal's
+    /// `surrogate-key`, else the primary key. Err: the `surrogate-key` names no column of the table.
+    fn chunk_order(&self) -> Result<ChunkOrder, String> {
+        let origin = self.incremental.as_ref().and_then(|snapshot| snapshot.queue.first()).map_or(0, |q| q.1);
+        match self.config.signalling.as_ref().and_then(|signalling| signalling.surrogate_key(origin)) {
+            None | Some(SurrogateKey::Column(FilterColumn::Id)) => Ok(ChunkOrder(None)),
+            Some(SurrogateKey::Column(column)) => Ok(ChunkOrder(Some(*column))),
+            Some(SurrogateKey::Missing(name)) => Err(name.clone()),
+        }
+    }
+
     /// The loop of `readChunk` after the open watermark: the current table's maximum key, then
     /// its chunk; a done or empty table moves to the next; none left: the close watermark.
-    fn read_next(&mut self, ctx: &mut Ctx) {
-        let Some(snapshot) = self.incremental.as_mut() else { return };
+    fn read_next(&mut self, ctx: &mut Ctx) -> TaskEvent {
+        let Some(snapshot) = self.incremental.as_mut() else { return TaskEvent::None };
         let Some(table) = snapshot.current() else {
             self.close_read(ctx);
-            return;
+            return TaskEvent::None;
         };
         let limit = self.config.signalling.as_ref().map_or(1024, |signalling| signalling.chunk_size);
         let origin = snapshot.queue.first().map_or(0, |(_, origin)| *origin);
         let filter =
             self.config.signalling.as_ref().and_then(|signalling| signalling.filter(table, origin)).map(Box::new);
-        let Some(snapshot) = self.incremental.as_mut() else { return };
+        let order_by = match self.chunk_order() {
+            Ok(order) => order,
+            Err(column) => return self.surrogate_key_missing(ctx, table, column),
+        };
+        let Some(snapshot) = self.incremental.as_mut() else { return TaskEvent::None };
         let request = match snapshot.maximum_key {
             None => {
                 if let Some(filter) = filter.as_deref() {
                     ctx.observe(Observation::AdditionalConditions { table, filter: *filter });
                 }
                 snapshot.reading = Some(ChunkStep::MaximumKey);
-                SqlRequest::SelectRange { table, after: None, upto: None, limit: 1, descending: true, filter }
+                SqlRequest::SelectRange { table, after: None, upto: None, limit: 1, descending: true, filter, order_by }
             }
             Some(maximum) => {
                 snapshot.reading = Some(ChunkStep::Chunk);
@@ -617,10 +650,39 @@ impl DebeziumTask {
                     limit,
                     descending: false,
                     filter,
+                    order_by,
                 }
             }
         };
         self.sql(ctx, request);
+        TaskEvent::None
+    }
+
+    /// `isTableInvalid` → `getQueryColumns` throws `IllegalArgumentException` (DBZ-7797): the
+    /// `surrogate-key` names no column of the current table. After the open watermark, before any
+    /// query. No `SQLException`, so no `warnAndSkip`: the exception leaves `readChunk` with the
+    /// table still queued and no close watermark written. Run for a signal, `SignalProcessor
+    /// .processSignal` catches it ("Action … failed", a warning) and streaming goes on: the open
+    /// watermark opens a window nothing closes, the snapshot stays running in the offsets, and a
+    /// later `execute-snapshot` only queues behind it. Run by `init` at the task's start, it fails
+    /// the task: every start, as long as the offsets carry the snapshot.
+    fn surrogate_key_missing(&mut self, ctx: &mut Ctx, table: TableId, column: String) -> TaskEvent {
+        let at_start = self.stalled.as_ref().is_some_and(|stalled| stalled.then_stream);
+        ctx.observe(Observation::SurrogateKeyMissing { table, column: column.clone(), at_start });
+        if let Some(snapshot) = self.incremental.as_mut() {
+            snapshot.reading = None;
+        }
+        if at_start {
+            return self.fail(
+                ctx,
+                format!(
+                    "java.lang.IllegalArgumentException: Surrogate key \"{column}\" doesn't exist in the table of the \
+                     incremental snapshot the offsets carry (readChunk in init, at the task's start)"
+                ),
+            );
+        }
+        self.end_read_chunk(ctx);
+        TaskEvent::None
     }
 
     /// The close watermark, also when no table is left (`emitWindowClose` after the loop).
@@ -668,7 +730,7 @@ impl DebeziumTask {
                 self.table_done(ctx, ScanStatus::SqlException, reason);
             }
             match step {
-                ChunkStep::MaximumKey | ChunkStep::Chunk => self.read_next(ctx),
+                ChunkStep::MaximumKey | ChunkStep::Chunk => return self.read_next(ctx),
                 ChunkStep::OpenWatermark | ChunkStep::CloseWatermark => {
                     if let Some(snapshot) = self.incremental.as_mut() {
                         snapshot.reading = None;
@@ -679,18 +741,20 @@ impl DebeziumTask {
             return TaskEvent::None;
         }
         match (step, reply) {
-            (ChunkStep::OpenWatermark, _) => self.read_next(ctx),
+            (ChunkStep::OpenWatermark, _) => return self.read_next(ctx),
             (ChunkStep::MaximumKey, SqlReply::Rows { rows, .. }) => match rows.first() {
                 None => {
                     self.table_done(ctx, ScanStatus::Empty, "the table is empty".into());
-                    self.read_next(ctx);
+                    return self.read_next(ctx);
                 }
-                Some((key, _)) => {
+                Some((key, row)) => {
+                    let order = self.chunk_order().unwrap_or_default();
+                    let maximum = order.0.map_or(*key, |column| column.value(*key, row));
                     if let Some(snapshot) = self.incremental.as_mut() {
-                        snapshot.maximum_key = Some(*key);
+                        snapshot.maximum_key = Some(maximum);
                     }
                     self.sync_incremental_offset();
-                    self.read_next(ctx);
+                    return self.read_next(ctx);
                 }
             },
             (ChunkStep::Chunk, SqlReply::Rows { table, rows, .. }) => {
@@ -698,12 +762,14 @@ impl DebeziumTask {
                 let filter = QueryFilter(
                     self.config.signalling.as_ref().and_then(|signalling| signalling.filter(table, origin)),
                 );
+                let order = self.chunk_order().unwrap_or_default();
+                let position = |key: Key, row: &Row| order.0.map_or(key, |column| column.value(key, row));
                 let Some(snapshot) = self.incremental.as_mut() else { return TaskEvent::None };
                 let after = snapshot.chunk_end;
                 let count = rows.len() as u32;
-                let last = rows.last().map(|(key, _)| *key);
+                let last = rows.last().map(|(key, row)| position(*key, row));
                 snapshot.rows_scanned += u64::from(count);
-                snapshot.window.extend(rows);
+                snapshot.window.extend(rows.into_iter().map(|(key, row)| ((position(key, &row), key), row)));
                 if let Some(chunk) = snapshot.chunk {
                     ctx.observe(Observation::ChunkRead {
                         table,
@@ -713,6 +779,7 @@ impl DebeziumTask {
                         rows: count,
                         maximum_key: snapshot.maximum_key.unwrap_or(0),
                         filter,
+                        order,
                     });
                 }
                 match last {
@@ -722,7 +789,7 @@ impl DebeziumTask {
                     }
                     None => {
                         self.table_done(ctx, ScanStatus::Succeeded, String::new());
-                        self.read_next(ctx);
+                        return self.read_next(ctx);
                     }
                 }
             }

@@ -1004,6 +1004,7 @@ mod tests {
                     kind: SnapshotType::Incremental,
                     collections: vec![TableId(0)],
                     conditions: Vec::new(),
+                    surrogate_key: None,
                 },
             }],
         });
@@ -1065,6 +1066,7 @@ mod tests {
             kind: SnapshotType::Incremental,
             collections: vec![TableId(0), OTHER],
             conditions: Vec::new(),
+            surrogate_key: None,
         };
         signalling.signals.push(Signal {
             id: "stop-1".into(),
@@ -1146,7 +1148,8 @@ mod tests {
                     upto: None,
                     limit: 1,
                     descending: true,
-                    filter: None
+                    filter: None,
+                    order_by: Default::default()
                 },
                 SqlRequest::SelectRange {
                     table: TableId(0),
@@ -1154,7 +1157,8 @@ mod tests {
                     upto: Some(3),
                     limit: 2,
                     descending: false,
-                    filter: None
+                    filter: None,
+                    order_by: Default::default()
                 },
                 insert(watermark_key(chunk, Watermark::Close)),
             ]
@@ -1238,7 +1242,8 @@ mod tests {
                 upto: Some(3),
                 limit: 2,
                 descending: false,
-                filter: None
+                filter: None,
+                order_by: Default::default()
             },
             "no maximum-key query: the stored one"
         );
