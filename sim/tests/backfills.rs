@@ -11,6 +11,7 @@ use handoff_models::core::observe::Observation;
 use handoff_models::scenario::spec::Invariant;
 use handoff_sim::timed::runner::RunResult;
 
+const CLAIMS: TableId = TableId(0);
 const HUBS: TableId = TableId(1);
 const SIGNALS: TableId = TableId(2);
 
@@ -261,7 +262,27 @@ fn signals_the_model_does_not_run_yet_are_refused_by_name() {
         (
             "\"type\": \"incremental\"",
             "\"type\": \"blocking\", \"additional-conditions\": [{\"data-collection\": \"public.hubs\", \"filter\": \"id > 1\"}]",
-            "additional-conditions with type `blocking` is not modelled yet",
+            "SELECT * FROM <table> [WHERE <filter>] [ORDER BY id]",
+        ),
+        (
+            "\"type\": \"incremental\"",
+            "\"type\": \"blocking\", \"additional-conditions\": [{\"data-collection\": \"public.hubs\", \"filter\": \"SELECT failing query\"}]",
+            "to make PostgreSQL refuse it, compare a column the table lacks",
+        ),
+        (
+            "\"type\": \"incremental\"",
+            "\"type\": \"blocking\", \"additional-conditions\": [{\"data-collection\": \"public.hubs\", \"filter\": \"SELECT * FROM public.hubs ORDER BY id DESC\"}]",
+            "ORDER BY id DESC is not modelled",
+        ),
+        (
+            "\"type\": \"incremental\"",
+            "\"type\": \"blocking\", \"additional-conditions\": [{\"data-collection\": \"public.hubs\", \"filter\": \"SELECT * FROM public.claims WHERE id > 3\"}]",
+            "reads FROM public.claims",
+        ),
+        (
+            "\"type\": \"incremental\"",
+            "\"type\": \"blocking\", \"additional-conditions\": [{\"data-collection\": \"public.hubs\", \"filter\": \"select * from public.hubs where id > ten\"}]",
+            "its WHERE `id > ten` `id > ten`: id is compared with an integer",
         ),
         ("signal = \"execute-snapshot\"", "signal = \"schema-changes\"", "`schema-changes` is not modelled yet"),
         (
@@ -285,8 +306,8 @@ fn signals_the_model_does_not_run_yet_are_refused_by_name() {
         ),
         (
             "\"type\": \"incremental\"",
-            "\"additional-conditions\": [{\"data-collection\": \"public.hubs\", \"filter\": \"region > 3\"}]",
-            "`region` is no column",
+            "\"additional-conditions\": [{\"data-collection\": \"public.hubs\", \"filter\": \"3 > region\"}]",
+            "is no comparison the model reads",
         ),
         ("\"type\": \"incremental\"", "\"additional-condition\": \"id > 1\"", "Debezium removed in 2.x"),
         (
@@ -638,4 +659,72 @@ fn surrogate_key_needs_debezium_2_2() {
     let old = text.replacen("[postgres]", "[versions]\ndebezium = \"2.1\"\n\n[postgres]", 1);
     let error = handoff_sim::scenario::load_str("old.toml", &old, &[]).expect_err("refused").to_string();
     assert!(error.contains("exists from Debezium 2.2"), "{error}");
+}
+
+/// A blocking snapshot's `additional-conditions` is the table's SELECT statement: its WHERE
+/// filters the scan, as `snapshot.select.statement.overrides` does.
+#[test]
+fn a_blocking_statement_filters_the_scan() {
+    let result = run(
+        "hubs-backfill-blocking",
+        &[
+            r#"workload.script=[{at="20s", signal="execute-snapshot", data="{\"data-collections\": [\"public.hubs\"], \"type\": \"blocking\", \"additional-conditions\": [{\"data-collection\": \"public.hubs\", \"filter\": \"SELECT * FROM public.hubs WHERE id > 30 ORDER BY id ASC;\"}]}"}]"#,
+        ],
+    );
+    let reads: Vec<i64> =
+        appended(&result, HUBS).iter().filter(|(op, ..)| *op == 'r').map(|(_, key, _)| *key).collect();
+    assert_eq!(reads, (31..=40).collect::<Vec<_>>());
+    let missing: Vec<i64> =
+        result.findings.iter().filter(|f| f.invariant == Invariant::I1).filter_map(|f| f.key).collect();
+    assert_eq!(missing, (1..=30).collect::<Vec<_>>(), "by request, as an incremental filter is");
+    let blocking = &result.record.as_ref().expect("a record").blocking_snapshots[0];
+    assert_eq!((blocking.status.as_deref(), blocking.records_published), (Some("COMPLETED"), 10));
+}
+
+/// DBZ-8335: the second table's statement fails; the first table's held-back last row is never
+/// emitted, and nothing else carries it.
+#[test]
+fn a_failed_blocking_snapshot_never_emits_its_held_back_row() {
+    let result = run_variant("hubs-backfill-blocking", "failing-select");
+    assert!(result.prediction_held, "{:?}", result.findings);
+    let reads: Vec<i64> =
+        appended(&result, HUBS).iter().filter(|(op, ..)| *op == 'r').map(|(_, key, _)| *key).collect();
+    assert_eq!(reads, (1..=39).collect::<Vec<_>>(), "every hub but the held-back last");
+    let failures = observed(&result, |o| match o {
+        Observation::BlockingSnapshotFailed { reason, rows, held } => Some((reason.clone(), *rows, *held)),
+        _ => None,
+    });
+    assert_eq!(failures.len(), 1);
+    assert!(failures[0].0.contains("ERROR: column \"region\" does not exist"), "{}", failures[0].0);
+    assert_eq!((failures[0].1, failures[0].2), (40, Some((HUBS, 40))));
+    let missing: Vec<(Invariant, Option<i64>)> = result.findings.iter().map(|f| (f.invariant, f.key)).collect();
+    assert_eq!(missing, vec![(Invariant::I1, Some(40))]);
+    let blocking = &result.record.as_ref().expect("a record").blocking_snapshots[0];
+    assert_eq!(
+        (blocking.status.as_deref(), blocking.records_published, blocking.never_emitted.as_deref()),
+        (Some("FAILED"), 39, Some("public.hubs row 40"))
+    );
+}
+
+/// An incremental filter PostgreSQL refuses (reference §6.3, `warnAndSkip`): the table ends
+/// `SQL_EXCEPTION` with nothing read and the snapshot goes on with the next one.
+#[test]
+fn a_refused_filter_skips_its_table_and_the_snapshot_goes_on() {
+    let result = run_variant("hubs-backfill-conditions", "sql-exception");
+    assert!(result.prediction_held, "{:?}", result.findings);
+    let scanned = observed(&result, |o| match o {
+        Observation::IncrementalTableScanned { table, status, rows, reason } => {
+            Some((*table, status.name(), *rows, reason.contains("column \"region\" does not exist")))
+        }
+        _ => None,
+    });
+    assert_eq!(scanned, vec![(HUBS, "SQL_EXCEPTION", 0, true), (CLAIMS, "SUCCEEDED", 200, false)]);
+    assert!(appended(&result, HUBS).is_empty(), "no hub is read or changed");
+    let missing: Vec<i64> =
+        result.findings.iter().filter(|f| f.invariant == Invariant::I1).filter_map(|f| f.key).collect();
+    assert_eq!(missing, (1..=40).collect::<Vec<_>>());
+    let backfills = &result.record.as_ref().expect("a record").backfills;
+    let lines: Vec<(&str, Option<&str>, u64)> =
+        backfills.iter().map(|b| (b.table.as_str(), b.status.as_deref(), b.rows_read)).collect();
+    assert_eq!(lines, vec![("public.hubs", Some("SQL_EXCEPTION"), 0), ("public.claims", Some("SUCCEEDED"), 200)]);
 }

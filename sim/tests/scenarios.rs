@@ -424,6 +424,11 @@ fn hubs_backfill_conditions() {
 }
 
 #[test]
+fn hubs_backfill_conditions_sql_exception() {
+    check_variant("hubs-backfill-conditions", "sql-exception");
+}
+
+#[test]
 fn hubs_backfill_pause() {
     check("hubs-backfill-pause");
 }
@@ -441,6 +446,11 @@ fn hubs_backfill_blocking() {
 #[test]
 fn hubs_backfill_blocking_worker_killed() {
     check_variant("hubs-backfill-blocking", "worker-killed");
+}
+
+#[test]
+fn hubs_backfill_blocking_failing_select() {
+    check_variant("hubs-backfill-blocking", "failing-select");
 }
 
 #[test]

@@ -71,8 +71,12 @@ impl Component for Loader {
         match msg {
             Msg::SqlReply { reply: SqlReply::Lsn(lsn), .. } => {
                 self.lsn = Some(lsn);
-                let request =
-                    SqlRequest::ScanTable { table: self.table, exported_snapshot: None, fetch_size: self.fetch_size };
+                let request = SqlRequest::ScanTable {
+                    table: self.table,
+                    exported_snapshot: None,
+                    fetch_size: self.fetch_size,
+                    filter: None,
+                };
                 ctx.send(Node::Postgres, Msg::Sql { session: SESSION, request });
             }
             Msg::SqlReply { reply: SqlReply::Rows { table, rows, done }, .. } => {

@@ -134,7 +134,17 @@ pub enum SqlRequest {
     /// session's current snapshot: an imported exported snapshot
     /// (`SET TRANSACTION SNAPSHOT '<name>'` in a REPEATABLE READ transaction) or, without one,
     /// a fresh statement snapshot (READ COMMITTED).
-    ScanTable { table: TableId, exported_snapshot: Option<String>, fetch_size: u32 },
+    ///
+    /// `filter`: a blocking snapshot's `additional-conditions` statement
+    /// (`SELECT * FROM <table> WHERE …`): only matching rows; one naming a column the table lacks
+    /// is refused before anything is read.
+    ScanTable {
+        table: TableId,
+        exported_snapshot: Option<String>,
+        fetch_size: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        filter: Option<Box<crate::core::signal::RowFilter>>,
+    },
     /// `CREATE PUBLICATION <name> FOR ALL TABLES` unless it exists.
     /// `CREATE PUBLICATION name FOR ALL TABLES` if it does not exist (`tables: None`), or, with
     /// `publication.autocreate.mode = filtered`, `FOR TABLE` those tables, created or set so.

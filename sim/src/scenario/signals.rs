@@ -144,7 +144,7 @@ pub(super) fn signal_steps(
 enum Request {
     /// The type, the `data-collections` patterns, the `additional-conditions` as
     /// (`data-collection` pattern, filter) pairs, and the `surrogate-key`.
-    Execute(SnapshotType, Vec<String>, Vec<(String, RowFilter)>, Option<SurrogateKey>),
+    Execute(SnapshotType, Vec<String>, Conditions, Option<SurrogateKey>),
     /// `data-collections` missing or empty: None (the whole snapshot).
     Stop(SnapshotType, Option<Vec<String>>),
     Pause,
@@ -262,11 +262,23 @@ fn expand(
     Ok((matched, unmatched))
 }
 
-/// `additional-conditions` as (`data-collection` pattern, filter) pairs.
-type Conditions = Vec<(String, RowFilter)>;
+/// One of `additional-conditions`: its `data-collection` pattern, its filter (None: a blocking
+/// snapshot's statement without `WHERE`, the whole table), and for a blocking snapshot the table
+/// its statement reads (`FROM`).
+struct ConditionText {
+    pattern: String,
+    filter: Option<RowFilter>,
+    from: Option<String>,
+}
 
-/// `additional-conditions`: `[{"data-collection": "public.hubs", "filter": "status = 'approved'"}]`.
-fn parse_conditions(value: &serde_json::Value) -> Result<Conditions, String> {
+type Conditions = Vec<ConditionText>;
+
+/// `additional-conditions`: `[{"data-collection": "public.hubs", "filter": "status = 'approved'"}]`
+/// for an incremental snapshot; for a blocking one each `filter` is the table's whole SELECT
+/// statement (`"SELECT * FROM public.hubs WHERE status = 'approved'"`,
+/// `con-connector-blocking-snapshot.adoc`; the snapshot runs it instead of its own, as
+/// `snapshot.select.statement.overrides` does).
+fn parse_conditions(value: &serde_json::Value, kind: SnapshotType) -> Result<Conditions, String> {
     const EXAMPLE: &str = "[{\"data-collection\": \"public.hubs\", \"filter\": \"status = 'approved'\"}]";
     let Some(items) = value.as_array() else {
         return Err(format!("additional-conditions must be an array, e.g. {EXAMPLE}"));
@@ -283,9 +295,15 @@ fn parse_conditions(value: &serde_json::Value) -> Result<Conditions, String> {
         let (Some(collection), Some(filter)) = (text("data-collection"), text("filter")) else {
             return Err(format!("an additional condition needs data-collection and filter, e.g. {EXAMPLE}"));
         };
-        let filter =
-            RowFilter::parse(filter).map_err(|problem| format!("additional-conditions filter `{filter}` {problem}"))?;
-        conditions.push((collection.trim().to_owned(), filter));
+        let pattern = collection.trim().to_owned();
+        if kind == SnapshotType::Blocking {
+            let (from, filter) = select_statement(filter)?;
+            conditions.push(ConditionText { pattern, filter, from: Some(from) });
+        } else {
+            let filter = RowFilter::parse(filter)
+                .map_err(|problem| format!("additional-conditions filter `{filter}` {problem}"))?;
+            conditions.push(ConditionText { pattern, filter: Some(filter), from: None });
+        }
     }
     Ok(conditions)
 }
@@ -295,12 +313,13 @@ fn parse_conditions(value: &serde_json::Value) -> Result<Conditions, String> {
 /// .buildDataCollection`). A condition that matches none of the collections would be ignored:
 /// refused, naming it.
 fn conditions_of(
-    conditions: &[(String, RowFilter)],
+    conditions: &[ConditionText],
     collections: &[TableId],
     tables: &[TableSetup],
 ) -> Result<Vec<(TableId, RowFilter)>, String> {
     let mut regexes = Vec::new();
-    for (pattern, _) in conditions {
+    for condition in conditions {
+        let pattern = &condition.pattern;
         let regex = regex::Regex::new(&format!("^(?:{pattern})$"))
             .map_err(|error| format!("additional-conditions: `{pattern}` is not a regular expression: {error}"))?;
         if !collections.iter().any(|id| regex.is_match(&tables[usize::from(id.0)].name)) {
@@ -311,17 +330,75 @@ fn conditions_of(
         }
         regexes.push(regex);
     }
-    Ok(collections
-        .iter()
-        .filter_map(|id| {
-            let name = &tables[usize::from(id.0)].name;
-            regexes
-                .iter()
-                .zip(conditions)
-                .find(|(regex, _)| regex.is_match(name))
-                .map(|(_, (_, filter))| (*id, *filter))
-        })
-        .collect())
+    let mut filters = Vec::new();
+    for id in collections {
+        let name = &tables[usize::from(id.0)].name;
+        let Some((_, condition)) = regexes.iter().zip(conditions).find(|(regex, _)| regex.is_match(name)) else {
+            continue;
+        };
+        if let Some(from) = &condition.from
+            && from != name
+        {
+            return Err(format!(
+                "additional-conditions: the statement for `{name}` reads FROM {from}; the model runs a blocking \
+                 snapshot's statement on the table it stands for only"
+            ));
+        }
+        if let Some(filter) = condition.filter {
+            filters.push((*id, filter));
+        }
+    }
+    Ok(filters)
+}
+
+/// A blocking snapshot's `additional-conditions` statement, as the model reads it:
+/// `SELECT * FROM <table> [WHERE <filter>] [ORDER BY id [ASC]]` (any case, a `;` at the end
+/// allowed): the table and the filter. The scan reads in key order, so an `ORDER BY` of anything
+/// else is refused, and so is any other statement: PostgreSQL would run or refuse what the
+/// model cannot read. A statement PostgreSQL refuses is written as a `WHERE` on a column the
+/// table lacks.
+fn select_statement(text: &str) -> Result<(String, Option<RowFilter>), String> {
+    const FORM: &str = "the model reads a blocking snapshot's condition as SELECT * FROM <table> [WHERE <filter>] \
+                        [ORDER BY id]; to make PostgreSQL refuse it, compare a column the table lacks, e.g. WHERE \
+                        region = 'north'";
+    let statement = text.trim().trim_end_matches(';').trim();
+    let lower = statement.to_ascii_lowercase();
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    if words.len() < 4 || words[..3] != ["select", "*", "from"] {
+        return Err(format!("additional-conditions statement `{text}`: {FORM}"));
+    }
+    // The original text after `FROM`, split at WHERE and ORDER BY (found in the lower-case copy).
+    let after_from = lower.find(" from ").map(|at| at + 6).unwrap_or(lower.len());
+    let rest = &statement[after_from..];
+    let rest_lower = &lower[after_from..];
+    let order_at = rest_lower.find(" order by ");
+    let where_at = rest_lower.find(" where ");
+    let table_end = [where_at, order_at].into_iter().flatten().min().unwrap_or(rest.len());
+    let table = rest[..table_end].trim().to_owned();
+    if table.is_empty() || table.contains(char::is_whitespace) {
+        return Err(format!("additional-conditions statement `{text}`: {FORM}"));
+    }
+    if let Some(order_at) = order_at {
+        let order: Vec<&str> = rest_lower[order_at + 10..].split_whitespace().collect();
+        if !matches!(order.as_slice(), ["id"] | ["id", "asc"]) || where_at.is_some_and(|at| at > order_at) {
+            return Err(format!(
+                "additional-conditions statement `{text}`: ORDER BY {} is not modelled: the model's scan reads in \
+                 key order (ORDER BY id)",
+                rest[order_at + 10..].trim()
+            ));
+        }
+    }
+    let filter = match where_at {
+        None => None,
+        Some(where_at) => {
+            let end = order_at.unwrap_or(rest.len());
+            let filter = rest[where_at + 7..end].trim();
+            Some(RowFilter::parse(filter).map_err(|problem| {
+                format!("additional-conditions statement `{text}`: its WHERE `{filter}` {problem}")
+            })?)
+        }
+    };
+    Ok((table, filter))
 }
 
 /// `execute-snapshot`'s `data`: `{"data-collections": [...], "type": "incremental"}`.
@@ -344,11 +421,6 @@ fn parse_data(data: &str) -> Result<(SnapshotType, Vec<String>, Conditions, Opti
         }
     }
     let kind = snapshot_type(&object)?;
-    if kind == SnapshotType::Blocking && object.contains_key("additional-conditions") {
-        return Err("additional-conditions with type `blocking` is not modelled yet: a blocking snapshot takes each \
-             filter as the whole SELECT statement of its table (snapshot.select.statement.overrides)"
-            .into());
-    }
     let surrogate = match object.get("surrogate-key") {
         None => None,
         Some(value) => Some(surrogate_key(value, kind)?),
@@ -359,7 +431,7 @@ fn parse_data(data: &str) -> Result<(SnapshotType, Vec<String>, Conditions, Opti
     let patterns: Option<Vec<String>> =
         collections.as_array().and_then(|items| items.iter().map(|item| item.as_str().map(str::to_owned)).collect());
     let conditions = match object.get("additional-conditions") {
-        Some(value) => parse_conditions(value)?,
+        Some(value) => parse_conditions(value, kind)?,
         None => Vec::new(),
     };
     match patterns {

@@ -253,7 +253,11 @@ fn e2c_the_exported_snapshot_sees_what_committed_before_the_consistent_point() {
         ))
     );
     // The connector's snapshot scan on the exported snapshot.
-    sql(&mut pg, 11, SqlRequest::ScanTable { table: U, exported_snapshot: Some(name.clone()), fetch_size: 100 });
+    sql(
+        &mut pg,
+        11,
+        SqlRequest::ScanTable { table: U, exported_snapshot: Some(name.clone()), fetch_size: 100, filter: None },
+    );
     let mut out = Outbox::default();
     pg.on_timer(&mut Ctx::new(SimTime(3), Node::Pg1, &mut out), Timer::ScanBatch { client: Node::Connect });
     match sql_reply(&out, 11) {

@@ -254,8 +254,11 @@ impl Postgres {
                 switch_lsn: self.durable.switch_lsn,
                 current_lsn: self.current_wal_lsn(),
             },
-            SqlRequest::ScanTable { table, exported_snapshot, fetch_size } => {
-                return self.start_scan(ctx, client, session, table, exported_snapshot, fetch_size);
+            SqlRequest::ScanTable { table, exported_snapshot, fetch_size, filter } => {
+                if let Some(error) = filter.as_deref().and_then(super::xact::undefined_column_error) {
+                    return Some(error);
+                }
+                return self.start_scan(ctx, client, session, table, (exported_snapshot, filter), fetch_size);
             }
             SqlRequest::Close => {
                 self.close_session(ctx, client, session);
@@ -275,7 +278,7 @@ impl Postgres {
         client: Node,
         session: SessionId,
         table: TableId,
-        exported: Option<String>,
+        (exported, filter): (Option<String>, Option<Box<crate::core::signal::RowFilter>>),
         fetch_size: u32,
     ) -> Option<SqlReply> {
         let (seen, snapshot) = match exported {
@@ -295,8 +298,11 @@ impl Postgres {
             }
             None => (self.take_snapshot(None).seen, ScanSnapshot::Statement),
         };
-        let rows =
+        let mut rows =
             if seen.except.is_empty() { self.table(table).scan(seen.upto) } else { self.table(table).scan_seen(&seen) };
+        if let Some(filter) = filter {
+            rows.retain(|(key, row)| filter.matches(*key, row));
+        }
         // The observation's csn is the run's commits the snapshot sees from the first on: all of
         // them up to `upto`, but for a commit not yet visible.
         let snapshot_csn = seen.prefix();

@@ -599,6 +599,9 @@ impl Postgres {
         (limit, descending): (u32, bool),
         filter: Option<&crate::core::signal::RowFilter>,
     ) -> SqlReply {
+        if let Some(error) = filter.and_then(undefined_column_error) {
+            return error;
+        }
         let reply = self.select(client, session, table);
         let SqlReply::Rows { table, rows, done } = reply else { return reply };
         let in_range = |value: Key| after.is_none_or(|after| value > after) && upto.is_none_or(|upto| value <= upto);
@@ -822,4 +825,10 @@ pub(super) fn change_record_len(kind: &ChangeKind) -> u64 {
         // Without a full replica identity only the 8-byte key is logged.
         ChangeKind::Delete { before } => record_size::heap_delete(before.map_or(8, |row| row.tuple_data_bytes())),
     }
+}
+
+/// The parser's refusal of a statement whose `WHERE` names a column the table lacks (raised
+/// while the statement is analysed, before it takes a snapshot or reads a row).
+pub(super) fn undefined_column_error(filter: &crate::core::signal::RowFilter) -> Option<SqlReply> {
+    filter.undefined_column().map(|name| SqlReply::Error(format!("ERROR: column \"{name}\" does not exist")))
 }

@@ -21,17 +21,20 @@
 //! - A failure inside the snapshot is caught (`doBlockingSnapshot`: "Error while executing
 //!   requested blocking snapshot."): the held-back last row is never emitted (DBZ-8335, still
 //!   asserted by `aFailedBlockingSnapshotShouldNotCauseInitialSnapshotOnRestart`), the offset
-//!   keeps `snapshot=BLOCKING`, and streaming resumes.
+//!   keeps `snapshot=BLOCKING`, and streaming resumes. A table's `additional-conditions` is its
+//!   whole SELECT statement (`con-connector-blocking-snapshot.adoc`; the model reads `SELECT *
+//!   FROM <table> [WHERE …] [ORDER BY id]`): its WHERE goes with `SqlRequest::ScanTable`, and one
+//!   naming a column the table lacks is PostgreSQL's error, the snapshot's failure (as the test's
+//!   `"SELECT failing query"` is).
 //! - A task restart never resumes a blocking snapshot (no code path reads a stored `BLOCKING`):
 //!   streaming goes on from the stored offset, and the rows the snapshot had not emitted are
 //!   never read. Before 3.0.2 (DBZ-7903; `[versions] debezium` before 3.0, a minor release being
 //!   modelled as its last patch) the offset stored `snapshot` as a boolean, which a start loads
 //!   as an INITIAL snapshot in progress: the restart re-runs the initial snapshot from scratch.
 //!
-//! Not modelled: `additional-conditions` for blocking snapshots (there a whole SELECT statement,
-//! refused by the scenario reader), the configured isolation when the slot was created by this
-//! task start (a serializable read-only transaction: one snapshot for every table instead of
-//! one per table; per key the same), signals from other channels, and the race by which the
+//! Not modelled: statements other than that form (the scenario reader refuses them), the
+//! configured isolation when the slot was created by this task start (a serializable read-only
+//! transaction: one snapshot for every table instead of one per table; per key the same), signals from other channels, and the race by which the
 //! streaming thread may read a few more messages before it notices the pause.
 
 use super::*;
@@ -39,8 +42,9 @@ use super::*;
 /// The blocking snapshot while it runs (the streaming thread waits for it).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub(super) struct BlockingSnapshot {
-    /// The tables to read, in the signal's order, and the one being read.
-    tables: Vec<TableId>,
+    /// The tables to read, in the signal's order, each with the key of the signal that named it
+    /// (its `additional-conditions`), and the one being read.
+    tables: Vec<(TableId, u8)>,
     index: usize,
     /// The held-back last record (`BufferingSnapshotChangeRecordReceiver`).
     buffered: Option<SourceRecord>,
@@ -73,7 +77,7 @@ impl DebeziumTask {
 
     /// `execute-snapshot` with `type: blocking`: the pause is requested; the streaming loop
     /// honours it before its next message ([`Self::blocking_pause_requested`]).
-    pub(super) fn request_blocking_snapshot(&mut self, tables: Vec<TableId>) {
+    pub(super) fn request_blocking_snapshot(&mut self, tables: Vec<(TableId, u8)>) {
         self.blocking_request = Some(tables);
     }
 
@@ -86,7 +90,7 @@ impl DebeziumTask {
         self.offset.last_snapshot_record = false;
         self.offset.snapshot_completed = false;
         ctx.observe(Observation::BlockingSnapshotStarted {
-            tables: tables.clone(),
+            tables: tables.iter().map(|(table, _)| *table).collect(),
             lsn: self.offset.lsn.unwrap_or(Lsn::INVALID),
         });
         self.stalled = Some(Box::new(incremental::Stalled::paused()));
@@ -98,9 +102,16 @@ impl DebeziumTask {
     fn scan_blocking_table(&mut self, ctx: &mut Ctx) {
         let Some(blocking) = self.blocking.as_ref() else { return };
         match blocking.tables.get(blocking.index) {
-            Some(table) => {
+            Some((table, origin)) => {
                 let (table, fetch_size) = (*table, self.config.snapshot_fetch_size);
-                self.sql(ctx, SqlRequest::ScanTable { table, exported_snapshot: None, fetch_size });
+                // `additional-conditions`: the table's SELECT statement, its WHERE as the filter.
+                let filter = self
+                    .config
+                    .signalling
+                    .as_ref()
+                    .and_then(|signalling| signalling.filter(table, *origin))
+                    .map(Box::new);
+                self.sql(ctx, SqlRequest::ScanTable { table, exported_snapshot: None, fetch_size, filter });
             }
             None => self.complete_blocking(ctx),
         }

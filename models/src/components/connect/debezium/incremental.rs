@@ -373,7 +373,7 @@ impl DebeziumTask {
         let origin = u8::try_from(key).unwrap_or(0);
         let collections: Vec<(TableId, u8)> = collections.iter().map(|table| (*table, origin)).collect();
         if *kind == SnapshotType::Blocking {
-            let tables: Vec<TableId> = collections.iter().map(|(table, _)| *table).collect();
+            let tables = collections.clone();
             let outcome = if self.blocking.is_some() || self.blocking_request.is_some() {
                 "another blocking snapshot is requested before streaming paused: its tables are read in the \
                  same pause, after the first one's (the executor runs one snapshot after the other)"

@@ -270,7 +270,7 @@ pub struct DebeziumTask {
     stop_request: Option<Box<incremental::StopRequest>>,
     /// A blocking snapshot's tables, signalled: the streaming loop pauses before its next
     /// message (`blocking`).
-    blocking_request: Option<Vec<TableId>>,
+    blocking_request: Option<Vec<(TableId, u8)>>,
     /// The blocking snapshot while it runs (`blocking`).
     blocking: Option<Box<blocking::BlockingSnapshot>>,
 }

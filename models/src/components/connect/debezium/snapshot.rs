@@ -79,7 +79,7 @@ impl DebeziumTask {
         };
         let table = self.config.snapshot_tables()[table_index];
         let fetch_size = self.config.snapshot_fetch_size;
-        self.sql(ctx, SqlRequest::ScanTable { table, exported_snapshot, fetch_size });
+        self.sql(ctx, SqlRequest::ScanTable { table, exported_snapshot, fetch_size, filter: None });
     }
 
     pub(super) fn emit_snapshot_row(&mut self, ctx: &mut Ctx, table: TableId, key: Key, row: Row) {
