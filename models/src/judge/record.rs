@@ -419,7 +419,8 @@ impl BackfillRecord {
         }
         format!(
             "{}: incremental snapshot from {}, {status}{resumed}; {} chunk(s) in {} window(s), {} row(s) read, {} \
-             deduplicated in a window, {} op=r record(s) published, {} duplicate(s) delivered",
+             deduplicated in a window, {} op=r record(s) published, {} duplicate(s) delivered (rows this backfill \
+             had published already, read again)",
             self.table,
             self.started_at,
             self.chunks,
