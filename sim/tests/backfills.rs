@@ -282,7 +282,7 @@ fn signals_the_model_does_not_run_yet_are_refused_by_name() {
         (
             "\"type\": \"incremental\"",
             "\"type\": \"blocking\", \"additional-conditions\": [{\"data-collection\": \"public.hubs\", \"filter\": \"select * from public.hubs where id > ten\"}]",
-            "its WHERE `id > ten` `id > ten`: id is compared with an integer",
+            "its WHERE `id > ten`: id is compared with an integer",
         ),
         ("signal = \"execute-snapshot\"", "signal = \"schema-changes\"", "`schema-changes` is not modelled yet"),
         (

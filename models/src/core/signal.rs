@@ -563,6 +563,12 @@ mod tests {
         let only = RowFilter::parse("region = 'north'").expect("a filter");
         assert_eq!((only.undefined_column(), only.to_string().as_str()), (Some("region"), "region … (no such column)"));
         assert_eq!(RowFilter::parse("id > 3").expect("a filter").undefined_column(), None);
+        // Every prefix and suffix of a filter, on every character boundary: an answer, never a panic.
+        let full = "status = 'approved' AND (région >= 2) and id <> 7 AND zone = 'nord'";
+        for (at, _) in full.char_indices() {
+            let _ = RowFilter::parse(&full[..at]);
+            let _ = RowFilter::parse(&full[at..]);
+        }
         let long = format!("{} = 1", "x".repeat(UndefinedColumn::MAX_BYTES + 1));
         assert!(RowFilter::parse(&long).expect_err("too long").contains("longer than"));
         // Hashed only when there is one: a filter without keeps the hash it had.

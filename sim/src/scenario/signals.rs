@@ -361,7 +361,9 @@ fn select_statement(text: &str) -> Result<(String, Option<RowFilter>), String> {
     const FORM: &str = "the model reads a blocking snapshot's condition as SELECT * FROM <table> [WHERE <filter>] \
                         [ORDER BY id]; to make PostgreSQL refuse it, compare a column the table lacks, e.g. WHERE \
                         region = 'north'";
-    let statement = text.trim().trim_end_matches(';').trim();
+    // Words as PostgreSQL's lexer separates them: any run of white space is one space.
+    let statement = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let statement = statement.trim_end_matches(';').trim_end();
     let lower = statement.to_ascii_lowercase();
     let words: Vec<&str> = lower.split_whitespace().collect();
     if words.len() < 4 || words[..3] != ["select", "*", "from"] {
@@ -391,11 +393,13 @@ fn select_statement(text: &str) -> Result<(String, Option<RowFilter>), String> {
     let filter = match where_at {
         None => None,
         Some(where_at) => {
+            // `WHERE ORDER BY id`: the two share the space between them, so the filter is empty.
             let end = order_at.unwrap_or(rest.len());
-            let filter = rest[where_at + 7..end].trim();
-            Some(RowFilter::parse(filter).map_err(|problem| {
-                format!("additional-conditions statement `{text}`: its WHERE `{filter}` {problem}")
-            })?)
+            let filter = rest.get(where_at + 7..end).unwrap_or("").trim();
+            Some(
+                RowFilter::parse(filter)
+                    .map_err(|problem| format!("additional-conditions statement `{text}`: its WHERE {problem}"))?,
+            )
         }
     };
     Ok((table, filter))
@@ -482,4 +486,36 @@ fn resolve(patterns: &[String], captured: &[TableId], tables: &[TableSetup]) -> 
         ));
     }
     Ok(resolved)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_blocking_statement_reads_its_table_and_where_and_refuses_the_rest_without_a_panic() {
+        let (table, filter) = select_statement("select *\n from  public.hubs\twhere id > 3 ORDER BY id asc ;").unwrap();
+        assert_eq!((table.as_str(), filter.map(|f| f.to_string())), ("public.hubs", Some("id > 3".to_owned())));
+        assert_eq!(select_statement("SELECT * FROM public.hubs").unwrap(), ("public.hubs".to_owned(), None));
+        let missing = select_statement("SELECT * FROM public.claims WHERE region = 'north'").unwrap().1.unwrap();
+        assert_eq!(missing.undefined_column(), Some("region"));
+        for (text, problem) in [
+            ("SELECT * FROM public.hubs WHERE ORDER BY id", "its WHERE"),
+            ("SELECT * FROM public.hubs WHERE", "the model reads a blocking snapshot's condition as"),
+            ("SELECT * FROM public.hubs ORDER BY id DESC", "ORDER BY id DESC is not modelled"),
+            ("SELECT * FROM public.hubs ORDER BY id WHERE id > 1", "is not modelled"),
+            ("SELECT id FROM public.hubs", "the model reads"),
+            ("SELECT failing query", "compare a column the table lacks"),
+            ("SELECT * FROM public.hubs WHERE région = 1", "is no comparison the model reads"),
+        ] {
+            let error = select_statement(text).expect_err(text);
+            assert!(error.contains(problem), "{text}: {error}");
+        }
+        // Every prefix of a statement, on every character boundary: an answer, never a panic.
+        let full = "SELECT * FROM public.hubs WHERE status = 'approved' AND région > 2 ORDER BY id ASC;";
+        for (at, _) in full.char_indices() {
+            let _ = select_statement(&full[..at]);
+            let _ = select_statement(&full[at..]);
+        }
+    }
 }
