@@ -312,8 +312,8 @@ fn signals_the_model_does_not_run_yet_are_refused_by_name() {
         ("\"type\": \"incremental\"", "\"additional-condition\": \"id > 1\"", "Debezium removed in 2.x"),
         (
             "\"incremental.snapshot.chunk.size\" = 16",
-            "\"signal.enabled.channels\" = \"source,kafka\"",
-            "kafka channel is not modelled yet",
+            "\"signal.enabled.channels\" = \"source,file\"",
+            "file channel is not modelled yet",
         ),
     ] {
         assert!(text.contains(from), "{from}");
@@ -727,4 +727,123 @@ fn a_refused_filter_skips_its_table_and_the_snapshot_goes_on() {
     let lines: Vec<(&str, Option<&str>, u64)> =
         backfills.iter().map(|b| (b.table.as_str(), b.status.as_deref(), b.rows_read)).collect();
     assert_eq!(lines, vec![("public.hubs", Some("SQL_EXCEPTION"), 0), ("public.claims", Some("SUCCEEDED"), 200)]);
+}
+
+fn i1_keys(result: &RunResult) -> Vec<i64> {
+    result.findings.iter().filter(|f| f.invariant == Invariant::I1).filter_map(|f| f.key).collect()
+}
+
+/// The Kafka signal channel (reference debezium-postgres.md §6.1): the record is read at the
+/// SignalProcessor's next poll, and the first `readChunk` runs on its thread while the stream
+/// goes on, so the stream can open the window before the chunk query answers.
+#[test]
+fn a_kafka_signal_runs_at_the_next_poll_and_its_first_chunk_beside_the_stream() {
+    let result = run("hubs-backfill-kafka-signal", &[]);
+    assert!(result.prediction_held, "{:?}", result.findings);
+    let executed: Vec<(u64, Option<u16>)> = result
+        .trace
+        .iter()
+        .filter_map(|event| match &event.observation {
+            Observation::SignalExecuted { via, .. } => Some((event.at.ms(), via.0)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(executed, vec![(21_510, Some(0))], "the poll after the record at t=20.006s, from topic 0");
+    let order = observed(&result, |o| match o {
+        Observation::WindowOpened { .. } => Some("opened"),
+        Observation::ChunkRead { .. } => Some("read"),
+        _ => None,
+    });
+    assert_eq!(&order[..2], &["opened", "read"], "the stream opened the first window before its chunk answered");
+    let reads = appended(&result, HUBS).iter().filter(|(op, ..)| *op == 'r').count();
+    assert_eq!(reads, 40);
+    let commits = observed(&result, |o| match o {
+        Observation::GroupCommitted { group, positions } if group == "kafka-signal" => Some(positions[0].1),
+        _ => None,
+    });
+    assert_eq!(commits, vec![1], "one auto-commit, past the signal");
+}
+
+/// A key other than the connector's `topic.prefix` is logged and dropped.
+#[test]
+fn a_kafka_signal_keyed_by_the_connector_name_is_dropped() {
+    let result = run_variant("hubs-backfill-kafka-signal", "wrong-key");
+    assert!(result.prediction_held, "{:?}", result.findings);
+    let skipped = observed(&result, |o| match o {
+        Observation::KafkaSignalSkipped { key, prefix, offset, .. } => Some((key.clone(), prefix.clone(), *offset)),
+        _ => None,
+    });
+    assert_eq!(skipped, vec![("claims-connector".to_owned(), "claims".to_owned(), 0)]);
+    assert!(
+        observed(&result, |o| matches!(o, Observation::IncrementalSnapshotStarted { .. }).then_some(())).is_empty()
+    );
+    assert_eq!(i1_keys(&result), (1..=40).collect::<Vec<_>>());
+}
+
+/// Without the source channel the watermarks are plain rows: the first window never closes.
+#[test]
+fn without_the_source_channel_no_window_opens_or_closes() {
+    let result = run_variant("hubs-backfill-kafka-signal", "kafka-only");
+    assert!(result.prediction_held, "{:?}", result.findings);
+    let not_read = observed(&result, |o| match o {
+        Observation::SignalRowNotRead { watermark, .. } => Some(watermark.is_some()),
+        _ => None,
+    });
+    assert_eq!(not_read, vec![true, true], "the first chunk's open and close watermarks");
+    assert!(observed(&result, |o| matches!(o, Observation::WindowOpened { .. }).then_some(())).is_empty());
+    assert_eq!(i1_keys(&result), (1..=40).collect::<Vec<_>>());
+    let backfill = &result.record.as_ref().expect("a record").backfills[0];
+    assert_eq!((backfill.status.as_deref(), backfill.chunks, backfill.records_published), (None, 1, 0));
+}
+
+/// After a crash the consumer starts at what its group committed: a signal not yet committed is
+/// read again, one committed before the snapshot's context was stored is lost.
+#[test]
+fn a_restart_reads_a_kafka_signal_again_only_if_it_was_not_committed() {
+    let starts = |result: &RunResult| {
+        observed(result, |o| match o {
+            Observation::KafkaSignalConsumerStarted { position, committed, .. } => Some((*position, *committed)),
+            _ => None,
+        })
+    };
+    let executed =
+        |result: &RunResult| observed(result, |o| matches!(o, Observation::SignalExecuted { .. }).then_some(())).len();
+    let again = run_variant("hubs-backfill-kafka-signal", "worker-killed");
+    assert!(again.prediction_held, "{:?}", again.findings);
+    assert_eq!(starts(&again), vec![(0, false), (0, false)]);
+    assert_eq!(executed(&again), 2, "read and run again after the restart");
+    let lost = run_variant("hubs-backfill-kafka-signal", "committed-then-killed");
+    assert!(lost.prediction_held, "{:?}", lost.findings);
+    assert_eq!(starts(&lost), vec![(0, false), (1, true)]);
+    assert_eq!(executed(&lost), 1, "committed: never read again");
+    assert_eq!(i1_keys(&lost), (12..=40).collect::<Vec<_>>());
+}
+
+/// What the Kafka channel's settings and steps refuse, by name.
+#[test]
+fn the_kafka_signal_channel_refuses_what_it_cannot_run() {
+    let path = common::scenario_path("hubs-backfill-kafka-signal");
+    let text = std::fs::read_to_string(&path).expect("the file");
+    for (from, to, expected) in [
+        ("\"signal.kafka.bootstrap.servers\" = \"kafka:9092\"", "", "signal.kafka.bootstrap.servers"),
+        ("\"source,kafka\"", "\"source,jmx\"", "the jmx channel is not modelled yet"),
+        ("\"source,kafka\"", "\"source\"", "has no effect: signal.enabled.channels does not have kafka"),
+        ("channel = \"kafka\"", "channel = \"kafka\"\ntopic = \"other-signal\"", "no connector reads signal topic"),
+        ("channel = \"kafka\"", "channel = \"mail\"", "is no signal channel the model runs"),
+        ("channel = \"kafka\"", "channel = \"kafka\"\ntable = \"public.debezium_signal\"", "not a row"),
+        ("channel = \"kafka\"", "key = \"claims\"", "applies to a Kafka signal only"),
+    ] {
+        assert!(text.contains(from), "{from}");
+        let changed = text.replacen(from, to, 1);
+        let error = handoff_sim::scenario::load_str("changed.toml", &changed, &[]).expect_err(to).to_string();
+        assert!(error.contains(expected), "{to}: {error}");
+    }
+    let bound = text.replacen(
+        "[prediction]",
+        "[check]\nrows = 2\n\n[[check.script]]\nsignal = \"execute-snapshot\"\nchannel = \"kafka\"\n\
+         data = '{\"data-collections\": [\"public.hubs\"]}'\n\n[prediction]",
+        1,
+    );
+    let error = handoff_sim::scenario::load_str("bound.toml", &bound, &[]).expect_err("a bound").to_string();
+    assert!(error.contains("not modelled in a bound yet"), "{error}");
 }

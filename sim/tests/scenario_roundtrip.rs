@@ -400,6 +400,7 @@ fn everything() -> Spec {
         consumer: None,
         more_connectors: Vec::new(),
         message_outboxes: Vec::new(),
+        signal_topics: Vec::new(),
     }
 }
 

@@ -429,6 +429,31 @@ fn hubs_backfill_conditions_sql_exception() {
 }
 
 #[test]
+fn hubs_backfill_kafka_signal() {
+    check("hubs-backfill-kafka-signal");
+}
+
+#[test]
+fn hubs_backfill_kafka_signal_wrong_key() {
+    check_variant("hubs-backfill-kafka-signal", "wrong-key");
+}
+
+#[test]
+fn hubs_backfill_kafka_signal_kafka_only() {
+    check_variant("hubs-backfill-kafka-signal", "kafka-only");
+}
+
+#[test]
+fn hubs_backfill_kafka_signal_worker_killed() {
+    check_variant("hubs-backfill-kafka-signal", "worker-killed");
+}
+
+#[test]
+fn hubs_backfill_kafka_signal_committed_then_killed() {
+    check_variant("hubs-backfill-kafka-signal", "committed-then-killed");
+}
+
+#[test]
 fn hubs_backfill_pause() {
     check("hubs-backfill-pause");
 }

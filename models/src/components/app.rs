@@ -62,6 +62,14 @@ pub enum StepKind {
         payload_bytes: u64,
         event: MessageEvent,
     },
+    /// A signal produced to a Kafka signal channel's topic (`kafka-console-producer` on the
+    /// operator's host, `acks=all`): record `number` (its key in the model; the key string and
+    /// the signal are the scenario's, [`crate::scenario::spec::SignalTopic`]) to partition 0 of
+    /// signal topic `topic`. No database work.
+    KafkaSignal {
+        topic: u16,
+        number: u32,
+    },
 }
 
 impl StepKind {
@@ -83,6 +91,7 @@ impl StepKind {
                 event.row().event_type(),
                 event.aggregate_id
             ),
+            StepKind::KafkaSignal { number, .. } => format!("Kafka signal record {number}"),
         }
     }
 
@@ -93,7 +102,7 @@ impl StepKind {
             // Its statement is the block's, whatever the message is.
             StepKind::OutboxMessage { .. } => true,
             StepKind::Message { transactional, .. } => *transactional,
-            StepKind::Begin { .. } => false,
+            StepKind::Begin { .. } | StepKind::KafkaSignal { .. } => false,
         }
     }
 }
@@ -220,6 +229,10 @@ impl App {
     }
 
     fn run(&mut self, ctx: &mut Ctx, txn: &WorkloadTxn) {
+        if let StepKind::KafkaSignal { topic, number } = txn.kind {
+            self.produce_signal(ctx, topic, number);
+            return;
+        }
         let session = self.next_session | if txn.at_ms.is_none() { SCRIPTED } else { 0 };
         self.next_session += 1;
         let request = match (&txn.kind, txn.ops.len()) {
@@ -227,6 +240,24 @@ impl App {
             (kind, _) => request(kind, &txn.ops),
         };
         ctx.send(Node::Postgres, Msg::Sql { session, request });
+    }
+
+    /// A Kafka signal step: one record to partition 0 of the signal topic.
+    fn produce_signal(&mut self, ctx: &mut Ctx, topic: u16, number: u32) {
+        use crate::core::event::{Placement, SourceRecord, Topic};
+        let record = SourceRecord {
+            topic: Topic::Signal(topic),
+            key: crate::core::ids::Key::from(number),
+            value: None,
+            offset: crate::core::event::SourceOffset::default(),
+            placement: Some(Placement::Partition(0)),
+        };
+        self.next_session += 1;
+        let request = crate::core::protocol::KafkaRequest::Produce {
+            records: crate::core::shared::CopyOnWrite::new(vec![record]),
+            transaction: None,
+        };
+        ctx.send(Node::Kafka, Msg::Kafka { request_id: self.next_session, request });
     }
 
     /// Runs the steps of named session `session` that can run now, in order.
@@ -356,6 +387,8 @@ fn request(kind: &StepKind, ops: &[RowOp]) -> SqlRequest {
             payload_bytes: *payload_bytes,
             event: *event,
         },
+        // Never a session's (the scenario reader refuses it there): no database work.
+        StepKind::KafkaSignal { .. } => SqlRequest::Statement { ops: Vec::new(), copy: false },
     }
 }
 
@@ -400,7 +433,9 @@ impl Component for App {
                 if let Some(txn) = workload.scripted.get(index) {
                     match txn.session {
                         None => {
-                            self.scripted_unanswered += 1;
+                            if !matches!(txn.kind, StepKind::KafkaSignal { .. }) {
+                                self.scripted_unanswered += 1;
+                            }
                             self.run(ctx, txn);
                         }
                         Some(session) => {

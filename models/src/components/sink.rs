@@ -500,7 +500,7 @@ impl Component for SearchIndex {
                 // `auto.offset.reset` where nothing is committed.
                 let undefined: Vec<TopicPartition> = partitions
                     .iter()
-                    .filter(|(tp, reset)| reset.is_none() && !committed.contains_key(tp))
+                    .filter(|(tp, reset)| reset.is_none() && !committed.contains_key(tp) && !tp.topic.is_signal())
                     .map(|(tp, _)| *tp)
                     .collect();
                 if !undefined.is_empty() {
@@ -512,8 +512,10 @@ impl Component for SearchIndex {
                     ctx.observe(Observation::SinkFailed { reason, partitions: undefined });
                     return;
                 }
+                // The sink reads the pipeline's topics, never a Kafka signal channel's.
                 self.volatile.positions = partitions
                     .iter()
+                    .filter(|(tp, _)| !tp.topic.is_signal())
                     .map(|(tp, reset)| (*tp, committed.get(tp).copied().or(*reset).unwrap_or(0)))
                     .collect();
                 ctx.observe(Observation::SinkStarted {

@@ -153,10 +153,13 @@ pub enum TaskTimer {
     SlotInfoRetry,
     /// Debezium: the next heartbeat (`heartbeat.interval.ms`).
     Heartbeat,
+    /// Debezium's SignalProcessor polls its channels (`signal.poll.interval.ms`): the Kafka
+    /// signal channel's `poll()`.
+    SignalPoll,
 }
 
 impl TaskTimer {
-    pub const ALL: [TaskTimer; 7] = [
+    pub const ALL: [TaskTimer; 8] = [
         TaskTimer::PollReturns,
         TaskTimer::OffsetFlush,
         TaskTimer::OffsetFlushTimeout,
@@ -164,6 +167,7 @@ impl TaskTimer {
         TaskTimer::TaskRestart,
         TaskTimer::SlotInfoRetry,
         TaskTimer::Heartbeat,
+        TaskTimer::SignalPoll,
     ];
 
     pub fn name(self) -> &'static str {
@@ -175,6 +179,7 @@ impl TaskTimer {
             TaskTimer::TaskRestart => "task-restart",
             TaskTimer::SlotInfoRetry => "slot-info-retry",
             TaskTimer::Heartbeat => "heartbeat",
+            TaskTimer::SignalPoll => "signal-poll",
         }
     }
 

@@ -169,6 +169,11 @@ pub enum Topic {
     /// Another connector's logical decoding message topic (`<its topic.prefix>.message`), as
     /// [`Topic::HeartbeatOf`].
     MessageOf(u8),
+    /// A Kafka signal channel's topic (`signal.kafka.topic`, Debezium's `KafkaSignalChannel`):
+    /// the index of its name among the scenario's signal topics. Its records are signals an
+    /// operator produced (partition 0, the only one the channel reads), keyed by the signal's
+    /// number in the scenario; the connector reads the signal's content by that number.
+    Signal(u16),
 }
 
 impl Topic {
@@ -188,6 +193,10 @@ impl Topic {
 
     pub fn is_message(self) -> bool {
         matches!(self, Topic::Message | Topic::MessageOf(_))
+    }
+
+    pub fn is_signal(self) -> bool {
+        matches!(self, Topic::Signal(_))
     }
 }
 

@@ -649,6 +649,9 @@ pub enum Observation {
         signal_type: String,
         data: String,
         outcome: String,
+        /// The channel it came by (the source channel when not said).
+        #[serde(default, skip_serializing_if = "crate::core::signal::SignalVia::is_source")]
+        via: crate::core::signal::SignalVia,
     },
     /// An incremental snapshot began (`notifyStarted`), queueing these tables.
     IncrementalSnapshotStarted {
@@ -773,6 +776,30 @@ pub enum Observation {
         table: TableId,
         column: String,
         at_start: bool,
+    },
+    /// A row of the signal table read on the stream while `signal.enabled.channels` has no
+    /// `source`: not read as a signal (`EventDispatcher` has no source channel); `watermark`: the
+    /// chunk whose watermark it is, which then opens or closes nothing.
+    SignalRowNotRead {
+        key: Key,
+        watermark: Option<crate::core::signal::ChunkId>,
+    },
+    /// The Kafka signal channel's consumer of connector's task starts (`KafkaSignalChannel.init`,
+    /// `assign` of partition 0): at the group's committed position, or at the earliest offset
+    /// when the group has none (`auto.offset.reset=earliest`).
+    KafkaSignalConsumerStarted {
+        topic: u16,
+        group: String,
+        position: u64,
+        committed: bool,
+    },
+    /// A record of the Kafka signal topic whose key is not the connector's `topic.prefix`:
+    /// logged and dropped (`KafkaSignalChannel.processSignal`).
+    KafkaSignalSkipped {
+        topic: u16,
+        offset: u64,
+        key: String,
+        prefix: String,
     },
 }
 

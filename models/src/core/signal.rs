@@ -526,6 +526,30 @@ impl ScanStatus {
     }
 }
 
+/// The channel a signal came by: `None`, the source channel (a row of the signal table read on
+/// the stream, executed in the streaming thread); `Some(topic)`, the Kafka channel's topic
+/// ([`crate::core::event::Topic::Signal`]), executed on the SignalProcessor's thread. Hashed only
+/// for Kafka, so that the trace hashes of source signals did not change when the channel came.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SignalVia(pub Option<u16>);
+
+impl SignalVia {
+    pub const SOURCE: SignalVia = SignalVia(None);
+
+    pub fn is_source(&self) -> bool {
+        self.0.is_none()
+    }
+}
+
+impl std::hash::Hash for SignalVia {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        if let Some(topic) = self.0 {
+            topic.hash(state);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -119,6 +119,16 @@ pub fn decide<H: Holder, L: Fn(usize) -> Option<Lsn>>(
         if last_captured_commit(c).is_some_and(|last| processed < last) {
             return Acceptance::Pending;
         }
+        // The Kafka signal channel: every signal record produced has been read (a signal still
+        // on the topic is work the pipeline has not done).
+        if let Some((tp, read)) = H::read(processes.worker_of(c), |connect| connect.connectors[c].signals_read()) {
+            let end = H::read(&processes.kafka, |kafka| {
+                kafka.log_end_offsets().into_iter().find(|(of, _)| *of == tp).map_or(0, |(_, end)| end)
+            });
+            if read.is_none_or(|read| read < end) {
+                return Acceptance::Pending;
+            }
+        }
     }
     // A transaction still open holds records a `read_committed` consumer cannot have yet: the
     // pipeline has not caught up until it ends (committed, or aborted by the next instance or the
@@ -133,7 +143,10 @@ pub fn decide<H: Holder, L: Fn(usize) -> Option<Lsn>>(
     let sink_isolation = H::read(&processes.sink, |sink| sink.config.isolation_level);
     let ends = H::read(&processes.kafka, |kafka| kafka.visible_ends(sink_isolation));
     let caught_up = H::read(&processes.sink, |sink| {
-        ends.iter().all(|(tp, end)| sink.positions().get(tp).is_some_and(|position| position >= end))
+        // A Kafka signal topic is the connector's input, not the sink's.
+        ends.iter()
+            .filter(|(tp, _)| !tp.topic.is_signal())
+            .all(|(tp, end)| sink.positions().get(tp).is_some_and(|position| position >= end))
             && !sink.has_closing_epochs()
     });
     // The outbox's consumer has handled every routed event Kafka holds.

@@ -38,6 +38,12 @@ pub struct Names {
     /// script inserts, by key − 1, and why no connector reads them, when none can.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub signal_tables: Vec<SignalTableNames>,
+    /// The Kafka signal channels' topics ([`Topic::Signal`]), and the signals on each, by the
+    /// record's key − 1: `(id, type, record key)`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signal_topics: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kafka_signals: Vec<Vec<(String, String, String)>>,
 }
 
 /// A signal table as the timeline names its rows.
@@ -66,6 +72,14 @@ impl Names {
             topic_prefix: spec.debezium.topic_prefix.clone(),
             outboxes: spec.tables.iter().filter(|table| table.outbox.is_some()).map(|table| table.id).collect(),
             routed: spec.routed_topic_names(),
+            signal_topics: spec.signal_topics.iter().map(|topic| topic.name.clone()).collect(),
+            kafka_signals: spec
+                .signal_topics
+                .iter()
+                .map(|topic| {
+                    topic.signals.iter().map(|s| (s.id.clone(), s.signal_type.clone(), s.key.clone())).collect()
+                })
+                .collect(),
             connectors: spec.connectors().map(|d| (d.name.clone(), d.topic_prefix.clone())).collect(),
             change_prefixes: if spec.connector_count() == 1 {
                 Vec::new()
@@ -150,6 +164,9 @@ impl Names {
             Topic::MessageOf(c) => format!("{}.message", self.prefix_of(c)),
             Topic::Routed(index) => {
                 self.routed.get(usize::from(index)).cloned().unwrap_or_else(|| format!("routed topic {index}"))
+            }
+            Topic::Signal(index) => {
+                self.signal_topics.get(usize::from(index)).cloned().unwrap_or_else(|| format!("signal topic {index}"))
             }
         }
     }
@@ -555,9 +572,17 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             "{request} failed: {error}; calling again in {}",
             crate::core::units::duration_text(*retry_after_ms)
         ),
-        Observation::SignalExecuted { id, signal_type, data, outcome } => {
+        Observation::SignalExecuted { id, signal_type, data, outcome, via } => {
             let data = if data.trim().is_empty() { "no data" } else { data.as_str() };
-            format!("signal '{id}' ({signal_type}, {data}) read from the signal table on the stream: {outcome}")
+            match via.0 {
+                None => {
+                    format!("signal '{id}' ({signal_type}, {data}) read from the signal table on the stream: {outcome}")
+                }
+                Some(topic) => format!(
+                    "signal '{id}' ({signal_type}, {data}) read from Kafka topic {} by the signal processor: {outcome}",
+                    names.topic(crate::core::event::Topic::Signal(topic))
+                ),
+            }
         }
         Observation::AdditionalConditions { table, filter } => format!(
             "additional-conditions for {}: its maximum-key and chunk queries carry AND ({filter}); rows that do not \
@@ -649,6 +674,27 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                 names.table(*table)
             )
         }
+        Observation::SignalRowNotRead { key, watermark } => match watermark {
+            Some(chunk) => format!(
+                "watermark row of chunk {chunk} read on the stream as a plain record: signal.enabled.channels has no \
+                 source channel, and the window events are source-channel signals, so no window opens or closes \
+                 (signalling.adoc: Kafka signals for incremental snapshots need the source channel enabled)"
+            ),
+            None => format!(
+                "signal table row {key} read on the stream as a plain record: signal.enabled.channels has no source \
+                 channel, so it is not executed"
+            ),
+        },
+        Observation::KafkaSignalConsumerStarted { topic, group, position, committed } => format!(
+            "Kafka signal channel: consumer of {}-0 (group \"{group}\") starts at offset {position} ({})",
+            names.topic(crate::core::event::Topic::Signal(*topic)),
+            if *committed { "the group's committed position" } else { "nothing committed: auto.offset.reset=earliest" }
+        ),
+        Observation::KafkaSignalSkipped { topic, offset, key, prefix } => format!(
+            "Kafka signal at {}-0@{offset} skipped: Signal key '{key}' doesn't match the connector's name '{prefix}' \
+             (KafkaSignalChannel compares the record key with topic.prefix)",
+            names.topic(crate::core::event::Topic::Signal(*topic))
+        ),
         Observation::SurrogateKeyMissing { table, column, at_start } => format!(
             "incremental snapshot: readChunk wrote the open watermark, then threw IllegalArgumentException: Surrogate \
              key \"{column}\" doesn't exist in table \"{}\" (DBZ-7797); {}",

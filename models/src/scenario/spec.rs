@@ -497,6 +497,29 @@ pub struct Spec {
     /// (the first connector, `debezium`, is the one the sink reads and I1–I8 judge).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub more_connectors: Vec<ConnectorSection>,
+    /// The Kafka signal channels' topics (`signal.kafka.topic`), in order of first appearance
+    /// ([`crate::core::event::Topic::Signal`] names one by its place here), each with the
+    /// signals the script produces to it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signal_topics: Vec<SignalTopic>,
+}
+
+/// A Kafka signal topic and the signals the script produces to it, in order (a record's key is
+/// the signal's place + 1).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SignalTopic {
+    pub name: String,
+    pub signals: Vec<KafkaSignalStep>,
+}
+
+/// A `signal` step with `channel = "kafka"`: the record an operator produces
+/// (`kafka-console-producer`), its key and the signal's `id` and `type`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct KafkaSignalStep {
+    pub key: String,
+    pub id: String,
+    pub signal_type: String,
+    pub data: String,
 }
 
 /// A connector of the run beyond the first: its modelled properties and the properties as the
@@ -895,6 +918,7 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
         schedule: None,
         consumer: None,
         more_connectors: Vec::new(),
+        signal_topics: Vec::new(),
         message_outboxes: Vec::new(),
     }
 }

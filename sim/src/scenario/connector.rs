@@ -10,7 +10,7 @@ use handoff_models::components::connect::debezium::LsnFlushMode;
 use handoff_models::components::connect::debezium::OffsetMismatchStrategy;
 use handoff_models::components::connect::debezium::SnapshotMode;
 use handoff_models::components::connect::debezium::{HeartbeatMessage, MessagePrefixFilter};
-use handoff_models::components::connect::debezium::{Signalling, WatermarkingStrategy};
+use handoff_models::components::connect::debezium::{KafkaChannel, Signalling, WatermarkingStrategy};
 use handoff_models::components::connect::transforms::chain::{ChainContext, TransformChain, is_chain_property};
 use handoff_models::core::ids::TableId;
 use handoff_models::core::limits;
@@ -25,13 +25,14 @@ const MODELLED: &str = "name connector.class topic.prefix plugin.name slot.name 
     provide.transaction.metadata internal.slot.seek.to.known.offset.on.start message.prefix.include.list \
     message.prefix.exclude.list exactly.once.support transaction.boundary transaction.boundary.interval.ms \
     signal.data.collection signal.enabled.channels incremental.snapshot.chunk.size \
-    incremental.snapshot.watermarking.strategy snapshot.include.collection.list read.only";
+    incremental.snapshot.watermarking.strategy snapshot.include.collection.list read.only signal.kafka.topic \
+    signal.kafka.bootstrap.servers signal.kafka.groupId signal.poll.interval.ms signal.consumer.auto.commit.interval.ms";
 
 /// Accepted and shown in the handoff record, with no effect on the model.
 const ACCEPTED: &str = "database.hostname database.port database.user database.password database.dbname \
     tasks.max key.converter value.converter key.converter.schemas.enable value.converter.schemas.enable \
     snapshot.isolation.mode snapshot.locking.mode decimal.handling.mode time.precision.mode schema.include.list \
-    errors.max.retries";
+    errors.max.retries signal.kafka.poll.timeout.ms";
 
 /// Debezium's internal property for the slot seek at start (`Field.createInternal` prefixes
 /// `internal.`; `PostgresConnectorConfig.SLOT_SEEK_TO_KNOWN_OFFSET`).
@@ -235,7 +236,7 @@ pub(super) fn connector(
     let all_tables = tables;
     let mut tables = include_list(cx, s, tables)?;
     let snapshot_tables = snapshot_include_list(cx, s, all_tables, &tables)?;
-    let signalling = signalling(cx, s, all_tables, &mut tables)?;
+    let signalling = signalling(cx, s, all_tables, &mut tables, &topic_prefix)?;
     let offset_mismatch_strategy = choose(
         cx,
         s,
@@ -410,18 +411,29 @@ fn snapshot_include_list(
 /// debezium-postgres.md §6): the signal table joins the captured tables, as Debezium adds it to
 /// its table filter (`RelationalTableFilters`), so that a filtered publication has it too. The
 /// scripted signals are added once the script is read.
-fn signalling(cx: &Cx, s: &Section, all_tables: &[TableSetup], tables: &mut Vec<TableId>) -> Res<Option<Signalling>> {
+fn signalling(
+    cx: &Cx,
+    s: &Section,
+    all_tables: &[TableSetup],
+    tables: &mut Vec<TableId>,
+    topic_prefix: &str,
+) -> Res<Option<Signalling>> {
     if let Some(field) = s.get("read.only")
         && prop_bool(cx, &field)?
     {
         return cx.fail(&field, "true (read-only incremental snapshots) is not modelled yet; only false");
     }
+    // `signal.enabled.channels` (default `source`).
+    let (mut source_channel, mut kafka_channel) = (true, false);
     if let Some(field) = s.get("signal.enabled.channels") {
+        source_channel = false;
         for channel in prop_text(cx, &field)?.split(',').map(|channel| channel.trim().to_ascii_lowercase()) {
             match channel.as_str() {
-                "source" | "" => {}
-                "kafka" | "jmx" | "file" | "in-process" => {
-                    return cx.fail(&field, format!("the {channel} channel is not modelled yet; only source"));
+                "source" => source_channel = true,
+                "kafka" => kafka_channel = true,
+                "" => {}
+                "jmx" | "file" | "in-process" => {
+                    return cx.fail(&field, format!("the {channel} channel is not modelled yet; source or kafka"));
                 }
                 other => {
                     return cx.fail(
@@ -433,9 +445,16 @@ fn signalling(cx: &Cx, s: &Section, all_tables: &[TableSetup], tables: &mut Vec<
         }
     }
     let Some(field) = s.get("signal.data.collection") else {
-        for key in
-            ["incremental.snapshot.chunk.size", "incremental.snapshot.watermarking.strategy", "signal.enabled.channels"]
-        {
+        for key in [
+            "incremental.snapshot.chunk.size",
+            "incremental.snapshot.watermarking.strategy",
+            "signal.enabled.channels",
+            "signal.kafka.topic",
+            "signal.kafka.bootstrap.servers",
+            "signal.kafka.groupId",
+            "signal.poll.interval.ms",
+            "signal.consumer.auto.commit.interval.ms",
+        ] {
             if let Some(field) = s.get(key) {
                 return cx.fail(
                     &field,
@@ -469,7 +488,63 @@ fn signalling(cx: &Cx, s: &Section, all_tables: &[TableSetup], tables: &mut Vec<
         WatermarkingStrategy::name,
         WatermarkingStrategy::InsertInsert,
     )?;
-    Ok(Some(Signalling { table, chunk_size, watermarking, signals: Vec::new() }))
+    let kafka = if kafka_channel {
+        // `KafkaSignalChannel`: the bootstrap servers are required (`Field::isRequired`); the
+        // topic defaults to `<topic.prefix>-signal`, the group to `kafka-signal`.
+        s.need(
+            cx,
+            "signal.kafka.bootstrap.servers",
+            " with the kafka signal channel (KafkaSignalChannel requires it)",
+        )?;
+        let topic_name = match s.get("signal.kafka.topic") {
+            Some(field) => {
+                let name = prop_text(cx, &field)?;
+                if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
+                    return cx
+                        .fail(&field, format!("`{name}` is not a valid topic name (letters, digits, `.`, `_`, `-`)"));
+                }
+                name
+            }
+            None => format!("{topic_prefix}-signal"),
+        };
+        let group_id = match s.get("signal.kafka.groupId") {
+            Some(field) => prop_text(cx, &field)?,
+            None => "kafka-signal".to_owned(),
+        };
+        let poll_interval_ms =
+            s.opt("signal.poll.interval.ms", 5000, |field| prop_int(cx, field, 1, 3_600_000))? as u64;
+        let auto_commit_interval_ms =
+            s.opt("signal.consumer.auto.commit.interval.ms", 5000, |field| prop_int(cx, field, 0, 3_600_000))? as u64;
+        Some(KafkaChannel {
+            topic: 0,
+            topic_name,
+            group_id,
+            poll_interval_ms,
+            auto_commit_interval_ms,
+            signals: Vec::new(),
+        })
+    } else {
+        for key in [
+            "signal.kafka.topic",
+            "signal.kafka.bootstrap.servers",
+            "signal.kafka.groupId",
+            "signal.consumer.auto.commit.interval.ms",
+        ] {
+            if let Some(field) = s.get(key) {
+                return cx.fail(&field, "has no effect: signal.enabled.channels does not have kafka");
+            }
+        }
+        None
+    };
+    if let Some(field) = s.get("signal.poll.interval.ms")
+        && kafka.is_none()
+    {
+        return cx.fail(
+            &field,
+            "has no effect: the source channel is read from the stream, only the kafka channel is polled",
+        );
+    }
+    Ok(Some(Signalling { table, chunk_size, watermarking, signals: Vec::new(), source_channel, kafka }))
 }
 
 /// `table.include.list`: names of `[[table]]`, in snapshot order; all tables by default.

@@ -81,7 +81,17 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let mut more_connectors = more_connectors;
     let mut signal_rows = std::collections::BTreeMap::new();
     let mut all = every_connector(&mut debezium, &mut more_connectors);
-    super::signals::signal_steps(cx, &root.sub(cx, "workload")?, &mut scripted, &tables, &mut all, &mut signal_rows)?;
+    let mut kafka_signals = super::signals::KafkaSignals::of(&mut all);
+    let workload_section = root.sub(cx, "workload")?;
+    super::signals::signal_steps(
+        cx,
+        &workload_section,
+        &mut scripted,
+        &tables,
+        &mut all,
+        &mut signal_rows,
+        &mut kafka_signals,
+    )?;
     let consumer = match root.get("consumer") {
         Some(field) => Some(consumer(cx, &cx.section(&field)?, outboxes)?),
         None => None,
@@ -105,10 +115,22 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
             let section = cx.section(&field)?;
             let mut check = check(cx, &section, outboxes, system)?;
             let mut all = every_connector(&mut debezium, &mut more_connectors);
-            super::signals::signal_steps(cx, &section, &mut check.scripts, &tables, &mut all, &mut signal_rows)?;
+            super::signals::signal_steps(
+                cx,
+                &section,
+                &mut check.scripts,
+                &tables,
+                &mut all,
+                &mut signal_rows,
+                &mut kafka_signals,
+            )?;
             Some(check)
         }
         None => None,
+    };
+    let signal_topics = {
+        let mut all = every_connector(&mut debezium, &mut more_connectors);
+        kafka_signals.finish(cx, &workload_section, &mut all)?
     };
     let schedule = match root.get("schedule") {
         Some(field) => Some(schedule(cx, root, &cx.section(&field)?, &horizon)?),
@@ -138,6 +160,7 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         consumer,
         more_connectors,
         message_outboxes,
+        signal_topics,
     };
     if let Some((schedule, items)) = &schedule {
         // The path must be one the bound can take, step by step.

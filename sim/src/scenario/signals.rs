@@ -12,13 +12,16 @@
 //! kept, as Debezium keeps it, and said when the stop is processed); `pause-snapshot` and
 //! `resume-snapshot` read no data (an empty column is `{}`); `log` needs a `message`.
 
+use super::fields::Field;
 use super::fields::{Cx, Res, Section};
 use super::workload::{SIGNAL_TABLE_PLACEHOLDER, op_field};
+use handoff_models::components::app::StepKind;
 use handoff_models::components::connect::debezium::DebeziumConfig;
+use handoff_models::components::connect::debezium::KafkaSignalEntry;
 use handoff_models::core::change::RowOp;
 use handoff_models::core::ids::{Status, TableId};
 use handoff_models::core::signal::{FilterColumn, RowFilter, Signal, SignalAction, SnapshotType, SurrogateKey};
-use handoff_models::scenario::spec::{ScriptedTxn, TableSetup};
+use handoff_models::scenario::spec::{KafkaSignalStep, ScriptedTxn, SignalTopic, TableSetup};
 use std::collections::BTreeMap;
 
 /// The `signal` steps of `section`, `[workload]` or `[check]`: `section` is `[workload]` or `[check]` (its `script` steps are `scripted`); `numbers` counts
@@ -31,6 +34,7 @@ pub(super) fn signal_steps(
     tables: &[TableSetup],
     connectors: &mut [&mut DebeziumConfig],
     numbers: &mut BTreeMap<TableId, i64>,
+    kafka: &mut KafkaSignals,
 ) -> Res<()> {
     let Some(field) = section.get("script") else { return Ok(()) };
     let items = cx.items(&field, "an array of tables")?;
@@ -47,6 +51,10 @@ pub(super) fn signal_steps(
             }
             continue;
         };
+        if matches!(txn.step.kind, StepKind::KafkaSignal { .. }) {
+            kafka_step(cx, &s, signal, txn, tables, connectors, kafka)?;
+            continue;
+        }
         let table = match txn.ops.first().map(|op| op.target().0) {
             Some(SIGNAL_TABLE_PLACEHOLDER) | None => match signal_tables.as_slice() {
                 [only] => *only,
@@ -76,68 +84,82 @@ pub(super) fn signal_steps(
             Err(problem) => return cx.fail(&at, problem),
         };
         for connector in connectors.iter_mut().filter(|connector| connector.signal_table() == Some(table)) {
-            let action = match &request {
-                Request::Execute(kind, patterns, filters, surrogate) => {
-                    if *kind == SnapshotType::Blocking && connector.version < (2, 4) {
-                        let (major, minor) = connector.version;
-                        return cx.fail(
-                            &at,
-                            format!(
-                                "type `blocking`: ad-hoc blocking snapshots exist from Debezium 2.4; [versions] \
-                                 debezium = \"{major}.{minor}\" has incremental ones only"
-                            ),
-                        );
-                    }
-                    if surrogate.is_some() && connector.version < (2, 2) {
-                        let (major, minor) = connector.version;
-                        return cx.fail(
-                            &at,
-                            format!(
-                                "`surrogate-key` exists from Debezium 2.2 (DBZ-6023); [versions] debezium = \
-                                 \"{major}.{minor}\" chunks by the primary key only"
-                            ),
-                        );
-                    }
-                    let collections = match resolve(patterns, &connector.tables, tables) {
-                        Ok(collections) => collections,
-                        Err(problem) => return cx.fail(&at, format!("{problem} (connector {})", connector.name)),
-                    };
-                    let conditions = match conditions_of(filters, &collections, tables) {
-                        Ok(conditions) => conditions,
-                        Err(problem) => return cx.fail(&at, format!("{problem} (connector {})", connector.name)),
-                    };
-                    if (!conditions.is_empty() || surrogate.is_some()) && *number > i64::from(u8::MAX) {
-                        return cx.fail(
-                            &at,
-                            format!(
-                                "is signal row {number} of its table; the model keeps additional-conditions and \
-                                 surrogate-key for the first {} signals only",
-                                u8::MAX
-                            ),
-                        );
-                    }
-                    let surrogate_key = surrogate.clone();
-                    SignalAction::ExecuteSnapshot { kind: *kind, collections, conditions, surrogate_key }
-                }
-                Request::Stop(kind, patterns) => match patterns {
-                    None => SignalAction::StopSnapshot { kind: *kind, tables: None, unmatched: Vec::new() },
-                    Some(patterns) => match expand(patterns, &connector.tables, tables) {
-                        Ok((matched, unmatched)) => {
-                            SignalAction::StopSnapshot { kind: *kind, tables: Some(matched), unmatched }
-                        }
-                        Err(problem) => return cx.fail(&at, problem),
-                    },
-                },
-                Request::Pause => SignalAction::PauseSnapshot,
-                Request::Resume => SignalAction::ResumeSnapshot,
-                Request::Log(message) => SignalAction::Log { message: message.clone() },
-            };
+            let action = action_for(cx, &at, &request, connector, tables, *number)?;
             if let Some(signalling) = connector.signalling.as_mut() {
                 signalling.signals.push(Signal { id: id.clone(), data: data.clone(), action });
             }
         }
     }
     Ok(())
+}
+
+/// A signal's request against connector `connector`'s tables and release: the action it runs.
+/// `number`: the signal's row (or record) number, which keeps its conditions (255 at most).
+fn action_for(
+    cx: &Cx,
+    at: &Field,
+    request: &Request,
+    connector: &DebeziumConfig,
+    tables: &[TableSetup],
+    number: i64,
+) -> Res<SignalAction> {
+    let action = match request {
+        Request::Execute(kind, patterns, filters, surrogate) => {
+            if *kind == SnapshotType::Blocking && connector.version < (2, 4) {
+                let (major, minor) = connector.version;
+                return cx.fail(
+                    at,
+                    format!(
+                        "type `blocking`: ad-hoc blocking snapshots exist from Debezium 2.4; [versions] \
+                         debezium = \"{major}.{minor}\" has incremental ones only"
+                    ),
+                );
+            }
+            if surrogate.is_some() && connector.version < (2, 2) {
+                let (major, minor) = connector.version;
+                return cx.fail(
+                    at,
+                    format!(
+                        "`surrogate-key` exists from Debezium 2.2 (DBZ-6023); [versions] debezium = \
+                         \"{major}.{minor}\" chunks by the primary key only"
+                    ),
+                );
+            }
+            let collections = match resolve(patterns, &connector.tables, tables) {
+                Ok(collections) => collections,
+                Err(problem) => return cx.fail(at, format!("{problem} (connector {})", connector.name)),
+            };
+            let conditions = match conditions_of(filters, &collections, tables) {
+                Ok(conditions) => conditions,
+                Err(problem) => return cx.fail(at, format!("{problem} (connector {})", connector.name)),
+            };
+            if (!conditions.is_empty() || surrogate.is_some()) && number > i64::from(u8::MAX) {
+                return cx.fail(
+                    at,
+                    format!(
+                        "is signal row {number} of its table; the model keeps additional-conditions and \
+                         surrogate-key for the first {} signals only",
+                        u8::MAX
+                    ),
+                );
+            }
+            let surrogate_key = surrogate.clone();
+            SignalAction::ExecuteSnapshot { kind: *kind, collections, conditions, surrogate_key }
+        }
+        Request::Stop(kind, patterns) => match patterns {
+            None => SignalAction::StopSnapshot { kind: *kind, tables: None, unmatched: Vec::new() },
+            Some(patterns) => match expand(patterns, &connector.tables, tables) {
+                Ok((matched, unmatched)) => {
+                    SignalAction::StopSnapshot { kind: *kind, tables: Some(matched), unmatched }
+                }
+                Err(problem) => return cx.fail(at, problem),
+            },
+        },
+        Request::Pause => SignalAction::PauseSnapshot,
+        Request::Resume => SignalAction::ResumeSnapshot,
+        Request::Log(message) => SignalAction::Log { message: message.clone() },
+    };
+    Ok(action)
 }
 
 /// What a signal's `type` and `data` ask, before its table patterns meet a connector's tables.
@@ -486,6 +508,152 @@ fn resolve(patterns: &[String], captured: &[TableId], tables: &[TableSetup]) -> 
         ));
     }
     Ok(resolved)
+}
+
+/// The Kafka signal channels' topics and the signals the script produces to them: each
+/// connector's share is added to its list of signals after every source signal (whose row keys
+/// are their places there), by [`KafkaSignals::finish`].
+#[derive(Default)]
+pub(super) struct KafkaSignals {
+    pub(super) topics: Vec<SignalTopic>,
+    /// (connector, topic, record key, the signal as that connector reads it: None when the key
+    /// is another connector's).
+    pending: Vec<(usize, u16, String, Option<Signal>)>,
+}
+
+impl KafkaSignals {
+    /// The signal topics of `connectors`, each numbered in order of first appearance.
+    pub(super) fn of(connectors: &mut [&mut DebeziumConfig]) -> KafkaSignals {
+        let mut topics: Vec<SignalTopic> = Vec::new();
+        for connector in connectors.iter_mut() {
+            let Some(kafka) = connector.signalling.as_mut().and_then(|signalling| signalling.kafka.as_mut()) else {
+                continue;
+            };
+            let index = match topics.iter().position(|topic| topic.name == kafka.topic_name) {
+                Some(index) => index,
+                None => {
+                    topics.push(SignalTopic { name: kafka.topic_name.clone(), signals: Vec::new() });
+                    topics.len() - 1
+                }
+            };
+            kafka.topic = index as u16;
+        }
+        KafkaSignals { topics, pending: Vec::new() }
+    }
+
+    /// Each connector's Kafka signals after its source signals; each record of its topic
+    /// pointing at its signal, or at none when its key is another connector's.
+    pub(super) fn finish(self, cx: &Cx, at: &Section, connectors: &mut [&mut DebeziumConfig]) -> Res<Vec<SignalTopic>> {
+        for (c, _topic, key, signal) in self.pending {
+            let Some(signalling) = connectors[c].signalling.as_mut() else { continue };
+            let origin = match signal {
+                None => 0,
+                Some(signal) => {
+                    signalling.signals.push(signal);
+                    match u8::try_from(signalling.signals.len()) {
+                        Ok(origin) => origin,
+                        Err(_) => {
+                            let problem = format!(
+                                "connector {} has more than {} signals; the model keeps that many",
+                                connectors[c].name,
+                                u8::MAX
+                            );
+                            return Err(cx.err(at.at, "script", problem));
+                        }
+                    }
+                }
+            };
+            if let Some(kafka) = connectors[c].signalling.as_mut().and_then(|signalling| signalling.kafka.as_mut()) {
+                kafka.signals.push(KafkaSignalEntry { key, origin });
+            }
+        }
+        Ok(self.topics)
+    }
+}
+
+/// A `signal` step with `channel = "kafka"`: a record produced to a signal topic (`topic`, by
+/// default the only one), keyed `key` (by default the `topic.prefix` of the first connector
+/// reading the topic). Each connector on the topic whose `topic.prefix` is the key reads its
+/// data as a source signal's; the others will log and drop it.
+fn kafka_step(
+    cx: &Cx,
+    s: &Section,
+    signal: Field,
+    txn: &mut ScriptedTxn,
+    tables: &[TableSetup],
+    connectors: &mut [&mut DebeziumConfig],
+    kafka: &mut KafkaSignals,
+) -> Res<()> {
+    let topic = match s.get("topic") {
+        Some(field) => {
+            let name = cx.owned(&field)?;
+            match kafka.topics.iter().position(|topic| topic.name == name) {
+                Some(index) => index,
+                None => {
+                    let known: Vec<&str> = kafka.topics.iter().map(|topic| topic.name.as_str()).collect();
+                    return cx.fail(
+                        &field,
+                        format!(
+                            "no connector reads signal topic `{name}`{}",
+                            if known.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" (signal.kafka.topic: {})", known.join(", "))
+                            }
+                        ),
+                    );
+                }
+            }
+        }
+        None => match kafka.topics.len() {
+            1 => 0,
+            0 => {
+                return cx.fail(
+                    &signal,
+                    "no connector has the kafka signal channel: set signal.enabled.channels = \"source,kafka\"",
+                );
+            }
+            _ => return cx.fail(&signal, "the connectors read several signal topics: name one with `topic`"),
+        },
+    };
+    let readers: Vec<usize> = (0..connectors.len())
+        .filter(|c| {
+            connectors[*c]
+                .signalling
+                .as_ref()
+                .and_then(|s| s.kafka.as_ref())
+                .is_some_and(|k| usize::from(k.topic) == topic)
+        })
+        .collect();
+    let key = match s.get("key") {
+        Some(field) => cx.owned(&field)?,
+        None => connectors[readers[0]].topic_prefix.clone(),
+    };
+    let number = kafka.topics[topic].signals.len() + 1;
+    let id = s.opt("id", format!("kafka-signal-{number}"), |field| cx.owned(field))?;
+    let signal_type = cx.owned(&signal)?;
+    let data = match s.get("data") {
+        Some(field) => cx.owned(&field)?,
+        None => String::new(),
+    };
+    let at = s.get("data").unwrap_or(signal);
+    let request = match parse_request(&signal_type, &data) {
+        Ok(request) => request,
+        Err(problem) => return cx.fail(&at, problem),
+    };
+    for c in readers {
+        let read = if connectors[c].topic_prefix == key {
+            let action = action_for(cx, &at, &request, connectors[c], tables, number as i64)?;
+            Some(Signal { id: id.clone(), data: data.clone(), action })
+        } else {
+            None
+        };
+        kafka.pending.push((c, topic as u16, key.clone(), read));
+    }
+    kafka.topics[topic].signals.push(KafkaSignalStep { key, id, signal_type, data });
+    txn.ops.clear();
+    txn.step.kind = StepKind::KafkaSignal { topic: topic as u16, number: number as u32 };
+    Ok(())
 }
 
 #[cfg(test)]

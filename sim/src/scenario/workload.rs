@@ -251,7 +251,7 @@ pub(super) fn op_target(op: &RowOp) -> (TableId, i64) {
 
 /// The fields a script entry may have (with `at` in `[[workload.script]]`).
 const SCRIPT_FIELDS: &str = "insert update delete event outbox copy begin isolation commit rollback message \
-    transactional payload_bytes status amount_cents table session database idle_ms label signal id data";
+    transactional payload_bytes status amount_cents table session database idle_ms label signal id data channel key topic";
 
 /// What a script entry does: exactly one of these.
 const WHAT: [&str; 9] = ["insert", "update", "delete", "event", "signal", "begin", "commit", "rollback", "message"];
@@ -321,7 +321,7 @@ pub(super) fn script_entry(cx: &Cx, item: &Field, outboxes: Outboxes, timed: Opt
         "status" => matches!(what_key, "insert" | "update" | "event"),
         "amount_cents" | "copy" => what_key == "insert",
         "table" => matches!(what_key, "insert" | "update" | "delete" | "event" | "signal"),
-        "id" | "data" => what_key == "signal",
+        "id" | "data" | "channel" | "key" | "topic" => what_key == "signal",
         "outbox" => what_key == "event",
         "isolation" => what_key == "begin",
         "transactional" | "payload_bytes" => what_key == "message",
@@ -338,6 +338,9 @@ pub(super) fn script_entry(cx: &Cx, item: &Field, outboxes: Outboxes, timed: Opt
         "payload_bytes",
         "id",
         "data",
+        "channel",
+        "key",
+        "topic",
     ] {
         if let Some(field) = s.get(key).filter(|_| !applies(key)) {
             return cx.fail(&field, format!("does not apply to {what_key}"));
@@ -433,12 +436,48 @@ pub(super) fn script_entry(cx: &Cx, item: &Field, outboxes: Outboxes, timed: Opt
                 }
                 _ => {} // stop, pause and resume read `{}` when the data column is empty
             }
-            let table = match s.get("table") {
-                Some(field) => table_id(cx, &field, cx.string(&field)?, tables)?,
-                None => SIGNAL_TABLE_PLACEHOLDER,
+            let channel_field = s.get("channel");
+            let channel = match &channel_field {
+                Some(channel) => cx.owned(channel)?,
+                None => "source".to_owned(),
             };
-            ops.push(RowOp::Insert { table, key: 0, status: Status::Submitted, amount_cents: 0 });
-            StepKind::Statement
+            let at = channel_field.unwrap_or(field);
+            match channel.as_str() {
+                "source" => {
+                    for key in ["key", "topic"] {
+                        if let Some(field) = s.get(key) {
+                            return cx.fail(&field, "applies to a Kafka signal only (channel = \"kafka\")");
+                        }
+                    }
+                    let table = match s.get("table") {
+                        Some(field) => table_id(cx, &field, cx.string(&field)?, tables)?,
+                        None => SIGNAL_TABLE_PLACEHOLDER,
+                    };
+                    ops.push(RowOp::Insert { table, key: 0, status: Status::Submitted, amount_cents: 0 });
+                    StepKind::Statement
+                }
+                "kafka" => {
+                    if timed.is_none() {
+                        return cx.fail(
+                            &at,
+                            "the Kafka signal channel is not modelled in a bound yet; signal through the signal \
+                             table (channel = \"source\")",
+                        );
+                    }
+                    if let Some(field) = s.get("table") {
+                        return cx.fail(
+                            &field,
+                            "a Kafka signal is a record of the signal topic, not a row: name the topic with `topic`",
+                        );
+                    }
+                    // The topic and the record's number on it are resolved with the connectors
+                    // (`signal_steps`).
+                    StepKind::KafkaSignal { topic: u16::MAX, number: 0 }
+                }
+                other => {
+                    return cx.fail(&at, format!("`{other}` is no signal channel the model runs; source or kafka"));
+                }
+            }
         }
         "message" => {
             let prefix = cx.owned(&s.field(what))?;

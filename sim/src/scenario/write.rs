@@ -465,6 +465,27 @@ fn write_script(
             }
         }
         StepKind::Statement => write_statement(w, spec, &whose, &txn.ops)?,
+        StepKind::KafkaSignal { topic, number } => {
+            let Some(on) = spec.signal_topics.get(usize::from(*topic)) else {
+                return Err(format!("{whose} produces to signal topic {topic}, which the scenario does not have"));
+            };
+            let Some(signal) =
+                usize::try_from(*number).ok().and_then(|n| n.checked_sub(1)).and_then(|i| on.signals.get(i))
+            else {
+                return Err(format!(
+                    "{whose} produces signal record {number} to {}, which no signal step wrote",
+                    on.name
+                ));
+            };
+            w.field("signal", toml_string(&signal.signal_type));
+            w.field("channel", toml_string("kafka"));
+            w.field("id", toml_string(&signal.id));
+            if !signal.data.is_empty() {
+                w.field("data", toml_string(&signal.data));
+            }
+            w.field("key", toml_string(&signal.key));
+            w.field("topic", toml_string(&on.name));
+        }
         StepKind::Copy => {
             if txn.ops.iter().any(|op| !matches!(op, RowOp::Insert { .. })) {
                 return Err(format!("{whose} is a COPY of other rows than inserts; a COPY only inserts"));

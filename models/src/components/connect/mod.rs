@@ -65,8 +65,10 @@ use crate::components::connect::debezium::{DebeziumConfig, DebeziumTask, Phase, 
 use crate::components::connect::group::{GroupConfig, GroupMember, MemberState};
 use crate::components::connect::transforms::chain::{Fate, TransformChain};
 use crate::core::component::{Component, Ctx, TaskTimer, Timer};
+use crate::core::event::TopicPartition;
 use crate::core::event::{SourceOffset, SourceRecord};
 use crate::core::fault::FaultAction;
+use crate::core::ids::Key;
 use crate::core::ids::Node;
 use crate::core::observe::Observation;
 /// The worker's status, as its REST API reports it (defined with the REST protocol, which the
@@ -214,6 +216,12 @@ enum Pending {
     TxnOffsets { final_commit: bool },
     /// `commitTransaction()`.
     EndTxn { final_commit: bool },
+    /// The Kafka signal channel's consumer: its group's committed position.
+    SignalGroup,
+    /// The Kafka signal channel's consumer: a fetch of the signal topic.
+    SignalFetch,
+    /// The Kafka signal channel's consumer: an (auto-)commit of its position.
+    SignalCommit,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -265,6 +273,30 @@ struct TaskRuntime {
     restart_requested: bool,
     /// Exactly-once: the task's transactional producer (`None` in at-least-once mode).
     eos: Option<EosProducer>,
+    /// The Kafka signal channel's consumer (`signal.enabled.channels` has `kafka`).
+    #[serde(default)]
+    signals: Option<SignalConsumer>,
+}
+
+/// The Kafka signal channel's consumer of a task (`KafkaSignalChannel`: a `KafkaConsumer`
+/// assigned partition 0 of `signal.kafka.topic`, `enable.auto.commit=true`,
+/// `auto.offset.reset=earliest`), polled by the SignalProcessor every `signal.poll.interval.ms`.
+/// In memory only: a crashed task's consumer commits nothing more, and the next one starts at
+/// what the group committed.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct SignalConsumer {
+    /// The fetch position (`None` until the group's committed position is read).
+    position: Option<u64>,
+    /// Records fetched and not yet returned by `poll()`: (offset, key).
+    fetched: Vec<(u64, Key)>,
+    /// Records `poll()` returned that the task has not read yet (it was busy): (offset, key).
+    returned: Vec<(u64, Key)>,
+    /// The position after the last record `poll()` returned (what an auto-commit commits).
+    consumed: u64,
+    /// What the consumer committed last, and when.
+    committed: u64,
+    committed_at: SimTime,
+    fetching: bool,
 }
 
 /// An exactly-once source task's transactional producer (`ExactlyOnceWorkerSourceTask`).
@@ -440,6 +472,23 @@ impl Connector {
         self.task.as_ref().and_then(|task| task.debezium.processed_upto())
     }
 
+    /// The Kafka signal channel's partition and how far the task has read it: `None` without the
+    /// channel; `Some((tp, None))` while its consumer has not started or holds a record the task
+    /// has not read yet.
+    pub fn signals_read(&self) -> Option<(TopicPartition, Option<u64>)> {
+        let kafka = self.debezium.signalling.as_ref()?.kafka.as_ref()?;
+        let tp = TopicPartition { topic: crate::core::event::Topic::Signal(kafka.topic), partition: 0 };
+        let read = self
+            .task
+            .as_ref()
+            .and_then(|task| task.signals.as_ref())
+            .filter(|consumer| {
+                consumer.position.is_some() && consumer.returned.is_empty() && consumer.fetched.is_empty()
+            })
+            .map(|consumer| consumer.consumed);
+        Some((tp, read))
+    }
+
     /// Whether nothing is waiting in its task: no queued, unsent or unacknowledged record.
     pub fn is_drained(&self) -> bool {
         self.task
@@ -559,7 +608,26 @@ impl ConnectWorker {
                 restart_after_commit: false,
                 last_commit_at: ctx.now,
             }),
+            signals: None,
         });
+        let signal_group =
+            self.connectors[c].debezium.signalling.as_ref().and_then(|s| s.kafka.as_ref()).map(|k| k.group_id.clone());
+        if let Some(group) = signal_group {
+            // `KafkaSignalChannel.init`: the consumer is created with the task.
+            if let Some(task) = self.connectors[c].task.as_mut() {
+                task.signals = Some(SignalConsumer {
+                    position: None,
+                    fetched: Vec::new(),
+                    returned: Vec::new(),
+                    consumed: 0,
+                    committed: 0,
+                    committed_at: ctx.now,
+                    fetching: false,
+                });
+            }
+            let request = KafkaRequest::ReadGroup { group, reset: crate::core::protocol::OffsetReset::Earliest };
+            self.volatile.request(ctx, c, Pending::SignalGroup, request);
+        }
         let connector = self.connectors[c].debezium.name.clone();
         if self.config.exactly_once() {
             // Zombie fencing first: with one task before and after, only the task-count record is
@@ -1003,16 +1071,125 @@ impl ConnectWorker {
         }
     }
 
+    /// The Kafka signal channel's partition: partition 0 of its topic.
+    fn signal_partition(
+        &self,
+        c: usize,
+    ) -> Option<(TopicPartition, &crate::components::connect::debezium::KafkaChannel)> {
+        let kafka = self.connectors[c].debezium.signalling.as_ref()?.kafka.as_ref()?;
+        Some((TopicPartition { topic: crate::core::event::Topic::Signal(kafka.topic), partition: 0 }, kafka))
+    }
+
+    /// The group's committed position (or the earliest offset): the consumer starts there, and
+    /// the SignalProcessor's schedule begins (`scheduleAtFixedRate` with no initial delay).
+    fn signal_group_read(&mut self, ctx: &mut Ctx, c: usize, committed: &[(TopicPartition, u64)]) {
+        let Some((tp, kafka)) = self.signal_partition(c) else { return };
+        let (topic, group) = (kafka.topic, kafka.group_id.clone());
+        let stored = committed.iter().find(|(of, _)| *of == tp).map(|(_, position)| *position);
+        let Some(consumer) = self.connectors[c].task.as_mut().and_then(|task| task.signals.as_mut()) else { return };
+        let position = stored.unwrap_or(0);
+        consumer.position = Some(position);
+        consumer.consumed = position;
+        consumer.committed = position;
+        consumer.committed_at = ctx.now;
+        ctx.observe(Observation::KafkaSignalConsumerStarted { topic, group, position, committed: stored.is_some() });
+        ctx.set_timer(Timer::task(c as u8, TaskTimer::SignalPoll), 0);
+    }
+
+    /// `SignalProcessor.process` → `KafkaSignalChannel.read` → `poll()`: the auto-commit of what
+    /// earlier polls returned (at most every `auto.commit.interval.ms`), the records fetched since
+    /// the last poll handed to the task one by one, and the next fetch.
+    fn signal_poll(&mut self, ctx: &mut Ctx, c: usize) {
+        let Some((tp, kafka)) = self.signal_partition(c) else { return };
+        let (group, poll_interval_ms, auto_commit_interval_ms) =
+            (kafka.group_id.clone(), kafka.poll_interval_ms, kafka.auto_commit_interval_ms);
+        let Some(task) = self.connectors[c].task.as_mut() else { return };
+        match task.state {
+            // The SignalProcessor starts once streaming is initialized (DBZ-7441): until then
+            // the model looks again every 100 ms, and the schedule begins at the first look
+            // that finds the task streaming.
+            TaskState::Running if task.debezium.is_streaming() => {}
+            TaskState::Running | TaskState::Starting => {
+                ctx.set_timer(Timer::task(c as u8, TaskTimer::SignalPoll), poll_interval_ms.min(100));
+                return;
+            }
+            TaskState::Stopping | TaskState::Failed => return,
+        }
+        let Some(consumer) = task.signals.as_mut() else { return };
+        let Some(position) = consumer.position else { return };
+        let mut requests = Vec::new();
+        if consumer.consumed > consumer.committed
+            && ctx.now.ms().saturating_sub(consumer.committed_at.ms()) >= auto_commit_interval_ms
+        {
+            consumer.committed = consumer.consumed;
+            consumer.committed_at = ctx.now;
+            requests.push((
+                Pending::SignalCommit,
+                KafkaRequest::CommitGroup { group: group.clone(), positions: vec![(tp, consumer.consumed)] },
+            ));
+        }
+        let fetched = std::mem::take(&mut consumer.fetched);
+        if let Some((last, _)) = fetched.last() {
+            consumer.consumed = last + 1;
+        }
+        consumer.returned.extend(fetched);
+        let returned = std::mem::take(&mut consumer.returned);
+        let mut left = Vec::new();
+        for (offset, key) in returned {
+            if !left.is_empty() {
+                left.push((offset, key));
+                continue;
+            }
+            match task.debezium.get_mut().on_kafka_signal(ctx, offset, key) {
+                crate::components::connect::debezium::KafkaSignalOutcome::Read => {}
+                crate::components::connect::debezium::KafkaSignalOutcome::Wait => left.push((offset, key)),
+            }
+        }
+        let consumer = task.signals.as_mut().expect("the consumer");
+        consumer.returned = left;
+        if !consumer.fetching {
+            consumer.fetching = true;
+            requests.push((
+                Pending::SignalFetch,
+                KafkaRequest::Fetch {
+                    positions: vec![(tp, position)],
+                    max_records: 500,
+                    isolation: crate::core::protocol::IsolationLevel::ReadUncommitted,
+                },
+            ));
+        }
+        for (purpose, request) in requests {
+            self.volatile.request(ctx, c, purpose, request);
+        }
+        ctx.set_timer(Timer::task(c as u8, TaskTimer::SignalPoll), poll_interval_ms);
+        self.arm_poll(ctx, c);
+    }
+
+    /// `KafkaSignalChannel.close`: `commitSync()` of what `poll()` returned (a graceful stop).
+    fn signal_close(&mut self, ctx: &mut Ctx, c: usize) {
+        ctx.cancel_timer(Timer::task(c as u8, TaskTimer::SignalPoll));
+        let Some((tp, kafka)) = self.signal_partition(c) else { return };
+        let group = kafka.group_id.clone();
+        let Some(consumer) = self.connectors[c].task.as_mut().and_then(|task| task.signals.take()) else { return };
+        if consumer.position.is_some() && consumer.consumed > consumer.committed {
+            let request = KafkaRequest::CommitGroup { group, positions: vec![(tp, consumer.consumed)] };
+            self.volatile.request(ctx, c, Pending::SignalCommit, request);
+        }
+    }
+
     fn graceful_stop(&mut self, ctx: &mut Ctx, c: usize) {
         let Some(task) = self.connectors[c].task.as_mut() else { return };
         match task.state {
             TaskState::Running => {
                 task.state = TaskState::Stopping;
+                self.signal_close(ctx, c);
+                let Some(task) = self.connectors[c].task.as_mut() else { return };
                 ctx.cancel_timer(Timer::task(c as u8, TaskTimer::PollReturns));
                 ctx.cancel_timer(Timer::task(c as u8, TaskTimer::OffsetFlush));
                 ctx.cancel_timer(Timer::task(c as u8, TaskTimer::TaskRestart));
                 ctx.cancel_timer(Timer::task(c as u8, TaskTimer::SlotInfoRetry));
                 ctx.cancel_timer(Timer::task(c as u8, TaskTimer::Heartbeat));
+                ctx.cancel_timer(Timer::task(c as u8, TaskTimer::SignalPoll));
                 task.poll_armed = false;
                 // The send loop exits; in-flight records are awaited.
                 ctx.set_timer(Timer::task(c as u8, TaskTimer::StopTimeout), self.config.offset_flush_timeout_ms);
@@ -1026,6 +1203,7 @@ impl ConnectWorker {
                 ctx.cancel_timer(Timer::task(c as u8, TaskTimer::TaskRestart));
                 ctx.cancel_timer(Timer::task(c as u8, TaskTimer::SlotInfoRetry));
                 ctx.cancel_timer(Timer::task(c as u8, TaskTimer::Heartbeat));
+                ctx.cancel_timer(Timer::task(c as u8, TaskTimer::SignalPoll));
                 ctx.observe(Observation::TaskStopped { graceful: true });
             }
             TaskState::Stopping => {}
@@ -1062,6 +1240,20 @@ impl ConnectWorker {
         let (_, c, purpose, _) = self.volatile.pending.remove(index);
         let c = usize::from(c);
         match (purpose, reply) {
+            (Pending::SignalGroup, KafkaReply::Group { committed, .. }) => self.signal_group_read(ctx, c, &committed),
+            (Pending::SignalFetch, KafkaReply::Fetched { records, .. }) => {
+                let Some(consumer) = self.connectors[c].task.as_mut().and_then(|task| task.signals.as_mut()) else {
+                    return;
+                };
+                consumer.fetching = false;
+                for record in records {
+                    if consumer.position.is_some_and(|position| record.offset >= position) {
+                        consumer.fetched.push((record.offset, record.key));
+                        consumer.position = Some(record.offset + 1);
+                    }
+                }
+            }
+            (Pending::SignalCommit, _) => {}
             (Pending::StartOffsets, KafkaReply::SourceOffset(stored)) => {
                 let connector = &mut self.connectors[c];
                 let Some(task) = connector.task.as_mut() else { return };
@@ -1205,6 +1397,7 @@ impl ConnectWorker {
                     Timer::task(c as u8, TaskTimer::TaskRestart),
                     Timer::task(c as u8, TaskTimer::SlotInfoRetry),
                     Timer::task(c as u8, TaskTimer::Heartbeat),
+                    Timer::task(c as u8, TaskTimer::SignalPoll),
                 ] {
                     ctx.cancel_timer(timer);
                 }
@@ -1325,6 +1518,7 @@ impl ConnectWorker {
                 }
                 self.continue_stop_if_drained(ctx, c);
             }
+            TaskTimer::SignalPoll => self.signal_poll(ctx, c),
             TaskTimer::Heartbeat => {
                 let connector = &mut self.connectors[c];
                 if let Some(task) = connector.task.as_mut()

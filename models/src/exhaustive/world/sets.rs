@@ -44,7 +44,7 @@ fn worker(node: Node) -> usize {
 /// The timers every process has a place for after its scan batches: the plain ones, with the
 /// first connector's task timers and the group's timers where `Timer`'s order puts them (so a
 /// world with one connector and one worker offers its actions in the order it always did).
-const PER_NODE: [Timer; 26] = [
+const PER_NODE: [Timer; 27] = [
     Timer::BgwriterRunningXacts,
     Timer::Checkpoint,
     Timer::ShipWal,
@@ -55,6 +55,7 @@ const PER_NODE: [Timer; 26] = [
     Timer::first_task(TaskTimer::TaskRestart),
     Timer::first_task(TaskTimer::SlotInfoRetry),
     Timer::first_task(TaskTimer::Heartbeat),
+    Timer::first_task(TaskTimer::SignalPoll),
     Timer::SinkCommit,
     Timer::KafkaRetry,
     Timer::Workload,
@@ -91,21 +92,21 @@ fn timer_index(timer: Timer) -> usize {
         Timer::Checkpoint => SLOTS + 1,
         Timer::ShipWal => SLOTS + 2,
         Timer::Task { connector: 0, timer } => SLOTS + 3 + timer.index(),
-        Timer::SinkCommit => SLOTS + 10,
-        Timer::KafkaRetry => SLOTS + 11,
-        Timer::Workload => SLOTS + 12,
-        Timer::LoaderStart => SLOTS + 13,
-        Timer::OperatorRetry => SLOTS + 14,
-        Timer::CommitVisible => SLOTS + 15,
-        Timer::WalWriter => SLOTS + 16,
-        Timer::IdleInTransactionTimeout => SLOTS + 17,
-        Timer::ConsumerWork => SLOTS + 18,
-        Timer::TransactionAbortSweep => SLOTS + 19,
-        Timer::LogCleaner => SLOTS + 20,
-        Timer::GroupCoordinator => SLOTS + 21,
-        Timer::GroupSession { member } => SLOTS + 22 + worker(member),
-        Timer::GroupHeartbeat => SLOTS + 24,
-        Timer::GroupRejoin => SLOTS + 25,
+        Timer::SinkCommit => SLOTS + 11,
+        Timer::KafkaRetry => SLOTS + 12,
+        Timer::Workload => SLOTS + 13,
+        Timer::LoaderStart => SLOTS + 14,
+        Timer::OperatorRetry => SLOTS + 15,
+        Timer::CommitVisible => SLOTS + 16,
+        Timer::WalWriter => SLOTS + 17,
+        Timer::IdleInTransactionTimeout => SLOTS + 18,
+        Timer::ConsumerWork => SLOTS + 19,
+        Timer::TransactionAbortSweep => SLOTS + 20,
+        Timer::LogCleaner => SLOTS + 21,
+        Timer::GroupCoordinator => SLOTS + 22,
+        Timer::GroupSession { member } => SLOTS + 23 + worker(member),
+        Timer::GroupHeartbeat => SLOTS + 25,
+        Timer::GroupRejoin => SLOTS + 26,
         Timer::Task { .. } => unreachable!("another connector's task timer has a place of its own"),
     }
 }

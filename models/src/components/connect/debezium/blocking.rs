@@ -34,7 +34,7 @@
 //!
 //! Not modelled: statements other than that form (the scenario reader refuses them), the
 //! configured isolation when the slot was created by this task start (a serializable read-only
-//! transaction: one snapshot for every table instead of one per table; per key the same), signals from other channels, and the race by which the
+//! transaction: one snapshot for every table instead of one per table; per key the same), and the race by which the
 //! streaming thread may read a few more messages before it notices the pause.
 
 use super::*;

@@ -296,8 +296,57 @@ pub struct Signalling {
     /// `incremental.snapshot.watermarking.strategy` (default `insert_insert`).
     pub watermarking: WatermarkingStrategy,
     /// What the scenario's scripted signal rows say, by key − 1 (their `type` and `data`
-    /// columns; see [`crate::core::signal`]).
+    /// columns; see [`crate::core::signal`]), then the Kafka channel's signals this connector
+    /// reads ([`KafkaChannel::signals`] point here).
     pub signals: Vec<crate::core::signal::Signal>,
+    /// `signal.enabled.channels` has `source` (the default): signal rows read from the WAL are
+    /// executed, and the watermark rows open and close windows (they are source-channel
+    /// signals, `OpenIncrementalSnapshotWindow`/`CloseIncrementalSnapshotWindow`).
+    #[serde(default = "yes")]
+    pub source_channel: bool,
+    /// `signal.enabled.channels` has `kafka`: the channel's settings and the signals on its topic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kafka: Option<KafkaChannel>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The Kafka signal channel (reference debezium-postgres.md §6.1, Debezium's
+/// `KafkaSignalChannel` and `SignalProcessor`): a consumer of partition 0 of
+/// `signal.kafka.topic` (`assign`, not `subscribe`), in group `signal.kafka.groupId` with the
+/// consumer defaults the channel sets (`enable.auto.commit=true`, `auto.offset.reset=earliest`),
+/// polled by the SignalProcessor's own thread every `signal.poll.interval.ms`. A record whose key
+/// is not the connector's `topic.prefix` is logged and dropped. No position is stored in the
+/// connector's offsets (DBZ-7856 removed the last one): a new task starts where the group
+/// committed.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct KafkaChannel {
+    /// The topic's place among the scenario's signal topics ([`crate::core::event::Topic::Signal`]).
+    pub topic: u16,
+    /// `signal.kafka.topic` (default `<topic.prefix>-signal`).
+    pub topic_name: String,
+    /// `signal.kafka.groupId` (default `kafka-signal`).
+    pub group_id: String,
+    /// `signal.poll.interval.ms` (default 5,000).
+    pub poll_interval_ms: u64,
+    /// `signal.consumer.auto.commit.interval.ms` (the consumer's `auto.commit.interval.ms`,
+    /// default 5,000): `poll()` commits the positions it returned before, at most this often.
+    pub auto_commit_interval_ms: u64,
+    /// The signals produced to the topic, by the record's key − 1 (their number on the topic in
+    /// the scenario's order): the record's key string and, where it is this connector's
+    /// `topic.prefix`, the signal's place + 1 in [`Signalling::signals`] (0: another connector's).
+    pub signals: Vec<KafkaSignalEntry>,
+}
+
+/// One signal record of a Kafka signal topic as a connector reads it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct KafkaSignalEntry {
+    /// The record's key (`kafka-console-producer --property parse.key=true`).
+    pub key: String,
+    /// The signal's place + 1 in [`Signalling::signals`]; 0 when the key is not this connector's.
+    pub origin: u8,
 }
 
 impl Signalling {

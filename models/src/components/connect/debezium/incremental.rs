@@ -54,16 +54,19 @@
 //!   `IllegalArgumentException` after the open watermark (DBZ-7797, `isTableInvalid`): see
 //!   `DebeziumTask::surrogate_key_missing`.
 //!
-//! Blocking snapshots are `blocking`'s. Not modelled yet (issue 21's later parts): the Kafka
-//! signal channel, read-only incremental snapshots, and the historic bugs DBZ-3860 and
+//! Blocking snapshots are `blocking`'s, the Kafka signal channel `kafka_signal`'s (a signal that
+//! comes by it runs here too, with [`SignalVia`] saying so: its first `readChunk` does not hold
+//! the stream, and without the source channel no watermark is read). Not modelled yet (issue
+//! 21's later parts): read-only incremental snapshots, and the historic bugs DBZ-3860 and
 //! DBZ-5071.
 
 use super::*;
 use crate::components::connect::debezium::config::WatermarkingStrategy;
+use crate::components::connect::debezium::streaming::{PgOutput, PgOutputs};
 use crate::core::event::IncrementalOffset;
 use crate::core::signal::{
-    ChunkId, ChunkOrder, FilterColumn, QueryFilter, ScanStatus, SignalAction, SnapshotType, SurrogateKey, Watermark,
-    watermark_key, watermark_of,
+    ChunkId, ChunkOrder, FilterColumn, QueryFilter, ScanStatus, SignalAction, SignalVia, SnapshotType, SurrogateKey,
+    Watermark, watermark_key, watermark_of,
 };
 use std::collections::BTreeMap;
 
@@ -255,6 +258,18 @@ impl DebeziumTask {
         if change.table != signalling.table {
             return false;
         }
+        if !signalling.source_channel {
+            // `signal.enabled.channels` without `source`: `EventDispatcher` has no source
+            // channel, so neither a signal row nor a watermark is read as a signal; the row is a
+            // record like any other. A window opened by a watermark never closes.
+            if matches!(change.kind, ChangeKind::Insert { .. }) {
+                ctx.observe(Observation::SignalRowNotRead {
+                    key: change.key,
+                    watermark: watermark_of(change.key).map(|(chunk, _)| chunk),
+                });
+            }
+            return false;
+        }
         let insert_delete = signalling.watermarking == WatermarkingStrategy::InsertDelete;
         let (insert, delete) =
             (matches!(change.kind, ChangeKind::Insert { .. }), matches!(change.kind, ChangeKind::Delete { .. }));
@@ -267,13 +282,30 @@ impl DebeziumTask {
             (Some((chunk, Watermark::Open)), _, true) | (Some((chunk, Watermark::Close)), true, _) => {
                 self.close_window(ctx, chunk)
             }
-            (None, true, _) => self.execute_signal(ctx, change.key),
+            (None, true, _) => self.execute_signal(ctx, change.key, SignalVia::SOURCE),
             _ => false,
         }
     }
 
-    /// A scripted signal's row (`SignalProcessor.processSourceSignal`).
-    fn execute_signal(&mut self, ctx: &mut Ctx, key: Key) -> bool {
+    /// Whether `message` is a source signal's row (an INSERT into the signal table that is no
+    /// watermark), which the streaming thread executes under the signal processor's semaphore.
+    pub(super) fn is_source_signal(&self, messages: &PgOutputs, message: &PgOutput) -> bool {
+        let (Some(signalling), PgOutput::Change { index, .. }) = (self.config.signalling.as_ref(), message) else {
+            return false;
+        };
+        let Some(change) = messages.txn().and_then(|txn| txn.changes.get(*index)) else { return false };
+        signalling.source_channel
+            && change.table == signalling.table
+            && matches!(change.kind, ChangeKind::Insert { .. })
+            && watermark_of(change.key).is_none()
+    }
+
+    /// A scripted signal: its row read on the stream (`SignalProcessor.processSourceSignal`, in
+    /// the streaming thread), or a Kafka channel's record (`SignalProcessor.process`, on the
+    /// signal processor's thread: a `readChunk` it starts does not hold the stream). `key`: the
+    /// signal's place + 1 in the connector's list. Returns whether the stream now waits.
+    pub(super) fn execute_signal(&mut self, ctx: &mut Ctx, key: Key, via: SignalVia) -> bool {
+        let thread = if via.is_source() { "in the streaming thread" } else { "on the signal processor's thread" };
         let Some(signal) = self
             .config
             .signalling
@@ -288,6 +320,7 @@ impl DebeziumTask {
             signal_type: signal.action.signal_type().into(),
             data: signal.data.clone(),
             outcome,
+            via,
         };
         match &signal.action {
             SignalAction::ExecuteSnapshot { .. } => {}
@@ -355,11 +388,13 @@ impl DebeziumTask {
                         return false;
                     }
                 };
-                ctx.observe(outcome("the pause is cleared: readChunk runs now, in the streaming thread".into()));
+                ctx.observe(outcome(format!("the pause is cleared: readChunk runs now, {thread}")));
                 if let Some(table) = table {
                     ctx.observe(Observation::IncrementalSnapshotUnpaused { table });
                 }
-                self.stalled = Some(Box::new(Stalled::new(false)));
+                if via.is_source() {
+                    self.stalled = Some(Box::new(Stalled::new(false)));
+                }
                 self.read_chunk(ctx);
                 return self.stalled.is_some();
             }
@@ -374,18 +409,13 @@ impl DebeziumTask {
         let collections: Vec<(TableId, u8)> = collections.iter().map(|table| (*table, origin)).collect();
         if *kind == SnapshotType::Blocking {
             let tables = collections.clone();
-            let outcome = if self.blocking.is_some() || self.blocking_request.is_some() {
+            let outcome_text = if self.blocking.is_some() || self.blocking_request.is_some() {
                 "another blocking snapshot is requested before streaming paused: its tables are read in the \
                  same pause, after the first one's (the executor runs one snapshot after the other)"
             } else {
                 "a blocking snapshot is requested (doBlockingSnapshot): streaming pauses before the next message"
             };
-            ctx.observe(Observation::SignalExecuted {
-                id: signal.id.clone(),
-                signal_type: signal.action.signal_type().into(),
-                data: signal.data.clone(),
-                outcome: outcome.into(),
-            });
+            ctx.observe(outcome(outcome_text.into()));
             match self.blocking_request.as_mut() {
                 Some(queued) => queued.extend(tables),
                 None => self.request_blocking_snapshot(tables),
@@ -398,24 +428,19 @@ impl DebeziumTask {
         // limit): the loader keeps one signal within it, but a signal replayed while a resumed
         // snapshot runs can queue past it. Said, never dropped in silence.
         let dropped = (queued + collections.len()).saturating_sub(IncrementalOffset::MAX_COLLECTIONS);
-        let mut outcome = if running {
+        let mut text = if running {
             format!("{} table(s) queued behind the running incremental snapshot", collections.len())
         } else {
-            "an incremental snapshot starts: readChunk runs now, in the streaming thread".into()
+            format!("an incremental snapshot starts: readChunk runs now, {thread}")
         };
         if dropped > 0 {
-            outcome.push_str(&format!(
+            text.push_str(&format!(
                 "; the model keeps at most {} tables queued (Debezium has no such limit): the last {dropped} are \
                  not queued, a limit of the model",
                 IncrementalOffset::MAX_COLLECTIONS
             ));
         }
-        ctx.observe(Observation::SignalExecuted {
-            id: signal.id.clone(),
-            signal_type: signal.action.signal_type().into(),
-            data: signal.data.clone(),
-            outcome,
-        });
+        ctx.observe(outcome(text));
         match self.incremental.as_mut() {
             Some(snapshot) if running => {
                 snapshot.queue.extend(collections);
@@ -429,7 +454,9 @@ impl DebeziumTask {
                 ctx.observe(Observation::IncrementalSnapshotStarted { tables: snapshot.tables() });
                 self.incremental = Some(Box::new(snapshot));
                 self.sync_incremental_offset();
-                self.stalled = Some(Box::new(Stalled::new(false)));
+                if via.is_source() {
+                    self.stalled = Some(Box::new(Stalled::new(false)));
+                }
                 self.read_chunk(ctx);
                 self.stalled.is_some()
             }

@@ -91,17 +91,19 @@
 mod blocking;
 mod config;
 mod incremental;
+mod kafka_signal;
 mod locator;
 mod offsets;
 mod snapshot;
 mod startup;
 mod streaming;
 
+pub use kafka_signal::KafkaSignalOutcome;
 pub use locator::{LocatorRules, WalPositionLocator};
 
 pub use config::{
-    DebeziumConfig, HeartbeatMessage, LSN_FLUSH_MODE_HEARTBEAT_FALLBACK_MS, LsnFlushMode,
-    MAX_ATTEMPTS_FOR_OBTAINING_REPLICATION_SLOT, MessagePrefixFilter, OffsetMismatchStrategy,
+    DebeziumConfig, HeartbeatMessage, KafkaChannel, KafkaSignalEntry, LSN_FLUSH_MODE_HEARTBEAT_FALLBACK_MS,
+    LsnFlushMode, MAX_ATTEMPTS_FOR_OBTAINING_REPLICATION_SLOT, MessagePrefixFilter, OffsetMismatchStrategy,
     PAUSE_BETWEEN_REPLICATION_SLOT_RETRIEVAL_ATTEMPTS_MS, Signalling, SlotSeek, SnapshotMode, WatermarkingStrategy,
 };
 
@@ -1007,6 +1009,8 @@ mod tests {
                     surrogate_key: None,
                 },
             }],
+            source_channel: true,
+            kafka: None,
         });
         let mut task = DebeziumTask::new(Fixed::new(config), 1).with_chunk_origin(0, 1);
         task.phase = Phase::Streaming;

@@ -297,6 +297,13 @@ impl DebeziumTask {
                 return TaskEvent::None;
             }
             let message = messages.get(index);
+            // A source signal while a Kafka signal's `readChunk` runs on the signal processor's
+            // thread: `processSourceSignal` waits for the semaphore that `process` holds.
+            if self.stalled.is_none() && self.in_read_chunk() && self.is_source_signal(messages, &message) {
+                self.stalled = Some(Box::new(super::incremental::Stalled::paused()));
+                self.stalled_index = Some(index);
+                return TaskEvent::None;
+            }
             // pgjdbc's `lastReceiveLSN`, read by its keep-alive rule.
             self.last_data_start = message.lsn();
             if let Some(locator) = self.locator.as_mut() {

@@ -117,7 +117,7 @@ impl ChainContext {
             Topic::Change(table) => self.change_topic(table),
             Topic::Heartbeat | Topic::HeartbeatOf(_) => format!("__debezium-heartbeat.{}", self.topic_prefix),
             Topic::Message | Topic::MessageOf(_) => format!("{}.message", self.topic_prefix),
-            Topic::Routed(_) => String::new(),
+            Topic::Routed(_) | Topic::Signal(_) => String::new(),
         }
     }
 }
@@ -619,7 +619,7 @@ impl TransformChain {
                 };
                 (Value::Struct(key_struct), value)
             }
-            (Topic::Routed(_), _) => (Value::Null, Value::Null),
+            (Topic::Routed(_) | Topic::Signal(_), _) => (Value::Null, Value::Null),
         };
         ConnectRecord { topic, partition: None, key, value, timestamp_ms: None, headers: Vec::new() }
     }
