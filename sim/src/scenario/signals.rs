@@ -71,18 +71,7 @@ pub(super) fn signal_steps(
         *number += 1;
         txn.ops = vec![RowOp::Insert { table, key: *number, status: Status::Submitted, amount_cents: 0 }];
         let id = s.opt("id", format!("signal-{number}"), |field| cx.owned(field))?;
-        let signal_type = cx.owned(&signal)?;
-        // The step's `data` field, or where to point when it has none (stop, pause and resume
-        // read `{}` from an empty data column, `SignalProcessor.processSignal`).
-        let data = match s.get("data") {
-            Some(field) => cx.owned(&field)?,
-            None => String::new(),
-        };
-        let at = s.get("data").unwrap_or(signal);
-        let request = match parse_request(&signal_type, &data) {
-            Ok(request) => request,
-            Err(problem) => return cx.fail(&at, problem),
-        };
+        let (data, at, request) = step_request(cx, &s, signal)?;
         for connector in connectors.iter_mut().filter(|connector| connector.signal_table() == Some(table)) {
             let action = action_for(cx, &at, &request, connector, tables, *number)?;
             if let Some(signalling) = connector.signalling.as_mut() {
@@ -160,6 +149,22 @@ fn action_for(
         Request::Log(message) => SignalAction::Log { message: message.clone() },
     };
     Ok(action)
+}
+
+/// A `signal` step's `data` column, where its errors point, and what it asks. The step's `data`
+/// field, or where to point when it has none (stop, pause and resume read `{}` from an empty data
+/// column, `SignalProcessor.processSignal`).
+fn step_request<'t>(cx: &Cx, s: &Section<'t>, signal: Field<'t>) -> Res<(String, Field<'t>, Request)> {
+    let signal_type = cx.owned(&signal)?;
+    let data = match s.get("data") {
+        Some(field) => cx.owned(&field)?,
+        None => String::new(),
+    };
+    let at = s.get("data").unwrap_or(signal);
+    match parse_request(&signal_type, &data) {
+        Ok(request) => Ok((data, at, request)),
+        Err(problem) => cx.fail(&at, problem),
+    }
 }
 
 /// What a signal's `type` and `data` ask, before its table patterns meet a connector's tables.
@@ -632,15 +637,7 @@ fn kafka_step(
     let number = kafka.topics[topic].signals.len() + 1;
     let id = s.opt("id", format!("kafka-signal-{number}"), |field| cx.owned(field))?;
     let signal_type = cx.owned(&signal)?;
-    let data = match s.get("data") {
-        Some(field) => cx.owned(&field)?,
-        None => String::new(),
-    };
-    let at = s.get("data").unwrap_or(signal);
-    let request = match parse_request(&signal_type, &data) {
-        Ok(request) => request,
-        Err(problem) => return cx.fail(&at, problem),
-    };
+    let (data, at, request) = step_request(cx, s, signal)?;
     for c in readers {
         let read = if connectors[c].topic_prefix == key {
             let action = action_for(cx, &at, &request, connectors[c], tables, number as i64)?;
