@@ -847,3 +847,93 @@ fn the_kafka_signal_channel_refuses_what_it_cannot_run() {
     let error = handoff_sim::scenario::load_str("bound.toml", &bound, &[]).expect_err("a bound").to_string();
     assert!(error.contains("not modelled in a bound yet"), "{error}");
 }
+
+/// `read.only=true` (reference §6.5): no watermark row is written; each chunk is read between two
+/// `pg_current_snapshot()` calls, and the idle iterations of the streaming loop, with the last
+/// event's xid at or below the high watermark's xmin, close the windows and read on while the
+/// watermarks stay the same.
+#[test]
+fn a_read_only_snapshot_reads_between_pg_current_snapshot_calls_and_writes_nothing() {
+    let result = run("hubs-backfill-read-only", &[]);
+    assert!(result.prediction_held, "{:?}", result.findings);
+    assert!(appended(&result, SIGNALS).is_empty(), "no watermark rows: nothing on the signal table's topic");
+    let reads: Vec<i64> =
+        appended(&result, HUBS).iter().filter(|(op, ..)| *op == 'r').map(|(_, key, _)| *key).collect();
+    assert_eq!(reads, (1..=40).collect::<Vec<_>>());
+    let watermarks = observed(&result, |o| match o {
+        Observation::SnapshotWatermark { high, xids, .. } => Some((*high, xids.to_string())),
+        _ => None,
+    });
+    assert_eq!(watermarks.len(), 8, "a low and a high watermark for each of 4 readChunk calls: {watermarks:?}");
+    assert!(watermarks.iter().all(|(_, xids)| xids == "748:748:"), "{watermarks:?}");
+    let rules = observed(&result, |o| match o {
+        Observation::ReadOnlyWindow { event, rule, xid, .. } => Some((*event, *rule, *xid)),
+        _ => None,
+    });
+    use handoff_models::core::signal::{ReadOnlyEvent, ReadOnlyRule};
+    assert_eq!(rules, vec![(ReadOnlyEvent::Idle, ReadOnlyRule::Visible, Some(747)); 3]);
+    let record = result.record.as_ref().expect("a record");
+    let [backfill] = record.backfills.as_slice() else { panic!("one backfill: {:?}", record.backfills) };
+    assert_eq!((backfill.chunks, backfill.windows, backfill.rows_read, backfill.records_published), (3, 3, 40, 40));
+}
+
+/// A transaction left open holds the high watermark's xmin down: nothing closes the first window
+/// until it commits; its change of hub 5 then removes hub 5 from the buffer.
+#[test]
+fn a_transaction_left_open_holds_a_read_only_window_until_it_commits() {
+    let result = run_variant("hubs-backfill-read-only", "open-transaction");
+    assert!(result.prediction_held, "{:?}", result.findings);
+    let closes: Vec<(u64, u32, u32)> = result
+        .trace
+        .iter()
+        .filter_map(|event| match &event.observation {
+            Observation::WindowClosed { emitted, deduplicated, .. } => Some((event.at.ms(), *emitted, *deduplicated)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(closes.first().map(|c| (c.1, c.2)), Some((15, 1)), "{closes:?}");
+    assert!(closes[0].0 >= 40_000, "the first window closes only at the COMMIT of t=40s: {closes:?}");
+    let reads: Vec<i64> =
+        appended(&result, HUBS).iter().filter(|(op, ..)| *op == 'r').map(|(_, key, _)| *key).collect();
+    assert!(!reads.contains(&5) && reads.len() == 39, "hub 5 comes as the streamed update only: {reads:?}");
+}
+
+/// `pause-snapshot` on a read-only snapshot: the paused `readChunk` sets no watermark, and the
+/// next idle iteration's `watermarksChanged` dereferences the null previous one.
+#[test]
+fn pausing_a_read_only_snapshot_fails_the_task_at_the_next_idle_iteration() {
+    let result = run_variant("hubs-backfill-read-only", "paused");
+    assert!(result.prediction_held, "{:?}", result.findings);
+    let failures = observed(&result, |o| match o {
+        Observation::TaskFailed { reason } => Some(reason.clone()),
+        _ => None,
+    });
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(failures[0].contains("NullPointerException") && failures[0].contains("previousLowWatermark"));
+}
+
+#[test]
+fn read_only_refuses_what_it_cannot_run() {
+    let path = common::scenario_path("hubs-backfill-read-only");
+    let text = std::fs::read_to_string(&path).expect("the file");
+    for (from, to, expected) in [
+        ("\"signal.data.collection\" = \"public.debezium_signal\"", "", "true needs signal.data.collection"),
+        (
+            "\"read.only\" = true",
+            "\"read.only\" = true\n\"incremental.snapshot.watermarking.strategy\" = \"insert_delete\"",
+            "has no effect with read.only = true",
+        ),
+        ("\"read.only\" = true", "\"read.only\" = 3", "read.only"),
+    ] {
+        assert!(text.contains(from), "{from}");
+        let changed = text.replacen(from, to, 1);
+        let error = handoff_sim::scenario::load_str("changed.toml", &changed, &[]).expect_err(to).to_string();
+        assert!(error.contains(expected), "{to}: {error}");
+    }
+    let bound = text.replacen("[prediction]", "[check]\nrows = 2\n\n[prediction]", 1);
+    let error = handoff_sim::scenario::load_str("bound.toml", &bound, &[]).expect_err("a bound").to_string();
+    assert!(
+        error.contains("read.only = true (the read-only incremental snapshot) is not modelled in a bound"),
+        "{error}"
+    );
+}

@@ -454,6 +454,21 @@ fn hubs_backfill_kafka_signal_committed_then_killed() {
 }
 
 #[test]
+fn hubs_backfill_read_only() {
+    check("hubs-backfill-read-only");
+}
+
+#[test]
+fn hubs_backfill_read_only_open_transaction() {
+    check_variant("hubs-backfill-read-only", "open-transaction");
+}
+
+#[test]
+fn hubs_backfill_read_only_paused() {
+    check_variant("hubs-backfill-read-only", "paused");
+}
+
+#[test]
 fn hubs_backfill_pause() {
     check("hubs-backfill-pause");
 }

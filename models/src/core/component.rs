@@ -156,10 +156,14 @@ pub enum TaskTimer {
     /// Debezium's SignalProcessor polls its channels (`signal.poll.interval.ms`): the Kafka
     /// signal channel's `poll()`.
     SignalPoll,
+    /// Debezium's streaming loop read no message (`processMessages`' idle iteration,
+    /// `dispatchHeartbeatEventAlsoToIncrementalSnapshot`): armed every `poll.interval.ms` while
+    /// a read-only incremental snapshot runs.
+    StreamIdle,
 }
 
 impl TaskTimer {
-    pub const ALL: [TaskTimer; 8] = [
+    pub const ALL: [TaskTimer; 9] = [
         TaskTimer::PollReturns,
         TaskTimer::OffsetFlush,
         TaskTimer::OffsetFlushTimeout,
@@ -168,6 +172,7 @@ impl TaskTimer {
         TaskTimer::SlotInfoRetry,
         TaskTimer::Heartbeat,
         TaskTimer::SignalPoll,
+        TaskTimer::StreamIdle,
     ];
 
     pub fn name(self) -> &'static str {
@@ -180,6 +185,7 @@ impl TaskTimer {
             TaskTimer::SlotInfoRetry => "slot-info-retry",
             TaskTimer::Heartbeat => "heartbeat",
             TaskTimer::SignalPoll => "signal-poll",
+            TaskTimer::StreamIdle => "stream-idle",
         }
     }
 

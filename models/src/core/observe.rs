@@ -801,6 +801,21 @@ pub enum Observation {
         key: String,
         prefix: String,
     },
+    /// A read-only incremental snapshot's watermark (`read.only=true`): `readChunk`'s `SELECT *
+    /// FROM pg_current_snapshot()` before the chunk query (low) or after it (`high`).
+    SnapshotWatermark {
+        chunk: crate::core::signal::ChunkId,
+        high: bool,
+        xids: crate::core::protocol::SnapshotXids,
+    },
+    /// A read-only incremental snapshot's window moved: `event` of transaction `xid` (None: the
+    /// offset has none) met `rule`.
+    ReadOnlyWindow {
+        chunk: Option<crate::core::signal::ChunkId>,
+        xid: Option<crate::core::ids::Xid>,
+        event: crate::core::signal::ReadOnlyEvent,
+        rule: crate::core::signal::ReadOnlyRule,
+    },
 }
 
 /// What the consumer did with one record.

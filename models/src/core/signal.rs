@@ -78,6 +78,49 @@ impl Watermark {
     }
 }
 
+/// What moved a read-only incremental snapshot's window (`read.only=true`, reference
+/// debezium-postgres.md §6.5): the streamed event whose transaction id was compared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReadOnlyEvent {
+    /// A change of a captured table (`processMessage`, before its record is emitted).
+    Change,
+    /// A COMMIT (`processTransactionCommittedEvent`).
+    Commit,
+    /// An iteration of the streaming loop that found no message
+    /// (`dispatchHeartbeatEventAlsoToIncrementalSnapshot` → `processHeartbeat`), with the offset's
+    /// `txId`, the last event's.
+    Idle,
+}
+
+impl ReadOnlyEvent {
+    pub fn describe(self) -> &'static str {
+        match self {
+            ReadOnlyEvent::Change => "a change",
+            ReadOnlyEvent::Commit => "the COMMIT",
+            ReadOnlyEvent::Idle => "an idle iteration of the streaming loop",
+        }
+    }
+}
+
+/// Which comparison of `PostgresReadOnlyIncrementalSnapshotContext` /
+/// `PostgresReadOnlyIncrementalSnapshotChangeEventSource` acted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReadOnlyRule {
+    /// `updateWindowState`: xid ≥ the low watermark's xmin: the window opens.
+    Opened,
+    /// `updateWindowState`: xid > max(high xmax, low xmax): the window closes.
+    PastHighWatermark,
+    /// `processMessage`: the window is not open (xid below the low watermark's xmin, or no
+    /// watermark): the buffer is emitted and the next chunk read at once.
+    NotOpen,
+    /// `maxInProgressTransactionCommitted`: the xid is the high watermark's xmax.
+    HighXmaxCommitted,
+    /// `isTransactionVisible`: xid ≤ the high watermark's xmin (or no low watermark).
+    Visible,
+}
+
 /// The key of chunk `chunk`'s watermark row of kind `kind`.
 pub fn watermark_key(chunk: ChunkId, kind: Watermark) -> Key {
     WATERMARK_KEYS + ((chunk.0 as Key) << 1) + Key::from(kind == Watermark::Close)

@@ -119,6 +119,12 @@ pub fn decide<H: Holder, L: Fn(usize) -> Option<Lsn>>(
         if last_captured_commit(c).is_some_and(|last| processed < last) {
             return Acceptance::Pending;
         }
+        // A read-only incremental snapshot still running has work no captured commit stands
+        // for: its buffered rows and the chunks still to read. (One that never ends, a window
+        // held open, is the liveness finding of the timeout.)
+        if H::read(processes.worker_of(c), |connect| connect.connectors[c].read_only_backfill_running()) {
+            return Acceptance::Pending;
+        }
         // The Kafka signal channel: every signal record produced has been read (a signal still
         // on the topic is work the pipeline has not done).
         if let Some((tp, read)) = H::read(processes.worker_of(c), |connect| connect.connectors[c].signals_read()) {

@@ -44,6 +44,9 @@ pub struct Names {
     pub signal_topics: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kafka_signals: Vec<Vec<(String, String, String)>>,
+    /// A connector runs read-only incremental snapshots (`read.only=true`): windows move by xid.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
 }
 
 /// A signal table as the timeline names its rows.
@@ -114,6 +117,7 @@ impl Names {
                     SignalTableNames { table: signalling.table, signals, unread }
                 })
                 .collect(),
+            read_only: spec.connectors().any(|d| d.signalling.as_ref().is_some_and(|signalling| signalling.read_only)),
         }
     }
 
@@ -668,11 +672,19 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                 Some(last) => format!("{rows} row(s) up to {column} {last} into the window buffer"),
                 None => "no row: the table is done".into(),
             };
-            format!(
-                "incremental snapshot: open watermark '{chunk}-open' written; chunk query on {} WHERE {range}: {read}; \
-                 close watermark next",
-                names.table(*table)
-            )
+            if names.read_only {
+                format!(
+                    "read-only incremental snapshot, chunk {chunk}: chunk query on {} WHERE {range}: {read}; high \
+                     watermark next",
+                    names.table(*table)
+                )
+            } else {
+                format!(
+                    "incremental snapshot: open watermark '{chunk}-open' written; chunk query on {} WHERE {range}: \
+                     {read}; close watermark next",
+                    names.table(*table)
+                )
+            }
         }
         Observation::SignalRowNotRead { key, watermark } => match watermark {
             Some(chunk) => format!(
@@ -707,6 +719,55 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                  will come, the snapshot stays running in the offsets with the table queued, and later snapshots \
                  only queue behind it"
             }
+        ),
+        Observation::SnapshotWatermark { chunk, high, xids } => format!(
+            "read-only incremental snapshot, chunk {chunk}: {} watermark pg_current_snapshot() = {xids} ({})",
+            if *high { "high" } else { "low" },
+            if *high {
+                "after the chunk query"
+            } else {
+                "before the chunk query; the window opens at the first change of an xid at or above its xmin"
+            }
+        ),
+        Observation::ReadOnlyWindow { chunk, xid, event, rule } => {
+            let xid = xid.map_or_else(|| "no xid".to_string(), |xid| format!("xid {xid}"));
+            let chunk = chunk.map_or_else(String::new, |chunk| format!(" of chunk {chunk}"));
+            let event = match event {
+                crate::core::signal::ReadOnlyEvent::Idle => format!("{}, with the last event's", event.describe()),
+                _ => format!("{} of", event.describe()),
+            };
+            use crate::core::signal::ReadOnlyRule;
+            match rule {
+                ReadOnlyRule::Opened => format!(
+                    "window{chunk} opened by {event} {xid}, at or above the low watermark's xmin (streamed \
+                     changes of the table now remove their keys from the buffer)"
+                ),
+                ReadOnlyRule::PastHighWatermark => format!(
+                    "window{chunk} closed by {event} {xid}, above both watermarks' xmax: the buffer is emitted \
+                     before this change's record, and the next chunk read"
+                ),
+                ReadOnlyRule::NotOpen => format!(
+                    "{event} {xid}, below the low watermark's xmin, finds the window{chunk} not open: the buffer \
+                     is emitted at once, before this change's record, and the next chunk read"
+                ),
+                ReadOnlyRule::HighXmaxCommitted => format!(
+                    "{event} {xid}, the high watermark's xmax (maxInProgressTransactionCommitted): window{chunk} \
+                     closed, the buffer emitted, the next chunk read"
+                ),
+                ReadOnlyRule::Visible => format!(
+                    "{event} {xid}, at or below the high watermark's xmin (isTransactionVisible): window{chunk} \
+                     closed, the buffer emitted, the next chunk read, and again while the watermarks stay the same"
+                ),
+            }
+        }
+        Observation::WindowClosed { table, chunk, emitted, deduplicated } if names.read_only => format!(
+            "read-only window of chunk {chunk} closed: {emitted} buffered row(s) emitted as op=r \
+             (source.snapshot=incremental){}{}",
+            match deduplicated {
+                0 => String::new(),
+                n => format!(", {n} dropped because a streamed change of the same key came inside the window"),
+            },
+            table.map(|table| format!(" ({})", names.table(table))).unwrap_or_default()
         ),
         Observation::WindowOpened { chunk } => {
             format!(

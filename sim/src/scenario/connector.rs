@@ -418,11 +418,12 @@ fn signalling(
     tables: &mut Vec<TableId>,
     topic_prefix: &str,
 ) -> Res<Option<Signalling>> {
-    if let Some(field) = s.get("read.only")
-        && prop_bool(cx, &field)?
-    {
-        return cx.fail(&field, "true (read-only incremental snapshots) is not modelled yet; only false");
-    }
+    // `read.only` (default false): the read-only incremental snapshot (PostgreSQL 13 or later,
+    // `pg_current_snapshot()`; every version the model has).
+    let read_only = match s.get("read.only") {
+        Some(field) => prop_bool(cx, &field)?,
+        None => false,
+    };
     // `signal.enabled.channels` (default `source`).
     let (mut source_channel, mut kafka_channel) = (true, false);
     if let Some(field) = s.get("signal.enabled.channels") {
@@ -445,6 +446,14 @@ fn signalling(
         }
     }
     let Some(field) = s.get("signal.data.collection") else {
+        if read_only && let Some(field) = s.get("read.only") {
+            return cx.fail(
+                &field,
+                "true needs signal.data.collection in the model: the signals the scenario scripts are kept by a \
+                 signal table (Debezium's read-only mode writes nothing to it; with signal.enabled.channels = \
+                 kafka it is never read)",
+            );
+        }
         for key in [
             "incremental.snapshot.chunk.size",
             "incremental.snapshot.watermarking.strategy",
@@ -544,7 +553,14 @@ fn signalling(
             "has no effect: the source channel is read from the stream, only the kafka channel is polled",
         );
     }
-    Ok(Some(Signalling { table, chunk_size, watermarking, signals: Vec::new(), source_channel, kafka }))
+    if read_only && let Some(field) = s.get("incremental.snapshot.watermarking.strategy") {
+        return cx.fail(
+            &field,
+            "has no effect with read.only = true: the read-only snapshot writes no watermark rows \
+             (its watermarks are pg_current_snapshot())",
+        );
+    }
+    Ok(Some(Signalling { table, chunk_size, watermarking, signals: Vec::new(), source_channel, kafka, read_only }))
 }
 
 /// `table.include.list`: names of `[[table]]`, in snapshot order; all tables by default.

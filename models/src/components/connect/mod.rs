@@ -276,6 +276,9 @@ struct TaskRuntime {
     /// The Kafka signal channel's consumer (`signal.enabled.channels` has `kafka`).
     #[serde(default)]
     signals: Option<SignalConsumer>,
+    /// The streaming loop's idle iteration is armed ([`TaskTimer::StreamIdle`]).
+    #[serde(default)]
+    idle_armed: bool,
 }
 
 /// The Kafka signal channel's consumer of a task (`KafkaSignalChannel`: a `KafkaConsumer`
@@ -489,6 +492,13 @@ impl Connector {
         Some((tp, read))
     }
 
+    /// Whether its task runs a read-only incremental snapshot (`read.only=true`): rows buffered
+    /// or still to read that no captured commit stands for (the signal-table snapshot's
+    /// watermark rows are commits the acceptance boundary waits for; these are not).
+    pub fn read_only_backfill_running(&self) -> bool {
+        self.task.as_ref().is_some_and(|task| task.debezium.wants_idle_iterations())
+    }
+
     /// Whether nothing is waiting in its task: no queued, unsent or unacknowledged record.
     pub fn is_drained(&self) -> bool {
         self.task
@@ -609,6 +619,7 @@ impl ConnectWorker {
                 last_commit_at: ctx.now,
             }),
             signals: None,
+            idle_armed: false,
         });
         let signal_group =
             self.connectors[c].debezium.signalling.as_ref().and_then(|s| s.kafka.as_ref()).map(|k| k.group_id.clone());
@@ -669,7 +680,23 @@ impl ConnectWorker {
     }
 
     /// Arms the timer for the moment the current `poll()` returns, if it has something to do.
+    /// Before that: a task that failed inside a call that returns no event (the streaming thread's
+    /// `NullPointerException` of a read-only snapshot) is failed here; a read-only snapshot's
+    /// idle iterations are armed.
     fn arm_poll(&mut self, ctx: &mut Ctx, c: usize) {
+        let poll_interval_ms = self.connectors[c].debezium.poll_interval_ms.max(1);
+        if let Some(task) = self.connectors[c].task.as_mut()
+            && task.state == TaskState::Running
+        {
+            if task.debezium.has_failed() {
+                self.handle_task_event(ctx, c, TaskEvent::Failed);
+                return;
+            }
+            if !task.idle_armed && task.debezium.wants_idle_iterations() {
+                task.idle_armed = true;
+                ctx.set_timer(Timer::task(c as u8, TaskTimer::StreamIdle), poll_interval_ms);
+            }
+        }
         let debezium = self.connectors[c].debezium;
         let boundary_interval_ms = self.connectors[c].transaction_boundary_interval_ms;
         let Some(task) = self.connectors[c].task.as_mut() else { return };
@@ -1190,7 +1217,9 @@ impl ConnectWorker {
                 ctx.cancel_timer(Timer::task(c as u8, TaskTimer::SlotInfoRetry));
                 ctx.cancel_timer(Timer::task(c as u8, TaskTimer::Heartbeat));
                 ctx.cancel_timer(Timer::task(c as u8, TaskTimer::SignalPoll));
+                ctx.cancel_timer(Timer::task(c as u8, TaskTimer::StreamIdle));
                 task.poll_armed = false;
+                task.idle_armed = false;
                 // The send loop exits; in-flight records are awaited.
                 ctx.set_timer(Timer::task(c as u8, TaskTimer::StopTimeout), self.config.offset_flush_timeout_ms);
                 self.continue_stop_if_drained(ctx, c);
@@ -1204,6 +1233,7 @@ impl ConnectWorker {
                 ctx.cancel_timer(Timer::task(c as u8, TaskTimer::SlotInfoRetry));
                 ctx.cancel_timer(Timer::task(c as u8, TaskTimer::Heartbeat));
                 ctx.cancel_timer(Timer::task(c as u8, TaskTimer::SignalPoll));
+                ctx.cancel_timer(Timer::task(c as u8, TaskTimer::StreamIdle));
                 ctx.observe(Observation::TaskStopped { graceful: true });
             }
             TaskState::Stopping => {}
@@ -1398,6 +1428,7 @@ impl ConnectWorker {
                     Timer::task(c as u8, TaskTimer::SlotInfoRetry),
                     Timer::task(c as u8, TaskTimer::Heartbeat),
                     Timer::task(c as u8, TaskTimer::SignalPoll),
+                    Timer::task(c as u8, TaskTimer::StreamIdle),
                 ] {
                     ctx.cancel_timer(timer);
                 }
@@ -1519,6 +1550,15 @@ impl ConnectWorker {
                 self.continue_stop_if_drained(ctx, c);
             }
             TaskTimer::SignalPoll => self.signal_poll(ctx, c),
+            TaskTimer::StreamIdle => {
+                if let Some(task) = self.connectors[c].task.as_mut() {
+                    task.idle_armed = false;
+                    if task.state == TaskState::Running {
+                        task.debezium.get_mut().on_stream_idle(ctx);
+                    }
+                }
+                self.arm_poll(ctx, c);
+            }
             TaskTimer::Heartbeat => {
                 let connector = &mut self.connectors[c];
                 if let Some(task) = connector.task.as_mut()

@@ -44,7 +44,7 @@ fn worker(node: Node) -> usize {
 /// The timers every process has a place for after its scan batches: the plain ones, with the
 /// first connector's task timers and the group's timers where `Timer`'s order puts them (so a
 /// world with one connector and one worker offers its actions in the order it always did).
-const PER_NODE: [Timer; 27] = [
+const PER_NODE: [Timer; 28] = [
     Timer::BgwriterRunningXacts,
     Timer::Checkpoint,
     Timer::ShipWal,
@@ -56,6 +56,7 @@ const PER_NODE: [Timer; 27] = [
     Timer::first_task(TaskTimer::SlotInfoRetry),
     Timer::first_task(TaskTimer::Heartbeat),
     Timer::first_task(TaskTimer::SignalPoll),
+    Timer::first_task(TaskTimer::StreamIdle),
     Timer::SinkCommit,
     Timer::KafkaRetry,
     Timer::Workload,
@@ -85,6 +86,9 @@ const TASK_TIMERS_AT: usize = SLOTS * TIMERS_PER_NODE;
 const TASK_TIMERS_PER_WORKER: usize = (MAX_CONNECTORS - 1) * TaskTimer::ALL.len();
 const TASK_TIMERS: usize = WORKERS.len() * TASK_TIMERS_PER_WORKER;
 
+/// Where the plain timers after the first connector's task timers begin (`PER_NODE`'s order).
+const AFTER_TASK_TIMERS: usize = SLOTS + 3 + TaskTimer::ALL.len();
+
 fn timer_index(timer: Timer) -> usize {
     match timer {
         Timer::ScanBatch { client } => slot(client),
@@ -92,21 +96,21 @@ fn timer_index(timer: Timer) -> usize {
         Timer::Checkpoint => SLOTS + 1,
         Timer::ShipWal => SLOTS + 2,
         Timer::Task { connector: 0, timer } => SLOTS + 3 + timer.index(),
-        Timer::SinkCommit => SLOTS + 11,
-        Timer::KafkaRetry => SLOTS + 12,
-        Timer::Workload => SLOTS + 13,
-        Timer::LoaderStart => SLOTS + 14,
-        Timer::OperatorRetry => SLOTS + 15,
-        Timer::CommitVisible => SLOTS + 16,
-        Timer::WalWriter => SLOTS + 17,
-        Timer::IdleInTransactionTimeout => SLOTS + 18,
-        Timer::ConsumerWork => SLOTS + 19,
-        Timer::TransactionAbortSweep => SLOTS + 20,
-        Timer::LogCleaner => SLOTS + 21,
-        Timer::GroupCoordinator => SLOTS + 22,
-        Timer::GroupSession { member } => SLOTS + 23 + worker(member),
-        Timer::GroupHeartbeat => SLOTS + 25,
-        Timer::GroupRejoin => SLOTS + 26,
+        Timer::SinkCommit => AFTER_TASK_TIMERS,
+        Timer::KafkaRetry => AFTER_TASK_TIMERS + 1,
+        Timer::Workload => AFTER_TASK_TIMERS + 2,
+        Timer::LoaderStart => AFTER_TASK_TIMERS + 3,
+        Timer::OperatorRetry => AFTER_TASK_TIMERS + 4,
+        Timer::CommitVisible => AFTER_TASK_TIMERS + 5,
+        Timer::WalWriter => AFTER_TASK_TIMERS + 6,
+        Timer::IdleInTransactionTimeout => AFTER_TASK_TIMERS + 7,
+        Timer::ConsumerWork => AFTER_TASK_TIMERS + 8,
+        Timer::TransactionAbortSweep => AFTER_TASK_TIMERS + 9,
+        Timer::LogCleaner => AFTER_TASK_TIMERS + 10,
+        Timer::GroupCoordinator => AFTER_TASK_TIMERS + 11,
+        Timer::GroupSession { member } => AFTER_TASK_TIMERS + 12 + worker(member),
+        Timer::GroupHeartbeat => AFTER_TASK_TIMERS + 14,
+        Timer::GroupRejoin => AFTER_TASK_TIMERS + 15,
         Timer::Task { .. } => unreachable!("another connector's task timer has a place of its own"),
     }
 }

@@ -307,6 +307,12 @@ pub struct Signalling {
     /// `signal.enabled.channels` has `kafka`: the channel's settings and the signals on its topic.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kafka: Option<KafkaChannel>,
+    /// `read.only` (default false): the read-only incremental snapshot (reference
+    /// debezium-postgres.md §6.5; `PostgresReadOnlyIncrementalSnapshotChangeEventSource`):
+    /// `pg_current_snapshot()` watermarks instead of watermark rows, windows opened and closed
+    /// by the xids of streamed events, commits and idle iterations of the streaming loop.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
 }
 
 fn yes() -> bool {

@@ -56,9 +56,10 @@
 //!
 //! Blocking snapshots are `blocking`'s, the Kafka signal channel `kafka_signal`'s (a signal that
 //! comes by it runs here too, with [`SignalVia`] saying so: its first `readChunk` does not hold
-//! the stream, and without the source channel no watermark is read). Not modelled yet (issue
-//! 21's later parts): read-only incremental snapshots, and the historic bugs DBZ-3860 and
-//! DBZ-5071.
+//! the stream, and without the source channel no watermark is read), the read-only snapshot's
+//! watermarks and window rule `read_only`'s (this `readChunk` asks `pg_current_snapshot()` there
+//! instead of writing watermark rows). Not modelled yet (issue 21's later parts): the historic
+//! bugs DBZ-3860 and DBZ-5071.
 
 use super::*;
 use crate::components::connect::debezium::config::WatermarkingStrategy;
@@ -100,20 +101,24 @@ pub(super) struct IncrementalSnapshot {
     /// `lastEventKeySent`: the last snapshot row emitted.
     last_key_sent: Option<Key>,
     /// `currentChunkId`.
-    chunk: Option<ChunkId>,
+    pub(super) chunk: Option<ChunkId>,
     /// `windowOpened`.
-    window_opened: bool,
+    pub(super) window_opened: bool,
     /// The window buffer: the chunk's rows in the chunk query's order (`LinkedHashMap` by message
     /// key), here by (the ordering column's value, key): key order without a surrogate key.
-    window: BTreeMap<(Key, Key), Row>,
+    pub(super) window: BTreeMap<(Key, Key), Row>,
     /// Rows removed from the buffer by streamed events in the current window.
-    deduplicated: u32,
+    pub(super) deduplicated: u32,
     /// Rows read of the current table so far (`totalRowsScanned`).
     rows_scanned: u64,
     /// The request `readChunk` waits for; None when the streaming thread is not in it.
     pub(super) reading: Option<ChunkStep>,
     /// `paused` (`pause-snapshot`): an `AtomicBoolean` of the context, never stored.
     paused: bool,
+    /// The read-only snapshot's `pg_current_snapshot()` watermarks (`read.only=true`; never
+    /// stored).
+    #[serde(default, skip_serializing_if = "super::read_only::PgWatermarks::is_empty")]
+    pub(super) marks: super::read_only::PgWatermarks,
 }
 
 /// A `stop-snapshot` request waiting for the next `readChunk` (`dataCollectionsToStop`).
@@ -141,14 +146,15 @@ impl IncrementalSnapshot {
             rows_scanned: 0,
             reading: None,
             paused: false,
+            marks: Default::default(),
         }
     }
 
-    fn running(&self) -> bool {
+    pub(super) fn running(&self) -> bool {
         !self.queue.is_empty()
     }
 
-    fn current(&self) -> Option<TableId> {
+    pub(super) fn current(&self) -> Option<TableId> {
         self.queue.first().map(|(table, _)| *table)
     }
 
@@ -193,7 +199,7 @@ pub(super) struct Stalled {
 }
 
 impl Stalled {
-    fn new(then_stream: bool) -> Stalled {
+    pub(super) fn new(then_stream: bool) -> Stalled {
         Stalled { resume: None, later: Vec::new(), then_stream, unread: false }
     }
 
@@ -215,7 +221,7 @@ impl DebeziumTask {
     }
 
     /// The offset's incremental context follows the in-memory one.
-    fn sync_incremental_offset(&mut self) {
+    pub(super) fn sync_incremental_offset(&mut self) {
         self.offset.incremental = self.incremental.as_ref().and_then(|snapshot| snapshot.stored());
     }
 
@@ -499,7 +505,13 @@ impl DebeziumTask {
     /// `sendEvent`: one buffered row as an `op=r` record, `incremental_snapshot_primary_key`
     /// moved to it (its value of the ordering column, `position`); `source.lsn` is where the
     /// stream is.
-    fn send_snapshot_event(&mut self, ctx: &mut Ctx, table: Option<TableId>, (position, key): (Key, Key), row: Row) {
+    pub(super) fn send_snapshot_event(
+        &mut self,
+        ctx: &mut Ctx,
+        table: Option<TableId>,
+        (position, key): (Key, Key),
+        row: Row,
+    ) {
         let Some(table) = table else { return };
         if let Some(snapshot) = self.incremental.as_mut() {
             snapshot.last_key_sent = Some(position);
@@ -536,7 +548,7 @@ impl DebeziumTask {
 
     /// `readChunk`: a pending stop first, then a new chunk id and its open watermark (the rest
     /// follows the replies); a paused snapshot reads nothing.
-    fn read_chunk(&mut self, ctx: &mut Ctx) {
+    pub(super) fn read_chunk(&mut self, ctx: &mut Ctx) {
         self.process_stop_request(ctx);
         let Some(snapshot) = self.incremental.as_mut() else {
             self.end_read_chunk(ctx);
@@ -563,6 +575,11 @@ impl DebeziumTask {
             snapshot.chunk = Some(chunk);
             snapshot.window_opened = false;
             snapshot.reading = Some(ChunkStep::OpenWatermark);
+        }
+        if self.is_read_only() {
+            // `emitWindowOpen`: the low watermark.
+            self.sql(ctx, SqlRequest::CurrentSnapshot);
+            return;
         }
         self.write_watermark(ctx, chunk, Watermark::Open);
     }
@@ -717,6 +734,11 @@ impl DebeziumTask {
         let Some(snapshot) = self.incremental.as_mut() else { return };
         let Some(chunk) = snapshot.chunk else { return };
         snapshot.reading = Some(ChunkStep::CloseWatermark);
+        if self.is_read_only() {
+            // `emitWindowClose`: the high watermark.
+            self.sql(ctx, SqlRequest::CurrentSnapshot);
+            return;
+        }
         self.write_watermark(ctx, chunk, Watermark::Close);
     }
 
@@ -766,6 +788,9 @@ impl DebeziumTask {
                 }
             }
             return TaskEvent::None;
+        }
+        if let SqlReply::Snapshot(xids) = &reply {
+            self.set_pg_watermark(ctx, step == ChunkStep::CloseWatermark, xids.clone());
         }
         match (step, reply) {
             (ChunkStep::OpenWatermark, _) => return self.read_next(ctx),
@@ -831,9 +856,13 @@ impl DebeziumTask {
         TaskEvent::None
     }
 
-    /// `readChunk` returned: the streaming thread takes up the stream where it left it.
-    fn end_read_chunk(&mut self, ctx: &mut Ctx) {
+    /// `readChunk` returned: the streaming thread takes up the stream where it left it (a
+    /// read-only snapshot's loop may read on first, [`Self::read_only_chunk_returned`]).
+    pub(super) fn end_read_chunk(&mut self, ctx: &mut Ctx) {
         if self.incremental.as_ref().is_some_and(|snapshot| snapshot.reading.is_some()) {
+            return;
+        }
+        if self.is_read_only() && self.read_only_chunk_returned(ctx) {
             return;
         }
         self.end_stall(ctx);

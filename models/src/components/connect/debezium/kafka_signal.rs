@@ -12,7 +12,8 @@
 //!   (`streaming.rs`). A blocking snapshot's pause is noticed by the streaming loop at its next
 //!   iteration, idle or not: at once here when the stream waits for messages.
 //! - The SignalProcessor starts once streaming is initialized (DBZ-7441, 2.6): a record that
-//!   comes before, or while the streaming thread is in `readChunk` or a blocking snapshot, waits
+//!   comes before, or while the streaming thread is in `readChunk` or a blocking snapshot, or
+//!   while the processor's thread is still in the `readChunk` an earlier record started, waits
 //!   for the next poll.
 
 use super::*;
@@ -35,7 +36,9 @@ impl DebeziumTask {
         let Some(kafka) = self.config.signalling.as_ref().and_then(|signalling| signalling.kafka.as_ref()) else {
             return KafkaSignalOutcome::Read;
         };
-        if !self.is_streaming() || self.stalled.is_some() || self.in_blocking_snapshot() {
+        // `awaits_chunk_reply` with no stall: the processor's own thread is still in the
+        // `readChunk` an earlier record started.
+        if !self.is_streaming() || self.stalled.is_some() || self.awaits_chunk_reply() || self.in_blocking_snapshot() {
             return KafkaSignalOutcome::Wait;
         }
         let topic = kafka.topic;

@@ -94,6 +94,7 @@ mod incremental;
 mod kafka_signal;
 mod locator;
 mod offsets;
+mod read_only;
 mod snapshot;
 mod startup;
 mod streaming;
@@ -339,6 +340,11 @@ impl DebeziumTask {
 
     pub fn is_running(&self) -> bool {
         !matches!(self.phase, Phase::Idle | Phase::Failed { .. } | Phase::AwaitingRestart)
+    }
+
+    /// The task failed (`Phase::Failed`).
+    pub fn has_failed(&self) -> bool {
+        matches!(self.phase, Phase::Failed { .. })
     }
 
     pub fn next_session(&self) -> SessionId {
@@ -999,6 +1005,7 @@ mod tests {
             table: SIGNALS,
             chunk_size: 2,
             watermarking,
+            read_only: false,
             signals: vec![Signal {
                 id: "ad-hoc-1".into(),
                 data: "{}".into(),

@@ -299,7 +299,12 @@ impl DebeziumTask {
             let message = messages.get(index);
             // A source signal while a Kafka signal's `readChunk` runs on the signal processor's
             // thread: `processSourceSignal` waits for the semaphore that `process` holds.
-            if self.stalled.is_none() && self.in_read_chunk() && self.is_source_signal(messages, &message) {
+            // The same holds a read-only snapshot's window events back (the model's simplification:
+            // Debezium's two threads touch the window unguarded there).
+            if self.stalled.is_none()
+                && self.awaits_chunk_reply()
+                && (self.is_source_signal(messages, &message) || self.read_only_window_event(messages, &message))
+            {
                 self.stalled = Some(Box::new(super::incremental::Stalled::paused()));
                 self.stalled_index = Some(index);
                 return TaskEvent::None;
@@ -391,6 +396,14 @@ impl DebeziumTask {
             PgOutput::Commit { .. } => {
                 self.update_wal_position(lsn, xid, commit_time_usec, MessageType::Commit);
                 self.commit_message(lsn);
+                // `dispatchTransactionCommittedEvent` → the read-only snapshot's
+                // `processTransactionCommittedEvent`.
+                if self.incremental.is_some()
+                    && self.is_read_only()
+                    && self.read_only_transaction_change(ctx, xid, crate::core::signal::ReadOnlyEvent::Commit)
+                {
+                    return true;
+                }
             }
             PgOutput::Message { transactional, index, .. } => {
                 let tx_id = if transactional { xid } else { None };
@@ -423,6 +436,13 @@ impl DebeziumTask {
                 if self.config.tables.contains(&change.table) {
                     // A signal is executed before its row's record (`dispatchDataChangeEvent`).
                     if self.config.signalling.is_some() && self.on_signal_row(ctx, change) {
+                        return true;
+                    }
+                    // The read-only snapshot's `processMessage`, before the record.
+                    if self.incremental.is_some()
+                        && self.is_read_only()
+                        && self.read_only_message(ctx, txn.xid, change.table, change.key)
+                    {
                         return true;
                     }
                     self.dispatch_change(txn, change);
@@ -496,8 +516,9 @@ impl DebeziumTask {
 
     /// `dispatchDataChangeEvent`: the change record (and a tombstone after a delete).
     fn dispatch_change(&mut self, txn: &DecodedTxn, change: &Change) {
-        // `processMessage`: the incremental snapshot's window deduplication.
-        if self.incremental.is_some() {
+        // `processMessage`: the incremental snapshot's window deduplication (the read-only
+        // snapshot's `processMessage` has run already, [`Self::read_only_message`]).
+        if self.incremental.is_some() && !self.is_read_only() {
             self.deduplicate(change.table, change.key);
         }
         let (op, before, after) = match change.kind {
