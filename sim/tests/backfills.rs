@@ -135,6 +135,11 @@ fn a_restart_mid_backfill_reads_again_after_the_stored_key_with_no_gap() {
 }
 
 /// The hubs keys that reached Kafka, each once, in order.
+/// The keys of the `op=r` records on the hubs topic, in the order they were appended.
+fn hub_reads(result: &RunResult) -> Vec<i64> {
+    appended(result, HUBS).iter().filter(|(op, ..)| *op == 'r').map(|(_, key, _)| *key).collect()
+}
+
 fn hubs_in_kafka(result: &RunResult) -> Vec<i64> {
     let mut keys: Vec<i64> = appended(result, HUBS).iter().map(|(_, key, _)| *key).collect();
     keys.sort_unstable();
@@ -671,8 +676,7 @@ fn a_blocking_statement_filters_the_scan() {
             r#"workload.script=[{at="20s", signal="execute-snapshot", data="{\"data-collections\": [\"public.hubs\"], \"type\": \"blocking\", \"additional-conditions\": [{\"data-collection\": \"public.hubs\", \"filter\": \"SELECT * FROM public.hubs WHERE id > 30 ORDER BY id ASC;\"}]}"}]"#,
         ],
     );
-    let reads: Vec<i64> =
-        appended(&result, HUBS).iter().filter(|(op, ..)| *op == 'r').map(|(_, key, _)| *key).collect();
+    let reads = hub_reads(&result);
     assert_eq!(reads, (31..=40).collect::<Vec<_>>());
     let missing: Vec<i64> =
         result.findings.iter().filter(|f| f.invariant == Invariant::I1).filter_map(|f| f.key).collect();
@@ -687,8 +691,7 @@ fn a_blocking_statement_filters_the_scan() {
 fn a_failed_blocking_snapshot_never_emits_its_held_back_row() {
     let result = run_variant("hubs-backfill-blocking", "failing-select");
     assert!(result.prediction_held, "{:?}", result.findings);
-    let reads: Vec<i64> =
-        appended(&result, HUBS).iter().filter(|(op, ..)| *op == 'r').map(|(_, key, _)| *key).collect();
+    let reads = hub_reads(&result);
     assert_eq!(reads, (1..=39).collect::<Vec<_>>(), "every hub but the held-back last");
     let failures = observed(&result, |o| match o {
         Observation::BlockingSnapshotFailed { reason, rows, held } => Some((reason.clone(), *rows, *held)),
@@ -857,8 +860,7 @@ fn a_read_only_snapshot_reads_between_pg_current_snapshot_calls_and_writes_nothi
     let result = run("hubs-backfill-read-only", &[]);
     assert!(result.prediction_held, "{:?}", result.findings);
     assert!(appended(&result, SIGNALS).is_empty(), "no watermark rows: nothing on the signal table's topic");
-    let reads: Vec<i64> =
-        appended(&result, HUBS).iter().filter(|(op, ..)| *op == 'r').map(|(_, key, _)| *key).collect();
+    let reads = hub_reads(&result);
     assert_eq!(reads, (1..=40).collect::<Vec<_>>());
     let watermarks = observed(&result, |o| match o {
         Observation::SnapshotWatermark { high, xids, .. } => Some((*high, xids.to_string())),
@@ -893,8 +895,7 @@ fn a_transaction_left_open_holds_a_read_only_window_until_it_commits() {
         .collect();
     assert_eq!(closes.first().map(|c| (c.1, c.2)), Some((15, 1)), "{closes:?}");
     assert!(closes[0].0 >= 40_000, "the first window closes only at the COMMIT of t=40s: {closes:?}");
-    let reads: Vec<i64> =
-        appended(&result, HUBS).iter().filter(|(op, ..)| *op == 'r').map(|(_, key, _)| *key).collect();
+    let reads = hub_reads(&result);
     assert!(!reads.contains(&5) && reads.len() == 39, "hub 5 comes as the streamed update only: {reads:?}");
 }
 

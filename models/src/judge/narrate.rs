@@ -760,26 +760,24 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                 ),
             }
         }
-        Observation::WindowClosed { table, chunk, emitted, deduplicated } if names.read_only => format!(
-            "read-only window of chunk {chunk} closed: {emitted} buffered row(s) emitted as op=r \
-             (source.snapshot=incremental){}{}",
-            match deduplicated {
-                0 => String::new(),
-                n => format!(", {n} dropped because a streamed change of the same key came inside the window"),
-            },
-            table.map(|table| format!(" ({})", names.table(table))).unwrap_or_default()
-        ),
         Observation::WindowOpened { chunk } => {
             format!(
                 "stream reached '{chunk}-open': window opened (streamed events now remove their keys from the buffer)"
             )
         }
         Observation::WindowClosed { table, chunk, emitted, deduplicated } => format!(
-            "stream reached chunk {chunk}'s close: window closed; {emitted} buffered row(s) emitted as op=r \
-             (source.snapshot=incremental){}{}",
+            "{} {emitted} buffered row(s) emitted as op=r (source.snapshot=incremental){}{}",
+            if names.read_only {
+                format!("read-only window of chunk {chunk} closed:")
+            } else {
+                format!("stream reached chunk {chunk}'s close: window closed;")
+            },
             match deduplicated {
                 0 => String::new(),
-                n => format!(", {n} dropped because a streamed event of the same key came inside the window"),
+                n => format!(
+                    ", {n} dropped because a streamed {} of the same key came inside the window",
+                    if names.read_only { "change" } else { "event" }
+                ),
             },
             table.map(|table| format!(" ({})", names.table(table))).unwrap_or_default()
         ),

@@ -420,10 +420,7 @@ fn signalling(
 ) -> Res<Option<Signalling>> {
     // `read.only` (default false): the read-only incremental snapshot (PostgreSQL 13 or later,
     // `pg_current_snapshot()`; every version the model has).
-    let read_only = match s.get("read.only") {
-        Some(field) => prop_bool(cx, &field)?,
-        None => false,
-    };
+    let read_only = s.opt("read.only", false, |field| prop_bool(cx, field))?;
     // `signal.enabled.channels` (default `source`).
     let (mut source_channel, mut kafka_channel) = (true, false);
     if let Some(field) = s.get("signal.enabled.channels") {

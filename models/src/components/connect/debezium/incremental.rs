@@ -199,7 +199,7 @@ pub(super) struct Stalled {
 }
 
 impl Stalled {
-    pub(super) fn new(then_stream: bool) -> Stalled {
+    fn new(then_stream: bool) -> Stalled {
         Stalled { resume: None, later: Vec::new(), then_stream, unread: false }
     }
 
@@ -489,15 +489,31 @@ impl DebeziumTask {
             return false;
         }
         snapshot.window_opened = false;
+        self.send_window_events(ctx, true)
+    }
+
+    /// `sendWindowEvents`, then `readChunk` in the streaming thread (which waits for it, unless it
+    /// already does). `window_read`: the window had watermarks (a read-only snapshot's paused
+    /// `readChunk` leaves none, and an empty send then closes no window). Returns true when the
+    /// stream waits.
+    pub(super) fn send_window_events(&mut self, ctx: &mut Ctx, window_read: bool) -> bool {
+        let Some(snapshot) = self.incremental.as_mut() else { return false };
         let table = snapshot.current();
         let rows = std::mem::take(&mut snapshot.window);
         let deduplicated = std::mem::take(&mut snapshot.deduplicated);
+        let chunk = snapshot.chunk;
         let emitted = rows.len() as u32;
-        for ((position, key), row) in rows {
-            self.send_snapshot_event(ctx, table, (position, key), row);
+        for (position, row) in rows {
+            self.send_snapshot_event(ctx, table, position, row);
         }
-        ctx.observe(Observation::WindowClosed { table, chunk, emitted, deduplicated });
-        self.stalled = Some(Box::new(Stalled::new(false)));
+        if let Some(chunk) = chunk
+            && (window_read || emitted > 0)
+        {
+            ctx.observe(Observation::WindowClosed { table, chunk, emitted, deduplicated });
+        }
+        if self.stalled.is_none() {
+            self.stalled = Some(Box::new(Stalled::new(false)));
+        }
         self.read_chunk(ctx);
         self.stalled.is_some()
     }
@@ -505,13 +521,7 @@ impl DebeziumTask {
     /// `sendEvent`: one buffered row as an `op=r` record, `incremental_snapshot_primary_key`
     /// moved to it (its value of the ordering column, `position`); `source.lsn` is where the
     /// stream is.
-    pub(super) fn send_snapshot_event(
-        &mut self,
-        ctx: &mut Ctx,
-        table: Option<TableId>,
-        (position, key): (Key, Key),
-        row: Row,
-    ) {
+    fn send_snapshot_event(&mut self, ctx: &mut Ctx, table: Option<TableId>, (position, key): (Key, Key), row: Row) {
         let Some(table) = table else { return };
         if let Some(snapshot) = self.incremental.as_mut() {
             snapshot.last_key_sent = Some(position);
@@ -548,7 +558,7 @@ impl DebeziumTask {
 
     /// `readChunk`: a pending stop first, then a new chunk id and its open watermark (the rest
     /// follows the replies); a paused snapshot reads nothing.
-    pub(super) fn read_chunk(&mut self, ctx: &mut Ctx) {
+    fn read_chunk(&mut self, ctx: &mut Ctx) {
         self.process_stop_request(ctx);
         let Some(snapshot) = self.incremental.as_mut() else {
             self.end_read_chunk(ctx);

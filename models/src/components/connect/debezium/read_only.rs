@@ -169,7 +169,7 @@ impl DebeziumTask {
             snapshot.window_opened = false;
             snapshot.marks.close();
             ctx.observe(window(ReadOnlyRule::PastHighWatermark));
-            return self.read_only_close(ctx, true);
+            return self.send_window_events(ctx, true);
         }
         if snapshot.running() && !snapshot.window_opened {
             // No watermark (a paused snapshot): an empty `sendWindowEvents`, no window.
@@ -177,7 +177,7 @@ impl DebeziumTask {
             if window_read {
                 ctx.observe(window(ReadOnlyRule::NotOpen));
             }
-            return self.read_only_close(ctx, window_read);
+            return self.send_window_events(ctx, window_read);
         }
         self.deduplicate(table, key);
         false
@@ -206,7 +206,7 @@ impl DebeziumTask {
                 event,
                 rule: ReadOnlyRule::HighXmaxCommitted,
             });
-            return self.read_only_close(ctx, true);
+            return self.send_window_events(ctx, true);
         }
         self.read_only_loop(ctx, xid, event)
     }
@@ -230,37 +230,13 @@ impl DebeziumTask {
                     let chunk = snapshot.chunk;
                     ctx.observe(Observation::ReadOnlyWindow { chunk, xid, event, rule: ReadOnlyRule::Visible });
                 }
-                self.read_only_close(ctx, window_read)
+                self.send_window_events(ctx, window_read)
             }
             Err(field) => {
                 self.null_pointer(ctx, field, "isTransactionVisible");
                 false
             }
         }
-    }
-
-    /// `sendWindowEvents`, then `readChunk` in the streaming thread. `window_read`: a chunk's
-    /// watermarks were set (else there is no window to count, e.g. while paused).
-    fn read_only_close(&mut self, ctx: &mut Ctx, window_read: bool) -> bool {
-        let Some(snapshot) = self.incremental.as_mut() else { return false };
-        let table = snapshot.current();
-        let rows = std::mem::take(&mut snapshot.window);
-        let deduplicated = std::mem::take(&mut snapshot.deduplicated);
-        let chunk = snapshot.chunk;
-        let emitted = rows.len() as u32;
-        for (position, row) in rows {
-            self.send_snapshot_event(ctx, table, position, row);
-        }
-        if let Some(chunk) = chunk
-            && (window_read || emitted > 0)
-        {
-            ctx.observe(Observation::WindowClosed { table, chunk, emitted, deduplicated });
-        }
-        if self.stalled.is_none() {
-            self.stalled = Some(Box::new(super::incremental::Stalled::new(false)));
-        }
-        self.read_chunk(ctx);
-        self.stalled.is_some()
     }
 
     /// `readChunk` returned in the read-only source: `readUntilNewTransactionChange`'s loop goes
