@@ -1446,9 +1446,16 @@ impl ConnectWorker {
                 RestReply::Ok
             }
             RestRequest::Resume => {
+                let was_stopped = self.connectors[c].target_state == TargetState::Stopped;
                 self.connectors[c].target_state = TargetState::Running;
-                if self.connectors[c].task.is_none() {
-                    self.start_task(ctx, c);
+                match self.connectors[c].task.as_mut() {
+                    None => self.start_task(ctx, c),
+                    // `PUT /stop` removed the connector's tasks (it writes an empty task
+                    // configuration, `AbstractHerder.stopConnector`): a task still stopping, even
+                    // one that failed on its way out, is replaced by a new one once it has
+                    // stopped, as a resume generates the task configurations anew.
+                    Some(task) if was_stopped => task.restart_requested = true,
+                    Some(_) => {}
                 }
                 RestReply::Ok
             }
@@ -1965,7 +1972,14 @@ impl ConnectWorker {
             Msg::Control(Control::KillTask { connector }) => {
                 let c = usize::from(connector);
                 if c < self.connectors.len() {
-                    self.for_connector(ctx, c, |worker, ctx| worker.fail_task(ctx, c));
+                    self.for_connector(ctx, c, |worker, ctx| {
+                        if worker.connectors[c].task.is_some() {
+                            // What the task's status says once it has failed.
+                            worker.connectors[c].failure =
+                                Some("the task threw an exception (kill-connector-task)".into());
+                        }
+                        worker.fail_task(ctx, c)
+                    });
                 }
             }
             Msg::SqlReply { session, .. } | Msg::ReplReply { session, .. } => {
@@ -2110,6 +2124,78 @@ mod tests {
             out.sends.iter().any(|(_, msg)| matches!(msg, Msg::Sql { session, .. } if *session < first_session(1)))
         );
         assert!(!out.observations.iter().any(|o| matches!(o, Observation::OfConnector { .. })));
+    }
+
+    /// `PUT /stop`, then the task throws while it stops (a kill), then `PUT /resume` before its
+    /// final commit is done: the stop removed the connector's tasks, so the resume starts a new
+    /// task once the old one has stopped, failed or not; a kill alone leaves the task FAILED with
+    /// a reason its status gives.
+    #[test]
+    fn a_resume_after_a_stop_replaces_a_task_that_failed_on_its_way_out() {
+        /// Answers every offsets request the worker sent (a read finds nothing stored).
+        fn answer_offsets(worker: &mut ConnectWorker, out: Outbox) -> Outbox {
+            let mut all = Outbox::default();
+            let mut pending = out;
+            loop {
+                let replies: Vec<Msg> = pending
+                    .sends
+                    .iter()
+                    .filter_map(|(_, msg)| match msg {
+                        Msg::Kafka { request_id, request: KafkaRequest::ReadSourceOffset { .. } } => {
+                            Some(Msg::KafkaReply { request_id: *request_id, reply: KafkaReply::SourceOffset(None) })
+                        }
+                        Msg::Kafka { request_id, request: KafkaRequest::WriteSourceOffset { .. } } => {
+                            Some(Msg::KafkaReply { request_id: *request_id, reply: KafkaReply::SourceOffsetWritten })
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                all.observations.append(&mut pending.observations);
+                if replies.is_empty() {
+                    return all;
+                }
+                let mut next = Outbox::default();
+                for reply in replies {
+                    let mut out = step(worker, |w, ctx| w.on_message(ctx, Node::Kafka, reply));
+                    next.sends.append(&mut out.sends);
+                    next.observations.append(&mut out.observations);
+                }
+                pending = next;
+            }
+        }
+        let mut worker = two_connectors();
+        let out = step(&mut worker, |w, ctx| w.start(ctx));
+        answer_offsets(&mut worker, out);
+        assert_eq!(worker.connectors[0].status(), ConnectorState::Running);
+        let rest = |request| Msg::Rest { connector: 0, request };
+        let stop = step(&mut worker, |w, ctx| w.on_message(ctx, Node::Operator, rest(RestRequest::Stop)));
+        let kill = step(&mut worker, |w, ctx| {
+            w.on_message(ctx, Node::Operator, Msg::Control(Control::KillTask { connector: 0 }))
+        });
+        assert!(kill.observations.iter().any(|o| matches!(o, Observation::TaskFailing { committing: true })));
+        let resume = step(&mut worker, |w, ctx| w.on_message(ctx, Node::Operator, rest(RestRequest::Resume)));
+        let mut out = stop;
+        out.sends.extend(kill.sends);
+        out.sends.extend(resume.sends);
+        let done = answer_offsets(&mut worker, out);
+        assert!(done.observations.iter().any(|o| matches!(o, Observation::TaskStopped { graceful: false })));
+        assert!(
+            done.observations.iter().any(|o| matches!(o, Observation::TaskStarted { .. })),
+            "{:?}",
+            done.observations
+        );
+        assert_eq!(worker.connectors[0].status(), ConnectorState::Running);
+        assert_eq!(worker.connectors[0].failure(), None);
+        // A kill alone: FAILED, and why.
+        let kill = step(&mut worker, |w, ctx| {
+            w.on_message(ctx, Node::Operator, Msg::Control(Control::KillTask { connector: 0 }))
+        });
+        answer_offsets(&mut worker, kill);
+        assert_eq!(worker.connectors[0].status(), ConnectorState::Failed);
+        assert_eq!(
+            worker.connectors[0].failure().as_deref(),
+            Some("the task threw an exception (kill-connector-task)")
+        );
     }
 
     #[test]
