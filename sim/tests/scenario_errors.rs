@@ -1877,3 +1877,35 @@ fn worker_group_settings_and_faults_are_checked() {
         "is not a duration",
     );
 }
+
+/// `[[table]] primary_key`: `id` (the default) or two columns with `group_rows`; anything else
+/// is refused by name.
+#[test]
+fn table_primary_keys() {
+    let table = "[[table]]\nname = \"public.claims\"\n";
+    let with = |extra: &str| min_with(table, &format!("{table}{extra}"));
+    let loaded = ok(&with("primary_key = [\"region_id\", \"hub_id\"]\ngroup_rows = 10\n"), &[]);
+    let key = loaded.spec.tables[0].composite_key.as_ref().expect("a composite key");
+    assert_eq!((key.columns[0].as_str(), key.columns[1].as_str(), key.group_rows), ("region_id", "hub_id", 10));
+    assert_eq!(key.values(16), (2, 6));
+    assert!(ok(&with("primary_key = [\"id\"]\n"), &[]).spec.tables[0].composite_key.is_none());
+    fails(
+        &with("primary_key = [\"region_id\", \"hub_id\"]\n"),
+        &[],
+        "s.toml:",
+        "needs the rows per value of its first column",
+    );
+    fails(&with("group_rows = 10\n"), &[], "s.toml:", "group_rows goes with a two-column primary_key");
+    fails(&with("primary_key = [\"region_id\"]\n"), &[], "s.toml:", "the model's single-column key is `id`");
+    fails(&with("primary_key = []\n"), &[], "s.toml:", "tables without a primary key are not modelled yet");
+    fails(&with("primary_key = [\"a\", \"b\", \"c\"]\ngroup_rows = 2\n"), &[], "s.toml:", "keys of one or two columns");
+    fails(
+        &with("primary_key = [\"region_id\", \"version\"]\ngroup_rows = 2\n"),
+        &[],
+        "s.toml:",
+        "`version` in a two-column key",
+    );
+    fails(&with("primary_key = [\"region_id\", \"region_id\"]\ngroup_rows = 2\n"), &[], "s.toml:", "named twice");
+    fails(&with("primary_key = [\"Region\", \"hub_id\"]\ngroup_rows = 2\n"), &[], "s.toml:", "is not a column name");
+    fails(&with("primary_key = [\"region_id\", \"hub_id\"]\ngroup_rows = 0\n"), &[], "s.toml:", "group_rows");
+}

@@ -163,6 +163,7 @@ fn everything() -> Spec {
                 replica_identity: ReplicaIdentity::Full,
                 database: None,
                 outbox: None,
+                composite_key: None,
             },
             TableSetup {
                 id: payments,
@@ -171,6 +172,10 @@ fn everything() -> Spec {
                 replica_identity: ReplicaIdentity::Default,
                 database: None,
                 outbox: None,
+                composite_key: Some(handoff_models::core::ids::CompositeKey {
+                    columns: ["region_id".into(), "payment_no".into()],
+                    group_rows: 4,
+                }),
             },
         ],
         debezium: DebeziumConfig {
@@ -557,6 +562,7 @@ fn sessions_and_transactions_round_trip() {
         replica_identity: ReplicaIdentity::Default,
         database: Some("analytics".into()),
         outbox: None,
+        composite_key: None,
     });
     let claims = TableId(0);
     let on = |session: &str, kind: StepKind, trigger: Trigger, ops: Vec<RowOp>, idle_ms: u64| ScriptedTxn {
@@ -642,6 +648,7 @@ fn message_outboxes_round_trip() {
         replica_identity: ReplicaIdentity::Default,
         database: None,
         outbox: Some(OutboxTable { aggregatetype: "claim".into(), delete: true }),
+        composite_key: None,
     });
     spec.message_outboxes = vec![
         MessageOutbox { prefix: "outbox".into(), aggregatetype: "claim".into(), transactional: true },

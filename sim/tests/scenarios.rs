@@ -527,3 +527,23 @@ fn two_workers_one_leaves() {
 fn two_workers_leader_paused() {
     check("two-workers-leader-paused");
 }
+
+#[test]
+fn hubs_backfill_composite_key() {
+    check("hubs-backfill-composite-key");
+}
+
+#[test]
+fn hubs_backfill_composite_key_debezium_1_7() {
+    check_variant("hubs-backfill-composite-key", "debezium-1-7");
+}
+
+#[test]
+fn hubs_backfill_read_only_visibility_race() {
+    check("hubs-backfill-read-only-visibility-race");
+}
+
+#[test]
+fn hubs_backfill_read_only_window_rule() {
+    check("hubs-backfill-read-only-window-rule");
+}

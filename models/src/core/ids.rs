@@ -144,6 +144,45 @@ impl TableId {
     }
 }
 
+/// A table's two-column primary key (`[[table]] primary_key = ["region_id", "hub_id"]`,
+/// `group_rows`), for tables whose key is not the model's single `id` column. The model keeps one
+/// [`Key`] per row, `n >= 1`, and derives the two columns' values from it:
+/// `((n - 1) / group_rows + 1, (n - 1) % group_rows + 1)`. So `group_rows` rows share each value
+/// of the first column, and the order of `(k1, k2)` (PostgreSQL's row-value order, `ORDER BY k1,
+/// k2`) is the order of `n`: every query and record ordered or compared by the whole key is one
+/// on `n`. What differs is a predicate that compares the columns one by one (Debezium's chunk
+/// query before 1.8, DBZ-3860).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CompositeKey {
+    pub columns: [String; 2],
+    pub group_rows: u32,
+}
+
+impl CompositeKey {
+    /// The two columns' values of the row whose key is `key`.
+    pub fn values(&self, key: Key) -> (i64, i64) {
+        let rows = i64::from(self.group_rows.max(1));
+        let n = key.saturating_sub(1);
+        (n.div_euclid(rows) + 1, n.rem_euclid(rows) + 1)
+    }
+
+    /// `(region_id, hub_id) = (2, 6)`.
+    pub fn text(&self, key: Key) -> String {
+        format!("{} = {}", self.columns_text(), self.values_text(key))
+    }
+
+    /// `(region_id, hub_id)`.
+    pub fn columns_text(&self) -> String {
+        format!("({}, {})", self.columns[0], self.columns[1])
+    }
+
+    /// `(2, 6)`.
+    pub fn values_text(&self, key: Key) -> String {
+        let (first, second) = self.values(key);
+        format!("({first}, {second})")
+    }
+}
+
 /// Claim status, the business column that changes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

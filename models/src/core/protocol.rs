@@ -211,6 +211,10 @@ pub enum SqlRequest {
     /// `order_by`: the snapshot's `surrogate-key` (reference §6.4): the bounds `after` and `upto`
     /// are that column's values, `WHERE (col) > (after) AND (col) <= (upto) ORDER BY col`; rows
     /// with equal values come in key order (PostgreSQL promises no order among them).
+    /// `per_column`: on a table with a two-column key ([`crate::core::ids::CompositeKey`]),
+    /// Debezium before 1.8's bounds, which compare each column on its own (DBZ-3860):
+    /// `k1 >= a1 AND k2 >= a2 AND NOT (k1 = a1 AND k2 = a2) AND k1 <= u1 AND k2 <= u2` for
+    /// `after = (a1, a2)`, `upto = (u1, u2)`; on a one-column key it is the same range.
     SelectRange {
         table: TableId,
         after: Option<Key>,
@@ -219,6 +223,7 @@ pub enum SqlRequest {
         descending: bool,
         filter: Option<Box<crate::core::signal::RowFilter>>,
         order_by: crate::core::signal::ChunkOrder,
+        per_column: bool,
     },
     /// `SET TRANSACTION SNAPSHOT '<name>'` (REPEATABLE READ blocks only, first statement).
     ImportSnapshot { name: String },

@@ -303,7 +303,8 @@ mod tests {
         });
         let evidence = evidence();
         let down = Circumstances { connect_up: false, ..settled(&evidence) };
-        assert_eq!(decide(&processes, down), Acceptance::Ended(RunEnd::TaskFailed { failure: String::new() }));
+        let failure = "the task threw an exception (kill-connector-task)".to_string();
+        assert_eq!(decide(&processes, down), Acceptance::Ended(RunEnd::TaskFailed { failure }));
     }
 
     #[test]

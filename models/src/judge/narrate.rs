@@ -6,7 +6,7 @@
 use crate::core::change::ChangeKind;
 use crate::core::event::{KafkaRecord, Topic, TopicPartition};
 use crate::core::ids::Role;
-use crate::core::ids::{Row, TableId};
+use crate::core::ids::{Key, Row, TableId};
 use crate::core::observe::{GateVerdict, Observation, ScanSnapshot, SinkAction, SnapshotCase, TraceEvent};
 use crate::core::protocol::ConnectorState;
 use std::collections::BTreeMap;
@@ -47,6 +47,14 @@ pub struct Names {
     /// A connector runs read-only incremental snapshots (`read.only=true`): windows move by xid.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub read_only: bool,
+    /// The tables with a two-column primary key (`[[table]] primary_key`): their keys are told
+    /// as the columns' values.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub composite_keys: Vec<(TableId, crate::core::ids::CompositeKey)>,
+    /// The connectors' chunk queries bound each key column on its own (`[versions] debezium`
+    /// before 1.8, DBZ-3860).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub per_column_chunks: bool,
 }
 
 /// A signal table as the timeline names its rows.
@@ -118,7 +126,23 @@ impl Names {
                 })
                 .collect(),
             read_only: spec.connectors().any(|d| d.signalling.as_ref().is_some_and(|signalling| signalling.read_only)),
+            composite_keys: spec
+                .tables
+                .iter()
+                .filter_map(|table| table.composite_key.clone().map(|key| (table.id, key)))
+                .collect(),
+            per_column_chunks: spec.debezium.chunk_bounds_per_column(),
         }
+    }
+
+    /// The two-column key of `table`, if it has one.
+    pub fn composite_key(&self, table: TableId) -> Option<&crate::core::ids::CompositeKey> {
+        self.composite_keys.iter().find(|(id, _)| *id == table).map(|(_, key)| key)
+    }
+
+    /// A key of `table` as its columns' values: `(2, 6)` on a two-column key, else the number.
+    pub fn key_values(&self, table: TableId, key: crate::core::ids::Key) -> String {
+        self.composite_key(table).map_or_else(|| key.to_string(), |composite| composite.values_text(key))
     }
 
     /// A row of a signal table in words (`'ad-hoc-1' (execute-snapshot)`, `'…-open'
@@ -654,33 +678,59 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             }
         ),
         Observation::ChunkRead { table, chunk, after, last, rows, maximum_key, filter, order } => {
-            let column = order.name();
-            let mut range = match after {
-                Some(after) => format!("({column}) > ({after}) AND ({column}) <= ({maximum_key})"),
-                None => format!("({column}) <= ({maximum_key})"),
+            let composite = names.composite_key(*table).filter(|_| order.is_primary_key());
+            let column = match composite {
+                Some(key) => key.columns_text(),
+                None => format!("({})", order.name()),
             };
+            let value = |key: Key| composite.map_or_else(|| format!("({key})"), |composite| composite.values_text(key));
+            let mut conditions: Vec<String> = Vec::new();
+            let bounds = match (after, composite) {
+                (Some(after), Some(key)) if names.per_column_chunks => {
+                    let [first, second] = &key.columns;
+                    let ((a1, a2), (u1, u2)) = (key.values(*after), key.values(*maximum_key));
+                    format!(
+                        "{first} >= {a1} AND {second} >= {a2} AND NOT ({first} = {a1} AND {second} = {a2}) AND \
+                         {first} <= {u1} AND {second} <= {u2} (each key column compared on its own: Debezium \
+                         before 1.8, DBZ-3860)"
+                    )
+                }
+                (Some(after), _) => {
+                    format!("{column} > {} AND {column} <= {}", value(*after), value(*maximum_key))
+                }
+                (None, _) => String::new(),
+            };
+            conditions.extend((!bounds.is_empty()).then_some(bounds));
             if let Some(filter) = &filter.0 {
-                range.push_str(&format!(" AND ({filter})"));
+                conditions.push(format!("({filter})"));
             }
+            let mut range = if conditions.is_empty() {
+                "with no WHERE (the first chunk has no bounds)".to_string()
+            } else {
+                format!("WHERE {}", conditions.join(" AND "))
+            };
             if !order.is_primary_key() {
-                range.push_str(&format!(" ORDER BY {column} (surrogate-key)"));
+                range.push_str(&format!(" ORDER BY {} (surrogate-key)", order.name()));
             }
             let read = match last {
+                Some(last) if composite.is_some() => {
+                    format!("{rows} row(s) up to key {column} = {} into the window buffer", value(*last))
+                }
                 Some(last) if order.is_primary_key() => {
                     format!("{rows} row(s) up to key {last} into the window buffer")
                 }
-                Some(last) => format!("{rows} row(s) up to {column} {last} into the window buffer"),
+                Some(last) => format!("{rows} row(s) up to {} {last} into the window buffer", order.name()),
                 None => "no row: the table is done".into(),
             };
             if names.read_only {
                 format!(
-                    "read-only incremental snapshot, chunk {chunk}: chunk query on {} WHERE {range}: {read}; high \
+                    "read-only incremental snapshot, chunk {chunk}: chunk query on {} {range}: {read}; high \
                      watermark next",
                     names.table(*table)
                 )
             } else {
                 format!(
-                    "incremental snapshot: open watermark '{chunk}-open' written; chunk query on {} WHERE {range}: \
+                    "incremental snapshot: open watermark '{chunk}-open' written; chunk query on {} {range}: \
                      {read}; close watermark next",
                     names.table(*table)
                 )

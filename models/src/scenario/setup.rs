@@ -67,6 +67,7 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
                     name: t.name.clone(),
                     replica_identity: t.replica_identity,
                     database: t.database.clone(),
+                    composite_key: t.composite_key.clone(),
                 })
                 .collect(),
         },

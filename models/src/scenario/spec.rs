@@ -223,6 +223,9 @@ pub struct TableSetup {
     /// The service's transactional outbox (`[[table]] outbox`): the table its event rows go to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outbox: Option<OutboxTable>,
+    /// A two-column primary key (`[[table]] primary_key`, `group_rows`); `None`: the key is `id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub composite_key: Option<crate::core::ids::CompositeKey>,
 }
 
 /// An outbox table (`[[table]] outbox = { aggregatetype = "claim", delete = false }`): the service
@@ -840,6 +843,7 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
             replica_identity: ReplicaIdentity::Full,
             database: None,
             outbox: None,
+            composite_key: None,
         }],
         debezium: DebeziumConfig {
             version: (3, 7),

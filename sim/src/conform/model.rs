@@ -152,6 +152,7 @@ impl ModelSide {
                     name: format!("public.{TABLE}"),
                     replica_identity: ReplicaIdentity::Default,
                     database: model_database(&workload.databases[0], database),
+                    composite_key: None,
                 })
                 .collect(),
         };

@@ -20,7 +20,7 @@ use handoff_models::components::postgres::PostgresSection;
 use handoff_models::components::sink::ApplyRule;
 use handoff_models::components::sink::{NullValues, SinkConfig};
 use handoff_models::core::change::ReplicaIdentity;
-use handoff_models::core::ids::TableId;
+use handoff_models::core::ids::{CompositeKey, TableId};
 use handoff_models::core::limits;
 use handoff_models::core::protocol::{IsolationLevel, OffsetReset};
 use handoff_models::scenario::faults::System;
@@ -115,15 +115,6 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
             let section = cx.section(&field)?;
             let mut check = check(cx, &section, outboxes, system)?;
             let mut all = every_connector(&mut debezium, &mut more_connectors);
-            // The read-only snapshot's idle iterations are a timer the bound does not explore.
-            if all.iter().any(|connector| connector.signalling.as_ref().is_some_and(|signalling| signalling.read_only))
-            {
-                return cx.fail(
-                    &field,
-                    "read.only = true (the read-only incremental snapshot) is not modelled in a bound yet; \
-                     check the signal-table snapshot, or sweep this one",
-                );
-            }
             super::signals::signal_steps(
                 cx,
                 &section,
@@ -662,7 +653,7 @@ fn tables(cx: &Cx, root: &Section) -> Res<Vec<TableSetup>> {
     let mut all_rows = 0;
     for (index, item) in items.iter().enumerate() {
         let s = cx.section(item)?;
-        s.check_keys(cx, "name rows replica_identity database outbox", "field")?;
+        s.check_keys(cx, "name rows replica_identity database outbox primary_key group_rows", "field")?;
         let name_field = s.need(cx, "name", "")?;
         let name = table_name(cx, &name_field)?;
         if let Some(previous) = tables.iter().position(|table| table.name == name) {
@@ -716,9 +707,79 @@ fn tables(cx: &Cx, root: &Section) -> Res<Vec<TableSetup>> {
                  event in the business change's transaction)",
             );
         }
-        tables.push(TableSetup { id, name, rows, replica_identity, database, outbox });
+        let composite_key = composite_key(cx, &s, outbox.is_some())?;
+        tables.push(TableSetup { id, name, rows, replica_identity, database, outbox, composite_key });
     }
     Ok(tables)
+}
+
+/// `[[table]] primary_key` and `group_rows`: `None` for the model's `id` key (left out, or
+/// `["id"]`), a [`CompositeKey`] for two columns.
+fn composite_key(cx: &Cx, s: &Section, outbox: bool) -> Res<Option<CompositeKey>> {
+    let Some(field) = s.get("primary_key") else {
+        if let Some(group) = s.get("group_rows") {
+            return cx.fail(
+                &group,
+                "group_rows goes with a two-column primary_key (the rows per value of its first column)",
+            );
+        }
+        return Ok(None);
+    };
+    let items = cx.items(&field, "an array of column names, like [\"region_id\", \"hub_id\"]")?;
+    let mut columns = Vec::new();
+    for item in &items {
+        let column = cx.string(item)?.to_owned();
+        let identifier = column.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+            && column.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !identifier {
+            return cx.fail(item, format!("`{column}` is not a column name like \"region_id\""));
+        }
+        if columns.contains(&column) {
+            return cx.fail(item, format!("`{column}` is named twice"));
+        }
+        columns.push(column);
+    }
+    let names: Vec<&str> = columns.iter().map(String::as_str).collect();
+    let columns: [&str; 2] = match names.as_slice() {
+        [] => return cx.fail(&field, "tables without a primary key are not modelled yet"),
+        ["id"] => {
+            if let Some(group) = s.get("group_rows") {
+                return cx.fail(&group, "group_rows goes with a two-column primary_key, not [\"id\"]");
+            }
+            return Ok(None);
+        }
+        [other] => {
+            return cx.fail(
+                &field,
+                format!(
+                    "`{other}`: the model's single-column key is `id`; name two columns for a composite key, or leave \
+                     primary_key out"
+                ),
+            );
+        }
+        [first, second] => [*first, *second],
+        _ => return cx.fail(&field, format!("{} columns: keys of one or two columns are modelled", names.len())),
+    };
+    let row_columns = handoff_models::core::signal::FilterColumn::ALL.map(|column| column.name());
+    if let Some(row_column) = columns.iter().find(|column| row_columns.contains(column)) {
+        return cx.fail(
+            &field,
+            format!(
+                "`{row_column}` in a two-column key is not modelled yet: the model's rows have the columns id (the \
+                 whole key), version, status and amount_cents; name the key's columns otherwise, like region_id"
+            ),
+        );
+    }
+    if outbox {
+        return cx.fail(&field, "an outbox table's key is its `id` (a uuid): leave out primary_key");
+    }
+    let group = s.need(cx, "group_rows", "; a two-column key needs the rows per value of its first column")?;
+    let group_rows = match group.item.val {
+        Val::Int(Some(value)) if (1..=limits::MAX_ROWS as i64).contains(&value) => value as u32,
+        Val::Int(value) => return cx.fail(&group, out_of_range(value, 1, limits::MAX_ROWS as i64)),
+        _ => return cx.wrong(&group, "an integer"),
+    };
+    Ok(Some(CompositeKey { columns: columns.map(str::to_owned), group_rows }))
 }
 
 /// `schema.table`.

@@ -94,6 +94,16 @@ fn action_for(
 ) -> Res<SignalAction> {
     let action = match request {
         Request::Execute(kind, patterns, filters, surrogate) => {
+            if connector.version < (1, 6) {
+                let (major, minor) = connector.version;
+                return cx.fail(
+                    at,
+                    format!(
+                        "`execute-snapshot`: incremental snapshots exist from Debezium 1.6; [versions] debezium = \
+                         \"{major}.{minor}\" has none"
+                    ),
+                );
+            }
             if *kind == SnapshotType::Blocking && connector.version < (2, 4) {
                 let (major, minor) = connector.version;
                 return cx.fail(
@@ -122,6 +132,19 @@ fn action_for(
                 Ok(conditions) => conditions,
                 Err(problem) => return cx.fail(at, format!("{problem} (connector {})", connector.name)),
             };
+            if (!conditions.is_empty() || surrogate.is_some())
+                && let Some(table) =
+                    collections.iter().map(|id| &tables[usize::from(id.0)]).find(|table| table.composite_key.is_some())
+            {
+                return cx.fail(
+                    at,
+                    format!(
+                        "additional-conditions and surrogate-key on {}, a table with a two-column primary key, are \
+                         not modelled yet",
+                        table.name
+                    ),
+                );
+            }
             if (!conditions.is_empty() || surrogate.is_some()) && number > i64::from(u8::MAX) {
                 return cx.fail(
                     at,

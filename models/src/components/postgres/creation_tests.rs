@@ -15,12 +15,19 @@ const T_DB2: TableId = TableId(1);
 fn server() -> Postgres {
     let section = PostgresSection::minimal();
     let tables = vec![
-        TableSpec { id: U, name: "public.u".into(), replica_identity: ReplicaIdentity::Default, database: None },
+        TableSpec {
+            id: U,
+            name: "public.u".into(),
+            replica_identity: ReplicaIdentity::Default,
+            database: None,
+            composite_key: None,
+        },
         TableSpec {
             id: T_DB2,
             name: "public.t".into(),
             replica_identity: ReplicaIdentity::Default,
             database: Some("db2".into()),
+            composite_key: None,
         },
     ];
     let run = ServerRun {
@@ -549,6 +556,7 @@ fn a_filtered_publication_sends_only_its_tables() {
             name: name.into(),
             replica_identity: ReplicaIdentity::Default,
             database: None,
+            composite_key: None,
         })
         .to_vec();
     let run = ServerRun {

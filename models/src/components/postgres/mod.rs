@@ -265,6 +265,9 @@ pub struct TableSpec {
     /// its tables' database, and a slot decodes only its own database's transactions.
     #[serde(default)]
     pub database: Option<String>,
+    /// Its two-column primary key ([`crate::core::ids::CompositeKey`]); `None`: `id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub composite_key: Option<crate::core::ids::CompositeKey>,
 }
 
 /// What survives a crash: WAL (flushed at every commit), the tables it recovers to, slot files,

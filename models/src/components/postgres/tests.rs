@@ -148,6 +148,7 @@ fn a_failover_slot_waits_for_the_standby_with_synchronized_standby_slots() {
             name: "public.claims".into(),
             replica_identity: ReplicaIdentity::Full,
             database: None,
+            composite_key: None,
         }],
         ..(*server(None).config).clone()
     };
@@ -182,6 +183,7 @@ fn a_slot_decodes_its_own_database_and_a_clean_shutdown_saves_what_get_consumed(
         name: "public.t".into(),
         replica_identity: ReplicaIdentity::Default,
         database: database.map(str::to_string),
+        composite_key: None,
     };
     let config =
         PostgresConfig { tables: vec![table(0, None), table(1, Some("other"))], ..(*server(None).config).clone() };

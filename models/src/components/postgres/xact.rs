@@ -595,7 +595,7 @@ impl Postgres {
         client: Node,
         session: SessionId,
         table: TableId,
-        (after, upto, order_by): (Option<Key>, Option<Key>, crate::core::signal::ChunkOrder),
+        range: ChunkRange,
         (limit, descending): (u32, bool),
         filter: Option<&crate::core::signal::RowFilter>,
     ) -> SqlReply {
@@ -604,8 +604,9 @@ impl Postgres {
         }
         let reply = self.select(client, session, table);
         let SqlReply::Rows { table, rows, done } = reply else { return reply };
-        let in_range = |value: Key| after.is_none_or(|after| value > after) && upto.is_none_or(|upto| value <= upto);
-        let Some(column) = order_by.0 else {
+        let composite = self.composite_key(table);
+        let in_range = |value: Key| range.contains(value, composite);
+        let Some(column) = range.order_by.0 else {
             let rows = rows
                 .into_iter()
                 .filter(|(key, row)| in_range(*key) && filter.is_none_or(|filter| filter.matches(*key, row)));
@@ -640,7 +641,7 @@ impl Postgres {
         ctx: &mut Ctx,
         client: Node,
         session: SessionId,
-        (after, upto, order_by): (Option<Key>, Option<Key>, crate::core::signal::ChunkOrder),
+        range: ChunkRange,
         (limit, descending): (u32, bool),
         reply: &SqlReply,
     ) {
@@ -654,10 +655,10 @@ impl Postgres {
         // Ordered by another column (`surrogate-key`), the range is that column's: which rows an
         // invisible transaction changed inside it is not known here, so every one of the table's
         // counts.
+        let composite = self.composite_key(*table);
         let covered = |key: Key| {
-            !order_by.is_primary_key()
-                || (after.is_none_or(|after| key > after)
-                    && upto.is_none_or(|upto| key <= upto)
+            !range.order_by.is_primary_key()
+                || (range.contains(key, composite)
                     && cut.is_none_or(|cut| if descending { key >= cut } else { key <= cut }))
         };
         for committing in self.volatile.committing.iter().filter(|committing| committing.csn.is_some()) {
@@ -672,6 +673,11 @@ impl Postgres {
                 });
             }
         }
+    }
+
+    /// The table's two-column key, if it has one.
+    fn composite_key(&self, table: TableId) -> Option<&crate::core::ids::CompositeKey> {
+        self.config.tables.get(usize::from(table.0)).and_then(|spec| spec.composite_key.as_ref())
     }
 
     pub(super) fn select(&mut self, client: Node, session: SessionId, table: TableId) -> SqlReply {
@@ -831,4 +837,41 @@ pub(super) fn change_record_len(kind: &ChangeKind) -> u64 {
 /// while the statement is analysed, before it takes a snapshot or reads a row).
 pub(super) fn undefined_column_error(filter: &crate::core::signal::RowFilter) -> Option<SqlReply> {
     filter.undefined_column().map(|name| SqlReply::Error(format!("ERROR: column \"{name}\" does not exist")))
+}
+
+/// The bounds of a [`SqlRequest::SelectRange`]: `(col) > (after) AND (col) <= (upto)` on the
+/// column `order_by` names (the key: the row-value comparison), or, `per_column` on a two-column
+/// key, Debezium before 1.8's comparison of each column on its own (DBZ-3860).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ChunkRange {
+    pub after: Option<Key>,
+    pub upto: Option<Key>,
+    pub order_by: crate::core::signal::ChunkOrder,
+    pub per_column: bool,
+}
+
+impl ChunkRange {
+    /// Whether a row whose ordering value is `value` (its key, or the `surrogate-key` column's
+    /// value) is inside the bounds, on a table whose key is `composite` if it has two columns.
+    /// Before 1.8 (`AbstractIncrementalSnapshotChangeEventSource.buildChunkQuery`,
+    /// `addKeyColumnsToCondition`): `k1 >= ? AND k2 >= ? AND NOT (k1 = ? AND k2 = ?)` after the
+    /// chunk's end and `k1 <= ? AND k2 <= ?` up to the maximum key, each a conjunction over the
+    /// columns: a row past the end in the first column but below it in the second is skipped.
+    pub fn contains(&self, value: Key, composite: Option<&crate::core::ids::CompositeKey>) -> bool {
+        match composite.filter(|_| self.per_column && self.order_by.is_primary_key()) {
+            None => self.after.is_none_or(|after| value > after) && self.upto.is_none_or(|upto| value <= upto),
+            Some(key) => {
+                let (k1, k2) = key.values(value);
+                let above = self.after.is_none_or(|after| {
+                    let (a1, a2) = key.values(after);
+                    k1 >= a1 && k2 >= a2 && !(k1 == a1 && k2 == a2)
+                });
+                let below = self.upto.is_none_or(|upto| {
+                    let (u1, u2) = key.values(upto);
+                    k1 <= u1 && k2 <= u2
+                });
+                above && below
+            }
+        }
+    }
 }

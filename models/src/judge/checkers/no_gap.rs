@@ -69,7 +69,11 @@ pub fn check(evidence: &Evidence, boundary: &Boundary, prior: &[Finding], found:
                 versions.get(start)
             };
             // A row of another table than the first is named with its table.
-            let of_table = if table.0 == 0 { String::new() } else { format!(" of {}", evidence.names.table(*table)) };
+            let of_table = match evidence.names.composite_key(*table) {
+                Some(composite) => format!(" of {}, key {}", evidence.names.table(*table), composite.text(key)),
+                None if table.0 == 0 => String::new(),
+                None => format!(" of {}", evidence.names.table(*table)),
+            };
             let mut finding = Finding::new(Invariant::I1, Some(key), boundary.at)
                 .expected(format!("version {} ({}){of_table}", row.version, row.status.name()))
                 .seen(describe_doc(doc));

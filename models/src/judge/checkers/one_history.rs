@@ -411,9 +411,22 @@ fn completed_backfills(evidence: &Evidence, found: &mut Vec<Finding>) {
         }
         let Some(first) = missing.first() else { continue };
         let name = evidence.names.table(*table);
-        let shown: Vec<String> = missing.iter().take(8).map(|key| key.to_string()).collect();
+        let shown: Vec<String> = missing.iter().take(8).map(|key| evidence.names.key_values(*table, *key)).collect();
         let more = if missing.len() > 8 { format!(" and {} more", missing.len() - 8) } else { String::new() };
-        let why = if scan.order.is_primary_key() {
+        let composite = evidence
+            .names
+            .composite_key(*table)
+            .filter(|_| evidence.names.per_column_chunks && scan.order.is_primary_key());
+        let why = if let Some(key) = composite {
+            let [first, second] = &key.columns;
+            format!(
+                "its chunk queries compared each key column on its own, as Debezium did before 1.8 (DBZ-3860, fixed in \
+                 1.8.0.Alpha1): after a chunk ending at ({first}, {second}) = (a, b) the next reads {first} >= a AND \
+                 {second} >= b, so a row with a larger {first} but a smaller {second} is never read, and the upper \
+                 bound {first} <= m1 AND {second} <= m2 leaves out rows whose {second} is above the maximum key's \
+                 (reference debezium-postgres.md §9 row 13)"
+            )
+        } else if scan.order.is_primary_key() {
             "the chunks did not cover the table's keys".to_string()
         } else {
             format!(
@@ -497,6 +510,13 @@ fn incremental_reads(evidence: &Evidence, found: &mut Vec<Finding>) {
                 format!(
                     "the change's commit ({commit_lsn}) was streamed before the blocking snapshot paused the stream, \
                      yet its SELECT did not see it"
+                )
+            } else if evidence.names.read_only {
+                format!(
+                    "the change's commit ({commit_lsn}) was streamed before the chunk's low watermark, yet the \
+                     chunk's SELECT did not see it: its transaction was in the WAL but not yet visible, still \
+                     running in pg_current_snapshot() (the read-only window deduplicates only the changes streamed \
+                     after the low watermark); nothing in the window removed the stale row"
                 )
             } else {
                 format!(

@@ -83,6 +83,13 @@ pub enum LsnFlushMode {
 pub const LSN_FLUSH_MODE_HEARTBEAT_FALLBACK_MS: u64 = 600_000;
 
 impl DebeziumConfig {
+    /// Whether the incremental snapshot's chunk queries bound a composite key column by column
+    /// (`addKeyColumnsToCondition`), as before 1.8, rather than as one row value (DBZ-3860,
+    /// fixed in 1.8.0.Alpha1).
+    pub fn chunk_bounds_per_column(&self) -> bool {
+        self.version < (1, 8)
+    }
+
     /// Whether pgjdbc confirms keep-alive LSNs by its rule (`V3PGReplicationStream`
     /// `processKeepAliveMessage`): a 42.7.0 or later driver does by default; from 3.2 Debezium
     /// sets `withAutomaticFlush(false)` unless `lsn.flush.mode=connector_and_driver`

@@ -686,6 +686,7 @@ impl DebeziumTask {
             Ok(order) => order,
             Err(column) => return self.surrogate_key_missing(ctx, table, column),
         };
+        let per_column = self.config.chunk_bounds_per_column();
         let Some(snapshot) = self.incremental.as_mut() else { return TaskEvent::None };
         let request = match snapshot.maximum_key {
             None => {
@@ -693,18 +694,31 @@ impl DebeziumTask {
                     ctx.observe(Observation::AdditionalConditions { table, filter: *filter });
                 }
                 snapshot.reading = Some(ChunkStep::MaximumKey);
-                SqlRequest::SelectRange { table, after: None, upto: None, limit: 1, descending: true, filter, order_by }
+                SqlRequest::SelectRange {
+                    table,
+                    after: None,
+                    upto: None,
+                    limit: 1,
+                    descending: true,
+                    filter,
+                    order_by,
+                    per_column,
+                }
             }
             Some(maximum) => {
                 snapshot.reading = Some(ChunkStep::Chunk);
+                // `buildChunkQuery`: bounds only when `isNonInitialChunk` (a chunk end is known);
+                // the first chunk is `ORDER BY … LIMIT n` alone.
+                let after = snapshot.chunk_end;
                 SqlRequest::SelectRange {
                     table,
-                    after: snapshot.chunk_end,
-                    upto: Some(maximum),
+                    after,
+                    upto: after.map(|_| maximum),
                     limit,
                     descending: false,
                     filter,
                     order_by,
+                    per_column,
                 }
             }
         };

@@ -1160,16 +1160,18 @@ mod tests {
                     limit: 1,
                     descending: true,
                     filter: None,
-                    order_by: Default::default()
+                    order_by: Default::default(),
+                    per_column: false
                 },
                 SqlRequest::SelectRange {
                     table: TableId(0),
                     after: None,
-                    upto: Some(3),
+                    upto: None,
                     limit: 2,
                     descending: false,
                     filter: None,
-                    order_by: Default::default()
+                    order_by: Default::default(),
+                    per_column: false
                 },
                 insert(watermark_key(chunk, Watermark::Close)),
             ]
@@ -1254,7 +1256,8 @@ mod tests {
                 limit: 2,
                 descending: false,
                 filter: None,
-                order_by: Default::default()
+                order_by: Default::default(),
+                per_column: false
             },
             "no maximum-key query: the stored one"
         );
