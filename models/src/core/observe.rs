@@ -816,6 +816,11 @@ pub enum Observation {
         event: crate::core::signal::ReadOnlyEvent,
         rule: crate::core::signal::ReadOnlyRule,
     },
+    /// A task that threw an exception has stopped (its final offset commit has run) while a
+    /// restart (`POST …/tasks/0/restart`) or, after a stop, a resume was waiting for it: the
+    /// herder starts a new task at once instead of leaving it FAILED. (A failed task nobody asked
+    /// to restart is [`Observation::TaskStopped`] with `graceful: false`.)
+    FailedTaskReplaced,
 }
 
 /// What the consumer did with one record.

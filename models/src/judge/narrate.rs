@@ -575,6 +575,9 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                 "task stopped gracefully (final offsets committed)".into()
             }
         }
+        Observation::FailedTaskReplaced => "task FAILED after its final offset commit; the restart (or, after a \
+                                             stop, the resume) requested while it was stopping starts a new task now"
+            .into(),
         Observation::TaskFailing { committing } => {
             if *committing {
                 "task threw an exception: its send loop ends; Connect awaits the records in flight (up to \

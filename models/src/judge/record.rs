@@ -664,7 +664,7 @@ impl TaskPlacement {
                         placement.runs.push(TaskRun { worker: event.node, from: event.at, until: None });
                     }
                 }
-                Observation::TaskStopped { .. } => {
+                Observation::TaskStopped { .. } | Observation::FailedTaskReplaced => {
                     if let Some(placement) = placements.get_mut(c) {
                         end_on(placement, event.node, event.at);
                     }

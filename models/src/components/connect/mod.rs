@@ -1301,7 +1301,11 @@ impl ConnectWorker {
                 if then_stop {
                     let mut task = self.connectors[c].task.take().expect("task present");
                     task.debezium.get_mut().stop(ctx);
-                    ctx.observe(Observation::TaskStopped { graceful: !task.failing });
+                    ctx.observe(if task.failing && task.restart_requested {
+                        Observation::FailedTaskReplaced
+                    } else {
+                        Observation::TaskStopped { graceful: !task.failing }
+                    });
                     // A resume (or, for a failed task, a restart) that came while the task was
                     // stopping: the herder starts the task anew once the old one has stopped.
                     let start_again = if task.failing { task.restart_requested } else { true };
@@ -2178,7 +2182,9 @@ mod tests {
         out.sends.extend(kill.sends);
         out.sends.extend(resume.sends);
         let done = answer_offsets(&mut worker, out);
-        assert!(done.observations.iter().any(|o| matches!(o, Observation::TaskStopped { graceful: false })));
+        // Not "FAILED, waiting for a restart": the resume's new task starts at once.
+        assert!(done.observations.iter().any(|o| matches!(o, Observation::FailedTaskReplaced)));
+        assert!(!done.observations.iter().any(|o| matches!(o, Observation::TaskStopped { .. })));
         assert!(
             done.observations.iter().any(|o| matches!(o, Observation::TaskStarted { .. })),
             "{:?}",
