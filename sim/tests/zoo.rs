@@ -261,7 +261,9 @@ fn a_restart_replay_without_exactly_once() {
 #[test]
 fn a_zombie_worker_without_exactly_once() {
     let spec = found_and_replayed("zombie-worker-without-exactly-once", Invariant::I10, (427_844, 138_104));
-    let (twin, loaded, report) = twin_checked("zombie-worker-without-exactly-once", (1_422_729, 424_480));
+    // (The twin's size grew from 1,422,729 / 424,480 when I10's window began to wait for the
+    // restarted task's first poll: states between a start and that poll are now told apart.)
+    let (twin, loaded, report) = twin_checked("zombie-worker-without-exactly-once", (1_434_886, 428_258));
     assert_eq!(loaded.spec.check, spec.check, "{twin}: the same bound");
     assert!(report.properties.iter().all(|p| p.outcome != Outcome::Counterexample), "{twin}");
     // The twin's bound ends failed closed on the paths where the zombie keeps the task: its

@@ -508,7 +508,7 @@ impl Checkers {
         use crate::core::ids::Node;
         Oracle::observes(observation)
             // The outbox checker reads nothing where no outbox is checked.
-            || (!self.evidence.outbox_tables.is_empty() && outbox_complete::OutboxComplete::observes(observation))
+            || (!self.evidence.outbox_tables.is_empty() && self.outbox_complete.observes_now(observation))
             || self.exactly_once.observes(observation)
             || self.tombstones_seen.observes(observation)
             || matches!(

@@ -81,6 +81,14 @@ pub struct OutboxComplete {
     /// snapshot, or Kafka restarted), what opened it, and the append sequence then (windows and
     /// appends are ordered by it: the exhaustive lens has no time).
     window: Option<(SimTime, Window, u64)>,
+    /// The routing connector's task started and has not polled yet: until its first `poll()`
+    /// returns, what reaches the routed topics was handed to the producer before the start (a
+    /// send the network held back, the producer's retry after a clog), and the window takes those
+    /// appends in when the first poll comes (outbox-steady-events, seed 16887 of its all-faults
+    /// sweep: Debezium's in-process restart after a PostgreSQL crash started the task again 2 ms
+    /// before the old sends, clogged for 20 s, reached Kafka; the restarted task then replayed them).
+    #[serde(default)]
+    awaiting_poll: bool,
 }
 
 /// What opens a replay window on the routed topics.
@@ -183,6 +191,13 @@ pub fn events_of<'a>(oracle: &'a Oracle, outboxes: &[TableId]) -> Vec<OutboxEven
 }
 
 impl OutboxComplete {
+    /// Whether the checker reads an observation now: [`OutboxComplete::observes`], and a poll
+    /// while a started task has not polled yet.
+    pub fn observes_now(&self, observation: &Observation) -> bool {
+        OutboxComplete::observes(observation)
+            || (self.awaiting_poll && matches!(observation, Observation::Polled { .. }))
+    }
+
     /// Whether the checker reads an observation (the slot's life).
     pub fn observes(observation: &Observation) -> bool {
         matches!(
@@ -216,6 +231,14 @@ impl OutboxComplete {
         match own {
             Some(Observation::TaskStarted { .. }) => {
                 self.window = Some((at, Window::TaskStarted, evidence.published.sequence()));
+                self.awaiting_poll = true;
+            }
+            Some(Observation::Polled { .. }) if self.awaiting_poll => {
+                // The task's first poll: what was appended since its start was sent before it.
+                self.awaiting_poll = false;
+                if let Some((_, _, opened)) = &mut self.window {
+                    *opened = evidence.published.sequence();
+                }
             }
             Some(Observation::SnapshotStarted { .. }) => {
                 self.window = Some((at, Window::Snapshot, evidence.published.sequence()));
@@ -644,6 +667,29 @@ mod replay_window_tests {
     /// Under exactly-once an event reaches its topic when its transaction commits: an aborted
     /// transaction's record is never on the topic for a `read_committed` consumer, and its
     /// committed copy after the restart is the event's first record, not a replay.
+    /// What the old task handed the producer before a restart can reach the topic after the
+    /// restarted task started (held back by a clog, retried): the window takes it in until the
+    /// new task's first poll, so the new task's replay of it is declared; an append after that
+    /// poll is the new task's own, and a second append of it is not.
+    #[test]
+    fn sends_from_before_a_restart_that_land_after_it_are_inside_its_window() {
+        let mut checkers = checkers();
+        feed(&mut checkers, 1_000, Observation::TaskStarted { offset: None });
+        let polled = Observation::Polled { summary: crate::core::observe::PollSummary::default() };
+        feed(&mut checkers, 1_500, polled.clone());
+        // The task restarts (Debezium's in-process restart after a retriable error) while the
+        // old send of event 7 is still on its way.
+        feed(&mut checkers, 2_000, Observation::TaskStarted { offset: None });
+        assert!(checkers.observes(&polled), "a poll is read while the restarted task has not polled");
+        feed(&mut checkers, 2_002, routed(0));
+        feed(&mut checkers, 2_500, polled.clone());
+        assert!(!checkers.observes(&polled), "and not once it has");
+        feed(&mut checkers, 2_501, routed(1));
+        assert_eq!(i10(&checkers), 0, "the replay of a send from before the restart is declared");
+        feed(&mut checkers, 3_000, routed(2));
+        assert_eq!(i10(&checkers), 1, "a second append by the same task is not");
+    }
+
     #[test]
     fn a_routed_record_counts_when_its_transaction_commits() {
         let mut checkers = checkers();
