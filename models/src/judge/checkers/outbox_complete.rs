@@ -664,9 +664,6 @@ mod replay_window_tests {
         assert_eq!(i10(&checkers), 1);
     }
 
-    /// Under exactly-once an event reaches its topic when its transaction commits: an aborted
-    /// transaction's record is never on the topic for a `read_committed` consumer, and its
-    /// committed copy after the restart is the event's first record, not a replay.
     /// What the old task handed the producer before a restart can reach the topic after the
     /// restarted task started (held back by a clog, retried): the window takes it in until the
     /// new task's first poll, so the new task's replay of it is declared; an append after that
@@ -690,6 +687,9 @@ mod replay_window_tests {
         assert_eq!(i10(&checkers), 1, "a second append by the same task is not");
     }
 
+    /// Under exactly-once an event reaches its topic when its transaction commits: an aborted
+    /// transaction's record is never on the topic for a `read_committed` consumer, and its
+    /// committed copy after the restart is the event's first record, not a replay.
     #[test]
     fn a_routed_record_counts_when_its_transaction_commits() {
         let mut checkers = checkers();
