@@ -28,6 +28,13 @@ fn run_variant(name: &str, variant: &str) -> RunResult {
     common::run(&loaded.spec, loaded.seed)
 }
 
+/// The bundled scenario `name`'s text with its first `from` (which it must hold) replaced by `to`.
+fn edited(name: &str, from: &str, to: &str) -> String {
+    let text = std::fs::read_to_string(common::scenario_path(name)).expect("the file");
+    assert!(text.contains(from));
+    text.replacen(from, to, 1)
+}
+
 /// What `pick` takes from each trace event, in trace order.
 fn observed<T>(result: &RunResult, pick: impl Fn(&Observation) -> Option<T>) -> Vec<T> {
     result.trace.iter().filter_map(|event| pick(&event.observation)).collect()
@@ -232,12 +239,9 @@ fn resume_snapshot_reads_the_next_chunk_at_once() {
 /// resumes a filtered backfill after a kill reads on with the same filter.
 #[test]
 fn a_filtered_backfill_keeps_its_filter_across_a_restart() {
-    let path = common::scenario_path("hubs-backfill-restart");
-    let text = std::fs::read_to_string(&path).expect("the file");
-    let from = "data = '{\"data-collections\": [\"public.hubs\"], \"type\": \"incremental\"}'";
-    assert!(text.contains(from));
-    let filtered = text.replace(
-        from,
+    let filtered = edited(
+        "hubs-backfill-restart",
+        "data = '{\"data-collections\": [\"public.hubs\"], \"type\": \"incremental\"}'",
         "data = '{\"data-collections\": [\"public.hubs\"], \"additional-conditions\": [{\"data-collection\": \
          \"public.h.*\", \"filter\": \"id > 1000\"}]}'",
     );
@@ -589,11 +593,11 @@ fn a_unique_surrogate_key_reads_every_row_in_its_order() {
 /// drill of hubs-backfill-restart (2,000 hubs) with `surrogate-key` amount_cents.
 #[test]
 fn a_restart_reads_on_after_the_stored_surrogate_value() {
-    let path = common::scenario_path("hubs-backfill-restart");
-    let text = std::fs::read_to_string(&path).expect("the file");
-    let from = "\"type\": \"incremental\"}";
-    assert!(text.contains(from));
-    let text = text.replacen(from, "\"type\": \"incremental\", \"surrogate-key\": \"amount_cents\"}", 1);
+    let text = edited(
+        "hubs-backfill-restart",
+        "\"type\": \"incremental\"}",
+        "\"type\": \"incremental\", \"surrogate-key\": \"amount_cents\"}",
+    );
     let loaded = handoff_sim::scenario::load_str("restart.toml", &text, &[]).expect("loads");
     let result = common::run(&loaded.spec, loaded.seed);
     let resumed = observed(&result, |o| match o {
@@ -996,14 +1000,10 @@ fn backfills_the_model_does_not_have_are_refused() {
     let path = common::scenario_path("hubs-backfill");
     let refused = handoff_sim::scenario::load(&path, &["versions.debezium=1.5".to_string()]).expect_err("1.5");
     assert!(refused.message.contains("incremental snapshots exist from Debezium 1.6"), "{}", refused.message);
-    let path = common::scenario_path("hubs-backfill-composite-key");
-    let text = std::fs::read_to_string(&path).expect("the file");
-    let from = "\"type\": \"incremental\"}";
-    assert!(text.contains(from));
-    let text = text.replacen(
-        from,
+    let text = edited(
+        "hubs-backfill-composite-key",
+        "\"type\": \"incremental\"}",
         "\"type\": \"incremental\", \"additional-conditions\": [{\"data-collection\": \"public.hubs\", \"filter\": \"version = 1\"}]}",
-        1,
     );
     let refused = handoff_sim::scenario::load_str("composite.toml", &text, &[]).expect_err("refused");
     assert!(
