@@ -545,7 +545,8 @@ fn a_creation_consistent_with_nothing_running_proposes_nothing_when_decoded_agai
 /// `publication.autocreate.mode = filtered`: a publication `FOR TABLE` the include list sends
 /// only those tables' changes (a transaction with none of them is not sent at all on PostgreSQL
 /// 15), and ensuring it again with another list sets its tables (`ALTER PUBLICATION … SET
-/// TABLE`); one `FOR ALL TABLES` sends both.
+/// TABLE`) for the transactions that commit after it, not those before (decoding uses the
+/// catalog as of each transaction); one `FOR ALL TABLES` sends both.
 #[test]
 fn a_filtered_publication_sends_only_its_tables() {
     let section = PostgresSection::minimal();
@@ -590,8 +591,16 @@ fn a_filtered_publication_sends_only_its_tables() {
     assert_eq!(peek(&mut pg, "only"), vec![on_v]);
     assert_eq!(peek(&mut pg, "all"), vec![on_u, on_v]);
     sql(&mut pg, 9, SqlRequest::EnsurePublication { name: "only".into(), tables: Some(vec![U]) });
-    assert_eq!(peek(&mut pg, "only"), vec![on_u], "set to the new list");
+    // The transactions committed before the `SET` are decoded with the catalog as of their
+    // commit: still public.v's only; those after it, with the new list.
+    assert_eq!(peek(&mut pg, "only"), vec![on_v], "the SET does not reach back");
+    let later_u = open_writing(&mut pg, 3, U, 2);
+    commit(&mut pg, 3);
+    let later_v = open_writing(&mut pg, 4, v, 2);
+    commit(&mut pg, 4);
+    assert_eq!(peek(&mut pg, "only"), vec![on_v, later_u], "set to the new list from the SET on");
     // FOR ALL TABLES leaves an existing publication as it is.
     sql(&mut pg, 9, SqlRequest::EnsurePublication { name: "only".into(), tables: None });
-    assert_eq!(peek(&mut pg, "only"), vec![on_u]);
+    assert_eq!(peek(&mut pg, "only"), vec![on_v, later_u]);
+    assert_eq!(peek(&mut pg, "all"), vec![on_u, on_v, later_u, later_v]);
 }

@@ -100,7 +100,7 @@ pub(super) enum Decoded {
 /// What a decoder is decoding for.
 pub(super) struct DecodeContext<'a> {
     pub config: &'a PostgresConfig,
-    pub publications: &'a BTreeMap<String, Option<BTreeSet<TableId>>>,
+    pub publications: &'a BTreeMap<String, super::Publication>,
     pub publication: &'a str,
     pub slot_database: Option<&'a str>,
     /// `start_decoding_at`: transactions whose commit starts before it are not emitted.
@@ -312,10 +312,10 @@ fn decode_txn(
     if !txn.changes.is_empty() && !cx.is_slot_database(database) {
         return None;
     }
-    let published = cx.publications.get(cx.publication).and_then(Option::as_ref);
+    let publication = cx.publications.get(cx.publication);
     let changes: Vec<Change> = changes
         .iter()
-        .filter(|change| published.is_none_or(|tables| tables.contains(&change.table)))
+        .filter(|change| publication.is_none_or(|p| p.publishes(change.table, txn.commit_lsn)))
         .copied()
         .collect();
     // A message is sent before a change at the same LSN: it ended where the change starts.

@@ -272,6 +272,53 @@ pub struct TableSpec {
 
 /// What survives a crash: WAL (flushed at every commit), the tables it recovers to, slot files,
 /// catalogs.
+/// A publication and its membership over the WAL: `None` for `FOR ALL TABLES`, or its table
+/// list, each from the WAL position at which it was set. pgoutput decides whether a change is
+/// published with the catalog as of the change's transaction (the historic snapshot decoding
+/// replays under, `get_rel_sync_entry` → `GetRelationPublications`), not with today's catalog: an
+/// `ALTER PUBLICATION … SET TABLE` publishes a table's changes committed after it, never those
+/// before, even when a slot decodes them after the `ALTER` ran.
+///
+/// Simplifications: the `ALTER` writes no WAL of its own here (its catalog transaction's commit
+/// record is not modelled); a set membership takes effect for the transactions that commit at or
+/// after the insert position at which it ran. PostgreSQL before 15.13 could decode a transaction
+/// that was in progress across a weak-lock DDL such as `ALTER PUBLICATION` with the stale catalog
+/// (release-15.sgml, 15.13, "Avoid data loss when DDL operations that don't take a strong lock
+/// …"); not modelled. A transaction from before the publication existed is decoded with its first
+/// membership (PostgreSQL ≤ 17 fails such a decode with "publication … does not exist"; Debezium
+/// creates its publication before its slot, so it does not meet it).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Publication {
+    /// `(from, membership)` in WAL order; the last is today's.
+    versions: Vec<(Lsn, Option<BTreeSet<TableId>>)>,
+}
+
+impl Publication {
+    /// `CREATE PUBLICATION` at `at`.
+    pub fn created(at: Lsn, tables: Option<BTreeSet<TableId>>) -> Publication {
+        Publication { versions: vec![(at, tables)] }
+    }
+
+    /// Today's membership.
+    pub fn current(&self) -> Option<&BTreeSet<TableId>> {
+        self.versions.last().and_then(|(_, tables)| tables.as_ref())
+    }
+
+    /// `ALTER PUBLICATION … SET TABLE` at `at` (the insert position then), when it changes the
+    /// membership.
+    pub fn set(&mut self, at: Lsn, tables: BTreeSet<TableId>) {
+        if self.versions.last().is_some_and(|(_, current)| current.as_ref() != Some(&tables)) {
+            self.versions.push((at, Some(tables)));
+        }
+    }
+
+    /// Whether a change of `table` in the transaction that commits at `commit_lsn` is published.
+    pub fn publishes(&self, table: TableId, commit_lsn: Lsn) -> bool {
+        let version = self.versions.iter().rev().find(|(from, _)| *from <= commit_lsn).or(self.versions.first());
+        version.is_none_or(|(_, tables)| tables.as_ref().is_none_or(|tables| tables.contains(&table)))
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Durable {
     pub role: Role,
@@ -285,8 +332,8 @@ pub struct Durable {
     /// The last commit's sequence number.
     pub csn: Csn,
     pub slots: CopyOnWrite<BTreeMap<String, Slot>>,
-    /// Publications: name → `None` for `FOR ALL TABLES`, or the table list.
-    pub publications: CopyOnWrite<BTreeMap<String, Option<BTreeSet<TableId>>>>,
+    /// Publications by name, each with its membership over the WAL ([`Publication`]).
+    pub publications: CopyOnWrite<BTreeMap<String, Publication>>,
     /// Checkpoint bookkeeping: the WAL position of the last checkpoint record.
     pub last_checkpoint_lsn: Lsn,
     /// The last checkpoint's redo pointer (WAL-volume checkpoints count segments from it).
@@ -442,7 +489,9 @@ impl Postgres {
                     config
                         .publications
                         .iter()
-                        .map(|(name, tables)| (name.clone(), Some(tables.iter().copied().collect())))
+                        .map(|(name, tables)| {
+                            (name.clone(), Publication::created(Lsn::INVALID, Some(tables.iter().copied().collect())))
+                        })
                         .collect(),
                 ),
             },

@@ -187,14 +187,27 @@ impl Postgres {
                         // FOR ALL TABLES when it does not exist; an existing one as it is.
                         None => {
                             if !self.durable.publications.contains_key(&name) {
-                                self.durable.publications.get_mut().insert(name, None);
+                                let at = self.durable.wal.insert_lsn();
+                                self.durable.publications.get_mut().insert(name, Publication::created(at, None));
                             }
                         }
                         // FOR TABLE …, or ALTER PUBLICATION … SET TABLE ….
                         Some(tables) => {
                             let set: std::collections::BTreeSet<TableId> = tables.into_iter().collect();
-                            if self.durable.publications.get(&name) != Some(&Some(set.clone())) {
-                                self.durable.publications.get_mut().insert(name, Some(set));
+                            let at = self.durable.wal.insert_lsn();
+                            match self.durable.publications.get(&name) {
+                                None => {
+                                    self.durable
+                                        .publications
+                                        .get_mut()
+                                        .insert(name, Publication::created(at, Some(set)));
+                                }
+                                Some(existing) if existing.current() != Some(&set) => {
+                                    if let Some(publication) = self.durable.publications.get_mut().get_mut(&name) {
+                                        publication.set(at, set);
+                                    }
+                                }
+                                Some(_) => {}
                             }
                         }
                     }
