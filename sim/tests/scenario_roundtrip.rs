@@ -207,6 +207,7 @@ fn everything() -> Spec {
             tables: vec![payments, claims],
             snapshot_tables: None,
             signalling: None,
+            later_tables: Vec::new(),
         },
         connector_properties: properties,
         connector_start_ms: 1_500,

@@ -394,6 +394,18 @@ fn hubs_backfill_insert_delete() {
 }
 
 #[test]
+fn hubs_added_while_running() {
+    check("hubs-added-while-running");
+}
+
+#[test]
+fn hubs_added_while_running_variants() {
+    for variant in ["no-backfill", "signal-first", "filtered-publication"] {
+        check_variant("hubs-added-while-running", variant);
+    }
+}
+
+#[test]
 fn hubs_backfill_signal_not_published() {
     check("hubs-backfill-signal-not-published");
 }

@@ -70,6 +70,12 @@ pub enum StepKind {
         topic: u16,
         number: u32,
     },
+    /// A deployment puts the first connector's configuration version `version` (`PUT
+    /// /connectors/<name>/config` with a new `table.include.list`): the operator's REST client
+    /// makes the call. No database work.
+    ConnectorConfig {
+        version: u8,
+    },
 }
 
 impl StepKind {
@@ -92,6 +98,7 @@ impl StepKind {
                 event.aggregate_id
             ),
             StepKind::KafkaSignal { number, .. } => format!("Kafka signal record {number}"),
+            StepKind::ConnectorConfig { version } => format!("PUT /connectors/<name>/config (configuration {version})"),
         }
     }
 
@@ -102,7 +109,7 @@ impl StepKind {
             // Its statement is the block's, whatever the message is.
             StepKind::OutboxMessage { .. } => true,
             StepKind::Message { transactional, .. } => *transactional,
-            StepKind::Begin { .. } | StepKind::KafkaSignal { .. } => false,
+            StepKind::Begin { .. } | StepKind::KafkaSignal { .. } | StepKind::ConnectorConfig { .. } => false,
         }
     }
 }
@@ -231,6 +238,10 @@ impl App {
     fn run(&mut self, ctx: &mut Ctx, txn: &WorkloadTxn) {
         if let StepKind::KafkaSignal { topic, number } = txn.kind {
             self.produce_signal(ctx, topic, number);
+            return;
+        }
+        if let StepKind::ConnectorConfig { .. } = txn.kind {
+            // The operator's REST call (the harness hands it to the operator): nothing here.
             return;
         }
         let session = self.next_session | if txn.at_ms.is_none() { SCRIPTED } else { 0 };
@@ -388,7 +399,9 @@ fn request(kind: &StepKind, ops: &[RowOp]) -> SqlRequest {
             event: *event,
         },
         // Never a session's (the scenario reader refuses it there): no database work.
-        StepKind::KafkaSignal { .. } => SqlRequest::Statement { ops: Vec::new(), copy: false },
+        StepKind::KafkaSignal { .. } | StepKind::ConnectorConfig { .. } => {
+            SqlRequest::Statement { ops: Vec::new(), copy: false }
+        }
     }
 }
 
@@ -433,7 +446,7 @@ impl Component for App {
                 if let Some(txn) = workload.scripted.get(index) {
                     match txn.session {
                         None => {
-                            if !matches!(txn.kind, StepKind::KafkaSignal { .. }) {
+                            if !matches!(txn.kind, StepKind::KafkaSignal { .. } | StepKind::ConnectorConfig { .. }) {
                                 self.scripted_unanswered += 1;
                             }
                             self.run(ctx, txn);

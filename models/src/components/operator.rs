@@ -49,6 +49,8 @@ enum Step {
     RecreateCreating,
     /// The slot advanced by hand: waiting for `pg_replication_slot_advance` to answer.
     Advancing,
+    /// `PUT /connectors/<name>/config` sent: waiting for its answer.
+    Reconfiguring,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -139,6 +141,7 @@ impl Operator {
             Control::Rebuild { .. } => "rebuild-connector (the recovery runbook)",
             Control::RecreateSlot { .. } => "recreate-slot",
             Control::AdvanceSlot { .. } => "advance-slot",
+            Control::UpdateConfig { .. } => "the configuration update",
             _ => "an operator's action",
         }
     }
@@ -148,6 +151,7 @@ impl Operator {
         match self.step {
             Step::RecreateDropping | Step::RecreateCreating => "recreate-slot",
             Step::Advancing => "advance-slot",
+            Step::Reconfiguring => "the configuration update",
             _ if self.rebuilding => "rebuild-connector (the recovery runbook)",
             _ => "the failover gate",
         }
@@ -294,7 +298,8 @@ impl Component for Operator {
             control @ (Control::RecreateSlot { .. }
             | Control::Rebuild { .. }
             | Control::FailoverHappened
-            | Control::AdvanceSlot { .. }),
+            | Control::AdvanceSlot { .. }
+            | Control::UpdateConfig { .. }),
         ) = &msg
             && self.is_busy()
         {
@@ -380,6 +385,24 @@ impl Component for Operator {
                 };
                 self.action(ctx, &text);
                 self.finish(ctx);
+            }
+            // A deployment puts the connector's new configuration (a scripted `connector_config`
+            // step); a refused or failed call is made again, as for every REST call.
+            (Step::Idle | Step::Done, Msg::Control(Control::UpdateConfig { connector, version })) => {
+                self.aim(connector);
+                self.step = Step::Reconfiguring;
+                self.action(
+                    ctx,
+                    &format!(
+                        "PUT /connectors/{}/config: configuration {version} (a new table.include.list)",
+                        self.connector
+                    ),
+                );
+                self.rest(ctx, RestRequest::PutConfig { version });
+            }
+            (Step::Reconfiguring, Msg::RestReply { reply: RestReply::Ok }) => self.finish(ctx),
+            (Step::Reconfiguring, Msg::RestReply { reply: RestReply::Error(error) }) => {
+                self.rest_failed(ctx, error);
             }
             (Step::Idle | Step::Done, Msg::Control(Control::Rebuild { connector })) => {
                 self.aim(connector);

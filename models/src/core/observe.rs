@@ -821,6 +821,15 @@ pub enum Observation {
     /// herder starts a new task at once instead of leaving it FAILED. (A failed task nobody asked
     /// to restart is [`Observation::TaskStopped`] with `graceful: false`.)
     FailedTaskReplaced,
+    /// A Connect worker applied connector configuration `version` (`PUT
+    /// /connectors/<name>/config`): the connector now captures `tables` (`table.include.list`,
+    /// with the signal table); its running task is stopped and a new one started with it
+    /// (`DistributedHerder`'s task reconfiguration: changed task configurations restart the
+    /// tasks).
+    ConnectorReconfigured {
+        version: u8,
+        tables: Vec<TableId>,
+    },
 }
 
 /// What the consumer did with one record.

@@ -552,6 +552,9 @@ pub enum RestRequest {
     Status,
     /// `POST /connectors/<name>/tasks/0/restart`.
     RestartTask,
+    /// `PUT /connectors/<name>/config` with the connector's configuration version `version`
+    /// (the scenario's `connector_config` step: a new `table.include.list`).
+    PutConfig { version: u8 },
 }
 
 impl RestRequest {
@@ -563,6 +566,7 @@ impl RestRequest {
             RestRequest::DeleteOffsets => format!("DELETE /connectors/{connector}/offsets"),
             RestRequest::Status => format!("GET /connectors/{connector}/status"),
             RestRequest::RestartTask => format!("POST /connectors/{connector}/tasks/0/restart"),
+            RestRequest::PutConfig { .. } => format!("PUT /connectors/{connector}/config"),
         }
     }
 }
@@ -660,6 +664,9 @@ pub enum Control {
     /// `wal_sender_timeout` (its client paused, or cut off behind a partition): it ends
     /// (`WalSndCheckTimeOut`, `walsender.c`).
     WalSenderTimeout { client: Node },
+    /// The operator puts connector `connector`'s configuration version `version` (`PUT
+    /// /connectors/<name>/config`), a scripted `connector_config` step.
+    UpdateConfig { connector: u8, version: u8 },
 }
 
 /// A Connect worker's request to the group coordinator (`AbstractCoordinator`'s JoinGroup,

@@ -557,6 +557,10 @@ pub enum ScanStatus {
     /// `SQL_EXCEPTION`: a query or a watermark write failed: the table is skipped
     /// (`warnAndSkip`) and the snapshot goes on with the next one.
     SqlException,
+    /// `UNKNOWN_SCHEMA`: the connector has no schema for the table (`isTableInvalid`): it does
+    /// not capture it (`table.include.list`), so the schema refresh finds nothing either
+    /// (`retrieveAndRefreshSchema`, then `warnAndSkip`); the snapshot goes on with the next one.
+    UnknownSchema,
 }
 
 impl ScanStatus {
@@ -565,6 +569,7 @@ impl ScanStatus {
             ScanStatus::Succeeded => "SUCCEEDED",
             ScanStatus::Empty => "EMPTY",
             ScanStatus::SqlException => "SQL_EXCEPTION",
+            ScanStatus::UnknownSchema => "UNKNOWN_SCHEMA",
         }
     }
 }

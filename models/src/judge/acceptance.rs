@@ -182,7 +182,7 @@ fn published_between(evidence: &Evidence, from: Lsn, to: Lsn) -> bool {
         commit.txn.commit_lsn < from
             || commit.txn.commit_lsn >= to
             || commit.txn.changes.iter().all(|change| {
-                !evidence.captured.contains(&change.table)
+                !evidence.expects(change.table, commit.txn.commit_lsn)
                     || evidence.published.has_change(change.lsn, (change.table, change.key), change.kind.after())
             })
     })

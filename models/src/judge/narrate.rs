@@ -575,6 +575,14 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                 "task stopped gracefully (final offsets committed)".into()
             }
         }
+        Observation::ConnectorReconfigured { version, tables } => {
+            let tables: Vec<&str> = tables.iter().map(|table| names.table(*table)).collect();
+            format!(
+                "connector configuration {version} applied (PUT /connectors/<name>/config): it captures {}; a \
+                 running task stops (its final offset commit) and a new one starts with it",
+                tables.join(", ")
+            )
+        }
         Observation::FailedTaskReplaced => "task FAILED after its final offset commit; the restart (or, after a \
                                              stop, the resume) requested while it was stopping starts a new task now"
             .into(),

@@ -767,7 +767,9 @@ impl Spec {
         // the connector (`RelationalTableFilters`): its topic holds signals and watermarks, no
         // documents, and the checkers leave it out.
         let signal_table = self.debezium.signal_table();
-        let tables = self.debezium.tables.iter().copied().filter(|table| Some(*table) != signal_table);
+        // With the tables later configurations add (`connector_config` steps).
+        let captured = self.debezium.ever_captured();
+        let tables = captured.iter().copied().filter(|table| Some(*table) != signal_table);
         match self.transform_chain() {
             Ok(chain) if !chain.is_empty() => tables.filter(|table| !chain.routes(*table)).collect(),
             _ => tables.collect(),
@@ -873,6 +875,7 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
             tables: vec![table],
             snapshot_tables: None,
             signalling: None,
+            later_tables: Vec::new(),
         },
         connector_properties: BTreeMap::new(),
         connector_start_ms: 0,

@@ -349,6 +349,7 @@ pub(super) fn connector(
         tables,
         snapshot_tables,
         signalling,
+        later_tables: Vec::new(),
     };
     Ok((debezium, properties))
 }
@@ -561,7 +562,7 @@ fn signalling(
 }
 
 /// `table.include.list`: names of `[[table]]`, in snapshot order; all tables by default.
-fn include_list(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<Vec<TableId>> {
+pub(super) fn include_list(cx: &Cx, s: &Section, tables: &[TableSetup]) -> Res<Vec<TableId>> {
     // The connector reads the main database (`database.dbname`): tables of another are not its.
     let Some(field) = s.get("table.include.list") else {
         return Ok(tables.iter().filter(|table| table.database.is_none()).map(|table| table.id).collect());

@@ -79,10 +79,18 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let (background, mut scripted) = workload(cx, &root.sub(cx, "workload")?, outboxes, &horizon)?;
     let mut debezium = debezium;
     let mut more_connectors = more_connectors;
+    let workload_section = root.sub(cx, "workload")?;
+    config_steps(
+        cx,
+        &workload_section,
+        &mut scripted,
+        &tables,
+        &mut debezium,
+        (more_connectors.len(), connect.workers),
+    )?;
     let mut signal_rows = std::collections::BTreeMap::new();
     let mut all = every_connector(&mut debezium, &mut more_connectors);
     let mut kafka_signals = super::signals::KafkaSignals::of(&mut all);
-    let workload_section = root.sub(cx, "workload")?;
     super::signals::signal_steps(
         cx,
         &workload_section,
@@ -1107,6 +1115,64 @@ fn acceptance(cx: &Cx, s: &Section) -> Res<(Acceptance, Horizon)> {
 
 /// The first connector and the `[[connector]]`s after it, each to be changed (a signal step's
 /// signals go to every connector reading its table).
+/// The `connector_config` steps of `[workload]` (`PUT /connectors/<name>/config` with a new
+/// `table.include.list`), in file order: step `n` puts configuration version `n`, whose captured
+/// tables are read here as the connector's own list is (the signal table joins them as Debezium's
+/// table filter adds it). The first connector's only; with one Connect worker; tables added, none
+/// removed. `others`: how many connectors follow the first, and the group's workers.
+fn config_steps(
+    cx: &Cx,
+    section: &Section,
+    scripted: &mut [handoff_models::scenario::spec::ScriptedTxn],
+    tables: &[TableSetup],
+    debezium: &mut DebeziumConfig,
+    (others, workers): (usize, u8),
+) -> Res<()> {
+    use handoff_models::components::app::StepKind;
+    let Some(field) = section.get("script") else { return Ok(()) };
+    let items = cx.items(&field, "an array of tables")?;
+    for (item, txn) in items.iter().zip(scripted.iter_mut()) {
+        let StepKind::ConnectorConfig { version } = &mut txn.step.kind else { continue };
+        let s = cx.section(item)?;
+        let at = s.need(cx, "connector_config", "")?;
+        if others > 0 {
+            return cx.fail(&at, "a configuration update with several [[connector]] entries is not modelled yet");
+        }
+        if workers > 1 {
+            return cx.fail(
+                &at,
+                "a configuration update in a Connect group ([connect] workers > 1) is not modelled yet; it runs with \
+                 one worker",
+            );
+        }
+        let config = cx.section(&at)?;
+        let list_field = config.need(cx, "table.include.list", "")?;
+        let mut list = super::connector::include_list(cx, &config, tables)?;
+        if let Some(signal) = debezium.signal_table()
+            && !list.contains(&signal)
+        {
+            list.push(signal);
+        }
+        let previous = debezium.later_tables.last().unwrap_or(&debezium.tables);
+        if let Some(removed) = previous.iter().find(|table| !list.contains(table)) {
+            let name = &tables[usize::from(removed.0)].name;
+            return cx.fail(
+                &list_field,
+                format!(
+                    "leaves out {name}, which the connector captures before this step: removing a table while the \
+                     pipeline runs is not modelled yet (only adding one)"
+                ),
+            );
+        }
+        if debezium.later_tables.len() >= usize::from(u8::MAX) {
+            return cx.fail(&at, format!("more than {} configuration updates", u8::MAX));
+        }
+        debezium.later_tables.push(list);
+        *version = debezium.later_tables.len() as u8;
+    }
+    Ok(())
+}
+
 fn every_connector<'c>(
     debezium: &'c mut DebeziumConfig,
     more: &'c mut [ConnectorSection],

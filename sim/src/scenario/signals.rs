@@ -124,7 +124,10 @@ fn action_for(
                     ),
                 );
             }
-            let collections = match resolve(patterns, &connector.tables, tables) {
+            // Against every table the connector captures at some point of the run: a table a
+            // later `connector_config` adds is expanded once it is captured; a signal executed
+            // before that skips it ([`handoff_models::components::connect::debezium`]).
+            let collections = match resolve(patterns, &connector.ever_captured(), tables) {
                 Ok(collections) => collections,
                 Err(problem) => return cx.fail(at, format!("{problem} (connector {})", connector.name)),
             };

@@ -251,10 +251,12 @@ pub(super) fn op_target(op: &RowOp) -> (TableId, i64) {
 
 /// The fields a script entry may have (with `at` in `[[workload.script]]`).
 const SCRIPT_FIELDS: &str = "insert update delete event outbox copy begin isolation commit rollback message \
-    transactional payload_bytes status amount_cents table session database idle_ms label signal id data channel key topic";
+    transactional payload_bytes status amount_cents table session database idle_ms label signal id data channel key topic \
+    connector_config";
 
 /// What a script entry does: exactly one of these.
-const WHAT: [&str; 9] = ["insert", "update", "delete", "event", "signal", "begin", "commit", "rollback", "message"];
+const WHAT: [&str; 10] =
+    ["insert", "update", "delete", "event", "signal", "begin", "commit", "rollback", "message", "connector_config"];
 
 /// The signal types a `signal` step may write (`type` column); `schema-changes` is not modelled
 /// yet.
@@ -302,14 +304,15 @@ pub(super) fn script_entry(cx: &Cx, item: &Field, outboxes: Outboxes, timed: Opt
             return Err(cx.err(
                 s.at,
                 &s.path,
-                "one of insert, update, delete, event, signal, begin, commit, rollback or message is required",
+                "one of insert, update, delete, event, signal, begin, commit, rollback, message or connector_config is \
+                 required",
             ));
         }
         [what] => *what,
         [first, second, ..] => {
             let problem = format!(
-                "exactly one of insert, update, delete, event, signal, begin, commit, rollback or message is allowed; \
-                 found {} and {}",
+                "exactly one of insert, update, delete, event, signal, begin, commit, rollback, message or \
+                 connector_config is allowed; found {} and {}",
                 first.key, second.key
             );
             return Err(cx.err(second.at(), &s.path, problem));
@@ -478,6 +481,29 @@ pub(super) fn script_entry(cx: &Cx, item: &Field, outboxes: Outboxes, timed: Opt
                     return cx.fail(&at, format!("`{other}` is no signal channel the model runs; source or kafka"));
                 }
             }
+        }
+        "connector_config" => {
+            // `PUT /connectors/<name>/config`: the new list is read against the connector once
+            // it is read (`config_steps` in `sections`); the version is its place among them.
+            let field = s.field(what);
+            if timed.is_none() {
+                return cx.fail(
+                    &field,
+                    "a configuration update is not modelled in a bound yet; give it in [[workload.script]]",
+                );
+            }
+            if let Some(field) = s.get("session") {
+                return cx
+                    .fail(&field, "a configuration update is a REST call, not a database step: leave out session");
+            }
+            let config = cx.section(&field)?;
+            config.check_keys(
+                cx,
+                "table.include.list",
+                "property (only table.include.list can change while running)",
+            )?;
+            config.need(cx, "table.include.list", " (the tables the connector captures from then on)")?;
+            StepKind::ConnectorConfig { version: 0 }
         }
         "message" => {
             let prefix = cx.owned(&s.field(what))?;

@@ -490,6 +490,24 @@ fn write_script(
             w.field("key", toml_string(&signal.key));
             w.field("topic", toml_string(&on.name));
         }
+        StepKind::ConnectorConfig { version } => {
+            let d = &spec.debezium;
+            let Some(captured) = usize::from(*version).checked_sub(1).and_then(|v| d.later_tables.get(v)) else {
+                return Err(format!(
+                    "{whose} puts connector configuration {version}, which the scenario does not have"
+                ));
+            };
+            // As the connector's own list: the signal table at the end is the reader's.
+            let listed = match (captured.split_last(), d.signal_table()) {
+                (Some((last, rest)), Some(signal)) if *last == signal => rest,
+                _ => &captured[..],
+            };
+            let names = listed
+                .iter()
+                .map(|table| table_name_of(spec, *table, "connector_config"))
+                .collect::<Result<Vec<_>, _>>()?;
+            w.field("connector_config", format!("{{ \"table.include.list\" = {} }}", toml_string(&names.join(","))));
+        }
         StepKind::Copy => {
             if txn.ops.iter().any(|op| !matches!(op, RowOp::Insert { .. })) {
                 return Err(format!("{whose} is a COPY of other rows than inserts; a COPY only inserts"));

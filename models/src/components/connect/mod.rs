@@ -402,6 +402,13 @@ pub struct Connector {
     /// In a group: how many task configurations the config topic holds for it, as this worker
     /// last read it (0 after `PUT …/stop`); `target_state` is likewise what it last read.
     pub config_tasks: u8,
+    /// The configuration the connector was created with (version 0), which holds the table
+    /// lists of the later versions ([`DebeziumConfig::later_tables`]); `debezium` is version
+    /// `config_version` of it.
+    first_config: Fixed<DebeziumConfig>,
+    /// The configuration version it runs (`PUT /connectors/<name>/config`; durable, as the
+    /// config topic is).
+    pub config_version: u8,
     /// How many times this worker started the connector's task, across crashes: the incremental
     /// snapshot's chunk ids are drawn from it ([`crate::core::signal::ChunkId`], Debezium's
     /// random UUIDs, which never repeat). Counted only for a connector with a signal table, so
@@ -416,6 +423,8 @@ impl Connector {
         target_state: TargetState,
     ) -> Connector {
         Connector {
+            first_config: debezium,
+            config_version: 0,
             debezium,
             transforms,
             target_state,
@@ -1484,8 +1493,53 @@ impl ConnectWorker {
                 self.restart_task(ctx, c);
                 RestReply::Ok
             }
+            RestRequest::PutConfig { version } => {
+                self.reconfigure(ctx, c, version);
+                RestReply::Ok
+            }
         };
         ctx.send(from, Msg::RestReply { reply });
+    }
+
+    /// `PUT /connectors/<name>/config` with configuration `version` (one worker: its config is
+    /// the config topic's). The herder restarts the connector with it; the connector's new task
+    /// configurations differ from the old (`table.include.list` is in them), so the task is
+    /// stopped, with its final offset commit, and started again with the new configuration
+    /// (`DistributedHerder.processTaskConfigUpdatesWithIncrementalCooperative`: a task whose
+    /// configuration changed is stopped and started). A FAILED task is replaced by a new one; a
+    /// STOPPED connector keeps the configuration for its resume. Putting the configuration it
+    /// already has changes nothing (`ConnectorsResource.putConnectorConfig` answers 200, and
+    /// equal task configurations restart nothing).
+    fn reconfigure(&mut self, ctx: &mut Ctx, c: usize, version: u8) {
+        let connector = &mut self.connectors[c];
+        if connector.config_version == version {
+            return;
+        }
+        connector.config_version = version;
+        connector.debezium = Fixed::new(connector.first_config.reconfigured(version));
+        let tables = connector.debezium.tables.clone();
+        ctx.observe(Observation::of_connector(c as u8, Observation::ConnectorReconfigured { version, tables }));
+        if connector.target_state != TargetState::Running {
+            return;
+        }
+        match connector.task.as_mut() {
+            None if connector.task_died => {
+                connector.task_died = false;
+                self.start_task(ctx, c);
+            }
+            None => {}
+            Some(task) if task.failing => task.restart_requested = true,
+            // A task already stopping starts again when it has stopped (target RUNNING), with
+            // the configuration as it is then.
+            Some(task) if task.state == TaskState::Stopping => {}
+            Some(_) => {
+                self.graceful_stop(ctx, c);
+                // A task still starting (or failed) is gone at once: its successor starts now.
+                if self.connectors[c].task.is_none() {
+                    self.start_task(ctx, c);
+                }
+            }
+        }
     }
 
     /// `POST /connectors/<name>/tasks/0/restart` on the worker running the task: a stop and a

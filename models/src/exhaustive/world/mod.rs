@@ -287,6 +287,7 @@ impl World {
                     .named(crate::judge::narrate::Names::of(spec))
                     .snapshot_mode(spec.debezium.snapshot_mode)
                     .messages(&spec.debezium)
+                    .added_tables(&spec.debezium)
                     .outbox(spec)
                     .exactly_once(spec.connect.exactly_once())
                     .compaction(spec.kafka.compaction, spec.sink.null_values),

@@ -131,7 +131,7 @@ impl AckDurable {
                 continue;
             }
             let missing = commit.txn.changes.iter().find(|change| {
-                evidence.captured.contains(&change.table)
+                evidence.expects(change.table, commit.txn.commit_lsn)
                     && !evidence.published.has_change(change.lsn, (change.table, change.key), change.kind.after())
             });
             if let Some(change) = missing {

@@ -86,7 +86,7 @@ impl FailClosed {
                     .filter(|commit| commit.txn.commit_lsn >= from && commit.txn.commit_lsn < *start)
                     .filter(|commit| {
                         commit.txn.changes.iter().any(|change| {
-                            evidence.captured.contains(&change.table)
+                            evidence.expects(change.table, commit.txn.commit_lsn)
                                 && !evidence.published.has_change(
                                     change.lsn,
                                     (change.table, change.key),
@@ -96,7 +96,8 @@ impl FailClosed {
                     })
                     .collect();
                 let Some(first) = skipped.first() else { return };
-                let key = first.txn.changes.iter().find(|c| evidence.captured.contains(&c.table)).map(|c| c.key);
+                let key =
+                    first.txn.changes.iter().find(|c| evidence.expects(c.table, first.txn.commit_lsn)).map(|c| c.key);
                 found.push(
                     Finding::new(Invariant::I6, key, at)
                         .expected(format!("the connector stops or rebuilds: its position {requested} is not available on slot \"{slot}\""))

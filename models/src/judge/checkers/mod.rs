@@ -223,6 +223,28 @@ pub struct Evidence {
     /// The first connector's incremental snapshot table scans (I4: a completed backfill read
     /// every row its table held throughout it).
     pub backfill_scans: one_history::BackfillScans,
+    /// The tables a later configuration adds to the capture (the script's `connector_config`
+    /// steps), each with the WAL position from which its changes are the pipeline's to deliver:
+    /// `Lsn::MAX` until a replication stream starts after a Connect worker applied the
+    /// configuration (a filtered publication takes the table in at the task's start, before
+    /// `START_REPLICATION`: `PostgreSQL publishes its changes committed from then on), then the
+    /// end of the last commit record written before that stream started. A change of the table
+    /// from before is the backfill's to bring (I1 and I4 judge the end state), not the stream's.
+    /// Empty without such steps.
+    pub added_tables: Vec<(TableId, Lsn)>,
+    /// With `added_tables`: the end of the last commit record written, and whether a
+    /// configuration adding tables was applied with no stream started since.
+    pub wal_seen: Lsn,
+    pub capture_pending: bool,
+}
+
+impl Evidence {
+    /// Whether a change of `table` committed at `commit_lsn` is the first connector's to
+    /// deliver: the table is captured, and was captured by then ([`Evidence::added_tables`]).
+    pub fn expects(&self, table: TableId, commit_lsn: Lsn) -> bool {
+        self.captured.contains(&table)
+            && self.added_tables.iter().find(|(added, _)| *added == table).is_none_or(|(_, from)| *from <= commit_lsn)
+    }
 }
 
 impl Evidence {
@@ -380,6 +402,8 @@ pub struct Checkers {
     pub tombstones_seen: tombstones_seen::TombstonesSeen,
     findings: Vec<Finding>,
     finished: bool,
+    /// The tables of the configuration a Connect worker applied last (with added tables only).
+    applied_tables: Vec<TableId>,
 }
 
 impl Checkers {
@@ -397,6 +421,9 @@ impl Checkers {
                 main_connector: Fixed::new((String::new(), String::new(), Vec::new())),
                 consumer: None,
                 first_stream_start: None,
+                added_tables: Vec::new(),
+                wal_seen: Lsn::INVALID,
+                capture_pending: false,
                 names: Fixed::new(Names::default()),
                 timelines: Timelines::default(),
                 restart_snapshots: true,
@@ -414,6 +441,7 @@ impl Checkers {
             tombstones_seen: Default::default(),
             findings: Vec::new(),
             finished: false,
+            applied_tables: Vec::new(),
         }
     }
 
@@ -466,6 +494,20 @@ impl Checkers {
         self
     }
 
+    /// The tables later configurations add to the first connector's capture
+    /// ([`Evidence::added_tables`]).
+    pub fn added_tables(mut self, debezium: &crate::components::connect::debezium::DebeziumConfig) -> Checkers {
+        let first = &debezium.tables;
+        self.evidence.added_tables = self
+            .evidence
+            .captured
+            .iter()
+            .filter(|table| !first.contains(table))
+            .map(|table| (*table, Lsn(u64::MAX)))
+            .collect();
+        self
+    }
+
     /// Whether the Connect workers run exactly-once source tasks (the exactly-once check).
     pub fn exactly_once(mut self, enabled: bool) -> Checkers {
         self.exactly_once.enabled = enabled;
@@ -511,6 +553,11 @@ impl Checkers {
             || (!self.evidence.outbox_tables.is_empty() && self.outbox_complete.observes_now(observation))
             || self.exactly_once.observes(observation)
             || self.tombstones_seen.observes(observation)
+            || (!self.evidence.added_tables.is_empty()
+                && matches!(
+                    observation,
+                    Observation::ConnectorReconfigured { .. } | Observation::CommitWritten { .. }
+                ))
             || matches!(
                 observation,
                 Observation::SlotConfirmed { by: Node::Connect | Node::Connect2 | Node::Connect3, .. }
@@ -558,6 +605,9 @@ impl Checkers {
         self.no_resurrection.observe(&self.evidence, at, observation, &mut found);
         self.monotonic_apply.observe(&self.evidence, at, observation, &mut found);
         self.evidence.timelines.observe(observation, self.evidence.stored_offset);
+        if !self.evidence.added_tables.is_empty() {
+            self.observe_capture(observation);
+        }
         match observation {
             Observation::Appended { records, transaction } => {
                 self.evidence.published.get_mut().append(at, records, *transaction)
@@ -584,6 +634,37 @@ impl Checkers {
         }
         for finding in found {
             self.report(finding);
+        }
+    }
+
+    /// Where the capture of each added table begins ([`Evidence::added_tables`]).
+    fn observe_capture(&mut self, observation: &Observation) {
+        use crate::core::ids::Node;
+        let evidence = &mut self.evidence;
+        match observation {
+            Observation::Committed { txn, .. } => evidence.wal_seen = evidence.wal_seen.max(txn.end_lsn),
+            Observation::CommitWritten { end_lsn, .. } => evidence.wal_seen = evidence.wal_seen.max(*end_lsn),
+            Observation::ConnectorReconfigured { tables, .. }
+                if evidence.added_tables.iter().any(|(table, from)| tables.contains(table) && from.0 == u64::MAX) =>
+            {
+                evidence.capture_pending = true;
+            }
+            Observation::StreamStarted { client: Node::Connect | Node::Connect2 | Node::Connect3, .. }
+                if evidence.capture_pending =>
+            {
+                evidence.capture_pending = false;
+                let from = evidence.wal_seen;
+                let applied = self.applied_tables.clone();
+                for (table, start) in evidence.added_tables.iter_mut() {
+                    if start.0 == u64::MAX && applied.contains(table) {
+                        *start = from;
+                    }
+                }
+            }
+            _ => {}
+        }
+        if let Observation::ConnectorReconfigured { tables, .. } = observation {
+            self.applied_tables.clone_from(tables);
         }
     }
 

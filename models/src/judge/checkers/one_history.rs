@@ -208,7 +208,7 @@ fn coverage(evidence: &Evidence, position: Position, found: &mut Vec<Finding>) {
             .txn
             .changes
             .iter()
-            .filter(|change| evidence.captured.contains(&change.table))
+            .filter(|change| evidence.expects(change.table, commit.txn.commit_lsn))
             .filter(|change| match &position.read {
                 Some((tables, stream_start)) => {
                     tables.contains(&change.table) || commit.txn.commit_lsn >= *stream_start

@@ -80,6 +80,7 @@ pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outco
             .named(handoff_models::judge::narrate::Names::of(&spec))
             .snapshot_mode(spec.debezium.snapshot_mode)
             .messages(&spec.debezium)
+            .added_tables(&spec.debezium)
             .exactly_once(spec.connect.exactly_once())
             .compaction(spec.kafka.compaction, spec.sink.null_values),
         options.max_trace_items,
@@ -487,6 +488,14 @@ impl Harness<'_> {
                     self.handle.restart(handle.id());
                     self.observe(node, Observation::Restarted { process: node });
                 }
+            }
+            HarnessStep::Action(Action::Scripted(index))
+                if let Some(handoff_models::components::app::StepKind::ConnectorConfig { version }) =
+                    self.spec.scripted.get(index).map(|txn| &txn.step.kind) =>
+            {
+                // A configuration update is the operator's REST call, not the application's.
+                let update = Control::UpdateConfig { connector: 0, version: *version };
+                self.shared.inject(Node::Operator, Node::Operator, Msg::Control(update));
             }
             HarnessStep::Action(Action::Scripted(index)) => {
                 // At the very start the application may not be listening yet (a session's later

@@ -83,6 +83,26 @@ pub enum LsnFlushMode {
 pub const LSN_FLUSH_MODE_HEARTBEAT_FALLBACK_MS: u64 = 600_000;
 
 impl DebeziumConfig {
+    /// Configuration version `version` (0: this one; `v` captures `later_tables[v - 1]`).
+    pub fn reconfigured(&self, version: u8) -> DebeziumConfig {
+        let mut config = self.clone();
+        if let Some(tables) = usize::from(version).checked_sub(1).and_then(|v| self.later_tables.get(v)) {
+            config.tables.clone_from(tables);
+        }
+        config
+    }
+
+    /// Every table some configuration version captures: this one's, then the ones later
+    /// versions add, in order.
+    pub fn ever_captured(&self) -> Vec<TableId> {
+        let mut tables = self.tables.clone();
+        for table in self.later_tables.iter().flatten() {
+            if !tables.contains(table) {
+                tables.push(*table);
+            }
+        }
+        tables
+    }
     /// Whether the incremental snapshot's chunk queries bound a composite key column by column
     /// (`addKeyColumnsToCondition`), as before 1.8, rather than as one row value (DBZ-3860,
     /// fixed in 1.8.0.Alpha1).
@@ -268,6 +288,12 @@ pub struct DebeziumConfig {
     /// snapshot's properties); `None` without a signal table: no signal is ever read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signalling: Option<Signalling>,
+    /// The captured tables of the configurations the script puts later (`PUT
+    /// /connectors/<name>/config` steps changing `table.include.list`): configuration version
+    /// `v` (from 1) captures `later_tables[v - 1]` (the signal table among them, as above);
+    /// version 0 is this one. Every other property stays as it is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub later_tables: Vec<Vec<TableId>>,
 }
 
 /// `incremental.snapshot.watermarking.strategy` (`SignalBasedIncrementalSnapshotChangeEventSource
@@ -463,6 +489,7 @@ mod tests {
             tables: Vec::new(),
             snapshot_tables: None,
             signalling: None,
+            later_tables: Vec::new(),
         }
     }
 

@@ -678,6 +678,15 @@ impl DebeziumTask {
             self.close_read(ctx);
             return TaskEvent::None;
         };
+        // `isTableInvalid`: a table the connector does not capture now has no schema (a signal
+        // naming a table before a configuration update adds it to table.include.list).
+        if snapshot.maximum_key.is_none() && !self.config.tables.contains(&table) {
+            let reason = "Schema not found for the table: the connector does not capture it (table.include.list), \
+                          and the schema refresh finds none (retrieveAndRefreshSchema); skipped"
+                .into();
+            self.table_done(ctx, ScanStatus::UnknownSchema, reason);
+            return self.read_next(ctx);
+        }
         let limit = self.config.signalling.as_ref().map_or(1024, |signalling| signalling.chunk_size);
         let origin = snapshot.queue.first().map_or(0, |(_, origin)| *origin);
         let filter =
