@@ -294,9 +294,11 @@ pub struct Publication {
 }
 
 impl Publication {
-    /// `CREATE PUBLICATION` at `at`.
-    pub fn created(at: Lsn, tables: Option<BTreeSet<TableId>>) -> Publication {
-        Publication { versions: vec![(at, tables)] }
+    /// `CREATE PUBLICATION`. Its first membership decodes every transaction before the first
+    /// `SET` (those before the creation too, as above), so where it was created is not kept: two
+    /// servers that differ only by it are the same state to the exhaustive lens.
+    pub fn created(tables: Option<BTreeSet<TableId>>) -> Publication {
+        Publication { versions: vec![(Lsn::INVALID, tables)] }
     }
 
     /// Today's membership.
@@ -314,7 +316,7 @@ impl Publication {
 
     /// Whether a change of `table` in the transaction that commits at `commit_lsn` is published.
     pub fn publishes(&self, table: TableId, commit_lsn: Lsn) -> bool {
-        let version = self.versions.iter().rev().find(|(from, _)| *from <= commit_lsn).or(self.versions.first());
+        let version = self.versions.iter().rev().find(|(from, _)| *from <= commit_lsn);
         version.is_none_or(|(_, tables)| tables.as_ref().is_none_or(|tables| tables.contains(&table)))
     }
 }
@@ -490,7 +492,7 @@ impl Postgres {
                         .publications
                         .iter()
                         .map(|(name, tables)| {
-                            (name.clone(), Publication::created(Lsn::INVALID, Some(tables.iter().copied().collect())))
+                            (name.clone(), Publication::created(Some(tables.iter().copied().collect())))
                         })
                         .collect(),
                 ),

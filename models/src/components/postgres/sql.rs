@@ -187,8 +187,7 @@ impl Postgres {
                         // FOR ALL TABLES when it does not exist; an existing one as it is.
                         None => {
                             if !self.durable.publications.contains_key(&name) {
-                                let at = self.durable.wal.insert_lsn();
-                                self.durable.publications.get_mut().insert(name, Publication::created(at, None));
+                                self.durable.publications.get_mut().insert(name, Publication::created(None));
                             }
                         }
                         // FOR TABLE …, or ALTER PUBLICATION … SET TABLE ….
@@ -197,10 +196,7 @@ impl Postgres {
                             let at = self.durable.wal.insert_lsn();
                             match self.durable.publications.get(&name) {
                                 None => {
-                                    self.durable
-                                        .publications
-                                        .get_mut()
-                                        .insert(name, Publication::created(at, Some(set)));
+                                    self.durable.publications.get_mut().insert(name, Publication::created(Some(set)));
                                 }
                                 Some(existing) if existing.current() != Some(&set) => {
                                     if let Some(publication) = self.durable.publications.get_mut().get_mut(&name) {
