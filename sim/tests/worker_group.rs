@@ -233,6 +233,9 @@ fn the_runbook_in_a_group_forms_one_history_in_every_interleaving() {
     let loaded = handoff_sim::scenario::load(&path, &sets).unwrap_or_else(|e| panic!("{e}"));
     let report = check::check(&loaded.spec, "the runbook in a group", common::WHOLE_BOUND).expect("a bound");
     assert!(report.complete, "explored completely");
-    assert_eq!((report.states, report.unique_states), (2_177_690, 658_356), "the bound's size");
+    // Issue 21 (tables added while running): 2,177,690 / 658,356 before a stop that began while
+    // a periodic offset flush was under way went on as soon as that flush ended (the final
+    // commit's `beginFlush` waits only for it) instead of at offset.flush.timeout.ms.
+    assert_eq!((report.states, report.unique_states), (2_024_613, 608_381), "the bound's size");
     assert!(report.as_expected(), "{}", check::text(&report));
 }

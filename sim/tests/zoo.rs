@@ -123,7 +123,9 @@ fn dbz_9688_trust_slot_after_a_recreated_slot() {
 
 #[test]
 fn the_missing_log_position_check_after_a_snapshot() {
-    entry("missing-log-position-check-after-snapshot", Invariant::I6, (458_663, 171_861), (985_229, 361_063));
+    // The twin's bound was 985,229 / 361,063 before the runbook's stop, begun while a periodic
+    // offset flush was under way, went on as soon as that flush ended (issue 21).
+    entry("missing-log-position-check-after-snapshot", Invariant::I6, (458_663, 171_861), (969_168, 354_270));
 }
 
 #[test]

@@ -1077,8 +1077,14 @@ impl ConnectWorker {
             let acked = task.debezium.last_acked();
             task.commit_offset(ctx, acked);
         }
+        let stopping = task.state == TaskState::Stopping;
         if final_commit {
             self.finish_stop(ctx, c);
+        } else if stopping {
+            // A periodic flush was under way when the task began to stop: the final commit's
+            // `beginFlush` waited for it (the writer's single flush permit, reference
+            // kafka-connect.md §1.2, KAFKA-5756) and goes ahead now that it is done.
+            self.continue_stop_if_drained(ctx, c);
         } else {
             ctx.set_timer(Timer::task(c as u8, TaskTimer::OffsetFlush), self.config.offset_flush_interval_ms);
             self.arm_poll(ctx, c);
