@@ -606,7 +606,7 @@ fn script_with_two_ops() {
         &text,
         &[],
         "s.toml:15:1: workload.script[0]: ",
-        "exactly one of insert, update, delete, event, signal, begin, commit, rollback or message is allowed; found insert and delete",
+        "exactly one of insert, update, delete, event, signal, begin, commit, rollback, message or connector_config is allowed; found insert and delete",
     );
 }
 
@@ -617,7 +617,7 @@ fn script_with_no_op() {
         &text,
         &[],
         "s.toml:12:1: workload.script[0]: ",
-        "one of insert, update, delete, event, signal, begin, commit, rollback or message is required",
+        "one of insert, update, delete, event, signal, begin, commit, rollback, message or connector_config is required",
     );
 }
 
@@ -1908,4 +1908,49 @@ fn table_primary_keys() {
     fails(&with("primary_key = [\"region_id\", \"region_id\"]\ngroup_rows = 2\n"), &[], "s.toml:", "named twice");
     fails(&with("primary_key = [\"Region\", \"hub_id\"]\ngroup_rows = 2\n"), &[], "s.toml:", "is not a column name");
     fails(&with("primary_key = [\"region_id\", \"hub_id\"]\ngroup_rows = 0\n"), &[], "s.toml:", "group_rows");
+}
+
+/// A `connector_config` step (`PUT /connectors/<name>/config`): the one property that may change,
+/// tables added and none removed, one worker, not in a bound, no session; each refusal names the
+/// field.
+#[test]
+fn connector_config_steps_say_what_is_wrong() {
+    let two_tables = min_with(
+        "[connector]\n",
+        "[[table]]\nname = \"public.hubs\"\n[connector]\n\"table.include.list\" = \"public.claims\"\n",
+    );
+    let step = |config: &str| format!("{two_tables}[[workload.script]]\nat = \"1s\"\nconnector_config = {config}\n");
+    assert!(load(&step("{ \"table.include.list\" = \"public.claims,public.hubs\" }"), &[]).is_ok());
+    fails_at(
+        &step("{ \"snapshot.mode\" = \"never\" }"),
+        "workload.script[0].connector_config.\"snapshot.mode\"",
+        "only table.include.list can change while running",
+    );
+    fails_at(
+        &step("{ \"table.include.list\" = \"public.hubs\" }"),
+        "workload.script[0].connector_config.\"table.include.list\"",
+        "leaves out public.claims",
+    );
+    fails_at(
+        &step("{ \"table.include.list\" = \"public.claims,public.nope\" }"),
+        "workload.script[0].connector_config.\"table.include.list\"",
+        "`public.nope` is not a table of [[table]]",
+    );
+    fails_at(
+        &format!(
+            "{two_tables}[[workload.script]]\nat = \"1s\"\nsession = \"s1\"\nconnector_config = {{ \"table.include.list\" = \"public.claims,public.hubs\" }}\n"
+        ),
+        "workload.script[0].session",
+        "a configuration update is a REST call",
+    );
+    let grouped =
+        format!("{}[connect]\nworkers = 2\n", step("{ \"table.include.list\" = \"public.claims,public.hubs\" }"));
+    fails_at(&grouped, "workload.script[0].connector_config", "in a Connect group");
+    let bound = format!(
+        "{two_tables}[check]\nrows = 2\n[[check.script]]\nconnector_config = {{ \"table.include.list\" = \"public.claims,public.hubs\" }}\n"
+    );
+    match load(&bound, &[]) {
+        Ok(_) => panic!("a configuration update in a bound loaded"),
+        Err(message) => assert!(message.contains("not modelled in a bound yet"), "{message}"),
+    }
 }

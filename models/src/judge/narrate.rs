@@ -579,7 +579,8 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             let tables: Vec<&str> = tables.iter().map(|table| names.table(*table)).collect();
             format!(
                 "connector configuration {version} applied (PUT /connectors/<name>/config): it captures {}; a \
-                 running task stops (its final offset commit) and a new one starts with it",
+                 running task is stopped (its final offset commit) and started again with it, a stopped connector \
+                 takes it when resumed",
                 tables.join(", ")
             )
         }

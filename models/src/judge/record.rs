@@ -177,6 +177,25 @@ pub struct Duplicates {
     pub per_key: Vec<KeyDuplicates>,
 }
 
+/// The configurations the first connector's worker applied during the run, in words: when, and
+/// what it captures from then on (a table it adds streams from the next task's start; its rows
+/// from before come only by a backfill).
+fn configuration_updates(spec: &Spec, trace: &[TraceEvent]) -> Vec<String> {
+    let names = crate::judge::narrate::Names::of(spec);
+    trace
+        .iter()
+        .filter_map(|event| match &event.observation {
+            Observation::ConnectorReconfigured { version, tables } => {
+                let signal = spec.debezium.signal_table();
+                let listed: Vec<&str> =
+                    tables.iter().filter(|table| Some(**table) != signal).map(|table| names.table(*table)).collect();
+                Some(format!("{} applied configuration {version}: table.include.list={}", event.at, listed.join(",")))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// The scripted signals that were committed and that no connector executed, in words.
 fn signals_not_read(spec: &Spec, trace: &[TraceEvent]) -> Vec<String> {
     let mut sentences = Vec::new();
@@ -830,6 +849,10 @@ pub struct HandoffRecord {
     /// Signals the script wrote that no connector executed, each with why, for people.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub signals_not_read: Vec<String>,
+    /// Each configuration a Connect worker applied while the run went on (`PUT
+    /// /connectors/<name>/config`): when, and the captured tables from then on, for people.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub configuration_updates: Vec<String>,
     /// Under exactly-once: the change events each `isolation.level` reads, per key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isolation: Option<IsolationCounts>,
@@ -1437,6 +1460,7 @@ impl HandoffRecord {
             backfills: BackfillRecord::of(inputs.trace, &spec.tables),
             blocking_snapshots: BlockingSnapshotRecord::of(inputs.trace, &spec.tables),
             signals_not_read: signals_not_read(spec, inputs.trace),
+            configuration_updates: configuration_updates(spec, inputs.trace),
             isolation: spec.connect.exactly_once().then(|| IsolationCounts::of(inputs.trace)),
             task_placement: if spec.connect.workers > 1 {
                 let names: Vec<String> = (0..spec.connector_count()).map(|c| spec.connector(c).name.clone()).collect();
@@ -1531,6 +1555,10 @@ impl HandoffRecord {
         }
         if let Some(outbox) = &self.outbox {
             let _ = writeln!(out, "  outbox events        {}", outbox.sentence());
+        }
+        for (index, update) in self.configuration_updates.iter().enumerate() {
+            let label = if index == 0 { "configuration" } else { "" };
+            let _ = writeln!(out, "  {label:<20} {update}");
         }
         for (index, signal) in self.signals_not_read.iter().enumerate() {
             let label = if index == 0 { "signals not read" } else { "" };
