@@ -1100,3 +1100,24 @@ fn a_table_added_while_running_streams_from_then_on_and_needs_its_backfill() {
         assert!(missing.contains(&3) && ![5, 7, 9].iter().any(|key| missing.contains(key)), "{variant}: {missing:?}");
     }
 }
+
+/// A blocking snapshot signalled for a table the connector does not capture yet reads nothing:
+/// the snapshot's tables pass the connector's table filter; the record says no table was read.
+#[test]
+fn a_blocking_snapshot_of_a_table_not_captured_yet_reads_nothing() {
+    let signal = "at = \"20s\"\nsignal = \"execute-snapshot\"\nid = \"ad-hoc-1\"\n\
+                  data = '{\"data-collections\": [\"public.hubs\"], \"type\": \"incremental\"}'";
+    let early = "at = \"6s\"\nsignal = \"execute-snapshot\"\nid = \"ad-hoc-1\"\n\
+                 data = '{\"data-collections\": [\"public.hubs\"], \"type\": \"blocking\"}'";
+    let text = edited("hubs-added-while-running", signal, early);
+    let loaded = handoff_sim::scenario::load_str("early.toml", &text, &[]).expect("loads");
+    let result = common::run(&loaded.spec, loaded.seed);
+    let started = observed(&result, |o| match o {
+        Observation::BlockingSnapshotStarted { tables, .. } => Some(tables.clone()),
+        _ => None,
+    });
+    assert_eq!(started, vec![Vec::new()], "public.hubs left out");
+    assert_eq!(appended(&result, HUBS).iter().filter(|(op, ..)| *op == 'r').count(), 0);
+    let record = result.record.as_ref().expect("a record");
+    assert!(record.blocking_snapshots[0].sentence().starts_with("no table"), "{:?}", record.blocking_snapshots);
+}

@@ -854,6 +854,10 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             if reason.is_empty() { String::new() } else { format!("; {reason}") }
         ),
         Observation::IncrementalSnapshotCompleted => "incremental snapshot completed: no table left to read".into(),
+        Observation::BlockingSnapshotStarted { tables, lsn } if tables.is_empty() => format!(
+            "streaming paused for a blocking snapshot with no table to read (none it named is captured); it \
+             completes at once and streaming resumes at lsn {lsn}"
+        ),
         Observation::BlockingSnapshotStarted { tables, lsn } => format!(
             "streaming paused for a blocking snapshot of {} (the records carry the streaming offset at the pause, \
              lsn {lsn}, with snapshot=BLOCKING; each table read by a SELECT now, READ COMMITTED)",

@@ -554,11 +554,14 @@ impl BlockingSnapshotRecord {
             Some(row) => format!("; its held-back last row ({row}) never emitted (DBZ-8335)"),
             None => String::new(),
         };
+        let tables = if self.tables.is_empty() {
+            "no table (none it named is captured)".to_string()
+        } else {
+            self.tables.join(", ")
+        };
         format!(
-            "{}: blocking snapshot from {}, {status}; {} op=r record(s) published{lost}",
-            self.tables.join(", "),
-            self.started_at,
-            self.records_published
+            "{tables}: blocking snapshot from {}, {status}; {} op=r record(s) published{lost}",
+            self.started_at, self.records_published
         )
     }
 }

@@ -414,14 +414,27 @@ impl DebeziumTask {
         let origin = u8::try_from(key).unwrap_or(0);
         let collections: Vec<(TableId, u8)> = collections.iter().map(|table| (*table, origin)).collect();
         if *kind == SnapshotType::Blocking {
-            let tables = collections.clone();
-            let outcome_text = if self.blocking.is_some() || self.blocking_request.is_some() {
+            // The snapshot's tables pass the connector's table filter
+            // (`RelationalSnapshotChangeEventSource.determineCapturedTables`): a table it does not
+            // capture now (a later configuration adds it) is left out.
+            let (tables, left_out): (Vec<(TableId, u8)>, Vec<(TableId, u8)>) =
+                collections.iter().partition(|(table, _)| self.config.tables.contains(table));
+            let mut outcome_text = if self.blocking.is_some() || self.blocking_request.is_some() {
                 "another blocking snapshot is requested before streaming paused: its tables are read in the \
                  same pause, after the first one's (the executor runs one snapshot after the other)"
+                    .to_string()
             } else {
                 "a blocking snapshot is requested (doBlockingSnapshot): streaming pauses before the next message"
+                    .to_string()
             };
-            ctx.observe(outcome(outcome_text.into()));
+            if !left_out.is_empty() {
+                outcome_text.push_str(&format!(
+                    "; {} of its table(s) left out: the connector does not capture them (table.include.list), and \
+                     the snapshot reads only tables its filter includes",
+                    left_out.len()
+                ));
+            }
+            ctx.observe(outcome(outcome_text));
             match self.blocking_request.as_mut() {
                 Some(queued) => queued.extend(tables),
                 None => self.request_blocking_snapshot(tables),
