@@ -417,8 +417,9 @@ impl DebeziumTask {
             // The snapshot's tables pass the connector's table filter
             // (`RelationalSnapshotChangeEventSource.determineCapturedTables`): a table it does not
             // capture now (a later configuration adds it) is left out.
-            let (tables, left_out): (Vec<(TableId, u8)>, Vec<(TableId, u8)>) =
-                collections.iter().partition(|(table, _)| self.config.tables.contains(table));
+            let captured = |(table, _): &&(TableId, u8)| self.config.tables.contains(table);
+            let tables: Vec<(TableId, u8)> = collections.iter().filter(captured).copied().collect();
+            let left_out = collections.len() - tables.len();
             let mut outcome_text = if self.blocking.is_some() || self.blocking_request.is_some() {
                 "another blocking snapshot is requested before streaming paused: its tables are read in the \
                  same pause, after the first one's (the executor runs one snapshot after the other)"
@@ -427,11 +428,10 @@ impl DebeziumTask {
                 "a blocking snapshot is requested (doBlockingSnapshot): streaming pauses before the next message"
                     .to_string()
             };
-            if !left_out.is_empty() {
+            if left_out > 0 {
                 outcome_text.push_str(&format!(
-                    "; {} of its table(s) left out: the connector does not capture them (table.include.list), and \
-                     the snapshot reads only tables its filter includes",
-                    left_out.len()
+                    "; {left_out} of its table(s) left out: the connector does not capture them (table.include.list), \
+                     and the snapshot reads only tables its filter includes"
                 ));
             }
             ctx.observe(outcome(outcome_text));
