@@ -227,7 +227,7 @@ pub struct Evidence {
     /// steps), each with the WAL position from which its changes are the pipeline's to deliver:
     /// `Lsn::MAX` until a replication stream starts after a Connect worker applied the
     /// configuration (a filtered publication takes the table in at the task's start, before
-    /// `START_REPLICATION`: `PostgreSQL publishes its changes committed from then on), then the
+    /// `START_REPLICATION`: PostgreSQL publishes its changes committed from then on), then the
     /// end of the last commit record written before that stream started. A change of the table
     /// from before is the backfill's to bring (I1 and I4 judge the end state), not the stream's.
     /// Empty without such steps.
