@@ -232,10 +232,10 @@ pub struct Evidence {
     /// from before is the backfill's to bring (I1 and I4 judge the end state), not the stream's.
     /// Empty without such steps.
     pub added_tables: Vec<(TableId, Lsn)>,
-    /// With `added_tables`: the end of the last commit record written, and whether a
-    /// configuration adding tables was applied with no stream started since.
+    /// With `added_tables`: the end of the last commit record written, and the tables of the
+    /// configuration a Connect worker applied last.
     pub wal_seen: Lsn,
-    pub capture_pending: bool,
+    pub applied_tables: Vec<TableId>,
 }
 
 impl Evidence {
@@ -402,8 +402,6 @@ pub struct Checkers {
     pub tombstones_seen: tombstones_seen::TombstonesSeen,
     findings: Vec<Finding>,
     finished: bool,
-    /// The tables of the configuration a Connect worker applied last (with added tables only).
-    applied_tables: Vec<TableId>,
 }
 
 impl Checkers {
@@ -423,7 +421,7 @@ impl Checkers {
                 first_stream_start: None,
                 added_tables: Vec::new(),
                 wal_seen: Lsn::INVALID,
-                capture_pending: false,
+                applied_tables: Vec::new(),
                 names: Fixed::new(Names::default()),
                 timelines: Timelines::default(),
                 restart_snapshots: true,
@@ -441,7 +439,6 @@ impl Checkers {
             tombstones_seen: Default::default(),
             findings: Vec::new(),
             finished: false,
-            applied_tables: Vec::new(),
         }
     }
 
@@ -644,27 +641,16 @@ impl Checkers {
         match observation {
             Observation::Committed { txn, .. } => evidence.wal_seen = evidence.wal_seen.max(txn.end_lsn),
             Observation::CommitWritten { end_lsn, .. } => evidence.wal_seen = evidence.wal_seen.max(*end_lsn),
-            Observation::ConnectorReconfigured { tables, .. }
-                if evidence.added_tables.iter().any(|(table, from)| tables.contains(table) && from.0 == u64::MAX) =>
-            {
-                evidence.capture_pending = true;
-            }
-            Observation::StreamStarted { client: Node::Connect | Node::Connect2 | Node::Connect3, .. }
-                if evidence.capture_pending =>
-            {
-                evidence.capture_pending = false;
-                let from = evidence.wal_seen;
-                let applied = self.applied_tables.clone();
+            Observation::ConnectorReconfigured { tables, .. } => evidence.applied_tables.clone_from(tables),
+            // The first stream after a configuration that captures a table begins its capture.
+            Observation::StreamStarted { client: Node::Connect | Node::Connect2 | Node::Connect3, .. } => {
                 for (table, start) in evidence.added_tables.iter_mut() {
-                    if start.0 == u64::MAX && applied.contains(table) {
-                        *start = from;
+                    if start.0 == u64::MAX && evidence.applied_tables.contains(table) {
+                        *start = evidence.wal_seen;
                     }
                 }
             }
             _ => {}
-        }
-        if let Observation::ConnectorReconfigured { tables, .. } = observation {
-            self.applied_tables.clone_from(tables);
         }
     }
 
