@@ -1954,3 +1954,38 @@ fn connector_config_steps_say_what_is_wrong() {
         Err(message) => assert!(message.contains("not modelled in a bound yet"), "{message}"),
     }
 }
+
+/// `[[table]] unique_column` / `null_row` and `message.key.columns` (DBZ-5071's setting): what
+/// the model keys by is named; anything else is refused with the reason.
+#[test]
+fn message_key_columns_and_unique_columns_say_what_is_wrong() {
+    let table = |fields: &str| {
+        min_with("[[table]]\nname = \"public.claims\"\n", &format!("[[table]]\nname = \"public.claims\"\n{fields}"))
+    };
+    let unique = "replica_identity = \"full\"\nunique_column = \"external_id\"\nnull_row = 2\n";
+    let keyed = |columns: &str| {
+        let with = table(unique);
+        with.replacen("[connector]\n", &format!("[connector]\n\"message.key.columns\" = \"{columns}\"\n"), 1)
+    };
+    let loaded = ok(&keyed("public.claims:external_id"), &[]);
+    let keyed_by = &loaded.spec.debezium.message_key_columns;
+    assert_eq!(keyed_by.len(), 1);
+    assert_eq!((keyed_by[0].1.name.as_str(), keyed_by[0].1.null_row), ("external_id", 2));
+    assert!(ok(&keyed("public.claims:id"), &[]).spec.debezium.message_key_columns.is_empty(), "id: the key");
+    fails_at(&table("null_row = 2\n"), "table[0].null_row", "null_row goes with unique_column");
+    fails_at(&table("unique_column = \"external_id\"\n"), "table[0].null_row", "required field is missing");
+    fails_at(&table("unique_column = \"version\"\nnull_row = 1\n"), "table[0].unique_column", "row columns");
+    fails_at(&table("unique_column = \"External\"\nnull_row = 1\n"), "table[0].unique_column", "not a column name");
+    fails_at(&table("unique_column = \"external_id\"\nnull_row = 0\n"), "table[0].null_row", "out of range");
+    fails_at(
+        &keyed("public.claims:amount_cents"),
+        "connector.\"message.key.columns\"",
+        "`amount_cents` is not modelled as a key of public.claims",
+    );
+    fails_at(&keyed("public.claims:id,external_id"), "connector.\"message.key.columns\"", "one key column");
+    fails_at(&keyed("public.nope:external_id"), "connector.\"message.key.columns\"", "`public.nope` is not a table");
+    fails_at(&keyed("public\\\\.claims:external_id"), "connector.\"message.key.columns\"", "regular expressions");
+    fails_at(&keyed("public.claims"), "connector.\"message.key.columns\"", "is not `<schema>.<table>:<column>`");
+    let default_identity = keyed("public.claims:external_id").replacen("replica_identity = \"full\"\n", "", 1);
+    fails_at(&default_identity, "connector.\"message.key.columns\"", "REPLICA IDENTITY DEFAULT");
+}

@@ -132,6 +132,7 @@ fn everything() -> Spec {
         ("database.password", "a \"quoted\" \\ secret"),
         ("key.converter.schemas.enable", "false"),
         ("errors.max.retries", "-1"),
+        ("message.key.columns", "public.claims:external_id"),
     ] {
         properties.insert(key.to_owned(), value.to_owned());
     }
@@ -164,6 +165,10 @@ fn everything() -> Spec {
                 database: None,
                 outbox: None,
                 composite_key: None,
+                unique_column: Some(handoff_models::core::ids::UniqueColumn {
+                    name: "external_id".into(),
+                    null_row: 7,
+                }),
             },
             TableSetup {
                 id: payments,
@@ -176,6 +181,7 @@ fn everything() -> Spec {
                     columns: ["region_id".into(), "payment_no".into()],
                     group_rows: 4,
                 }),
+                unique_column: None,
             },
         ],
         debezium: DebeziumConfig {
@@ -208,6 +214,10 @@ fn everything() -> Spec {
             snapshot_tables: None,
             signalling: None,
             later_tables: Vec::new(),
+            message_key_columns: vec![(
+                claims,
+                handoff_models::core::ids::UniqueColumn { name: "external_id".into(), null_row: 7 },
+            )],
         },
         connector_properties: properties,
         connector_start_ms: 1_500,
@@ -564,6 +574,7 @@ fn sessions_and_transactions_round_trip() {
         database: Some("analytics".into()),
         outbox: None,
         composite_key: None,
+        unique_column: None,
     });
     let claims = TableId(0);
     let on = |session: &str, kind: StepKind, trigger: Trigger, ops: Vec<RowOp>, idle_ms: u64| ScriptedTxn {
@@ -650,6 +661,7 @@ fn message_outboxes_round_trip() {
         database: None,
         outbox: Some(OutboxTable { aggregatetype: "claim".into(), delete: true }),
         composite_key: None,
+        unique_column: None,
     });
     spec.message_outboxes = vec![
         MessageOutbox { prefix: "outbox".into(), aggregatetype: "claim".into(), transactional: true },

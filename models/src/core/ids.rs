@@ -183,6 +183,44 @@ impl CompositeKey {
     }
 }
 
+/// A nullable column with a unique index beside the table's key (`[[table]] unique_column`,
+/// `null_row`): `CREATE UNIQUE INDEX … (external_id) NULLS NOT DISTINCT` (PostgreSQL 15), so at
+/// most one row holds NULL. The model keeps one [`Key`] per row and derives the column from it:
+/// the row's `id`, except row `null_row`, whose value is NULL. A connector whose
+/// `message.key.columns` names the column keys that table's records, and orders and bounds its
+/// incremental snapshot's chunks, by it (`AbstractChunkQueryBuilder.getQueryColumns` through the
+/// key mapper), where the NULL is what Debezium before 2.6 got wrong (DBZ-5071).
+///
+/// In a chunk position the NULL is [`UniqueColumn::NULL`], past every key: PostgreSQL sorts
+/// NULLs last in ascending order and first in descending order, and Debezium 2.6's bounds treat
+/// NULL as the largest value (`nullsSortLast`), so every query that orders or compares by the
+/// column the null-aware way is one on that value.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct UniqueColumn {
+    pub name: String,
+    pub null_row: Key,
+}
+
+impl UniqueColumn {
+    /// The chunk position of NULL.
+    pub const NULL: Key = Key::MAX;
+
+    /// The column's value in row `key` as a chunk position.
+    pub fn position(&self, key: Key) -> Key {
+        UniqueColumn::position_in(self.null_row, key)
+    }
+
+    /// Row `key`'s position in a table whose NULL row is `null_row`.
+    pub fn position_in(null_row: Key, key: Key) -> Key {
+        if key == null_row { UniqueColumn::NULL } else { key }
+    }
+
+    /// A chunk position as SQL shows it: `7`, `NULL`.
+    pub fn text(position: Key) -> String {
+        if position == UniqueColumn::NULL { "NULL".into() } else { position.to_string() }
+    }
+}
+
 /// Claim status, the business column that changes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -679,6 +679,11 @@ pub enum Observation {
         /// key `id`): `after`, `last` and `maximum_key` are its values.
         #[serde(default, skip_serializing_if = "crate::core::signal::ChunkOrder::is_primary_key")]
         order: crate::core::signal::ChunkOrder,
+        /// Set when the key is the table's nullable unique column (`message.key.columns`): the
+        /// positions are its values ([`crate::core::ids::UniqueColumn::NULL`] for NULL), the
+        /// bounds compared as it says.
+        #[serde(default, skip_serializing_if = "crate::core::signal::ChunkNulls::is_none")]
+        nulls: crate::core::signal::ChunkNulls,
     },
     /// The stream reached `chunk`'s open watermark: its window opened.
     WindowOpened {

@@ -215,6 +215,9 @@ pub enum SqlRequest {
     /// Debezium before 1.8's bounds, which compare each column on its own (DBZ-3860):
     /// `k1 >= a1 AND k2 >= a2 AND NOT (k1 = a1 AND k2 = a2) AND k1 <= u1 AND k2 <= u2` for
     /// `after = (a1, a2)`, `upto = (u1, u2)`; on a one-column key it is the same range.
+    /// `nulls`: not `None` when the key is the table's nullable unique column
+    /// ([`crate::core::ids::UniqueColumn`], `message.key.columns`): the query orders and bounds
+    /// by it (NULL last), its bounds positions of it, compared as the variant says.
     SelectRange {
         table: TableId,
         after: Option<Key>,
@@ -224,6 +227,8 @@ pub enum SqlRequest {
         filter: Option<Box<crate::core::signal::RowFilter>>,
         order_by: crate::core::signal::ChunkOrder,
         per_column: bool,
+        #[serde(default, skip_serializing_if = "crate::core::signal::ChunkNulls::is_none")]
+        nulls: crate::core::signal::ChunkNulls,
     },
     /// `SET TRANSACTION SNAPSHOT '<name>'` (REPEATABLE READ blocks only, first statement).
     ImportSnapshot { name: String },

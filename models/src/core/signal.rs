@@ -536,6 +536,40 @@ impl std::hash::Hash for ChunkOrder {
     }
 }
 
+/// How a chunk query's bounds treat NULL in its key column (reference debezium-postgres.md §9
+/// row 14, DBZ-5071). Only a key column that can be NULL (`message.key.columns` naming a table's
+/// [`UniqueColumn`](crate::core::ids::UniqueColumn)) has any. Hashed only when there is one, so
+/// that traces without one keep their hashes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChunkNulls {
+    /// The key columns are NOT NULL.
+    #[default]
+    None,
+    /// Debezium 2.6 and later (`AbstractChunkQueryBuilder.addLowerBound` with `nullsSortLast`
+    /// true on PostgreSQL): after a non-NULL `?`, `(k > ? OR k IS NULL)`; after NULL, `1 = 0`;
+    /// the upper bound is `NOT` of the same: NULL is the largest value.
+    NullAware,
+    /// Before 2.6: `k > ?` and `NOT (k > ?)` whatever `?` is; a comparison with NULL is unknown,
+    /// so a row whose column is NULL is never in a bounded chunk, and a NULL maximum key (the
+    /// first row of `ORDER BY k DESC`) leaves every bounded chunk empty.
+    Unaware,
+}
+
+impl ChunkNulls {
+    pub fn is_none(&self) -> bool {
+        *self == ChunkNulls::None
+    }
+}
+
+impl std::hash::Hash for ChunkNulls {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        if !self.is_none() {
+            (*self as u8).hash(state);
+        }
+    }
+}
+
 /// A signal the scenario's script writes: its `id` column as the author wrote it, and what it asks.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Signal {

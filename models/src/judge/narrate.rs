@@ -55,6 +55,10 @@ pub struct Names {
     /// before 1.8, DBZ-3860).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub per_column_chunks: bool,
+    /// The tables a connector's `message.key.columns` keys by their nullable unique column, and
+    /// the column's name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub message_key_columns: Vec<(TableId, String)>,
 }
 
 /// A signal table as the timeline names its rows.
@@ -132,7 +136,25 @@ impl Names {
                 .filter_map(|table| table.composite_key.clone().map(|key| (table.id, key)))
                 .collect(),
             per_column_chunks: spec.debezium.chunk_bounds_per_column(),
+            message_key_columns: spec
+                .connectors()
+                .flat_map(|d| d.message_key_columns.iter().map(|(table, column)| (*table, column.name.clone())))
+                .collect(),
         }
+    }
+
+    /// A chunk position of `table` (the last key a chunk read or a snapshot row sent): `NULL`
+    /// on a nullable key column, else the number.
+    pub fn position(&self, table: TableId, position: crate::core::ids::Key) -> String {
+        match self.message_key_column(table) {
+            Some(_) => crate::core::ids::UniqueColumn::text(position),
+            None => position.to_string(),
+        }
+    }
+
+    /// The nullable unique column `message.key.columns` keys `table` by, if one does.
+    pub fn message_key_column(&self, table: TableId) -> Option<&str> {
+        self.message_key_columns.iter().find(|(id, _)| *id == table).map(|(_, column)| column.as_str())
     }
 
     /// The two-column key of `table`, if it has one.
@@ -634,7 +656,7 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
              resume-snapshot or a task restart",
             names.table(*table),
             match after {
-                Some(key) => format!("after key {key}"),
+                Some(key) => format!("after key {}", names.position(*table, *key)),
                 None => "before its first chunk".into(),
             }
         ),
@@ -685,19 +707,31 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
              (the window buffer was in memory)",
             names.table(*table),
             match after {
-                Some(key) => format!("after key {key}, the last snapshot row the stored offset names,"),
+                Some(key) => {
+                    format!(
+                        "after key {}, the last snapshot row the stored offset names,",
+                        names.position(*table, *key)
+                    )
+                }
                 None => "from its first key (the stored offset names no snapshot row of it)".into(),
             }
         ),
-        Observation::ChunkRead { table, chunk, after, last, rows, maximum_key, filter, order } => {
+        Observation::ChunkRead { table, chunk, after, last, rows, maximum_key, filter, order, nulls } => {
             let composite = names.composite_key(*table).filter(|_| order.is_primary_key());
-            let column = match composite {
-                Some(key) => key.columns_text(),
-                None => format!("({})", order.name()),
+            let nullable = names.message_key_column(*table).filter(|_| !nulls.is_none());
+            let column = match (composite, nullable) {
+                (Some(key), _) => key.columns_text(),
+                (None, Some(name)) => format!("({name})"),
+                (None, None) => format!("({})", order.name()),
             };
-            let value = |key: Key| composite.map_or_else(|| format!("({key})"), |composite| composite.values_text(key));
+            let value = |key: Key| match composite {
+                Some(composite) => composite.values_text(key),
+                None if nullable.is_some() => format!("({})", crate::core::ids::UniqueColumn::text(key)),
+                None => format!("({key})"),
+            };
             let mut conditions: Vec<String> = Vec::new();
             let bounds = match (after, composite) {
+                (Some(after), None) if let Some(name) = nullable => null_bounds(name, *nulls, *after, *maximum_key),
                 (Some(after), Some(key)) if names.per_column_chunks => {
                     let [first, second] = &key.columns;
                     let ((a1, a2), (u1, u2)) = (key.values(*after), key.values(*maximum_key));
@@ -724,8 +758,11 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             if !order.is_primary_key() {
                 range.push_str(&format!(" ORDER BY {} (surrogate-key)", order.name()));
             }
+            if let Some(name) = nullable {
+                range.push_str(&format!(" ORDER BY {name} (message.key.columns; NULL sorts last)"));
+            }
             let read = match last {
-                Some(last) if composite.is_some() => {
+                Some(last) if composite.is_some() || nullable.is_some() => {
                     format!("{rows} row(s) up to key {column} = {} into the window buffer", value(*last))
                 }
                 Some(last) if order.is_primary_key() => {
@@ -864,8 +901,13 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             tables.iter().map(|table| names.table(*table)).collect::<Vec<_>>().join(", ")
         ),
         Observation::BlockingSnapshotCompleted { rows } => format!(
-            "blocking snapshot completed: {rows} row(s) read, the last one re-emitted with the completion; \
-             streaming resumes where it paused (changes committed since the signal come again after the rows read)"
+            "blocking snapshot completed: {}; streaming resumes where it paused (changes committed since the signal \
+             come again after the rows read)",
+            if *rows == 0 {
+                "no row read, so none is re-emitted with the completion".to_string()
+            } else {
+                format!("{rows} row(s) read, the last one re-emitted with the completion")
+            }
         ),
         Observation::BlockingSnapshotFailed { reason, rows, held } => format!(
             "blocking snapshot failed ({reason}): Error while executing requested blocking snapshot; {rows} row(s) \
@@ -1119,4 +1161,35 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
         Observation::Restarted { .. } => "process restarted".into(),
         Observation::Moment { name } => format!("moment reached: {name}"),
     })
+}
+
+/// A bounded chunk query's `WHERE` on a nullable key column `name` (DBZ-5071), after the position
+/// `after` up to `maximum`: Debezium 2.6's null-aware bounds, or the plain comparisons before.
+fn null_bounds(name: &str, nulls: crate::core::signal::ChunkNulls, after: Key, maximum: Key) -> String {
+    use crate::core::ids::UniqueColumn;
+    use crate::core::signal::ChunkNulls;
+    let above = |value: Key| {
+        if value == UniqueColumn::NULL { "1 = 0".to_string() } else { format!("({name} > {value} OR {name} IS NULL)") }
+    };
+    match nulls {
+        ChunkNulls::Unaware => {
+            let mut text =
+                format!("{name} > {} AND NOT ({name} > {})", UniqueColumn::text(after), UniqueColumn::text(maximum));
+            if after == UniqueColumn::NULL || maximum == UniqueColumn::NULL {
+                text.push_str(
+                    " (a comparison with NULL is unknown, so no row passes it: Debezium before 2.6 binds the NULL as \
+                     any value, DBZ-5071)",
+                );
+            }
+            text
+        }
+        _ => {
+            let upto = if maximum == UniqueColumn::NULL {
+                "NOT (1 = 0)".to_string()
+            } else {
+                format!("NOT {}", above(maximum))
+            };
+            format!("{} AND {upto} (NULL counted as the largest value: Debezium 2.6 and later, DBZ-5071)", above(after))
+        }
+    }
 }

@@ -68,6 +68,7 @@ pub fn build(spec: &Spec, seed: u64, options: Options) -> System {
                     replica_identity: t.replica_identity,
                     database: t.database.clone(),
                     composite_key: t.composite_key.clone(),
+                    unique_column: t.unique_column.clone(),
                 })
                 .collect(),
         },

@@ -226,6 +226,10 @@ pub struct TableSetup {
     /// A two-column primary key (`[[table]] primary_key`, `group_rows`); `None`: the key is `id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub composite_key: Option<crate::core::ids::CompositeKey>,
+    /// A nullable column with a unique index `NULLS NOT DISTINCT` (`[[table]] unique_column`,
+    /// `null_row`): the row's `id`, NULL in row `null_row`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unique_column: Option<crate::core::ids::UniqueColumn>,
 }
 
 /// An outbox table (`[[table]] outbox = { aggregatetype = "claim", delete = false }`): the service
@@ -846,6 +850,7 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
             database: None,
             outbox: None,
             composite_key: None,
+            unique_column: None,
         }],
         debezium: DebeziumConfig {
             version: (3, 7),
@@ -876,6 +881,7 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
             snapshot_tables: None,
             signalling: None,
             later_tables: Vec::new(),
+            message_key_columns: Vec::new(),
         },
         connector_properties: BTreeMap::new(),
         connector_start_ms: 0,

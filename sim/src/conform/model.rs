@@ -153,6 +153,7 @@ impl ModelSide {
                     replica_identity: ReplicaIdentity::Default,
                     database: model_database(&workload.databases[0], database),
                     composite_key: None,
+                    unique_column: None,
                 })
                 .collect(),
         };

@@ -26,7 +26,8 @@ const MODELLED: &str = "name connector.class topic.prefix plugin.name slot.name 
     message.prefix.exclude.list exactly.once.support transaction.boundary transaction.boundary.interval.ms \
     signal.data.collection signal.enabled.channels incremental.snapshot.chunk.size \
     incremental.snapshot.watermarking.strategy snapshot.include.collection.list read.only signal.kafka.topic \
-    signal.kafka.bootstrap.servers signal.kafka.groupId signal.poll.interval.ms signal.consumer.auto.commit.interval.ms";
+    signal.kafka.bootstrap.servers signal.kafka.groupId signal.poll.interval.ms signal.consumer.auto.commit.interval.ms \
+    message.key.columns";
 
 /// Accepted and shown in the handoff record, with no effect on the model.
 const ACCEPTED: &str = "database.hostname database.port database.user database.password database.dbname \
@@ -237,6 +238,7 @@ pub(super) fn connector(
     let mut tables = include_list(cx, s, tables)?;
     let snapshot_tables = snapshot_include_list(cx, s, all_tables, &tables)?;
     let signalling = signalling(cx, s, all_tables, &mut tables, &topic_prefix)?;
+    let message_key_columns = message_key_columns(cx, s, all_tables)?;
     let offset_mismatch_strategy = choose(
         cx,
         s,
@@ -350,8 +352,73 @@ pub(super) fn connector(
         snapshot_tables,
         signalling,
         later_tables: Vec::new(),
+        message_key_columns,
     };
     Ok((debezium, properties))
+}
+
+/// `message.key.columns` (`<schema>.<table>:<column>[,<column>]`, entries separated by `;`,
+/// `KeyMapper.getInstance`): the columns a table's record keys are made of instead of its
+/// primary key, which its incremental snapshot's chunks are ordered and bounded by too
+/// (`AbstractChunkQueryBuilder.getQueryColumns`). The model keys a table by its primary key
+/// (`id`, a no-op) or by its nullable unique column (`[[table]] unique_column`); a regular
+/// expression for the table, other columns and several columns are not modelled.
+fn message_key_columns(
+    cx: &Cx,
+    s: &Section,
+    all_tables: &[TableSetup],
+) -> Res<Vec<(TableId, handoff_models::core::ids::UniqueColumn)>> {
+    let Some(field) = s.get("message.key.columns") else { return Ok(Vec::new()) };
+    let text = prop_text(cx, &field)?;
+    let mut keyed = Vec::new();
+    for entry in text.split(';').map(str::trim).filter(|entry| !entry.is_empty()) {
+        let Some((table, columns)) = entry.split_once(':') else {
+            return cx.fail(
+                &field,
+                format!("`{entry}` is not `<schema>.<table>:<column>`, like \"public.hubs:external_id\""),
+            );
+        };
+        let table = table.trim();
+        if table.chars().any(|c| "*+?()[]|\\^$".contains(c)) {
+            return cx.fail(&field, format!("`{table}`: regular expressions are not modelled yet; name the table"));
+        }
+        let id = table_id(cx, &field, table, all_tables)?;
+        let setup = &all_tables[usize::from(id.0)];
+        let columns: Vec<&str> = columns.split(',').map(str::trim).collect();
+        let unique = setup.unique_column.as_ref();
+        let of_table = match unique {
+            Some(unique) => format!("its primary key `id` or its unique column `{}`", unique.name),
+            None => "its primary key `id` (the table declares no unique_column)".to_string(),
+        };
+        let column = match columns.as_slice() {
+            [column] => *column,
+            _ => {
+                return cx.fail(&field, format!("`{entry}`: one key column per table is modelled; name {of_table}"));
+            }
+        };
+        if column == "id" {
+            continue;
+        }
+        let Some(unique) = unique.filter(|unique| unique.name == column) else {
+            return cx
+                .fail(&field, format!("`{entry}`: `{column}` is not modelled as a key of {table}; name {of_table}"));
+        };
+        if setup.replica_identity != handoff_models::core::change::ReplicaIdentity::Full {
+            return cx.fail(
+                &field,
+                format!(
+                    "`{entry}`: {table} has REPLICA IDENTITY DEFAULT, so a DELETE's old row carries only `id` and its \
+                     record key's `{column}` would be NULL; that is not modelled: set replica_identity = \"full\" \
+                     on the table"
+                ),
+            );
+        }
+        if keyed.iter().any(|(of, _)| *of == id) {
+            return cx.fail(&field, format!("`{table}` is named twice"));
+        }
+        keyed.push((id, unique.clone()));
+    }
+    Ok(keyed)
 }
 
 /// An enumerated connector property: one of `all`, by its Debezium name.

@@ -20,6 +20,7 @@ use handoff_models::components::postgres::PostgresSection;
 use handoff_models::components::sink::ApplyRule;
 use handoff_models::components::sink::{NullValues, SinkConfig};
 use handoff_models::core::change::ReplicaIdentity;
+use handoff_models::core::ids::UniqueColumn;
 use handoff_models::core::ids::{CompositeKey, TableId};
 use handoff_models::core::limits;
 use handoff_models::core::protocol::{IsolationLevel, OffsetReset};
@@ -661,7 +662,11 @@ fn tables(cx: &Cx, root: &Section) -> Res<Vec<TableSetup>> {
     let mut all_rows = 0;
     for (index, item) in items.iter().enumerate() {
         let s = cx.section(item)?;
-        s.check_keys(cx, "name rows replica_identity database outbox primary_key group_rows", "field")?;
+        s.check_keys(
+            cx,
+            "name rows replica_identity database outbox primary_key group_rows unique_column null_row",
+            "field",
+        )?;
         let name_field = s.need(cx, "name", "")?;
         let name = table_name(cx, &name_field)?;
         if let Some(previous) = tables.iter().position(|table| table.name == name) {
@@ -716,7 +721,8 @@ fn tables(cx: &Cx, root: &Section) -> Res<Vec<TableSetup>> {
             );
         }
         let composite_key = composite_key(cx, &s, outbox.is_some())?;
-        tables.push(TableSetup { id, name, rows, replica_identity, database, outbox, composite_key });
+        let unique_column = unique_column(cx, &s, outbox.is_some(), composite_key.is_some())?;
+        tables.push(TableSetup { id, name, rows, replica_identity, database, outbox, composite_key, unique_column });
     }
     Ok(tables)
 }
@@ -788,6 +794,47 @@ fn composite_key(cx: &Cx, s: &Section, outbox: bool) -> Res<Option<CompositeKey>
         _ => return cx.wrong(&group, "an integer"),
     };
     Ok(Some(CompositeKey { columns: columns.map(str::to_owned), group_rows }))
+}
+
+/// `[[table]] unique_column` and `null_row`: a nullable column with a unique index, whose value
+/// is the row's `id` but in row `null_row`, where it is NULL.
+fn unique_column(cx: &Cx, s: &Section, outbox: bool, composite: bool) -> Res<Option<UniqueColumn>> {
+    let Some(field) = s.get("unique_column") else {
+        if let Some(row) = s.get("null_row") {
+            return cx.fail(&row, "null_row goes with unique_column (the row whose unique column is NULL)");
+        }
+        return Ok(None);
+    };
+    let name = cx.string(&field)?.to_owned();
+    let identifier = name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if !identifier {
+        return cx.fail(&field, format!("`{name}` is not a column name like \"external_id\""));
+    }
+    let row_columns = handoff_models::core::signal::FilterColumn::ALL.map(|column| column.name());
+    if row_columns.contains(&name.as_str()) {
+        return cx.fail(
+            &field,
+            format!(
+                "`{name}` is one of the model's row columns (id, version, status, amount_cents), none of them \
+                 nullable; name the unique column otherwise, like external_id"
+            ),
+        );
+    }
+    if outbox {
+        return cx.fail(&field, "a unique column on an outbox table is not modelled");
+    }
+    if composite {
+        return cx.fail(&field, "a unique column on a table with a two-column primary_key is not modelled yet");
+    }
+    let row =
+        s.need(cx, "null_row", "; the row whose unique column is NULL (its value is the row's id in every other)")?;
+    let null_row = match row.item.val {
+        Val::Int(Some(value)) if (1..=limits::MAX_ROWS as i64).contains(&value) => value,
+        Val::Int(value) => return cx.fail(&row, out_of_range(value, 1, limits::MAX_ROWS as i64)),
+        _ => return cx.wrong(&row, "an integer"),
+    };
+    Ok(Some(UniqueColumn { name, null_row }))
 }
 
 /// `schema.table`.

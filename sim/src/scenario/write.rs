@@ -164,6 +164,10 @@ fn write_tables(w: &mut Writer, spec: &Spec) {
             w.field("primary_key", format!("[{}, {}]", toml_string(&key.columns[0]), toml_string(&key.columns[1])));
             w.field("group_rows", key.group_rows);
         }
+        if let Some(unique) = &table.unique_column {
+            w.field("unique_column", toml_string(&unique.name));
+            w.field("null_row", unique.null_row);
+        }
         if let Some(outbox) = &table.outbox {
             let text =
                 format!("{{ aggregatetype = {}, delete = {} }}", toml_string(&outbox.aggregatetype), outbox.delete);

@@ -21,6 +21,7 @@ fn server() -> Postgres {
             replica_identity: ReplicaIdentity::Default,
             database: None,
             composite_key: None,
+            unique_column: None,
         },
         TableSpec {
             id: T_DB2,
@@ -28,6 +29,7 @@ fn server() -> Postgres {
             replica_identity: ReplicaIdentity::Default,
             database: Some("db2".into()),
             composite_key: None,
+            unique_column: None,
         },
     ];
     let run = ServerRun {
@@ -558,6 +560,7 @@ fn a_filtered_publication_sends_only_its_tables() {
             replica_identity: ReplicaIdentity::Default,
             database: None,
             composite_key: None,
+            unique_column: None,
         })
         .to_vec();
     let run = ServerRun {

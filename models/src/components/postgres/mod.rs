@@ -268,6 +268,10 @@ pub struct TableSpec {
     /// Its two-column primary key ([`crate::core::ids::CompositeKey`]); `None`: `id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub composite_key: Option<crate::core::ids::CompositeKey>,
+    /// A nullable column with a unique index `NULLS NOT DISTINCT`
+    /// ([`crate::core::ids::UniqueColumn`]); `None`: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unique_column: Option<crate::core::ids::UniqueColumn>,
 }
 
 /// What survives a crash: WAL (flushed at every commit), the tables it recovers to, slot files,

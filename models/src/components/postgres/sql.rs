@@ -165,8 +165,8 @@ impl Postgres {
             SqlRequest::Commit => return self.commit(ctx, client, session),
             SqlRequest::Rollback => self.rollback(ctx, client, session),
             SqlRequest::Select { table } => self.select(client, session, table),
-            SqlRequest::SelectRange { table, after, upto, limit, descending, filter, order_by, per_column } => {
-                let range = ChunkRange { after, upto, order_by, per_column };
+            SqlRequest::SelectRange { table, after, upto, limit, descending, filter, order_by, per_column, nulls } => {
+                let range = ChunkRange { after, upto, order_by, per_column, nulls };
                 let reply = self.select_range(client, session, table, range, (limit, descending), filter.as_deref());
                 self.observe_missed_commits(ctx, client, session, range, (limit, descending), &reply);
                 reply

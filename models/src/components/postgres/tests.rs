@@ -149,6 +149,7 @@ fn a_failover_slot_waits_for_the_standby_with_synchronized_standby_slots() {
             replica_identity: ReplicaIdentity::Full,
             database: None,
             composite_key: None,
+            unique_column: None,
         }],
         ..(*server(None).config).clone()
     };
@@ -184,6 +185,7 @@ fn a_slot_decodes_its_own_database_and_a_clean_shutdown_saves_what_get_consumed(
         replica_identity: ReplicaIdentity::Default,
         database: database.map(str::to_string),
         composite_key: None,
+        unique_column: None,
     };
     let config =
         PostgresConfig { tables: vec![table(0, None), table(1, Some("other"))], ..(*server(None).config).clone() };

@@ -602,11 +602,16 @@ impl Postgres {
         if let Some(error) = filter.and_then(undefined_column_error) {
             return error;
         }
+        let unique = match self.key_column(table, range) {
+            Ok(unique) => unique.map(|unique| unique.null_row),
+            Err(error) => return error,
+        };
         let reply = self.select(client, session, table);
         let SqlReply::Rows { table, rows, done } = reply else { return reply };
         let composite = self.composite_key(table);
         let in_range = |value: Key| range.contains(value, composite);
-        let Some(column) = range.order_by.0 else {
+        let column = range.order_by.0;
+        if column.is_none() && unique.is_none() {
             let rows = rows
                 .into_iter()
                 .filter(|(key, row)| in_range(*key) && filter.is_none_or(|filter| filter.matches(*key, row)));
@@ -616,11 +621,17 @@ impl Postgres {
                 rows.take(limit as usize).collect()
             };
             return SqlReply::Rows { table, rows, done };
+        }
+        // `ORDER BY col [DESC] LIMIT n` on another column (equal values in key order), or on the
+        // nullable unique column (the NULL row last, first descending): by its value.
+        let value_of = |key: Key, row: &Row| match (column, unique) {
+            (Some(column), _) => column.value(key, row),
+            (None, Some(null_row)) => crate::core::ids::UniqueColumn::position_in(null_row, key),
+            (None, None) => key,
         };
-        // `ORDER BY col [DESC] LIMIT n` on another column: by its value, equal values in key order.
         let mut rows: Vec<(Key, Key, Row)> = rows
             .into_iter()
-            .map(|(key, row)| (column.value(key, &row), key, row))
+            .map(|(key, row)| (value_of(key, &row), key, row))
             .filter(|(value, key, row)| in_range(*value) && filter.is_none_or(|filter| filter.matches(*key, row)))
             .collect();
         rows.sort_by_key(|(value, key, _)| (*value, *key));
@@ -656,10 +667,15 @@ impl Postgres {
         // invisible transaction changed inside it is not known here, so every one of the table's
         // counts.
         let composite = self.composite_key(*table);
+        let unique = self.key_column(*table, range).ok().flatten();
         let covered = |key: Key| {
+            let value = unique.map_or(key, |unique| unique.position(key));
             !range.order_by.is_primary_key()
-                || (range.contains(key, composite)
-                    && cut.is_none_or(|cut| if descending { key >= cut } else { key <= cut }))
+                || (range.contains(value, composite)
+                    && cut.is_none_or(|cut| {
+                        let cut = unique.map_or(cut, |unique| unique.position(cut));
+                        if descending { value >= cut } else { value <= cut }
+                    }))
         };
         for committing in self.volatile.committing.iter().filter(|committing| committing.csn.is_some()) {
             let mut keys = committing.locked.iter().filter(|(t, key)| t == table && covered(*key)).map(|(_, key)| *key);
@@ -672,6 +688,26 @@ impl Postgres {
                     rows: 1 + keys.count() as u32,
                 });
             }
+        }
+    }
+
+    /// The nullable unique column a range query keys by (`nulls` set, no other ordering
+    /// column), if it does; an error when the table has no such column.
+    fn key_column(
+        &self,
+        table: TableId,
+        range: ChunkRange,
+    ) -> Result<Option<&crate::core::ids::UniqueColumn>, SqlReply> {
+        if range.nulls.is_none() || !range.order_by.is_primary_key() {
+            return Ok(None);
+        }
+        let spec = self.config.tables.get(usize::from(table.0));
+        match spec.and_then(|spec| spec.unique_column.as_ref()) {
+            Some(unique) => Ok(Some(unique)),
+            None => Err(SqlReply::Error(format!(
+                "ERROR: table \"{}\" has no nullable unique key column",
+                spec.map_or("?", |spec| spec.name.as_str())
+            ))),
         }
     }
 
@@ -848,6 +884,7 @@ pub(super) struct ChunkRange {
     pub upto: Option<Key>,
     pub order_by: crate::core::signal::ChunkOrder,
     pub per_column: bool,
+    pub nulls: crate::core::signal::ChunkNulls,
 }
 
 impl ChunkRange {
@@ -857,7 +894,18 @@ impl ChunkRange {
     /// `addKeyColumnsToCondition`): `k1 >= ? AND k2 >= ? AND NOT (k1 = ? AND k2 = ?)` after the
     /// chunk's end and `k1 <= ? AND k2 <= ?` up to the maximum key, each a conjunction over the
     /// columns: a row past the end in the first column but below it in the second is skipped.
+    ///
+    /// On a nullable key column ([`crate::core::ids::UniqueColumn`]) `value`, `after` and `upto`
+    /// are positions, NULL the largest. Debezium 2.6's bounds compare them so
+    /// ([`ChunkNulls::NullAware`](crate::core::signal::ChunkNulls)); before 2.6 `k > ?` and
+    /// `NOT (k > ?)` are unknown, so false, when either side is NULL (DBZ-5071).
     pub fn contains(&self, value: Key, composite: Option<&crate::core::ids::CompositeKey>) -> bool {
+        if self.nulls == crate::core::signal::ChunkNulls::Unaware && self.order_by.is_primary_key() {
+            use crate::core::ids::UniqueColumn;
+            let known = |a: Key, b: Key| a != UniqueColumn::NULL && b != UniqueColumn::NULL;
+            return self.after.is_none_or(|after| known(value, after) && value > after)
+                && self.upto.is_none_or(|upto| known(value, upto) && value <= upto);
+        }
         match composite.filter(|_| self.per_column && self.order_by.is_primary_key()) {
             None => self.after.is_none_or(|after| value > after) && self.upto.is_none_or(|upto| value <= upto),
             Some(key) => {

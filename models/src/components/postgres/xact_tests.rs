@@ -44,6 +44,7 @@ impl Harness {
             replica_identity: ReplicaIdentity::Full,
             database: database.map(str::to_string),
             composite_key: None,
+            unique_column: None,
         };
         let run = ServerRun {
             bgwriter_running_xacts: false,
@@ -986,7 +987,17 @@ fn range_by(
     per_column: bool,
     (after, upto, limit, descending): (Option<Key>, Option<Key>, u32, bool),
 ) -> SqlRequest {
-    SqlRequest::SelectRange { table: T, after, upto, limit, descending, filter: None, order_by, per_column }
+    SqlRequest::SelectRange {
+        table: T,
+        after,
+        upto,
+        limit,
+        descending,
+        filter: None,
+        order_by,
+        per_column,
+        nulls: Default::default(),
+    }
 }
 
 /// The incremental snapshot's queries (`SqlRequest::SelectRange`): a chunk `(id) > after AND
@@ -1102,4 +1113,52 @@ fn a_per_column_chunk_range_on_a_two_column_key_skips_rows() {
     // After (1, 1) up to (2, 1): hub_id >= 1 AND NOT (1, 1) AND region_id <= 2 AND hub_id <= 1
     // leaves (2, 1) alone; (1, 2) is past the upper bound's hub_id.
     assert_eq!(keys(h.sql(Node::App, 2, per_column(Some(1), Some(3), 2))), [3]);
+}
+
+/// A nullable unique column (`external_id`: the row's id, NULL in row 2) as the chunk key
+/// (`message.key.columns`): `ORDER BY external_id` puts the NULL row last and `DESC` first. With
+/// Debezium 2.6's null-aware bounds NULL is the largest value: after 1 up to NULL reads 3 and then
+/// the NULL row, after NULL nothing. With the plain comparisons before 2.6 (DBZ-5071) a NULL bound
+/// leaves every row out, and so does a NULL value: after 1 up to NULL reads nothing, after 1 up to
+/// 3 reads 3 but never the NULL row.
+#[test]
+fn a_chunk_range_on_a_nullable_key_column_compares_null_as_the_release_does() {
+    use crate::core::ids::UniqueColumn;
+    use crate::core::signal::ChunkNulls;
+    let mut h = Harness::new();
+    let mut config = (*h.pg.config).clone();
+    config.tables[usize::from(T.0)].unique_column = Some(UniqueColumn { name: "external_id".into(), null_row: 2 });
+    h.pg.config = Fixed::new(config);
+    for key in 1..=3 {
+        h.sql(Node::App, 10 + key as u64, SqlRequest::Transaction { ops: vec![insert(T, key)] });
+    }
+    let keys = |reply: Option<SqlReply>| match reply {
+        Some(SqlReply::Rows { rows, .. }) => rows.into_iter().map(|(key, _)| key).collect::<Vec<_>>(),
+        other => panic!("rows: {other:?}"),
+    };
+    let null = UniqueColumn::NULL;
+    let by = |nulls, (after, upto, limit, descending): (Option<Key>, Option<Key>, u32, bool)| SqlRequest::SelectRange {
+        table: T,
+        after,
+        upto,
+        limit,
+        descending,
+        filter: None,
+        order_by: Default::default(),
+        per_column: false,
+        nulls,
+    };
+    for nulls in [ChunkNulls::NullAware, ChunkNulls::Unaware] {
+        assert_eq!(keys(h.sql(Node::App, 2, by(nulls, (None, None, 3, false)))), [1, 3, 2], "{nulls:?}: NULLs last");
+        assert_eq!(keys(h.sql(Node::App, 2, by(nulls, (None, None, 1, true)))), [2], "{nulls:?}: the maximum key");
+    }
+    let aware = |after, upto| by(ChunkNulls::NullAware, (Some(after), Some(upto), 5, false));
+    assert_eq!(keys(h.sql(Node::App, 2, aware(1, null))), [3, 2], "(k > 1 OR k IS NULL) AND NOT (1 = 0)");
+    assert_eq!(keys(h.sql(Node::App, 2, aware(1, 3))), [3], "NOT (k > 3 OR k IS NULL)");
+    assert_eq!(keys(h.sql(Node::App, 2, aware(null, null))), Vec::<Key>::new(), "1 = 0");
+    let unaware = |after, upto| by(ChunkNulls::Unaware, (Some(after), Some(upto), 5, false));
+    assert_eq!(keys(h.sql(Node::App, 2, unaware(1, null))), Vec::<Key>::new(), "NOT (k > NULL) is unknown");
+    assert_eq!(keys(h.sql(Node::App, 2, unaware(1, 3))), [3], "NULL > 1 is unknown: the NULL row is left out");
+    // Keyed by the primary key, the same table has no NULL: the query is by `id`.
+    assert_eq!(keys(h.sql(Node::App, 2, range(Some(1), Some(3), 5, false))), [2, 3]);
 }

@@ -314,6 +314,9 @@ struct TableScan {
     /// Its chunk queries' `additional-conditions` and ordering column.
     filter: crate::core::signal::QueryFilter,
     order: crate::core::signal::ChunkOrder,
+    /// How its bounds treated a NULL key (a nullable `message.key.columns` column).
+    #[serde(default, skip_serializing_if = "crate::core::signal::ChunkNulls::is_none")]
+    nulls: crate::core::signal::ChunkNulls,
     /// Ended `SUCCEEDED`.
     succeeded: bool,
 }
@@ -326,17 +329,18 @@ impl BackfillScans {
             Observation::IncrementalSnapshotStarted { tables } => {
                 self.tables.retain(|table, _| !tables.contains(table));
             }
-            Observation::ChunkRead { table, chunk, filter, order, .. } => {
+            Observation::ChunkRead { table, chunk, filter, order, nulls, .. } => {
                 let scan = self.tables.entry(*table).or_insert(TableScan {
                     first_chunk: *chunk,
                     filter: *filter,
                     order: *order,
+                    nulls: *nulls,
                     succeeded: false,
                 });
                 // A scan read again (a restart reading on from the stored key) is not complete
                 // until it ends again.
                 scan.succeeded = false;
-                (scan.filter, scan.order) = (*filter, *order);
+                (scan.filter, scan.order, scan.nulls) = (*filter, *order, *nulls);
             }
             Observation::IncrementalTableScanned { table, status, .. } => {
                 if *status == crate::core::signal::ScanStatus::Succeeded
@@ -425,6 +429,17 @@ fn completed_backfills(evidence: &Evidence, found: &mut Vec<Finding>) {
                  {second} >= b, so a row with a larger {first} but a smaller {second} is never read, and the upper \
                  bound {first} <= m1 AND {second} <= m2 leaves out rows whose {second} is above the maximum key's \
                  (reference debezium-postgres.md §9 row 13)"
+            )
+        } else if scan.nulls == crate::core::signal::ChunkNulls::Unaware
+            && let Some(column) = evidence.names.message_key_column(*table)
+        {
+            format!(
+                "its chunks were ordered and bounded by {column} (message.key.columns), a nullable column, with \
+                 the comparisons Debezium made before 2.6 (DBZ-5071, fixed in 2.6.0.Beta1): the maximum key, the \
+                 first row of ORDER BY {column} DESC, is the NULL row (PostgreSQL sorts NULLs first descending), \
+                 and every chunk after the first is bounded by NOT ({column} > NULL), which is unknown for every \
+                 row, so it reads nothing and the table counts as done after its first chunk (reference \
+                 debezium-postgres.md §9 row 14)"
             )
         } else if scan.order.is_primary_key() {
             "the chunks did not cover the table's keys".to_string()

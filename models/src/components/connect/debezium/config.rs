@@ -110,6 +110,23 @@ impl DebeziumConfig {
         self.version < (1, 8)
     }
 
+    /// How the incremental snapshot's chunk bounds treat a NULL in a nullable key column
+    /// (`message.key.columns`): as the largest value from 2.6 (DBZ-5071, fixed in 2.6.0.Beta1,
+    /// `AbstractChunkQueryBuilder.addLowerBound` with `PostgresConnection.nullsSortLast`), by
+    /// plain comparisons before.
+    pub fn chunk_nulls(&self) -> crate::core::signal::ChunkNulls {
+        if self.version < (2, 6) {
+            crate::core::signal::ChunkNulls::Unaware
+        } else {
+            crate::core::signal::ChunkNulls::NullAware
+        }
+    }
+
+    /// The nullable unique column `message.key.columns` keys `table` by, if it does.
+    pub fn message_key_column(&self, table: TableId) -> Option<&crate::core::ids::UniqueColumn> {
+        self.message_key_columns.iter().find(|(of, _)| *of == table).map(|(_, column)| column)
+    }
+
     /// Whether pgjdbc confirms keep-alive LSNs by its rule (`V3PGReplicationStream`
     /// `processKeepAliveMessage`): a 42.7.0 or later driver does by default; from 3.2 Debezium
     /// sets `withAutomaticFlush(false)` unless `lsn.flush.mode=connector_and_driver`
@@ -294,6 +311,13 @@ pub struct DebeziumConfig {
     /// version 0 is this one. Every other property stays as it is.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub later_tables: Vec<Vec<TableId>>,
+    /// `message.key.columns` naming a table's nullable unique column
+    /// ([`crate::core::ids::UniqueColumn`]): the table's records are keyed by it, and its
+    /// incremental snapshot orders and bounds its chunks by it (`getQueryColumns` through the key
+    /// mapper). The column's values are the table's (one NULL row), kept here because the task
+    /// reads them in the rows its chunk queries return.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub message_key_columns: Vec<(TableId, crate::core::ids::UniqueColumn)>,
 }
 
 /// `incremental.snapshot.watermarking.strategy` (`SignalBasedIncrementalSnapshotChangeEventSource
@@ -490,6 +514,7 @@ mod tests {
             snapshot_tables: None,
             signalling: None,
             later_tables: Vec::new(),
+            message_key_columns: Vec::new(),
         }
     }
 

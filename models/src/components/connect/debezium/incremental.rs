@@ -58,16 +58,21 @@
 //! comes by it runs here too, with [`SignalVia`] saying so: its first `readChunk` does not hold
 //! the stream, and without the source channel no watermark is read), the read-only snapshot's
 //! watermarks and window rule `read_only`'s (this `readChunk` asks `pg_current_snapshot()` there
-//! instead of writing watermark rows). Not modelled yet (issue 21's later parts): the historic
-//! bugs DBZ-3860 and DBZ-5071.
+//! instead of writing watermark rows).
+//!
+//! The chunk key (`getQueryColumns`): the `surrogate-key`, else the key columns of the key
+//! mapper, the primary key or the nullable unique column `message.key.columns` names
+//! ([`crate::core::ids::UniqueColumn`]). On a two-column key, Debezium before 1.8 bounds each
+//! column on its own (DBZ-3860, `ChunkRange::contains`); on a nullable column, Debezium before 2.6
+//! compares a NULL bound as any value, which no row passes (DBZ-5071, [`ChunkNulls`]).
 
 use super::*;
 use crate::components::connect::debezium::config::WatermarkingStrategy;
 use crate::components::connect::debezium::streaming::{PgOutput, PgOutputs};
 use crate::core::event::IncrementalOffset;
 use crate::core::signal::{
-    ChunkId, ChunkOrder, FilterColumn, QueryFilter, ScanStatus, SignalAction, SignalVia, SnapshotType, SurrogateKey,
-    Watermark, watermark_key, watermark_of,
+    ChunkId, ChunkNulls, ChunkOrder, FilterColumn, QueryFilter, ScanStatus, SignalAction, SignalVia, SnapshotType,
+    SurrogateKey, Watermark, watermark_key, watermark_of,
 };
 use std::collections::BTreeMap;
 
@@ -683,6 +688,25 @@ impl DebeziumTask {
         }
     }
 
+    /// How the chunk queries of `table` ordered by `order` treat NULL: only a key that
+    /// `message.key.columns` makes the table's nullable unique column has one (a `surrogate-key`
+    /// comes first in `getQueryColumns`).
+    fn chunk_nulls(&self, table: TableId, order: ChunkOrder) -> ChunkNulls {
+        match self.config.message_key_column(table) {
+            Some(_) if order.is_primary_key() => self.config.chunk_nulls(),
+            _ => ChunkNulls::None,
+        }
+    }
+
+    /// A row's chunk position (`keyFromRow` over `getQueryColumns`): the ordering column's value,
+    /// the key's by default, the nullable unique column's when `message.key.columns` names it.
+    fn chunk_position(&self, table: TableId, order: ChunkOrder, (key, row): (Key, &Row)) -> Key {
+        match order.0 {
+            Some(column) => column.value(key, row),
+            None => self.config.message_key_column(table).map_or(key, |unique| unique.position(key)),
+        }
+    }
+
     /// The loop of `readChunk` after the open watermark: the current table's maximum key, then
     /// its chunk; a done or empty table moves to the next; none left: the close watermark.
     fn read_next(&mut self, ctx: &mut Ctx) -> TaskEvent {
@@ -709,6 +733,7 @@ impl DebeziumTask {
             Err(column) => return self.surrogate_key_missing(ctx, table, column),
         };
         let per_column = self.config.chunk_bounds_per_column();
+        let nulls = self.chunk_nulls(table, order_by);
         let Some(snapshot) = self.incremental.as_mut() else { return TaskEvent::None };
         let request = match snapshot.maximum_key {
             None => {
@@ -725,6 +750,7 @@ impl DebeziumTask {
                     filter,
                     order_by,
                     per_column,
+                    nulls,
                 }
             }
             Some(maximum) => {
@@ -741,6 +767,7 @@ impl DebeziumTask {
                     filter,
                     order_by,
                     per_column,
+                    nulls,
                 }
             }
         };
@@ -840,14 +867,14 @@ impl DebeziumTask {
         }
         match (step, reply) {
             (ChunkStep::OpenWatermark, _) => return self.read_next(ctx),
-            (ChunkStep::MaximumKey, SqlReply::Rows { rows, .. }) => match rows.first() {
+            (ChunkStep::MaximumKey, SqlReply::Rows { table, rows, .. }) => match rows.first() {
                 None => {
                     self.table_done(ctx, ScanStatus::Empty, "the table is empty".into());
                     return self.read_next(ctx);
                 }
                 Some((key, row)) => {
                     let order = self.chunk_order().unwrap_or_default();
-                    let maximum = order.0.map_or(*key, |column| column.value(*key, row));
+                    let maximum = self.chunk_position(table, order, (*key, row));
                     if let Some(snapshot) = self.incremental.as_mut() {
                         snapshot.maximum_key = Some(maximum);
                     }
@@ -861,13 +888,17 @@ impl DebeziumTask {
                     self.config.signalling.as_ref().and_then(|signalling| signalling.filter(table, origin)),
                 );
                 let order = self.chunk_order().unwrap_or_default();
-                let position = |key: Key, row: &Row| order.0.map_or(key, |column| column.value(key, row));
+                let nulls = self.chunk_nulls(table, order);
+                let positioned: Vec<((Key, Key), Row)> = rows
+                    .into_iter()
+                    .map(|(key, row)| ((self.chunk_position(table, order, (key, &row)), key), row))
+                    .collect();
                 let Some(snapshot) = self.incremental.as_mut() else { return TaskEvent::None };
                 let after = snapshot.chunk_end;
-                let count = rows.len() as u32;
-                let last = rows.last().map(|(key, row)| position(*key, row));
+                let count = positioned.len() as u32;
+                let last = positioned.last().map(|((position, _), _)| *position);
                 snapshot.rows_scanned += u64::from(count);
-                snapshot.window.extend(rows.into_iter().map(|(key, row)| ((position(key, &row), key), row)));
+                snapshot.window.extend(positioned);
                 if let Some(chunk) = snapshot.chunk {
                     ctx.observe(Observation::ChunkRead {
                         table,
@@ -878,6 +909,7 @@ impl DebeziumTask {
                         maximum_key: snapshot.maximum_key.unwrap_or(0),
                         filter,
                         order,
+                        nulls,
                     });
                 }
                 match last {

@@ -1161,7 +1161,8 @@ mod tests {
                     descending: true,
                     filter: None,
                     order_by: Default::default(),
-                    per_column: false
+                    per_column: false,
+                    nulls: Default::default()
                 },
                 SqlRequest::SelectRange {
                     table: TableId(0),
@@ -1171,7 +1172,8 @@ mod tests {
                     descending: false,
                     filter: None,
                     order_by: Default::default(),
-                    per_column: false
+                    per_column: false,
+                    nulls: Default::default()
                 },
                 insert(watermark_key(chunk, Watermark::Close)),
             ]
@@ -1257,7 +1259,8 @@ mod tests {
                 descending: false,
                 filter: None,
                 order_by: Default::default(),
-                per_column: false
+                per_column: false,
+                nulls: Default::default()
             },
             "no maximum-key query: the stored one"
         );
