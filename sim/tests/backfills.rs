@@ -993,6 +993,61 @@ fn a_composite_key_is_chunked_by_row_values_and_before_1_8_column_by_column() {
     assert!(line.contains("each key column compared on its own"), "{line}");
 }
 
+/// A nullable unique key (`message.key.columns = "public.hubs:external_id"`, NULL in hub 17):
+/// `ORDER BY external_id` puts hub 17 last and makes it the maximum key; Debezium 2.6 counts NULL
+/// as the largest value, so the chunks end at 16, 33 and NULL and every hub is read. On 2.5
+/// (DBZ-5071) chunk 2 is bounded by `NOT (external_id > NULL)`, reads nothing, and hubs 17 to 40
+/// are never read, which I4 and I1 name.
+#[test]
+fn a_nullable_key_column_is_chunked_with_null_last_and_before_2_6_stops_at_the_null() {
+    use handoff_models::core::ids::UniqueColumn;
+    let null = UniqueColumn::NULL;
+    let chunks = |result: &RunResult| {
+        observed(result, |o| match o {
+            Observation::ChunkRead { after, last, rows, maximum_key, .. } => Some((*after, *last, *rows, *maximum_key)),
+            _ => None,
+        })
+    };
+    let (spec, seed) = common::load("hubs-backfill-nullable-key", &[]);
+    let result = common::run(&spec, seed);
+    assert!(result.prediction_held, "{:?}", result.findings);
+    assert_eq!(
+        chunks(&result),
+        [
+            (None, Some(16), 16, null),
+            (Some(16), Some(33), 16, null),
+            (Some(33), Some(null), 8, null),
+            (Some(null), None, 0, null)
+        ]
+    );
+    assert_eq!(hubs_in_kafka(&result), (1..=40).collect::<Vec<_>>());
+    let lines = handoff_sim::timed::report::timeline(&spec, &result);
+    let line = lines.iter().find(|line| line.contains("up to key (external_id) = (NULL)")).expect("chunk 3");
+    assert!(line.contains("WHERE (external_id > 33 OR external_id IS NULL) AND NOT (1 = 0)"), "{line}");
+    assert!(lines.iter().any(|line| line.contains("WHERE 1 = 0 AND NOT (1 = 0)")), "chunk 4 after NULL");
+
+    let choice = handoff_sim::scenario::Choice { variant: Some("debezium-2-5".into()), ..Default::default() };
+    let loaded = handoff_sim::scenario::load_with(&common::scenario_path("hubs-backfill-nullable-key"), &choice)
+        .unwrap_or_else(|error| panic!("{error}"));
+    let old = common::run(&loaded.spec, loaded.seed);
+    assert!(old.prediction_held, "{:?}", old.findings);
+    assert_eq!(chunks(&old), [(None, Some(16), 16, null), (Some(16), None, 0, null)]);
+    assert_eq!(hubs_in_kafka(&old), (1..=16).collect::<Vec<_>>());
+    let missing: Vec<i64> =
+        old.findings.iter().filter(|f| f.invariant == Invariant::I1).filter_map(|f| f.key).collect();
+    assert_eq!(missing, (17..=40).collect::<Vec<_>>());
+    let [i4] = old.findings.iter().filter(|f| f.invariant == Invariant::I4).collect::<Vec<_>>()[..] else {
+        panic!("one I4: {:?}", old.findings)
+    };
+    assert!(i4.seen.contains("24 row(s)"), "{}", i4.seen);
+    assert!(i4.detail.contains("DBZ-5071"), "{}", i4.detail);
+    let line = handoff_sim::timed::report::timeline(&loaded.spec, &old)
+        .into_iter()
+        .find(|line| line.contains("external_id > 16 AND NOT (external_id > NULL)"))
+        .expect("chunk 2");
+    assert!(line.contains("no row: the table is done"), "{line}");
+}
+
 /// Incremental snapshots exist from Debezium 1.6; `additional-conditions` on a table with a
 /// two-column key is not modelled yet. Both are refused by name.
 #[test]

@@ -551,6 +551,16 @@ fn hubs_backfill_composite_key_debezium_1_7() {
 }
 
 #[test]
+fn hubs_backfill_nullable_key() {
+    check("hubs-backfill-nullable-key");
+}
+
+#[test]
+fn hubs_backfill_nullable_key_debezium_2_5() {
+    check_variant("hubs-backfill-nullable-key", "debezium-2-5");
+}
+
+#[test]
 fn hubs_backfill_read_only_visibility_race() {
     check("hubs-backfill-read-only-visibility-race");
 }

@@ -302,3 +302,57 @@ fn dbz_3860_composite_key_chunk_bounds() {
     assert!(report.properties.iter().all(|p| p.outcome != Outcome::Counterexample), "{twin} holds everything");
     assert!(runner::run(&loaded.spec, loaded.seed).prediction_held, "{twin}: the timed run");
 }
+
+/// DBZ-5071: before 2.6 a nullable key column (`message.key.columns` on `external_id`, NULL in
+/// hub 2) is bounded by plain comparisons; the maximum key is NULL, so every chunk after the first
+/// is empty and hubs 3 and 2 are never snapshotted (I4, I1). The twin on 2.6 reads 1, 3, then the
+/// NULL row, and stops after NULL. The twin signals from its `[workload]` too (see DBZ-3860).
+#[test]
+fn dbz_5071_null_key_column_chunk_bounds() {
+    use handoff_models::core::ids::UniqueColumn;
+    use handoff_models::core::observe::Observation;
+    use handoff_models::core::signal::ChunkNulls;
+    let name = "dbz-5071-null-key-column-chunk-bounds";
+    let spec = found_and_replayed(name, Invariant::I4, (129, 78));
+    // The chunks each release reads: (after, last, rows, maximum key, nulls).
+    type Chunk = (Option<i64>, Option<i64>, u32, i64, ChunkNulls);
+    let chunks = |run: &runner::RunResult| -> Vec<Chunk> {
+        run.trace
+            .iter()
+            .filter_map(|event| match &event.observation {
+                Observation::ChunkRead { after, last, rows, maximum_key, nulls, .. } => {
+                    Some((*after, *last, *rows, *maximum_key, *nulls))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let null = UniqueColumn::NULL;
+    let run = runner::run(&spec, 1);
+    assert_eq!(
+        chunks(&run),
+        [(None, Some(1), 1, null, ChunkNulls::Unaware), (Some(1), None, 0, null, ChunkNulls::Unaware)],
+        "2.5: the maximum key is NULL, the second chunk reads nothing"
+    );
+    let i4: Vec<_> = run.findings.iter().filter(|finding| finding.invariant == Invariant::I4).collect();
+    assert_eq!(i4.len(), 1, "one finding per table");
+    assert_eq!(i4[0].key, Some(2), "the first row no chunk read, in key order");
+    assert!(i4[0].seen.contains("2 row(s)") && i4[0].seen.contains("key(s) 2, 3"), "{}", i4[0].seen);
+    assert!(i4[0].detail.contains("DBZ-5071"), "{}", i4[0].detail);
+
+    let (twin, loaded, report) = twin_checked(name, (1198, 574));
+    assert!(report.properties.iter().all(|p| p.outcome != Outcome::Counterexample), "{twin} holds everything");
+    let run = runner::run(&loaded.spec, loaded.seed);
+    assert!(run.prediction_held, "{twin}: the timed run");
+    let aware = ChunkNulls::NullAware;
+    assert_eq!(
+        chunks(&run),
+        [
+            (None, Some(1), 1, null, aware),
+            (Some(1), Some(3), 1, null, aware),
+            (Some(3), Some(null), 1, null, aware),
+            (Some(null), None, 0, null, aware),
+        ],
+        "{twin}: 1, 3, then the NULL row (NULLs sort last), and nothing after NULL"
+    );
+}
