@@ -478,6 +478,8 @@ impl fmt::Display for SourceOffset {
         if let Some(incremental) = &self.incremental {
             parts.push(format!("incremental_snapshot_collections={}", incremental.count));
             if let Some(key) = incremental.primary_key() {
+                // A nullable key column's NULL ([`crate::core::ids::UniqueColumn::NULL`]).
+                let key = crate::core::ids::UniqueColumn::text(key);
                 parts.push(format!("incremental_snapshot_primary_key={key}"));
             }
         }
