@@ -1986,6 +1986,13 @@ fn message_key_columns_and_unique_columns_say_what_is_wrong() {
     fails_at(&keyed("public.nope:external_id"), "connector.\"message.key.columns\"", "`public.nope` is not a table");
     fails_at(&keyed("public\\\\.claims:external_id"), "connector.\"message.key.columns\"", "regular expressions");
     fails_at(&keyed("public.claims"), "connector.\"message.key.columns\"", "is not `<schema>.<table>:<column>`");
+    fails_at(&keyed("public.claims:id;public.claims:external_id"), "connector.\"message.key.columns\"", "named twice");
+    let composite = table("primary_key = [\"region_id\", \"hub_id\"]\ngroup_rows = 2\n").replacen(
+        "[connector]\n",
+        "[connector]\n\"message.key.columns\" = \"public.claims:id\"\n",
+        1,
+    );
+    fails_at(&composite, "connector.\"message.key.columns\"", "two-column primary key");
     let default_identity = keyed("public.claims:external_id").replacen("replica_identity = \"full\"\n", "", 1);
     fails_at(&default_identity, "connector.\"message.key.columns\"", "REPLICA IDENTITY DEFAULT");
 }

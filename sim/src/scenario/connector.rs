@@ -371,6 +371,7 @@ fn message_key_columns(
     let Some(field) = s.get("message.key.columns") else { return Ok(Vec::new()) };
     let text = prop_text(cx, &field)?;
     let mut keyed = Vec::new();
+    let mut named = Vec::new();
     for entry in text.split(';').map(str::trim).filter(|entry| !entry.is_empty()) {
         let Some((table, columns)) = entry.split_once(':') else {
             return cx.fail(
@@ -396,6 +397,18 @@ fn message_key_columns(
                 return cx.fail(&field, format!("`{entry}`: one key column per table is modelled; name {of_table}"));
             }
         };
+        if named.contains(&id) {
+            return cx.fail(&field, format!("`{table}` is named twice"));
+        }
+        named.push(id);
+        if setup.composite_key.is_some() {
+            return cx.fail(
+                &field,
+                format!(
+                    "`{entry}`: {table} has a two-column primary key; message.key.columns on it is not modelled yet"
+                ),
+            );
+        }
         if column == "id" {
             continue;
         }
@@ -412,9 +425,6 @@ fn message_key_columns(
                      on the table"
                 ),
             );
-        }
-        if keyed.iter().any(|(of, _)| *of == id) {
-            return cx.fail(&field, format!("`{table}` is named twice"));
         }
         keyed.push((id, unique.clone()));
     }
