@@ -1048,6 +1048,68 @@ fn a_nullable_key_column_is_chunked_with_null_last_and_before_2_6_stops_at_the_n
     assert!(line.contains("no row: the table is done"), "{line}");
 }
 
+/// A table without a primary key: `message.key.columns` on `id` chunks it as a key would; with
+/// no key at all `isTableInvalid` skips it (`NO_PRIMARY_KEY`) before any query; a `surrogate-key`
+/// chunks it, but the window buffer keeps every row under the one null message key, so each
+/// window emits its chunk's last row; a blocking snapshot needs no key.
+#[test]
+fn a_table_without_a_key_is_skipped_or_keyed_by_message_key_columns() {
+    let load = |variant: Option<&str>| {
+        let choice = handoff_sim::scenario::Choice { variant: variant.map(str::to_string), ..Default::default() };
+        let loaded = handoff_sim::scenario::load_with(&common::scenario_path("hubs-backfill-keyless"), &choice)
+            .unwrap_or_else(|error| panic!("{error}"));
+        let result = common::run(&loaded.spec, loaded.seed);
+        assert!(result.prediction_held, "{variant:?}: {:?}", result.findings);
+        (loaded.spec, result)
+    };
+    let statuses = |result: &RunResult| {
+        observed(result, |o| match o {
+            Observation::IncrementalTableScanned { status, rows, .. } => Some((status.name(), *rows)),
+            _ => None,
+        })
+    };
+    let emitted = |result: &RunResult| {
+        observed(result, |o| match o {
+            Observation::WindowClosed { emitted, .. } => Some(*emitted),
+            _ => None,
+        })
+    };
+    let i1 = |result: &RunResult| -> Vec<i64> {
+        result.findings.iter().filter(|f| f.invariant == Invariant::I1).filter_map(|f| f.key).collect()
+    };
+
+    let (_, keyed) = load(None);
+    assert_eq!(statuses(&keyed), [("SUCCEEDED", 40)]);
+    assert_eq!(emitted(&keyed), [16, 16, 8, 0]);
+    assert_eq!(hubs_in_kafka(&keyed), (1..=40).collect::<Vec<_>>());
+
+    let (spec, skipped) = load(Some("no-message-key"));
+    assert_eq!(statuses(&skipped), [("NO_PRIMARY_KEY", 0)]);
+    assert!(observed(&skipped, |o| matches!(o, Observation::ChunkRead { .. }).then_some(())).is_empty());
+    assert_eq!(emitted(&skipped), [0], "one window, closed empty");
+    assert_eq!(i1(&skipped), (1..=40).filter(|hub| *hub != 7).collect::<Vec<_>>());
+    let lines = handoff_sim::timed::report::timeline(&spec, &skipped);
+    assert!(lines.iter().any(|line| line.contains("ended (NO_PRIMARY_KEY): 0 row(s) read; skipped")), "timeline");
+
+    let (spec, surrogate) = load(Some("surrogate-key"));
+    assert_eq!(statuses(&surrogate), [("SUCCEEDED", 40)]);
+    assert_eq!(emitted(&surrogate), [1, 1, 1, 0]);
+    assert_eq!(hubs_in_kafka(&surrogate), [16, 32, 40]);
+    let missing: Vec<i64> = (1..=40).filter(|hub| ![16, 32, 40].contains(hub)).collect();
+    assert_eq!(i1(&surrogate), missing);
+    let [i4] = surrogate.findings.iter().filter(|f| f.invariant == Invariant::I4).collect::<Vec<_>>()[..] else {
+        panic!("one I4: {:?}", surrogate.findings)
+    };
+    assert!(i4.seen.contains("37 row(s)"), "{}", i4.seen);
+    assert!(i4.detail.contains("null message key") || i4.detail.contains("key is null"), "{}", i4.detail);
+    let lines = handoff_sim::timed::report::timeline(&spec, &surrogate);
+    assert_eq!(lines.iter().filter(|line| line.contains("share the one null message key")).count(), 3);
+
+    let (_, blocking) = load(Some("blocking"));
+    assert!(statuses(&blocking).is_empty(), "no incremental snapshot");
+    assert_eq!(hubs_in_kafka(&blocking), (1..=40).collect::<Vec<_>>());
+}
+
 /// Incremental snapshots exist from Debezium 1.6; `additional-conditions` on a table with a
 /// two-column key is not modelled yet. Both are refused by name.
 #[test]

@@ -1996,3 +1996,36 @@ fn message_key_columns_and_unique_columns_say_what_is_wrong() {
     let default_identity = keyed("public.claims:external_id").replacen("replica_identity = \"full\"\n", "", 1);
     fails_at(&default_identity, "connector.\"message.key.columns\"", "REPLICA IDENTITY DEFAULT");
 }
+
+/// A table without a primary key (`primary_key = []`): accepted with `REPLICA IDENTITY FULL`;
+/// its records have a null key unless `message.key.columns` names one, and such a table's topic
+/// needs one partition and no compaction (neither null-key behaviour is modelled).
+#[test]
+fn tables_without_a_primary_key_say_what_is_wrong() {
+    let table = |fields: &str| {
+        min_with("[[table]]\nname = \"public.claims\"\n", &format!("[[table]]\nname = \"public.claims\"\n{fields}"))
+    };
+    let keyless = "replica_identity = \"full\"\nprimary_key = []\n";
+    let loaded = ok(&table(keyless), &[]);
+    assert!(loaded.spec.tables[0].keyless);
+    assert_eq!(loaded.spec.debezium.null_key_tables, [loaded.spec.tables[0].id]);
+    let keyed =
+        table(keyless).replacen("[connector]\n", "[connector]\n\"message.key.columns\" = \"public.claims:id\"\n", 1);
+    assert!(ok(&keyed, &[]).spec.debezium.null_key_tables.is_empty(), "message.key.columns gives it a key");
+    fails_at(&table("primary_key = []\n"), "table[0].primary_key", "does not have a replica identity");
+    fails_at(
+        &table("replica_identity = \"full\"\nprimary_key = []\ngroup_rows = 2\n"),
+        "table[0].group_rows",
+        "not a table without one",
+    );
+    fails_at(&format!("{}\n[kafka]\npartitions = 3\n", table(keyless)), "kafka.partitions", "sticky partitioner");
+    fails_at(
+        &format!("{}\n[kafka]\n\"cleanup.policy\" = \"compact\"\n", table(keyless)),
+        "kafka.\"cleanup.policy\"",
+        "Compacted topic cannot accept message without key",
+    );
+    assert!(
+        ok(&format!("{keyed}\n[kafka]\npartitions = 3\n"), &[]).spec.kafka.partitions == 3,
+        "keyed: any partitions"
+    );
+}

@@ -169,6 +169,7 @@ fn everything() -> Spec {
                     name: "external_id".into(),
                     null_row: 7,
                 }),
+                keyless: true,
             },
             TableSetup {
                 id: payments,
@@ -182,6 +183,7 @@ fn everything() -> Spec {
                     group_rows: 4,
                 }),
                 unique_column: None,
+                keyless: false,
             },
         ],
         debezium: DebeziumConfig {
@@ -218,6 +220,7 @@ fn everything() -> Spec {
                 claims,
                 handoff_models::core::ids::UniqueColumn { name: "external_id".into(), null_row: 7 },
             )],
+            null_key_tables: Vec::new(),
         },
         connector_properties: properties,
         connector_start_ms: 1_500,
@@ -575,6 +578,7 @@ fn sessions_and_transactions_round_trip() {
         outbox: None,
         composite_key: None,
         unique_column: None,
+        keyless: false,
     });
     let claims = TableId(0);
     let on = |session: &str, kind: StepKind, trigger: Trigger, ops: Vec<RowOp>, idle_ms: u64| ScriptedTxn {
@@ -662,6 +666,7 @@ fn message_outboxes_round_trip() {
         outbox: Some(OutboxTable { aggregatetype: "claim".into(), delete: true }),
         composite_key: None,
         unique_column: None,
+        keyless: false,
     });
     spec.message_outboxes = vec![
         MessageOutbox { prefix: "outbox".into(), aggregatetype: "claim".into(), transactional: true },

@@ -561,6 +561,26 @@ fn hubs_backfill_nullable_key_debezium_2_5() {
 }
 
 #[test]
+fn hubs_backfill_keyless() {
+    check("hubs-backfill-keyless");
+}
+
+#[test]
+fn hubs_backfill_keyless_no_message_key() {
+    check_variant("hubs-backfill-keyless", "no-message-key");
+}
+
+#[test]
+fn hubs_backfill_keyless_surrogate_key() {
+    check_variant("hubs-backfill-keyless", "surrogate-key");
+}
+
+#[test]
+fn hubs_backfill_keyless_blocking() {
+    check_variant("hubs-backfill-keyless", "blocking");
+}
+
+#[test]
 fn hubs_backfill_read_only_visibility_race() {
     check("hubs-backfill-read-only-visibility-race");
 }

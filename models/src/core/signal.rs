@@ -595,6 +595,10 @@ pub enum ScanStatus {
     /// not capture it (`table.include.list`), so the schema refresh finds nothing either
     /// (`retrieveAndRefreshSchema`, then `warnAndSkip`); the snapshot goes on with the next one.
     UnknownSchema,
+    /// `NO_PRIMARY_KEY`: `getQueryColumns` found no column to chunk the table by (no primary
+    /// key, no `message.key.columns`, no `surrogate-key`): `isTableInvalid` skips it with
+    /// `warnAndSkip` before any query, and the snapshot goes on with the next one.
+    NoPrimaryKey,
 }
 
 impl ScanStatus {
@@ -604,6 +608,7 @@ impl ScanStatus {
             ScanStatus::Empty => "EMPTY",
             ScanStatus::SqlException => "SQL_EXCEPTION",
             ScanStatus::UnknownSchema => "UNKNOWN_SCHEMA",
+            ScanStatus::NoPrimaryKey => "NO_PRIMARY_KEY",
         }
     }
 }

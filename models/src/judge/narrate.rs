@@ -59,6 +59,9 @@ pub struct Names {
     /// the column's name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub message_key_columns: Vec<(TableId, String)>,
+    /// The tables whose records have a null key (no primary key, no `message.key.columns`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub null_key_tables: Vec<TableId>,
 }
 
 /// A signal table as the timeline names its rows.
@@ -140,7 +143,13 @@ impl Names {
                 .connectors()
                 .flat_map(|d| d.message_key_columns.iter().map(|(table, column)| (*table, column.name.clone())))
                 .collect(),
+            null_key_tables: spec.debezium.null_key_tables.clone(),
         }
+    }
+
+    /// Whether the first connector gives `table`'s records a null key.
+    pub fn null_key(&self, table: TableId) -> bool {
+        self.null_key_tables.contains(&table)
     }
 
     /// A chunk position of `table` (the last key a chunk read or a snapshot row sent): `NULL`
@@ -770,6 +779,14 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                 }
                 Some(last) => format!("{rows} row(s) up to {} {last} into the window buffer", order.name()),
                 None => "no row: the table is done".into(),
+            };
+            let read = if names.null_key(*table) && *rows > 1 {
+                format!(
+                    "{read}, where all {rows} share the one null message key (the table has no primary key): each \
+                     replaces the one before, and only the last stays"
+                )
+            } else {
+                read
             };
             if names.read_only {
                 format!(

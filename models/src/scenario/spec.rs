@@ -230,6 +230,11 @@ pub struct TableSetup {
     /// `null_row`): the row's `id`, NULL in row `null_row`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unique_column: Option<crate::core::ids::UniqueColumn>,
+    /// No primary key (`[[table]] primary_key = []`): its rows still have `id`, unique by the
+    /// workload, but PostgreSQL knows no key. Debezium gives its records a null key unless
+    /// `message.key.columns` names one (`TableSchemaBuilder.create`: no key columns, no key schema).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keyless: bool,
 }
 
 /// An outbox table (`[[table]] outbox = { aggregatetype = "claim", delete = false }`): the service
@@ -851,6 +856,7 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
             outbox: None,
             composite_key: None,
             unique_column: None,
+            keyless: false,
         }],
         debezium: DebeziumConfig {
             version: (3, 7),
@@ -882,6 +888,7 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
             signalling: None,
             later_tables: Vec::new(),
             message_key_columns: Vec::new(),
+            null_key_tables: Vec::new(),
         },
         connector_properties: BTreeMap::new(),
         connector_start_ms: 0,

@@ -238,7 +238,9 @@ pub(super) fn connector(
     let mut tables = include_list(cx, s, tables)?;
     let snapshot_tables = snapshot_include_list(cx, s, all_tables, &tables)?;
     let signalling = signalling(cx, s, all_tables, &mut tables, &topic_prefix)?;
-    let message_key_columns = message_key_columns(cx, s, all_tables)?;
+    let (message_key_columns, keyed) = message_key_columns(cx, s, all_tables)?;
+    let null_key_tables =
+        all_tables.iter().filter(|table| table.keyless && !keyed.contains(&table.id)).map(|table| table.id).collect();
     let offset_mismatch_strategy = choose(
         cx,
         s,
@@ -353,22 +355,23 @@ pub(super) fn connector(
         signalling,
         later_tables: Vec::new(),
         message_key_columns,
+        null_key_tables,
     };
     Ok((debezium, properties))
 }
+
+/// The tables `message.key.columns` keys by their nullable unique column, with the column.
+type MessageKeyColumns = Vec<(TableId, handoff_models::core::ids::UniqueColumn)>;
 
 /// `message.key.columns` (`<schema>.<table>:<column>[,<column>]`, entries separated by `;`,
 /// `KeyMapper.getInstance`): the columns a table's record keys are made of instead of its
 /// primary key, which its incremental snapshot's chunks are ordered and bounded by too
 /// (`AbstractChunkQueryBuilder.getQueryColumns`). The model keys a table by its primary key
-/// (`id`, a no-op) or by its nullable unique column (`[[table]] unique_column`); a regular
-/// expression for the table, other columns and several columns are not modelled.
-fn message_key_columns(
-    cx: &Cx,
-    s: &Section,
-    all_tables: &[TableSetup],
-) -> Res<Vec<(TableId, handoff_models::core::ids::UniqueColumn)>> {
-    let Some(field) = s.get("message.key.columns") else { return Ok(Vec::new()) };
+/// (`id`, a no-op), by `id` on a table without a primary key (which then has a key, DBZ-4107),
+/// or by its nullable unique column (`[[table]] unique_column`); a regular expression for the
+/// table, other columns and several columns are not modelled. Also returns every table named.
+fn message_key_columns(cx: &Cx, s: &Section, all_tables: &[TableSetup]) -> Res<(MessageKeyColumns, Vec<TableId>)> {
+    let Some(field) = s.get("message.key.columns") else { return Ok((Vec::new(), Vec::new())) };
     let text = prop_text(cx, &field)?;
     let mut keyed = Vec::new();
     let mut named = Vec::new();
@@ -387,9 +390,10 @@ fn message_key_columns(
         let setup = &all_tables[usize::from(id.0)];
         let columns: Vec<&str> = columns.split(',').map(str::trim).collect();
         let unique = setup.unique_column.as_ref();
+        let id_column = if setup.keyless { "its column `id`" } else { "its primary key `id`" };
         let of_table = match unique {
-            Some(unique) => format!("its primary key `id` or its unique column `{}`", unique.name),
-            None => "its primary key `id` (the table declares no unique_column)".to_string(),
+            Some(unique) => format!("{id_column} or its unique column `{}`", unique.name),
+            None => format!("{id_column} (the table declares no unique_column)"),
         };
         let column = match columns.as_slice() {
             [column] => *column,
@@ -428,7 +432,7 @@ fn message_key_columns(
         }
         keyed.push((id, unique.clone()));
     }
-    Ok(keyed)
+    Ok((keyed, named))
 }
 
 /// An enumerated connector property: one of `all`, by its Debezium name.

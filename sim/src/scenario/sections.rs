@@ -89,6 +89,13 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         &mut debezium,
         (more_connectors.len(), connect.workers),
     )?;
+    null_key_topics(
+        cx,
+        &root.sub(cx, "kafka")?,
+        &kafka,
+        &tables,
+        &mut every_connector(&mut debezium, &mut more_connectors),
+    )?;
     let mut signal_rows = std::collections::BTreeMap::new();
     let mut all = every_connector(&mut debezium, &mut more_connectors);
     let mut kafka_signals = super::signals::KafkaSignals::of(&mut all);
@@ -720,16 +727,85 @@ fn tables(cx: &Cx, root: &Section) -> Res<Vec<TableSetup>> {
                  event in the business change's transaction)",
             );
         }
-        let composite_key = composite_key(cx, &s, outbox.is_some())?;
+        let (composite_key, keyless) = match composite_key(cx, &s, outbox.is_some(), replica_identity)? {
+            TableKey::Id => (None, false),
+            TableKey::Composite(key) => (Some(key), false),
+            TableKey::None => (None, true),
+        };
         let unique_column = unique_column(cx, &s, outbox.is_some(), composite_key.is_some())?;
-        tables.push(TableSetup { id, name, rows, replica_identity, database, outbox, composite_key, unique_column });
+        tables.push(TableSetup {
+            id,
+            name,
+            rows,
+            replica_identity,
+            database,
+            outbox,
+            composite_key,
+            unique_column,
+            keyless,
+        });
     }
     Ok(tables)
 }
 
-/// `[[table]] primary_key` and `group_rows`: `None` for the model's `id` key (left out, or
-/// `["id"]`), a [`CompositeKey`] for two columns.
-fn composite_key(cx: &Cx, s: &Section, outbox: bool) -> Res<Option<CompositeKey>> {
+/// A captured table whose records have a null key (no primary key, no `message.key.columns`):
+/// its change topic must have one partition and no compaction. Kafka's producer spreads
+/// null-keyed records over the partitions (`BuiltInPartitioner`'s sticky partition, KIP-480 and
+/// KIP-794), and a compacted topic refuses them ("Compacted topic cannot accept message without
+/// key", `LogValidator.validateKey`, which fails the producer and the task); neither is modelled.
+fn null_key_topics(
+    cx: &Cx,
+    s: &Section,
+    kafka: &KafkaSection,
+    tables: &[TableSetup],
+    connectors: &mut [&mut DebeziumConfig],
+) -> Res<()> {
+    for connector in connectors.iter() {
+        let captured = connector.ever_captured();
+        let Some(table) = connector.null_key_tables.iter().find(|table| captured.contains(table)) else { continue };
+        let name = &tables[usize::from(table.0)].name;
+        let why =
+            format!("{name} has no primary key and message.key.columns gives it none, so its records have a null key");
+        if kafka.partitions > 1
+            && let Some(field) = s.get("partitions")
+        {
+            return cx.fail(
+                &field,
+                format!(
+                    "{why}; Kafka's producer spreads null-keyed records over a topic's partitions (the sticky \
+                     partitioner), which is not modelled: use one partition, or key the table with \
+                     message.key.columns = \"{name}:id\""
+                ),
+            );
+        }
+        if kafka.compaction.is_some()
+            && let Some(field) = s.get("cleanup.policy")
+        {
+            return cx.fail(
+                &field,
+                format!(
+                    "{why}; a compacted topic refuses records without a key (\"Compacted topic cannot accept \
+                     message without key\"), which fails the task; that is not modelled: key the table with \
+                     message.key.columns = \"{name}:id\""
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A table's primary key as `[[table]] primary_key` declares it.
+enum TableKey {
+    /// `id` (left out, or `["id"]`).
+    Id,
+    /// Two columns, with `group_rows`.
+    Composite(CompositeKey),
+    /// `[]`: no primary key.
+    None,
+}
+
+/// `[[table]] primary_key` and `group_rows`.
+fn composite_key(cx: &Cx, s: &Section, outbox: bool, identity: ReplicaIdentity) -> Res<TableKey> {
     let Some(field) = s.get("primary_key") else {
         if let Some(group) = s.get("group_rows") {
             return cx.fail(
@@ -737,7 +813,7 @@ fn composite_key(cx: &Cx, s: &Section, outbox: bool) -> Res<Option<CompositeKey>
                 "group_rows goes with a two-column primary_key (the rows per value of its first column)",
             );
         }
-        return Ok(None);
+        return Ok(TableKey::Id);
     };
     let items = cx.items(&field, "an array of column names, like [\"region_id\", \"hub_id\"]")?;
     let mut columns = Vec::new();
@@ -755,12 +831,32 @@ fn composite_key(cx: &Cx, s: &Section, outbox: bool) -> Res<Option<CompositeKey>
     }
     let names: Vec<&str> = columns.iter().map(String::as_str).collect();
     let columns: [&str; 2] = match names.as_slice() {
-        [] => return cx.fail(&field, "tables without a primary key are not modelled yet"),
+        [] => {
+            if let Some(group) = s.get("group_rows") {
+                return cx.fail(&group, "group_rows goes with a two-column primary_key, not a table without one");
+            }
+            if outbox {
+                return cx.fail(&field, "an outbox table's key is its `id` (a uuid): leave out primary_key");
+            }
+            if identity != ReplicaIdentity::Full {
+                // `CheckCmdReplicaIdentity` (src/backend/executor/execReplication.c): a table
+                // without a replica identity in a publication that publishes updates and deletes
+                // refuses them.
+                return cx.fail(
+                    &field,
+                    "a table without a primary key has no replica identity under REPLICA IDENTITY DEFAULT, and \
+                     PostgreSQL refuses its UPDATE and DELETE while a publication publishes them (\"cannot update \
+                     table ... because it does not have a replica identity and publishes updates\"); that error is \
+                     not modelled: set replica_identity = \"full\" on the table",
+                );
+            }
+            return Ok(TableKey::None);
+        }
         ["id"] => {
             if let Some(group) = s.get("group_rows") {
                 return cx.fail(&group, "group_rows goes with a two-column primary_key, not [\"id\"]");
             }
-            return Ok(None);
+            return Ok(TableKey::Id);
         }
         [other] => {
             return cx.fail(
@@ -793,7 +889,7 @@ fn composite_key(cx: &Cx, s: &Section, outbox: bool) -> Res<Option<CompositeKey>
         Val::Int(value) => return cx.fail(&group, out_of_range(value, 1, limits::MAX_ROWS as i64)),
         _ => return cx.wrong(&group, "an integer"),
     };
-    Ok(Some(CompositeKey { columns: columns.map(str::to_owned), group_rows }))
+    Ok(TableKey::Composite(CompositeKey { columns: columns.map(str::to_owned), group_rows }))
 }
 
 /// `[[table]] unique_column` and `null_row`: a nullable column with a unique index, whose value

@@ -160,6 +160,9 @@ fn write_tables(w: &mut Writer, spec: &Spec) {
         if let Some(database) = &table.database {
             w.field("database", toml_string(database));
         }
+        if table.keyless {
+            w.field("primary_key", "[]");
+        }
         if let Some(key) = &table.composite_key {
             w.field("primary_key", format!("[{}, {}]", toml_string(&key.columns[0]), toml_string(&key.columns[1])));
             w.field("group_rows", key.group_rows);

@@ -441,6 +441,16 @@ fn completed_backfills(evidence: &Evidence, found: &mut Vec<Finding>) {
                  row, so it reads nothing and the table counts as done after its first chunk (reference \
                  debezium-postgres.md §9 row 14)"
             )
+        } else if evidence.names.null_key(*table) {
+            format!(
+                "the table has no primary key and message.key.columns gives it none, so its records' key is null; \
+                 the chunks, ordered and bounded by the surrogate-key `{}`, read every row, but the window buffer \
+                 (a LinkedHashMap by message key: readChunk puts each row under tableSchema.keyFromColumnData(row), \
+                 null here) holds one entry, each row replacing the one before, so each window emits only its \
+                 chunk's last row (AbstractIncrementalSnapshotChangeEventSource.readChunk, read from the code; \
+                 a streamed change deduplicates nothing either, deduplicateWindow removing Struct keys only)",
+                scan.order.name()
+            )
         } else if scan.order.is_primary_key() {
             "the chunks did not cover the table's keys".to_string()
         } else {

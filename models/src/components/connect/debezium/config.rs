@@ -127,6 +127,11 @@ impl DebeziumConfig {
         self.message_key_columns.iter().find(|(of, _)| *of == table).map(|(_, column)| column)
     }
 
+    /// Whether `table`'s records have a null key: no primary key, and no `message.key.columns`.
+    pub fn null_key(&self, table: TableId) -> bool {
+        self.null_key_tables.contains(&table)
+    }
+
     /// Whether pgjdbc confirms keep-alive LSNs by its rule (`V3PGReplicationStream`
     /// `processKeepAliveMessage`): a 42.7.0 or later driver does by default; from 3.2 Debezium
     /// sets `withAutomaticFlush(false)` unless `lsn.flush.mode=connector_and_driver`
@@ -318,6 +323,12 @@ pub struct DebeziumConfig {
     /// reads them in the rows its chunk queries return.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub message_key_columns: Vec<(TableId, crate::core::ids::UniqueColumn)>,
+    /// Tables without a primary key that `message.key.columns` gives no key: their records have a
+    /// null key (`TableSchemaBuilder.create` builds no key schema, so `TableSchema
+    /// .keyFromColumnData` returns null), and `getQueryColumns` finds no column to chunk them by
+    /// unless a signal names a `surrogate-key`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub null_key_tables: Vec<TableId>,
 }
 
 /// `incremental.snapshot.watermarking.strategy` (`SignalBasedIncrementalSnapshotChangeEventSource
@@ -515,6 +526,7 @@ mod tests {
             signalling: None,
             later_tables: Vec::new(),
             message_key_columns: Vec::new(),
+            null_key_tables: Vec::new(),
         }
     }
 

@@ -65,6 +65,17 @@
 //! ([`crate::core::ids::UniqueColumn`]). On a two-column key, Debezium before 1.8 bounds each
 //! column on its own (DBZ-3860, `ChunkRange::contains`); on a nullable column, Debezium before 2.6
 //! compares a NULL bound as any value, which no row passes (DBZ-5071, [`ChunkNulls`]).
+//!
+//! A table without a primary key that `message.key.columns` does not key
+//! ([`super::config::DebeziumConfig::null_key_tables`]; reference §6.3, "tables without a primary
+//! key … are skipped"): with no `surrogate-key` either, `getQueryColumns` is empty and
+//! `isTableInvalid` skips the table with `warnAndSkip` (`NO_PRIMARY_KEY`) before any query. With
+//! a `surrogate-key` it is chunked, but `readChunk` puts each row in the window under
+//! `tableSchema.keyFromColumnData(row)`, null without a key schema (`TableSchema`'s generator
+//! returns null), so the `LinkedHashMap` keeps one entry, the chunk's last row; and a streamed
+//! event's null key is no `Struct`, so `deduplicateWindow` removes nothing. Read from
+//! `AbstractIncrementalSnapshotChangeEventSource` (`readChunk`, `deduplicateWindow`); the
+//! reference says only that deduplication uses the message key.
 
 use super::*;
 use crate::components::connect::debezium::config::WatermarkingStrategy;
@@ -560,6 +571,10 @@ impl DebeziumTask {
     /// `processMessage` → `deduplicateWindow`: a streamed event of the current table while the
     /// window is open removes its key from the buffer.
     pub(super) fn deduplicate(&mut self, table: TableId, key: Key) {
+        // A null message key is no `Struct`: `deduplicateWindow` removes nothing for it.
+        if self.config.null_key(table) {
+            return;
+        }
         let Some(snapshot) = self.incremental.as_mut() else { return };
         if !snapshot.window_opened || snapshot.window.is_empty() || snapshot.current() != Some(table) {
             return;
@@ -680,12 +695,17 @@ impl DebeziumTask {
     /// The column the current table's chunks order by (`getQueryColumns`): the signal's
     /// `surrogate-key`, else the primary key. Err: the `surrogate-key` names no column of the table.
     fn chunk_order(&self) -> Result<ChunkOrder, String> {
-        let origin = self.incremental.as_ref().and_then(|snapshot| snapshot.queue.first()).map_or(0, |q| q.1);
-        match self.config.signalling.as_ref().and_then(|signalling| signalling.surrogate_key(origin)) {
+        match self.surrogate_key() {
             None | Some(SurrogateKey::Column(FilterColumn::Id)) => Ok(ChunkOrder(None)),
             Some(SurrogateKey::Column(column)) => Ok(ChunkOrder(Some(*column))),
             Some(SurrogateKey::Missing(name)) => Err(name.clone()),
         }
+    }
+
+    /// The `surrogate-key` of the signal that queued the current table.
+    fn surrogate_key(&self) -> Option<&SurrogateKey> {
+        let origin = self.incremental.as_ref().and_then(|snapshot| snapshot.queue.first()).map_or(0, |q| q.1);
+        self.config.signalling.as_ref().and_then(|signalling| signalling.surrogate_key(origin))
     }
 
     /// How the chunk queries of `table` ordered by `order` treat NULL: only a key that
@@ -732,6 +752,15 @@ impl DebeziumTask {
             Ok(order) => order,
             Err(column) => return self.surrogate_key_missing(ctx, table, column),
         };
+        // `isTableInvalid`: no query column (no primary key, no `message.key.columns`, no
+        // `surrogate-key`): skipped before any query.
+        if self.config.null_key(table) && self.surrogate_key().is_none() {
+            let reason = "skipped because the table has no primary keys: isTableInvalid found no column to chunk it \
+                          by (no primary key, no message.key.columns, no surrogate-key)"
+                .to_string();
+            self.table_done(ctx, ScanStatus::NoPrimaryKey, reason);
+            return self.read_next(ctx);
+        }
         let per_column = self.config.chunk_bounds_per_column();
         let nulls = self.chunk_nulls(table, order_by);
         let Some(snapshot) = self.incremental.as_mut() else { return TaskEvent::None };
@@ -898,7 +927,14 @@ impl DebeziumTask {
                 let count = positioned.len() as u32;
                 let last = positioned.last().map(|((position, _), _)| *position);
                 snapshot.rows_scanned += u64::from(count);
-                snapshot.window.extend(positioned);
+                if self.config.null_key(table) {
+                    // `window.put(tableSchema.keyFromColumnData(row), row)`: without a key schema
+                    // every row's message key is null, and the `LinkedHashMap` keeps one entry
+                    // under it, each row replacing the one before: the chunk's last row.
+                    snapshot.window.extend(positioned.into_iter().last());
+                } else {
+                    snapshot.window.extend(positioned);
+                }
                 if let Some(chunk) = snapshot.chunk {
                     ctx.observe(Observation::ChunkRead {
                         table,
