@@ -1878,8 +1878,8 @@ fn worker_group_settings_and_faults_are_checked() {
     );
 }
 
-/// `[[table]] primary_key`: `id` (the default) or two columns with `group_rows`; anything else
-/// is refused by name.
+/// `[[table]] primary_key`: `id` (the default), two columns with `group_rows`, or none (see
+/// `tables_without_a_primary_key_say_what_is_wrong`); anything else is refused by name.
 #[test]
 fn table_primary_keys() {
     let table = "[[table]]\nname = \"public.claims\"\n";
@@ -1897,7 +1897,7 @@ fn table_primary_keys() {
     );
     fails(&with("group_rows = 10\n"), &[], "s.toml:", "group_rows goes with a two-column primary_key");
     fails(&with("primary_key = [\"region_id\"]\n"), &[], "s.toml:", "the model's single-column key is `id`");
-    fails(&with("primary_key = []\n"), &[], "s.toml:", "tables without a primary key are not modelled yet");
+    fails(&with("primary_key = []\n"), &[], "s.toml:", "set replica_identity = \"full\"");
     fails(&with("primary_key = [\"a\", \"b\", \"c\"]\ngroup_rows = 2\n"), &[], "s.toml:", "keys of one or two columns");
     fails(
         &with("primary_key = [\"region_id\", \"version\"]\ngroup_rows = 2\n"),
