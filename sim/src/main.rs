@@ -56,6 +56,8 @@ enum Command {
         /// Print one JSON object instead of the text report.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        timeline: TimelineFlags,
     },
     /// Replay a saved scenario (a regression from `scenarios/regressions/`) at its own seed.
     Replay {
@@ -63,6 +65,8 @@ enum Command {
         file: PathBuf,
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        timeline: TimelineFlags,
     },
     /// Run many seeds of a scenario in parallel worker processes, and summarise findings, coverage
     /// and the seeds whose run crashed.
@@ -243,6 +247,24 @@ impl Expectation {
     }
 }
 
+/// How the text report shows its timeline. The JSON report's timeline is always every line.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct TimelineFlags {
+    /// Show only these processes' lines, like `pg1,connect` (the names the timeline shows:
+    /// pg1, pg2, postgres, connect, connect-2, connect-3, kafka, sink, app, operator, loader,
+    /// consumer).
+    #[arg(long, value_name = "PROCESSES")]
+    only: Option<String>,
+    /// Follow one key across every process: `7`, or `public.hubs:7` for one table's. Faults stay
+    /// in view.
+    #[arg(long, value_name = "KEY")]
+    key: Option<String>,
+    /// Show every line: routine deliveries (poll, append, apply, acknowledge, group commit) are
+    /// folded into one line per run of them otherwise.
+    #[arg(long)]
+    verbose: bool,
+}
+
 /// `--strategy`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum StrategyArg {
@@ -350,20 +372,20 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Run { scenario: path, seed, sets, expectation, json } => {
+        Command::Run { scenario: path, seed, sets, expectation, json, timeline } => {
             let loaded = match scenario::load_with(&path, &expectation.choice(&sets)) {
                 Ok(loaded) => loaded,
                 Err(error) => return bad_input(&error.to_string()),
             };
             let seed = seed.unwrap_or(loaded.seed);
-            commands::run(&loaded.spec, &path.display().to_string(), seed, json)
+            commands::run(&loaded.spec, &path.display().to_string(), seed, json, &timeline)
         }
-        Command::Replay { file, json } => {
+        Command::Replay { file, json, timeline } => {
             let loaded = match scenario::load(&file, &[]) {
                 Ok(loaded) => loaded,
                 Err(error) => return bad_input(&error.to_string()),
             };
-            commands::run(&loaded.spec, &file.display().to_string(), loaded.seed, json)
+            commands::run(&loaded.spec, &file.display().to_string(), loaded.seed, json, &timeline)
         }
         Command::Sweep {
             scenario: path,

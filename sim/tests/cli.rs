@@ -915,3 +915,100 @@ fn sweep_all_faults_draws_every_kind_the_system_takes_and_replays_carry_them() {
         assert_eq!(kinds.contains("fail-over-to-standby"), failover, "{name}: {kinds}");
     }
 }
+
+/// The timeline section of a text report, one entry per line (captions included).
+fn timeline_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .skip_while(|line| *line != "timeline")
+        .skip(1)
+        .take_while(|line| !line.is_empty())
+        .map(|line| line.trim_start().to_string())
+        .collect()
+}
+
+/// The number after `word` in `line` (`applied 12`), if any.
+fn count_after(line: &str, word: &str) -> u64 {
+    line.split(word)
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|number| number.trim_end_matches([',', ';']).parse().ok())
+        .unwrap_or(0)
+}
+
+/// Routine deliveries are folded by default and every line comes back with `--verbose`; the
+/// folded lines count what they fold: the sink's applies add up to the same number either way.
+#[test]
+fn the_timeline_folds_routine_deliveries_unless_verbose() {
+    let path = scenario("claims-restart-during-snapshot");
+    let folded = handoff(&["run", &path]);
+    let verbose = handoff(&["run", &path, "--verbose"]);
+    assert_eq!((folded.status.code(), verbose.status.code()), (Some(0), Some(0)));
+    let folded = timeline_lines(&String::from_utf8_lossy(&folded.stdout));
+    let verbose = timeline_lines(&String::from_utf8_lossy(&verbose.stdout));
+    assert!(folded.iter().any(|line| line.starts_with("(routine deliveries folded")), "a caption says so");
+    assert!(!verbose.iter().any(|line| line.starts_with('(')), "no caption for the full view");
+    let deliveries: Vec<&String> = folded.iter().filter(|line| line.contains(" delivery  ")).collect();
+    assert!(!deliveries.is_empty() && folded.len() * 3 < verbose.len() * 2, "{} vs {}", folded.len(), verbose.len());
+    assert!(!verbose.iter().any(|line| line.contains(" delivery  ")));
+    // Every line the fold keeps is in the full timeline, in the same order.
+    let mut rest = verbose.iter();
+    for line in folded.iter().filter(|line| !line.starts_with('(') && !line.contains(" delivery  ")) {
+        assert!(rest.any(|full| full == line), "{line} is not in the full timeline, in order");
+    }
+    let applied = |lines: &[String]| -> u64 {
+        lines
+            .iter()
+            .map(|line| {
+                if line.contains(" delivery  ") {
+                    count_after(line, "the sink applied ")
+                } else if line.contains(" sink      applied ") {
+                    count_after(line, "applied ")
+                } else {
+                    0
+                }
+            })
+            .sum()
+    };
+    assert_eq!(applied(&folded), applied(&verbose));
+    assert!(applied(&verbose) > 1_000);
+}
+
+/// `--only` keeps the named processes' lines; `--key` follows one key and keeps the faults.
+#[test]
+fn only_and_key_filter_the_timeline() {
+    let output = handoff(&["run", &scenario("claims-restart-during-snapshot"), "--only", "pg1,sink", "--verbose"]);
+    assert_eq!(output.status.code(), Some(0));
+    let lines = timeline_lines(&String::from_utf8_lossy(&output.stdout));
+    let events: Vec<&String> = lines.iter().filter(|line| !line.starts_with('(')).collect();
+    assert!(events.len() > 20);
+    for line in &events {
+        let process = line.split_whitespace().nth(1).unwrap_or_default();
+        assert!(process == "pg1" || process == "sink", "{line}");
+    }
+    assert!(events.iter().any(|line| line.contains(" sink ")) && events.iter().any(|line| line.contains(" pg1 ")));
+
+    let output = handoff(&["run", &scenario("hubs-backfill-keyless"), "--key", "public.hubs:7"]);
+    assert_eq!(output.status.code(), Some(0));
+    let lines = timeline_lines(&String::from_utf8_lossy(&output.stdout));
+    assert!(lines.iter().any(|line| line.contains("update row 7 -> v2 closed") && line.contains("public.hubs")));
+    assert!(lines.iter().any(|line| line.contains("chunk query on public.hubs with no WHERE")), "chunk 1 has hub 7");
+    assert!(!lines.iter().any(|line| line.contains("update claim")), "no other key's commits");
+    assert!(!lines.iter().any(|line| line.contains("(id) > (16)")), "chunk 2 does not have hub 7");
+    assert!(lines.iter().any(|line| line.contains("FAULT: checkpoint")), "faults stay in view");
+}
+
+#[test]
+fn timeline_flags_say_what_is_wrong() {
+    let path = scenario("hubs-backfill");
+    for (args, message) in [
+        (["--only", "pg1,kafak"], "`kafak` is not a process; did you mean `kafka`?"),
+        (["--only", "pg1,,sink"], "an empty process name"),
+        (["--key", "public.hub:7"], "`public.hub` is not a table of the scenario; did you mean `public.hubs`?"),
+        (["--key", "seven"], "`seven` is not a key"),
+    ] {
+        let output = handoff(&["run", &path, args[0], args[1]]);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let error = String::from_utf8_lossy(&output.stderr);
+        assert!(error.contains(message), "{args:?}: {error}");
+    }
+}

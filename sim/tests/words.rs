@@ -262,7 +262,7 @@ fn a_script_step_that_does_not_apply_in_the_run_says_so_in_the_timeline_and_the_
     let entries = json["scripted_not_applied"].as_array().expect("a JSON list");
     assert_eq!(entries.len(), 1, "{entries:?}");
     assert!(entries[0]["at_ms"].as_u64().is_some_and(|at| at >= 3_000), "{entries:?}");
-    assert!(report::text(&spec, "s.toml", &result).contains("note: at t=3."));
+    assert!(report::text(&spec, "s.toml", &result, &report::TimelineView::default()).contains("note: at t=3."));
 }
 
 #[test]

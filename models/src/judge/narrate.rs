@@ -292,7 +292,7 @@ fn change_text(kind: &ChangeKind, key: i64) -> String {
 }
 
 /// The offsets records went to, per partition, each named: `claims.public.claims-0@13..15`.
-fn partitions_summary(records: &[KafkaRecord], names: &Names) -> String {
+pub fn partitions_summary(records: &[KafkaRecord], names: &Names) -> String {
     let mut ranges: BTreeMap<TopicPartition, (u64, u64)> = BTreeMap::new();
     for record in records {
         let range = ranges.entry(record.tp).or_insert((record.offset, record.offset));

@@ -14,7 +14,7 @@ fn no_simulation() -> ExitCode {
     ExitCode::from(2)
 }
 
-pub fn run(_spec: &Spec, _name: &str, _seed: u64, _json: bool) -> ExitCode {
+pub fn run(_spec: &Spec, _name: &str, _seed: u64, _json: bool, _timeline: &crate::TimelineFlags) -> ExitCode {
     no_simulation()
 }
 

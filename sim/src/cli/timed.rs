@@ -11,12 +11,17 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-pub fn run(spec: &Spec, name: &str, seed: u64, json: bool) -> ExitCode {
+pub fn run(spec: &Spec, name: &str, seed: u64, json: bool, timeline: &crate::TimelineFlags) -> ExitCode {
+    let view =
+        match report::TimelineView::parse(spec, timeline.only.as_deref(), timeline.key.as_deref(), timeline.verbose) {
+            Ok(view) => view,
+            Err(error) => return bad_input(&error),
+        };
     let result = runner::run(spec, seed);
     if json {
         out!(format!("{}\n", report::json(spec, name, &result)));
     } else {
-        out!(report::text(spec, name, &result));
+        out!(report::text(spec, name, &result, &view));
     }
     if result.prediction_held && result.departures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }

@@ -274,7 +274,7 @@ pub(super) fn unknown_value<'a>(text: &str, names: impl Iterator<Item = &'a str>
 }
 
 /// The candidate closest to `word`, if the edit distance is small.
-fn closest<'k>(word: &str, candidates: &[&'k str]) -> Option<&'k str> {
+pub fn closest<'k>(word: &str, candidates: &[&'k str]) -> Option<&'k str> {
     let word: Vec<char> = word.to_lowercase().chars().collect();
     candidates
         .iter()

@@ -31,6 +31,7 @@ mod workload;
 mod write;
 
 pub use faults::{every_fault_kind, every_fault_kind_with};
+pub use fields::closest;
 pub use load::{load, load_str, load_str_with, load_with, read_text};
 pub use write::to_toml;
 

@@ -6,3 +6,4 @@ pub mod net;
 pub mod node;
 pub mod report;
 pub mod runner;
+pub mod view;

@@ -2,6 +2,7 @@
 //! prediction held, the trace hash — as text, or as one JSON object.
 
 use crate::timed::runner::{RunLimit, RunResult};
+pub use crate::timed::view::TimelineView;
 use crate::verdict::{Lens, origin, predicted, prediction_line, verdict_lines};
 use handoff_models::components::connect::ConnectorState;
 use handoff_models::judge::checkers::Finding;
@@ -17,8 +18,19 @@ pub fn names(spec: &Spec) -> Names {
 /// The narrated timeline, one line per event worth reading; a run cut by a limit ends with a
 /// line that says so.
 pub fn timeline(spec: &Spec, result: &RunResult) -> Vec<String> {
+    let full = TimelineView { verbose: true, ..TimelineView::default() };
+    timeline_view(spec, result, &full)
+}
+
+/// The timeline as `view` shows it (`--only`, `--key`, routine deliveries folded unless
+/// `--verbose`).
+pub fn timeline_view(spec: &Spec, result: &RunResult, view: &TimelineView) -> Vec<String> {
     let names = names(spec);
-    let mut lines: Vec<String> = result.trace.iter().filter_map(|event| narrate::line(event, &names)).collect();
+    let mut lines: Vec<String> = if view.is_full() {
+        result.trace.iter().filter_map(|event| narrate::line(event, &names)).collect()
+    } else {
+        super::view::lines(&result.trace, &names, view)
+    };
     if let Some(limit) = result.limit {
         let at = handoff_models::core::time::SimTime(result.sim_time_ms).to_string();
         lines.push(format!(
@@ -104,7 +116,15 @@ pub fn header(spec: &Spec, scenario: &str, result: &RunResult) -> String {
             spec.connect.group.scheduled_rebalance_max_delay_ms
         );
     }
-    for (index, fault) in result.schedule.iter().enumerate() {
+    // In time order: a fault at a fixed time by its time, one at a moment (which the run reaches
+    // when it reaches it) after them, each group in the schedule's order.
+    let mut order: Vec<usize> = (0..result.schedule.len()).collect();
+    order.sort_by_key(|index| match result.schedule[*index].trigger {
+        Trigger::At { at_ms } => at_ms,
+        _ => u64::MAX,
+    });
+    for index in order {
+        let fault = &result.schedule[index];
         let origin = if index < spec.faults.len() { "" } else { "  (generated from the seed)" };
         // Whom it acts on, when the scenario has a choice: the connector, the worker.
         let connector = if spec.connector_count() > 1 && fault.action.acts_on_a_connector() {
@@ -196,11 +216,14 @@ fn trigger(trigger: &Trigger) -> String {
     trigger.to_string()
 }
 
-/// The whole text report.
-pub fn text(spec: &Spec, scenario: &str, result: &RunResult) -> String {
+/// The whole text report, its timeline as `view` shows it.
+pub fn text(spec: &Spec, scenario: &str, result: &RunResult, view: &TimelineView) -> String {
     let mut out = header(spec, scenario, result);
     let _ = writeln!(out, "\ntimeline");
-    for line in timeline(spec, result) {
+    for line in view.caption(spec) {
+        let _ = writeln!(out, "  ({line})");
+    }
+    for line in timeline_view(spec, result, view) {
         let _ = writeln!(out, "  {line}");
     }
     let _ = writeln!(out, "\nfindings ({})", result.findings.len());
