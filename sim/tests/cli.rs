@@ -995,6 +995,12 @@ fn only_and_key_filter_the_timeline() {
     assert!(!lines.iter().any(|line| line.contains("update claim")), "no other key's commits");
     assert!(!lines.iter().any(|line| line.contains("(id) > (16)")), "chunk 2 does not have hub 7");
     assert!(lines.iter().any(|line| line.contains("FAULT: checkpoint")), "faults stay in view");
+
+    // A folded delivery names where the followed key's own record went.
+    let output = handoff(&["run", &scenario("claims-restart-during-snapshot"), "--key", "17"]);
+    let lines = timeline_lines(&String::from_utf8_lossy(&output.stdout));
+    let delivery = lines.iter().find(|line| line.contains(" delivery  ")).expect("a folded delivery");
+    assert!(delivery.contains("key 17's at claims.public.claims-"), "{delivery}");
 }
 
 #[test]

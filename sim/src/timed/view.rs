@@ -148,7 +148,7 @@ fn key_filter(spec: &Spec, text: &str) -> Result<KeyFilter, String> {
 /// The timeline lines `view` shows, in time order.
 pub fn lines(events: &[TraceEvent], names: &Names, view: &TimelineView) -> Vec<String> {
     let mut out = Vec::new();
-    let mut fold = Fold::default();
+    let mut fold = Fold { key: view.key, ..Fold::default() };
     for event in events {
         if !view.only.is_empty() && !view.only.contains(&event.node) {
             continue;
@@ -171,6 +171,14 @@ pub fn lines(events: &[TraceEvent], names: &Names, view: &TimelineView) -> Vec<S
     out
 }
 
+/// Whether `record` carries the followed key.
+fn carries(record: &KafkaRecord, filter: &KeyFilter) -> bool {
+    match record.tp.topic {
+        Topic::Change(table) => record.key == filter.key && filter.table.is_none_or(|wanted| wanted == table),
+        _ => false,
+    }
+}
+
 fn is_fault(observation: &Observation) -> bool {
     matches!(observation, Observation::Fault { .. } | Observation::Crashed { .. })
 }
@@ -178,10 +186,7 @@ fn is_fault(observation: &Observation) -> bool {
 /// Whether `observation` names the key.
 fn involves(observation: &Observation, filter: &KeyFilter) -> bool {
     let is = |table: TableId, key: Key| key == filter.key && filter.table.is_none_or(|wanted| wanted == table);
-    let record = |record: &KafkaRecord| match record.tp.topic {
-        Topic::Change(table) => is(table, record.key),
-        _ => false,
-    };
+    let record = |record: &KafkaRecord| carries(record, filter);
     match observation {
         Observation::Committed { txn, .. } => txn.changes.iter().any(|change| is(change.table, change.key)),
         Observation::ScanStarted { table, .. } => filter.table.is_none_or(|wanted| wanted == *table),
@@ -211,6 +216,8 @@ fn involves(observation: &Observation, filter: &KeyFilter) -> bool {
 /// A run of routine delivery lines being folded.
 #[derive(Default)]
 struct Fold {
+    /// `--key`: the followed key's own records are named.
+    key: Option<KeyFilter>,
     lines: Vec<String>,
     first: Option<String>,
     polls: usize,
@@ -261,7 +268,7 @@ impl Fold {
 
     /// Ends the run: one line for it (a single line as it is).
     fn flush(&mut self, names: &Names, out: &mut Vec<String>) {
-        let fold = std::mem::take(self);
+        let fold = std::mem::replace(self, Fold { key: self.key, ..Fold::default() });
         match fold.lines.len() {
             0 => return,
             1 => {
@@ -284,6 +291,13 @@ impl Fold {
                 fold.appended.len(),
                 narrate::partitions_summary(&fold.appended, names)
             ));
+            if let Some(filter) = &fold.key {
+                let own: Vec<KafkaRecord> =
+                    fold.appended.iter().filter(|record| carries(record, filter)).copied().collect();
+                if !own.is_empty() {
+                    parts.push(format!("key {}'s at {}", filter.key, narrate::partitions_summary(&own, names)));
+                }
+            }
         }
         if fold.applied > 0 {
             parts.push(format!("the sink applied {}", fold.applied));
