@@ -53,6 +53,22 @@ impl Node {
         Node::Connect3,
     ];
 
+    /// Every process a scenario or a timeline names: the database service, then the machines.
+    pub const ALL: [Node; 12] = [
+        Node::Postgres,
+        Node::Pg1,
+        Node::Pg2,
+        Node::Connect,
+        Node::Kafka,
+        Node::Sink,
+        Node::App,
+        Node::Operator,
+        Node::Loader,
+        Node::Consumer,
+        Node::Connect2,
+        Node::Connect3,
+    ];
+
     /// The Kafka Connect workers of a group, in order: `connect` is the first (and the only one
     /// of a scenario with one worker).
     pub const WORKERS: [Node; 3] = [Node::Connect, Node::Connect2, Node::Connect3];

@@ -175,22 +175,6 @@ fn fault(cx: &Cx, item: &Field, system: System, connectors: &[String], horizon: 
     Ok(Fault { trigger, action, connector, worker })
 }
 
-/// The processes a clog can name: the database service and the machines.
-const CLOG_NODES: [Node; 12] = [
-    Node::Postgres,
-    Node::Pg1,
-    Node::Pg2,
-    Node::Connect,
-    Node::Kafka,
-    Node::Sink,
-    Node::App,
-    Node::Operator,
-    Node::Loader,
-    Node::Consumer,
-    Node::Connect2,
-    Node::Connect3,
-];
-
 /// `between = ["connect", "postgres"]`: two distinct processes.
 /// Why a fault kind cannot act on the scenario's system, if it cannot.
 fn missing_process(kind: FaultKind, system: System) -> Option<&'static str> {
@@ -218,7 +202,8 @@ fn clog_between(cx: &Cx, field: &Field, system: System) -> Res<(Node, Node)> {
         let count = items.len();
         return cx.fail(field, format!("expected two process names, found {count}; like [\"connect\", \"postgres\"]"));
     };
-    let nodes = CLOG_NODES.map(|node| (node.name(), node));
+    // A clog can name any process: the database service and the machines.
+    let nodes = Node::ALL.map(|node| (node.name(), node));
     let (a, b) = (cx.choice(first, &nodes)?, cx.choice(second, &nodes)?);
     if a == b {
         return cx.fail(second, format!("a clog is between two different processes; `{a}` is named twice"));

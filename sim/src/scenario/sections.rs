@@ -89,13 +89,8 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         &mut debezium,
         (more_connectors.len(), connect.workers),
     )?;
-    null_key_topics(
-        cx,
-        &root.sub(cx, "kafka")?,
-        &kafka,
-        &tables,
-        &mut every_connector(&mut debezium, &mut more_connectors),
-    )?;
+    let connectors = std::iter::once(&debezium).chain(more_connectors.iter().map(|more| &more.debezium));
+    null_key_topics(cx, &root.sub(cx, "kafka")?, &kafka, &tables, connectors)?;
     let mut signal_rows = std::collections::BTreeMap::new();
     let mut all = every_connector(&mut debezium, &mut more_connectors);
     let mut kafka_signals = super::signals::KafkaSignals::of(&mut all);
@@ -727,7 +722,7 @@ fn tables(cx: &Cx, root: &Section) -> Res<Vec<TableSetup>> {
                  event in the business change's transaction)",
             );
         }
-        let (composite_key, keyless) = match composite_key(cx, &s, outbox.is_some(), replica_identity)? {
+        let (composite_key, keyless) = match table_key(cx, &s, outbox.is_some(), replica_identity)? {
             TableKey::Id => (None, false),
             TableKey::Composite(key) => (Some(key), false),
             TableKey::None => (None, true),
@@ -753,14 +748,14 @@ fn tables(cx: &Cx, root: &Section) -> Res<Vec<TableSetup>> {
 /// null-keyed records over the partitions (`BuiltInPartitioner`'s sticky partition, KIP-480 and
 /// KIP-794), and a compacted topic refuses them ("Compacted topic cannot accept message without
 /// key", `LogValidator.validateKey`, which fails the producer and the task); neither is modelled.
-fn null_key_topics(
+fn null_key_topics<'c>(
     cx: &Cx,
     s: &Section,
     kafka: &KafkaSection,
     tables: &[TableSetup],
-    connectors: &mut [&mut DebeziumConfig],
+    connectors: impl Iterator<Item = &'c DebeziumConfig>,
 ) -> Res<()> {
-    for connector in connectors.iter() {
+    for connector in connectors {
         let captured = connector.ever_captured();
         let Some(table) = connector.null_key_tables.iter().find(|table| captured.contains(table)) else { continue };
         let name = &tables[usize::from(table.0)].name;
@@ -805,7 +800,7 @@ enum TableKey {
 }
 
 /// `[[table]] primary_key` and `group_rows`.
-fn composite_key(cx: &Cx, s: &Section, outbox: bool, identity: ReplicaIdentity) -> Res<TableKey> {
+fn table_key(cx: &Cx, s: &Section, outbox: bool, identity: ReplicaIdentity) -> Res<TableKey> {
     let Some(field) = s.get("primary_key") else {
         if let Some(group) = s.get("group_rows") {
             return cx.fail(

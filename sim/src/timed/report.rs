@@ -26,11 +26,7 @@ pub fn timeline(spec: &Spec, result: &RunResult) -> Vec<String> {
 /// `--verbose`).
 pub fn timeline_view(spec: &Spec, result: &RunResult, view: &TimelineView) -> Vec<String> {
     let names = names(spec);
-    let mut lines: Vec<String> = if view.is_full() {
-        result.trace.iter().filter_map(|event| narrate::line(event, &names)).collect()
-    } else {
-        super::view::lines(&result.trace, &names, view)
-    };
+    let mut lines = super::view::lines(&result.trace, &names, view);
     if let Some(limit) = result.limit {
         let at = handoff_models::core::time::SimTime(result.sim_time_ms).to_string();
         lines.push(format!(

@@ -15,22 +15,6 @@ use handoff_models::core::observe::{Observation, SinkAction, TraceEvent};
 use handoff_models::judge::narrate::{self, Names};
 use handoff_models::scenario::spec::Spec;
 
-/// The processes a timeline line can come from, by the name it shows.
-const PROCESSES: [Node; 12] = [
-    Node::Pg1,
-    Node::Pg2,
-    Node::Postgres,
-    Node::Connect,
-    Node::Connect2,
-    Node::Connect3,
-    Node::Kafka,
-    Node::Sink,
-    Node::App,
-    Node::Operator,
-    Node::Loader,
-    Node::Consumer,
-];
-
 /// `--key`: a key of one table, or of any.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KeyFilter {
@@ -52,15 +36,15 @@ pub struct TimelineView {
 impl TimelineView {
     /// The view the flags ask for, or what is wrong with them.
     pub fn parse(spec: &Spec, only: Option<&str>, key: Option<&str>, verbose: bool) -> Result<TimelineView, String> {
-        let known = || PROCESSES.iter().map(|node| node.name()).collect::<Vec<_>>().join(", ");
+        let known = || Node::ALL.iter().map(|node| node.name()).collect::<Vec<_>>().join(", ");
         let mut nodes = Vec::new();
         if let Some(list) = only {
             for name in list.split(',').map(str::trim) {
                 if name.is_empty() {
                     return Err(format!("--only {list}: an empty process name; give names like pg1,connect"));
                 }
-                let Some(node) = PROCESSES.iter().copied().find(|node| node.name() == name) else {
-                    let names: Vec<&str> = PROCESSES.iter().map(|node| node.name()).collect();
+                let Some(node) = Node::ALL.iter().copied().find(|node| node.name() == name) else {
+                    let names: Vec<&str> = Node::ALL.iter().map(|node| node.name()).collect();
                     let hint = match crate::scenario::closest(name, &names) {
                         Some(close) => format!("did you mean `{close}`? "),
                         None => String::new(),
@@ -77,11 +61,6 @@ impl TimelineView {
         }
         let key = key.map(|text| key_filter(spec, text)).transpose()?;
         Ok(TimelineView { only: nodes, key, verbose })
-    }
-
-    /// Whether the view shows every line as it is.
-    pub fn is_full(&self) -> bool {
-        self.only.is_empty() && self.key.is_none() && self.verbose
     }
 
     /// What the view leaves out, said once above the timeline; empty for the full view.
