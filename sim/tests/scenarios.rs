@@ -177,6 +177,11 @@ fn outbox_status_changes_connect_killed() {
 }
 
 #[test]
+fn outbox_connector_from_json() {
+    check("outbox-connector-from-json");
+}
+
+#[test]
 fn outbox_slot_cap_events_during_outage() {
     check("outbox-slot-cap-events-during-outage");
 }

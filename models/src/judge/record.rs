@@ -906,6 +906,24 @@ pub struct RecordInputs<'a> {
     pub findings: &'a [crate::judge::checkers::Finding],
 }
 
+/// The record keeps no secret: a property Debezium masks when it logs a configuration shows as
+/// `********` (`Configuration.PASSWORD_PATTERN`, case-insensitive: names ending in `secret`,
+/// `password`, `sasl.jaas.config`, `credentials.json`, `connectionstring`, `connection.string`,
+/// or holding `basic.auth.user.info` or `registry.auth.client-secret`).
+fn mask_passwords(configuration: &mut BTreeMap<String, String>) {
+    for (key, value) in configuration.iter_mut() {
+        let lower = key.to_ascii_lowercase();
+        let ends =
+            ["secret", "password", "sasl.jaas.config", "credentials.json", "connectionstring", "connection.string"];
+        if ends.iter().any(|end| lower.ends_with(end))
+            || lower.contains("basic.auth.user.info")
+            || lower.contains("registry.auth.client-secret")
+        {
+            *value = "********".to_owned();
+        }
+    }
+}
+
 /// Another connector of the worker, as the run left it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OtherConnectorRecord {
@@ -931,6 +949,7 @@ impl OtherConnectorRecord {
         for (key, value) in defaults {
             configuration.entry(key.to_string()).or_insert(value);
         }
+        mask_passwords(&mut configuration);
         let mut stored_offset = None;
         let mut slot = "valid".to_string();
         for event in inputs.trace {
@@ -1240,6 +1259,7 @@ impl HandoffRecord {
         for (key, value) in defaults {
             connector_configuration.entry(key.to_string()).or_insert(value);
         }
+        mask_passwords(&mut connector_configuration);
 
         // Source vs sink at the boundary, per captured table: documents by (table, key), so that
         // tables sharing keys are compared each with its own (the lists name the keys).

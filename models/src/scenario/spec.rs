@@ -514,6 +514,21 @@ pub struct Spec {
     /// signals the script produces to it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub signal_topics: Vec<SignalTopic>,
+    /// Settings the scenario gives that the model knows and does not simulate (converters, topic
+    /// creation, connection and security settings, worker plumbing): accepted, and listed once in
+    /// the report so that nobody takes them for simulated.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_modelled: Vec<NotModelled>,
+}
+
+/// A setting accepted without effect on the run: where it was given, its name and why the model
+/// does without it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct NotModelled {
+    /// `connector` (or the connector's name when there are several), `connect`, `postgres`.
+    pub section: String,
+    pub setting: String,
+    pub why: String,
 }
 
 /// A Kafka signal topic and the signals the script produces to it, in order (a record's key is
@@ -940,5 +955,6 @@ pub fn claims_minimal(rows: u32, rule: crate::components::sink::ApplyRule) -> Sp
         more_connectors: Vec::new(),
         signal_topics: Vec::new(),
         message_outboxes: Vec::new(),
+        not_modelled: Vec::new(),
     }
 }

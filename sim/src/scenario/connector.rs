@@ -1,6 +1,7 @@
 //! `[connector]`: the Debezium PostgreSQL connector's properties.
 
-use super::fields::{Cx, Field, Horizon, Res, Section, out_of_range, setting_out_of_range, unknown_value};
+use super::catalogue::{Kind, connector_kind, connector_names};
+use super::fields::{Cx, Field, Horizon, Res, Section, closest, out_of_range, setting_out_of_range, unknown_value};
 use super::sections::table_id;
 use super::toml_text::duration_text;
 use super::tree::Val;
@@ -28,12 +29,6 @@ const MODELLED: &str = "name connector.class topic.prefix plugin.name slot.name 
     incremental.snapshot.watermarking.strategy snapshot.include.collection.list read.only signal.kafka.topic \
     signal.kafka.bootstrap.servers signal.kafka.groupId signal.poll.interval.ms signal.consumer.auto.commit.interval.ms \
     message.key.columns";
-
-/// Accepted and shown in the handoff record, with no effect on the model.
-const ACCEPTED: &str = "database.hostname database.port database.user database.password database.dbname \
-    tasks.max key.converter value.converter key.converter.schemas.enable value.converter.schemas.enable \
-    snapshot.isolation.mode snapshot.locking.mode decimal.handling.mode time.precision.mode schema.include.list \
-    errors.max.retries signal.kafka.poll.timeout.ms";
 
 /// Debezium's internal property for the slot seek at start (`Field.createInternal` prefixes
 /// `internal.`; `PostgresConnectorConfig.SLOT_SEEK_TO_KNOWN_OFFSET`).
@@ -103,11 +98,55 @@ pub(super) fn prop_bool(cx: &Cx, field: &Field) -> Res<bool> {
     }
 }
 
-/// Every key must be a property the model knows, or one of the transformation chain's.
-fn check_keys_but_chain(cx: &Cx, s: &Section) -> Res<()> {
-    let known = format!("{MODELLED} {ACCEPTED}");
-    let entries: Vec<_> = s.entries.iter().filter(|entry| !is_chain_property(&entry.key)).cloned().collect();
-    Section { path: s.path.clone(), entries: &entries, at: s.at }.check_keys(cx, &known, "connector property")
+/// Every key must be a property the model knows, or one of the transformation chain's (checked
+/// as a chain): one it simulates, or one of the [`catalogue`](super::catalogue) (returned, each
+/// with why it has no effect, unless it is refused there). Anything else is a typo: refused with
+/// the closest known name.
+fn check_properties(cx: &Cx, s: &Section) -> Res<Vec<(String, &'static str)>> {
+    let converters: Vec<String> = match s.get("converters") {
+        Some(field) => prop_text(cx, &field)?.split(',').map(|name| name.trim().to_owned()).collect(),
+        None => Vec::new(),
+    };
+    let converters: Vec<&str> = converters.iter().map(String::as_str).filter(|name| !name.is_empty()).collect();
+    let mut not_modelled = Vec::new();
+    // The outbox router's JSON expansion changes the value's shape only (`EventRouter`).
+    for entry in s.entries.iter().filter(|entry| is_chain_property(&entry.key)) {
+        if entry.key.ends_with(".table.expand.json.payload") && prop_bool(cx, &s.field(entry)).unwrap_or(false) {
+            not_modelled.push((entry.key.clone(), EXPANDED_PAYLOAD));
+        }
+    }
+    for entry in s.entries.iter().filter(|entry| !is_chain_property(&entry.key)) {
+        let key = entry.key.as_str();
+        if MODELLED.split_whitespace().any(|name| name == key) {
+            continue;
+        }
+        let field = s.field(entry);
+        match connector_kind(key, &converters) {
+            Some(Kind::NotModelled(why)) => not_modelled.push((key.to_owned(), why)),
+            Some(Kind::DefaultOnly(default, why)) => {
+                let value = prop_text(cx, &field)?;
+                if value.trim().eq_ignore_ascii_case(default) {
+                    not_modelled.push((key.to_owned(), why));
+                } else {
+                    let default = if default.is_empty() { "empty".to_owned() } else { format!("`{default}`") };
+                    return cx.fail(
+                        &field,
+                        format!("`{}` is not modelled yet; only the default, {default} ({why})", value.trim()),
+                    );
+                }
+            }
+            Some(Kind::Refused(why)) => return cx.fail(&field, format!("not modelled yet: {why}")),
+            None => {
+                let known: Vec<&str> = MODELLED.split_whitespace().chain(connector_names()).collect();
+                let hint = match closest(key, &known) {
+                    Some(name) => format!("did you mean \"{name}\"?"),
+                    None => "see docs/scenario-format.md for the properties this testbed knows".to_owned(),
+                };
+                return cx.fail(&field, format!("unknown connector property; {hint}"));
+            }
+        }
+    }
+    Ok(not_modelled)
 }
 
 /// The connector's `transforms` and `predicates`: configured as Connect would, an error naming the
@@ -142,12 +181,18 @@ fn transform_chain(
     }
 }
 
+const EXPANDED_PAYLOAD: &str =
+    "the outbox payload expanded from JSON into a struct: the value's shape, not its key, topic or headers";
+
+/// Properties accepted without effect, each with why.
+pub(super) type NotModelledList = Vec<(String, &'static str)>;
+
 pub(super) fn connector(
     cx: &Cx,
     s: &Section,
     tables: &[TableSetup],
     horizon: &Horizon,
-) -> Res<(DebeziumConfig, BTreeMap<String, String>)> {
+) -> Res<(DebeziumConfig, BTreeMap<String, String>, NotModelledList)> {
     if let Some(field) = s.get(&SLOT_SEEK["internal.".len()..]) {
         return cx.fail(
             &field,
@@ -159,7 +204,7 @@ pub(super) fn connector(
     }
     // The transformation chain's properties (`transforms`, `transforms.<alias>.*`, `predicates`,
     // `predicates.<alias>.*`) are checked as a chain below.
-    check_keys_but_chain(cx, s)?;
+    let not_modelled = check_properties(cx, s)?;
     let text = |key: &str, default: &str| s.opt(key, default.to_owned(), |field| prop_text(cx, field));
     let milliseconds = |key: &str, default: u64, low: u64| s.opt(key, default, |field| prop_setting_ms(cx, field, low));
     let small = |key: &str, default: i64| {
@@ -357,7 +402,7 @@ pub(super) fn connector(
         message_key_columns,
         null_key_tables,
     };
-    Ok((debezium, properties))
+    Ok((debezium, properties, not_modelled))
 }
 
 /// The tables `message.key.columns` keys by their nullable unique column, with the column.

@@ -14,6 +14,8 @@ pub(super) struct Cx<'a> {
     pub(super) file: &'a str,
     pub(super) text: &'a str,
     pub(super) sets: &'a [String],
+    /// The files sections read with `from`, in the order read.
+    pub(super) included: &'a [super::include::Included],
 }
 
 /// A value to read, its path as written in TOML, and where errors about it go.
@@ -40,6 +42,13 @@ impl Cx<'_> {
             At::Set(index) => {
                 format!("--set {}: {field}: {problem}", self.sets.get(index).map_or("", String::as_str))
             }
+            At::Included(index, offset) => match self.included.get(index) {
+                Some(included) => {
+                    let (line, column) = line_col(&included.text, offset);
+                    format!("{}:{line}:{column}: {field}: {problem}", included.name)
+                }
+                None => format!("{}: {field}: {problem}", self.file),
+            },
         };
         ScenarioError { message }
     }

@@ -2,6 +2,7 @@
 //! tree, the sections read into a [`Spec`], and the prediction the run is judged against.
 
 use super::fields::{Cx, Section, line_col};
+use super::include::expand;
 use super::overrides::{Step, apply_set, parse_path, set_in};
 use super::prediction::parse_expect;
 use super::sections::scenario;
@@ -57,7 +58,7 @@ pub fn load_str(file: &str, text: &str, sets: &[String]) -> Result<Loaded, Scena
 /// ([`PredictionOrigin::Unpredicted`]).
 pub fn load_str_with(file: &str, text: &str, choice: &Choice) -> Result<Loaded, ScenarioError> {
     let sets = &choice.sets;
-    let cx = Cx { file, text, sets };
+    let cx = Cx { file, text, sets, included: &[] };
     let parsed = DeTable::parse(text).map_err(|error| {
         let offset = error.span().map_or(0, |span| span.start);
         let (line, column) = line_col(text, offset);
@@ -115,6 +116,12 @@ pub fn load_str_with(file: &str, text: &str, choice: &Choice) -> Result<Loaded, 
             changes.push((steps, value));
         }
     }
+    // `from = "FILE"` last, so that the section's own keys, a variant's and the command line's
+    // override what the file says.
+    let mut included = Vec::new();
+    let base = Path::new(file).parent().unwrap_or(Path::new(""));
+    expand(&cx, &mut root, base, &mut included)?;
+    let cx = Cx { included: &included, ..cx };
     let entries = match &root.val {
         Val::Table(entries) => entries.as_slice(),
         _ => &[],

@@ -15,9 +15,11 @@
 //! ends of its range.
 
 mod bound;
+mod catalogue;
 mod connector;
 mod faults;
 mod fields;
+mod include;
 mod load;
 mod overrides;
 mod prediction;

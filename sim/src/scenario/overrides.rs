@@ -64,11 +64,37 @@ pub(super) fn parse_path(path: &str) -> Result<Vec<Step>, String> {
             return Err(format!("more than {MAX_SET_DEPTH} steps"));
         }
         match chars.get(i) {
-            None => return Ok(steps),
+            None => return Ok(flat_names(steps)),
             Some('.') => i += 1,
             Some(c) => return Err(format!("unexpected `{c}` at character {}", i + 1)),
         }
     }
+}
+
+/// The sections whose keys are the real systems' dotted property names, and that hold no
+/// sub-tables: a path into one names a property with its dots, as Debezium and Kafka write it
+/// (`connector.snapshot.mode` is `connector."snapshot.mode"`, `connector[1].slot.name` is
+/// `connector[1]."slot.name"`).
+const FLAT_SECTIONS: [&str; 5] = ["connector", "connect", "kafka", "sink", "consumer"];
+
+fn flat_names(steps: Vec<Step>) -> Vec<Step> {
+    let section = matches!(steps.first(), Some(Step::Key(key)) if FLAT_SECTIONS.contains(&key.as_str()));
+    let start = 1 + usize::from(matches!(steps.get(1), Some(Step::Index(_))));
+    let rest = steps.get(start..).unwrap_or_default();
+    if !section || rest.len() < 2 || !rest.iter().all(|step| matches!(step, Step::Key(_))) {
+        return steps;
+    }
+    let name = rest
+        .iter()
+        .map(|step| match step {
+            Step::Key(key) => key.as_str(),
+            Step::Index(_) => "",
+        })
+        .collect::<Vec<_>>()
+        .join(".");
+    let mut joined = steps[..start].to_vec();
+    joined.push(Step::Key(name));
+    joined
 }
 
 pub(super) fn is_bare(c: char) -> bool {

@@ -28,7 +28,7 @@ use handoff_models::scenario::faults::System;
 use handoff_models::scenario::spec::Acceptance;
 use handoff_models::scenario::spec::HandoffMethod;
 use handoff_models::scenario::spec::Spec;
-use handoff_models::scenario::spec::{ConnectorSection, MessageOutbox, OutboxTable, TableSetup};
+use handoff_models::scenario::spec::{ConnectorSection, MessageOutbox, NotModelled, OutboxTable, TableSetup};
 use std::collections::BTreeMap;
 
 pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
@@ -48,8 +48,15 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let sections = connector_sections(cx, root)?;
     let releases = versions(cx, &root.sub(cx, "versions")?)?;
     let mut connectors: Vec<(DebeziumConfig, BTreeMap<String, String>)> = Vec::new();
+    let mut not_modelled: Vec<NotModelled> = Vec::new();
     for (index, section) in sections.iter().enumerate() {
-        let (mut debezium, properties) = connector(cx, section, &tables, &horizon)?;
+        let (mut debezium, properties, unused) = connector(cx, section, &tables, &horizon)?;
+        let where_ = if sections.len() > 1 { format!("connector {}", debezium.name) } else { "connector".to_owned() };
+        not_modelled.extend(unused.into_iter().map(|(setting, why)| NotModelled {
+            section: where_.clone(),
+            setting,
+            why: why.to_owned(),
+        }));
         debezium.connector_index = index as u8;
         if debezium.slot_failover
             && postgres.major_version < 17
@@ -172,6 +179,7 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         more_connectors,
         message_outboxes,
         signal_topics,
+        not_modelled,
     };
     if let Some((schedule, items)) = &schedule {
         // The path must be one the bound can take, step by step.

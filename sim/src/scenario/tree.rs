@@ -4,11 +4,13 @@ use toml::Spanned;
 use toml::de::DeTable;
 use toml::de::DeValue;
 
-/// Where a value came from: a byte offset in the file, or the index of a `--set` argument.
+/// Where a value came from: a byte offset in the file, the index of a `--set` argument, or a
+/// byte offset in a file a section reads with `from` (the index of the file, in the order read).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum At {
     File(usize),
     Set(usize),
+    Included(usize, usize),
 }
 
 #[derive(Clone, Debug)]
@@ -56,7 +58,7 @@ impl Entry {
     pub(super) fn at(&self) -> At {
         match self.item.at {
             At::Set(index) => At::Set(index),
-            At::File(_) => self.key_at,
+            At::File(_) | At::Included(..) => self.key_at,
         }
     }
 }

@@ -792,6 +792,15 @@ fn check_read_back(text: &str, spec: &Spec, seed: u64) -> Result<(), String> {
     for (read, written) in read.more_connectors.iter_mut().zip(&spec.more_connectors) {
         read.properties.clone_from(&written.properties);
     }
+    // The properties not modelled are the same, listed in the order written (sorted by name).
+    let sorted = |list: &[handoff_models::scenario::spec::NotModelled]| {
+        let mut list = list.to_vec();
+        list.sort_by(|a, b| (&a.section, &a.setting).cmp(&(&b.section, &b.setting)));
+        list
+    };
+    if sorted(&read.not_modelled) == sorted(&spec.not_modelled) {
+        read.not_modelled.clone_from(&spec.not_modelled);
+    }
     // The written file's prediction is its own, whatever the run's came from.
     read.prediction.origin.clone_from(&spec.prediction.origin);
     if read != *spec {

@@ -112,6 +112,7 @@ pub fn header(spec: &Spec, scenario: &str, result: &RunResult) -> String {
             spec.connect.group.scheduled_rebalance_max_delay_ms
         );
     }
+    out.push_str(&not_modelled(spec));
     // In time order: a fault at a fixed time by its time, one at a moment (which the run reaches
     // when it reaches it) after them, each group in the schedule's order.
     let mut order: Vec<usize> = (0..result.schedule.len()).collect();
@@ -204,6 +205,26 @@ pub fn header(spec: &Spec, scenario: &str, result: &RunResult) -> String {
             background.start_ms,
             background.end_ms
         );
+    }
+    out
+}
+
+/// The settings the scenario gives that the model does not simulate, one line per section and
+/// reason (empty when there are none).
+pub fn not_modelled(spec: &Spec) -> String {
+    let mut groups: Vec<(&str, &str, Vec<&str>)> = Vec::new();
+    for item in &spec.not_modelled {
+        match groups.iter_mut().find(|(section, why, _)| *section == item.section && *why == item.why) {
+            Some((_, _, settings)) => settings.push(&item.setting),
+            None => groups.push((&item.section, &item.why, vec![&item.setting])),
+        }
+    }
+    if groups.is_empty() {
+        return String::new();
+    }
+    let mut out = "not modelled (accepted as given; they do not change this run)\n".to_owned();
+    for (section, why, settings) in groups {
+        let _ = writeln!(out, "          {section}: {}: {why}", settings.join(", "));
     }
     out
 }
@@ -397,6 +418,7 @@ pub fn json(spec: &Spec, scenario: &str, result: &RunResult) -> serde_json::Valu
         }),
         "unfired_triggers": result.unfired,
         "fault_notes": result.fault_notes,
+        "not_modelled": spec.not_modelled,
         "scripted_not_applied": scripted_not_applied(spec, result),
         "schedule_departures": result.departures,
         "timeline": timeline(spec, result),

@@ -22,8 +22,9 @@
 //!    default regex's group). A change record of any *other* captured table is an envelope too,
 //!    and fails at the payload check: hence the predicate a real configuration puts on the SMT.
 //!
-//! Options the model refuses rather than ignores: `table.expand.json.payload = true` (the JSON
-//! expansion is not modelled); additional-field entries with spaces around them (upstream splits
+//! `table.expand.json.payload = true` is accepted and not modelled: it changes the value's shape,
+//! not what is routed where (the report lists it). Options the model refuses rather than
+//! ignores: additional-field entries with spaces around them (upstream splits
 //! the list on `,` and `:` without trimming, so a space becomes part of the column name).
 //! `table.field.event.type` and `table.field.event.schema.version` are read and have no effect on
 //! a record's content here, as upstream reads `type` only through additional fields and the schema
@@ -139,11 +140,11 @@ impl EventRouter {
                 "`table.json.payload.null.behavior` = `{null_behavior}`: give ignore or optional_bytes"
             ));
         }
-        if boolean("table.expand.json.payload")? {
-            return Err("`table.expand.json.payload` = true: the model does not expand a JSON payload into a \
-                        struct; leave it false"
-                .into());
-        }
+        // Expanding the JSON payload into a struct changes the value's shape only (its schema and
+        // how a converter writes it), not its key, topic, headers or whether it is sent: the
+        // model keeps the payload as the row holds it, and the scenario lists the option as not
+        // modelled.
+        boolean("table.expand.json.payload")?;
         let additional_fields = match get("table.fields.additional.placement") {
             None => Vec::new(),
             Some(list) => list.split(',').map(additional_field).collect::<Result<_, _>>()?,
@@ -613,7 +614,8 @@ mod tests {
         fails(&[("route.topic", "x")], "`route.topic` is not an option of EventRouter");
         fails(&[("table.op.invalid.behavior", "ignore")], "give warn, error or fatal");
         fails(&[("route.tombstone.on.empty.payload", "yes")], "give true or false");
-        fails(&[("table.expand.json.payload", "true")], "does not expand a JSON payload");
+        fails(&[("table.expand.json.payload", "yes")], "give true or false");
+        assert!(EventRouter::configure(&options(&[("table.expand.json.payload", "true")])).is_ok());
         fails(&[("table.fields.additional.placement", "type:headers")], "placement header, envelope or partition");
         fails(&[("table.fields.additional.placement", "id:header, type:header")], "no spaces");
         fails(&[("route.topic.regex", "(?<=x)y")], "not a regular expression the model can run");
