@@ -68,7 +68,8 @@ fn the_game_day_outbox_connector_runs_unchanged() {
     assert!(spec.debezium.publication_filtered);
     assert!(!spec.debezium.tombstones_on_delete);
     // What does not is accepted, and listed once each, with why.
-    let listed: Vec<&str> = spec.not_modelled.iter().map(|item| item.setting.as_str()).collect();
+    let listed: Vec<&str> =
+        spec.not_modelled.iter().filter(|item| item.section == "connector").map(|item| item.setting.as_str()).collect();
     for setting in [
         "database.hostname",
         "database.password",
@@ -85,7 +86,24 @@ fn the_game_day_outbox_connector_runs_unchanged() {
     for decided in ["snapshot.mode", "slot.name", "transforms.outbox.type", "table.include.list"] {
         assert!(!listed.contains(&decided), "{decided} is modelled");
     }
-    assert!(spec.not_modelled.iter().all(|item| item.section == "connector" && !item.why.is_empty()));
+    assert!(spec.not_modelled.iter().all(|item| !item.why.is_empty()));
+    // The secret's value is not kept.
+    let password = spec.not_modelled.iter().find(|item| item.setting == "database.password").expect("listed");
+    assert_eq!(password.value, "********");
+    // The workers' properties and the server's settings come from their files too.
+    assert_eq!(spec.connect.offset_flush_interval_ms, 60_000);
+    assert_eq!(spec.connect.group_id, "connect-cluster");
+    assert_eq!(spec.postgres.max_slot_wal_keep_size_mb, Some(10 << 10));
+    assert_eq!(spec.postgres.checkpoint_timeout_ms, 300_000);
+    assert_eq!(spec.postgres.wal_sender_timeout_ms, 60_000);
+    let in_section = |section: &str| -> Vec<&str> {
+        spec.not_modelled.iter().filter(|item| item.section == section).map(|item| item.setting.as_str()).collect()
+    };
+    assert_eq!(
+        in_section("postgres"),
+        ["listen_addresses", "shared_buffers", "wal_level", "max_wal_senders", "max_replication_slots"]
+    );
+    assert!(in_section("connect").contains(&"bootstrap.servers") && in_section("connect").contains(&"plugin.path"));
 }
 
 /// The report lists what is not modelled, and the record keeps no secret.
@@ -106,7 +124,7 @@ fn the_report_lists_what_is_not_modelled_and_the_record_masks_the_password() {
 
 #[test]
 fn a_bare_config_reads_as_the_rest_object_and_the_section_overrides_it() {
-    let rest = std::fs::read_to_string(scenarios().join("connectors/outbox-connector.json")).expect("bundled");
+    let rest = std::fs::read_to_string(scenarios().join("pipeline/outbox-connector.json")).expect("bundled");
     let value: serde_json::Value = serde_json::from_str(&rest).expect("json");
     let bare = serde_json::to_string_pretty(&value["config"]).expect("json");
     let from_rest = load_with("rest", "from = \"connector.json\"\n", &rest, &[]).expect("rest");
@@ -135,7 +153,7 @@ fn a_bare_config_reads_as_the_rest_object_and_the_section_overrides_it() {
 
 #[test]
 fn a_typo_in_the_file_names_the_file_line_property_and_the_right_name() {
-    let rest = std::fs::read_to_string(scenarios().join("connectors/outbox-connector.json")).expect("bundled");
+    let rest = std::fs::read_to_string(scenarios().join("pipeline/outbox-connector.json")).expect("bundled");
     let typo = rest.replace("\"snapshot.mode\"", "\"snapshot.mdoe\"");
     let line = typo.lines().position(|line| line.contains("snapshot.mdoe")).expect("in the file") + 1;
     let message = json_fails("typo", &typo, &["unknown connector property; did you mean \"snapshot.mode\"?"]);
@@ -160,11 +178,7 @@ fn what_the_model_would_get_wrong_is_refused_by_name() {
     let default = load_with("default", "from = \"connector.json\"\n", &config(", \"skipped.operations\": \"t\""), &[])
         .expect("the default");
     assert_eq!(default.spec.not_modelled[0].setting, "skipped.operations");
-    json_fails(
-        "skipped",
-        &config(", \"skipped.operations\": \"u\""),
-        &["`u` is not modelled yet; only the default, `t`"],
-    );
+    json_fails("skipped", &config(", \"skipped.operations\": \"u\""), &["`u` is not modelled yet; only `t`"]);
     json_fails("exclude", &config(", \"column.exclude.list\": \"public.claims.amount\""), &["not modelled yet"]);
     json_fails("mask", &config(", \"column.mask.with.12.chars\": \"public.claims.amount\""), &["not modelled yet"]);
     // Families of properties: converters' own settings, client overrides, topic-creation groups.
@@ -174,6 +188,133 @@ fn what_the_model_would_get_wrong_is_refused_by_name() {
     );
     let loaded = load_with("families", "from = \"connector.json\"\n", &families, &[]).expect("families");
     assert_eq!(loaded.spec.not_modelled.len(), 4);
+}
+
+/// `SCENARIO` with `[connect] from` and `[postgres] from` next to these files (the connector as
+/// given in the scenario).
+fn load_files(test: &str, properties: &str, conf: &str, sets: &[&str]) -> Result<Loaded, String> {
+    let dir = dir(test);
+    std::fs::write(dir.join("worker.properties"), properties).expect("write");
+    std::fs::write(dir.join("postgresql.conf"), conf).expect("write");
+    let scenario = SCENARIO.replace(
+        "from = \"connector.json\"\n",
+        "\"topic.prefix\" = \"claims\"\n\"plugin.name\" = \"pgoutput\"\n[connect]\nfrom = \"worker.properties\"\n[postgres]\nfrom = \"postgresql.conf\"\n",
+    );
+    std::fs::write(dir.join("s.toml"), scenario).expect("write");
+    let sets: Vec<String> = sets.iter().map(|set| (*set).to_owned()).collect();
+    load(&dir.join("s.toml"), &sets).map_err(|error| error.message)
+}
+
+#[track_caller]
+fn files_fail(test: &str, properties: &str, conf: &str, phrases: &[&str]) {
+    match load_files(test, properties, conf, &[]) {
+        Ok(_) => panic!("expected an error, but the scenario loaded"),
+        Err(message) => {
+            for phrase in phrases {
+                assert!(message.contains(phrase), "expected {phrase:?} in:\n{message}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_worker_properties_file_reads_as_java_reads_it() {
+    let properties = "# comment\n! also a comment\n  bootstrap.servers = kafka:9092\noffset.flush.interval.ms:15000\n\
+                      offset.flush.timeout.ms 7000\ngroup.id=0042\nexactly.once.source.support=\\\n    enabled\n\
+                      plugin.path=/opt/a\\u0020b\noffset.flush.interval.ms=20000\nssl.keystore.password=hunter2\n";
+    let loaded = load_files("worker", properties, "", &[]).expect("loads");
+    let connect = &loaded.spec.connect;
+    assert_eq!(connect.offset_flush_interval_ms, 20_000, "the last of a key wins");
+    assert_eq!(connect.offset_flush_timeout_ms, 7_000, "whitespace separates too");
+    assert_eq!(connect.group_id, "0042", "a group id stays a name");
+    assert_eq!(connect.exactly_once_source_support.name(), "enabled", "a continued line");
+    let value = |setting: &str| {
+        loaded.spec.not_modelled.iter().find(|item| item.setting == setting).map(|item| item.value.clone())
+    };
+    assert_eq!(value("plugin.path").as_deref(), Some("/opt/a b"), "\\u escapes");
+    assert_eq!(value("bootstrap.servers").as_deref(), Some("kafka:9092"));
+    assert_eq!(value("ssl.keystore.password").as_deref(), Some("********"));
+    // The scenario's own keys win, and --set with dotted names.
+    let set = load_files("worker-set", properties, "", &["connect.offset.flush.interval.ms=1000"]).expect("set");
+    assert_eq!(set.spec.connect.offset_flush_interval_ms, 1_000);
+    // Typos, values, refusals and the scenario's own keys, each at their line.
+    files_fail(
+        "worker-typo",
+        "bootstrap.servers=k:9092\noffset.flush.intervl.ms=1000\n",
+        "",
+        &[
+            "worker.properties:2:1: connect.\"offset.flush.intervl.ms\": unknown Connect worker property; did you mean \"offset.flush.interval.ms\"?",
+        ],
+    );
+    files_fail(
+        "worker-value",
+        "offset.flush.interval.ms=soon\n",
+        "",
+        &["worker.properties:1:1:", "expected an integer"],
+    );
+    files_fail(
+        "worker-eager",
+        "connect.protocol=eager\n",
+        "",
+        &["`eager` is not modelled yet; only `sessioned` or `compatible`"],
+    );
+    files_fail("worker-static", "group.instance.id=w1\n", "", &["static group membership is not modelled"]);
+    files_fail("worker-own", "workers=3\n", "", &["`workers` is the scenario's, not a Connect worker property"]);
+    files_fail("worker-escape", "plugin.path=\\u12\n", "", &["malformed \\uXXXX escape"]);
+}
+
+#[test]
+fn a_postgresql_conf_fragment_reads_as_postgres_reads_it() {
+    let conf = "# replication\nWAL_LEVEL = logical\nmax_slot_wal_keep_size 2048   # bare: megabytes\n\
+                checkpoint_timeout=600 # seconds\nwal_sender_timeout = '30s'\nlisten_addresses = '*'\n\
+                search_path = '\"$user\", public'\nauto_explain.log_min_duration = 250\nmax_wal_size = 2GB\n\
+                max_wal_size = 4GB\nidle_in_transaction_session_timeout = 60000\n";
+    let loaded = load_files("conf", "", conf, &[]).expect("loads");
+    let postgres = &loaded.spec.postgres;
+    assert_eq!(postgres.max_slot_wal_keep_size_mb, Some(2048), "a bare number in the base unit, MB");
+    assert_eq!(postgres.checkpoint_timeout_ms, 600_000, "a bare number in seconds");
+    assert_eq!(postgres.wal_sender_timeout_ms, 30_000);
+    assert_eq!(postgres.max_wal_size_mb, 4096, "the last of a setting wins");
+    assert_eq!(postgres.idle_in_transaction_session_timeout_ms, 60_000, "a bare number in milliseconds");
+    let listed: Vec<(&str, &str)> =
+        loaded.spec.not_modelled.iter().map(|item| (item.setting.as_str(), item.value.as_str())).collect();
+    assert_eq!(
+        listed,
+        [
+            ("wal_level", "logical"),
+            ("listen_addresses", "*"),
+            ("search_path", "\"$user\", public"),
+            ("auto_explain.log_min_duration", "250")
+        ]
+    );
+    files_fail(
+        "conf-typo",
+        "",
+        "wal_level = logical\nmax_slot_wal_keep_sise = 64MB\n",
+        &[
+            "postgresql.conf:2:1: postgres.max_slot_wal_keep_sise: unknown PostgreSQL setting; did you mean \"max_slot_wal_keep_size\"?",
+        ],
+    );
+    files_fail(
+        "conf-level",
+        "",
+        "wal_level = replica\n",
+        &["postgresql.conf:1:1:", "`replica` is not modelled yet; only `logical`"],
+    );
+    files_fail(
+        "conf-sync",
+        "",
+        "synchronous_standby_names = 'standby1'\n",
+        &["synchronous replication is not modelled yet"],
+    );
+    files_fail("conf-internal", "", "block_size = 16384\n", &["a read-only setting"]);
+    files_fail("conf-segment", "", "wal_segment_size = 64MB\n", &["fixed at initdb (--wal-segsize)"]);
+    files_fail("conf-include", "", "include 'replication.conf'\n", &["`include` is not followed here"]);
+    files_fail("conf-quote", "", "listen_addresses = '*\n", &["unterminated quoted string"]);
+    files_fail("conf-syntax", "", "shared_buffers = 2 GB\n", &["syntax error: `GB` after the value of shared_buffers"]);
+    files_fail("conf-newer", "", "summarize_wal = on\n", &["PostgreSQL 17 added it; this server is older"]);
+    let newer = load_files("conf-17", "", "summarize_wal = on\n", &["postgres.version=17"]).expect("17 has it");
+    assert_eq!(newer.spec.not_modelled[0].setting, "summarize_wal");
 }
 
 #[test]
@@ -200,4 +341,56 @@ fn a_file_that_is_not_a_connector_configuration_says_what_is_wrong() {
     assert!(missing.contains("nowhere.json`: cannot read"), "{missing}");
     let number = load_with("number", "from = 3\n", "{}", &[]).expect_err("not a path");
     assert!(number.contains("connector.from: expected a string (a file's path), found an integer"), "{number}");
+}
+
+mod never_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Text a file might hold: JSON, properties and postgresql.conf punctuation, unicode
+    /// whitespace, quotes, escapes and line breaks.
+    fn text() -> impl Strategy<Value = String> {
+        proptest::collection::vec(
+            prop_oneof![
+                Just("{".to_owned()),
+                Just("}".to_owned()),
+                Just("\"config\"".to_owned()),
+                Just("\"name\": \"x\"".to_owned()),
+                Just("\"snapshot.mode\"".to_owned()),
+                Just(":".to_owned()),
+                Just("=".to_owned()),
+                Just(",".to_owned()),
+                Just("'".to_owned()),
+                Just("\\".to_owned()),
+                Just("\\u00".to_owned()),
+                Just("#".to_owned()),
+                Just("!".to_owned()),
+                Just("\n".to_owned()),
+                Just("\r\n".to_owned()),
+                Just("\u{a0}".to_owned()),
+                Just(" ".to_owned()),
+                Just("max_wal_size".to_owned()),
+                Just("offset.flush.interval.ms".to_owned()),
+                Just("64MB".to_owned()),
+                Just("é".to_owned()),
+                "[a-z._]{1,8}",
+                "[0-9]{1,6}",
+            ],
+            0..40,
+        )
+        .prop_map(|parts| parts.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+        #[test]
+        fn any_file_loads_or_says_what_is_wrong(json in text(), properties in text(), conf in text()) {
+            // Loads or fails with a message naming a file; never panics.
+            let _ = load_with("fuzz-json", "from = \"connector.json\"\n", &json, &[]);
+            if let Err(message) = load_files("fuzz-files", &properties, &conf, &[]) {
+                prop_assert!(message.contains(".properties:") || message.contains(".conf:") || message.contains(".toml:"), "{}", message);
+            }
+        }
+    }
 }

@@ -434,15 +434,21 @@ fn everything() -> Spec {
         message_outboxes: Vec::new(),
         signal_topics: Vec::new(),
         // The properties above the model accepts and does not simulate, as the file lists them.
+        // (A secret's value is not kept.)
         not_modelled: [
-            ("database.hostname", CONNECTION),
-            ("database.password", CONNECTION),
-            ("database.port", CONNECTION),
-            ("errors.max.retries", ERRORS),
-            ("key.converter.schemas.enable", SERIALISATION),
+            ("database.hostname", "postgres", CONNECTION),
+            ("database.password", "********", CONNECTION),
+            ("database.port", "5432", CONNECTION),
+            ("errors.max.retries", "-1", ERRORS),
+            ("key.converter.schemas.enable", "false", SERIALISATION),
         ]
         .into_iter()
-        .map(|(setting, why)| NotModelled { section: "connector".into(), setting: setting.into(), why: why.into() })
+        .map(|(setting, value, why)| NotModelled {
+            section: "connector".into(),
+            setting: setting.into(),
+            value: value.into(),
+            why: why.into(),
+        })
         .collect(),
     }
 }

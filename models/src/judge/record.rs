@@ -906,19 +906,23 @@ pub struct RecordInputs<'a> {
     pub findings: &'a [crate::judge::checkers::Finding],
 }
 
-/// The record keeps no secret: a property Debezium masks when it logs a configuration shows as
-/// `********` (`Configuration.PASSWORD_PATTERN`, case-insensitive: names ending in `secret`,
-/// `password`, `sasl.jaas.config`, `credentials.json`, `connectionstring`, `connection.string`,
-/// or holding `basic.auth.user.info` or `registry.auth.client-secret`).
+/// Whether Debezium masks a property's value when it logs a configuration
+/// (`Configuration.PASSWORD_PATTERN`, case-insensitive: names ending in `secret`, `password`,
+/// `sasl.jaas.config`, `credentials.json`, `connectionstring`, `connection.string`, or holding
+/// `basic.auth.user.info` or `registry.auth.client-secret`). The record and the report show such
+/// a value as `********`.
+pub fn is_secret(key: &str) -> bool {
+    let lower = key.to_ascii_lowercase();
+    let ends = ["secret", "password", "sasl.jaas.config", "credentials.json", "connectionstring", "connection.string"];
+    ends.iter().any(|end| lower.ends_with(end))
+        || lower.contains("basic.auth.user.info")
+        || lower.contains("registry.auth.client-secret")
+}
+
+/// The record keeps no secret (see [`is_secret`]).
 fn mask_passwords(configuration: &mut BTreeMap<String, String>) {
     for (key, value) in configuration.iter_mut() {
-        let lower = key.to_ascii_lowercase();
-        let ends =
-            ["secret", "password", "sasl.jaas.config", "credentials.json", "connectionstring", "connection.string"];
-        if ends.iter().any(|end| lower.ends_with(end))
-            || lower.contains("basic.auth.user.info")
-            || lower.contains("registry.auth.client-secret")
-        {
+        if is_secret(key) {
             *value = "********".to_owned();
         }
     }

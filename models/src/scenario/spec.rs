@@ -528,6 +528,8 @@ pub struct NotModelled {
     /// `connector` (or the connector's name when there are several), `connect`, `postgres`.
     pub section: String,
     pub setting: String,
+    /// As given.
+    pub value: String,
     pub why: String,
 }
 

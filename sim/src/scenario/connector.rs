@@ -1,9 +1,10 @@
 //! `[connector]`: the Debezium PostgreSQL connector's properties.
 
-use super::catalogue::{Kind, connector_kind, connector_names};
-use super::fields::{Cx, Field, Horizon, Res, Section, closest, out_of_range, setting_out_of_range, unknown_value};
+use super::catalogue::{NotModelledList, classify, connector_kind, connector_names};
+use super::fields::{Cx, Field, Horizon, Res, Section, out_of_range, setting_out_of_range, unknown_value};
 use super::sections::table_id;
 use super::toml_text::duration_text;
+use super::tree::Entry;
 use super::tree::Val;
 use handoff_models::components::connect::ConnectConfig;
 use handoff_models::components::connect::debezium::DebeziumConfig;
@@ -100,9 +101,9 @@ pub(super) fn prop_bool(cx: &Cx, field: &Field) -> Res<bool> {
 
 /// Every key must be a property the model knows, or one of the transformation chain's (checked
 /// as a chain): one it simulates, or one of the [`catalogue`](super::catalogue) (returned, each
-/// with why it has no effect, unless it is refused there). Anything else is a typo: refused with
-/// the closest known name.
-fn check_properties(cx: &Cx, s: &Section) -> Res<Vec<(String, &'static str)>> {
+/// with its value and why it has no effect, unless it is refused there). Anything else is a typo:
+/// refused with the closest known name.
+fn check_properties(cx: &Cx, s: &Section) -> Res<NotModelledList> {
     let converters: Vec<String> = match s.get("converters") {
         Some(field) => prop_text(cx, &field)?.split(',').map(|name| name.trim().to_owned()).collect(),
         None => Vec::new(),
@@ -112,40 +113,16 @@ fn check_properties(cx: &Cx, s: &Section) -> Res<Vec<(String, &'static str)>> {
     // The outbox router's JSON expansion changes the value's shape only (`EventRouter`).
     for entry in s.entries.iter().filter(|entry| is_chain_property(&entry.key)) {
         if entry.key.ends_with(".table.expand.json.payload") && prop_bool(cx, &s.field(entry)).unwrap_or(false) {
-            not_modelled.push((entry.key.clone(), EXPANDED_PAYLOAD));
+            not_modelled.push((entry.key.clone(), "true".to_owned(), EXPANDED_PAYLOAD));
         }
     }
-    for entry in s.entries.iter().filter(|entry| !is_chain_property(&entry.key)) {
-        let key = entry.key.as_str();
-        if MODELLED.split_whitespace().any(|name| name == key) {
-            continue;
-        }
-        let field = s.field(entry);
-        match connector_kind(key, &converters) {
-            Some(Kind::NotModelled(why)) => not_modelled.push((key.to_owned(), why)),
-            Some(Kind::DefaultOnly(default, why)) => {
-                let value = prop_text(cx, &field)?;
-                if value.trim().eq_ignore_ascii_case(default) {
-                    not_modelled.push((key.to_owned(), why));
-                } else {
-                    let default = if default.is_empty() { "empty".to_owned() } else { format!("`{default}`") };
-                    return cx.fail(
-                        &field,
-                        format!("`{}` is not modelled yet; only the default, {default} ({why})", value.trim()),
-                    );
-                }
-            }
-            Some(Kind::Refused(why)) => return cx.fail(&field, format!("not modelled yet: {why}")),
-            None => {
-                let known: Vec<&str> = MODELLED.split_whitespace().chain(connector_names()).collect();
-                let hint = match closest(key, &known) {
-                    Some(name) => format!("did you mean \"{name}\"?"),
-                    None => "see docs/scenario-format.md for the properties this testbed knows".to_owned(),
-                };
-                return cx.fail(&field, format!("unknown connector property; {hint}"));
-            }
-        }
-    }
+    let entries: Vec<Entry> = s.entries.iter().filter(|entry| !is_chain_property(&entry.key)).cloned().collect();
+    let rest = Section { path: s.path.clone(), entries: &entries, at: s.at };
+    let modelled: Vec<&str> = MODELLED.split_whitespace().collect();
+    let known: Vec<&str> = modelled.iter().copied().chain(connector_names()).collect();
+    let (_, more) =
+        classify(cx, &rest, &modelled, &known, "connector property", |key| connector_kind(key, &converters))?;
+    not_modelled.extend(more);
     Ok(not_modelled)
 }
 
@@ -183,9 +160,6 @@ fn transform_chain(
 
 const EXPANDED_PAYLOAD: &str =
     "the outbox payload expanded from JSON into a struct: the value's shape, not its key, topic or headers";
-
-/// Properties accepted without effect, each with why.
-pub(super) type NotModelledList = Vec<(String, &'static str)>;
 
 pub(super) fn connector(
     cx: &Cx,

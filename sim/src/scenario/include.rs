@@ -1,7 +1,9 @@
 //! `from = "FILE"`: a section's settings from the file a pipeline already has. `[connector]` (and
 //! each `[[connector]]`) reads a Kafka Connect REST object (`{"name": …, "config": {…}}`, as
 //! `POST /connectors` takes it and `GET /connectors/{name}` returns it) or a bare `config`
-//! object (as `PUT /connectors/{name}/config` takes it).
+//! object (as `PUT /connectors/{name}/config` takes it); `[connect]` a worker's `.properties`
+//! (`connect-distributed.properties`, read as `java.util.Properties.load` reads it); `[postgres]`
+//! a `postgresql.conf` fragment (read as PostgreSQL's `guc-file.l` reads it).
 //!
 //! The file's settings come first; the section's own keys (and `--set`s on them) override them,
 //! so a scenario can take a real configuration unchanged and change one property. Every value
@@ -23,7 +25,14 @@ pub(super) struct Included {
 }
 
 /// The sections that take `from`.
-const SECTIONS: [&str; 1] = ["connector"];
+const SECTIONS: [&str; 3] = ["connector", "connect", "postgres"];
+
+/// The `[postgres]` keys that are the scenario's, not PostgreSQL's: a `postgresql.conf` cannot
+/// give them.
+const SCENARIO_POSTGRES_KEYS: [&str; 3] = ["version", "scan_rows_per_second", "standby"];
+
+/// The `[connect]` keys that are the scenario's, not a worker property.
+const SCENARIO_CONNECT_KEYS: [&str; 2] = ["workers", "start_at_ms"];
 
 /// The largest included file: a connector configuration is a few kilobytes.
 const MAX_INCLUDED_BYTES: u64 = 1 << 20;
@@ -35,11 +44,11 @@ pub(super) fn expand(cx: &Cx, root: &mut Item, base: &Path, included: &mut Vec<I
     for entry in entries.iter_mut().filter(|entry| SECTIONS.contains(&entry.key.as_str())) {
         let key = entry.key.clone();
         match &mut entry.item.val {
-            Val::Table(section) => expand_section(cx, &key, section, base, included)?,
+            Val::Table(section) => expand_section(cx, &key, &key, section, base, included)?,
             Val::Array(items) => {
                 for (index, item) in items.iter_mut().enumerate() {
                     if let Val::Table(section) = &mut item.val {
-                        expand_section(cx, &format!("{key}[{index}]"), section, base, included)?;
+                        expand_section(cx, &key, &format!("{key}[{index}]"), section, base, included)?;
                     }
                 }
             }
@@ -49,7 +58,14 @@ pub(super) fn expand(cx: &Cx, root: &mut Item, base: &Path, included: &mut Vec<I
     Ok(())
 }
 
-fn expand_section(cx: &Cx, path: &str, section: &mut Vec<Entry>, base: &Path, included: &mut Vec<Included>) -> Res<()> {
+fn expand_section(
+    cx: &Cx,
+    kind: &str,
+    path: &str,
+    section: &mut Vec<Entry>,
+    base: &Path,
+    included: &mut Vec<Included>,
+) -> Res<()> {
     let Some(position) = section.iter().position(|entry| entry.key == "from") else { return Ok(()) };
     let from = section.remove(position);
     let field = format!("{path}.from");
@@ -64,7 +80,11 @@ fn expand_section(cx: &Cx, path: &str, section: &mut Vec<Entry>, base: &Path, in
     let shown = file.display().to_string();
     let text = read(&file).map_err(|problem| cx.err(from.item.at, &field, format!("`{shown}`: {problem}")))?;
     let index = included.len();
-    let entries = connector_json(&shown, &text, index)?;
+    let entries = match kind {
+        "connector" => connector_json(&shown, &text, index)?,
+        "connect" => worker_properties(&shown, &text, index)?,
+        _ => postgresql_conf(&shown, &text, index)?,
+    };
     included.push(Included { name: shown, text });
     // The file's settings, then the section's own (which win).
     let own = std::mem::take(section);
@@ -209,4 +229,299 @@ fn value_offset(text: &str, key_at: usize) -> Option<usize> {
     let colon = key_at + text.get(key_at..)?.find(':')?;
     let rest = &text[colon + 1..];
     Some(colon + 1 + (rest.len() - rest.trim_start().len()))
+}
+
+/// An error at a byte offset of an included file.
+fn error_at(name: &str, text: &str, offset: usize, problem: impl std::fmt::Display) -> ScenarioError {
+    let (line, column) = line_col(text, offset);
+    ScenarioError { message: format!("{name}:{line}:{column}: {problem}") }
+}
+
+/// Keeps the last of each key, as both formats do (a later line overrides an earlier one).
+fn last_of_each(entries: Vec<Entry>) -> Vec<Entry> {
+    let mut kept: Vec<Entry> = Vec::new();
+    for entry in entries {
+        kept.retain(|earlier| earlier.key != entry.key);
+        kept.push(entry);
+    }
+    kept
+}
+
+/// A Connect worker's properties (`java.util.Properties.load`): a logical line is a key, a
+/// separator (`=`, `:` or whitespace, with whitespace around it) and the rest as the value; `#`
+/// and `!` start a comment line; a line ending in an odd number of backslashes continues on the
+/// next (whose leading whitespace is dropped); `\t`, `\n`, `\r`, `\f`, `\uXXXX` are escapes and
+/// any other escaped character stands for itself. A value that is a whole number is read as an
+/// integer (the `[connect]` settings are), but `group.id`, which is a name.
+fn worker_properties(name: &str, text: &str, index: usize) -> Res<Vec<Entry>> {
+    let mut entries = Vec::new();
+    let mut lines = LogicalLines { text, at: 0 };
+    while let Some((start, chars)) = lines.next_line() {
+        let mut i = chars.iter().position(|(_, c)| !c.is_whitespace()).unwrap_or(chars.len());
+        if i == chars.len() || matches!(chars[i].1, '#' | '!') {
+            continue;
+        }
+        let key_at = chars[i].0;
+        let mut key = String::new();
+        let mut escaped = false;
+        while i < chars.len() {
+            let c = chars[i].1;
+            if escaped {
+                key.push(c);
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '=' || c == ':' || c.is_whitespace() {
+                break;
+            } else {
+                key.push(c);
+            }
+            i += 1;
+        }
+        while i < chars.len() && chars[i].1.is_whitespace() {
+            i += 1;
+        }
+        if i < chars.len() && matches!(chars[i].1, '=' | ':') {
+            i += 1;
+            while i < chars.len() && chars[i].1.is_whitespace() {
+                i += 1;
+            }
+        }
+        let value_at = chars.get(i).map_or(start, |(offset, _)| *offset);
+        let raw: String = chars[i..].iter().map(|(_, c)| *c).collect();
+        let value = unescape(&raw).map_err(|problem| error_at(name, text, value_at, problem))?;
+        if key.is_empty() {
+            return Err(error_at(name, text, key_at, "a property line with no key"));
+        }
+        if SCENARIO_CONNECT_KEYS.contains(&key.as_str()) {
+            return Err(error_at(
+                name,
+                text,
+                key_at,
+                format!("`{key}` is the scenario's, not a Connect worker property; give it in [connect]"),
+            ));
+        }
+        let val = match value.parse::<i64>() {
+            Ok(int) if key != "group.id" && !value.starts_with('+') => Val::Int(Some(int)),
+            _ => Val::Str(value),
+        };
+        entries.push(Entry {
+            key,
+            key_at: At::Included(index, key_at),
+            item: Item { val, at: At::Included(index, value_at) },
+        });
+    }
+    Ok(last_of_each(entries))
+}
+
+/// `\t`, `\n`, `\r`, `\f`, `\uXXXX`; any other escaped character stands for itself.
+fn unescape(raw: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('t') => out.push('\t'),
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some('f') => out.push('\u{c}'),
+            Some('u') => {
+                let hex: String = chars.by_ref().take(4).collect();
+                let code = u32::from_str_radix(&hex, 16).ok().filter(|_| hex.len() == 4);
+                match code.and_then(char::from_u32) {
+                    Some(decoded) => out.push(decoded),
+                    None => return Err(format!("`\\u{hex}` is a malformed \\uXXXX escape")),
+                }
+            }
+            Some(other) => out.push(other),
+            None => {}
+        }
+    }
+    Ok(out)
+}
+
+/// The logical lines of a `.properties` text: each with the byte offset where it starts, and its
+/// characters with their offsets (continuations joined, the backslash that joins them and the
+/// next line's leading whitespace dropped).
+struct LogicalLines<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl LogicalLines<'_> {
+    fn next_line(&mut self) -> Option<(usize, Vec<(usize, char)>)> {
+        if self.at >= self.text.len() {
+            return None;
+        }
+        let start = self.at;
+        let mut chars = Vec::new();
+        let mut skip_leading = false;
+        loop {
+            let rest = &self.text[self.at..];
+            let end = rest.find(['\n', '\r']).unwrap_or(rest.len());
+            let line = &rest[..end];
+            let offset = self.at;
+            self.at += end;
+            // The line break: \r\n, \n or \r.
+            if self.text[self.at..].starts_with("\r\n") {
+                self.at += 2;
+            } else if self.at < self.text.len() {
+                self.at += 1;
+            }
+            let mut line_chars: Vec<(usize, char)> = line.char_indices().map(|(i, c)| (offset + i, c)).collect();
+            if skip_leading {
+                let first = line_chars.iter().position(|(_, c)| !c.is_whitespace()).unwrap_or(line_chars.len());
+                line_chars.drain(..first);
+            }
+            let is_comment = chars.is_empty()
+                && line_chars.iter().find(|(_, c)| !c.is_whitespace()).is_some_and(|(_, c)| matches!(c, '#' | '!'));
+            let backslashes = line_chars.iter().rev().take_while(|(_, c)| *c == '\\').count();
+            if !is_comment && backslashes % 2 == 1 && self.at < self.text.len() {
+                line_chars.pop();
+                chars.extend(line_chars);
+                skip_leading = true;
+                continue;
+            }
+            chars.extend(line_chars);
+            return Some((start, chars));
+        }
+    }
+}
+
+/// A `postgresql.conf` fragment (PostgreSQL's `guc-file.l`): one setting per line, `name = value`
+/// or `name value`; `#` starts a comment (outside a quoted value); a value is a single-quoted
+/// string (`''` or `\'` for a quote) or a run of characters up to whitespace or `#`. Names are
+/// case-insensitive; a bare number is in the setting's base unit (`max_wal_size = 1024` is
+/// 1024MB), which is written out for the settings the model reads. `include` directives are
+/// refused: the model reads one file.
+fn postgresql_conf(name: &str, text: &str, index: usize) -> Res<Vec<Entry>> {
+    let mut entries = Vec::new();
+    let mut offset = 0;
+    for raw in text.split_inclusive('\n') {
+        let line_at = offset;
+        offset += raw.len();
+        let line = raw.trim_end_matches(['\n', '\r']);
+        let Some(start) = line.find(|c: char| !c.is_whitespace()) else { continue };
+        if line[start..].starts_with('#') {
+            continue;
+        }
+        let key_len = line[start..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+            .unwrap_or(line.len() - start);
+        let key = line[start..start + key_len].to_ascii_lowercase();
+        let key_at = line_at + start;
+        if key.is_empty() {
+            return Err(error_at(name, text, key_at, "expected a setting's name"));
+        }
+        let mut i = start + key_len;
+        let skip_space = |i: &mut usize| {
+            while let Some(c) = line[*i..].chars().next().filter(|c| c.is_whitespace()) {
+                *i += c.len_utf8();
+            }
+        };
+        skip_space(&mut i);
+        if line[i..].starts_with('=') {
+            i += 1;
+            skip_space(&mut i);
+        }
+        let value_at = line_at + i;
+        let value = if line[i..].starts_with('\'') {
+            let mut value = String::new();
+            let mut chars = line[i + 1..].char_indices();
+            let mut closed = None;
+            while let Some((j, c)) = chars.next() {
+                match c {
+                    '\'' if line[i + 1 + j + 1..].starts_with('\'') => {
+                        value.push('\'');
+                        chars.next();
+                    }
+                    '\'' => {
+                        closed = Some(i + 1 + j + 1);
+                        break;
+                    }
+                    '\\' => {
+                        if let Some((_, next)) = chars.next() {
+                            value.push(match next {
+                                'n' => '\n',
+                                't' => '\t',
+                                'r' => '\r',
+                                other => other,
+                            });
+                        }
+                    }
+                    other => value.push(other),
+                }
+            }
+            let Some(end) = closed else {
+                return Err(error_at(name, text, value_at, "unterminated quoted string"));
+            };
+            i = end;
+            value
+        } else {
+            let len = line[i..].find(|c: char| c.is_whitespace() || c == '#').unwrap_or(line.len() - i);
+            let value = line[i..i + len].to_owned();
+            i += len;
+            value
+        };
+        skip_space(&mut i);
+        if !line[i..].is_empty() && !line[i..].starts_with('#') {
+            return Err(error_at(
+                name,
+                text,
+                line_at + i,
+                format!("syntax error: `{}` after the value of {key} (quote a value with spaces)", &line[i..]),
+            ));
+        }
+        if value.is_empty() && !line[value_at - line_at..].starts_with('\'') {
+            return Err(error_at(name, text, value_at, format!("{key} has no value")));
+        }
+        if matches!(key.as_str(), "include" | "include_if_exists" | "include_dir") {
+            return Err(error_at(
+                name,
+                text,
+                key_at,
+                format!("`{key}` is not followed here; put the included file's settings in this one"),
+            ));
+        }
+        if key == "wal_segment_size" {
+            return Err(error_at(
+                name,
+                text,
+                key_at,
+                "wal_segment_size is fixed at initdb (--wal-segsize); PostgreSQL cannot set it in postgresql.conf: give \
+                 it in [postgres] wal_segment_size",
+            ));
+        }
+        if SCENARIO_POSTGRES_KEYS.contains(&key.as_str()) {
+            return Err(error_at(
+                name,
+                text,
+                key_at,
+                format!("`{key}` is the scenario's, not a PostgreSQL setting; give it in [postgres]"),
+            ));
+        }
+        let value = with_base_unit(&key, value);
+        entries.push(Entry {
+            key,
+            key_at: At::Included(index, key_at),
+            item: Item { val: Val::Str(value), at: At::Included(index, value_at) },
+        });
+    }
+    Ok(last_of_each(entries))
+}
+
+/// The base units of the settings the model reads (`guc_tables.c`: `GUC_UNIT_S`, `GUC_UNIT_MB`,
+/// `GUC_UNIT_MS`), written after a bare number so that `[postgres]` reads it as PostgreSQL does.
+fn with_base_unit(key: &str, value: String) -> String {
+    let unit = match key {
+        "checkpoint_timeout" => "s",
+        "max_wal_size" | "max_slot_wal_keep_size" | "wal_keep_size" => "MB",
+        "idle_in_transaction_session_timeout" | "wal_sender_timeout" => "ms",
+        _ => return value,
+    };
+    let bare = value.parse::<i64>().is_ok();
+    if bare && !matches!(value.as_str(), "0" | "-1") { format!("{value}{unit}") } else { value }
 }

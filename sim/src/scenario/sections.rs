@@ -3,6 +3,7 @@
 
 use super::Loaded;
 use super::bound::{check, schedule};
+use super::catalogue::{NotModelledList, classify, postgres_kind, postgres_names, worker_kind, worker_names};
 use super::connector::{connector, prop_bool};
 use super::faults::{fault_profile, faults};
 use super::fields::{Cx, Field, Horizon, Res, Section, out_of_range};
@@ -24,6 +25,7 @@ use handoff_models::core::ids::UniqueColumn;
 use handoff_models::core::ids::{CompositeKey, TableId};
 use handoff_models::core::limits;
 use handoff_models::core::protocol::{IsolationLevel, OffsetReset};
+use handoff_models::judge::record::is_secret;
 use handoff_models::scenario::faults::System;
 use handoff_models::scenario::spec::Acceptance;
 use handoff_models::scenario::spec::HandoffMethod;
@@ -40,7 +42,7 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let seed = root.opt("seed", 1, |field| cx.u64(field))?;
     // The horizon first: the times of every other section are held to it.
     let (acceptance, horizon) = acceptance(cx, &root.sub(cx, "acceptance")?)?;
-    let mut postgres = postgres(cx, &root.sub(cx, "postgres")?)?;
+    let (mut postgres, postgres_not_modelled) = postgres(cx, &root.sub(cx, "postgres")?)?;
     let tables = tables(cx, root)?;
     postgres.publications = publications(cx, root, &tables)?;
     let message_outboxes = message_outboxes(cx, root, &tables)?;
@@ -52,8 +54,9 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     for (index, section) in sections.iter().enumerate() {
         let (mut debezium, properties, unused) = connector(cx, section, &tables, &horizon)?;
         let where_ = if sections.len() > 1 { format!("connector {}", debezium.name) } else { "connector".to_owned() };
-        not_modelled.extend(unused.into_iter().map(|(setting, why)| NotModelled {
+        not_modelled.extend(unused.into_iter().map(|(setting, value, why)| NotModelled {
             section: where_.clone(),
+            value: if is_secret(&setting) { "********".to_owned() } else { value },
             setting,
             why: why.to_owned(),
         }));
@@ -77,7 +80,16 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     let connector_names: Vec<String> = std::iter::once(debezium.name.clone())
         .chain(more_connectors.iter().map(|more| more.debezium.name.clone()))
         .collect();
-    let (connect, connector_start_ms) = connect(cx, &root.sub(cx, "connect")?, &horizon)?;
+    let (connect, connector_start_ms, connect_not_modelled) = connect(cx, &root.sub(cx, "connect")?, &horizon)?;
+    for (section, list) in [("postgres", postgres_not_modelled), ("connect", connect_not_modelled)] {
+        // A secret is not kept (a regression file written from the run holds the mask).
+        not_modelled.extend(list.into_iter().map(|(setting, value, why)| NotModelled {
+            section: section.to_owned(),
+            value: if is_secret(&setting) { "********".to_owned() } else { value },
+            setting,
+            why: why.to_owned(),
+        }));
+    }
     for section in &sections {
         super::connector::exactly_once_properties(cx, section, &connect)?;
     }
@@ -399,14 +411,13 @@ fn versions(cx: &Cx, s: &Section) -> Res<Versions> {
     Ok((debezium, pgjdbc))
 }
 
-fn postgres(cx: &Cx, s: &Section) -> Res<PostgresSection> {
-    s.check_keys(
-        cx,
-        "version wal_segment_size checkpoint_timeout max_wal_size max_slot_wal_keep_size wal_keep_size \
-         synchronized_standby_slots scan_rows_per_second standby idle_in_transaction_session_timeout \
-         wal_sender_timeout",
-        "field",
-    )?;
+/// The `[postgres]` keys the model reads; any other PostgreSQL setting is accepted as not
+/// modelled, or refused, as the catalogue says.
+const POSTGRES_KEYS: &str = "version wal_segment_size checkpoint_timeout max_wal_size max_slot_wal_keep_size \
+    wal_keep_size synchronized_standby_slots scan_rows_per_second standby idle_in_transaction_session_timeout \
+    wal_sender_timeout";
+
+fn postgres(cx: &Cx, s: &Section) -> Res<(PostgresSection, NotModelledList)> {
     let version = s.opt("version", 15, |field| match cx.int(field, 15, 18)? {
         18 => cx.fail(
             field,
@@ -415,6 +426,11 @@ fn postgres(cx: &Cx, s: &Section) -> Res<PostgresSection> {
         ),
         version => Ok(version as u32),
     })?;
+    let modelled: Vec<&str> = POSTGRES_KEYS.split_whitespace().collect();
+    let known: Vec<&str> = modelled.iter().copied().chain(postgres_names(version)).collect();
+    let (entries, not_modelled) =
+        classify(cx, s, &modelled, &known, "PostgreSQL setting", |key| postgres_kind(key, version))?;
+    let s = &Section { path: s.path.clone(), entries: &entries, at: s.at };
     let wal_segment_size = s.opt("wal_segment_size", 16 << 20, |field| {
         let text = cx.string(field)?;
         let Some(bytes) = with_unit(text, &handoff_models::core::units::SIZE_UNITS) else {
@@ -500,7 +516,7 @@ fn postgres(cx: &Cx, s: &Section) -> Res<PostgresSection> {
         s.opt("wal_sender_timeout", handoff_models::components::postgres::WAL_SENDER_TIMEOUT_MS, |field| {
             timeout_ms(cx, field, "60s")
         })?;
-    Ok(PostgresSection {
+    let section = PostgresSection {
         major_version: version,
         wal_segment_size,
         checkpoint_timeout_ms,
@@ -514,7 +530,8 @@ fn postgres(cx: &Cx, s: &Section) -> Res<PostgresSection> {
         idle_in_transaction_session_timeout_ms,
         wal_sender_timeout_ms,
         publications: Vec::new(),
-    })
+    };
+    Ok((section, not_modelled))
 }
 
 /// `[[publication]]`: publications a DBA created before the run (`CREATE PUBLICATION name FOR
@@ -959,14 +976,17 @@ pub(super) fn table_id(cx: &Cx, field: &Field, name: &str, tables: &[TableSetup]
     }
 }
 
-fn connect(cx: &Cx, s: &Section, horizon: &Horizon) -> Res<(ConnectConfig, u64)> {
-    s.check_keys(
-        cx,
-        "offset.flush.interval.ms offset.flush.timeout.ms exactly.once.source.support group.id \
-         producer.transaction.timeout.ms start_at_ms workers session.timeout.ms heartbeat.interval.ms \
-         rebalance.timeout.ms scheduled.rebalance.max.delay.ms task.shutdown.graceful.timeout.ms",
-        "field",
-    )?;
+/// The `[connect]` keys the model reads; any other Connect worker property is accepted as not
+/// modelled, or refused, as the catalogue says.
+const CONNECT_KEYS: &str = "offset.flush.interval.ms offset.flush.timeout.ms exactly.once.source.support group.id \
+    producer.transaction.timeout.ms start_at_ms workers session.timeout.ms heartbeat.interval.ms \
+    rebalance.timeout.ms scheduled.rebalance.max.delay.ms task.shutdown.graceful.timeout.ms";
+
+fn connect(cx: &Cx, s: &Section, horizon: &Horizon) -> Res<(ConnectConfig, u64, NotModelledList)> {
+    let modelled: Vec<&str> = CONNECT_KEYS.split_whitespace().collect();
+    let known: Vec<&str> = modelled.iter().copied().chain(worker_names()).collect();
+    let (entries, not_modelled) = classify(cx, s, &modelled, &known, "Connect worker property", worker_kind)?;
+    let s = &Section { path: s.path.clone(), entries: &entries, at: s.at };
     let setting = |key: &str, default: u64| s.opt(key, default, |field| cx.setting_ms(field, 1));
     let mut config =
         ConnectConfig::new(setting("offset.flush.interval.ms", 60_000)?, setting("offset.flush.timeout.ms", 5_000)?);
@@ -1036,7 +1056,7 @@ fn connect(cx: &Cx, s: &Section, horizon: &Horizon) -> Res<(ConnectConfig, u64)>
             setting("task.shutdown.graceful.timeout.ms", group.task_shutdown_graceful_timeout_ms)?;
     }
     let start_at_ms = s.opt("start_at_ms", 0, |field| cx.time_ms(field, 0, horizon))?;
-    Ok((config, start_at_ms))
+    Ok((config, start_at_ms, not_modelled))
 }
 
 fn kafka(cx: &Cx, s: &Section) -> Res<KafkaSection> {

@@ -138,6 +138,7 @@ fn write_postgres(w: &mut Writer, spec: &Spec) {
     if spec.postgres.wal_sender_timeout_ms != handoff_models::components::postgres::WAL_SENDER_TIMEOUT_MS {
         w.field("wal_sender_timeout", toml_string(&duration_text(spec.postgres.wal_sender_timeout_ms)));
     }
+    write_not_modelled(w, spec, "postgres");
     if let Some(replication_delay_ms) = spec.postgres.standby {
         w.table("postgres.standby");
         w.field("replication_delay_ms", replication_delay_ms);
@@ -329,6 +330,15 @@ fn write_connect(w: &mut Writer, spec: &Spec) {
         w.field("rebalance.timeout.ms", group.rebalance_timeout_ms);
         w.field("scheduled.rebalance.max.delay.ms", group.scheduled_rebalance_max_delay_ms);
         w.field("task.shutdown.graceful.timeout.ms", group.task_shutdown_graceful_timeout_ms);
+    }
+    write_not_modelled(w, spec, "connect");
+}
+
+/// The settings of a section the model does not simulate, as given (the connectors' are among
+/// their properties).
+fn write_not_modelled(w: &mut Writer, spec: &Spec, section: &str) {
+    for item in spec.not_modelled.iter().filter(|item| item.section == section) {
+        w.field(&item.setting, toml_string(&item.value));
     }
 }
 
