@@ -188,6 +188,22 @@ fn what_the_model_would_get_wrong_is_refused_by_name() {
     );
     let loaded = load_with("families", "from = \"connector.json\"\n", &families, &[]).expect("families");
     assert_eq!(loaded.spec.not_modelled.len(), 4);
+    // A transform of headers runs as the identity and is listed; one that changes records is refused.
+    let headers = config(
+        ", \"table.include.list\": \"public.claims\", \"transforms\": \"src,ids\", \"transforms.src.type\":          \"org.apache.kafka.connect.transforms.InsertHeader\", \"transforms.src.header\": \"source\",          \"transforms.src.value.literal\": \"claims-db\", \"transforms.ids.type\":          \"org.apache.kafka.connect.transforms.HeaderFrom$Value\", \"transforms.ids.fields\": \"id\",          \"transforms.ids.headers\": \"claim-id\", \"transforms.ids.operation\": \"copy\"",
+    );
+    let loaded = load_with("headers", "from = \"connector.json\"\n", &headers, &[]).expect("headers");
+    let listed: Vec<&str> = loaded.spec.not_modelled.iter().map(|item| item.setting.as_str()).collect();
+    assert_eq!(listed.len(), 7, "{listed:?}");
+    assert!(listed.contains(&"transforms.src.type") && listed.contains(&"transforms.ids.operation"));
+    json_fails("move", &headers.replace("\"copy\"", "\"move\""), &["operation=move removes the field"]);
+    json_fails(
+        "unwrap",
+        &config(
+            ", \"transforms\": \"unwrap\", \"transforms.unwrap.type\": \"io.debezium.transforms.ExtractNewRecordState\"",
+        ),
+        &["`io.debezium.transforms.ExtractNewRecordState` is not a transform the model runs"],
+    );
 }
 
 /// `SCENARIO` with `[connect] from` and `[postgres] from` next to these files (the connector as
@@ -393,4 +409,26 @@ mod never_panics {
             }
         }
     }
+}
+
+/// A pass-through transform is the identity: the run is the same event for event.
+#[cfg(madsim)]
+#[test]
+fn a_header_transform_leaves_the_run_as_it_was() {
+    let path = scenarios().join("claims-restart-during-snapshot.toml");
+    let plain = load(&path, &[]).expect("loads");
+    let sets: Vec<String> = [
+        "connector.transforms=src",
+        "connector.transforms.src.type=org.apache.kafka.connect.transforms.InsertHeader",
+        "connector.transforms.src.header=source",
+        "connector.transforms.src.value.literal=claims-db",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let with_header = load(&path, &sets).expect("loads");
+    assert_eq!(with_header.spec.not_modelled.iter().filter(|item| item.setting.starts_with("transforms.")).count(), 3);
+    let a = handoff_sim::timed::runner::run(&plain.spec, plain.seed);
+    let b = handoff_sim::timed::runner::run(&with_header.spec, plain.seed);
+    assert_eq!(a.trace_hash, b.trace_hash);
+    assert!(a.prediction_held && b.violated() == a.violated());
 }

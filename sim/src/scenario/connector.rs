@@ -13,7 +13,9 @@ use handoff_models::components::connect::debezium::OffsetMismatchStrategy;
 use handoff_models::components::connect::debezium::SnapshotMode;
 use handoff_models::components::connect::debezium::{HeartbeatMessage, MessagePrefixFilter};
 use handoff_models::components::connect::debezium::{KafkaChannel, Signalling, WatermarkingStrategy};
-use handoff_models::components::connect::transforms::chain::{ChainContext, TransformChain, is_chain_property};
+use handoff_models::components::connect::transforms::chain::{
+    ChainContext, PASS_THROUGH, TransformChain, is_chain_property,
+};
 use handoff_models::core::ids::TableId;
 use handoff_models::core::limits;
 use handoff_models::scenario::spec::TableSetup;
@@ -110,10 +112,22 @@ fn check_properties(cx: &Cx, s: &Section) -> Res<NotModelledList> {
     };
     let converters: Vec<&str> = converters.iter().map(String::as_str).filter(|name| !name.is_empty()).collect();
     let mut not_modelled = Vec::new();
-    // The outbox router's JSON expansion changes the value's shape only (`EventRouter`).
+    // The outbox router's JSON expansion changes the value's shape only (`EventRouter`); the
+    // pass-through transforms (headers, schema metadata) change nothing the model follows.
+    let pass_through: Vec<String> = s
+        .entries
+        .iter()
+        .filter(|entry| entry.key.starts_with("transforms.") && entry.key.ends_with(".type"))
+        .filter(|entry| {
+            PASS_THROUGH.iter().any(|class| prop_text(cx, &s.field(entry)).is_ok_and(|t| t.trim() == *class))
+        })
+        .map(|entry| entry.key.trim_end_matches("type").to_owned())
+        .collect();
     for entry in s.entries.iter().filter(|entry| is_chain_property(&entry.key)) {
         if entry.key.ends_with(".table.expand.json.payload") && prop_bool(cx, &s.field(entry)).unwrap_or(false) {
             not_modelled.push((entry.key.clone(), "true".to_owned(), EXPANDED_PAYLOAD));
+        } else if pass_through.iter().any(|prefix| entry.key.starts_with(prefix.as_str())) {
+            not_modelled.push((entry.key.clone(), prop_text(cx, &s.field(entry))?, PASS_THROUGH_WHY));
         }
     }
     let entries: Vec<Entry> = s.entries.iter().filter(|entry| !is_chain_property(&entry.key)).cloned().collect();
@@ -158,6 +172,8 @@ fn transform_chain(
     }
 }
 
+const PASS_THROUGH_WHY: &str = "a transform of headers or schema metadata: it changes no key, topic or column the model \
+    follows, and runs as the identity";
 const EXPANDED_PAYLOAD: &str =
     "the outbox payload expanded from JSON into a struct: the value's shape, not its key, topic or headers";
 

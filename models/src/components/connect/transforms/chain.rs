@@ -32,6 +32,19 @@ const STATUSES: [Status; 5] = [Status::Submitted, Status::Assessed, Status::Appr
 /// Kafka Connect's names of the transforms and predicates the model knows.
 pub const EVENT_ROUTER: &str = "io.debezium.transforms.outbox.EventRouter";
 pub const DECODE_MESSAGE: &str = "io.debezium.connector.postgresql.transforms.DecodeLogicalDecodingMessageContent";
+/// Transforms that change nothing the model follows (the record's key, topic, whether it is
+/// sent, and the row's columns): headers and schema metadata. The chain runs them as the identity
+/// and the scenario lists them as not modelled. `HeaderFrom` only with `operation=copy` (`move`
+/// removes the field from the value).
+pub const PASS_THROUGH: [&str; 7] = [
+    "org.apache.kafka.connect.transforms.InsertHeader",
+    "org.apache.kafka.connect.transforms.DropHeaders",
+    "org.apache.kafka.connect.transforms.HeaderFrom$Key",
+    "org.apache.kafka.connect.transforms.HeaderFrom$Value",
+    "org.apache.kafka.connect.transforms.SetSchemaMetadata$Key",
+    "org.apache.kafka.connect.transforms.SetSchemaMetadata$Value",
+    "io.debezium.transforms.ExtractChangedRecordState",
+];
 pub const TOPIC_NAME_MATCHES: &str = "org.apache.kafka.connect.transforms.predicates.TopicNameMatches";
 pub const RECORD_IS_TOMBSTONE: &str = "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone";
 
@@ -142,6 +155,8 @@ impl Predicate {
 enum Transform {
     EventRouter(Box<EventRouter>),
     DecodeMessage(DecodeLogicalDecodingMessageContent),
+    /// One of [`PASS_THROUGH`]: the identity here.
+    PassThrough(&'static str),
 }
 
 impl Transform {
@@ -150,6 +165,7 @@ impl Transform {
         match self {
             Transform::EventRouter(_) => EVENT_ROUTER,
             Transform::DecodeMessage(_) => DECODE_MESSAGE,
+            Transform::PassThrough(class) => class,
         }
     }
 
@@ -157,6 +173,7 @@ impl Transform {
         match self {
             Transform::EventRouter(router) => router.apply(record),
             Transform::DecodeMessage(decode) => decode.apply(record).map(Transformed::Record),
+            Transform::PassThrough(_) => Ok(Transformed::Record(record.clone())),
         }
     }
 }
@@ -345,10 +362,45 @@ impl TransformChain {
                 return error(&type_key, "is missing: every transform needs its type");
             };
             let kind = kind.trim();
+            if let Some(class) = PASS_THROUGH.iter().find(|class| **class == kind) {
+                let operation =
+                    properties.get(&format!("{prefix}operation")).map(|value| value.trim().to_ascii_lowercase());
+                if class.contains("HeaderFrom") && operation.as_deref() != Some("copy") {
+                    return error(
+                        &format!("{prefix}operation"),
+                        "HeaderFrom with operation=move removes the field from the record, which is not modelled; \
+                         operation=copy is",
+                    );
+                }
+                let predicate = match properties.get(&format!("{prefix}predicate")) {
+                    Some(name) => match predicates.get(name.trim()) {
+                        Some(predicate) => {
+                            let negate = properties.get(&format!("{prefix}negate"));
+                            Some((
+                                predicate.clone(),
+                                negate.is_some_and(|value| value.trim().eq_ignore_ascii_case("true")),
+                            ))
+                        }
+                        None => {
+                            return error(
+                                &format!("{prefix}predicate"),
+                                format!("`{}` is not in `predicates`", name.trim()),
+                            );
+                        }
+                    },
+                    None => None,
+                };
+                stages.push(Stage { alias: alias.clone(), transform: Transform::PassThrough(class), predicate });
+                continue;
+            }
             if ![EVENT_ROUTER, DECODE_MESSAGE].contains(&kind) {
                 return error(
                     &type_key,
-                    format!("`{kind}` is not a transform the model runs; it runs {EVENT_ROUTER} and {DECODE_MESSAGE}"),
+                    format!(
+                        "`{kind}` is not a transform the model runs; it runs {EVENT_ROUTER} and {DECODE_MESSAGE}, and \
+                         as the identity (not modelled) {}",
+                        PASS_THROUGH.join(", ")
+                    ),
                 );
             }
             let mut options = BTreeMap::new();
