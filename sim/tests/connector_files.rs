@@ -152,6 +152,21 @@ fn a_bare_config_reads_as_the_rest_object_and_the_section_overrides_it() {
 }
 
 #[test]
+fn a_set_of_what_is_not_modelled_keeps_the_prediction() {
+    use handoff_models::scenario::spec::PredictionOrigin;
+    let path = scenarios().join("outbox-connector-from-json.toml");
+    let sets =
+        |sets: &[&str]| load(&path, &sets.iter().map(|set| (*set).to_owned()).collect::<Vec<_>>()).expect("loads");
+    let same = sets(&["connector.tasks.max=2", "connect.plugin.path=/opt/other", "postgres.shared_buffers=4GB"]);
+    assert_eq!(same.spec.prediction.origin, PredictionOrigin::File, "the design the model runs is the file's");
+    let changed = sets(&["connector.tasks.max=2", "connector.snapshot.mode=initial"]);
+    match &changed.spec.prediction.origin {
+        PredictionOrigin::Unpredicted { sets, .. } => assert_eq!(sets, &["--set connector.snapshot.mode=initial"]),
+        other => panic!("expected no prediction for a changed design, got {other:?}"),
+    }
+}
+
+#[test]
 fn a_typo_in_the_file_names_the_file_line_property_and_the_right_name() {
     let rest = std::fs::read_to_string(scenarios().join("pipeline/outbox-connector.json")).expect("bundled");
     let typo = rest.replace("\"snapshot.mode\"", "\"snapshot.mdoe\"");

@@ -7,7 +7,7 @@ use super::overrides::{Step, apply_set, parse_path, set_in};
 use super::prediction::parse_expect;
 use super::sections::scenario;
 use super::tree::{At, Item, Val, convert_table};
-use super::variants::{keeps_the_design, same_changes, variants};
+use super::variants::{keeps_the_design, same_changes, sets_what_is_not_modelled, variants};
 use super::{Choice, Loaded, ScenarioError};
 use handoff_models::scenario::spec::Prediction;
 use handoff_models::scenario::spec::PredictionOrigin;
@@ -127,6 +127,8 @@ pub fn load_str_with(file: &str, text: &str, choice: &Choice) -> Result<Loaded, 
         _ => &[],
     };
     let mut loaded = scenario(&cx, &Section { path: String::new(), entries, at: At::File(0) })?;
+    // A setting the model does not simulate leaves the design as the model runs it.
+    changes.retain(|(steps, _)| !sets_what_is_not_modelled(steps, &loaded.spec));
     let matching = || variants.iter().find(|variant| same_changes(&variant.sets, &changes));
     if let Some(expected) = expected {
         loaded.spec.prediction = expected;
@@ -141,6 +143,7 @@ pub fn load_str_with(file: &str, text: &str, choice: &Choice) -> Result<Loaded, 
         for (index, arg) in sets.iter().enumerate() {
             if let Ok(steps) = parse_path(arg.split_once('=').map_or(arg.as_str(), |(path, _)| path).trim())
                 && !keeps_the_design(&steps)
+                && !sets_what_is_not_modelled(&steps, &loaded.spec)
                 && sets[index + 1..].iter().all(|later| later != arg)
             {
                 changed.push(format!("--set {arg}"));

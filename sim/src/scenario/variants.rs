@@ -25,6 +25,28 @@ pub(super) fn keeps_the_design(steps: &[Step]) -> bool {
     )
 }
 
+/// Whether a `--set` at this path gives a setting the model does not simulate (listed in the
+/// spec's `not_modelled`): the design, as the model runs it, is the same.
+pub(super) fn sets_what_is_not_modelled(steps: &[Step], spec: &handoff_models::scenario::spec::Spec) -> bool {
+    let (section, setting) = match steps {
+        [Step::Key(section), Step::Key(setting)] if section == "connector" && spec.connector_count() > 1 => {
+            (format!("connector {}", spec.connector(0).name), setting)
+        }
+        [Step::Key(section), Step::Key(setting)] => (section.clone(), setting),
+        [Step::Key(section), Step::Index(index), Step::Key(setting)]
+            if section == "connector" && *index < spec.connector_count() =>
+        {
+            if spec.connector_count() > 1 {
+                (format!("connector {}", spec.connector(*index).name), setting)
+            } else {
+                (section.clone(), setting)
+            }
+        }
+        _ => return false,
+    };
+    spec.not_modelled.iter().any(|item| item.section == section && item.setting == *setting)
+}
+
 /// Whether a variant's settings are exactly these changes (each path once, the same values).
 pub(super) fn same_changes(variant: &[(Vec<Step>, Item, At)], changes: &[(Vec<Step>, Item)]) -> bool {
     variant.len() == changes.len()
