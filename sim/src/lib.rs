@@ -14,13 +14,15 @@
 //! - [`exhaustive`]: `handoff check`, the exhaustive lens on a scenario's `[check]` bound (the
 //!   depth-first explorer, the search for the shortest counterexample, the command's budget);
 //! - [`conform`]: `handoff conform`, the model against a real PostgreSQL server;
-//! - [`verdict`]: how each lens words its verdict against the prediction.
+//! - [`verdict`]: how each lens words its verdict against the prediction;
+//! - [`drills`]: the lessons `handoff drills` lists and `handoff drill NAME` runs.
 //!
 //! The simulation needs madsim's simulated runtime, which exists only when the crate is built
 //! with `--cfg madsim` (set for the workspace in `.cargo/config.toml`). Without it, only the
 //! scenario loader is built, and the `handoff` binary says what is missing.
 
 pub mod conform;
+pub mod drills;
 pub mod exhaustive;
 pub mod scenario;
 #[cfg(madsim)]

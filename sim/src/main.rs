@@ -59,6 +59,26 @@ enum Command {
         #[command(flatten)]
         timeline: TimelineFlags,
     },
+    /// List the lessons: the claims runbook, the game-day drills and the bug zoo, each with its
+    /// question.
+    Drills,
+    /// Run a lesson: commit to a prediction first (asked on a terminal, or --predict), then see
+    /// where it was right and wrong, from the model's findings and the scenario's reasoning.
+    /// Exit 0 when the prediction matches what the model did, 1 when not, 2 on bad input.
+    Drill {
+        /// The lesson's name, as `handoff drills` lists it (`restart-test`, `outbox`, `naive-sink`, …).
+        name: String,
+        /// Your prediction: `holds`, `fails-closed`, or the invariants you expect violated, like
+        /// `I2,I4` (a `?` marks one that may be: `I2,I3?`). Without it, a terminal asks.
+        #[arg(long, value_name = "PREDICTION")]
+        predict: Option<String>,
+        /// The run's seed (default: the scenario's `seed`).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Print one JSON object instead of the explanation.
+        #[arg(long)]
+        json: bool,
+    },
     /// Replay a saved scenario (a regression from `scenarios/regressions/`) at its own seed.
     Replay {
         /// The scenario file.
@@ -379,6 +399,19 @@ fn main() -> ExitCode {
             };
             let seed = seed.unwrap_or(loaded.seed);
             commands::run(&loaded.spec, &path.display().to_string(), seed, json, &timeline)
+        }
+        Command::Drills => {
+            let lessons = handoff_sim::drills::lessons(&handoff_sim::drills::scenarios_dir());
+            out!(handoff_sim::drills::catalogue(&lessons));
+            ExitCode::SUCCESS
+        }
+        Command::Drill { name, predict, seed, json } => {
+            let dir = handoff_sim::drills::scenarios_dir();
+            let lessons = handoff_sim::drills::lessons(&dir);
+            match handoff_sim::drills::find(&lessons, &name) {
+                Ok(lesson) => commands::drill(lesson, &dir, predict, seed, json),
+                Err(error) => bad_input(&error),
+            }
         }
         Command::Replay { file, json, timeline } => {
             let loaded = match scenario::load(&file, &[]) {

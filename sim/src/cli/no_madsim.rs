@@ -39,3 +39,13 @@ pub fn shrink(
 ) -> ExitCode {
     no_simulation()
 }
+
+pub fn drill(
+    _lesson: &handoff_sim::drills::Lesson,
+    _dir: &std::path::Path,
+    _predict: Option<String>,
+    _seed: Option<u64>,
+    _json: bool,
+) -> ExitCode {
+    no_simulation()
+}

@@ -169,3 +169,94 @@ pub fn merge(inputs: Vec<(String, std::io::BufReader<std::fs::File>)>, json: boo
     }
     exit_code(&summary)
 }
+
+/// `handoff drill NAME`: the lesson, the learner's prediction, the run against it, and where the
+/// prediction was right and wrong. Exit 0 when the prediction matches what the model did.
+pub fn drill(
+    lesson: &handoff_sim::drills::Lesson,
+    dir: &Path,
+    predict: Option<String>,
+    seed: Option<u64>,
+    json: bool,
+) -> ExitCode {
+    use handoff_sim::drills;
+    use handoff_sim::scenario::{self, Choice};
+    if let Some(why) = &lesson.not_modelled {
+        return bad_input(&format!("drill {}: {why}", lesson.name));
+    }
+    let path = dir.join(&lesson.scenario);
+    let load = |expect: Option<String>| {
+        let choice = Choice { sets: Vec::new(), variant: lesson.variant.clone(), expect };
+        scenario::load_with(&path, &choice).map_err(|error| error.to_string().replacen("--expect", "--predict", 1))
+    };
+    let model = match load(None) {
+        Ok(loaded) => loaded,
+        Err(error) => return bad_input(&error),
+    };
+    // A prediction given is checked before anything is shown; one asked for after the lesson.
+    let ask = predict.is_none();
+    if ask && !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return bad_input(&format!(
+            "drill {}: give your prediction with --predict (holds, fails-closed, or the invariants you expect \
+             violated, like I2,I4): standard input is not a terminal to ask on",
+            lesson.name
+        ));
+    }
+    let mut learner = match predict.clone().map(|text| load(Some(text))).transpose() {
+        Ok(learner) => learner,
+        Err(error) => return bad_input(&error),
+    };
+    if !json {
+        out!(drills::introduce(lesson));
+    }
+    let prediction = match predict {
+        Some(text) => text,
+        None => {
+            use std::io::Write;
+            let mut line = String::new();
+            loop {
+                let _ = write!(std::io::stderr(), "\n{}\n> ", drills::prompt());
+                let _ = std::io::stderr().flush();
+                line.clear();
+                match std::io::stdin().read_line(&mut line) {
+                    Ok(0) | Err(_) => return bad_input("no prediction given (end of input)"),
+                    Ok(_) if line.trim().is_empty() => continue,
+                    Ok(_) => match load(Some(line.trim().to_owned())) {
+                        Ok(loaded) => {
+                            learner = Some(loaded);
+                            break;
+                        }
+                        // Asked again, with what was wrong.
+                        Err(error) => {
+                            let _ = writeln!(std::io::stderr(), "{error}");
+                        }
+                    },
+                }
+            }
+            line.trim().to_owned()
+        }
+    };
+    let Some(learner) = learner else { return bad_input("no prediction given") };
+    let seed = seed.unwrap_or(model.seed);
+    let result = runner::run(&learner.spec, seed);
+    let model_judgement = runner::judge(&model.spec, &result.findings, result.failed_closed.is_some());
+    let model_held = result.limit.is_none() && model_judgement.held();
+    let variant = lesson.variant.as_ref().map_or(String::new(), |variant| format!(" --variant {variant}"));
+    let replay = format!("handoff run {}{variant} --seed {seed}", path.display());
+    if json {
+        let run = report::json(&learner.spec, &path.display().to_string(), &result);
+        out!(format!(
+            "{}\n",
+            serde_json::json!({
+                "drill": lesson.name,
+                "prediction": prediction,
+                "prediction_held": result.prediction_held,
+                "scenario_prediction_held": model_held,
+                "run": run,
+            })
+        ));
+    } else {
+        out!(drills::explain(lesson, &learner.spec, &model.spec, &result, model_held, &replay));
+    }
+    if result.prediction_held { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}

@@ -233,6 +233,15 @@ fn trigger(trigger: &Trigger) -> String {
     trigger.to_string()
 }
 
+/// Whether the run held its prediction, in lines: `prediction held: …`, `prediction NOT held: …`
+/// and each thing not as predicted, or UNDECIDED.
+pub fn verdict(spec: &Spec, result: &RunResult) -> Vec<String> {
+    match &result.limit {
+        Some(limit) => vec![format!("prediction UNDECIDED: the run reached {limit} first; {}", limit_advice(limit))],
+        None => verdict_lines(&spec.prediction, &result.judgement, Lens::Run, &failed_closed_text(result)),
+    }
+}
+
 /// The whole text report, its timeline as `view` shows it.
 pub fn text(spec: &Spec, scenario: &str, result: &RunResult, view: &TimelineView) -> String {
     let mut out = header(spec, scenario, result);
@@ -294,11 +303,7 @@ schedule  NOT FOLLOWED: the run departed from the path"
     }
     let prediction = &spec.prediction;
     let _ = writeln!(out);
-    let verdict = match &result.limit {
-        Some(limit) => vec![format!("prediction UNDECIDED: the run reached {limit} first; {}", limit_advice(limit))],
-        None => verdict_lines(prediction, &result.judgement, Lens::Run, &failed_closed_text(result)),
-    };
-    for line in verdict {
+    for line in verdict(spec, result) {
         let _ = writeln!(out, "{line}");
     }
     let _ = writeln!(out, "predicted   {}", predicted(prediction));
