@@ -55,13 +55,14 @@ impl ApplyRule {
         }
     }
 
-    /// The key rule as the handoff record states it.
-    pub fn key_rule(self) -> &'static str {
+    /// The key rule as the handoff record states it; `key` names the documents' key (`claim ID`,
+    /// or each table's key columns).
+    pub fn key_rule(self, key: &str) -> String {
         match self {
-            ApplyRule::VersionGuard => "claim ID + monotonic row version; deletes kept as versioned tombstones",
-            ApplyRule::NaiveUpsert => "claim ID, last write wins; deletes forget the key",
+            ApplyRule::VersionGuard => format!("{key} + monotonic row version; deletes kept as versioned tombstones"),
+            ApplyRule::NaiveUpsert => format!("{key}, last write wins; deletes forget the key"),
             ApplyRule::SnapshotEpoch => {
-                "claim ID + monotonic row version; a completed snapshot removes the keys it did not see"
+                format!("{key} + monotonic row version; a completed snapshot removes the keys it did not see")
             }
         }
     }

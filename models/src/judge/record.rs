@@ -906,6 +906,44 @@ pub struct RecordInputs<'a> {
     pub findings: &'a [crate::judge::checkers::Finding],
 }
 
+/// What the index's documents are keyed by, in the record's words: `claim ID` for the claims
+/// table alone (the runbook's example), else each indexed table with its key columns (the record
+/// key Debezium gives it: its primary key, the `message.key.columns` column, or none).
+fn sink_key(spec: &Spec) -> Option<String> {
+    let tables: Vec<&crate::scenario::spec::TableSetup> =
+        spec.sink_tables().into_iter().filter_map(|id| spec.tables.iter().find(|table| table.id == id)).collect();
+    let plain = |table: &crate::scenario::spec::TableSetup| {
+        table.composite_key.is_none() && table.unique_column.is_none() && !table.keyless
+    };
+    if let [table] = tables.as_slice()
+        && table.name == "public.claims"
+        && plain(table)
+    {
+        return Some("claim ID".to_owned());
+    }
+    if tables.is_empty() {
+        return None;
+    }
+    let keys: Vec<String> = tables
+        .iter()
+        .map(|table| {
+            let key = if let Some(composite) = &table.composite_key {
+                format!("({})", composite.columns.join(", "))
+            } else if let Some(unique) = &table.unique_column {
+                format!("{} (message.key.columns)", unique.name)
+            } else if table.keyless && spec.debezium.null_key_tables.contains(&table.id) {
+                "id from the row: its records have no key".to_owned()
+            } else if table.keyless {
+                "id (message.key.columns)".to_owned()
+            } else {
+                "id".to_owned()
+            };
+            format!("{} by {key}", table.name)
+        })
+        .collect();
+    Some(format!("documents keyed per table ({})", keys.join("; ")))
+}
+
 /// Whether Debezium masks a property's value when it logs a configuration
 /// (`Configuration.PASSWORD_PATTERN`, case-insensitive: names ending in `secret`, `password`,
 /// `sasl.jaas.config`, `credentials.json`, `connectionstring`, `connection.string`, or holding
@@ -1481,7 +1519,10 @@ impl HandoffRecord {
             schema_revision: 1,
             connector_configuration,
             snapshot_completion_marker,
-            sink_key_rule: spec.sink.rule.key_rule().into(),
+            sink_key_rule: match sink_key(spec) {
+                Some(key) => spec.sink.rule.key_rule(&key),
+                None => format!("none: no captured table reaches the index (its rule: {})", spec.sink.rule.name()),
+            },
             sink_checkpoint: checkpoint(spec, &inputs.sink_checkpoint),
             duplicates: Duplicates::of(inputs.trace),
             backfills: BackfillRecord::of(inputs.trace, &spec.tables),
