@@ -335,6 +335,13 @@ pub fn shrink(spec: &Spec, seed: u64, invariant: Option<Invariant>, max_runs: us
         transactions: current.scripted.len(),
         rows: spec.tables.iter().map(|t| t.rows).sum(),
     };
+    // A scenario that cannot be written is no candidate (`fails_the_same`): say so, not that the
+    // pinned run differs.
+    if let Err(error) = crate::scenario::to_toml(&current, seed) {
+        return Err(format!(
+            "seed {seed}: the run with its schedule made explicit cannot be written as a scenario: {error}"
+        ));
+    }
     if !fails_the_same(&current, seed, &target, &mut runs) {
         return Err(format!(
             "seed {seed}: the run with its schedule made explicit no longer shows {target}; this is a bug in pinning"
