@@ -195,6 +195,9 @@ fn what_the_model_would_get_wrong_is_refused_by_name() {
     assert_eq!(default.spec.not_modelled[0].setting, "skipped.operations");
     json_fails("skipped", &config(", \"skipped.operations\": \"u\""), &["`u` is not modelled yet; only `t`"]);
     json_fails("exclude", &config(", \"column.exclude.list\": \"public.claims.amount\""), &["not modelled yet"]);
+    // A 1.x configuration's names say what replaced them.
+    json_fails("server-name", &config(", \"database.server.name\": \"claims\""), &["write topic.prefix instead"]);
+    json_fails("whitelist", &config(", \"table.whitelist\": \"public.claims\""), &["write table.include.list"]);
     json_fails("mask", &config(", \"column.mask.with.12.chars\": \"public.claims.amount\""), &["not modelled yet"]);
     // Families of properties: converters' own settings, client overrides, topic-creation groups.
     let families = config(

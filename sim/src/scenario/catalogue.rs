@@ -169,6 +169,19 @@ const NAMES: &[(&str, Kind)] = &[
     ("incremental.snapshot.allow.schema.changes", Kind::Only(&["false"], "schema changes, which are not modelled yet")),
     ("snapshot.query.mode", Kind::Only(&["select_all"], SNAPSHOT_TUNING)),
     (
+        "database.server.name",
+        Kind::Refused(
+            "Debezium 2.0 renamed it topic.prefix (the topics' prefix), the name the model reads for every release: write topic.prefix instead",
+        ),
+    ),
+    (
+        "table.whitelist schema.whitelist column.whitelist table.blacklist schema.blacklist column.blacklist",
+        Kind::Refused(
+            "Debezium 2.0 removed the whitelist and blacklist names: write table.include.list, schema.include.list, \
+             … (the exclude lists are not modelled yet)",
+        ),
+    ),
+    (
         "table.exclude.list column.include.list column.exclude.list snapshot.select.statement.overrides \
          replica.identity.autoset.values database.include.list database.exclude.list schema.exclude.list \
          column.mask.hash column.truncate.to post.processors snapshot.mode.custom.name snapshot.query.mode.custom.name \
