@@ -203,22 +203,26 @@ const PREFIXES: &[(&str, Kind)] = &[
     ("openlineage.", Kind::NotModelled(MONITORING)),
     ("notification.", Kind::NotModelled(MONITORING)),
     ("errors.deadletterqueue.", Kind::NotModelled(ERRORS)),
+    // `column.mask.with.12.chars`, `column.truncate.to.20.chars`, `column.mask.hash.SHA-256.with.salt.x`.
+    ("column.mask.with.", Kind::Refused(COLUMN_VALUES)),
+    ("column.truncate.to.", Kind::Refused(COLUMN_VALUES)),
+    ("column.mask.hash.", Kind::Refused(COLUMN_VALUES)),
 ];
+
+const COLUMN_VALUES: &str = "it changes column values, and is not modelled yet";
+
+/// The kind of `key` in a catalogue: an exact name first, then a family by its prefix.
+fn lookup(names: &[(&str, Kind)], prefixes: &[(&str, Kind)], key: &str) -> Option<Kind> {
+    let named = names.iter().find(|(names, _)| names.split_whitespace().any(|name| name == key));
+    let family = || prefixes.iter().find(|(prefix, _)| key.starts_with(prefix) && key.len() > prefix.len());
+    named.or_else(family).map(|(_, kind)| *kind)
+}
 
 /// What `key` is to the model, if the catalogue knows it. `converters` lists custom converters
 /// (`converters = "isbn"`): their own `<name>.` properties are the converter's.
 pub(super) fn connector_kind(key: &str, converters: &[&str]) -> Option<Kind> {
-    if let Some((_, kind)) = NAMES.iter().find(|(names, _)| names.split_whitespace().any(|name| name == key)) {
-        return Some(*kind);
-    }
-    if let Some((_, kind)) = PREFIXES.iter().find(|(prefix, _)| key.starts_with(prefix) && key.len() > prefix.len()) {
-        return Some(*kind);
-    }
-    // `column.mask.with.12.chars`, `column.truncate.to.20.chars`, `column.mask.hash.SHA-256.with.salt.x`.
-    for family in ["column.mask.with.", "column.truncate.to.", "column.mask.hash."] {
-        if key.starts_with(family) {
-            return Some(Kind::Refused("it changes column values, and is not modelled yet"));
-        }
+    if let Some(kind) = lookup(NAMES, PREFIXES, key) {
+        return Some(kind);
     }
     if converters.iter().any(|name| key.strip_prefix(name).is_some_and(|rest| rest.starts_with('.'))) {
         return Some(Kind::NotModelled(REPRESENTATION));
@@ -308,13 +312,7 @@ const WORKER_PREFIXES: &[(&str, Kind)] = &[
 
 /// What a Connect worker property is to the model, if the catalogue knows it.
 pub(super) fn worker_kind(key: &str) -> Option<Kind> {
-    if let Some((_, kind)) = WORKER_NAMES.iter().find(|(names, _)| names.split_whitespace().any(|name| name == key)) {
-        return Some(*kind);
-    }
-    WORKER_PREFIXES
-        .iter()
-        .find(|(prefix, _)| key.starts_with(prefix) && key.len() > prefix.len())
-        .map(|(_, kind)| *kind)
+    lookup(WORKER_NAMES, WORKER_PREFIXES, key)
 }
 
 /// Every exact worker property name of the catalogue (for suggestions).
@@ -416,9 +414,8 @@ const POSTGRES_NAMES: &[(&str, Kind)] = &[
 /// What a `postgresql.conf` setting is to the model on PostgreSQL `version`, if the server has it.
 pub(super) fn postgres_kind(key: &str, version: u32) -> Option<Kind> {
     let lower = key.to_ascii_lowercase();
-    if let Some((_, kind)) = POSTGRES_NAMES.iter().find(|(names, _)| names.split_whitespace().any(|name| name == lower))
-    {
-        return Some(*kind);
+    if let Some(kind) = lookup(POSTGRES_NAMES, &[], &lower) {
+        return Some(kind);
     }
     if lower.contains('.') {
         return Some(Kind::NotModelled(EXTENSION));

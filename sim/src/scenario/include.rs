@@ -109,10 +109,7 @@ fn read(file: &Path) -> Result<String, String> {
 
 /// A connector's properties from a Connect REST object or a bare `config` object.
 fn connector_json(name: &str, text: &str, index: usize) -> Res<Vec<Entry>> {
-    let fail = |offset: usize, problem: String| {
-        let (line, column) = line_col(text, offset);
-        ScenarioError { message: format!("{name}:{line}:{column}: {problem}") }
-    };
+    let fail = |offset: usize, problem: String| error_at(name, text, offset, problem);
     let value: serde_json::Value = serde_json::from_str(text).map_err(|error| ScenarioError {
         message: format!("{name}:{}:{}: invalid JSON: {error}", error.line(), error.column()),
     })?;

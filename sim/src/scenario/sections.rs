@@ -54,12 +54,7 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
     for (index, section) in sections.iter().enumerate() {
         let (mut debezium, properties, unused) = connector(cx, section, &tables, &horizon)?;
         let where_ = if sections.len() > 1 { format!("connector {}", debezium.name) } else { "connector".to_owned() };
-        not_modelled.extend(unused.into_iter().map(|(setting, value, why)| NotModelled {
-            section: where_.clone(),
-            value: if is_secret(&setting) { "********".to_owned() } else { value },
-            setting,
-            why: why.to_owned(),
-        }));
+        not_modelled.extend(listed(&where_, unused));
         debezium.connector_index = index as u8;
         if debezium.slot_failover
             && postgres.major_version < 17
@@ -81,15 +76,8 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
         .chain(more_connectors.iter().map(|more| more.debezium.name.clone()))
         .collect();
     let (connect, connector_start_ms, connect_not_modelled) = connect(cx, &root.sub(cx, "connect")?, &horizon)?;
-    for (section, list) in [("postgres", postgres_not_modelled), ("connect", connect_not_modelled)] {
-        // A secret is not kept (a regression file written from the run holds the mask).
-        not_modelled.extend(list.into_iter().map(|(setting, value, why)| NotModelled {
-            section: section.to_owned(),
-            value: if is_secret(&setting) { "********".to_owned() } else { value },
-            setting,
-            why: why.to_owned(),
-        }));
-    }
+    not_modelled.extend(listed("postgres", postgres_not_modelled));
+    not_modelled.extend(listed("connect", connect_not_modelled));
     for section in &sections {
         super::connector::exactly_once_properties(cx, section, &connect)?;
     }
@@ -225,6 +213,17 @@ pub(super) fn scenario(cx: &Cx, root: &Section) -> Res<Loaded> {
 
 /// The connector sections: `[connector]` (one, or none: every default), or the `[[connector]]`
 /// entries (1 to `MAX_CONNECTORS`).
+/// A section's settings not modelled, as the spec lists them. A secret's value is not kept (a
+/// regression file written from the run holds the mask).
+fn listed(section: &str, list: NotModelledList) -> impl Iterator<Item = NotModelled> + '_ {
+    list.into_iter().map(move |(setting, value, why)| NotModelled {
+        section: section.to_owned(),
+        value: if is_secret(&setting) { "********".to_owned() } else { value },
+        setting,
+        why: why.to_owned(),
+    })
+}
+
 fn connector_sections<'t>(cx: &Cx, root: &Section<'t>) -> Res<Vec<Section<'t>>> {
     let Some(field) = root.get("connector") else { return Ok(vec![root.sub(cx, "connector")?]) };
     if !matches!(field.item.val, Val::Array(_)) {
