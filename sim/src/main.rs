@@ -275,8 +275,8 @@ pub struct TimelineFlags {
     /// consumer).
     #[arg(long, value_name = "PROCESSES")]
     only: Option<String>,
-    /// Follow one key across every process: `7`, or `public.hubs:7` for one table's. Faults stay
-    /// in view.
+    /// Follow one key across every process: `7`, or `public.hubs:7` for one table's; on a
+    /// two-column key its columns' values, `public.orders:(5,2)`. Faults stay in view.
     #[arg(long, value_name = "KEY")]
     key: Option<String>,
     /// Show every line: routine deliveries (poll, append, apply, acknowledge, group commit) are

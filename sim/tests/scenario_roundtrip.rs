@@ -512,7 +512,8 @@ fn every_feature_writes_the_documented_syntax() {
         "at = \"task-started#2\"\n",
         "at = \"2500ms\"\n",
         "at = \"1min\"\n",
-        "insert = 11\nstatus = \"paid\"\namount_cents = 0\ntable = \"public.payments\"\n",
+        // A two-column key is written as its columns' values: row 11, 4 per region, is (3, 3).
+        "insert = { region_id = 3, payment_no = 3 }\nstatus = \"paid\"\namount_cents = 0\ntable = \"public.payments\"\n",
         "update = 17\nstatus = \"closed\"\nlabel = \"\"\"\na label\nof two lines\"\"\"\n",
         "label = \"\\\"quoted\\\"\"\n",
         "action = \"clog\"\nbetween = [\"pg2\", \"pg1\"]\nduration_ms = 1\n",
@@ -531,7 +532,7 @@ fn every_feature_writes_the_documented_syntax() {
          crash_while = \"after-streaming\"\nscript_while = \"after-streaming-started\"\ncommit_visibility = \"with-commit-record\"\nperiodic_fires = 2\n",
         "unreached_ok = [\"the acceptance boundary is reached\"]\n",
         "[[check.script]]\nupdate = 2\nstatus = \"paid\"\nlabel = \"any time\"\n",
-        "[[check.script]]\ndelete = 3\ntable = \"public.payments\"\n",
+        "[[check.script]]\ndelete = { region_id = 1, payment_no = 3 }\ntable = \"public.payments\"\n",
     ] {
         assert!(text.contains(line), "expected {line:?} in:\n{text}");
     }

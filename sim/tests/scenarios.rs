@@ -594,3 +594,8 @@ fn hubs_backfill_read_only_visibility_race() {
 fn hubs_backfill_read_only_window_rule() {
     check("hubs-backfill-read-only-window-rule");
 }
+
+#[test]
+fn orders_composite_key() {
+    check("orders-composite-key");
+}

@@ -81,8 +81,8 @@ pub struct PollSummary {
     pub records: usize,
     pub snapshot_rows: usize,
     pub tombstones: usize,
-    /// The first few streamed changes: `op` code and key.
-    pub first_changes: Vec<(char, Key)>,
+    /// The first few streamed changes: `op` code, the table of a change topic's record, and key.
+    pub first_changes: Vec<(char, Option<crate::core::ids::TableId>, Key)>,
     pub changes: usize,
     pub last_snapshot_record: bool,
 }
@@ -103,7 +103,11 @@ impl PollSummary {
                 Some(value) => {
                     summary.changes += 1;
                     if summary.first_changes.len() < 4 {
-                        summary.first_changes.push((value.op.code(), record.key));
+                        let table = match record.topic {
+                            crate::core::event::Topic::Change(table) => Some(table),
+                            _ => None,
+                        };
+                        summary.first_changes.push((value.op.code(), table, record.key));
                     }
                 }
             }

@@ -171,6 +171,54 @@ impl Names {
         self.composite_keys.iter().find(|(id, _)| *id == table).map(|(_, key)| key)
     }
 
+    /// Whether `table` is the default example's claims table (`public.claims`, keyed by `id`):
+    /// its rows are told as claims (`update claim 7`), any other table's as rows of it.
+    pub fn claims(&self, table: TableId) -> bool {
+        self.table(table) == "public.claims" && self.composite_key(table).is_none()
+    }
+
+    /// A finding's key as `table` names it: `(region_id, hub_id) = (3, 1)` on a two-column key,
+    /// else the number; `None` on the claims table ([`Names::claims`]), whose findings say `key 7`.
+    pub fn key_label(&self, table: TableId, key: crate::core::ids::Key) -> Option<String> {
+        if self.claims(table) || table.as_message_outbox().is_some() {
+            return None;
+        }
+        Some(match self.composite_key(table) {
+            Some(composite) => composite.text(key),
+            None => self.position(table, key),
+        })
+    }
+
+    /// A key with its table, for a sentence that says `key …`: `7` on the claims table, else
+    /// `7 of public.orders` or `(region_id, hub_id) = (3, 1) of public.hubs`.
+    pub fn key_of(&self, table: TableId, key: crate::core::ids::Key) -> String {
+        match self.key_label(table, key) {
+            Some(label) => format!("{label} of {}", self.table(table)),
+            None => key.to_string(),
+        }
+    }
+
+    /// A row of `table` in words: `claim 7` on the claims table, else `row 7` or `row (2, 6)`
+    /// (a two-column key's values), without the table's name.
+    pub fn row(&self, table: TableId, key: crate::core::ids::Key) -> String {
+        if self.claims(table) {
+            return format!("claim {key}");
+        }
+        format!("row {}", self.key_values(table, key))
+    }
+
+    /// A row of `table` with its table: `claim 7` on the claims table, else `row 7 of
+    /// public.orders` or `row (region_id, hub_id) = (2, 6) of public.hubs`.
+    pub fn row_of(&self, table: TableId, key: crate::core::ids::Key) -> String {
+        if self.claims(table) {
+            return format!("claim {key}");
+        }
+        match self.composite_key(table) {
+            Some(composite) => format!("row {} of {}", composite.text(key), self.table(table)),
+            None => format!("row {key} of {}", self.table(table)),
+        }
+    }
+
     /// A key of `table` as its columns' values: `(2, 6)` on a two-column key, else the number.
     pub fn key_values(&self, table: TableId, key: crate::core::ids::Key) -> String {
         self.composite_key(table).map_or_else(|| key.to_string(), |composite| composite.values_text(key))
@@ -239,12 +287,12 @@ impl Names {
         use crate::core::change::RowOp;
         match *op {
             RowOp::Insert { table, key, status, .. } => {
-                format!("insert claim {key} ({}) into {}", status.name(), self.table(table))
+                format!("insert {} ({}) into {}", self.row(table, key), status.name(), self.table(table))
             }
             RowOp::Update { table, key, status } => {
-                format!("update claim {key} to {} in {}", status.name(), self.table(table))
+                format!("update {} to {} in {}", self.row(table, key), status.name(), self.table(table))
             }
-            RowOp::Delete { table, key } => format!("delete claim {key} from {}", self.table(table)),
+            RowOp::Delete { table, key } => format!("delete {} from {}", self.row(table, key), self.table(table)),
             RowOp::InsertEvent { table, id, aggregate_id, event_type } => format!(
                 "insert outbox event {id} ({} of claim {aggregate_id}) into {}",
                 Row::event(aggregate_id, event_type).event_type(),
@@ -278,16 +326,11 @@ pub fn line(event: &TraceEvent, names: &Names) -> Option<String> {
     Some(format!("{:<10} {:<9} {}", event.at.to_string(), event.node.name(), text))
 }
 
-fn change_text(kind: &ChangeKind, key: i64) -> String {
-    if let ChangeKind::Insert { after } = kind
-        && after.is_event()
-    {
-        return format!("insert outbox event {key} ({after})");
-    }
+fn change_text(kind: &ChangeKind, row: &str) -> String {
     match kind {
-        ChangeKind::Insert { after } => format!("insert claim {key} ({after})"),
-        ChangeKind::Update { after, .. } => format!("update claim {key} -> {after}"),
-        ChangeKind::Delete { .. } => format!("delete claim {key}"),
+        ChangeKind::Insert { after } => format!("insert {row} ({after})"),
+        ChangeKind::Update { after, .. } => format!("update {row} -> {after}"),
+        ChangeKind::Delete { .. } => format!("delete {row}"),
     }
 }
 
@@ -322,9 +365,9 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                 .iter()
                 .take(3)
                 .map(|c| {
-                    // The claims are the first table; a row of another (the heartbeat table of a
-                    // heartbeat.action.query) is named with its table.
-                    let text = change_text(&c.kind, c.key);
+                    // A claim of the claims table is told as one (`update claim 7 -> …`); a row of
+                    // another table with its key's values and its table (`update row (2, 6) -> …
+                    // in public.hubs`), an outbox row as its event.
                     if let Some((signal, unread)) = names.signal_row(c.table, c.key) {
                         let verb = match c.kind {
                             crate::core::change::ChangeKind::Delete { .. } => "delete",
@@ -333,14 +376,18 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                         let why = unread.map(|why| format!(": {why}")).unwrap_or_default();
                         return format!("{verb} signal {signal} in {}{why}", names.table(c.table));
                     }
-                    if c.table.0 == 0 && names.tables.first().is_some_and(|name| name == "public.claims") {
-                        text
-                    } else if names.outboxes.contains(&c.table) {
-                        let text = text.replacen("delete claim", "delete outbox event", 1);
-                        format!("{text} in {}", names.table(c.table))
-                    } else {
-                        format!("{} in {}", text.replacen("claim", "row", 1), names.table(c.table))
+                    let event = matches!(&c.kind, ChangeKind::Insert { after } if after.is_event())
+                        || (names.outboxes.contains(&c.table) && matches!(c.kind, ChangeKind::Delete { .. }));
+                    if event {
+                        let text = change_text(&c.kind, &format!("outbox event {}", c.key));
+                        return if names.claims(c.table) {
+                            text
+                        } else {
+                            format!("{text} in {}", names.table(c.table))
+                        };
                     }
+                    let text = change_text(&c.kind, &names.row(c.table, c.key));
+                    if names.claims(c.table) { text } else { format!("{text} in {}", names.table(c.table)) }
                 })
                 .collect();
             text.push_str(&shown.join(", "));
@@ -549,11 +596,14 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                     .first_changes
                     .iter()
                     // A logical message's key is its prefix, as a number: not worth a reader's eye.
-                    .map(|(op, key)| match crate::core::signal::watermark_of(*key) {
+                    .map(|(op, table, key)| match crate::core::signal::watermark_of(*key) {
                         _ if *op == 'm' => "m (a logical message)".to_string(),
                         // A watermark row of an incremental snapshot: its type, not its key.
                         Some((_, watermark)) => format!("{op} {}", watermark.signal_type()),
-                        None => format!("{op} {key}"),
+                        // A two-column key as its values: `u (5, 2)`.
+                        None => {
+                            format!("{op} {}", table.map_or_else(|| key.to_string(), |t| names.key_values(t, *key)))
+                        }
                     })
                     .collect();
                 let more = if summary.changes > summary.first_changes.len() { ", …" } else { "" };
@@ -986,7 +1036,11 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
                 .take(5)
                 .map(|(offset, key, tombstone)| {
                     let what = if *tombstone { "tombstone" } else { "op=d" };
-                    format!("claim {key}'s {what} (offset {offset})")
+                    let row = match tp.topic {
+                        Topic::Change(table) => names.row(table, *key),
+                        _ => format!("key {key}"),
+                    };
+                    format!("{row}'s {what} (offset {offset})")
                 })
                 .collect();
             if !gone.is_empty() {
@@ -1121,8 +1175,11 @@ pub fn narrate(observation: &Observation, names: &Names) -> Option<String> {
             text
         }
         Observation::SinkReconciled { epoch_lsn, removed } => {
-            let shown: Vec<String> =
-                removed.iter().take(5).map(|(_, key, row)| format!("claim {key} v{}", row.version)).collect();
+            let shown: Vec<String> = removed
+                .iter()
+                .take(5)
+                .map(|(table, key, row)| format!("{} v{}", names.row_of(*table, *key), row.version))
+                .collect();
             format!(
                 "snapshot epoch {epoch_lsn} complete: removed {} document(s) it did not see{}",
                 removed.len(),

@@ -10,7 +10,7 @@
 
 use crate::core::event::{SourceOffset, Topic, TopicPartition};
 use crate::core::fault::FaultAction;
-use crate::core::ids::{Key, Row};
+use crate::core::ids::{Key, Row, TableId};
 use crate::core::lsn::Lsn;
 use crate::core::observe::{Doc, GateVerdict, Observation, TraceEvent};
 use crate::core::time::SimTime;
@@ -747,22 +747,56 @@ pub struct IsolationCounts {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyIsolation {
     pub key: Key,
+    /// The row in words: `claim 7`, `row 7 of public.orders`.
+    #[serde(default)]
+    pub row: String,
     pub read_committed: usize,
     pub read_uncommitted: usize,
 }
 
+/// Keys of the reconciliation as their tables name them: the numbers alone when they are all the
+/// claims table's (`42, 269`), else per table with its key's columns (`public.hubs
+/// (region_id, hub_id): (3, 1), (3, 2); public.claims: 7`); the first 12, then how many in all.
+fn keys_text(names: &crate::judge::narrate::Names, ids: &[(TableId, Key)]) -> String {
+    const SHOWN: usize = 12;
+    let mut groups: Vec<(TableId, Vec<String>)> = Vec::new();
+    for (table, key) in ids.iter().take(SHOWN) {
+        let value = names.key_values(*table, *key);
+        match groups.iter_mut().find(|(of, _)| of == table) {
+            Some((_, values)) => values.push(value),
+            None => groups.push((*table, vec![value])),
+        }
+    }
+    let text = match groups.as_slice() {
+        [(table, values)] if names.claims(*table) => values.join(", "),
+        _ => groups
+            .iter()
+            .map(|(table, values)| {
+                let columns =
+                    names.composite_key(*table).map(|key| format!(" {}", key.columns_text())).unwrap_or_default();
+                format!("{}{columns}: {}", names.table(*table), values.join(", "))
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    };
+    if ids.len() > SHOWN { format!("{text} … ({} in all)", ids.len()) } else { text }
+}
+
 impl IsolationCounts {
     /// Counts the change events of the trace's appends by the fate of their transaction.
-    pub fn of(trace: &[TraceEvent]) -> IsolationCounts {
-        let mut per_key: BTreeMap<Key, (usize, usize)> = BTreeMap::new();
-        let mut open = crate::judge::checkers::published::HeldByTransaction::<Key>::default();
+    pub fn of(trace: &[TraceEvent], names: &crate::judge::narrate::Names) -> IsolationCounts {
+        let mut per_key: BTreeMap<(TableId, Key), (usize, usize)> = BTreeMap::new();
+        let mut open = crate::judge::checkers::published::HeldByTransaction::<(TableId, Key)>::default();
         for event in trace {
             match &event.observation {
                 Observation::Appended { records, transaction } => {
-                    let keys = records
-                        .iter()
-                        .filter(|record| matches!(record.tp.topic, Topic::Change(_)) && record.value.is_some())
-                        .map(|record| record.key);
+                    let keys = records.iter().filter(|record| record.value.is_some()).filter_map(|record| match record
+                        .tp
+                        .topic
+                    {
+                        Topic::Change(table) => Some((table, record.key)),
+                        _ => None,
+                    });
                     match transaction {
                         None => keys.for_each(|key| {
                             let counts = per_key.entry(key).or_default();
@@ -792,7 +826,12 @@ impl IsolationCounts {
             differing: per_key
                 .into_iter()
                 .filter(|(_, (committed, all))| committed != all)
-                .map(|(key, (read_committed, read_uncommitted))| KeyIsolation { key, read_committed, read_uncommitted })
+                .map(|((table, key), (read_committed, read_uncommitted))| KeyIsolation {
+                    key,
+                    row: names.row_of(table, key),
+                    read_committed,
+                    read_uncommitted,
+                })
                 .collect(),
         }
     }
@@ -810,7 +849,7 @@ impl IsolationCounts {
                 .differing
                 .iter()
                 .take(12)
-                .map(|key| format!("claim {} {} / {}", key.key, key.read_committed, key.read_uncommitted))
+                .map(|key| format!("{} {} / {}", key.row, key.read_committed, key.read_uncommitted))
                 .collect();
             let more = self.differing.len().saturating_sub(shown.len());
             text.push_str(&format!(
@@ -888,6 +927,15 @@ pub struct HandoffRecord {
     pub keys_missing: Vec<Key>,
     pub keys_extra: Vec<Key>,
     pub keys_differing: Vec<Key>,
+    /// The same keys as their tables name them, what the record prints: `42, 269` on the
+    /// claims table alone, else per table, `public.orders (region_id, order_id): (5, 2), (27,
+    /// 9)`; the first 12, and how many in all.
+    #[serde(default)]
+    pub rows_missing: String,
+    #[serde(default)]
+    pub rows_extra: String,
+    #[serde(default)]
+    pub rows_differing: String,
     pub sampled_hashes: Vec<SampledHash>,
     pub sampled_hashes_match: bool,
     pub counts_match: bool,
@@ -1315,13 +1363,19 @@ impl HandoffRecord {
                 }
             }
         }
-        let keys_missing: Vec<Key> = source.keys().filter(|id| !sink.contains_key(id)).map(|id| id.1).collect();
-        let keys_extra: Vec<Key> = sink.keys().filter(|id| !source.contains_key(id)).map(|id| id.1).collect();
-        let keys_differing: Vec<Key> = source
+        let missing: Vec<_> = source.keys().filter(|id| !sink.contains_key(id)).copied().collect();
+        let extra: Vec<_> = sink.keys().filter(|id| !source.contains_key(id)).copied().collect();
+        let differing: Vec<_> = source
             .iter()
             .filter(|(id, row)| sink.get(id).is_some_and(|seen| seen != *row))
-            .map(|(id, _)| id.1)
+            .map(|(id, _)| *id)
             .collect();
+        let names = crate::judge::narrate::Names::of(spec);
+        let named = |ids: &[(crate::core::ids::TableId, Key)]| keys_text(&names, ids);
+        let (rows_missing, rows_extra, rows_differing) = (named(&missing), named(&extra), named(&differing));
+        let keys_missing: Vec<Key> = missing.iter().map(|id| id.1).collect();
+        let keys_extra: Vec<Key> = extra.iter().map(|id| id.1).collect();
+        let keys_differing: Vec<Key> = differing.iter().map(|id| id.1).collect();
         let mut draw = Draw::new(inputs.seed, stream::SAMPLE);
         let candidates: Vec<(crate::core::ids::TableId, Key)> = source.keys().copied().collect();
         let mut sampled_keys: Vec<(crate::core::ids::TableId, Key)> = Vec::new();
@@ -1529,7 +1583,10 @@ impl HandoffRecord {
             blocking_snapshots: BlockingSnapshotRecord::of(inputs.trace, &spec.tables),
             signals_not_read: signals_not_read(spec, inputs.trace),
             configuration_updates: configuration_updates(spec, inputs.trace),
-            isolation: spec.connect.exactly_once().then(|| IsolationCounts::of(inputs.trace)),
+            isolation: spec
+                .connect
+                .exactly_once()
+                .then(|| IsolationCounts::of(inputs.trace, &crate::judge::narrate::Names::of(spec))),
             task_placement: if spec.connect.workers > 1 {
                 let names: Vec<String> = (0..spec.connector_count()).map(|c| spec.connector(c).name.clone()).collect();
                 TaskPlacement::of(inputs.trace, &names)
@@ -1555,6 +1612,9 @@ impl HandoffRecord {
             keys_missing,
             keys_extra,
             keys_differing,
+            rows_missing,
+            rows_extra,
+            rows_differing,
         }
     }
 
@@ -1569,9 +1629,11 @@ impl HandoffRecord {
             })
             .collect();
         let mut out = String::new();
-        let keys = |keys: &[Key]| -> String {
+        let keys = |keys: &[Key], named: &str| -> String {
             if keys.is_empty() {
                 "none".into()
+            } else if !named.is_empty() {
+                named.to_owned()
             } else {
                 let shown: Vec<String> = keys.iter().take(12).map(Key::to_string).collect();
                 format!(
@@ -1677,9 +1739,9 @@ impl HandoffRecord {
             }
         );
         let _ = writeln!(out, "  row counts           source {} / sink {}", self.source_row_count, self.sink_row_count);
-        let _ = writeln!(out, "  keys missing         {}", keys(&self.keys_missing));
-        let _ = writeln!(out, "  keys extra           {}", keys(&self.keys_extra));
-        let _ = writeln!(out, "  keys differing       {}", keys(&self.keys_differing));
+        let _ = writeln!(out, "  keys missing         {}", keys(&self.keys_missing, &self.rows_missing));
+        let _ = writeln!(out, "  keys extra           {}", keys(&self.keys_extra, &self.rows_extra));
+        let _ = writeln!(out, "  keys differing       {}", keys(&self.keys_differing, &self.rows_differing));
         let mismatched: Vec<String> =
             self.sampled_hashes.iter().filter(|s| !s.matches).map(|s| s.key.to_string()).collect();
         let _ = writeln!(

@@ -215,15 +215,26 @@ fn script_steps_apply(
             })
         };
         let name = &setup.name;
-        let loaded_keys =
-            if rows == 0 { "it loads no row".to_string() } else { format!("keys 1 to {rows} are loaded") };
+        let loaded_keys = match &setup.composite_key {
+            _ if rows == 0 => "it loads no row".to_string(),
+            Some(composite) => {
+                format!("keys {} to {} are loaded", composite.values_text(1), composite.values_text(rows))
+            }
+            None => format!("keys 1 to {rows} are loaded"),
+        };
+        // The claims table's rows are claims; another table's, keys.
+        let row = match &setup.composite_key {
+            Some(composite) => format!("key {}", composite.text(key)),
+            None if name == "public.claims" => format!("claim {key}"),
+            None => format!("key {key}"),
+        };
         let problem = match op {
             RowOp::Update { .. } | RowOp::Delete { .. }
                 if !loaded && !background_inserts && !step_before(|op| matches!(op, RowOp::Insert { .. })) =>
             {
                 let verb = if matches!(op, RowOp::Update { .. }) { "update" } else { "delete" };
                 Some(format!(
-                    "claim {key} is not a row of {name} ({loaded_keys}) and no step that may run before this one \
+                    "{row} is not a row of {name} ({loaded_keys}) and no step that may run before this one \
                      inserts it: the {verb} would change nothing"
                 ))
             }
@@ -231,7 +242,7 @@ fn script_steps_apply(
                 if loaded && !background_deletes && !step_before(|op| matches!(op, RowOp::Delete { .. })) =>
             {
                 Some(format!(
-                    "claim {key} is already a row of {name} ({loaded_keys}) and no step that may run before this one \
+                    "{row} is already a row of {name} ({loaded_keys}) and no step that may run before this one \
                      deletes it: the insert would fail with a duplicate key"
                 ))
             }
@@ -592,6 +603,12 @@ pub(super) fn script_entry(cx: &Cx, item: &Field, outboxes: Outboxes, timed: Opt
         }
         _ => {
             let field = s.field(what);
+            let table = match s.get("table") {
+                Some(field) => table_id(cx, &field, cx.string(&field)?, tables)?,
+                None => TableId(0),
+            };
+            let composite =
+                tables.iter().find(|setup| setup.id == table).and_then(|setup| setup.composite_key.as_ref());
             let keys = match &field.item.val {
                 Val::Array(_) => {
                     let items = cx.items(&field, "a key or an array of keys")?;
@@ -606,19 +623,15 @@ pub(super) fn script_entry(cx: &Cx, item: &Field, outboxes: Outboxes, timed: Opt
                     }
                     let mut keys: Vec<i64> = Vec::new();
                     for item in &items {
-                        let key = cx.int(item, 1, i64::MAX)?;
+                        let key = script_key(cx, item, composite)?;
                         if keys.contains(&key) {
-                            return cx.fail(item, format!("claim {key} is named twice in one statement"));
+                            return cx.fail(item, format!("key {key} is named twice in one statement"));
                         }
                         keys.push(key);
                     }
                     keys
                 }
-                _ => vec![cx.int(&field, 1, i64::MAX)?],
-            };
-            let table = match s.get("table") {
-                Some(field) => table_id(cx, &field, cx.string(&field)?, tables)?,
-                None => TableId(0),
+                _ => vec![script_key(cx, &field, composite)?],
             };
             for key in keys {
                 ops.push(match what_key {
@@ -807,4 +820,47 @@ pub(super) fn sessions_valid(
 /// `workload.script` or `check.script`, from an entry's path.
 fn script_header(item: &Field) -> String {
     item.path.split('[').next().unwrap_or("workload.script").to_owned()
+}
+
+/// A script step's key: a number (the row's `n`, its `id` on a one-column key), or on a table
+/// with a two-column key its columns' values, `{ region_id = 2, hub_id = 6 }` (the row `n =
+/// (region_id − 1) × group_rows + hub_id`, [`handoff_models::core::ids::CompositeKey`]).
+fn script_key(cx: &Cx, field: &Field, composite: Option<&handoff_models::core::ids::CompositeKey>) -> Res<i64> {
+    let Val::Table(_) = &field.item.val else { return cx.int(field, 1, i64::MAX) };
+    let Some(composite) = composite else {
+        return cx.wrong(field, "a key (the table's key is one column: a number)");
+    };
+    let section = cx.section(field)?;
+    let [first, second] = &composite.columns;
+    let mut values = [0i64; 2];
+    for (value, column) in values.iter_mut().zip([first, second]) {
+        let Some(part) = section.get(column) else {
+            return cx
+                .fail(field, format!("names no `{column}`: a key of this table is {{ {first} = …, {second} = … }}"));
+        };
+        *value = cx.int(&part, 1, i64::MAX)?;
+    }
+    if let Some(entry) = section.entries.iter().find(|entry| entry.key != *first && entry.key != *second) {
+        return cx.fail(
+            &section.field(entry),
+            format!("`{}` is not a key column of this table; its key is ({first}, {second})", entry.key),
+        );
+    }
+    let group_rows = i64::from(composite.group_rows);
+    if values[1] > group_rows {
+        return cx.fail(
+            &section.get(second).expect("read above"),
+            format!(
+                "{second} = {} is above group_rows ({group_rows}): the model's rows have {second} 1 to {group_rows}",
+                values[1]
+            ),
+        );
+    }
+    match (values[0] - 1).checked_mul(group_rows).and_then(|n| n.checked_add(values[1])) {
+        Some(n) => Ok(n),
+        None => cx.fail(
+            &section.get(first).expect("read above"),
+            format!("{first} = {} is too large: the row's number would pass {}", values[0], i64::MAX),
+        ),
+    }
 }

@@ -595,11 +595,26 @@ fn write_statement(w: &mut Writer, spec: &Spec, whose: &str, ops: &[RowOp]) -> R
              entry: one verb on one table, with one status and amount"
         ));
     }
+    // A two-column key is written as its columns' values, `{ region_id = 1, order_id = 9 }`.
+    let first_table = match first {
+        RowOp::Insert { table, .. } | RowOp::Update { table, .. } | RowOp::Delete { table, .. } => Some(table),
+        RowOp::InsertEvent { .. } => None,
+    };
+    let composite = first_table
+        .and_then(|table| spec.tables.iter().find(|setup| setup.id == table))
+        .and_then(|setup| setup.composite_key.as_ref());
+    let key_text = |key: i64| match composite {
+        Some(composite) => {
+            let (k1, k2) = composite.values(key);
+            format!("{{ {} = {k1}, {} = {k2} }}", composite.columns[0], composite.columns[1])
+        }
+        None => key.to_string(),
+    };
     let keys: Vec<i64> = ops.iter().map(op_key).collect();
     let keys = if let [key] = keys.as_slice() {
-        key.to_string()
+        key_text(*key)
     } else {
-        format!("[{}]", keys.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))
+        format!("[{}]", keys.iter().map(|key| key_text(*key)).collect::<Vec<_>>().join(", "))
     };
     let table = match first {
         RowOp::Insert { table, status, amount_cents, .. } => {

@@ -219,6 +219,7 @@ fn with_rows(spec: &Spec, rows: u32) -> Spec {
         return next;
     }
     let scale = |key: Key| if key <= old { ((key - 1) * Key::from(rows) / old + 1).max(1) } else { key };
+    let names = handoff_models::judge::narrate::Names::of(spec);
     for txn in &mut next.scripted {
         let mut moved = false;
         for op in &mut txn.ops {
@@ -235,13 +236,15 @@ fn with_rows(spec: &Spec, rows: u32) -> Spec {
             *key = scaled;
         }
         if moved {
-            txn.label = label(&txn.step.kind, &txn.ops);
+            txn.label = label(&names, &txn.step.kind, &txn.ops);
         }
     }
     next
 }
 
-fn label(kind: &StepKind, ops: &[RowOp]) -> String {
+/// A step's label, in the timeline's words: `update claim 7 to approved`, `delete row (2, 6) of
+/// public.hubs`.
+fn label(names: &handoff_models::judge::narrate::Names, kind: &StepKind, ops: &[RowOp]) -> String {
     if let StepKind::OutboxMessage { event, .. } = kind {
         return format!("claim {} to {} with its outbox message", event.aggregate_id, status_name(event.event_type));
     }
@@ -251,9 +254,11 @@ fn label(kind: &StepKind, ops: &[RowOp]) -> String {
         return format!("claim {aggregate_id} to {} with its outbox event", status_name(*event_type));
     }
     match ops.first() {
-        Some(RowOp::Insert { key, .. }) => format!("insert claim {key}"),
-        Some(RowOp::Update { key, status, .. }) => format!("update claim {key} to {}", status_name(*status)),
-        Some(RowOp::Delete { key, .. }) => format!("delete claim {key}"),
+        Some(RowOp::Insert { table, key, .. }) => format!("insert {}", names.row_of(*table, *key)),
+        Some(RowOp::Update { table, key, status }) => {
+            format!("update {} to {}", names.row_of(*table, *key), status_name(*status))
+        }
+        Some(RowOp::Delete { table, key }) => format!("delete {}", names.row_of(*table, *key)),
         Some(RowOp::InsertEvent { id, .. }) => format!("insert outbox event {id}"),
         None => "empty".into(),
     }
@@ -263,6 +268,7 @@ fn label(kind: &StepKind, ops: &[RowOp]) -> String {
 fn pin_workload(spec: &Spec, seed: u64) -> Spec {
     let mut pinned = spec.clone();
     let workload = handoff_models::scenario::workload::workload(spec, seed);
+    let names = handoff_models::judge::narrate::Names::of(spec);
     for txn in &workload.timed {
         // A background session's step stays a step of that session.
         let step = handoff_models::scenario::spec::ScriptStep {
@@ -274,7 +280,7 @@ fn pin_workload(spec: &Spec, seed: u64) -> Spec {
         pinned.scripted.push(ScriptedTxn {
             trigger: Trigger::At { at_ms: txn.at_ms.unwrap_or(0) },
             ops: txn.ops.clone(),
-            label: label(&txn.kind, &txn.ops),
+            label: label(&names, &txn.kind, &txn.ops),
             step,
         });
     }

@@ -354,6 +354,12 @@ struct JsonFinding<'a> {
     invariant: String,
     name: &'a str,
     key: Option<i64>,
+    /// The table the key is a row of, and the key in its columns' words (`(region_id,
+    /// order_id) = (5, 2)`; absent on the claims table of the default example).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    table: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key_text: Option<&'a str>,
     expected: &'a str,
     seen: &'a str,
     at_ms: u64,
@@ -368,6 +374,8 @@ impl<'a> From<&'a Finding> for JsonFinding<'a> {
             invariant: finding.invariant.to_string(),
             name: &finding.name,
             key: finding.key,
+            table: finding.table.as_deref(),
+            key_text: finding.key_text.as_deref(),
             expected: &finding.expected,
             seen: &finding.seen,
             at_ms: finding.at.ms(),

@@ -71,15 +71,16 @@ impl TimelineView {
             lines.push(format!("only the lines of {} (--only)", names.join(", ")));
         }
         if let Some(filter) = &self.key {
-            let table = match filter.table {
-                Some(table) => spec.tables.get(usize::from(table.0)).map_or("?", |t| t.name.as_str()).to_string(),
-                None => "any table".to_string(),
+            let setup = filter.table.and_then(|table| spec.tables.get(usize::from(table.0)));
+            let table = setup.map_or_else(|| "any table".to_string(), |t| t.name.clone());
+            let key = match setup.and_then(|t| t.composite_key.as_ref()) {
+                Some(composite) => composite.text(filter.key),
+                None => filter.key.to_string(),
             };
             lines.push(format!(
-                "following key {} of {table} (--key): the commits that change it, the reads and records that carry \
+                "following key {key} of {table} (--key): the commits that change it, the reads and records that carry \
                  it, the sink's applies of it, and every fault; a poll() line shows when the changes it names \
-                 include the key (it names the first four), and the appended line always does",
-                filter.key
+                 include the key (it names the first four), and the appended line always does"
             ));
         }
         if !self.verbose {
@@ -93,16 +94,12 @@ impl TimelineView {
     }
 }
 
-/// `7` or `public.hubs:7`.
+/// `7` or `public.hubs:7`; on a table with a two-column key also its columns' values,
+/// `public.orders:(5,2)` or `(5, 2)` (the one table with a two-column key).
 fn key_filter(spec: &Spec, text: &str) -> Result<KeyFilter, String> {
-    let (table, key) = match text.rsplit_once(':') {
+    let (table, key) = match text.split_once(':') {
         Some((table, key)) => (Some(table.trim()), key.trim()),
         None => (None, text.trim()),
-    };
-    let Ok(key) = key.parse::<Key>() else {
-        return Err(format!(
-            "--key {text}: `{key}` is not a key; give a number like 7, or a table and a key like public.hubs:7"
-        ));
     };
     let table = match table {
         None => None,
@@ -120,6 +117,59 @@ fn key_filter(spec: &Spec, text: &str) -> Result<KeyFilter, String> {
                 ));
             }
         },
+    };
+    if key.contains(',') {
+        let composites: Vec<_> = spec
+            .tables
+            .iter()
+            .filter(|t| table.is_none_or(|wanted| wanted == t.id))
+            .filter_map(|t| t.composite_key.as_ref().map(|composite| (t, composite)))
+            .collect();
+        let (setup, composite) = match composites.as_slice() {
+            [one] => *one,
+            [] => {
+                return Err(format!(
+                    "--key {text}: {} no two-column key; give a number like 7",
+                    match table {
+                        Some(_) => "that table has",
+                        None => "the scenario's tables have",
+                    }
+                ));
+            }
+            _ => {
+                return Err(format!(
+                    "--key {text}: several tables have a two-column key; name one, like {}:{key}",
+                    composites[0].0.name
+                ));
+            }
+        };
+        let values: Vec<&str> = key.trim_start_matches('(').trim_end_matches(')').split(',').map(str::trim).collect();
+        let parsed: Vec<Option<i64>> = values.iter().map(|value| value.parse::<i64>().ok()).collect();
+        let [Some(first), Some(second)] = parsed[..] else {
+            return Err(format!(
+                "--key {text}: `{key}` is not a key of {}; give its columns' values, like (2, 6) for {}",
+                setup.name,
+                composite.columns_text()
+            ));
+        };
+        let group_rows = i64::from(composite.group_rows);
+        if first < 1 || !(1..=group_rows).contains(&second) {
+            return Err(format!(
+                "--key {text}: no row of {} has {} = ({first}, {second}): {} is from 1 and {} from 1 to {group_rows} \
+                 (group_rows)",
+                setup.name,
+                composite.columns_text(),
+                composite.columns[0],
+                composite.columns[1]
+            ));
+        }
+        return Ok(KeyFilter { table: Some(setup.id), key: (first - 1) * group_rows + second });
+    }
+    let Ok(key) = key.parse::<Key>() else {
+        return Err(format!(
+            "--key {text}: `{key}` is not a key; give a number like 7, or a table and a key like public.hubs:7 \
+             (on a two-column key its values, like public.hubs:(2,6))"
+        ));
     };
     Ok(KeyFilter { table, key })
 }
@@ -139,7 +189,7 @@ pub fn lines(events: &[TraceEvent], names: &Names, view: &TimelineView) -> Vec<S
             continue;
         }
         let Some(line) = narrate::line(event, names) else { continue };
-        if !view.verbose && fold.takes(event) {
+        if !view.verbose && fold.takes(event, names) {
             fold.lines.push(line);
             continue;
         }
@@ -169,7 +219,10 @@ fn involves(observation: &Observation, filter: &KeyFilter) -> bool {
     match observation {
         Observation::Committed { txn, .. } => txn.changes.iter().any(|change| is(change.table, change.key)),
         Observation::ScanStarted { table, .. } => filter.table.is_none_or(|wanted| wanted == *table),
-        Observation::Polled { summary } => summary.first_changes.iter().any(|(_, key)| *key == filter.key),
+        Observation::Polled { summary } => summary.first_changes.iter().any(|(_, table, key)| match table {
+            Some(table) => is(*table, *key),
+            None => *key == filter.key,
+        }),
         Observation::Appended { records, .. } => records.iter().any(record),
         Observation::SinkApplied { applies } => applies.iter().any(|apply| record(&apply.record)),
         Observation::SinkReconciled { removed, .. } => removed.iter().any(|(table, key, _)| is(*table, *key)),
@@ -212,7 +265,7 @@ struct Fold {
 
 impl Fold {
     /// Takes `event` into the run when it is a routine delivery.
-    fn takes(&mut self, event: &TraceEvent) -> bool {
+    fn takes(&mut self, event: &TraceEvent, names: &Names) -> bool {
         match &event.observation {
             Observation::Polled { summary }
                 if summary.snapshot_rows == 0
@@ -222,7 +275,8 @@ impl Fold {
             {
                 self.polls += 1;
                 self.polled += summary.records;
-                for (op, key) in &summary.first_changes {
+                for (op, table, key) in &summary.first_changes {
+                    let key = table.map_or_else(|| key.to_string(), |table| names.key_values(table, *key));
                     self.changes.push(format!("{op} {key}"));
                 }
                 self.more_changes += summary.changes.saturating_sub(summary.first_changes.len());
@@ -274,7 +328,11 @@ impl Fold {
                 let own: Vec<KafkaRecord> =
                     fold.appended.iter().filter(|record| carries(record, filter)).copied().collect();
                 if !own.is_empty() {
-                    parts.push(format!("key {}'s at {}", filter.key, narrate::partitions_summary(&own, names)));
+                    let key = match filter.table {
+                        Some(table) => names.key_values(table, filter.key),
+                        None => filter.key.to_string(),
+                    };
+                    parts.push(format!("key {key}'s at {}", narrate::partitions_summary(&own, names)));
                 }
             }
         }

@@ -141,7 +141,7 @@ impl AckDurable {
         }
         let Some((commit, change)) = at_risk else { return };
         found.push(
-            Finding::new(Invariant::I5, Some(change.key), at)
+            Finding::new(Invariant::I5, Some(change.key), at).on(change.table)
                 .expected(match durable {
                     Some(durable) => format!(
                         "confirmed_flush passes no change that is not in Kafka: none from {durable}, where the offset stored in Kafka resumes"

@@ -96,18 +96,23 @@ impl FailClosed {
                     })
                     .collect();
                 let Some(first) = skipped.first() else { return };
-                let key =
-                    first.txn.changes.iter().find(|c| evidence.expects(c.table, first.txn.commit_lsn)).map(|c| c.key);
+                let change = first.txn.changes.iter().find(|c| evidence.expects(c.table, first.txn.commit_lsn));
+                let finding = Finding::new(Invariant::I6, change.map(|c| c.key), at);
                 found.push(
-                    Finding::new(Invariant::I6, key, at)
-                        .expected(format!("the connector stops or rebuilds: its position {requested} is not available on slot \"{slot}\""))
-                        .seen(format!(
-                            "streaming went on from {start}; {} commit(s) from {} were skipped silently",
-                            skipped.len(),
-                            first.txn.commit_lsn
-                        ))
-                        .lsn(*requested)
-                        .detail(why),
+                    match change {
+                        Some(change) => finding.on(change.table),
+                        None => finding,
+                    }
+                    .expected(format!(
+                        "the connector stops or rebuilds: its position {requested} is not available on slot \"{slot}\""
+                    ))
+                    .seen(format!(
+                        "streaming went on from {start}; {} commit(s) from {} were skipped silently",
+                        skipped.len(),
+                        first.txn.commit_lsn
+                    ))
+                    .lsn(*requested)
+                    .detail(why),
                 );
             }
             _ => {}

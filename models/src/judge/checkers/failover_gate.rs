@@ -104,7 +104,7 @@ impl FailoverGate {
                 if let Some(record) = first {
                     promotion.reported = true;
                     found.push(
-                        Finding::new(Invariant::I8, Some(record.key), at)
+                        Finding::new(Invariant::I8, Some(record.key), at).on_record(record)
                             .expected(format!(
                                 "after the promotion of {} at {}, no event published before the saved offset is found available on its slot",
                                 promotion.server, promotion.at

@@ -40,6 +40,7 @@ impl MonotonicApply {
                 .unwrap_or_default();
             found.push(
                 Finding::new(Invariant::I3, Some(record.key), at)
+                    .on_record(record)
                     .expected(format!("version >= {}", old.version))
                     .seen(format!("moved back from version {} to {}", old.version, new.version))
                     .detail(format!("{origin} at {} overwrote a newer row", evidence.record_at(record))),

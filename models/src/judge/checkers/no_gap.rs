@@ -68,14 +68,11 @@ pub fn check(evidence: &Evidence, boundary: &Boundary, prior: &[Finding], found:
                 let start = versions.iter().rposition(|version| version.row.is_none()).map_or(0, |i| i + 1);
                 versions.get(start)
             };
-            // A row of another table than the first is named with its table.
-            let of_table = match evidence.names.composite_key(*table) {
-                Some(composite) => format!(" of {}, key {}", evidence.names.table(*table), composite.text(key)),
-                None if table.0 == 0 => String::new(),
-                None => format!(" of {}", evidence.names.table(*table)),
-            };
+            // The finding's key names the table (`key 7 of public.orders`) unless it is the claims
+            // table of the default example.
             let mut finding = Finding::new(Invariant::I1, Some(key), boundary.at)
-                .expected(format!("version {} ({}){of_table}", row.version, row.status.name()))
+                .on(*table)
+                .expected(format!("version {} ({})", row.version, row.status.name()))
                 .seen(describe_doc(doc));
             if let Some(version) = first_missing {
                 let detail = if removed_live_row {

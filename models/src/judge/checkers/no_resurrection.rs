@@ -66,6 +66,7 @@ impl NoResurrection {
                     if deleted_version.is_none_or(|deleted| row.version <= deleted) {
                         found.push(
                             Finding::new(Invariant::I2, Some(record.key), at)
+                                .on_record(record)
                                 .expected(format!(
                                     "stays deleted (delete of {} applied at {deleted_at})",
                                     deleted_version.map_or("it".to_string(), |v| format!("version {v}"))
@@ -103,6 +104,7 @@ pub fn check_boundary(
             let deleted_version = versions.iter().rev().find_map(|v| v.row).map(|r| r.version);
             found.push(
                 Finding::new(Invariant::I2, Some(id.1), boundary.at)
+                    .on(id.0)
                     .expected(format!(
                         "absent (deleted{} at {} by the commit at {})",
                         deleted_version.map_or(String::new(), |v| format!(" after version {v}")),

@@ -104,6 +104,7 @@ fn handoff_position(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Fi
             None => {
                 found.push(
                     Finding::new(Invariant::I4, Some(id.1), attempt.first_at)
+                        .on(id.0)
                         .expected(format!("{label} holds rows of the source history"))
                         .seen(format!(
                             "version {} ({}) is no row the surviving source ever had",
@@ -142,7 +143,7 @@ fn handoff_position(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Fi
                 if from <= csn && csn < until {
                     if until >= upper {
                         found.push(
-                            Finding::new(Invariant::I4, Some(id.1), attempt.first_at)
+                            Finding::new(Invariant::I4, Some(id.1), attempt.first_at).on(id.0)
                                 .expected(format!("{label} equals the source at one position"))
                                 .seen(format!(
                                     "the row is missing although it was live at every position the other rows allow ({} .. {})",
@@ -179,15 +180,18 @@ fn inconsistent(
     lower: Csn,
     upper: Csn,
 ) -> Finding {
-    Finding::new(Invariant::I4, lower_key.map(|id| id.1), at)
-        .expected(format!("{label} equals the source at one position"))
-        .seen(format!(
-            "key {} holds a row from {} or later, key {} a row replaced by {}",
-            lower_key.map_or("?".into(), |id| id.1.to_string()),
-            describe_csn(evidence, lower),
-            upper_key.map_or("?".into(), |id| id.1.to_string()),
-            describe_csn(evidence, upper)
-        ))
+    let finding = Finding::new(Invariant::I4, lower_key.map(|id| id.1), at);
+    let finding = match lower_key {
+        Some(id) => finding.on(id.0),
+        None => finding,
+    };
+    finding.expected(format!("{label} equals the source at one position")).seen(format!(
+        "key {} holds a row from {} or later, key {} a row replaced by {}",
+        lower_key.map_or("?".into(), |id| evidence.names.key_of(id.0, id.1)),
+        describe_csn(evidence, lower),
+        upper_key.map_or("?".into(), |id| evidence.names.key_of(id.0, id.1)),
+        describe_csn(evidence, upper)
+    ))
 }
 
 fn coverage(evidence: &Evidence, position: Position, found: &mut Vec<Finding>) {
@@ -232,6 +236,7 @@ fn coverage(evidence: &Evidence, position: Position, found: &mut Vec<Finding>) {
         .collect();
     found.push(
         Finding::new(Invariant::I4, Some(changes[0].key), first.at)
+            .on(changes[0].table)
             .expected(format!("every commit after {} streamed", position.describe))
             .seen(format!(
                 "{} commit(s) from {} to {} never published ({}{})",
@@ -279,6 +284,7 @@ fn phantoms(evidence: &Evidence, found: &mut Vec<Finding>) {
             Some(commit) if !commit.lost => {}
             Some(commit) => found.push(
                 Finding::new(Invariant::I4, Some(id.1), change.at)
+                    .on(id.0)
                     .expected("published changes belong to the surviving source history")
                     .seen(format!(
                         "a phantom {} committed on {} at {} ({lsn}) and lost in the failover",
@@ -290,6 +296,7 @@ fn phantoms(evidence: &Evidence, found: &mut Vec<Finding>) {
             ),
             None => found.push(
                 Finding::new(Invariant::I4, Some(id.1), change.at)
+                    .on(id.0)
                     .expected("published changes belong to the source history")
                     .seen(format!("a change at {lsn} that no commit made"))
                     .lsn(*lsn),
@@ -463,6 +470,7 @@ fn completed_backfills(evidence: &Evidence, found: &mut Vec<Finding>) {
         };
         found.push(
             Finding::new(Invariant::I4, Some(*first), at)
+                .on(*table)
                 .expected(
                     "a backfill that completed holds every row of its table (a table's history may start at its \
                      backfill, not after a hole in it)",
@@ -513,6 +521,7 @@ fn incremental_reads(evidence: &Evidence, found: &mut Vec<Finding>) {
             reported.insert(read.id);
             found.push(
                 Finding::new(Invariant::I4, Some(read.id.1), read.at)
+                    .on(read.id.0)
                     .expected(format!("{which} snapshot rows are rows of the source history"))
                     .seen(format!(
                         "version {} ({}) read by the {which} snapshot is no row the surviving source ever had",
@@ -553,6 +562,7 @@ fn incremental_reads(evidence: &Evidence, found: &mut Vec<Finding>) {
             };
             found.push(
                 Finding::new(Invariant::I4, Some(read.id.1), read.at)
+                    .on(read.id.0)
                     .expected(format!(
                         "a{} {which} snapshot row is never older than a change of its key streamed before it",
                         if read.blocking { "" } else { "n" }
@@ -582,6 +592,7 @@ fn sink_phantoms(evidence: &Evidence, boundary: &Boundary, found: &mut Vec<Findi
             let source = evidence.oracle.current(*id);
             found.push(
                 Finding::new(Invariant::I4, Some(id.1), boundary.at)
+                    .on(id.0)
                     .expected(match source {
                         Some(source) => format!("version {} as in the source", source.version),
                         None => "absent: the source never had this row".into(),

@@ -110,7 +110,12 @@ impl TombstonesSeen {
             };
             found.push(
                 Finding::new(Invariant::I12, Some(id.1), boundary.at)
-                    .expected(format!("the delete of claim {} (committed at {}) seen by the sink", id.1, last.at))
+                    .on(id.0)
+                    .expected(format!(
+                        "the delete of {} (committed at {}) seen by the sink",
+                        evidence.names.row_of(id.0, id.1),
+                        last.at
+                    ))
                     .seen(format!(
                         "the log cleaner removed {} before the sink read it; the sink still holds version {}",
                         gone.join(" and "),
