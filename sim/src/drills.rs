@@ -330,7 +330,7 @@ fn zoo(dir: &Path) -> Vec<Lesson> {
                 scenario: format!("zoo/{name}.toml"),
                 variant: None,
                 next: if has_twin {
-                    format!("Its fixed twin, the same bound with the fix: `handoff run scenarios/{twin}`.")
+                    format!("Its fixed twin, the same bound with the fix: `{} run scenarios/{twin}`.", crate::program())
                 } else {
                     "Explore its [check] bound: `handoff check` on the same file.".to_owned()
                 },

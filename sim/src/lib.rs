@@ -30,3 +30,21 @@ pub mod sweep;
 #[cfg(madsim)]
 pub mod timed;
 pub mod verdict;
+
+/// How to start this binary again, for the commands it prints (a replay, a shrunk scenario, a
+/// sweep's failing seeds): `cargo run --release --` when Cargo started it (`cargo run` and
+/// `cargo test` set `CARGO` for the process), so that the README's `cargo run --release -- run …`
+/// is followed by hints that work as they are; else the path it was started by when that is a
+/// path (`target/release/handoff`), else `handoff` (found on the `PATH`).
+pub fn program() -> &'static str {
+    static PROGRAM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PROGRAM.get_or_init(|| {
+        if std::env::var_os("CARGO").is_some() {
+            return "cargo run --release --".to_owned();
+        }
+        match std::env::args_os().next().and_then(|arg| arg.into_string().ok()) {
+            Some(path) if path.contains('/') && !path.contains(char::is_whitespace) => path,
+            _ => "handoff".to_owned(),
+        }
+    })
+}

@@ -31,7 +31,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[command(
     name = "handoff",
     version,
-    about = "Prove or refute that a CDC snapshot and its change stream form one history"
+    about = "Prove or refute that a CDC snapshot and its change stream form one history",
+    after_help = "Exit status: 0 when what a command checks is as predicted; 1 when it is not; 2 for bad \
+        input; `check` also 3 when its bound was not explored completely. Each command's --help says \
+        what it checks. JSON output: docs/json.md."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -41,8 +44,11 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a scenario once, under madsim, and check it.
+    #[command(after_help = "Exit status: 0 when the prediction (the scenario's, its variant's or --expect's) \
+        held; 1 when it did not, or a pinned schedule departed from its path; 2 for bad input (the \
+        scenario file, a --set, a flag).")]
     Run {
-        /// The scenario file (TOML).
+        /// The scenario file (TOML; docs/scenario-format.md).
         scenario: PathBuf,
         /// The run's seed (default: the scenario's `seed`).
         #[arg(long)]
@@ -61,10 +67,14 @@ enum Command {
     },
     /// List the lessons: the claims runbook, the game-day drills and the bug zoo, each with its
     /// question.
+    #[command(after_help = "Exit status: 0.")]
     Drills,
     /// Run a lesson: commit to a prediction first (asked on a terminal, or --predict), then see
     /// where it was right and wrong, from the model's findings and the scenario's reasoning.
     /// Exit 0 when the prediction matches what the model did, 1 when not, 2 on bad input.
+    #[command(after_help = "Exit status: 0 when your prediction matches what the model did; 1 when it does \
+        not; 2 for bad input (an unknown lesson, a malformed --predict, no terminal and no --predict) \
+        or a lesson that is not modelled yet.")]
     Drill {
         /// The lesson's name, as `handoff drills` lists it (`restart-test`, `outbox`, `naive-sink`, …).
         name: String,
@@ -80,9 +90,12 @@ enum Command {
         json: bool,
     },
     /// Replay a saved scenario (a regression from `scenarios/regressions/`) at its own seed.
+    #[command(after_help = "Exit status: as `run`: 0 when the file's prediction held; 1 when it did not, or \
+        its pinned schedule departed from its path; 2 for bad input.")]
     Replay {
         /// The scenario file.
         file: PathBuf,
+        /// Print one JSON object instead of the text report (as `run --json`).
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -92,10 +105,15 @@ enum Command {
     /// and the seeds whose run crashed.
     #[command(
         alias = "explore",
-        after_help = "`handoff explore` is the former name of this command and still works: it is the same \
+        after_help = "Exit status: 0 when every run is as the prediction says; 1 when some run has a finding \
+            the prediction does not cover or failed closed where it says the design holds, a predicted \
+            invariant was violated by no run, a run was cut by a limit before its boundary, a seed \
+            crashed or timed out, or (--check-determinism) a seed gave two traces; 2 for bad input.\n\n\
+            `handoff explore` is the former name of this command and still works: it is the same \
             command, with the same flags and output."
     )]
     Sweep {
+        /// The scenario file (TOML).
         scenario: PathBuf,
         /// How many seeds (at least 1; computed as the sweep goes, never listed).
         #[arg(long, default_value_t = 1000)]
@@ -110,6 +128,7 @@ enum Command {
         /// Take shard K of N of the seed range (every N-th seed, from the K-th).
         #[arg(long, value_name = "K/N")]
         shard: Option<String>,
+        /// Override a scenario field, as `run --set`. Repeatable.
         #[arg(long = "set", value_name = "PATH=VALUE")]
         sets: Vec<String>,
         #[command(flatten)]
@@ -146,11 +165,15 @@ enum Command {
         save: Option<PathBuf>,
     },
     /// Shrink a failing seed to a smaller scenario with the same finding, and write it.
+    #[command(after_help = "Exit status: 0 when the shrunk scenario was written; 2 for bad input, a seed \
+        without the finding, or a file that cannot be written.")]
     Shrink {
+        /// The scenario file (TOML).
         scenario: PathBuf,
         /// The failing seed.
         #[arg(long)]
         seed: u64,
+        /// Override a scenario field, as `run --set`. Repeatable.
         #[arg(long = "set", value_name = "PATH=VALUE")]
         sets: Vec<String>,
         #[command(flatten)]
@@ -173,6 +196,7 @@ enum Command {
         completely (a limit was reached, or --strategy random) and nothing found so far contradicts \
         the prediction.")]
     Check {
+        /// The scenario file (TOML) with its [check] bound.
         scenario: PathBuf,
         /// `dfs` (the default) keeps only its path and the states' fingerprints and is the faster;
         /// `bfs` keeps every pending state and reports the bound's diameter as its max depth.
@@ -201,6 +225,7 @@ enum Command {
         /// cgroup's limit if that is lower.
         #[arg(long, value_name = "SIZE")]
         max_memory: Option<String>,
+        /// Override a scenario field, as `run --set`. Repeatable.
         #[arg(long = "set", value_name = "PATH=VALUE")]
         sets: Vec<String>,
         #[command(flatten)]
@@ -219,6 +244,9 @@ enum Command {
     },
     /// Run a workload of PostgreSQL server steps (slots, WAL, checkpoints) on the model and,
     /// with --against, on a real PostgreSQL 15 server too; report every step where they differ.
+    #[command(after_help = "Exit status: 0 when the model (and the server, with --against) did what the \
+        workload expects at every step; 1 when some step disagrees; 2 for bad input or a server that \
+        cannot be used.")]
     Conform {
         /// The workload file (TOML; see docs/conform-format.md).
         workload: PathBuf,
@@ -238,11 +266,14 @@ enum Command {
         json: bool,
     },
     /// Combine the `--json` outputs of the shards of one sweep (`handoff sweep --shard`) into one summary.
+    #[command(after_help = "Exit status: as `sweep`: 0 when every run of every shard is as the prediction \
+        says; 1 when not; 2 for bad input (a missing or partial shard, shards of different sweeps).")]
     Merge {
         /// The files written by `handoff sweep --json --shard K/N`: one per shard, each whole,
         /// all of the same scenario, `--set`s, `--start`, `--seeds` and N.
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// Print the merged summary as one JSON line (as `sweep --json`'s last line).
         #[arg(long)]
         json: bool,
     },
@@ -380,9 +411,10 @@ fn main() -> ExitCode {
                                 });
                             match written {
                                 Ok(file) => eprintln!(
-                                    "exported   {} -> {} (replay: handoff run {0})",
+                                    "exported   {} -> {} (replay: {} run {0})",
                                     file.display(),
-                                    property.name
+                                    property.name,
+                                    handoff_sim::program()
                                 ),
                                 Err(error) => return bad_input(&error),
                             }

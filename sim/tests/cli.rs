@@ -613,7 +613,8 @@ fn sweep_survives_a_crashing_seed_and_reports_it_with_its_signal_and_replay_comm
     assert_eq!(crash["signal_name"], "SIGSEGV");
     assert_eq!(
         crash["replay"].as_str(),
-        Some(format!("handoff run {scenario} --seed 5 --set 'sink.apply=naive-upsert'").as_str())
+        // Started by Cargo (as `cargo test` starts it), the hint is the README's form.
+        Some(format!("cargo run --release -- run {scenario} --seed 5 --set 'sink.apply=naive-upsert'").as_str())
     );
     // The other nine ran, in a new worker after the crash too, exactly as in a sweep without it.
     let clean = handoff(&args);
@@ -652,7 +653,9 @@ fn sweep_survives_a_crashing_seed_and_reports_it_with_its_signal_and_replay_comm
     assert!(text.contains("CRASHED   1 seed(s)"), "{text}");
     assert!(text.contains("seed 5        killed by SIGSEGV (signal 11)"), "{text}");
     assert!(
-        text.contains(&format!("      handoff run {scenario} --seed 5 --set 'sink.apply=naive-upsert'\n")),
+        text.contains(&format!(
+            "      cargo run --release -- run {scenario} --seed 5 --set 'sink.apply=naive-upsert'\n"
+        )),
         "{text}"
     );
 }
@@ -1016,5 +1019,54 @@ fn timeline_flags_say_what_is_wrong() {
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         let error = String::from_utf8_lossy(&output.stderr);
         assert!(error.contains(message), "{args:?}: {error}");
+    }
+}
+
+/// A replay hint is a command that works as printed: the README's `cargo run --release --` form
+/// when Cargo started the binary, the path it was started by otherwise.
+#[test]
+fn replay_hints_start_the_binary_the_way_it_was_started() {
+    let path = scenario("claims-restart-during-snapshot");
+    let hint = |output: &Output| {
+        let text = String::from_utf8_lossy(&output.stdout).to_string();
+        text.lines()
+            .find(|line| line.trim_start().contains(" run ") && line.contains("--seed 3"))
+            .map(str::trim)
+            .map(str::to_owned)
+    };
+    let args = ["sweep", path.as_str(), "--start", "3", "--seeds", "1", "--jobs", "1"];
+    let via_cargo = handoff(&args);
+    assert_eq!(hint(&via_cargo), Some(format!("cargo run --release -- run {path} --seed 3")));
+    let binary = env!("CARGO_BIN_EXE_handoff");
+    let direct = Command::new(binary).args(args).env_remove("CARGO").output().expect("the binary runs");
+    assert_eq!(hint(&direct), Some(format!("{binary} run {path} --seed 3")));
+    // What it prints runs: the hint's arguments replay the seed.
+    let replayed = Command::new(binary).args(["run", &path, "--seed", "3"]).env_remove("CARGO").output().expect("runs");
+    assert_eq!(replayed.status.code(), Some(0));
+}
+
+/// Every command's `--help` lists its exit statuses and describes every argument and option.
+#[test]
+fn every_help_lists_exit_statuses_and_describes_every_option() {
+    for command in ["", "run", "drills", "drill", "replay", "sweep", "shrink", "check", "conform", "merge"] {
+        let args: Vec<&str> = if command.is_empty() { vec!["--help"] } else { vec![command, "--help"] };
+        let output = handoff(&args);
+        assert_eq!(output.status.code(), Some(0), "{command} --help");
+        let help = String::from_utf8_lossy(&output.stdout).to_string();
+        assert!(help.contains("\nExit status: "), "`handoff {command} --help` lists no exit status:\n{help}");
+        let mut in_list = false;
+        for line in help.lines() {
+            if line.ends_with(':') && !line.starts_with(' ') {
+                in_list = matches!(line, "Arguments:" | "Options:" | "Commands:");
+                continue;
+            }
+            let item = line.trim_start();
+            if !in_list || item.is_empty() || line.len() - item.len() < 2 {
+                continue;
+            }
+            // `  --seed <SEED>   The run's seed …`: a description after the name.
+            let described = item.split_once("  ").is_some_and(|(_, rest)| !rest.trim().is_empty());
+            assert!(described, "`handoff {command} --help`: `{item}` has no description");
+        }
     }
 }

@@ -127,12 +127,13 @@ pub fn shrink(
         return bad_input(&error);
     }
     out!(format!(
-        "finding   {}\nbefore    {}\nafter     {}\nruns      {}\nwrote     {}\nreplay    handoff replay {}\n",
+        "finding   {}\nbefore    {}\nafter     {}\nruns      {}\nwrote     {}\nreplay    {} replay {}\n",
         shrunk.signature,
         shrunk.before,
         shrunk.after,
         shrunk.runs,
         path.display(),
+        handoff_sim::program(),
         path.display()
     ));
     ExitCode::SUCCESS
@@ -242,7 +243,7 @@ pub fn drill(
     let model_judgement = runner::judge(&model.spec, &result.findings, result.failed_closed.is_some());
     let model_held = result.limit.is_none() && model_judgement.held();
     let variant = lesson.variant.as_ref().map_or(String::new(), |variant| format!(" --variant {variant}"));
-    let replay = format!("handoff run {}{variant} --seed {seed}", path.display());
+    let replay = format!("{} run {}{variant} --seed {seed}", handoff_sim::program(), path.display());
     if json {
         let run = report::json(&learner.spec, &path.display().to_string(), &result);
         out!(format!(

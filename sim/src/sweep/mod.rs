@@ -237,7 +237,7 @@ pub fn choice_args(prediction: &Prediction, sets: &[String]) -> Vec<String> {
 /// The command that replays one seed of a sweep of `scenario`, with the sweep's arguments
 /// ([`choice_args`]).
 pub fn replay_command(scenario: &str, args: &[String], seed: u64) -> String {
-    let mut command = format!("handoff run {scenario} --seed {seed}");
+    let mut command = format!("{} run {scenario} --seed {seed}", crate::program());
     for arg in args {
         let plain = arg.chars().all(|c| c.is_ascii_alphanumeric() || "-_.,/".contains(c));
         if plain { command.push_str(&format!(" {arg}")) } else { command.push_str(&format!(" '{arg}'")) }
