@@ -48,3 +48,25 @@ pub fn program() -> &'static str {
         }
     })
 }
+
+/// The version of the JSON every command prints (docs/json.md): each top-level object (and each
+/// line of `sweep --json`) carries it as `schema_version`. It changes when a field is removed or
+/// changes its meaning; a new field does not change it.
+pub const JSON_SCHEMA_VERSION: u32 = 1;
+
+/// `value` as one JSON object with `schema_version` first, for the commands whose report is a
+/// struct of its own (`check`, `conform`).
+pub fn versioned_json<T: serde::Serialize>(value: &T) -> String {
+    let mut object = serde_json::Map::new();
+    object.insert("schema_version".to_owned(), serde_json::Value::from(JSON_SCHEMA_VERSION));
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::Object(fields)) => object.extend(fields),
+        Ok(other) => {
+            object.insert("report".to_owned(), other);
+        }
+        Err(error) => {
+            object.insert("error".to_owned(), serde_json::Value::from(error.to_string()));
+        }
+    }
+    serde_json::Value::Object(object).to_string()
+}

@@ -394,7 +394,7 @@ fn main() -> ExitCode {
                 Err(error) => bad_input(&format!("{}: {error}", path.display())),
                 Ok(report) => {
                     if json {
-                        out!(format!("{}\n", serde_json::to_string(&report).expect("a report serialises")));
+                        out!(format!("{}\n", handoff_sim::versioned_json(&report)));
                     } else {
                         out!(check::text(&report));
                     }
@@ -565,7 +565,7 @@ fn conform(path: &std::path::Path, against: Option<String>, pgdata: Option<PathB
     match conform::run(&workload, against) {
         Ok(report) => {
             if json {
-                out!(format!("{}\n", serde_json::to_string(&report).expect("a report serialises")));
+                out!(format!("{}\n", handoff_sim::versioned_json(&report)));
             } else {
                 out!(conform::render_text(&report));
             }

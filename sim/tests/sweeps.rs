@@ -32,10 +32,12 @@ fn a_sweep_reports_the_same_runs_whatever_the_number_of_threads_and_checks_deter
 fn shard_text(runs: &[sweep::SeedRun], summary: &sweep::Summary) -> String {
     let mut text = String::new();
     for run in runs {
-        text.push_str(&serde_json::to_string(run).expect("json"));
+        text.push_str(&sweep::SeedOutcome::Ran(run.clone()).json_line());
         text.push('\n');
     }
-    text.push_str(&serde_json::json!({ "summary": summary }).to_string());
+    text.push_str(
+        &serde_json::json!({ "schema_version": handoff_sim::JSON_SCHEMA_VERSION, "summary": summary }).to_string(),
+    );
     text.push('\n');
     text
 }
@@ -99,6 +101,10 @@ fn merge_refuses_inputs_that_are_not_whole_shards_of_one_sweep() {
     assert!(error.contains("thirds.jsonl:3: shard 2/3 of --start 0 --seeds 6, but one.jsonl is shard 1/2"), "{error}");
     // A file without its summary (cut short), with a line after it, with lines left out or moved.
     let lines: Vec<&str> = one.1.lines().collect();
+    // A line of another version of the JSON (docs/json.md), or of none.
+    let old = lines[0].replace("\"schema_version\":1,", "");
+    let error = error_of(&[("old.jsonl".into(), format!("{old}\n{}\n", lines[1..].join("\n")))]);
+    assert!(error.starts_with("old.jsonl:1: no schema_version; this merge reads version 1"), "{error}");
     let error = error_of(&[("cut.jsonl".into(), lines[..3].join("\n"))]);
     assert!(error.starts_with("cut.jsonl: no summary line at the end"), "{error}");
     let error = error_of(&[("after.jsonl".into(), format!("{}{}\n", one.1, lines[0]))]);
@@ -112,11 +118,15 @@ fn merge_refuses_inputs_that_are_not_whole_shards_of_one_sweep() {
     assert!(error.starts_with("gap.jsonl: the lines' seeds (0, then every 4) are not those of shard 1/2"), "{error}");
     let error = error_of(&[("order.jsonl".into(), [lines[1], lines[0], lines[2], lines[3]].join("\n"))]);
     assert!(error.starts_with("order.jsonl:2: seed 0 after seed 2"), "{error}");
-    let foreign = serde_json::to_string(&runs_two[2]).expect("json");
+    let foreign = sweep::SeedOutcome::Ran(runs_two[2].clone()).json_line();
     let error = error_of(&[("mixed.jsonl".into(), [lines[0], lines[1], &foreign, lines[3]].join("\n"))]);
     assert!(error.starts_with("mixed.jsonl:3: seed 5 after seed 2: the seeds of a shard are evenly spaced"), "{error}");
     // A merged summary is not a shard.
-    let merged_line = serde_json::json!({ "summary": merged(&[one.clone(), two.clone()]).expect("merge") }).to_string();
+    let merged_line = serde_json::json!({
+        "schema_version": handoff_sim::JSON_SCHEMA_VERSION,
+        "summary": merged(&[one.clone(), two.clone()]).expect("merge"),
+    })
+    .to_string();
     let error = error_of(&[("merged.jsonl".into(), merged_line)]);
     assert!(error.contains("merged.jsonl:1: shard \"1/2 + 2/2\" is not K/N"), "{error}");
     assert!(merged(&[("x".into(), "not json".into())]).expect_err("bad line").starts_with("x:1:"));

@@ -61,7 +61,7 @@ pub fn sweep(spec: &Spec, path: &Path, sets: &[String], plan: Plan) -> ExitCode 
         Err(error) => return bad_input(&error),
     };
     if json {
-        out!(format!("{}\n", serde_json::json!({ "summary": summary })));
+        out!(format!("{}\n", serde_json::json!({ "schema_version": report::JSON_SCHEMA_VERSION, "summary": summary })));
     } else {
         out!(summary.render(spec));
     }
@@ -164,7 +164,7 @@ pub fn merge(inputs: Vec<(String, std::io::BufReader<std::fs::File>)>, json: boo
         Err(error) => return bad_input(&format!("the merged sweep's scenario: {error}")),
     };
     if json {
-        out!(format!("{}\n", serde_json::json!({ "summary": summary })));
+        out!(format!("{}\n", serde_json::json!({ "schema_version": report::JSON_SCHEMA_VERSION, "summary": summary })));
     } else {
         out!(summary.render(&spec));
     }
@@ -249,6 +249,7 @@ pub fn drill(
         out!(format!(
             "{}\n",
             serde_json::json!({
+                "schema_version": report::JSON_SCHEMA_VERSION,
                 "drill": lesson.name,
                 "prediction": prediction,
                 "prediction_held": result.prediction_held,

@@ -45,6 +45,17 @@ pub fn merge<R: std::io::BufRead>(inputs: Vec<(String, R)>) -> Result<Summary, S
             }
             let value: serde_json::Value =
                 serde_json::from_str(&line).map_err(|error| format!("{file}:{number}: not a JSON line: {error}"))?;
+            let version = crate::timed::report::JSON_SCHEMA_VERSION;
+            match value.get("schema_version").and_then(serde_json::Value::as_u64) {
+                Some(found) if found == u64::from(version) => {}
+                found => {
+                    return Err(format!(
+                        "{file}:{number}: {}; this merge reads version {version} (docs/json.md): sweep the shards \
+                         again with this build",
+                        found.map_or("no schema_version".to_owned(), |found| format!("schema_version {found}"))
+                    ));
+                }
+            }
             if let Some(summary) = value.get("summary") {
                 let summary: Summary = serde_json::from_value(summary.clone())
                     .map_err(|error| format!("{file}:{number}: not a sweep summary: {error}"))?;

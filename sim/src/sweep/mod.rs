@@ -102,8 +102,8 @@ impl Sweep {
 pub struct SeedRun {
     pub seed: u64,
     pub trace_hash: String,
-    /// Violated invariants.
-    pub findings: Vec<Invariant>,
+    /// The run's findings, as `run --json` gives them.
+    pub findings: Vec<crate::timed::report::JsonFinding>,
     /// Violated invariants the prediction neither requires nor allows.
     pub unexpected: Vec<Invariant>,
     pub held: bool,
@@ -123,8 +123,16 @@ pub struct SeedRun {
 }
 
 impl SeedRun {
+    /// The invariants its findings violated, each once, in order.
+    pub fn violated(&self) -> Vec<Invariant> {
+        let mut invariants: Vec<Invariant> = self.findings.iter().map(|finding| finding.invariant).collect();
+        invariants.sort();
+        invariants.dedup();
+        invariants
+    }
+
     pub fn from(_spec: &Spec, result: &RunResult) -> SeedRun {
-        let findings = result.violated();
+        let findings = result.findings.iter().map(crate::timed::report::JsonFinding::from).collect();
         let unexpected = result.judgement.with(Outcome::Unexpected).collect();
         SeedRun {
             failed_closed: result.failed_closed.is_some(),
@@ -193,16 +201,27 @@ impl SeedOutcome {
         }
     }
 
-    /// The `--json` line: a run as it is, a crash as `{"crashed": {...}}`.
+    /// The `--json` line: a run as it is, a crash as `{"crashed": {...}}`, each with the JSON's
+    /// `schema_version`.
     pub fn json_line(&self) -> String {
+        let schema_version = crate::timed::report::JSON_SCHEMA_VERSION;
         match self {
-            SeedOutcome::Ran(run) => serde_json::to_string(run).expect("a run serialises"),
+            SeedOutcome::Ran(run) => {
+                #[derive(Serialize)]
+                struct Line<'a> {
+                    schema_version: u32,
+                    #[serde(flatten)]
+                    run: &'a SeedRun,
+                }
+                serde_json::to_string(&Line { schema_version, run }).expect("a run serialises")
+            }
             SeedOutcome::Crashed(crash) => {
                 #[derive(Serialize)]
                 struct Line<'a> {
+                    schema_version: u32,
                     crashed: &'a Crash,
                 }
-                serde_json::to_string(&Line { crashed: crash }).expect("a crash serialises")
+                serde_json::to_string(&Line { schema_version, crashed: crash }).expect("a crash serialises")
             }
         }
     }

@@ -80,7 +80,7 @@ impl Summary {
 
     pub fn add(&mut self, run: &SeedRun) {
         self.runs += 1;
-        for invariant in &run.findings {
+        for invariant in &run.violated() {
             let entry = self.findings.entry(*invariant).or_insert((0, run.seed));
             entry.0 += 1;
             entry.1 = entry.1.min(run.seed);

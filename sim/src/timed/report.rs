@@ -349,38 +349,40 @@ fn scripted_not_applied(spec: &Spec, result: &RunResult) -> Vec<NotApplied> {
         .collect()
 }
 
-#[derive(Serialize)]
-struct JsonFinding<'a> {
-    invariant: String,
-    name: &'a str,
-    key: Option<i64>,
+/// A finding as every command's JSON gives it (docs/json.md, "A finding"): `run`, `replay`,
+/// `drill`'s run and each of `sweep`'s run lines.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct JsonFinding {
+    pub invariant: Invariant,
+    pub name: String,
+    pub key: Option<i64>,
     /// The table the key is a row of, and the key in its columns' words (`(region_id,
     /// order_id) = (5, 2)`; absent on the claims table of the default example).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    table: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    key_text: Option<&'a str>,
-    expected: &'a str,
-    seen: &'a str,
-    at_ms: u64,
-    lsn: Option<String>,
-    detail: &'a str,
-    occurrences: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_text: Option<String>,
+    pub expected: String,
+    pub seen: String,
+    pub at_ms: u64,
+    pub lsn: Option<String>,
+    pub detail: String,
+    pub occurrences: u32,
 }
 
-impl<'a> From<&'a Finding> for JsonFinding<'a> {
-    fn from(finding: &'a Finding) -> Self {
+impl From<&Finding> for JsonFinding {
+    fn from(finding: &Finding) -> Self {
         JsonFinding {
-            invariant: finding.invariant.to_string(),
-            name: &finding.name,
+            invariant: finding.invariant,
+            name: finding.name.clone(),
             key: finding.key,
-            table: finding.table.as_deref(),
-            key_text: finding.key_text.as_deref(),
-            expected: &finding.expected,
-            seen: &finding.seen,
+            table: finding.table.clone(),
+            key_text: finding.key_text.clone(),
+            expected: finding.expected.clone(),
+            seen: finding.seen.clone(),
             at_ms: finding.at.ms(),
             lsn: finding.lsn.map(|lsn| lsn.to_string()),
-            detail: &finding.detail,
+            detail: finding.detail.clone(),
             occurrences: finding.occurrences,
         }
     }
@@ -391,6 +393,7 @@ pub fn json(spec: &Spec, scenario: &str, result: &RunResult) -> serde_json::Valu
     let findings: Vec<JsonFinding> = result.findings.iter().map(JsonFinding::from).collect();
     let names = |list: &[Invariant]| list.iter().map(|i| i.to_string()).collect::<Vec<_>>();
     serde_json::json!({
+        "schema_version": JSON_SCHEMA_VERSION,
         "scenario": scenario,
         "name": spec.name,
         "seed": result.seed,
@@ -434,6 +437,35 @@ pub fn json(spec: &Spec, scenario: &str, result: &RunResult) -> serde_json::Valu
         "not_modelled": spec.not_modelled,
         "scripted_not_applied": scripted_not_applied(spec, result),
         "schedule_departures": result.departures,
-        "timeline": timeline(spec, result),
+        "timeline": timeline_events(spec, result),
     })
+}
+
+pub use crate::JSON_SCHEMA_VERSION;
+
+/// The timeline as objects, every narrated event (the text report's `--verbose` lines, unfolded):
+/// `{"at_ms", "process", "kind", "text", "fields"}`, `kind` and `fields` the observation's own
+/// (docs/json.md).
+pub fn timeline_events(spec: &Spec, result: &RunResult) -> Vec<serde_json::Value> {
+    let names = names(spec);
+    result
+        .trace
+        .iter()
+        .filter_map(|event| {
+            let text = narrate::narrate(&event.observation, &names)?;
+            let mut fields = serde_json::to_value(&event.observation).unwrap_or(serde_json::Value::Null);
+            let kind = match &mut fields {
+                serde_json::Value::Object(map) => map.remove("kind"),
+                _ => None,
+            }
+            .unwrap_or(serde_json::Value::Null);
+            Some(serde_json::json!({
+                "at_ms": event.at.ms(),
+                "process": event.node.name(),
+                "kind": kind,
+                "text": text,
+                "fields": fields,
+            }))
+        })
+        .collect()
 }
