@@ -54,19 +54,15 @@ pub fn program() -> &'static str {
 /// changes its meaning; a new field does not change it.
 pub const JSON_SCHEMA_VERSION: u32 = 1;
 
-/// `value` as one JSON object with `schema_version` first, for the commands whose report is a
-/// struct of its own (`check`, `conform`).
+/// `value` as one JSON object with `schema_version` first and its own fields after, in their
+/// order, for the commands whose report is a struct of its own (`check`, `conform`).
 pub fn versioned_json<T: serde::Serialize>(value: &T) -> String {
-    let mut object = serde_json::Map::new();
-    object.insert("schema_version".to_owned(), serde_json::Value::from(JSON_SCHEMA_VERSION));
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::Object(fields)) => object.extend(fields),
-        Ok(other) => {
-            object.insert("report".to_owned(), other);
-        }
-        Err(error) => {
-            object.insert("error".to_owned(), serde_json::Value::from(error.to_string()));
-        }
+    let body = serde_json::to_string(value).unwrap_or_else(|error| {
+        serde_json::json!({ "error": format!("the report does not serialise: {error}") }).to_string()
+    });
+    match body.strip_prefix('{') {
+        Some("}") => format!("{{\"schema_version\":{JSON_SCHEMA_VERSION}}}"),
+        Some(fields) => format!("{{\"schema_version\":{JSON_SCHEMA_VERSION},{fields}"),
+        None => format!("{{\"schema_version\":{JSON_SCHEMA_VERSION},\"report\":{body}}}"),
     }
-    serde_json::Value::Object(object).to_string()
 }

@@ -116,8 +116,10 @@ impl fmt::Display for Trigger {
     }
 }
 
-/// A fault (or operator action) the harness injects.
+/// A fault (or operator action) the harness injects. In JSON (a timeline event's fields) it is
+/// `{"action": "kill-connect-worker", "restart_after_ms": 10000}`, the scenario format's names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "kebab-case")]
 pub enum FaultAction {
     /// Hard-kill the Connect worker process (the task dies with it); start it again later.
     KillConnectWorker { restart_after_ms: Option<u64> },
