@@ -189,7 +189,7 @@ fn sweep_one(root: &Path, binary: &Path, scenario: &Path, options: &Options, log
     let output = command.output().map_err(|error| format!("cannot run valgrind: {error}"))?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let runs = stdout.lines().filter(|line| line.starts_with("{\"seed\"")).count() as u64;
+    let runs = stdout.lines().filter(|line| is_run_line(line)).count() as u64;
     let (errors, crashed) = read_logs(logs)?;
     // `sweep` exits 0 or 1 by the scenario's prediction; anything else is a problem here.
     let problem = match output.status.code() {
@@ -229,8 +229,30 @@ fn read_logs(logs: &Path) -> Result<(u64, Vec<String>), String> {
     Ok((errors, crashed))
 }
 
+/// Whether a line of `sweep --json` is a run's (docs/json.md, `sweep-run`): `{"schema_version":1,
+/// "seed":…}` (or, before the schema was versioned, `{"seed":…}`), not a crashed seed's nor the
+/// summary.
+fn is_run_line(line: &str) -> bool {
+    let Some(rest) = line.strip_prefix('{') else { return false };
+    let rest = match rest.strip_prefix("\"schema_version\":") {
+        Some(versioned) => versioned.split_once(',').map_or("", |(_, fields)| fields),
+        None => rest,
+    };
+    rest.starts_with("\"seed\":")
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn run_lines_are_told_from_crashes_and_the_summary() {
+        use super::is_run_line;
+        assert!(is_run_line(r#"{"schema_version":1,"seed":3,"trace_hash":"00"}"#));
+        assert!(is_run_line(r#"{"seed":3,"trace_hash":"00"}"#));
+        assert!(!is_run_line(r#"{"schema_version":1,"crashed":{"seed":3}}"#));
+        assert!(!is_run_line(r#"{"schema_version":1,"summary":{"seeds":3}}"#));
+        assert!(!is_run_line("seed 3"));
+    }
+
     use super::profile_sets;
 
     #[test]
