@@ -182,6 +182,17 @@ impl CompositeKey {
         (n.div_euclid(rows) + 1, n.rem_euclid(rows) + 1)
     }
 
+    /// The row whose columns' values are `(first, second)`, the inverse of [`CompositeKey::values`]:
+    /// `None` when `first` is below 1, `second` is not 1 to `group_rows`, or the row's number
+    /// would pass `i64::MAX`.
+    pub fn key(&self, first: i64, second: i64) -> Option<Key> {
+        let rows = i64::from(self.group_rows.max(1));
+        if first < 1 || !(1..=rows).contains(&second) {
+            return None;
+        }
+        (first - 1).checked_mul(rows)?.checked_add(second)
+    }
+
     /// `(region_id, hub_id) = (2, 6)`.
     pub fn text(&self, key: Key) -> String {
         format!("{} = {}", self.columns_text(), self.values_text(key))
@@ -543,6 +554,18 @@ pub enum Role {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_composite_key_and_its_row_number_are_inverses() {
+        let key = super::CompositeKey { columns: ["region_id".into(), "order_id".into()], group_rows: 10 };
+        for n in [1, 10, 11, 42, 1_000] {
+            let (first, second) = key.values(n);
+            assert_eq!(key.key(first, second), Some(n));
+        }
+        assert_eq!(key.key(0, 1), None);
+        assert_eq!(key.key(1, 11), None);
+        assert_eq!(key.key(i64::MAX, 1), None, "past i64::MAX");
+    }
+
     use super::*;
     use std::hash::Hash;
 

@@ -856,7 +856,7 @@ fn script_key(cx: &Cx, field: &Field, composite: Option<&handoff_models::core::i
             ),
         );
     }
-    match (values[0] - 1).checked_mul(group_rows).and_then(|n| n.checked_add(values[1])) {
+    match composite.key(values[0], values[1]) {
         Some(n) => Ok(n),
         None => cx.fail(
             &section.get(first).expect("read above"),

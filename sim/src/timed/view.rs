@@ -153,7 +153,7 @@ fn key_filter(spec: &Spec, text: &str) -> Result<KeyFilter, String> {
             ));
         };
         let group_rows = i64::from(composite.group_rows);
-        if first < 1 || !(1..=group_rows).contains(&second) {
+        let Some(row) = composite.key(first, second) else {
             return Err(format!(
                 "--key {text}: no row of {} has {} = ({first}, {second}): {} is from 1 and {} from 1 to {group_rows} \
                  (group_rows)",
@@ -162,8 +162,8 @@ fn key_filter(spec: &Spec, text: &str) -> Result<KeyFilter, String> {
                 composite.columns[0],
                 composite.columns[1]
             ));
-        }
-        return Ok(KeyFilter { table: Some(setup.id), key: (first - 1) * group_rows + second });
+        };
+        return Ok(KeyFilter { table: Some(setup.id), key: row });
     }
     let Ok(key) = key.parse::<Key>() else {
         return Err(format!(
