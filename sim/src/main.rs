@@ -314,6 +314,11 @@ pub struct TimelineFlags {
     /// folded into one line per run of them otherwise.
     #[arg(long)]
     verbose: bool,
+    /// Also write the run as one self-contained HTML page to FILE: swimlanes per process, the
+    /// positions on one LSN axis, each slot's retained WAL against its cap, the findings linked
+    /// to their moments, one key followed (--key, or the first finding's); it needs no network.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
 }
 
 /// `--strategy`.

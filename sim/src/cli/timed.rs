@@ -17,7 +17,17 @@ pub fn run(spec: &Spec, name: &str, seed: u64, json: bool, timeline: &crate::Tim
             Ok(view) => view,
             Err(error) => return bad_input(&error),
         };
+    if let Some(path) = &timeline.html
+        && let Err(error) = handoff_sim::timed::html::check_writable(path)
+    {
+        return bad_input(&error);
+    }
     let result = runner::run(spec, seed);
+    if let Some(path) = &timeline.html
+        && let Err(error) = std::fs::write(path, handoff_sim::timed::html::page(spec, name, &result, view.key))
+    {
+        return bad_input(&format!("--html {}: cannot write the report: {error}", path.display()));
+    }
     if json {
         out!(format!("{}\n", report::json(spec, name, &result)));
     } else {

@@ -213,7 +213,7 @@ fn is_fault(observation: &Observation) -> bool {
 }
 
 /// Whether `observation` names the key.
-fn involves(observation: &Observation, filter: &KeyFilter) -> bool {
+pub(crate) fn involves(observation: &Observation, filter: &KeyFilter) -> bool {
     let is = |table: TableId, key: Key| key == filter.key && filter.table.is_none_or(|wanted| wanted == table);
     let record = |record: &KafkaRecord| carries(record, filter);
     match observation {

@@ -604,6 +604,13 @@ impl Postgres {
         }
     }
 
+    /// `SELECT * FROM pg_replication_slots`: every slot (and one being created), by name, as
+    /// the view computes its columns (`pg_get_replication_slots`, `slotfuncs.c`). It changes
+    /// nothing: the timed lens samples it for the report's positions.
+    pub fn pg_replication_slots(&self) -> Vec<ReplicationSlotRow> {
+        self.replication_slots()
+    }
+
     /// A row of `pg_replication_slots`, `wal_status` as the view computes it.
     fn slot_row(&self, slot: &Slot) -> SlotRow {
         let state = self.wal_status(slot);

@@ -121,6 +121,7 @@ pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outco
         scheduled,
         sequence,
         following: path.is_some(),
+        positions: options.keep_trace.then(Vec::new),
     };
     // The world starts every process at once.
     let connect_start_ms = if path.is_some() { 1 } else { connect_start_ms };
@@ -167,6 +168,7 @@ pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outco
             harness.run_step(step, now);
             last_activity_ms = now;
         }
+        harness.sample_positions(now, false);
         let workload_done = models.app.lock().expect("app").timed_done()
             && models.loader.as_ref().is_none_or(|loader| loader.lock().expect("loader").is_done());
         // The processes act on what the harness just did before anything is judged.
@@ -205,6 +207,8 @@ pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outco
         }
     };
     let at = SimTime(now_ms());
+    harness.sample_positions(at.ms(), true);
+    let positions = harness.positions.take().unwrap_or_default();
     let sink_docs = models.sink.lock().expect("sink").docs.to_list();
     let sink_checkpoint = {
         let kafka = models.kafka.lock().expect("kafka");
@@ -270,6 +274,7 @@ pub(super) async fn harness(spec: Spec, seed: u64, options: RunOptions) -> Outco
         sink_checkpoint,
         unfired,
         departures,
+        positions,
     }
 }
 
@@ -316,6 +321,8 @@ struct Harness<'a> {
     sequence: u64,
     /// The run follows a `[schedule]`.
     following: bool,
+    /// The positions sampled so far, when the run keeps its trace ([`positions`]).
+    positions: Option<Vec<PositionSample>>,
 }
 
 impl Harness<'_> {
@@ -702,6 +709,22 @@ impl Harness<'_> {
                     }
                 }
             }
+        }
+    }
+
+    /// Samples the positions at `now`: kept when something moved since the last sample (a
+    /// quiet stretch is one sample, however long), or when it is the run's `last`; one sample per
+    /// millisecond (a later one replaces it).
+    fn sample_positions(&mut self, now: u64, last: bool) {
+        let Some(samples) = self.positions.as_mut() else { return };
+        let sample =
+            positions::sample(self.spec, self.models, now, self.shared.primary(), |node| self.down.contains(&node));
+        if samples.last().is_some_and(|previous| previous.at_ms == now) {
+            samples.pop();
+        }
+        let unchanged = samples.last().is_some_and(|previous| previous.same_positions(&sample));
+        if !unchanged || last {
+            samples.push(sample);
         }
     }
 

@@ -52,7 +52,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 mod harness;
+pub mod positions;
 use harness::harness;
+use positions::PositionSample;
 
 /// How often the harness looks whether the pipeline has caught up.
 const ACCEPTANCE_CHECK_INTERVAL_MS: u64 = 500;
@@ -398,6 +400,9 @@ pub struct RunResult {
     pub limit: Option<RunLimit>,
     /// How the pipeline stopped short of its boundary, if it failed closed.
     pub failed_closed: Option<FailedClosed>,
+    /// Where the pipeline's positions stood over the run (sampled when the trace is kept;
+    /// [`positions`]).
+    pub positions: Vec<PositionSample>,
     /// The prediction set against the run's findings and end ([`verdict::judge`]).
     pub judgement: Judgement,
     /// Whether the findings and the end are what the prediction says (never, for a run cut by a
@@ -471,6 +476,7 @@ struct Outcome {
     sink_checkpoint: BTreeMap<TopicPartition, u64>,
     unfired: Vec<String>,
     departures: Vec<String>,
+    positions: Vec<PositionSample>,
 }
 
 fn finish(spec: &Spec, seed: u64, options: RunOptions, outcome: Outcome) -> RunResult {
@@ -484,6 +490,7 @@ fn finish(spec: &Spec, seed: u64, options: RunOptions, outcome: Outcome) -> RunR
         sink_checkpoint,
         unfired,
         departures,
+        positions,
     } = outcome;
     recorder.checkers.finish(&boundary);
     let mut findings = recorder.checkers.findings().to_vec();
@@ -534,6 +541,7 @@ fn finish(spec: &Spec, seed: u64, options: RunOptions, outcome: Outcome) -> RunR
         fault_notes: std::mem::take(&mut recorder.fault_notes),
         unfired,
         departures,
+        positions,
     }
 }
 
