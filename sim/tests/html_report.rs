@@ -901,3 +901,32 @@ fn the_sampled_positions_keep_their_order() {
         }
     }
 }
+
+/// Every scenario of `scenarios/` (the zoo and the regressions have the same shapes) renders
+/// without a script error: every fault kind, failovers, invalidated slots, the outbox, Connect
+/// groups, exactly-once, backfills.
+#[test]
+fn every_bundled_scenario_renders() {
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios"));
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("scenarios/")
+        .map(|entry| entry.expect("an entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+        .collect();
+    paths.sort();
+    let out = TempDir::new("html-every");
+    let page = out.path().join("report.html");
+    let page_arg = page.display().to_string();
+    for path in paths {
+        let scenario = path.display().to_string();
+        let output = handoff(&["run", &scenario, "--html", &page_arg]);
+        assert!(
+            matches!(output.status.code(), Some(0 | 1)),
+            "handoff run {scenario} --html: {}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let html = rendered_markup(&page, "");
+        by_id(&html, "lsn-axis");
+    }
+}
