@@ -248,8 +248,14 @@ const FIXED: &[Fixed] = &[
         setup: "",
         scenario: "hubs-backfill-signal-not-published.toml",
         variant: None,
-        next: "Other ways to be RUNNING and idle: a quiet database (claims-quiet-database.toml), a lost slot \
-               retried for half an hour (claims-slot-cap-stopped-connector.toml).",
+        next: "Read the signals a dashboard shows, over time: `handoff run SCENARIO --html report.html` (its \
+               Health signals chart) or `--json` (`health`). Here they look well: events keep coming, so \
+               nothing on a dashboard says the backfill never started. Other ways to be RUNNING and idle: a \
+               quiet database (claims-quiet-database.toml: MilliSecondsBehindSource stays at its last event's \
+               few milliseconds while MilliSecondsSinceLastEvent climbs; after the slot is lost the restarted \
+               task reads -1, unknown), a lost slot retried for half an hour \
+               (claims-slot-cap-stopped-connector.toml), a message heartbeat that keeps the heartbeat fresh \
+               and moves no event (claims-quiet-database-message-heartbeat-restart.toml).",
         sources: None,
         not_modelled: None,
     },

@@ -728,6 +728,26 @@ fn the_report_of_a_restart_during_the_snapshot_has_every_part() {
     let (svg, _) = by_id(&html, "retained-wal");
     assert_eq!(svg.name, "svg", "#retained-wal is an <svg>, not a <{}>", svg.name);
 
+    // The health signals: the streaming metrics and the states.
+    let (svg, health) = by_id(&html, "health");
+    assert_eq!(svg.name, "svg", "#health is an <svg>, not a <{}>", svg.name);
+    has_series(
+        health,
+        &["milliseconds-behind-source:claims-connector", "milliseconds-since-last-event:claims-connector"],
+    );
+    for field in ["connector_state", "task_state"] {
+        assert!(
+            tags(health).iter().any(|tag| tag.has_class("state-band") && tag.attribute("data-state") == Some(field)),
+            "#health draws no {field} band: {}",
+            clip(health, 2000)
+        );
+    }
+    assert!(
+        html.contains("heartbeat-age:claims-connector: no heartbeat record"),
+        "the legend does not say there was no heartbeat; the ids: {}",
+        ids(&html)
+    );
+
     // One key followed across every process.
     let (select, _) = by_id(&html, "follow-key");
     assert_eq!(select.name, "select", "#follow-key is a <select>, not a <{}>", select.name);

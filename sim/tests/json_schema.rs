@@ -95,6 +95,15 @@ fn run_report(docs: &BTreeMap<String, BTreeMap<String, bool>>, report: &Value, w
         assert!(event["fields"].is_object(), "{what}: {event}");
     }
     conforms(docs, "handoff_record", &report["handoff_record"], &format!("{what}: the handoff record"));
+    let samples = report["health"]["samples"].as_array().expect("health samples");
+    assert!(report["health"]["interval_ms"].as_u64().is_some_and(|ms| ms >= 1000), "{what}: {}", report["health"]);
+    assert!(!samples.is_empty(), "{what}: no health samples");
+    for sample in samples {
+        conforms(docs, "health-sample", sample, &format!("{what}: a health sample"));
+        for connector in sample["connectors"].as_array().expect("connectors") {
+            conforms(docs, "health-connector", connector, &format!("{what}: a health sample's connector"));
+        }
+    }
 }
 
 #[test]
@@ -215,6 +224,8 @@ fn the_document_covers_every_command() {
         "run",
         "finding",
         "timeline-event",
+        "health-sample",
+        "health-connector",
         "handoff_record",
         "drill",
         "sweep-run",

@@ -309,3 +309,23 @@ impl<T: std::hash::Hash> std::hash::Hash for Optional<T> {
         }
     }
 }
+
+/// What a process keeps for its operators and never acts on: a metric (Debezium's JMX
+/// meters, a partition's last append time). It is equal to and hashes like any other
+/// `Meter`, whatever it holds, so the exhaustive lens's states do not multiply by a clock
+/// reading no step depends on; the timed lens reads it for the health signals
+/// ([`crate::judge::health`]).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub struct Meter<T>(pub T);
+
+impl<T> PartialEq for Meter<T> {
+    fn eq(&self, _: &Meter<T>) -> bool {
+        true
+    }
+}
+
+impl<T> Eq for Meter<T> {}
+
+impl<T> std::hash::Hash for Meter<T> {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
+}

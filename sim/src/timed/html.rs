@@ -283,6 +283,13 @@ fn sample(sample: &PositionSample) -> Value {
             "name": connector.name,
             "state": connector.state,
             "stored_lsn": lsn(connector.stored_lsn),
+            "reachable": connector.reachable,
+            "connector_state": connector.health.connector_state.name(),
+            "task_state": connector.health.task_state.map(|state| state.name()),
+            "lag_ms": connector.health.meter.and_then(|meter| meter.lag_behind_source_ms),
+            "last_event_ms": connector.health.meter.and_then(|meter| meter.last_event_ms),
+            "last_heartbeat_ms": connector.health.last_heartbeat_ms,
+            "heartbeat_interval_ms": connector.health.heartbeat_interval_ms,
         })).collect::<Vec<Value>>(),
         "kafka": {
             "end_offsets": sample.kafka.end_offsets,

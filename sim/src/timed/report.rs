@@ -438,7 +438,69 @@ pub fn json(spec: &Spec, scenario: &str, result: &RunResult) -> serde_json::Valu
         "scripted_not_applied": scripted_not_applied(spec, result),
         "schedule_departures": result.departures,
         "timeline": timeline_events(spec, result),
+        "health": health(result),
     })
+}
+
+/// How many points the health series may have: a run longer than this many seconds is sampled
+/// every few seconds instead of every second.
+const HEALTH_POINTS: u64 = 2_000;
+
+/// The interval of a run's health series: a second, or the first of 2, 5, 10, 30, 60, 300,
+/// 600, 1,800, 3,600 seconds that keeps the series within [`HEALTH_POINTS`].
+pub fn health_interval_ms(sim_time_ms: u64) -> u64 {
+    [1u64, 2, 5, 10, 30, 60, 300, 600, 1_800, 3_600]
+        .into_iter()
+        .map(|seconds| seconds * 1_000)
+        .find(|interval| sim_time_ms / interval < HEALTH_POINTS)
+        .unwrap_or(3_600_000)
+}
+
+/// The health signals as time series (docs/json.md, "health"): every `interval_ms` of
+/// simulated time and at the run's end, each connector's signals as they stood then (from the
+/// positions the run sampled; the times since are computed at each point).
+pub fn health(result: &RunResult) -> serde_json::Value {
+    let interval_ms = health_interval_ms(result.sim_time_ms);
+    let mut points = Vec::new();
+    let mut next = 0usize;
+    let mut at_ms = 0u64;
+    loop {
+        // The last sample at or before `at_ms`.
+        while next < result.positions.len() && result.positions[next].at_ms <= at_ms {
+            next += 1;
+        }
+        if let Some(sample) = next.checked_sub(1).map(|index| &result.positions[index]) {
+            let connectors: Vec<serde_json::Value> = sample
+                .connectors
+                .iter()
+                .map(|connector| {
+                    let health = &connector.health;
+                    serde_json::json!({
+                        "name": connector.name,
+                        "reachable": connector.reachable,
+                        "connector_state": health.connector_state.name(),
+                        "task_state": health.task_state.map(|state| state.name()),
+                        "milliseconds_behind_source": health.milliseconds_behind_source(),
+                        "milliseconds_since_last_event": health.milliseconds_since_last_event(at_ms),
+                        "heartbeat_age_ms": health.heartbeat_age_ms(at_ms),
+                        "slot": health.slot.as_ref().map(|slot| serde_json::json!({
+                            "server": slot.server.name(),
+                            "slot_name": slot.slot_name,
+                            "active": slot.active,
+                            "wal_status": slot.wal_status,
+                            "retained_bytes": slot.retained_bytes,
+                        })),
+                    })
+                })
+                .collect();
+            points.push(serde_json::json!({ "at_ms": at_ms, "connectors": connectors }));
+        }
+        if at_ms >= result.sim_time_ms {
+            break;
+        }
+        at_ms = at_ms.saturating_add(interval_ms).min(result.sim_time_ms);
+    }
+    serde_json::json!({ "interval_ms": interval_ms, "samples": points })
 }
 
 pub use crate::JSON_SCHEMA_VERSION;
@@ -468,4 +530,22 @@ pub fn timeline_events(spec: &Spec, result: &RunResult) -> Vec<serde_json::Value
             }))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{HEALTH_POINTS, health_interval_ms};
+
+    #[test]
+    fn the_health_series_keeps_within_its_points() {
+        assert_eq!(health_interval_ms(59_064), 1_000);
+        assert_eq!(health_interval_ms(1_999_999), 1_000);
+        assert_eq!(health_interval_ms(2_000_000), 2_000);
+        // The longest horizon, a day: a sample a minute.
+        assert_eq!(health_interval_ms(86_400_000), 60_000);
+        for end_ms in [0, 1, 999, 3_600_000, 86_400_000, u64::MAX / 2] {
+            let interval = health_interval_ms(end_ms);
+            assert!(end_ms / interval < HEALTH_POINTS || interval == 3_600_000, "{end_ms}: {interval}");
+        }
+    }
 }

@@ -470,6 +470,11 @@ impl Connector {
         self.task.as_ref().map(|task| &task.debezium.phase)
     }
 
+    /// The running task's streaming metrics (`None`: no task runs).
+    pub fn streaming_meter(&self) -> Option<debezium::StreamingMeter> {
+        self.task.as_ref().map(|task| task.debezium.meter.0)
+    }
+
     /// Why the task is FAILED, as its status says: the Debezium task's own error, or the
     /// exception Connect caught around it (a transform's).
     pub fn failure(&self) -> Option<String> {

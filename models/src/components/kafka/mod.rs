@@ -46,7 +46,7 @@ use crate::core::protocol::{
     ConnectorConfigRecord, GroupRequest, IsolationLevel, KafkaReply, KafkaRequest, Msg, ProducerEpoch,
     TransactionalOffset,
 };
-use crate::core::shared::{CopyOnWrite, Fixed, Optional};
+use crate::core::shared::{CopyOnWrite, Fixed, Meter, Optional};
 use crate::core::time::SimTime;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -205,6 +205,9 @@ pub struct PartitionLog {
     txn: Option<Box<TxnIndex>>,
     /// What the cleaner needs and did, on a compacted topic's partition; `None` elsewhere.
     cleaning: Option<Box<Cleaning>>,
+    /// When the last record was appended (simulated ms; `None`: never): what a consumer of the
+    /// heartbeat topic reads as the heartbeat's age. A meter, never acted on.
+    last_append_ms: Meter<Option<u64>>,
 }
 
 /// A compacted partition's cleaning state (the segments' timestamps and bases, the cleaner's
@@ -300,6 +303,11 @@ impl PartitionLog {
         self.len += 1;
     }
 
+    /// When the last record was appended (simulated ms), if any was.
+    pub fn last_append_ms(&self) -> Option<u64> {
+        self.last_append_ms.0
+    }
+
     /// The records from `offset` on.
     pub fn iter_from(&self, offset: usize) -> impl Iterator<Item = &KafkaRecord> + '_ {
         let (first, skip) = (offset / SEGMENT_RECORDS, offset % SEGMENT_RECORDS);
@@ -355,6 +363,7 @@ impl PartitionLog {
     /// Stamps the record just appended with its time (a compacted partition keeps them), rolling
     /// the active segment first if its first record is `segment.ms` old (`UnifiedLog.maybeRoll`).
     fn stamp_last(&mut self, now_ms: u64, segment_ms: u64) {
+        self.last_append_ms = Meter(Some(now_ms));
         let offset = self.len as u64 - 1;
         let Some(cleaning) = self.cleaning.as_deref_mut() else { return };
         if offset > cleaning.active_base

@@ -3,6 +3,9 @@
 //! says FAILED or STOPPED (or is not running at all) is honest, and so is a sink consumer that
 //! FAILED (`auto.offset.reset=none` with no committed offset: it says it cannot go on).
 //!
+//! The finding cites the health signals where the run ended ([`HealthSignals`]): the
+//! streaming metrics, the heartbeat's age, the slot's `wal_status` and retention, the states.
+//!
 //! Verifies, once, where a timed run ended: that it reached its acceptance boundary, or that the
 //! connector did not report RUNNING, or that the sink's consumer failed. Does not verify: a run
 //! cut by a limit (undecided: a pipeline still at work then is no finding; the caller does not
@@ -12,6 +15,7 @@
 use super::Finding;
 use crate::components::connect::ConnectorState;
 use crate::core::time::SimTime;
+use crate::judge::health::HealthSignals;
 use crate::scenario::processes::{Holder, Processes};
 use crate::scenario::spec::Invariant;
 
@@ -38,13 +42,23 @@ pub fn check<H: Holder>(processes: &Processes<H>, ended: &RunEnded) -> Option<Fi
     if H::read(processes.worker_of(0), |connect| connect.status()) != ConnectorState::Running {
         return None;
     }
+    // What a dashboard showed then: the signals that tell RUNNING-and-idle from RUNNING-and-well.
+    let connectors = H::read(&processes.connect, |connect| connect.connectors.len());
+    let signals: Vec<String> = (0..connectors)
+        .map(|c| {
+            let signals = HealthSignals::read(processes, c);
+            let said = signals.describe(ended.at.ms());
+            if connectors > 1 { format!("({}) {said}", signals.connector) } else { said }
+        })
+        .collect();
     Some(
         Finding::new(Invariant::I11, None, ended.at)
             .expected(format!(
                 "the pipeline catches up within acceptance.timeout_ms={}, or the connector says it cannot",
                 ended.timeout_ms
             ))
-            .seen(format!("the connector reports RUNNING; {}", ended.reason)),
+            .seen(format!("the connector reports RUNNING; {}", ended.reason))
+            .detail(format!("the health signals then: {}", signals.join("; "))),
     )
 }
 
@@ -89,6 +103,13 @@ mod tests {
             "the pipeline catches up within acceptance.timeout_ms=600000, or the connector says it cannot"
         );
         assert_eq!(finding.seen, format!("the connector reports RUNNING; {STUCK}"));
+        // It cites what a dashboard showed: a task that has dispatched nothing yet, no slot yet.
+        assert_eq!(
+            finding.detail,
+            "the health signals then: connector RUNNING, task RUNNING; MilliSecondsBehindSource -1 (unknown: no \
+             event since the task started); MilliSecondsSinceLastEvent -1; no heartbeat (heartbeat.interval.ms=0); \
+             no slot of the connector's on the primary"
+        );
     }
 
     #[test]

@@ -286,25 +286,89 @@ window.addEventListener("error", function (e) {
   main.appendChild(el("p", { class: "hint" }, slots.size === 0 ? "No slot existed during the run." :
     "wal_status seen: " + [...statuses].join(", ") + (cap === null ? "; max_slot_wal_keep_size = -1 (no cap)" : "")));
 
-  // --- Connector states ------------------------------------------------------------------
-  section("Connector states", "Each connector's state as the worker running its task reports it (the REST API's " +
-    "/connectors/NAME/status): green RUNNING, red FAILED, grey STOPPED, yellow UNASSIGNED.");
+  // --- Health signals --------------------------------------------------------------------
+  section("Health signals", "What a dashboard shows of each connector (game-day drill 7), on a logarithmic scale: " +
+    "MilliSecondsBehindSource (the streaming metric: the last event's lag, set when an event comes; it does not grow " +
+    "while nothing arrives), MilliSecondsSinceLastEvent (what grows when nothing arrives), the heartbeat topic's " +
+    "age; a gap is -1 (unknown: no event since the task started, or no task). Under them, the states the REST API's " +
+    "/connectors/NAME/status gives: the connector's and its task's (green RUNNING, red FAILED, grey STOPPED or no " +
+    "task, yellow UNASSIGNED, hatched: its worker is down and does not answer).");
   const connectorNames = data.positions.length ? data.positions[0].connectors.map((c) => c.name) : [];
-  const sH = 20 * connectorNames.length + 10;
-  const states = svg("svg", { id: "connector-states", class: "chart", width: W, height: sH + 24, viewBox: `0 0 ${W} ${sH + 24}` });
-  timeAxis(states, sH, sH + 24);
+  const hTop = 10, hH = 200;
+  const rowsH = 20 * 2 * connectorNames.length;
+  const health = svg("svg", { id: "health", class: "chart", width: W, height: hTop + hH + rowsH + 40, viewBox: `0 0 ${W} ${hTop + hH + rowsH + 40}` });
+  // Milliseconds on a log scale, 1 ms to the largest value.
+  const healthLines = new Map();
+  function healthPoint(name, t, v) {
+    if (!healthLines.has(name)) healthLines.set(name, []);
+    healthLines.get(name).push([t, v]);
+  }
+  data.positions.forEach((s, i) => {
+    const next = i + 1 < data.positions.length ? data.positions[i + 1].at_ms : end;
+    for (const c of s.connectors) {
+      // Between two samples the times since grow with the clock; the lag stays.
+      healthPoint("milliseconds-behind-source:" + c.name, s.at_ms, [c.lag_ms, c.lag_ms]);
+      healthPoint("milliseconds-since-last-event:" + c.name, s.at_ms,
+        c.last_event_ms === null ? [null, null] : [s.at_ms - c.last_event_ms, next - c.last_event_ms]);
+      healthPoint("heartbeat-age:" + c.name, s.at_ms,
+        c.last_heartbeat_ms === null ? [null, null] : [s.at_ms - c.last_heartbeat_ms, next - c.last_heartbeat_ms]);
+    }
+  });
+  let maxMs = 10;
+  for (const pts of healthLines.values()) for (const [, [a, b]] of pts) maxMs = Math.max(maxMs, a ?? 0, b ?? 0);
+  const logMax = Math.log10(maxMs + 1);
+  const hy = (ms) => hTop + hH - hH * Math.log10(Math.max(ms, 0) + 1) / logMax;
+  const hAxis = svg("g", { class: "axis" }, health);
+  for (const [ms, label] of [[0, "0"], [10, "10 ms"], [100, "100 ms"], [1000, "1 s"], [10000, "10 s"], [100000, "100 s"], [1000000, "1000 s"], [10000000, "10000 s"]]) {
+    if (ms > maxMs * 1.01) break;
+    svg("line", { class: "grid", x1: LEFT, x2: W - RIGHT, y1: hy(ms), y2: hy(ms) }, hAxis);
+    svg("text", { x: LEFT - 6, y: hy(ms) + 4, "text-anchor": "end" }, hAxis).textContent = label;
+  }
+  timeAxis(health, hTop + hH + rowsH + 6, hH + 40);
+  const healthLegend = el("div", { class: "legend" });
+  let healthColour = 0;
+  for (const [name, pts] of healthLines) {
+    const stroke = PALETTE[healthColour++ % PALETTE.length];
+    let d = "";
+    pts.forEach(([t, [a, b]], i) => {
+      const next = i + 1 < pts.length ? pts[i + 1][0] : end;
+      if (a === null) return;
+      d += `M${x(t)},${hy(a)}L${x(next)},${hy(b)}`;
+    });
+    const known = pts.some(([, [a]]) => a !== null);
+    if (!known) {
+      const never = name.startsWith("heartbeat-age:") ? ": no heartbeat record" : ": -1 throughout";
+      healthLegend.appendChild(el("span", { class: "never", "data-series": name }, name + never));
+      continue;
+    }
+    title(svg("path", { class: "series", "data-series": name, d: d, stroke: stroke }, health), name);
+    const item = el("span");
+    const swatch = el("span", { class: "swatch" });
+    swatch.style.background = stroke;
+    item.appendChild(swatch);
+    item.appendChild(document.createTextNode(name));
+    healthLegend.appendChild(item);
+  }
   connectorNames.forEach((name, ci) => {
-    const yy = 5 + ci * 20;
-    svg("text", { class: "lane-label", x: LEFT - 6, y: yy + 13, "text-anchor": "end" }, states).textContent = name;
-    data.positions.forEach((s, i) => {
-      const next = i + 1 < data.positions.length ? data.positions[i + 1].at_ms : end;
-      const state = s.connectors[ci] ? s.connectors[ci].state : "UNASSIGNED";
-      title(svg("rect", { class: "state-band " + state, x: x(s.at_ms), y: yy, width: Math.max(x(next) - x(s.at_ms), 0) + 0.6, height: 16 }, states),
-        `${name} ${state} from ${at(s.at_ms)}`);
+    ["connector_state", "task_state"].forEach((field, fi) => {
+      const yy = hTop + hH + 4 + (ci * 2 + fi) * 20;
+      const label = connectorNames.length === 1 ? (fi === 0 ? "connector" : "task") : name + (fi === 0 ? "" : " task");
+      svg("text", { class: "lane-label", x: LEFT - 6, y: yy + 13, "text-anchor": "end" }, health).textContent = label;
+      data.positions.forEach((s, i) => {
+        const next = i + 1 < data.positions.length ? data.positions[i + 1].at_ms : end;
+        const c = s.connectors[ci];
+        const state = c ? (c[field] ?? "STOPPED") : "UNASSIGNED";
+        const shown = c && !c.reachable ? "no answer (worker down)" : state;
+        title(svg("rect", {
+          class: "state-band " + state + (c && !c.reachable ? " unreachable" : ""), "data-state": field,
+          x: x(s.at_ms), y: yy, width: Math.max(x(next) - x(s.at_ms), 0) + 0.6, height: 16,
+        }, health), `${label} ${c && c[field] === null ? "no task (STOPPED)" : shown} from ${at(s.at_ms)}`);
+      });
     });
   });
-  marks(states, 0, sH);
-  main.appendChild(states);
+  marks(health, hTop, hH);
+  main.appendChild(health);
+  main.appendChild(healthLegend);
 
   // --- One key followed ------------------------------------------------------------------
   section("One key followed", "The commits that change the key, the snapshot reads and chunks that read it, its " +

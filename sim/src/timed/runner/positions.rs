@@ -17,6 +17,7 @@ use handoff_models::core::event::{KafkaRecord, Topic, TopicPartition};
 use handoff_models::core::ids::Node;
 use handoff_models::core::lsn::Lsn;
 use handoff_models::core::protocol::IsolationLevel;
+use handoff_models::judge::health::HealthSignals;
 use handoff_models::scenario::spec::Spec;
 use std::collections::BTreeMap;
 
@@ -79,7 +80,8 @@ pub struct SlotPositions {
     pub safe_wal_size_bytes: Option<i64>,
 }
 
-/// A connector: its state as the worker running its task reports it, and its stored offset.
+/// A connector: its state as the worker running its task reports it, its stored offset and its
+/// health signals.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConnectorPositions {
     pub name: String,
@@ -88,6 +90,10 @@ pub struct ConnectorPositions {
     /// The offsets topic's value's `lsn` for the connector (`None`: nothing stored, or a
     /// tombstone, or a snapshot offset without one).
     pub stored_lsn: Option<Lsn>,
+    /// What a dashboard shows of it ([`HealthSignals`]); `reachable` false when the worker
+    /// running its task is down (its REST API does not answer).
+    pub health: HealthSignals,
+    pub reachable: bool,
 }
 
 /// Kafka's change topics (every partition of a `Topic::Change` or routed topic).
@@ -160,13 +166,19 @@ pub fn sample(spec: &Spec, models: &Models, at_ms: u64, primary: Node, down: imp
             slots,
         });
     }
+    let health: Vec<HealthSignals> = (0..spec.connector_count()).map(|c| HealthSignals::read(models, c)).collect();
     let kafka = models.kafka.lock().expect("kafka");
-    let connectors = (0..spec.connector_count())
-        .map(|c| {
+    let connectors = health
+        .into_iter()
+        .enumerate()
+        .map(|(c, health)| {
             let name = spec.connector(c).name.clone();
-            let state = models.worker_of(c).lock().expect("connect").connectors[c].status().name();
+            let worker = models.worker_of(c);
+            let state = worker.lock().expect("connect").connectors[c].status().name();
+            let node = models.workers().find(|(_, held)| std::sync::Arc::ptr_eq(held, worker)).map(|(node, _)| node);
+            let reachable = node.is_none_or(|node| !down(node));
             let stored_lsn = kafka.source_offsets.get(&name).and_then(|offset| offset.lsn);
-            ConnectorPositions { name, state, stored_lsn }
+            ConnectorPositions { name, state, stored_lsn, health, reachable }
         })
         .collect();
     let committed: BTreeMap<TopicPartition, u64> = kafka.groups.get(&spec.sink.group).cloned().unwrap_or_default();

@@ -120,7 +120,7 @@ use crate::core::observe::{Observation, SnapshotCase};
 use crate::core::protocol::{
     DecodedMessage, DecodedTxn, Msg, ReplReply, ReplRequest, SessionId, SlotRow, SqlReply, SqlRequest,
 };
-use crate::core::shared::{CopyOnWrite, Fixed};
+use crate::core::shared::{CopyOnWrite, Fixed, Meter};
 use serde::{Deserialize, Serialize};
 
 /// Where the task is in its life.
@@ -276,11 +276,60 @@ pub struct DebeziumTask {
     blocking_request: Option<Vec<(TableId, u8)>>,
     /// The blocking snapshot while it runs (`blocking`).
     blocking: Option<Box<blocking::BlockingSnapshot>>,
+    /// The streaming metrics this task registers (`context=streaming`): new with each task,
+    /// never acted on.
+    pub meter: Meter<StreamingMeter>,
+}
+
+/// Debezium's streaming metrics (the MBean `debezium.postgres:type=connector-metrics,
+/// context=streaming,server=<topic.prefix>`), as the task's streaming thread updates them:
+/// `StreamingMeter` (`MilliSecondsBehindSource`) and `CommonEventMeter`
+/// (`MilliSecondsSinceLastEvent`), `debezium-core` `io.debezium.pipeline.meters`. A task's
+/// metrics start empty: each is -1 until its first event.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct StreamingMeter {
+    /// `lastEventTimestamp`: when the last event was dispatched, included or filtered
+    /// (`CommonEventMeter.updateCommonEventMetrics`, from `onEvent` and `onFilteredEvent`).
+    pub last_event_ms: Option<u64>,
+    /// `lagBehindSource`: at the last included event, the time from its source timestamp (the
+    /// commit time) to its dispatch (`StreamingMeter.onEvent`). It is set by events only: it
+    /// does not grow while nothing arrives.
+    pub lag_behind_source_ms: Option<u64>,
+    /// `totalNumberOfEventsSeen`.
+    pub events_seen: u64,
+}
+
+impl StreamingMeter {
+    /// `onEvent`: an event of a captured table (or a captured message) was dispatched at
+    /// `now_ms`; `source_ms` is its source timestamp.
+    pub fn on_event(&mut self, now_ms: u64, source_ms: u64) {
+        self.last_event_ms = Some(now_ms);
+        self.lag_behind_source_ms = Some(now_ms.saturating_sub(source_ms));
+        self.events_seen += 1;
+    }
+
+    /// `onFilteredEvent`: an event the filters dropped (a table not captured, a message prefix
+    /// not included) still counts as seen.
+    pub fn on_filtered_event(&mut self, now_ms: u64) {
+        self.last_event_ms = Some(now_ms);
+        self.events_seen += 1;
+    }
+
+    /// `MilliSecondsBehindSource`: the last event's lag, -1 before any.
+    pub fn milliseconds_behind_source(&self) -> i64 {
+        self.lag_behind_source_ms.map_or(-1, |ms| i64::try_from(ms).unwrap_or(i64::MAX))
+    }
+
+    /// `MilliSecondsSinceLastEvent` at `now_ms`: -1 before any event.
+    pub fn milliseconds_since_last_event(&self, now_ms: u64) -> i64 {
+        self.last_event_ms.map_or(-1, |at| i64::try_from(now_ms.saturating_sub(at)).unwrap_or(i64::MAX))
+    }
 }
 
 impl DebeziumTask {
     pub fn new(config: Fixed<DebeziumConfig>, first_session: SessionId) -> DebeziumTask {
         DebeziumTask {
+            meter: Meter::default(),
             config,
             phase: Phase::Idle,
             offset: SourceOffset::default(),
@@ -502,6 +551,25 @@ mod tests {
     fn task() -> DebeziumTask {
         let spec = crate::scenario::spec::claims_minimal(3, crate::components::sink::ApplyRule::VersionGuard);
         DebeziumTask::new(Fixed::new(spec.debezium), 1)
+    }
+
+    /// `StreamingMeter` and `CommonEventMeter`: -1 until the first event; the lag is the last
+    /// included event's and does not move with the clock; a filtered event moves the time since
+    /// the last event only.
+    #[test]
+    fn the_streaming_metrics_are_set_by_events() {
+        let mut meter = StreamingMeter::default();
+        assert_eq!((meter.milliseconds_behind_source(), meter.milliseconds_since_last_event(5_000)), (-1, -1));
+        meter.on_event(1_020, 1_000);
+        assert_eq!((meter.milliseconds_behind_source(), meter.milliseconds_since_last_event(1_020)), (20, 0));
+        assert_eq!((meter.milliseconds_behind_source(), meter.milliseconds_since_last_event(61_020)), (20, 60_000));
+        meter.on_filtered_event(70_000);
+        assert_eq!((meter.milliseconds_behind_source(), meter.milliseconds_since_last_event(70_500)), (20, 500));
+        assert_eq!(meter.events_seen, 2);
+        // A meter is never part of a state's identity: the exhaustive lens ignores it.
+        let mut other = task();
+        other.meter.0.on_event(5, 1);
+        assert_eq!(other, task());
     }
 
     fn row(version: u32) -> Row {

@@ -28,6 +28,10 @@ impl DebeziumTask {
         self.stalled_index = None;
         self.blocking_request = None;
         self.blocking = None;
+        // `start()` builds the coordinator and its metrics afresh (`PostgresConnectorTask.start`,
+        // `DefaultChangeEventSourceMetricsFactory`): after a retriable error too, every metric
+        // is -1 again until the next event.
+        self.meter = Meter::default();
         ctx.observe(Observation::TaskStarted { offset: stored });
         if let Some(offset) = stored
             && self.stored_initial_snapshot_running(&offset)

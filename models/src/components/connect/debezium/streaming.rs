@@ -356,7 +356,7 @@ impl DebeziumTask {
                 self.process_messages_from(ctx, &messages, index);
             } else {
                 if let PgOutput::Change { index: change, .. } = messages.get(index) {
-                    self.dispatch_change(txn, &txn.changes[change]);
+                    self.dispatch_change(ctx, txn, &txn.changes[change]);
                 }
                 self.process_messages_from(ctx, &messages, index + 1);
             }
@@ -445,8 +445,12 @@ impl DebeziumTask {
                     {
                         return true;
                     }
-                    self.dispatch_change(txn, change);
-                } // a filtered table moves the offset but emits nothing
+                    self.dispatch_change(ctx, txn, change);
+                } else {
+                    // A filtered table moves the offset and emits nothing, but it is an event
+                    // seen (`EventDispatcher.dispatchDataChangeEvent` → `onFilteredEvent`).
+                    self.meter.0.on_filtered_event(ctx.now.ms());
+                }
             }
         }
         false
@@ -481,6 +485,11 @@ impl DebeziumTask {
     /// record's `key`, the event as `after`, its message outbox as `source.table`
     /// ([`TableId::message_outbox`]); its Kafka key is still the prefix, which places it
     /// ([`key_placement`]), and the transformation chain renders its content from the event.
+    ///
+    /// Neither a captured nor a filtered message touches the streaming metrics:
+    /// `PostgresEventDispatcher.dispatchLogicalDecodingMessage` hands it to
+    /// `LogicalDecodingMessageMonitor`, which enqueues its record and calls no event listener, so
+    /// a connector carrying only messages reads `MilliSecondsSinceLastEvent` growing.
     fn dispatch_message(&mut self, message: &DecodedMessage, tx_id: Option<Xid>, ts_ms: u64) {
         if !self.config.message_prefixes.captures(&message.prefix) {
             return;
@@ -515,7 +524,9 @@ impl DebeziumTask {
     }
 
     /// `dispatchDataChangeEvent`: the change record (and a tombstone after a delete).
-    fn dispatch_change(&mut self, txn: &DecodedTxn, change: &Change) {
+    fn dispatch_change(&mut self, ctx: &Ctx, txn: &DecodedTxn, change: &Change) {
+        // `onEvent`: the streaming metrics (the source timestamp is the commit time).
+        self.meter.0.on_event(ctx.now.ms(), txn.commit_time.ms());
         // `processMessage`: the incremental snapshot's window deduplication (the read-only
         // snapshot's `processMessage` has run already, [`Self::read_only_message`]).
         if self.incremental.is_some() && !self.is_read_only() {
