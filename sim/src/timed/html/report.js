@@ -292,7 +292,7 @@ window.addEventListener("error", function (e) {
     "while nothing arrives), MilliSecondsSinceLastEvent (what grows when nothing arrives), the heartbeat topic's " +
     "age; a gap is -1 (unknown: no event since the task started, or no task). Under them, the states the REST API's " +
     "/connectors/NAME/status gives: the connector's and its task's (green RUNNING, red FAILED, grey STOPPED or no " +
-    "task, yellow UNASSIGNED, hatched: its worker is down and does not answer).");
+    "task, yellow UNASSIGNED; faded where its worker is down and does not answer).");
   const connectorNames = data.positions.length ? data.positions[0].connectors.map((c) => c.name) : [];
   const hTop = 10, hH = 200;
   const rowsH = 20 * 2 * connectorNames.length;
