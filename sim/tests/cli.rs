@@ -999,6 +999,15 @@ fn only_and_key_filter_the_timeline() {
     assert!(!lines.iter().any(|line| line.contains("(id) > (16)")), "chunk 2 does not have hub 7");
     assert!(lines.iter().any(|line| line.contains("FAULT: checkpoint")), "faults stay in view");
 
+    // The windows of the chunk that read the key follow it (they name their chunk, not keys):
+    // hub 30 is in chunk 2 of hubs-backfill, so its window lines are chunk 2's, not chunk 1's.
+    let output = handoff(&["run", &scenario("hubs-backfill"), "--key", "public.hubs:30"]);
+    let lines = timeline_lines(&String::from_utf8_lossy(&output.stdout));
+    let windows: Vec<&String> =
+        lines.iter().filter(|line| line.contains("window opened") || line.contains("window closed")).collect();
+    assert_eq!(windows.len(), 2, "chunk 2's window opened and closed: {windows:#?}");
+    assert!(windows.iter().all(|line| line.contains("-000000000002")), "{windows:#?}");
+
     // A folded delivery names where the followed key's own record went.
     let output = handoff(&["run", &scenario("claims-restart-during-snapshot"), "--key", "17"]);
     let lines = timeline_lines(&String::from_utf8_lossy(&output.stdout));

@@ -160,11 +160,11 @@ fn data(spec: &Spec, scenario: &str, result: &RunResult, followed: Option<KeyFil
     let keys: Vec<Value> = candidates
         .iter()
         .map(|&(table, key)| {
-            let filter = KeyFilter { table: Some(table), key };
+            let mut follower = view::Follower::new(KeyFilter { table: Some(table), key });
             let indices: Vec<usize> = narrated
                 .iter()
                 .enumerate()
-                .filter(|(_, (event, _))| view::involves(&event.observation, &filter))
+                .filter(|(_, (event, _))| follower.involves(&event.observation))
                 .map(|(index, _)| index)
                 .collect();
             let (id, label) = key_entry(spec, &names, table, key);

@@ -12,6 +12,7 @@
 use handoff_models::core::event::{KafkaRecord, Topic};
 use handoff_models::core::ids::{Key, Node, TableId};
 use handoff_models::core::observe::{Observation, SinkAction, TraceEvent};
+use handoff_models::core::signal::ChunkId;
 use handoff_models::judge::narrate::{self, Names};
 use handoff_models::scenario::spec::Spec;
 
@@ -178,12 +179,13 @@ fn key_filter(spec: &Spec, text: &str) -> Result<KeyFilter, String> {
 pub fn lines(events: &[TraceEvent], names: &Names, view: &TimelineView) -> Vec<String> {
     let mut out = Vec::new();
     let mut fold = Fold { key: view.key, ..Fold::default() };
+    let mut follower = view.key.map(Follower::new);
     for event in events {
         if !view.only.is_empty() && !view.only.contains(&event.node) {
             continue;
         }
-        if let Some(filter) = &view.key
-            && !involves(&event.observation, filter)
+        if let Some(follower) = &mut follower
+            && !follower.involves(&event.observation)
             && !is_fault(&event.observation)
         {
             continue;
@@ -198,6 +200,36 @@ pub fn lines(events: &[TraceEvent], names: &Names, view: &TimelineView) -> Vec<S
     }
     fold.flush(names, &mut out);
     out
+}
+
+/// One key followed along a trace, in order: what [`involves`] says of each event, and the
+/// windows of the incremental-snapshot chunks that read the key (`WindowOpened`,
+/// `WindowClosed`), which name their chunk, not their keys.
+#[derive(Clone, Debug)]
+pub(crate) struct Follower {
+    filter: KeyFilter,
+    chunks: std::collections::BTreeSet<ChunkId>,
+}
+
+impl Follower {
+    pub(crate) fn new(filter: KeyFilter) -> Follower {
+        Follower { filter, chunks: std::collections::BTreeSet::new() }
+    }
+
+    /// Whether the next event of the trace names the key.
+    pub(crate) fn involves(&mut self, observation: &Observation) -> bool {
+        match observation {
+            Observation::ChunkRead { chunk, .. } if involves(observation, &self.filter) => {
+                self.chunks.insert(*chunk);
+                true
+            }
+            Observation::WindowOpened { chunk } | Observation::WindowClosed { chunk, .. } => {
+                self.chunks.contains(chunk)
+            }
+            Observation::OfConnector { observation, .. } => self.involves(observation),
+            _ => involves(observation, &self.filter),
+        }
+    }
 }
 
 /// Whether `record` carries the followed key.
