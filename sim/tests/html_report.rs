@@ -873,9 +873,8 @@ fn writing_the_page_does_not_change_the_run() {
 /// the sink's committed positions at most the end offsets; and a run that caught up ends with the
 /// sink's consumer at the end of the change topics (its acceptance boundary; its group commits
 /// later, on its own interval).
-#[test]
-fn the_sampled_positions_keep_their_order() {
-    use handoff_sim::timed::runner;
+/// The scenario files of `scenarios/` (not its sub-folders), in name order.
+fn scenario_files() -> Vec<PathBuf> {
     let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios"));
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("scenarios/")
@@ -883,6 +882,13 @@ fn the_sampled_positions_keep_their_order() {
         .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
         .collect();
     paths.sort();
+    paths
+}
+
+#[test]
+fn the_sampled_positions_keep_their_order() {
+    use handoff_sim::timed::runner;
+    let paths = scenario_files();
     assert!(paths.len() > 10, "the bundled scenarios: {paths:?}");
     for path in paths {
         let name = path.file_stem().expect("a name").to_string_lossy().to_string();
@@ -927,13 +933,7 @@ fn the_sampled_positions_keep_their_order() {
 /// groups, exactly-once, backfills.
 #[test]
 fn every_bundled_scenario_renders() {
-    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios"));
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("scenarios/")
-        .map(|entry| entry.expect("an entry").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
-        .collect();
-    paths.sort();
+    let paths = scenario_files();
     let out = TempDir::new("html-every");
     let page = out.path().join("report.html");
     let page_arg = page.display().to_string();

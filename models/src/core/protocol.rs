@@ -311,6 +311,14 @@ pub struct ReplicationSlotRow {
     pub catalog_xmin: Option<Xid>,
 }
 
+impl ReplicationSlotRow {
+    /// The WAL the slot keeps with the write pointer at `current`: `current - restart_lsn`, 0
+    /// once `restart_lsn` is NULL (invalidated).
+    pub fn retained_bytes(&self, current: Lsn) -> u64 {
+        self.restart_lsn.map_or(0, |restart| current.0.saturating_sub(restart.0))
+    }
+}
+
 /// A row of `pg_replication_slots` (the columns the models read).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SlotRow {

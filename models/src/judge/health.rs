@@ -92,7 +92,7 @@ impl HealthSignals {
                 pg.pg_replication_slots().into_iter().find(|row| row.slot_name == config.slot_name).map(|row| {
                     SlotHealth {
                         server: node,
-                        retained_bytes: row.restart_lsn.map_or(0, |restart| current.0.saturating_sub(restart.0)),
+                        retained_bytes: row.retained_bytes(current),
                         slot_name: row.slot_name,
                         active: row.active,
                         wal_status: row.wal_status.unwrap_or_default(),

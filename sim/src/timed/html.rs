@@ -20,7 +20,7 @@ use crate::timed::runner::RunResult;
 use crate::timed::runner::positions::PositionSample;
 use crate::timed::view::{self, KeyFilter};
 use handoff_models::core::ids::{Key, Node, TableId};
-use handoff_models::core::observe::{Observation, SinkAction, TraceEvent};
+use handoff_models::core::observe::{Observation, TraceEvent};
 use handoff_models::judge::narrate::{self, Names};
 use handoff_models::scenario::spec::Spec;
 use serde_json::{Value, json};
@@ -74,17 +74,7 @@ fn category(observation: &Observation) -> &'static str {
         Observation::Fault { .. } | Observation::Crashed { .. } => "fault",
         Observation::OperatorAction { .. } => "operator",
         Observation::OfConnector { observation, .. } => category(observation),
-        Observation::Polled { summary } if summary.snapshot_rows == 0 && summary.changes == summary.records => {
-            "routine"
-        }
-        Observation::Appended { transaction: None, .. }
-        | Observation::ProduceAcked { completion_marker: false, .. }
-        | Observation::GroupCommitted { .. } => "routine",
-        Observation::SinkApplied { applies }
-            if applies.iter().all(|apply| matches!(apply.action, SinkAction::Upserted | SinkAction::Deleted)) =>
-        {
-            "routine"
-        }
+        routine if view::is_routine(routine) => "routine",
         Observation::TaskFailed { .. } | Observation::SlotInvalidated { .. } | Observation::SinkFailed { .. } => {
             "failure"
         }
@@ -280,8 +270,7 @@ fn sample(sample: &PositionSample) -> Value {
             })).collect::<Vec<Value>>(),
         })).collect::<Vec<Value>>(),
         "connectors": sample.connectors.iter().map(|connector| json!({
-            "name": connector.name,
-            "state": connector.state,
+            "name": connector.health.connector,
             "stored_lsn": lsn(connector.stored_lsn),
             "reachable": connector.reachable,
             "connector_state": connector.health.connector_state.name(),

@@ -476,7 +476,7 @@ pub fn health(result: &RunResult) -> serde_json::Value {
                 .map(|connector| {
                     let health = &connector.health;
                     serde_json::json!({
-                        "name": connector.name,
+                        "name": health.connector,
                         "reachable": connector.reachable,
                         "connector_state": health.connector_state.name(),
                         "task_state": health.task_state.map(|state| state.name()),

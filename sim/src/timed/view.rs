@@ -277,6 +277,28 @@ pub(crate) fn involves(observation: &Observation, filter: &KeyFilter) -> bool {
     }
 }
 
+/// Whether `observation` is a routine delivery (the module's comment): `poll()` returning
+/// streamed changes only, Kafka appending outside a transaction, the sink upserting or deleting
+/// every record, Kafka acknowledging without the snapshot completion marker, the sink's group
+/// committing. The text timeline folds them; the HTML report draws them grey.
+pub(crate) fn is_routine(observation: &Observation) -> bool {
+    match observation {
+        Observation::Polled { summary } => {
+            summary.snapshot_rows == 0
+                && summary.tombstones == 0
+                && !summary.last_snapshot_record
+                && summary.changes == summary.records
+        }
+        Observation::Appended { transaction, .. } => transaction.is_none(),
+        Observation::SinkApplied { applies } => {
+            applies.iter().all(|apply| matches!(apply.action, SinkAction::Upserted | SinkAction::Deleted))
+        }
+        Observation::ProduceAcked { completion_marker, .. } => !completion_marker,
+        Observation::GroupCommitted { .. } => true,
+        _ => false,
+    }
+}
+
 /// A run of routine delivery lines being folded.
 #[derive(Default)]
 struct Fold {
@@ -298,13 +320,11 @@ struct Fold {
 impl Fold {
     /// Takes `event` into the run when it is a routine delivery.
     fn takes(&mut self, event: &TraceEvent, names: &Names) -> bool {
+        if !is_routine(&event.observation) {
+            return false;
+        }
         match &event.observation {
-            Observation::Polled { summary }
-                if summary.snapshot_rows == 0
-                    && summary.tombstones == 0
-                    && !summary.last_snapshot_record
-                    && summary.changes == summary.records =>
-            {
+            Observation::Polled { summary } => {
                 self.polls += 1;
                 self.polled += summary.records;
                 for (op, table, key) in &summary.first_changes {
@@ -313,13 +333,9 @@ impl Fold {
                 }
                 self.more_changes += summary.changes.saturating_sub(summary.first_changes.len());
             }
-            Observation::Appended { records, transaction: None } => self.appended.extend(records.iter().copied()),
-            Observation::SinkApplied { applies }
-                if applies.iter().all(|apply| matches!(apply.action, SinkAction::Upserted | SinkAction::Deleted)) =>
-            {
-                self.applied += applies.len();
-            }
-            Observation::ProduceAcked { count, completion_marker: false, .. } => self.acknowledged += count,
+            Observation::Appended { records, .. } => self.appended.extend(records.iter().copied()),
+            Observation::SinkApplied { applies } => self.applied += applies.len(),
+            Observation::ProduceAcked { count, .. } => self.acknowledged += count,
             Observation::GroupCommitted { .. } => self.group_commits += 1,
             _ => return false,
         }

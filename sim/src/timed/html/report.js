@@ -26,6 +26,15 @@ window.addEventListener("error", function (e) {
     if (parent) parent.appendChild(node);
     return node;
   }
+  // A legend entry: the series' colour and its name.
+  function legendItem(legend, name, stroke) {
+    const item = el("span");
+    const swatch = el("span", { class: "swatch" });
+    swatch.style.background = stroke;
+    item.appendChild(swatch);
+    item.appendChild(document.createTextNode(name));
+    legend.appendChild(item);
+  }
   function title(node, text) { svg("title", {}, node).textContent = text; return node; }
   // Simulated time as the text report prints it: t=12.117s.
   function at(ms) { return "t=" + Math.floor(ms / 1000) + "." + String(ms % 1000).padStart(3, "0") + "s"; }
@@ -193,12 +202,7 @@ window.addEventListener("error", function (e) {
     const kind = name.split(":")[0];
     const path = svg("path", { class: "series", "data-series": name, d: d, stroke: stroke, "stroke-dasharray": dashes[kind] || "" }, lsnChart);
     title(path, name + " (last " + lsn(last) + ")");
-    const item = el("span");
-    const swatch = el("span", { class: "swatch" });
-    swatch.style.background = stroke;
-    item.appendChild(swatch);
-    item.appendChild(document.createTextNode(name));
-    legend.appendChild(item);
+    legendItem(legend, name, stroke);
   }
   marks(lsnChart, top, chartH);
   main.appendChild(lsnChart);
@@ -342,12 +346,7 @@ window.addEventListener("error", function (e) {
       continue;
     }
     title(svg("path", { class: "series", "data-series": name, d: d, stroke: stroke }, health), name);
-    const item = el("span");
-    const swatch = el("span", { class: "swatch" });
-    swatch.style.background = stroke;
-    item.appendChild(swatch);
-    item.appendChild(document.createTextNode(name));
-    healthLegend.appendChild(item);
+    legendItem(healthLegend, name, stroke);
   }
   connectorNames.forEach((name, ci) => {
     ["connector_state", "task_state"].forEach((field, fi) => {

@@ -19,7 +19,6 @@ use handoff_models::core::lsn::Lsn;
 use handoff_models::core::protocol::IsolationLevel;
 use handoff_models::judge::health::HealthSignals;
 use handoff_models::scenario::spec::Spec;
-use std::collections::BTreeMap;
 
 /// One sample: where every position stood at `at_ms`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,13 +83,11 @@ pub struct SlotPositions {
 /// health signals.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConnectorPositions {
-    pub name: String,
-    /// `RUNNING`, `FAILED`, … (the REST API's spelling).
-    pub state: &'static str,
     /// The offsets topic's value's `lsn` for the connector (`None`: nothing stored, or a
     /// tombstone, or a snapshot offset without one).
     pub stored_lsn: Option<Lsn>,
-    /// What a dashboard shows of it ([`HealthSignals`]); `reachable` false when the worker
+    /// What a dashboard shows of it ([`HealthSignals`]: its name and states among them);
+    /// `reachable` false when the worker
     /// running its task is down (its REST API does not answer).
     pub health: HealthSignals,
     pub reachable: bool,
@@ -148,7 +145,7 @@ pub fn sample(spec: &Spec, models: &Models, at_ms: u64, primary: Node, down: imp
             .pg_replication_slots()
             .into_iter()
             .map(|row| SlotPositions {
-                retained_bytes: row.restart_lsn.map_or(0, |restart| wal_insert_lsn.0.saturating_sub(restart.0)),
+                retained_bytes: row.retained_bytes(wal_insert_lsn),
                 slot_name: row.slot_name,
                 active: row.active,
                 restart_lsn: row.restart_lsn,
@@ -172,19 +169,17 @@ pub fn sample(spec: &Spec, models: &Models, at_ms: u64, primary: Node, down: imp
         .into_iter()
         .enumerate()
         .map(|(c, health)| {
-            let name = spec.connector(c).name.clone();
             let worker = models.worker_of(c);
-            let state = worker.lock().expect("connect").connectors[c].status().name();
             let node = models.workers().find(|(_, held)| std::sync::Arc::ptr_eq(held, worker)).map(|(node, _)| node);
             let reachable = node.is_none_or(|node| !down(node));
-            let stored_lsn = kafka.source_offsets.get(&name).and_then(|offset| offset.lsn);
-            ConnectorPositions { name, state, stored_lsn, health, reachable }
+            let stored_lsn = kafka.source_offsets.get(&health.connector).and_then(|offset| offset.lsn);
+            ConnectorPositions { stored_lsn, health, reachable }
         })
         .collect();
-    let committed: BTreeMap<TopicPartition, u64> = kafka.groups.get(&spec.sink.group).cloned().unwrap_or_default();
     let mut sink_checkpoint_lsn = None;
     let mut sink_committed_offsets = 0;
-    for (tp, offset) in committed.iter().filter(|(tp, _)| carries_changes(tp)) {
+    let committed = kafka.groups.get(&spec.sink.group).into_iter().flatten();
+    for (tp, offset) in committed.filter(|(tp, _)| carries_changes(tp)) {
         sink_committed_offsets += offset;
         if let Some(log) = kafka.logs.get(tp) {
             sink_checkpoint_lsn = sink_checkpoint_lsn.max(newest_lsn_below(log, *offset));
